@@ -1,0 +1,75 @@
+"""Attention over response spans, reduced inside the hook (DESIGN.md section 3).
+
+For layer l, head h, query set Q and span S: `mass = mean_{q in Q} sum_{k in S} A[l, h, q, k]` and
+`mean = mass / |S|`. The full T x T pattern of a layer lives only while its hook runs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+QuerySet = Literal["final", "after"]
+SPAN_NAMES = ("a", "b")
+
+
+@dataclass
+class SpanReducer:
+    """Called once per layer with that layer's pattern; keeps only [batch, head, span] masses.
+
+    `key_masks[b, s, k]` is 1 where key k belongs to span s of row b; `query_weights[b, q]` sums to 1 over
+    the query set of row b ("final": the last position; "after": every position after both responses).
+    """
+
+    key_masks: Float[Tensor, "batch span key"]
+    query_weights: Float[Tensor, "batch query"] | None  # None = final position only
+    masses: dict[int, Float[Tensor, "batch head span"]] = field(default_factory=dict)
+
+    def __call__(self, layer: int, pattern: Float[Tensor, "batch head query key"]) -> None:
+        pattern = pattern.detach().float()
+        if self.query_weights is None:
+            rows = pattern[:, :, -1, :]
+        else:
+            rows = torch.einsum("bhqk,bq->bhk", pattern, self.query_weights)
+        self.masses[layer] = torch.einsum("bhk,bsk->bhs", rows, self.key_masks)
+
+    def stacked(self) -> Float[Tensor, "batch layer head span"]:
+        return torch.stack([self.masses[layer] for layer in sorted(self.masses)], dim=1)
+
+
+def span_reducer(
+    spans: Sequence[dict[str, tuple[int, int]]], seq_len: int, *, queries: QuerySet = "final", span_names=SPAN_NAMES
+) -> SpanReducer:
+    """Build the reducer for a (left-padded) batch; spans are already in padded coordinates."""
+    batch = len(spans)
+    key_masks = torch.zeros(batch, len(span_names), seq_len)
+    for row, row_spans in enumerate(spans):
+        for index, name in enumerate(span_names):
+            start, end = row_spans[name]
+            key_masks[row, index, start:end] = 1.0
+    if queries == "final":
+        return SpanReducer(key_masks, None)
+    if queries != "after":
+        raise ValueError(f"unknown query set {queries!r}; use 'final' or 'after'")
+    query_weights = torch.zeros(batch, seq_len)
+    for row, row_spans in enumerate(spans):
+        first = max(end for _, end in (row_spans[name] for name in span_names))
+        query_weights[row, first:] = 1.0 / (seq_len - first)
+    return SpanReducer(key_masks, query_weights)
+
+
+def span_token_counts(spans: Sequence[dict[str, tuple[int, int]]], span_names=SPAN_NAMES) -> Tensor:
+    return torch.tensor([[row[name][1] - row[name][0] for name in span_names] for row in spans], dtype=torch.float32)
+
+
+def per_token_mean(
+    mass: Float[Tensor, "batch layer head span"], counts: Float[Tensor, "batch span"]
+) -> Float[Tensor, "batch layer head span"]:
+    """mass / |S|; an empty span (empty response) gives NaN, recorded as such, never a division by zero."""
+    safe = torch.where(counts > 0, counts, torch.ones_like(counts))
+    mean = mass / safe[:, None, None, :]
+    return torch.where(counts[:, None, None, :] > 0, mean, torch.full_like(mean, float("nan")))

@@ -1,0 +1,94 @@
+"""The `interp` command line. Bad input -> one line on stderr starting with "error:", exit code 2."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from interp.errors import InterpError
+
+app = typer.Typer(help="Why do LLM judges prefer their own answers? Measure it, look inside, intervene.", no_args_is_help=True, pretty_exceptions_enable=False)
+
+
+def _print_json(value) -> None:
+    typer.echo(json.dumps(value, indent=2, allow_nan=False))
+
+
+@app.command()
+def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """List the built-in model aliases (source, pre/post-trained, layers, heads)."""
+    from interp.models import describe_aliases
+
+    rows = describe_aliases()
+    if as_json:
+        _print_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['source']}")
+
+
+@app.command()
+def inspect(
+    model: str = typer.Option("smollm2-135m-instruct", "--model", "-m", help="alias, HF id, local folder or .gguf file"),
+    backend: str = typer.Option("hf", "--backend", "-b", help="hf | transformer_lens | nnsight"),
+    query: str = typer.Option(..., "--query", "-q"),
+    response_a: str = typer.Option(..., "--response-a"),
+    response_b: str = typer.Option(..., "--response-b"),
+    task: str = typer.Option("helpfulness", "--task", help="helpfulness | truthfulness | translation"),
+    queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
+    intervene: Optional[Path] = typer.Option(None, "--intervene", help="intervention spec (TOML) applied while judging"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
+    from interp.backends import make_backend
+    from interp.inspection import build_judge_prompt, inspect_judgment
+    from interp.models import load_model
+
+    if queries not in ("final", "after"):
+        raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
+    spec = None
+    if intervene is not None:
+        from hooks.spec import load_spec
+
+        spec = load_spec(intervene)
+    loaded = load_model(model)
+    build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
+    runner = make_backend(loaded, backend)
+    bias = None
+    if spec is not None:
+        from hooks.apply import bias_builder
+
+        bias = bias_builder(spec, loaded, judge_model=loaded.name)
+    result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
+    if spec is not None:
+        result["intervention"] = spec.to_dict()
+    if as_json:
+        _print_json(result)
+        return
+    typer.echo(f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}")
+    typer.echo(f"spans: A={result['spans']['a']}  B={result['spans']['b']}  ({result['n_tokens']} tokens)")
+    for row in result["layers"]:
+        typer.echo(f"  layer {row['layer']:>2}: mass A={row['mass_a']:.4f} B={row['mass_b']:.4f}")
+
+
+def _add_optional_subcommands() -> None:
+    from interp.metrics_cli import app as metrics_app
+
+    app.add_typer(metrics_app, name="metrics", help="Seed-paper metrics (Chen et al., SALIERI, PLS) over judgment records.")
+
+
+def main() -> None:
+    _add_optional_subcommands()
+    try:
+        app(standalone_mode=True)
+    except InterpError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,96 @@
+"""One batched judging pass: verdict label probabilities and span attention from the same forward pass.
+
+Label tokens: a label such as "A" can be emitted as several single tokens ("A", " A", and for
+SentencePiece vocabularies "▁A"). P(label) is the sum of the next-token probabilities of every distinct
+single-token spelling of the label with or without a leading space; multi-token spellings are ignored.
+The label probabilities are then renormalised over the labels (A/B, or A/T/B). `label_mass`, the
+probability on all label tokens before renormalisation, and `top_is_label`, whether the single most likely
+next token is a label, say how much the judge was actually answering with a label.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.attention import QuerySet, span_reducer, span_token_counts
+from interp.backends import Backend, Batch, ScoreBias, left_pad
+from interp.errors import InterpError
+from interp.spans import TokenizedPrompt
+
+
+@dataclass(frozen=True)
+class LabelTokens:
+    labels: tuple[str, ...]
+    ids: tuple[tuple[int, ...], ...]  # per label, its single-token spellings
+
+
+def label_tokens(tokenizer, labels: Sequence[str] = ("A", "B")) -> LabelTokens:
+    ids = []
+    for label in labels:
+        spellings = {label, " " + label}
+        found = sorted({t[0] for t in (tokenizer.encode(s, add_special_tokens=False) for s in spellings) if len(t) == 1})
+        if not found:
+            raise InterpError(f"label {label!r} is not a single token in this tokenizer; cannot read its probability")
+        ids.append(tuple(found))
+    flat = [i for group in ids for i in group]
+    if len(flat) != len(set(flat)):
+        raise InterpError(f"labels {labels} share a token in this tokenizer")
+    return LabelTokens(tuple(labels), tuple(ids))
+
+
+@dataclass
+class Judgment:
+    probs: dict[str, float]  # renormalised over the labels
+    label_mass: float
+    top_is_label: bool
+    top_token: int
+    spans: dict[str, tuple[int, int]]  # unpadded token indices, end exclusive
+    n_tokens: int
+    mass: Float[Tensor, "layer head span"] | None  # span order: a, b
+    counts: Float[Tensor, "span"] | None
+
+
+BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]
+
+
+def judge_batch(
+    backend: Backend,
+    prompts: Sequence[TokenizedPrompt],
+    labels: LabelTokens,
+    *,
+    queries: QuerySet | None = "final",
+    bias: BiasBuilder | None = None,
+) -> list[Judgment]:
+    """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results)."""
+    tokenizer = backend.model.tokenizer
+    batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
+    padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
+    reducer = span_reducer(padded_spans, batch.input_ids.shape[1], queries=queries) if queries else None
+    score_bias = bias(batch, offsets, prompts) if bias is not None else None
+    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias)
+    probs = torch.softmax(logits.double(), dim=-1)
+    per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
+    label_mass = per_label.sum(-1)
+    normalised = per_label / label_mass.clamp_min(torch.finfo(torch.float64).tiny)[:, None]
+    top = probs.argmax(-1)
+    label_ids = {i for group in labels.ids for i in group}
+    masses = reducer.stacked() if reducer is not None else None
+    counts = span_token_counts(padded_spans) if reducer is not None else None
+    return [
+        Judgment(
+            probs={label: float(normalised[row, i]) for i, label in enumerate(labels.labels)},
+            label_mass=float(label_mass[row]),
+            top_is_label=int(top[row]) in label_ids,
+            top_token=int(top[row]),
+            spans=dict(prompt.spans),
+            n_tokens=len(prompt),
+            mass=masses[row] if masses is not None else None,
+            counts=counts[row] if counts is not None else None,
+        )
+        for row, prompt in enumerate(prompts)
+    ]
