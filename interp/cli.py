@@ -75,6 +75,42 @@ def inspect(
         typer.echo(f"  layer {row['layer']:>2}: mass A={row['mass_a']:.4f} B={row['mass_b']:.4f}")
 
 
+@app.command("dbg")
+def dbg_command(
+    config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
+    out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
+    report: bool = typer.Option(True, help="write report.html with the Figure 2 grid"),
+) -> None:
+    """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
+    from interp.report import build_report
+    from interp.runs import load_config, run_dbg
+
+    summary = run_dbg(load_config(config), out)
+    if report:
+        typer.echo(f"report: {build_report(out)}")
+    _echo_dbg(summary)
+
+
+def _echo_dbg(summary: dict) -> None:
+    for judge, scores in summary["judges"].items():
+        if "dbg_hard" in scores:
+            lo, hi = scores["dbg_ci"]
+            typer.echo(f"{judge}: DBG = {100 * scores['dbg_hard']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (soft {100 * scores['dbg_soft']:+.1f})")
+
+
+@app.command()
+def demo(
+    n: Optional[int] = typer.Option(None, "--n", help="number of built-in instructions (default: all)"),
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
+    backend: str = typer.Option("hf", "--backend", "-b"),
+) -> None:
+    """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
+    from interp.demo import run_demo
+
+    path = run_demo(out, n=n, backend=backend)
+    typer.echo(f"report: {path}")
+
+
 def _add_optional_subcommands() -> None:
     from interp.metrics_cli import app as metrics_app
 
