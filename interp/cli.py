@@ -111,6 +111,33 @@ def demo(
     typer.echo(f"report: {path}")
 
 
+@app.command()
+def intervene(
+    run_dir: Path = typer.Argument(..., help="a finished DBG run directory"),
+    spec_path: Path = typer.Option(..., "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author)"),
+    backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
+    controls: bool = typer.Option(True, help="also run the other-span and random-span controls (self-span specs)"),
+) -> None:
+    """Re-run only judging under an intervention (responses and gold held fixed) and test for a causal effect."""
+    from hooks.spec import load_spec
+    from interp.causal import intervene_run, intervention_section
+    from interp.report import build_report
+
+    spec = load_spec(spec_path)
+    result = intervene_run(run_dir, spec, judges=judge, backend=backend, with_controls=controls)
+    intervention_section([result], Path(run_dir) / "figures")
+    for judge_name, r in result["judges"].items():
+        typer.echo(f"{judge_name}: DBG {100 * r['before']['dbg_hard']:+.1f} pts before; " + "; ".join(
+            f"{name}: DBG {100 * v['dbg_hard']:+.1f}, P(own) {r['before']['mean_p_own']:.3f} -> {v['mean_p_own']:.3f}" for name, v in r["variants"].items()
+        ))
+        typer.echo(r["verdict"])
+    reused = result["reused"]
+    typer.echo(f"reused {reused['responses']} responses (generated {reused['responses_generated']}) and {reused['gold_verdicts']} gold verdicts")
+    if Path(run_dir, "summary.json").exists():
+        typer.echo(f"report: {build_report(run_dir)}")
+
+
 def _add_optional_subcommands() -> None:
     from interp.metrics_cli import app as metrics_app
 
