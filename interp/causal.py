@@ -123,6 +123,26 @@ def intervention_variants(spec) -> dict[str, object]:
     return {"self": spec} | {target: dataclasses.replace(spec, target=target) for target in CONTROL_TARGETS}
 
 
+def rejudge(run: Run, judge: str, runner, spec, judgments_path: Path, *, tasks=None, progress: bool = True) -> np.ndarray:
+    """Judge every task of the run under `spec` (resumable at `judgments_path`); P(own wins) per item."""
+    from hooks.apply import bias_builder
+
+    model = runner.model
+    run_judging(
+        runner,
+        judge,
+        tasks if tasks is not None else judge_tasks(run.items, run.responses, run.config.models),
+        judgments_path=judgments_path,
+        shard_dir=None,
+        batch_size=run.config.batch_size,
+        ties=run.config.ties,
+        queries=None,
+        bias_for=lambda chunk: bias_builder(spec, model, judge_model=judge, authors=[(t.author_a, t.author_b) for t in chunk]),
+        progress=progress,
+    )
+    return own_probabilities([r for r in read_jsonl(judgments_path) if r["judge"] == judge], run, judge)
+
+
 def intervene_run(
     run_dir: Path,
     spec,
@@ -135,7 +155,6 @@ def intervene_run(
     loaded: dict[str, LoadedModel] | None = None,
 ) -> dict:
     """Re-judge the run under `spec` (and its controls); write result.json next to the judgments."""
-    from hooks.apply import bias_builder
     from hooks.spec import validate_against
 
     run = load_run(run_dir)
@@ -165,33 +184,19 @@ def intervene_run(
         },
         "judges": {},
     }
-    for judge in judges:
+    for judge in judges:  # every spec is checked against every judge before any judging starts
         if judge not in loaded:
             loaded[judge] = load_model(judge)
-        model = loaded[judge]
         for variant in variants.values():
-            validate_against(variant, model.n_layers, model.n_heads)  # before any model work
+            validate_against(variant, loaded[judge].n_layers, loaded[judge].n_heads)
+    for judge in judges:
+        model = loaded[judge]
         runner = make_backend(model, backend or config.backend)
         gold_own = run.gold_first if judge == config.models[0] else 1 - run.gold_first
         before = own_probabilities([r for r in baseline_records if r["judge"] == judge], run, judge)
         judge_result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}}
         for name, variant in variants.items():
-            path = out_dir / safe_name(name) / "judgments.jsonl"
-            run_judging(
-                runner,
-                judge,
-                tasks,
-                judgments_path=path,
-                shard_dir=None,
-                batch_size=config.batch_size,
-                ties=config.ties,
-                queries=None,
-                bias_for=lambda chunk, variant=variant: bias_builder(
-                    variant, model, judge_model=judge, authors=[(t.author_a, t.author_b) for t in chunk]
-                ),
-                progress=progress,
-            )
-            after = own_probabilities([r for r in read_jsonl(path) if r["judge"] == judge], run, judge)
+            after = rejudge(run, judge, runner, variant, out_dir / safe_name(name) / "judgments.jsonl", tasks=tasks, progress=progress)
             judge_result["variants"][name] = {"spec": variant.to_dict()} | behaviour(after, gold_own, n_boot=config.n_boot, seed=config.seed)
             judge_result["effects"][name] = paired_effect(before, after, n_boot=config.n_boot, seed=config.seed)
         causal, text = causal_verdict(judge_result["effects"])

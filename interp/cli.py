@@ -138,6 +138,17 @@ def intervene(
         typer.echo(f"report: {build_report(run_dir)}")
 
 
+@app.command()
+def sweep(config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml")) -> None:
+    """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
+    from interp.sweeps import run_sweep
+
+    path = run_sweep(config)
+    typer.echo(f"results: {path}")
+    for figure in sorted(path.parent.glob("effect_vs_*.png")):
+        typer.echo(f"figure: {figure}")
+
+
 def _add_optional_subcommands() -> None:
     from interp.metrics_cli import app as metrics_app
 
