@@ -1,0 +1,110 @@
+"""Pipeline figures, measured side by side in one run; one `name: value` per line.
+
+- judging throughput, batched (8) vs one at a time, SmolLM2 with span-attention extraction as in a run;
+- judging throughput under an intervention (self-span mask, all layers and heads) vs plain judging;
+- wall time of `interp demo --n 12` and of the full default demo, each from an empty response cache
+  (the dequantised models are linked in: "after set-up").
+
+Usage: python experiments/bench_pipeline.py [--skip-demo] [--full]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import torch
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def judging_prompts(model, n: int):
+    from interp.data import builtin_items
+    from interp.inspection import build_judge_prompt
+
+    items = [i for i in builtin_items() if i.task == "helpfulness"][:n]
+    prompts = []
+    for index, item in enumerate(items):
+        other = items[(index + 1) % len(items)].reference
+        prompts.append(build_judge_prompt(model, item.task, item.query, item.reference, other))
+    return prompts
+
+
+def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_for=None) -> float:
+    from interp.judge import judge_batch
+
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        for offset in range(0, len(prompts), batch_size):
+            chunk = prompts[offset : offset + batch_size]
+            judge_batch(backend, chunk, labels, queries="final", bias=bias_for(chunk) if bias_for else None)
+        times.append(time.perf_counter() - start)
+    return len(prompts) / statistics.median(times)
+
+
+def judging_figures(repeats: int) -> None:
+    from hooks.apply import bias_builder
+    from hooks.spec import AttentionIntervention
+    from interp.backends import make_backend
+    from interp.judge import label_tokens
+    from interp.models import load_model
+
+    model = load_model("smollm2-135m-instruct")
+    backend = make_backend(model, "hf")
+    labels = label_tokens(model.tokenizer)
+    prompts = judging_prompts(model, 16)
+    print(f"judge_prompt_tokens_mean: {sum(len(p) for p in prompts) / len(prompts):.0f}")
+    time_judging(backend, prompts[:2], labels, 2, 1)  # warm-up
+    single = time_judging(backend, prompts, labels, 1, repeats)
+    batched = time_judging(backend, prompts, labels, 8, repeats)
+    spec = AttentionIntervention(target="a", alpha=0.0)
+    intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk: bias_builder(spec, model))
+    print(f"judging_one_at_a_time_per_second: {single:.2f}")
+    print(f"judging_batched8_per_second: {batched:.2f}")
+    print(f"batched_judging_speedup_ratio: {batched / single:.2f}")
+    print(f"judging_under_intervention_per_second: {intervened:.2f}")
+    print(f"intervention_throughput_ratio: {intervened / batched:.2f}")
+
+
+def demo_seconds(n: int | None) -> float:
+    """`interp demo` from an empty response cache, with the dequantised models linked in."""
+    from interp.models import cache_root
+
+    with tempfile.TemporaryDirectory() as tmp:
+        cache = Path(tmp) / "cache"
+        cache.mkdir()
+        for sub in ("dequantized", "gguf"):
+            if (cache_root() / sub).exists():
+                os.symlink(cache_root() / sub, cache / sub)
+        args = [sys.executable, "-m", "interp.cli", "demo", "--out", str(Path(tmp) / "demo")]
+        if n is not None:
+            args += ["--n", str(n)]
+        env = dict(os.environ, INTERP_CACHE=str(cache), TQDM_DISABLE="1")
+        start = time.perf_counter()
+        subprocess.run(args, check=True, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
+        return time.perf_counter() - start
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--full", action="store_true", help="also time the full default demo (all built-in items)")
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args()
+    print(f"torch_threads: {torch.get_num_threads()}")
+    judging_figures(args.repeats)
+    if not args.skip_demo:
+        print(f"demo_n12_seconds: {demo_seconds(12):.1f}")
+        if args.full:
+            print(f"demo_full_seconds: {demo_seconds(None):.1f}")
+
+
+if __name__ == "__main__":
+    main()
