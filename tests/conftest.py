@@ -1,0 +1,177 @@
+"""Shared fixtures: tiny random models built from configs (fast) and the two packaged models (slow).
+
+The tiny models use the real tokenizers of the packaged models (read from the dequantised cache folder,
+offline), so every prompt tokenizes exactly as it would for the real judge, while a forward pass costs
+milliseconds. Everything is session-scoped: a model, and a backend booted on it, is built once per run.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from interp.backends import make_backend
+from interp.models import LoadedModel, load_model, resolve_spec
+
+SMOLLM2 = "smollm2-135m-instruct"
+GEMMA3 = "gemma3-270m"
+TINY_SHAPE = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=64, intermediate_size=128)
+
+
+def _tokenizer(alias: str):
+    from transformers import AutoTokenizer
+
+    return AutoTokenizer.from_pretrained(resolve_spec(alias)[0])
+
+
+def _save_tiny(folder: Path, config, model_class, tokenizer, seed: int) -> Path:
+    torch.manual_seed(seed)
+    model = model_class(config).eval()
+    model.save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _tiny_llama_config(tokenizer, **overrides):
+    from transformers import LlamaConfig
+
+    values = dict(
+        TINY_SHAPE,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=4096,
+        initializer_range=0.2,  # larger than the default so attention is far from uniform
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        attn_implementation="eager",
+    )
+    values.update(overrides)
+    return LlamaConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def smollm2_tokenizer():
+    return _tokenizer(SMOLLM2)
+
+
+@pytest.fixture(scope="session")
+def gemma3_tokenizer():
+    return _tokenizer(GEMMA3)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
+    """A 2-layer Llama with the SmolLM2 tokenizer (it has a chat template: post-trained by default)."""
+    from transformers import LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-llama")
+    return _save_tiny(folder, _tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=0)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama_short_context_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
+    """The tiny Llama with a 64-token context, so any judge prompt is too long for it."""
+    from transformers import LlamaForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-llama-ctx64")
+    config = _tiny_llama_config(smollm2_tokenizer, max_position_embeddings=64)
+    return _save_tiny(folder, config, LlamaForCausalLM, smollm2_tokenizer, seed=1)
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3_dir(tmp_path_factory, gemma3_tokenizer) -> Path:
+    """A 2-layer Gemma-3 (one sliding-window layer with a short window, one global layer), Gemma tokenizer."""
+    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+
+    tokenizer = gemma3_tokenizer
+    config = Gemma3TextConfig(
+        **TINY_SHAPE,
+        head_dim=16,
+        vocab_size=len(tokenizer),
+        max_position_embeddings=4096,
+        sliding_window=48,  # shorter than every judge prompt, so the sliding mask matters
+        layer_types=["sliding_attention", "full_attention"],
+        initializer_range=0.2,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+        pad_token_id=tokenizer.pad_token_id,
+        attn_implementation="eager",
+    )
+    folder = tmp_path_factory.mktemp("tiny-gemma3")
+    return _save_tiny(folder, config, Gemma3ForCausalLM, tokenizer, seed=2)
+
+
+@pytest.fixture(scope="session")
+def tiny_llama(tiny_llama_dir) -> LoadedModel:
+    return load_model(str(tiny_llama_dir))
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3(tiny_gemma3_dir) -> LoadedModel:
+    return load_model(str(tiny_gemma3_dir))
+
+
+@pytest.fixture(scope="session")
+def smollm2() -> LoadedModel:
+    return load_model(SMOLLM2)
+
+
+@pytest.fixture(scope="session")
+def gemma3() -> LoadedModel:
+    return load_model(GEMMA3)
+
+
+def module_hooks(module: torch.nn.Module) -> dict[str, list[str]]:
+    """Names of the forward (pre-)hooks on every submodule, to see whether anything was left behind."""
+    found = {}
+    for name, sub in module.named_modules():
+        hooks = [getattr(h, "__qualname__", repr(h)) for h in (*sub._forward_hooks.values(), *sub._forward_pre_hooks.values())]
+        if hooks:
+            found[name] = hooks
+    return found
+
+
+class BackendSet:
+    """The three backends on one LoadedModel, booted lazily and once; remembers the model's output first.
+
+    `before` holds plain HF logits and attentions on a probe input computed before any backend was booted,
+    so tests can check that booting left the user's model object as it was.
+    """
+
+    def __init__(self, model: LoadedModel):
+        self.model = model
+        self.probe = torch.tensor([model.tokenizer.encode("The judge reads two answers and picks one.")])
+        with torch.no_grad():
+            out = model.hf_model(self.probe, output_attentions=True)
+        self.before_logits = out.logits.detach().clone()
+        self.before_attentions = [a.detach().clone() for a in out.attentions]
+        # transformers installs its own output-capturing hooks on the first output_attentions call
+        self.before_hooks = module_hooks(model.hf_model)
+        self._backends: dict = {}
+
+    module_hooks = staticmethod(module_hooks)
+
+    def __getitem__(self, name: str):
+        if name not in self._backends:
+            self._backends[name] = make_backend(self.model, name)
+        return self._backends[name]
+
+
+@pytest.fixture(scope="session")
+def backend_sets() -> dict:
+    """One BackendSet per model fixture name, created on first use (see `backends` below)."""
+    return {}
+
+
+@pytest.fixture
+def backends(request, backend_sets):
+    """`backends(name)` -> the BackendSet of the model fixture `name` (session-cached)."""
+
+    def get(name: str) -> BackendSet:
+        if name not in backend_sets:
+            backend_sets[name] = BackendSet(request.getfixturevalue(name))
+        return backend_sets[name]
+
+    return get
