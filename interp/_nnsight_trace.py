@@ -10,13 +10,28 @@ def _envoy(root, path: str):
     return node
 
 
-def traced_forward(wrapped, batch, on_pattern, attention_paths: list[str]):
+def _edited(edit, output):
+    """`edit` applied to a decoder layer's hidden states (the layer may return a tensor or a tuple)."""
+    if isinstance(output, tuple):
+        return (edit(output[0]),) + tuple(output[1:])
+    return edit(output)
+
+
+def traced_forward(wrapped, batch, on_pattern, attention_paths: list[str], resid_edit=None):
     with wrapped.trace(
         {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask},
         position_ids=batch.position_ids,
         use_cache=False,
     ):
-        if on_pattern is not None:
+        if resid_edit:
+            # nnsight serves module outputs in execution order: layer l's attention, then layer l's output.
+            for layer, path in enumerate(attention_paths):
+                if on_pattern is not None:
+                    on_pattern(layer, _envoy(wrapped, path).output[1])
+                if layer in resid_edit:
+                    block = _envoy(wrapped, path.rsplit(".", 1)[0])
+                    block.output = _edited(resid_edit[layer], block.output)
+        elif on_pattern is not None:
             for layer, path in enumerate(attention_paths):
                 on_pattern(layer, _envoy(wrapped, path).output[1])
         logits = wrapped.output.logits[:, -1, :].float().save()

@@ -4,7 +4,9 @@
 `on_pattern(layer, pattern)` once per layer with that layer's post-softmax pattern
 (`Float[Tensor, "batch head query key"]`), so callers reduce it at once and never keep it. `score_bias`
 maps a layer to an additive pre-softmax bias (`Float[Tensor, "batch head|1 query key"]`), the one
-mechanism every intervention compiles to.
+mechanism every intervention compiles to. `resid_edit` (optional) maps a layer to a function applied to that
+layer's residual-stream output (`Float[Tensor, "batch pos d_model"]` -> same shape; the decoder layer's
+output in hf/nnsight, `blocks.{l}.hook_resid_post` in transformer_lens): activation steering.
 
 - `hf`: plain transformers, eager attention; patterns from forward hooks on each `self_attn` module;
   biases through a registered attention function (`interp_eager`) that adds them to the scores.
@@ -32,6 +34,7 @@ BackendName = Literal["hf", "transformer_lens", "nnsight"]
 BACKENDS: tuple[str, ...] = ("hf", "transformer_lens", "nnsight")
 PatternHook = Callable[[int, Tensor], None]
 ScoreBias = dict[int, Tensor]
+ResidEdit = dict[int, Callable[[Tensor], Tensor]]
 
 
 @dataclass(frozen=True)
@@ -60,7 +63,12 @@ class Backend(Protocol):
     model: LoadedModel
 
     def forward(
-        self, batch: Batch, *, on_pattern: PatternHook | None = None, score_bias: ScoreBias | None = None
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
     ) -> Float[Tensor, "batch vocab"]: ...
 
 
@@ -70,6 +78,18 @@ def attention_modules(hf_model: torch.nn.Module) -> list[tuple[str, torch.nn.Mod
     if not found:
         raise InterpError(f"{type(hf_model).__name__}: found no '*.self_attn' attention modules to hook")
     return found
+
+
+def decoder_layer_paths(hf_model: torch.nn.Module) -> list[str]:
+    """Path of every decoder layer (the parent of its `self_attn` module), in layer order."""
+    return [path.rsplit(".", 1)[0] for path, _ in attention_modules(hf_model)]
+
+
+def _edit_layer_output(edit: Callable[[Tensor], Tensor], output):
+    """Apply `edit` to a decoder layer's hidden states, whether the layer returns a tensor or a tuple."""
+    if isinstance(output, tuple):
+        return (edit(output[0]),) + tuple(output[1:])
+    return edit(output)
 
 
 # ---- the biased eager attention function (hf and nnsight) ----------------------------------------
@@ -129,11 +149,24 @@ class HFBackend:
     model: LoadedModel
     name: str = "hf"
 
-    def forward(self, batch: Batch, *, on_pattern: PatternHook | None = None, score_bias: ScoreBias | None = None):
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+    ):
         handles = []
         if on_pattern is not None:
             for layer, (_, module) in enumerate(attention_modules(self.model.hf_model)):
                 handles.append(module.register_forward_hook(lambda _m, _i, out, layer=layer: on_pattern(layer, out[1])))
+        if resid_edit:
+            hf_model = self.model.hf_model
+            paths = decoder_layer_paths(hf_model)
+            for layer, edit in resid_edit.items():
+                module = hf_model.get_submodule(paths[layer])
+                handles.append(module.register_forward_hook(lambda _m, _i, out, edit=edit: _edit_layer_output(edit, out)))
         try:
             with torch.inference_mode(), biased_attention(self.model.hf_model, score_bias):
                 out = self.model.hf_model(
@@ -171,10 +204,19 @@ class TransformerLensBackend:
         bridge = TransformerBridge.boot_transformers(name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device="cpu")
         return cls(model, bridge)
 
-    def forward(self, batch: Batch, *, on_pattern: PatternHook | None = None, score_bias: ScoreBias | None = None):
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+    ):
         hooks = []
         for layer, bias in (score_bias or {}).items():
             hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias))
+        for layer, edit in (resid_edit or {}).items():
+            hooks.append((f"blocks.{layer}.hook_resid_post", lambda resid, hook, edit=edit: edit(resid)))
         if on_pattern is not None:
             for layer in range(self.model.n_layers):
                 hooks.append((f"blocks.{layer}.attn.hook_pattern", lambda pattern, hook, layer=layer: on_pattern(layer, pattern)))
@@ -201,11 +243,21 @@ class NNsightBackend:
 
         return cls(model, LanguageModel(model.hf_model, tokenizer=model.tokenizer))
 
-    def forward(self, batch: Batch, *, on_pattern: PatternHook | None = None, score_bias: ScoreBias | None = None):
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+    ):
         from interp._nnsight_trace import traced_forward
 
+        paths = [path for path, _ in attention_modules(self.model.hf_model)]
         with torch.inference_mode(), biased_attention(self.model.hf_model, score_bias):
-            return traced_forward(self.wrapped, batch, on_pattern, [path for path, _ in attention_modules(self.model.hf_model)])
+            if resid_edit:
+                return traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit)
+            return traced_forward(self.wrapped, batch, on_pattern, paths)
 
 
 def make_backend(model: LoadedModel, backend: str = "hf") -> Backend:

@@ -123,8 +123,14 @@ def intervention_variants(spec) -> dict[str, object]:
     return {"self": spec} | {target: dataclasses.replace(spec, target=target) for target in CONTROL_TARGETS}
 
 
-def rejudge(run: Run, judge: str, runner, spec, judgments_path: Path, *, tasks=None, progress: bool = True) -> np.ndarray:
-    """Judge every task of the run under `spec` (resumable at `judgments_path`); P(own wins) per item."""
+def rejudge(
+    run: Run, judge: str, runner, spec, judgments_path: Path, *, tasks=None, progress: bool = True, edit_for=None
+) -> np.ndarray:
+    """Judge every task of the run under `spec` (resumable at `judgments_path`); P(own wins) per item.
+
+    `spec` None = no attention intervention; `edit_for(chunk)` (optional) gives a residual-edit builder per
+    batch of tasks (activation steering, see `interp.steering`).
+    """
     from hooks.apply import bias_builder
 
     model = runner.model
@@ -137,8 +143,13 @@ def rejudge(run: Run, judge: str, runner, spec, judgments_path: Path, *, tasks=N
         batch_size=run.config.batch_size,
         ties=run.config.ties,
         queries=None,
-        bias_for=lambda chunk: bias_builder(spec, model, judge_model=judge, authors=[(t.author_a, t.author_b) for t in chunk]),
+        bias_for=(
+            (lambda chunk: bias_builder(spec, model, judge_model=judge, authors=[(t.author_a, t.author_b) for t in chunk]))
+            if spec is not None
+            else None
+        ),
         progress=progress,
+        edit_for=edit_for,
     )
     return own_probabilities([r for r in read_jsonl(judgments_path) if r["judge"] == judge], run, judge)
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
+import warnings
 from pathlib import Path
 from typing import Optional
 
@@ -149,13 +151,50 @@ def sweep(config: Path = typer.Argument(..., help="sweep config (TOML), e.g. exp
         typer.echo(f"figure: {figure}")
 
 
+@app.command()
+def attention(
+    run_dir: Path = typer.Argument(..., help="a DBG run directory (judged with attention on)"),
+    relative_depth: bool = typer.Option(False, "--relative-depth", help="draw layers on a 0-1 depth axis"),
+) -> None:
+    """Figure 7: per-layer and per-head attention over own vs other responses, with length control."""
+    from interp.attention_figures import attention_command
+
+    attention_command(run_dir, relative_depth=relative_depth)
+
+
+@app.command()
+def steer(
+    run_dir: Path = typer.Argument(..., help="a finished DBG run directory (judged with attention on)"),
+    layer: Optional[int] = typer.Option(None, "--layer", help="residual layer of the self-recognition direction (default: middle)"),
+    coefficient: float = typer.Option(-1.0, "--coefficient", help="reversal strength, in units of the direction's norm"),
+    k_heads: Optional[int] = typer.Option(None, "--k-heads", help="other-emphasis on the top-k own-minus-other heads (default: all heads)"),
+    judge: Optional[str] = typer.Option(None, "--judge"),
+    backend: Optional[str] = typer.Option(None, "--backend", "-b"),
+) -> None:
+    """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
+    from interp.steering import steering_command
+
+    steering_command(run_dir, layer, coefficient, k_heads, judge=judge or None, backend=backend, echo=typer.echo)
+
+
 def _add_optional_subcommands() -> None:
     from interp.metrics_cli import app as metrics_app
 
     app.add_typer(metrics_app, name="metrics", help="Seed-paper metrics (Chen et al., SALIERI, PLS) over judgment records.")
 
 
+def _quiet_libraries() -> None:
+    """Errors must be one line on stderr: no weight-loading progress bars or library warnings there."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore")
+
+
 def main() -> None:
+    _quiet_libraries()
     _add_optional_subcommands()
     try:
         app(standalone_mode=True)

@@ -18,7 +18,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from interp.attention import QuerySet, span_reducer, span_token_counts
-from interp.backends import Backend, Batch, ScoreBias, left_pad
+from interp.backends import Backend, Batch, ResidEdit, ScoreBias, left_pad
 from interp.errors import InterpError
 from interp.spans import TokenizedPrompt
 
@@ -56,6 +56,7 @@ class Judgment:
 
 
 BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]
+EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ResidEdit | None]
 
 
 def judge_batch(
@@ -65,14 +66,23 @@ def judge_batch(
     *,
     queries: QuerySet | None = "final",
     bias: BiasBuilder | None = None,
+    edit: EditBuilder | None = None,
 ) -> list[Judgment]:
-    """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results)."""
+    """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
+
+    `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> residual
+    stream edits (layer -> function, see `Backend.forward`); either may return None for "no change".
+    """
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
     padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
     reducer = span_reducer(padded_spans, batch.input_ids.shape[1], queries=queries) if queries else None
     score_bias = bias(batch, offsets, prompts) if bias is not None else None
-    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias)
+    resid_edit = edit(batch, offsets, prompts) if edit is not None else None
+    if resid_edit:
+        logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit)
+    else:
+        logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias)
     probs = torch.softmax(logits.double(), dim=-1)
     per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
     label_mass = per_label.sum(-1)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from interp.plots import figure2_grid, png_data_uri, save_figure, table_html, write_report
@@ -40,7 +39,7 @@ def dbg_section(summary: dict, figures: Path) -> str:
     return (
         f"<p><img src='{png_data_uri(paths['png'])}' alt='Figure 2 grid'></p>"
         f"<p class='note'>Gold judges: <b>{gold}</b>. Files: figures/figure2_grid.png, .pdf. {summary['n_items']} instructions; "
-        f"tasks: {', '.join(summary['tasks'])}. {summary['label_handling']}.</p>{table}"
+        f"tasks: {', '.join(summary['tasks'])}; responses capped at {summary.get('max_words', '?')} words. {summary['label_handling']}.</p>{table}"
     )
 
 

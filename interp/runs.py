@@ -22,17 +22,16 @@ from typing import Callable, Iterator, Literal, Sequence
 
 import torch
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-from safetensors.torch import load_file, save_file
 from tqdm.auto import tqdm
 
 from interp.backends import BACKENDS, Backend, make_backend
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
-from interp.judge import BiasBuilder, Judgment, judge_batch, label_tokens
+from interp.judge import BiasBuilder, EditBuilder, Judgment, judge_batch, label_tokens
 from interp.models import LoadedModel, load_model
 from interp.prompts import judge_prompt
 from interp.responses import Decoding, Response, generate_responses
-from interp.spans import TokenizedPrompt, tokenize_prompt
+from interp.spans import tokenize_prompt
 from interp.storage import append_jsonl, atomic_write_bytes, atomic_write_text, read_jsonl
 
 ORDERS = ("ab", "ba")  # "ab": models[0]'s response in slot A; "ba": swapped
@@ -52,6 +51,10 @@ class HTTPJudgeConfig(_Strict):
     api_key_env: str | None = None  # name of the environment variable holding the key; never the key
     timeout: float = 60.0
     retries: int = 4
+    mode: Literal["chat", "completions"] = "chat"  # completions: raw few-shot prompt, for base models
+    top_logprobs: int = Field(20, ge=1)
+    concurrency: int = Field(1, ge=1)
+    logprobs: bool = True
 
 
 class GoldConfig(_Strict):
@@ -276,8 +279,12 @@ def run_judging(
     queries: str | None = "final",
     bias_for: Callable[[Sequence[JudgeTask]], BiasBuilder | None] | None = None,
     progress: bool = True,
+    edit_for: Callable[[Sequence[JudgeTask]], EditBuilder | None] | None = None,
 ) -> None:
-    """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines."""
+    """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines.
+
+    `bias_for(chunk)` / `edit_for(chunk)` give the score-bias / residual-edit builder for one batch of tasks.
+    """
     model = backend.model
     labels = label_tokens(model.tokenizer, ("A", "T", "B") if ties else ("A", "B"))
     done = {f"{r['item_id']}|{r['order']}" for r in read_jsonl(judgments_path) if r["judge"] == judge}
@@ -295,7 +302,8 @@ def run_judging(
     for chunk in _batches(todo, batch_size):
         chunk_prompts = [prompts[t.key] for t in chunk]
         bias = bias_for(chunk) if bias_for is not None else None
-        judgments = judge_batch(backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias)
+        edit = edit_for(chunk) if edit_for is not None else None
+        judgments = judge_batch(backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias, edit=edit)
         if shard_dir is not None:
             _write_shard(shard_dir, chunk, judgments)
         append_jsonl(judgments_path, [_judgment_line(judge, t, j) for t, j in zip(chunk, judgments)])
@@ -471,6 +479,9 @@ def run_gold_step(state: RunState, progress: bool) -> dict[str, list[float]]:
             append_jsonl(paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": float(v)} for (item, _), v in zip(chunk, values)])
             have.update({item.id: float(v) for (item, _), v in zip(chunk, values)})
         existing[judge.name] = have
+    checks = {judge.name: judge.stats for judge in judges if getattr(judge, "stats", None)}
+    if checks:  # e.g. HTTP judges: how often logprobs were missing or the top tokens were not labels
+        atomic_write_text(paths.root / "gold_checks.json", json.dumps(checks, indent=2))
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 

@@ -70,6 +70,7 @@ def compute_summary(config, records: Sequence[dict], items: Sequence[Item], gold
     return {
         "n_items": len(items),
         "models": models,
+        "max_words": config.max_words,
         "tasks": sorted({item.task for item in items}),
         "judges": judges,
         "gold": {
@@ -83,6 +84,9 @@ def compute_summary(config, records: Sequence[dict], items: Sequence[Item], gold
 
 def write_summary(config, paths, items: Sequence[Item], gold: dict[str, list[float]]) -> dict:
     summary = compute_summary(config, read_jsonl(paths.judgments), items, gold)
+    checks = paths.root / "gold_checks.json"
+    if checks.exists():
+        summary["gold"]["checks"] = json.loads(checks.read_text())
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
     return summary
 

@@ -7,6 +7,7 @@ milliseconds. Everything is session-scoped: a model, and a backend booted on it,
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -175,3 +176,22 @@ def backends(request, backend_sets):
         return backend_sets[name]
 
     return get
+
+
+@dataclass
+class RealRun:
+    root: Path
+    config: object  # interp.runs.RunConfig
+    loaded: dict
+
+
+@pytest.fixture(scope="session")
+def real_run(tmp_path_factory) -> RealRun:
+    """A small real DBG run on the two packaged models (3 items, short answers), shared by the slow tests."""
+    from interp.runs import RunConfig, run_dbg
+
+    config = RunConfig(n=3, max_new_tokens=24, max_words=20, batch_size=4, name="t")
+    root = tmp_path_factory.mktemp("attention-run") / "run"
+    loaded: dict = {}
+    run_dbg(config, root, progress=False, loaded=loaded)
+    return RealRun(root, config, loaded)

@@ -1,0 +1,329 @@
+"""Benchmark: the cost of extracting span attention during judging (issue 5), side by side in one run.
+
+SmolLM2-135M-Instruct, eager attention, judge prompts of ~512 tokens, batch 8:
+
+  (i)   time of one judging pass with extraction (`judge_batch(..., queries="final")`) vs without
+        (`queries=None`), alternated and repeated; medians -> `extraction_time_ratio` (target <= 1.3);
+  (ii)  peak RSS during that pass, with vs without extraction, each in fresh subprocesses (torch's CPU
+        tensors are invisible to tracemalloc) -> `extraction_peak_memory_ratio` (target <= 1.10);
+  (iii) peak RSS of `run_judging` (attention streamed to disk shard by shard) over 16 vs 64 instructions
+        (2 orders each), synthetic responses of fixed length, in subprocesses.
+
+Peak RSS is the kernel's VmHWM, reset (/proc/self/clear_refs) after the model is loaded and one short pass
+has made every weight page resident, so it is the peak during the measured step with the model's weights
+resident; where the reset is not allowed it falls back to the process's ru_maxrss. Workers run with glibc's
+mmap threshold fixed at 1 MiB (see `run_worker`; `--default-malloc` to measure without). Prints one
+`name: value` per line.
+Usage: python experiments/bench_attention.py [--repeat 5] [--memory-runs 3] [--tokens 512] [--batch 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+MODEL = "smollm2-135m-instruct"
+QUERY = "Explain how a bicycle stays upright while moving, and what the rider does to keep it balanced."
+SENTENCES = (
+    "The front wheel steers into the direction of any lean, which brings the wheels back under the rider. ",
+    "Trail, the distance between the steering axis and the contact patch, makes this correction automatic. ",
+    "Gyroscopic effects of the spinning wheels help a little, but they are not the main reason. ",
+    "A rider shifts weight and turns the handlebars slightly, usually without noticing it. ",
+)
+
+
+# ---- measurement helpers -------------------------------------------------------------------------------
+
+
+def _status_kb(field: str) -> int | None:
+    try:
+        match = re.search(rf"^{field}:\s+(\d+)\s+kB", Path("/proc/self/status").read_text(), re.M)
+    except OSError:
+        return None
+    return int(match.group(1)) if match else None
+
+
+def reset_peak() -> bool:
+    """Reset VmHWM to the current RSS (Linux >= 4.0); False where not allowed."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        return False
+    return True
+
+
+def peak_rss_mb(reset_ok: bool) -> float:
+    hwm = _status_kb("VmHWM") if reset_ok else None
+    if hwm is None:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # kB on Linux
+    return hwm / 1024
+
+
+def rss_mb() -> float:
+    value = _status_kb("VmRSS")
+    return value / 1024 if value is not None else float("nan")
+
+
+# ---- prompts -------------------------------------------------------------------------------------------
+
+
+def response_text(n_words: int, offset: int = 0) -> str:
+    words = []
+    i = offset
+    while len(words) < n_words:
+        words += SENTENCES[i % len(SENTENCES)].split()
+        i += 1
+    return " ".join(words[:n_words])
+
+
+def words_for_tokens(model, target: int) -> int:
+    """Words per response so that the judge prompt has about `target` tokens."""
+    from interp.prompts import judge_prompt
+    from interp.spans import tokenize_prompt
+
+    def length(words: int) -> int:
+        text = response_text(words)
+        return len(tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, text, text, kind=model.kind)))
+
+    low, high = 1, 2000
+    while low < high:
+        mid = (low + high) // 2
+        if length(mid) < target:
+            low = mid + 1
+        else:
+            high = mid
+    return low
+
+
+def batch_prompts(model, target: int, batch: int):
+    """`batch` judge prompts of target-16 .. target tokens (rows differ, so the batch is left-padded)."""
+    from interp.prompts import judge_prompt
+    from interp.spans import tokenize_prompt
+
+    words = words_for_tokens(model, target)
+    prompts = []
+    for row in range(batch):
+        a, b = response_text(words, row), response_text(max(words - 2 * row, 1), row + 1)
+        prompts.append(tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, a, b, kind=model.kind)))
+    return prompts
+
+
+def load():
+    import torch
+
+    from interp.backends import make_backend
+    from interp.models import load_model
+
+    torch.manual_seed(0)
+    model = load_model(MODEL)
+    assert model.hf_model.config._attn_implementation == "eager"
+    return model, make_backend(model, "hf")
+
+
+# ---- workers (run in subprocesses) ---------------------------------------------------------------------
+
+
+def worker_memory(args) -> dict:
+    from interp.judge import judge_batch, label_tokens
+
+    model, backend = load()
+    prompts = batch_prompts(model, args.tokens, args.batch)
+    labels = label_tokens(model.tokenizer)
+    touch_weights(backend, prompts[0])
+    baseline = rss_mb()
+    reset_ok = reset_peak()
+    judge_batch(backend, prompts, labels, queries="final" if args.queries == "final" else None)
+    return {"peak_mb": peak_rss_mb(reset_ok), "baseline_mb": baseline, "reset": reset_ok, "tokens": max(len(p) for p in prompts)}
+
+
+def touch_weights(backend, prompt) -> None:
+    """One short unhooked pass, so every weight page is resident before the peak is reset."""
+    from interp.backends import left_pad
+
+    batch, _ = left_pad([prompt.input_ids[:16]], backend.model.tokenizer.pad_token_id)
+    backend.forward(batch)
+
+
+def worker_judging(args) -> dict:
+    from interp.data import Item
+    from interp.runs import RunPaths, judge_tasks, run_judging
+
+    model, backend = load()
+    words = words_for_tokens(model, args.tokens)
+    items = [Item(id=f"bench-{i:03d}", task="helpfulness", query=QUERY) for i in range(args.items)]
+    responses = {
+        "model-x": {item.id: response_text(words, i) for i, item in enumerate(items)},
+        "model-y": {item.id: response_text(words, i + 1) for i, item in enumerate(items)},
+    }
+    tasks = judge_tasks(items, responses, ("model-x", "model-y"))
+    from interp.prompts import judge_prompt
+    from interp.spans import tokenize_prompt
+
+    touch_weights(backend, tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, "a", "b", kind=model.kind)))
+    with tempfile.TemporaryDirectory(prefix="bench-attention-") as tmp:
+        paths = RunPaths(Path(tmp))
+        baseline = rss_mb()
+        reset_ok = reset_peak()
+        start = time.perf_counter()
+        run_judging(backend, MODEL, tasks, judgments_path=paths.judgments, shard_dir=paths.attention_shards(MODEL), batch_size=args.batch, queries="final", progress=False)
+        seconds = time.perf_counter() - start
+        shards = len(list(paths.attention_shards(MODEL).glob("*.safetensors")))
+    return {
+        "peak_mb": peak_rss_mb(reset_ok),
+        "baseline_mb": baseline,
+        "process_max_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        "seconds": seconds,
+        "judgments": len(tasks),
+        "shards": shards,
+        "reset": reset_ok,
+    }
+
+
+MMAP_THRESHOLD = 1 << 20
+
+
+def run_worker(kind: str, default_malloc: bool = False, **options) -> dict:
+    """Run a worker in a fresh process; its peak RSS is its own.
+
+    Unless `default_malloc`, glibc's mmap threshold is fixed at 1 MiB (MALLOC_MMAP_THRESHOLD_): by default it
+    adapts upwards to the size of freed blocks, so tens-of-MB activations end up on the heap, are not given
+    back, and the measured peak then depends on fragmentation more than on what is alive.
+    """
+    command = [sys.executable, str(Path(__file__).resolve()), "--worker", kind]
+    for key, value in options.items():
+        command += [f"--{key.replace('_', '-')}", str(value)]
+    env = dict(os.environ, TQDM_DISABLE="1", TRANSFORMERS_VERBOSITY="error")
+    if not default_malloc:
+        env["MALLOC_MMAP_THRESHOLD_"] = str(MMAP_THRESHOLD)
+    out = subprocess.run(command, capture_output=True, text=True, env=env, check=False)
+    if out.returncode != 0:
+        raise RuntimeError(f"worker {kind} {options} failed:\n{out.stderr[-3000:]}")
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+# ---- the benchmark -------------------------------------------------------------------------------------
+
+
+def bench_time(args) -> dict:
+    from interp.judge import judge_batch, label_tokens
+
+    model, backend = load()
+    prompts = batch_prompts(model, args.tokens, args.batch)
+    labels = label_tokens(model.tokenizer)
+    for queries in ("final", None):  # warm-up
+        judge_batch(backend, prompts, labels, queries=queries)
+    times: dict[str, list[float]] = {"with": [], "without": []}
+    for rep in range(args.repeat):
+        order = (("with", "final"), ("without", None)) if rep % 2 == 0 else (("without", None), ("with", "final"))
+        for name, queries in order:
+            start = time.perf_counter()
+            judge_batch(backend, prompts, labels, queries=queries)
+            times[name].append(time.perf_counter() - start)
+    return {
+        "tokens": max(len(p) for p in prompts),
+        "min_tokens": min(len(p) for p in prompts),
+        "with": statistics.median(times["with"]),
+        "without": statistics.median(times["without"]),
+        "n_layers": model.n_layers,
+        "n_heads": model.n_heads,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--repeat", type=int, default=5, help="timed passes per mode (median)")
+    parser.add_argument("--memory-runs", type=int, default=3, help="subprocesses per mode for peak memory (median)")
+    parser.add_argument("--tokens", type=int, default=512, help="judge prompt length (tokens)")
+    parser.add_argument("--batch", type=int, default=8)
+    parser.add_argument("--small", type=int, default=16, help="instructions in the small judging run")
+    parser.add_argument("--large", type=int, default=64, help="instructions in the large judging run")
+    parser.add_argument("--default-malloc", action="store_true", help="measure memory with glibc's adaptive mmap threshold")
+    parser.add_argument("--skip-time", action="store_true", help="skip (i)")
+    parser.add_argument("--skip-memory", action="store_true", help="skip (ii)")
+    parser.add_argument("--skip-judging", action="store_true", help="skip (iii)")
+    parser.add_argument("--worker", choices=["memory", "judging"], help=argparse.SUPPRESS)
+    parser.add_argument("--queries", default="final", help=argparse.SUPPRESS)
+    parser.add_argument("--items", type=int, default=16, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+
+    if args.worker:
+        import torch
+
+        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", torch.get_num_threads())))
+        result = worker_memory(args) if args.worker == "memory" else worker_judging(args)
+        print(json.dumps(result))
+        return 0
+
+    import torch
+
+    print(f"model: {MODEL}")
+    print(f"batch_size: {args.batch}")
+    print(f"torch_threads: {torch.get_num_threads()}")
+    if not args.skip_time:
+        timing = bench_time(args)
+        print(f"prompt_tokens: {timing['tokens']}")
+        print(f"prompt_tokens_min: {timing['min_tokens']}")
+        print(f"judging_pass_seconds_without_extraction: {timing['without']:.3f}")
+        print(f"judging_pass_seconds_with_extraction: {timing['with']:.3f}")
+        print(f"extraction_time_ratio: {timing['with'] / timing['without']:.3f}")
+
+    if not args.skip_memory:
+        bench_memory(args)
+    if not args.skip_judging:
+        bench_judging(args)
+    return 0
+
+
+def bench_memory(args) -> None:
+    peaks: dict[str, list[dict]] = {"final": [], "none": []}
+    for rep in range(args.memory_runs):
+        for queries in (("final", "none") if rep % 2 == 0 else ("none", "final")):
+            peaks[queries].append(run_worker("memory", args.default_malloc, queries=queries, tokens=args.tokens, batch=args.batch))
+    # Peak = RSS before the pass (model, tokenizer, prompts: the same in both modes) + growth during the
+    # pass. The RSS before the pass varies between processes by more than the effect measured, so the ratio
+    # uses the median of it over all runs plus each mode's median growth.
+    baseline = statistics.median(r["baseline_mb"] for v in peaks.values() for r in v)
+    growth = {k: statistics.median(r["peak_mb"] - r["baseline_mb"] for r in v) for k, v in peaks.items()}
+    peak = {k: baseline + g for k, g in growth.items()}
+    print(f"peak_rss_reset_supported: {all(r['reset'] for v in peaks.values() for r in v)}")
+    print(f"malloc_mmap_threshold: {MMAP_THRESHOLD if not args.default_malloc else 'glibc default'}")
+    print(f"rss_before_pass_mb: {baseline:.1f}")
+    print(f"pass_rss_growth_mb_without_extraction: {growth['none']:.1f}")
+    print(f"pass_rss_growth_mb_with_extraction: {growth['final']:.1f}")
+    print(f"pass_peak_rss_mb_without_extraction: {peak['none']:.1f}")
+    print(f"pass_peak_rss_mb_with_extraction: {peak['final']:.1f}")
+    print(f"extraction_peak_memory_ratio: {peak['final'] / peak['none']:.3f}")
+    if growth["none"] > 0:
+        print(f"extraction_pass_growth_ratio: {growth['final'] / growth['none']:.3f}")
+    for k, name in (("none", "without"), ("final", "with")):
+        print(f"pass_peak_rss_mb_runs_{name}_extraction: {[round(r['peak_mb'], 1) for r in peaks[k]]}")
+        print(f"pass_rss_growth_mb_runs_{name}_extraction: {[round(r['peak_mb'] - r['baseline_mb'], 1) for r in peaks[k]]}")
+
+
+def bench_judging(args) -> None:
+    small = run_worker("judging", args.default_malloc, items=args.small, tokens=args.tokens, batch=args.batch)
+    large = run_worker("judging", args.default_malloc, items=args.large, tokens=args.tokens, batch=args.batch)
+    print(f"judging_peak_rss_{args.small}_items_mb: {small['peak_mb']:.1f}")
+    print(f"judging_peak_rss_{args.large}_items_mb: {large['peak_mb']:.1f}")
+    print(f"judging_peak_rss_{args.large}_vs_{args.small}_ratio: {large['peak_mb'] / small['peak_mb']:.3f}")
+    print(f"judging_process_max_rss_{args.small}_items_mb: {small['process_max_rss_mb']:.1f}")
+    print(f"judging_process_max_rss_{args.large}_items_mb: {large['process_max_rss_mb']:.1f}")
+    print(f"judging_seconds_{args.small}_items: {small['seconds']:.1f}")
+    print(f"judging_seconds_{args.large}_items: {large['seconds']:.1f}")
+    print(f"judging_shards_{args.large}_items: {large['shards']}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
