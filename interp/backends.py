@@ -235,13 +235,17 @@ class TransformerLensBackend:
 class NNsightBackend:
     model: LoadedModel
     wrapped: object
+    traced_model: torch.nn.Module  # what nnsight wraps: a weight-sharing copy of the user's model
     name: str = "nnsight"
 
     @classmethod
     def boot(cls, model: LoadedModel) -> "NNsightBackend":
         from nnsight import LanguageModel
 
-        return cls(model, LanguageModel(model.hf_model, tokenizer=model.tokenizer))
+        # nnsight installs its own `forward` on the module it wraps; wrap a copy sharing every weight so the
+        # user's model object is left exactly as it was.
+        traced_model = _shared_weight_copy(model.hf_model)
+        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer), traced_model)
 
     def forward(
         self,
@@ -253,8 +257,8 @@ class NNsightBackend:
     ):
         from interp._nnsight_trace import traced_forward
 
-        paths = [path for path, _ in attention_modules(self.model.hf_model)]
-        with torch.inference_mode(), biased_attention(self.model.hf_model, score_bias):
+        paths = [path for path, _ in attention_modules(self.traced_model)]
+        with torch.inference_mode(), biased_attention(self.traced_model, score_bias):
             if resid_edit:
                 return traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit)
             return traced_forward(self.wrapped, batch, on_pattern, paths)
