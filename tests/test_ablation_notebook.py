@@ -25,8 +25,8 @@ def test_ablation_sweep_notebook_runs_a_small_sweep(real_run, monkeypatch):
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
     results = pd.read_csv(real_run.root / "sweeps" / "notebook_small" / "results.csv")
-    # all + 2 bands + top-1, top-4 + one random set per k, each x 2 targets x 2 alphas
-    assert len(results) == (1 + 2 + 2 + 2) * 2 * 2
+    # all + 1 band + top-2 + one random 2-head set, each x 2 targets x 2 alphas
+    assert len(results) == (1 + 1 + 1 + 1) * 2 * 2
     assert set(results["family"]) == {"all", "band", "top_k", "random_k"}
     assert (results["effect_lo"] <= results["effect"] + 1e-12).all() and (results["effect"] <= results["effect_hi"] + 1e-12).all()
     assert any("image/png" in o.get("data", {}) for o in outputs)  # effect_vs_k / effect_vs_alpha plots shown
