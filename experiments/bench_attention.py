@@ -12,8 +12,9 @@ SmolLM2-135M-Instruct, eager attention, judge prompts of ~512 tokens, batch 8:
 Peak RSS is the kernel's VmHWM, reset (/proc/self/clear_refs) after the model is loaded and one short pass
 has made every weight page resident, so it is the peak during the measured step with the model's weights
 resident; where the reset is not allowed it falls back to the process's ru_maxrss. Workers run with glibc's
-mmap threshold fixed at 1 MiB (see `run_worker`; `--default-malloc` to measure without). Prints one
-`name: value` per line.
+mmap threshold fixed at 1 MiB (see `run_worker`), so the peak is what is alive, not heap fragmentation;
+(ii) is repeated with glibc's default adaptive threshold (lines ending `_default_malloc`), where the peak of
+the same pass varies by a few hundred MB from process to process. Prints one `name: value` per line.
 Usage: python experiments/bench_attention.py [--repeat 5] [--memory-runs 3] [--tokens 512] [--batch 8]
 """
 
@@ -250,6 +251,10 @@ def main() -> int:
     parser.add_argument("--small", type=int, default=16, help="instructions in the small judging run")
     parser.add_argument("--large", type=int, default=64, help="instructions in the large judging run")
     parser.add_argument("--default-malloc", action="store_true", help="measure memory with glibc's adaptive mmap threshold")
+    parser.add_argument(
+        "--also-default-malloc", action=argparse.BooleanOptionalAction, default=True,
+        help="repeat (ii) with glibc's adaptive mmap threshold (lines suffixed _default_malloc)",
+    )
     parser.add_argument("--skip-time", action="store_true", help="skip (i)")
     parser.add_argument("--skip-memory", action="store_true", help="skip (ii)")
     parser.add_argument("--skip-judging", action="store_true", help="skip (iii)")
@@ -280,36 +285,38 @@ def main() -> int:
         print(f"extraction_time_ratio: {timing['with'] / timing['without']:.3f}")
 
     if not args.skip_memory:
-        bench_memory(args)
+        bench_memory(args, args.default_malloc)
+        if args.also_default_malloc and not args.default_malloc:
+            bench_memory(args, True, "_default_malloc")
     if not args.skip_judging:
         bench_judging(args)
     return 0
 
 
-def bench_memory(args) -> None:
+def bench_memory(args, default_malloc: bool, suffix: str = "") -> None:
+    """Peak RSS of one judging pass with vs without extraction, fresh processes, alternated."""
     peaks: dict[str, list[dict]] = {"final": [], "none": []}
     for rep in range(args.memory_runs):
         for queries in (("final", "none") if rep % 2 == 0 else ("none", "final")):
-            peaks[queries].append(run_worker("memory", args.default_malloc, queries=queries, tokens=args.tokens, batch=args.batch))
+            peaks[queries].append(run_worker("memory", default_malloc, queries=queries, tokens=args.tokens, batch=args.batch))
     # Peak = RSS before the pass (model, tokenizer, prompts: the same in both modes) + growth during the
     # pass. The RSS before the pass varies between processes by more than the effect measured, so the ratio
     # uses the median of it over all runs plus each mode's median growth.
     baseline = statistics.median(r["baseline_mb"] for v in peaks.values() for r in v)
     growth = {k: statistics.median(r["peak_mb"] - r["baseline_mb"] for r in v) for k, v in peaks.items()}
     peak = {k: baseline + g for k, g in growth.items()}
-    print(f"peak_rss_reset_supported: {all(r['reset'] for v in peaks.values() for r in v)}")
-    print(f"malloc_mmap_threshold: {MMAP_THRESHOLD if not args.default_malloc else 'glibc default'}")
-    print(f"rss_before_pass_mb: {baseline:.1f}")
-    print(f"pass_rss_growth_mb_without_extraction: {growth['none']:.1f}")
-    print(f"pass_rss_growth_mb_with_extraction: {growth['final']:.1f}")
-    print(f"pass_peak_rss_mb_without_extraction: {peak['none']:.1f}")
-    print(f"pass_peak_rss_mb_with_extraction: {peak['final']:.1f}")
-    print(f"extraction_peak_memory_ratio: {peak['final'] / peak['none']:.3f}")
+    print(f"peak_rss_reset_supported{suffix}: {all(r['reset'] for v in peaks.values() for r in v)}")
+    print(f"malloc_mmap_threshold{suffix}: {'glibc default (adaptive)' if default_malloc else MMAP_THRESHOLD}")
+    print(f"rss_before_pass_mb{suffix}: {baseline:.1f}")
+    print(f"pass_rss_growth_mb_without_extraction{suffix}: {growth['none']:.1f}")
+    print(f"pass_rss_growth_mb_with_extraction{suffix}: {growth['final']:.1f}")
+    print(f"pass_peak_rss_mb_without_extraction{suffix}: {peak['none']:.1f}")
+    print(f"pass_peak_rss_mb_with_extraction{suffix}: {peak['final']:.1f}")
+    print(f"extraction_peak_memory_ratio{suffix}: {peak['final'] / peak['none']:.3f}")
     if growth["none"] > 0:
-        print(f"extraction_pass_growth_ratio: {growth['final'] / growth['none']:.3f}")
+        print(f"extraction_pass_growth_ratio{suffix}: {growth['final'] / growth['none']:.3f}")
     for k, name in (("none", "without"), ("final", "with")):
-        print(f"pass_peak_rss_mb_runs_{name}_extraction: {[round(r['peak_mb'], 1) for r in peaks[k]]}")
-        print(f"pass_rss_growth_mb_runs_{name}_extraction: {[round(r['peak_mb'] - r['baseline_mb'], 1) for r in peaks[k]]}")
+        print(f"pass_rss_growth_mb_runs_{name}_extraction{suffix}: {[round(r['peak_mb'] - r['baseline_mb'], 1) for r in peaks[k]]}")
 
 
 def bench_judging(args) -> None:
