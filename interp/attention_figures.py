@@ -231,7 +231,7 @@ def length_figure(tables: Sequence[pd.DataFrame], regression: pd.DataFrame):
 # ---- interactive HTML --------------------------------------------------------------------------------
 
 
-def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, length_tables: list, regression: pd.DataFrame) -> list[tuple[str, object]]:
+def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, length_tables: list) -> list[tuple[str, object]]:
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
@@ -304,8 +304,29 @@ def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.Da
             for c, stat in enumerate(("mean", "mass"), start=1):
                 part = group[group["stat"] == stat]
                 x = part["layer"].tolist()
-                band.add_trace(go.Scatter(x=x + x[::-1], y=part["ci_high"].tolist() + part["ci_low"].tolist()[::-1], fill="toself", fillcolor=color, opacity=0.15, line={"width": 0}, hoverinfo="skip", showlegend=False), row=1, col=c)
-                band.add_trace(go.Scatter(x=x, y=part["diff"].tolist(), mode="lines+markers", name=judge, line={"color": color}, showlegend=c == 1, customdata=part[["ci_low", "ci_high"]].to_numpy().tolist(), hovertemplate=f"{html.escape(judge)}<br>layer %{{x}}: %{{y:.4g}} [%{{customdata[0]:.4g}}, %{{customdata[1]:.4g}}]<extra></extra>"), row=1, col=c)
+                interval = go.Scatter(
+                    x=x + x[::-1],
+                    y=part["ci_high"].tolist() + part["ci_low"].tolist()[::-1],
+                    fill="toself",
+                    fillcolor=color,
+                    opacity=0.15,
+                    line={"width": 0},
+                    hoverinfo="skip",
+                    showlegend=False,
+                )
+                line = go.Scatter(
+                    x=x,
+                    y=part["diff"].tolist(),
+                    mode="lines+markers",
+                    name=judge,
+                    line={"color": color},
+                    showlegend=c == 1,
+                    customdata=part[["ci_low", "ci_high"]].to_numpy().tolist(),
+                    hovertemplate=f"{html.escape(judge)}<br>layer %{{x}}: %{{y:.4g}} "
+                    "[%{customdata[0]:.4g}, %{customdata[1]:.4g}]<extra></extra>",
+                )
+                band.add_trace(interval, row=1, col=c)
+                band.add_trace(line, row=1, col=c)
             band.add_hline(y=0, line={"color": "#999", "dash": "dash", "width": 1})
         band.update_layout(title="own \u2212 other per layer, 95% bootstrap interval over instructions", height=420, width=1000)
         sections.append(("Per-layer differences", band))
@@ -316,7 +337,17 @@ def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.Da
             color = JUDGE_COLORS[i % len(JUDGE_COLORS)]
             judge = table["judge"].iloc[0]
             for c, stat in enumerate(("mass", "mean"), start=1):
-                scatter.add_trace(go.Scatter(x=table["length_diff"].tolist(), y=table[f"{stat}_diff"].tolist(), mode="markers", name=judge, marker={"color": color}, text=table["item_id"].tolist(), showlegend=c == 1, hovertemplate="%{text}<br>length diff %{x}<br>attention diff %{y:.4g}<extra></extra>"), row=1, col=c)
+                points = go.Scatter(
+                    x=table["length_diff"].tolist(),
+                    y=table[f"{stat}_diff"].tolist(),
+                    mode="markers",
+                    name=judge,
+                    marker={"color": color},
+                    text=table["item_id"].tolist(),
+                    showlegend=c == 1,
+                    hovertemplate="%{text}<br>length diff %{x}<br>attention diff %{y:.4g}<extra></extra>",
+                )
+                scatter.add_trace(points, row=1, col=c)
         scatter.update_xaxes(title_text="own \u2212 other length (tokens)")
         scatter.update_layout(title="Length control: attention difference vs length difference", height=420, width=1000)
         sections.append(("Length control", scatter))
@@ -331,7 +362,10 @@ def write_interactive(path: Path, title: str, sections: list[tuple[str, object]]
     for position, (heading, fig) in enumerate(sections):
         div = pio.to_html(fig, include_plotlyjs=position == 0, full_html=False, include_mathjax=False, config={"displaylogo": False})
         parts.append(f"<h2>{html.escape(heading)}</h2>{div}")
-    style = "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
+    style = (
+        "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+        "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
+    )
     document = (
         f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head>"
         f"<body><h1>{html.escape(title)}</h1>{''.join(parts)}{tables_html}</body></html>"
@@ -429,7 +463,7 @@ def write_attention_figures(
     write_interactive(
         written["html"],
         f"Attention over response spans: {' vs '.join(first.models)}",
-        _plotly_sections(profiles, own_runs, heads, layer_table, length_tables, regression if regression is not None else pd.DataFrame()),
+        _plotly_sections(profiles, own_runs, heads, layer_table, length_tables),
         _tables_html(heads, layer_table, regression),
     )
     written["section"] = figures / "attention_section.html"
@@ -462,14 +496,25 @@ def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
 
 
 _LAYER_HEADER = ["layer", "own (mean)", "other (mean)", "own \u2212 other, per-token mean [95% CI]", "own \u2212 other, mass [95% CI]"]
-_REGRESSION_HEADER = ["judge", "statistic", "slope (per token of length)", "intercept (at equal length)", "r", "n", "mean difference", "mean length difference"]
+_REGRESSION_HEADER = [
+    "judge", "statistic", "slope (per token of length)", "intercept (at equal length)", "r", "n", "mean difference", "mean length difference"
+]
 
 
 def _regression_rows(regression: pd.DataFrame | None) -> list[list]:
     if regression is None:
         return []
     return [
-        [r["judge"], "per-token mean" if r["stat"] == "mean" else "mass", _fmt(r["slope"], 3), _fmt(r["intercept"], 3), _fmt(r["r"], 3), int(r["n"]), _fmt(r["mean_diff"], 3), f"{r['mean_length_diff']:+.1f}"]
+        [
+            r["judge"],
+            "per-token mean" if r["stat"] == "mean" else "mass",
+            _fmt(r["slope"], 3),
+            _fmt(r["intercept"], 3),
+            _fmt(r["r"], 3),
+            int(r["n"]),
+            _fmt(r["mean_diff"], 3),
+            f"{r['mean_length_diff']:+.1f}",
+        ]
         for r in regression.to_dict("records")
     ]
 
@@ -519,7 +564,10 @@ def _section_body(run_dir: Path, written: dict, runs: dict, heads: dict, layer_t
             "attention_length_regression.csv, attention_length_control.png.</p>"
         )
         parts.append(table_html(_REGRESSION_HEADER, _regression_rows(regression)))
-    parts.append("<p><a href='figures/attention.html'>Interactive attention maps (figures/attention.html)</a> \u00b7 per-layer table: figures/attention_layer_differences.csv</p>")
+    parts.append(
+        "<p><a href='figures/attention.html'>Interactive attention maps (figures/attention.html)</a> \u00b7 "
+        "per-layer table: figures/attention_layer_differences.csv</p>"
+    )
     return "".join(parts)
 
 

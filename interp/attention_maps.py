@@ -702,6 +702,9 @@ def _ties(paths: RunPaths) -> bool:
     return bool(_config(paths).get("ties", False))
 
 
+_OUTLINES = {"a": "box-shadow:inset 0 -2px 0 #1f77b4;", "b": "box-shadow:inset 0 -2px 0 #2ca02c;"}
+
+
 def tokens_html(
     tokens: Sequence[str],
     weights,
@@ -715,7 +718,7 @@ def tokens_html(
     The scale is the largest weight, ignoring the first token when `skip_first` (it usually soaks up most of
     the attention, an "attention sink"). Response spans get an outline; hover shows each token's weight.
     """
-    w = np.asarray(torch.as_tensor(weights, dtype=torch.float64).numpy() if isinstance(weights, Tensor) else weights, dtype=float)
+    w = torch.as_tensor(weights, dtype=torch.float64).numpy()
     body = w[1:] if skip_first and w.size > 1 else w
     finite = body[np.isfinite(body)]
     scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
@@ -727,10 +730,14 @@ def tokens_html(
     parts = []
     for position, (token, weight) in enumerate(zip(tokens, w)):
         alpha = min(max(weight / scale, 0.0), 1.0) if np.isfinite(weight) else 0.0
-        outline = {"a": "box-shadow:inset 0 -2px 0 #1f77b4;", "b": "box-shadow:inset 0 -2px 0 #2ca02c;"}.get(in_span.get(position), "")
+        outline = _OUTLINES.get(in_span.get(position), "")
         text = html.escape(token).replace("\n", "\u21b5<br>")
         parts.append(
             f"<span title='{position}: {weight:.4g}' style='background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{outline}'>{text}</span>"
         )
-    legend = "<div style='font-size:90%;color:#555;margin-bottom:4px'>underline: <span style='box-shadow:inset 0 -2px 0 #1f77b4'>response A</span>, <span style='box-shadow:inset 0 -2px 0 #2ca02c'>response B</span>; colour scale max = {:.4g}</div>".format(scale)
+    legend = (
+        "<div style='font-size:90%;color:#555;margin-bottom:4px'>underline: "
+        f"<span style='{_OUTLINES['a']}'>response A</span>, <span style='{_OUTLINES['b']}'>response B</span>; "
+        f"colour scale max = {scale:.4g}</div>"
+    )
     return legend + "<div style='font-family:monospace;white-space:pre-wrap;line-height:1.6'>" + "".join(parts) + "</div>"
