@@ -129,9 +129,10 @@ def _to_toml(data: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
-def config_from_dict(data: dict, source: str = "config") -> RunConfig:
+def validate_config(model: type[BaseModel], data: dict, source: str):
+    """A strict pydantic config from parsed data; the first problem as one line naming the key."""
     try:
-        return RunConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
@@ -139,15 +140,24 @@ def config_from_dict(data: dict, source: str = "config") -> RunConfig:
         raise InterpError(f"{source}: {where}: {message}") from None
 
 
-def load_config(path: Path) -> RunConfig:
+def load_toml_config(path: Path, model: type[BaseModel], what: str = "config file"):
+    """Read a TOML file into `model`; a missing file, bad TOML or a bad key is a one-line InterpError."""
     path = Path(path)
     if not path.is_file():
-        raise InterpError(f"config file not found: {path}")
+        raise InterpError(f"{what} not found: {path}")
     try:
         data = tomllib.loads(path.read_text())
     except tomllib.TOMLDecodeError as exc:
         raise InterpError(f"{path}: not valid TOML ({exc})") from None
-    return config_from_dict(data, str(path))
+    return validate_config(model, data, str(path))
+
+
+def config_from_dict(data: dict, source: str = "config") -> RunConfig:
+    return validate_config(RunConfig, data, source)
+
+
+def load_config(path: Path) -> RunConfig:
+    return load_toml_config(path, RunConfig)
 
 
 # ---- the run directory -----------------------------------------------------------------------------

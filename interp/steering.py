@@ -68,14 +68,13 @@ import io
 import json
 import math
 import random
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Literal, Sequence
 
 import numpy as np
 import torch
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from torch import Tensor
 
 from hooks.spec import AttentionIntervention, validate_against
@@ -86,7 +85,7 @@ from interp.judge import EditBuilder
 from interp.metrics import bootstrap_ci
 from interp.models import LoadedModel, load_model
 from interp.prompts import judge_prompt
-from interp.runs import JudgeTask, judge_tasks, safe_name
+from interp.runs import JudgeTask, judge_tasks, load_toml_config, safe_name
 from interp.spans import TokenizedPrompt, tokenize_prompt
 from interp.storage import atomic_write_bytes, atomic_write_text, read_jsonl
 
@@ -995,17 +994,7 @@ class SteeringSweepConfig(_Strict):
 
 
 def load_steering_sweep(path: Path) -> SteeringSweepConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise InterpError(f"steering sweep config not found: {path}")
-    try:
-        return SteeringSweepConfig.model_validate(tomllib.loads(path.read_text()))
-    except tomllib.TOMLDecodeError as exc:
-        raise InterpError(f"{path}: not valid TOML ({exc})") from None
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise InterpError(f"{path}: {where}: {'unknown key' if error['type'] == 'extra_forbidden' else error['msg']}") from None
+    return load_toml_config(path, SteeringSweepConfig, "steering sweep config")
 
 
 def sweep_layers(config: SteeringSweepConfig, n_layers: int) -> list[int]:

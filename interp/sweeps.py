@@ -25,19 +25,19 @@ import hashlib
 import io
 import json
 import random
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterator
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from tqdm.auto import tqdm
 
 from interp.backends import make_backend
 from interp.causal import behaviour, load_run, own_probabilities, paired_effect, rejudge
 from interp.errors import InterpError
 from interp.models import load_model
+from interp.runs import load_toml_config
 from interp.storage import atomic_write_text, read_jsonl
 
 
@@ -69,17 +69,7 @@ class SweepConfig(_Strict):
 
 
 def load_sweep_config(path: Path) -> SweepConfig:
-    path = Path(path)
-    if not path.is_file():
-        raise InterpError(f"sweep config not found: {path}")
-    try:
-        return SweepConfig.model_validate(tomllib.loads(path.read_text()))
-    except tomllib.TOMLDecodeError as exc:
-        raise InterpError(f"{path}: not valid TOML ({exc})") from None
-    except ValidationError as exc:
-        error = exc.errors()[0]
-        where = ".".join(str(p) for p in error["loc"])
-        raise InterpError(f"{path}: {where}: {'unknown key' if error['type'] == 'extra_forbidden' else error['msg']}") from None
+    return load_toml_config(path, SweepConfig, "sweep config")
 
 
 @dataclass(frozen=True)
