@@ -23,43 +23,61 @@ class SpanReducer:
 
     `key_masks[b, s, k]` is 1 where key k belongs to span s of row b; `query_weights[b, q]` sums to 1 over
     the query set of row b ("final": the last position; "after": every position after both responses).
+    A pattern may hold only the last rows of the queries (a pass that reuses a shared prefix's keys and
+    values computes no prefix queries); those rows are the ones the query set reads.
+    The output is allocated once, before the pass, and each layer's result is written into it, so the
+    reduction makes no allocation between the large per-layer patterns (no heap fragmentation).
     """
 
     key_masks: Float[Tensor, "batch span key"]
     query_weights: Float[Tensor, "batch query"] | None  # None = final position only
-    masses: dict[int, Float[Tensor, "batch head span"]] = field(default_factory=dict)
+    out: Float[Tensor, "layer batch head span"]
+    seen: set[int] = field(default_factory=set)
 
     def __call__(self, layer: int, pattern: Float[Tensor, "batch head query key"]) -> None:
-        pattern = pattern.detach().float()
+        pattern = pattern.detach()
+        if pattern.dtype != torch.float32:
+            pattern = pattern.float()
         if self.query_weights is None:
             rows = pattern[:, :, -1, :]
         else:
-            rows = torch.einsum("bhqk,bq->bhk", pattern, self.query_weights)
-        self.masses[layer] = torch.einsum("bhk,bsk->bhs", rows, self.key_masks)
+            rows = torch.einsum("bhqk,bq->bhk", pattern, self.query_weights[:, -pattern.shape[2] :])
+        torch.matmul(rows, self.key_masks.transpose(1, 2), out=self.out[layer])
+        self.seen.add(layer)
 
     def stacked(self) -> Float[Tensor, "batch layer head span"]:
-        return torch.stack([self.masses[layer] for layer in sorted(self.masses)], dim=1)
+        missing = sorted(set(range(self.out.shape[0])) - self.seen)
+        if missing:
+            raise RuntimeError(f"no attention pattern reached the reducer for layers {missing}")
+        return self.out.transpose(0, 1)
 
 
 def span_reducer(
-    spans: Sequence[dict[str, tuple[int, int]]], seq_len: int, *, queries: QuerySet = "final", span_names=SPAN_NAMES
+    spans: Sequence[dict[str, tuple[int, int]]],
+    seq_len: int,
+    n_layers: int,
+    n_heads: int,
+    *,
+    queries: QuerySet = "final",
+    span_names=SPAN_NAMES,
 ) -> SpanReducer:
     """Build the reducer for a (left-padded) batch; spans are already in padded coordinates."""
     batch = len(spans)
+    out = torch.zeros(n_layers, batch, n_heads, len(span_names))
     key_masks = torch.zeros(batch, len(span_names), seq_len)
     for row, row_spans in enumerate(spans):
         for index, name in enumerate(span_names):
             start, end = row_spans[name]
             key_masks[row, index, start:end] = 1.0
     if queries == "final":
-        return SpanReducer(key_masks, None)
+        return SpanReducer(key_masks, None, out)
     if queries != "after":
         raise ValueError(f"unknown query set {queries!r}; use 'final' or 'after'")
     query_weights = torch.zeros(batch, seq_len)
     for row, row_spans in enumerate(spans):
         first = max(end for _, end in (row_spans[name] for name in span_names))
         query_weights[row, first:] = 1.0 / (seq_len - first)
-    return SpanReducer(key_masks, query_weights)
+    return SpanReducer(key_masks, query_weights, out)
 
 
 def span_token_counts(spans: Sequence[dict[str, tuple[int, int]]], span_names=SPAN_NAMES) -> Tensor:
