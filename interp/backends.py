@@ -144,10 +144,123 @@ def _final_logits(logits: Tensor) -> Tensor:
 # ---- backends ----------------------------------------------------------------------------------
 
 
+def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Callable[[Tensor], Tensor] | None = None):
+    hooks = []
+    for layer, (_, module) in enumerate(attention_modules(hf_model)):
+        if remap is None:
+            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, out[1])  # noqa: E731
+        else:
+            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, remap(out[1]))  # noqa: E731
+        hooks.append(module.register_forward_hook(hook))
+    return hooks
+
+
+def _edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
+    paths = decoder_layer_paths(hf_model)
+    return [
+        hf_model.get_submodule(paths[layer]).register_forward_hook(
+            lambda _m, _i, out, edit=edit: _edit_layer_output(edit, out)
+        )
+        for layer, edit in resid_edit.items()
+    ]
+
+
+@dataclass(frozen=True)
+class SharedPrefixLayout:
+    """A left-padded batch whose rows all start with the same `prefix` tokens, run as prefix + suffix pass.
+
+    Left-padded row r is [pad x off_r][prefix][suffix_r]. The suffix pass sees [prefix][pad x off_r][suffix_r]:
+    the prefix's keys and values come from one batch-1 pass, repeated over the rows. Positions are equal in
+    both layouts (pads take no position), and suffix tokens sit in the same columns, so only the first
+    off_r + prefix columns are permuted; `key_index` / `query_index` map the suffix pass's columns and rows
+    back to the left-padded batch, so patterns and biases keep the batch's coordinates.
+    """
+
+    prefix: int
+    offsets: Tensor  # [batch] left padding of each row
+    suffix_ids: Tensor  # [batch, T - prefix]
+    attention_mask: Tensor  # [batch, T] in the suffix pass's layout
+    key_index: Tensor  # [batch, T]: left-padded column k <- suffix-pass column key_index[r, k]
+    bias_keys: Tensor  # [batch, T]: suffix-pass column c <- left-padded column bias_keys[r, c]
+    bias_queries: Tensor  # [batch, T - prefix]: suffix-pass row q <- left-padded row bias_queries[r, q]
+
+    @classmethod
+    def of(cls, batch: Batch, prefix: int) -> "SharedPrefixLayout":
+        rows, width = batch.input_ids.shape
+        offsets = (batch.attention_mask == 0).sum(-1)
+        columns = torch.arange(width)
+        off = offsets[:, None]
+        in_pads, in_prefix = columns < off, (columns >= off) & (columns < off + prefix)
+        key_index = torch.where(in_pads, prefix + columns, torch.where(in_prefix, columns - off, columns))
+        bias_keys = torch.where(
+            columns < prefix, off + columns, torch.where(columns < prefix + off, columns - prefix, columns)
+        )
+        suffix_columns = columns[prefix:].expand(rows, -1)
+        bias_queries = torch.where(suffix_columns < prefix + off, suffix_columns - prefix, suffix_columns)
+        suffix_ids = torch.gather(batch.input_ids, 1, bias_keys[:, prefix:])
+        suffix_mask = torch.gather(batch.attention_mask, 1, bias_keys[:, prefix:])
+        attention_mask = torch.cat([torch.ones(rows, prefix, dtype=suffix_mask.dtype), suffix_mask], dim=1)
+        return cls(prefix, offsets, suffix_ids, attention_mask, key_index, bias_keys, bias_queries)
+
+    def prefix_ids(self, batch: Batch) -> Tensor:
+        first = int(self.offsets[0])
+        return batch.input_ids[:1, first : first + self.prefix]
+
+    def position_ids(self) -> Tensor:
+        return (self.attention_mask.cumsum(-1) - 1).clamp(min=0)[:, self.prefix :]
+
+    def pattern_to_batch(self, pattern: Float[Tensor, "batch head query key"]) -> Float[Tensor, "batch head query key"]:
+        index = self.key_index[:, None, None, :].expand(-1, pattern.shape[1], pattern.shape[2], -1)
+        return torch.gather(pattern, -1, index)
+
+    def edits_spare_prefix(self, resid_edit: ResidEdit | None, hf_model: torch.nn.Module) -> bool:
+        """Whether every edit leaves the prefix positions alone (the prefix pass runs unedited).
+
+        Checked by applying each edit to a random residual stream of the batch's shape: "final" and "spans"
+        edits (and coefficient 0) pass, an edit at every position does not.
+        """
+        if not resid_edit:
+            return True
+        width = self.key_index.shape[1]
+        generator = torch.Generator().manual_seed(0)
+        probe = torch.randn(len(self.offsets), width, hf_model.config.get_text_config().hidden_size, generator=generator)
+        for edit in {id(e): e for e in resid_edit.values()}.values():
+            edited = edit(probe.clone())
+            for row, off in enumerate(self.offsets.tolist()):
+                if not torch.equal(edited[row, off : off + self.prefix], probe[row, off : off + self.prefix]):
+                    return False
+        return True
+
+    def edit_on_suffix(self, edit: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+        """The edit, which expects the whole batch's positions, applied to the suffix pass's positions
+        (per-position edits: the prefix columns it is given are placeholders it leaves alone)."""
+        prefix = self.prefix
+
+        def on_suffix(hidden: Tensor) -> Tensor:
+            placeholder = hidden.new_zeros(hidden.shape[0], prefix, hidden.shape[2])
+            return edit(torch.cat([placeholder, hidden], dim=1))[:, prefix:]
+
+        return on_suffix
+
+    def bias_for_suffix(self, bias: Tensor) -> Tensor | None:
+        """The suffix pass's bias, or None when the bias touches the prefix (whose pass runs unbiased)."""
+        rows, heads = bias.shape[0], bias.shape[1]
+        for row in range(rows):
+            off = int(self.offsets[min(row, len(self.offsets) - 1)])
+            if torch.any(bias[row, :, off : off + self.prefix, off : off + self.prefix] != 0):
+                return None
+        bias = bias.expand(len(self.offsets), -1, -1, -1)
+        query_index = self.bias_queries[:, None, :, None].expand(-1, heads, -1, bias.shape[-1])
+        rows_picked = torch.gather(bias, 2, query_index)
+        key_index = self.bias_keys[:, None, None, :].expand(-1, heads, rows_picked.shape[2], -1)
+        return torch.gather(rows_picked, 3, key_index)
+
+
 @dataclass
 class HFBackend:
     model: LoadedModel
     name: str = "hf"
+    shares_prefix: bool = True  # forward(..., shared_prefix=n) runs a common prefix once per batch
 
     def forward(
         self,
@@ -156,30 +269,86 @@ class HFBackend:
         on_pattern: PatternHook | None = None,
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
+        shared_prefix: int = 0,
     ):
-        handles = []
-        if on_pattern is not None:
-            for layer, (_, module) in enumerate(attention_modules(self.model.hf_model)):
-                handles.append(module.register_forward_hook(lambda _m, _i, out, layer=layer: on_pattern(layer, out[1])))
-        if resid_edit:
-            hf_model = self.model.hf_model
-            paths = decoder_layer_paths(hf_model)
-            for layer, edit in resid_edit.items():
-                module = hf_model.get_submodule(paths[layer])
-                handles.append(module.register_forward_hook(lambda _m, _i, out, edit=edit: _edit_layer_output(edit, out)))
-        try:
-            with torch.inference_mode(), biased_attention(self.model.hf_model, score_bias):
-                out = self.model.hf_model(
-                    input_ids=batch.input_ids,
-                    attention_mask=batch.attention_mask,
-                    position_ids=batch.position_ids,
-                    use_cache=False,
-                    logits_to_keep=1,
-                )
-        finally:
-            for handle in handles:
-                handle.remove()
-        return _final_logits(out.logits)
+        """`shared_prefix=n`: every row starts with the same n tokens; compute their keys and values once.
+
+        Results equal the plain pass up to float rounding; patterns then hold only the suffix's query rows
+        (keys in the batch's columns). Falls back to the plain pass when a bias or a residual edit touches the
+        prefix, or a sliding window is shorter than the batch.
+        """
+        if shared_prefix > 0 and _window_covers(self.model.hf_model, batch.input_ids.shape[1]):
+            layout = SharedPrefixLayout.of(batch, shared_prefix)
+            suffix_bias = _suffix_biases(layout, score_bias)
+            if suffix_bias is not None and layout.edits_spare_prefix(resid_edit, self.model.hf_model):
+                return self._forward_shared(batch, layout, on_pattern, suffix_bias, resid_edit)
+        handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
+        handles += _edit_hooks(self.model.hf_model, resid_edit or {})
+        return _call_hooked(
+            self.model.hf_model,
+            handles,
+            score_bias,
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            position_ids=batch.position_ids,
+            use_cache=False,
+        )
+
+    def _forward_shared(
+        self, batch: Batch, layout: SharedPrefixLayout, on_pattern, suffix_bias: ScoreBias, resid_edit: ResidEdit | None
+    ):
+        from transformers import DynamicCache
+
+        hf_model = self.model.hf_model
+        cache = DynamicCache(config=hf_model.config)
+        with torch.inference_mode():
+            hf_model(input_ids=layout.prefix_ids(batch), past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache.batch_repeat_interleave(batch.input_ids.shape[0])
+        handles = _pattern_hooks(hf_model, on_pattern, layout.pattern_to_batch) if on_pattern is not None else []
+        suffix_edits = {layer: layout.edit_on_suffix(edit) for layer, edit in (resid_edit or {}).items()}
+        handles += _edit_hooks(hf_model, suffix_edits)
+        return _call_hooked(
+            hf_model,
+            handles,
+            suffix_bias,
+            input_ids=layout.suffix_ids,
+            attention_mask=layout.attention_mask,
+            position_ids=layout.position_ids(),
+            past_key_values=cache,
+            use_cache=True,
+        )
+
+
+def _call_hooked(hf_model: torch.nn.Module, handles: list, score_bias: ScoreBias | None, **inputs) -> Tensor:
+    """One forward pass with the given hooks and biases; the hooks are removed whatever happens."""
+    try:
+        with torch.inference_mode(), biased_attention(hf_model, score_bias):
+            out = hf_model(**inputs, logits_to_keep=1)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return _final_logits(out.logits)
+
+
+def _window_covers(hf_model: torch.nn.Module, width: int) -> bool:
+    """Sliding windows count cache columns, and the shared layout moves pads between prefix and suffix, so
+    it equals the plain pass only when every window spans the whole batch."""
+    window = getattr(hf_model.config.get_text_config(), "sliding_window", None)
+    return window is None or width <= window
+
+
+def _suffix_biases(layout: SharedPrefixLayout, score_bias: ScoreBias | None) -> ScoreBias | None:
+    """Each layer's bias remapped for the suffix pass ({} for none); None if any bias touches the prefix."""
+    remapped: dict[int, Tensor] = {}
+    by_tensor: dict[int, Tensor] = {}
+    for layer, bias in (score_bias or {}).items():
+        if id(bias) not in by_tensor:
+            suffix = layout.bias_for_suffix(bias)
+            if suffix is None:
+                return None
+            by_tensor[id(bias)] = suffix
+        remapped[layer] = by_tensor[id(bias)]
+    return remapped
 
 
 def _shared_weight_copy(module: torch.nn.Module) -> torch.nn.Module:

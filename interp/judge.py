@@ -17,7 +17,7 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.attention import QuerySet, span_reducer, span_token_counts
+from interp.attention import SPAN_NAMES, QuerySet, span_reducer, span_token_counts
 from interp.backends import Backend, Batch, ResidEdit, ScoreBias, left_pad
 from interp.errors import InterpError
 from interp.spans import TokenizedPrompt
@@ -59,6 +59,26 @@ BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias 
 EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ResidEdit | None]
 
 
+MIN_SHARED_PREFIX = 16  # below this, a separate prefix pass costs more than it saves
+
+
+def shared_prefix_length(prompts: Sequence[TokenizedPrompt]) -> int:
+    """Tokens every prompt of the batch starts with, up to the first response span (0 if not worth sharing).
+
+    Prompts of one task share the judge's instructions (and both orders of a pair share the query too);
+    a backend that `shares_prefix` computes those keys and values once for the whole batch.
+    """
+    if len(prompts) < 2:
+        return 0
+    first, *rest = (p.input_ids for p in prompts)
+    limit = min(min((p.spans[s][0] for s in SPAN_NAMES if s in p.spans), default=len(p)) for p in prompts)
+    limit = min(limit, min(len(p) for p in prompts) - 1)
+    length = 0
+    while length < limit and all(ids[length] == first[length] for ids in rest):
+        length += 1
+    return length if length >= MIN_SHARED_PREFIX else 0
+
+
 def judge_batch(
     backend: Backend,
     prompts: Sequence[TokenizedPrompt],
@@ -76,13 +96,20 @@ def judge_batch(
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
     padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
-    reducer = span_reducer(padded_spans, batch.input_ids.shape[1], queries=queries) if queries else None
+    model = backend.model
+    reducer = (
+        span_reducer(padded_spans, batch.input_ids.shape[1], model.n_layers, model.n_heads, queries=queries)
+        if queries
+        else None
+    )
     score_bias = bias(batch, offsets, prompts) if bias is not None else None
     resid_edit = edit(batch, offsets, prompts) if edit is not None else None
+    options = {}
     if resid_edit:
-        logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit)
-    else:
-        logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias)
+        options["resid_edit"] = resid_edit
+    if getattr(backend, "shares_prefix", False):
+        options["shared_prefix"] = shared_prefix_length(prompts)
+    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, **options)
     probs = torch.softmax(logits.double(), dim=-1)
     per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
     label_mass = per_label.sum(-1)

@@ -27,11 +27,10 @@ from tqdm.auto import tqdm
 from interp.backends import BACKENDS, Backend, make_backend
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
+from interp.inspection import tokenized_judge_prompt
 from interp.judge import BiasBuilder, EditBuilder, Judgment, judge_batch, label_tokens
 from interp.models import LoadedModel, load_model
-from interp.prompts import judge_prompt
 from interp.responses import Decoding, Response, generate_responses
-from interp.spans import tokenize_prompt
 from interp.storage import append_jsonl, atomic_write_bytes, atomic_write_text, read_jsonl
 
 ORDERS = ("ab", "ba")  # "ab": models[0]'s response in slot A; "ba": swapped
@@ -300,14 +299,11 @@ def run_judging(
     done = {f"{r['item_id']}|{r['order']}" for r in read_jsonl(judgments_path) if r["judge"] == judge}
     todo = [t for t in tasks if t.key not in done]
     prompts = {
-        t.key: tokenize_prompt(
-            model.tokenizer,
-            judge_prompt(model.tokenizer, t.item.task, t.item.query, t.response_a, t.response_b, kind=model.kind),
-            max_length=model.context_length or None,
-        )
-        for t in todo
+        t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b) for t in todo
     }
-    todo.sort(key=lambda t: len(prompts[t.key]))  # similar lengths together: less padding
+    # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
+    # lengths together within a task (less padding).
+    todo.sort(key=lambda t: (t.item.task, len(prompts[t.key])))
     bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
     for chunk in _batches(todo, batch_size):
         chunk_prompts = [prompts[t.key] for t in chunk]
@@ -403,9 +399,7 @@ class ModelJudge:
         prompts = []
         for pair in pairs:
             for a, b in ((pair.response_a, pair.response_b), (pair.response_b, pair.response_a)):
-                prompts.append(
-                    tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, pair.item.task, pair.item.query, a, b, kind=model.kind))
-                )
+                prompts.append(tokenized_judge_prompt(model, pair.item.task, pair.item.query, a, b))
         results: list[Judgment] = []
         for chunk in _batches(prompts, self.batch_size):
             results += judge_batch(self.backend, chunk, labels, queries=None)

@@ -81,14 +81,11 @@ def tiny_llama_short_context_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
     return _save_tiny(folder, config, LlamaForCausalLM, smollm2_tokenizer, seed=1)
 
 
-@pytest.fixture(scope="session")
-def tiny_gemma3_dir(tmp_path_factory, gemma3_tokenizer) -> Path:
-    """A 2-layer Gemma-3 (one sliding-window layer with a short window, one global layer), Gemma tokenizer."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig
+def _tiny_gemma3_config(tokenizer, **overrides):
+    from transformers import Gemma3TextConfig
 
-    tokenizer = gemma3_tokenizer
-    config = Gemma3TextConfig(
-        **TINY_SHAPE,
+    values = dict(
+        TINY_SHAPE,
         head_dim=16,
         vocab_size=len(tokenizer),
         max_position_embeddings=4096,
@@ -100,8 +97,27 @@ def tiny_gemma3_dir(tmp_path_factory, gemma3_tokenizer) -> Path:
         pad_token_id=tokenizer.pad_token_id,
         attn_implementation="eager",
     )
+    values.update(overrides)
+    return Gemma3TextConfig(**values)
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3_dir(tmp_path_factory, gemma3_tokenizer) -> Path:
+    """A 2-layer Gemma-3 (one sliding-window layer with a short window, one global layer), Gemma tokenizer."""
+    from transformers import Gemma3ForCausalLM
+
     folder = tmp_path_factory.mktemp("tiny-gemma3")
-    return _save_tiny(folder, config, Gemma3ForCausalLM, tokenizer, seed=2)
+    return _save_tiny(folder, _tiny_gemma3_config(gemma3_tokenizer), Gemma3ForCausalLM, gemma3_tokenizer, seed=2)
+
+
+@pytest.fixture(scope="session")
+def tiny_gemma3_wide_window(tmp_path_factory, gemma3_tokenizer) -> LoadedModel:
+    """The tiny Gemma-3 with a sliding window longer than any judge prompt (as Gemma-3-270M's 512)."""
+    from transformers import Gemma3ForCausalLM
+
+    folder = tmp_path_factory.mktemp("tiny-gemma3-wide")
+    config = _tiny_gemma3_config(gemma3_tokenizer, sliding_window=1024)
+    return load_model(str(_save_tiny(folder, config, Gemma3ForCausalLM, gemma3_tokenizer, seed=2)))
 
 
 @pytest.fixture(scope="session")

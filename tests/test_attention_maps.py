@@ -39,7 +39,7 @@ from interp.runs import ORDERS, RunPaths, tokenizer_fingerprint
 slow = pytest.mark.slow
 REPO = Path(__file__).resolve().parents[1]
 MODELS = ("judge-x", "judge-y")
-RUN_TOL = 1e-6  # run (batched, left-padded) vs `interp inspect` (one prompt)
+RUN_TOL = 1e-5  # run (batched: padding, shared prefix) vs `interp inspect` (one prompt): float rounding only, as BATCH_TOL
 BACKEND_TOL = 1e-5
 
 

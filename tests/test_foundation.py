@@ -267,6 +267,105 @@ def test_batched_judging_equals_one_at_a_time(backends, name, queries, backend_n
             assert_close(batched[index].label_mass, single.label_mass, BATCH_TOL, f"{where} label mass")
 
 
+SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; a control that may fall in the prefix
+
+
+@pytest.mark.parametrize("target", SHARED_PREFIX_TARGETS)
+@pytest.mark.parametrize("queries", ["final", "after"])
+@pytest.mark.parametrize("name,shares", [("tiny_llama", True), ("tiny_gemma3_wide_window", True), ("tiny_gemma3", False)])
+def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, queries, target):
+    """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
+    equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
+    from hooks.apply import bias_builder
+    from hooks.spec import AttentionIntervention
+    from interp.backends import HFBackend, make_backend
+    from interp.judge import shared_prefix_length
+
+    model = request.getfixturevalue(name)
+    backend = make_backend(model, "hf")
+    kind = style_kinds(model)[0]
+    prompts = [tokenized(model, "helpfulness", q, a, b, kind=kind) for q, a, b in BATCH_ITEMS]
+    prompts += [tokenized(model, "helpfulness", q, b, a, kind=kind) for q, a, b in BATCH_ITEMS]
+    assert shared_prefix_length(prompts) >= 16
+    spec = AttentionIntervention(target=target, alpha=0.0, seed=1) if target else None
+    bias = bias_builder(spec, model) if spec else None
+    labels = label_tokens(model.tokenizer)
+    shared_passes = []
+    original = HFBackend._forward_shared
+    monkeypatch.setattr(
+        HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args)
+    )
+    batched = judge_batch(backend, prompts, labels, queries=queries, bias=bias)
+    if shares and target != "random":
+        assert shared_passes, "the batch's common prefix was not shared"
+    if not shares:
+        assert not shared_passes, "a sliding window shorter than the batch must not share the prefix"
+    for index, prompt in enumerate(prompts):
+        (single,) = judge_batch(backend, [prompt], labels, queries=queries, bias=bias)
+        where = f"{name}/{queries}/{target}/prompt {index}"
+        assert_close([batched[index].probs["A"]], [single.probs["A"]], BATCH_TOL, f"{where} probs")
+        assert_close(batched[index].mass, single.mass, BATCH_TOL, f"{where} masses")
+
+
+@pytest.mark.parametrize("positions,shares", [("final", True), ("spans", True), ("all", False)])
+def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, shares):
+    """Steering edits that leave the prefix alone run on the shared-prefix pass; one at every position
+    (the prefix included) falls back to the plain pass. Either way batched == one at a time."""
+    from interp.backends import HFBackend, make_backend
+    from interp.steering import steer
+
+    backend = make_backend(tiny_llama, "hf")
+    prompts = [tokenized(tiny_llama, "helpfulness", q, a, b, kind="post") for q, a, b in BATCH_ITEMS]
+    direction = torch.randn(tiny_llama.hf_model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+    edit = steer(direction, 0, 3.0, "add", positions)
+    labels = label_tokens(tiny_llama.tokenizer)
+    shared_passes = []
+    original = HFBackend._forward_shared
+    monkeypatch.setattr(HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args))
+    batched = judge_batch(backend, prompts, labels, queries="final", edit=edit)
+    assert bool(shared_passes) == shares
+    plain = judge_batch(backend, prompts, labels, queries="final")
+    assert max(abs(x.probs["A"] - y.probs["A"]) for x, y in zip(batched, plain)) > 1e-4, "the edit should matter"
+    for index, prompt in enumerate(prompts):
+        (single,) = judge_batch(backend, [prompt], labels, queries="final", edit=edit)
+        assert_close([batched[index].probs["A"]], [single.probs["A"]], BATCH_TOL, f"{positions} prompt {index} probs")
+        assert_close(batched[index].mass, single.mass, BATCH_TOL, f"{positions} prompt {index} masses")
+
+
+def test_shared_prefix_patterns_keep_the_batch_columns(tiny_llama):
+    """Patterns from the shared-prefix pass are the plain pass's rows for the suffix queries, key for key
+    (prefix keys included), so any pattern consumer sees the batch's own coordinates."""
+    from interp.backends import make_backend
+    from interp.judge import shared_prefix_length
+
+    backend = make_backend(tiny_llama, "hf")
+    prompts = [tokenized(tiny_llama, "helpfulness", q, a, b, kind="post") for q, a, b in BATCH_ITEMS]
+    batch, offsets = left_pad([p.input_ids for p in prompts], tiny_llama.tokenizer.pad_token_id)
+    prefix = shared_prefix_length(prompts)
+    plain, shared = {}, {}
+    backend.forward(batch, on_pattern=lambda layer, pattern: plain.__setitem__(layer, pattern.clone()))
+    backend.forward(batch, on_pattern=lambda layer, pattern: shared.__setitem__(layer, pattern.clone()), shared_prefix=prefix)
+    width = batch.input_ids.shape[1]
+    for layer in plain:
+        assert shared[layer].shape[-2:] == (width - prefix, width)
+        for row, offset in enumerate(offsets):
+            real_queries = slice(max(prefix, offset + prefix), width)  # the suffix's non-pad query rows
+            assert_close(
+                shared[layer][row, :, real_queries.start - prefix :], plain[layer][row, :, real_queries], BATCH_TOL,
+                f"layer {layer} row {row} pattern",
+            )
+
+
+def test_shared_prefix_stops_before_the_first_response(tiny_llama):
+    from interp.judge import shared_prefix_length
+
+    first = tokenized(tiny_llama, "helpfulness", QUERY, ANSWER_A, ANSWER_B, kind="post")
+    swapped = tokenized(tiny_llama, "helpfulness", QUERY, ANSWER_B, ANSWER_A, kind="post")
+    assert shared_prefix_length([first]) == 0  # one row: nothing to share
+    assert shared_prefix_length([first, swapped]) <= min(first.spans["a"][0], swapped.spans["a"][0])
+    assert shared_prefix_length([first, swapped]) >= first.spans["query"][1]  # both orders share the query
+
+
 def test_left_pad_offsets():
     batch, offsets = left_pad([[5, 6, 7], [8]], pad_id=0)
     assert offsets == [0, 2]
