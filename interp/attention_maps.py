@@ -633,7 +633,7 @@ def prompt_token_attention(
 ) -> TokenAttention:
     """Re-run one judgment of the run with the judge model and return one head's attention per prompt token.
 
-    The prompt is built as the run built it (responses.jsonl, `judge_prompt` + `tokenize_prompt`) and
+    The prompt is built as the run built it (responses.jsonl, `tokenized_judge_prompt`) and
     judged by `judge_batch` (the run's code path) with the run's query set; `model` (a LoadedModel) avoids
     reloading the judge. The token weights are that head's row at the final position ("final" runs) or the
     mean over every position after both responses ("after" runs).
@@ -641,9 +641,8 @@ def prompt_token_attention(
     from interp.backends import make_backend
     from interp.judge import judge_batch, label_tokens
     from interp.models import load_model
-    from interp.prompts import judge_prompt
+    from interp.inspection import tokenized_judge_prompt
     from interp.runs import judge_tasks, read_responses
-    from interp.spans import tokenize_prompt
 
     run = load_attention(run_dir, judge)
     if order not in ORDERS:
@@ -661,11 +660,7 @@ def prompt_token_attention(
     task = tasks[order]
     loaded = model if model is not None else load_model(judge)
     check_tokenizer(run, loaded.tokenizer)
-    prompt = tokenize_prompt(
-        loaded.tokenizer,
-        judge_prompt(loaded.tokenizer, task.item.task, task.item.query, task.response_a, task.response_b, kind=loaded.kind),
-        max_length=loaded.context_length or None,
-    )
+    prompt = tokenized_judge_prompt(loaded, task.item.task, task.item.query, task.response_a, task.response_b)
     i, o = run.item_ids.index(item_id), ORDERS.index(order)
     entry = run.index["items"][i]["orders"][order]
     if len(prompt) != entry["n_tokens"] or {k: list(v) for k, v in prompt.spans.items()} != entry["spans"]:

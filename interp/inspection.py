@@ -12,13 +12,22 @@ from interp.prompts import judge_prompt
 from interp.spans import TokenizedPrompt, tokenize_prompt
 
 
+def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
+    """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context.
+
+    The one way every judging path (runs, gold model judges, attention maps, steering) builds a prompt, so
+    their token positions agree. Empty responses are allowed (they give empty spans).
+    """
+    prompt = judge_prompt(model.tokenizer, task, query, response_a, response_b, kind=model.kind)
+    return tokenize_prompt(model.tokenizer, prompt, max_length=model.context_length or None)
+
+
 def build_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
-    """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context."""
+    """`tokenized_judge_prompt` for text typed by a user: every part must be non-empty."""
     for slot, text in (("query", query), ("response A", response_a), ("response B", response_b)):
         if not text.strip():
             raise InterpError(f"{slot} is empty; pass non-empty text")
-    prompt = judge_prompt(model.tokenizer, task, query, response_a, response_b, kind=model.kind)
-    return tokenize_prompt(model.tokenizer, prompt, max_length=model.context_length or None)
+    return tokenized_judge_prompt(model, task, query, response_a, response_b)
 
 
 def _finite(value: float) -> float | None:

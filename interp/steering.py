@@ -81,12 +81,12 @@ from hooks.spec import AttentionIntervention, validate_against
 from interp.backends import Batch, Backend, ResidEdit, left_pad, make_backend
 from interp.causal import Run, behaviour, load_run, own_probabilities, paired_effect, rejudge
 from interp.errors import InterpError
+from interp.inspection import tokenized_judge_prompt
 from interp.judge import EditBuilder
 from interp.metrics import bootstrap_ci
 from interp.models import LoadedModel, load_model
-from interp.prompts import judge_prompt
 from interp.runs import JudgeTask, judge_tasks, load_toml_config, safe_name
-from interp.spans import TokenizedPrompt, tokenize_prompt
+from interp.spans import TokenizedPrompt
 from interp.storage import atomic_write_bytes, atomic_write_text, read_jsonl
 
 SECTION_TITLE = "Steering: emphasis and a self-recognition direction"
@@ -180,11 +180,7 @@ def judging_prompt(model: LoadedModel, task: JudgeTask, response_a: str | None =
     """The judge prompt of one task exactly as `interp.runs.run_judging` builds it (optionally with a slot replaced)."""
     a = task.response_a if response_a is None else response_a
     b = task.response_b if response_b is None else response_b
-    return tokenize_prompt(
-        model.tokenizer,
-        judge_prompt(model.tokenizer, task.item.task, task.item.query, a, b, kind=model.kind),
-        max_length=model.context_length or None,
-    )
+    return tokenized_judge_prompt(model, task.item.task, task.item.query, a, b)
 
 
 def own_slot(task: JudgeTask, judge: str) -> str:
