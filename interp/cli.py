@@ -81,14 +81,19 @@ def inspect(
 def dbg_command(
     config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
     out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
-    report: bool = typer.Option(True, help="write report.html with the Figure 2 grid"),
+    report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
     from interp.report import build_report
     from interp.runs import load_config, run_dbg
 
-    summary = run_dbg(load_config(config), out)
+    run_config = load_config(config)
+    summary = run_dbg(run_config, out)
     if report:
+        if run_config.attention != "none":
+            from interp.attention_figures import write_attention_figures
+
+            write_attention_figures(out)
         typer.echo(f"report: {build_report(out)}")
     _echo_dbg(summary)
 
@@ -155,11 +160,14 @@ def sweep(config: Path = typer.Argument(..., help="sweep config (TOML), e.g. exp
 def attention(
     run_dir: Path = typer.Argument(..., help="a DBG run directory (judged with attention on)"),
     relative_depth: bool = typer.Option(False, "--relative-depth", help="draw layers on a 0-1 depth axis"),
+    paper_layout: bool = typer.Option(
+        False, "--paper-layout", help="the DBG paper's orientation: rows are response authors, columns judges"
+    ),
 ) -> None:
     """Figure 7: per-layer and per-head attention over own vs other responses, with length control."""
     from interp.attention_figures import attention_command
 
-    attention_command(run_dir, relative_depth=relative_depth)
+    attention_command(run_dir, relative_depth=relative_depth, transpose=paper_layout)
 
 
 @app.command()
