@@ -1,6 +1,8 @@
 """Pipeline figures, measured side by side in one run; one `name: value` per line.
 
-- judging throughput, batched (8) vs one at a time, SmolLM2 with span-attention extraction as in a run;
+- judging throughput, batched (8) vs one at a time, with span-attention extraction as in a run, for both
+  default judges: batched as in a run (the batch's common prefix, the judge instructions, run once and its
+  keys/values shared by the rows) and batched without prefix sharing (padding only);
 - judging throughput under an intervention (self-span mask, all layers and heads) vs plain judging;
 - wall time of `interp demo --n 12` and of the full default demo, each from an empty response cache
   (the dequantised models are linked in: "after set-up").
@@ -28,12 +30,13 @@ def judging_prompts(model, n: int):
     from interp.data import builtin_items
     from interp.inspection import build_judge_prompt
 
-    items = [i for i in builtin_items() if i.task == "helpfulness"][:n]
+    items = [i for i in builtin_items() if i.task == "helpfulness"][: n // 2]
     prompts = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(items):  # both orders of each pair, as a run judges them
         other = items[(index + 1) % len(items)].reference
         prompts.append(build_judge_prompt(model, item.task, item.query, item.reference, other))
-    return prompts
+        prompts.append(build_judge_prompt(model, item.task, item.query, other, item.reference))
+    return sorted(prompts, key=len)  # a run batches similar lengths together (runs.run_judging)
 
 
 def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_for=None) -> float:
@@ -49,28 +52,52 @@ def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_f
     return len(prompts) / statistics.median(times)
 
 
+def forward_cost_figures(model, short: str) -> None:
+    """Cost of one eager forward per sequence at batch 1 and 8, equal lengths (no padding): on a CPU the
+    compute is the bottleneck, so batching alone cannot multiply throughput."""
+    hf_model = model.hf_model
+    ids = torch.randint(100, 1000, (8, 360))
+    costs = {}
+    with torch.inference_mode():
+        for rows in (1, 8):
+            hf_model(input_ids=ids[:rows], use_cache=False, logits_to_keep=1)
+            start = time.perf_counter()
+            for _ in range(2):
+                hf_model(input_ids=ids[:rows], use_cache=False, logits_to_keep=1)
+            costs[rows] = (time.perf_counter() - start) / 2 / rows
+    print(f"{short}_forward_360_tokens_ms_per_sequence_batch1: {1000 * costs[1]:.0f}")
+    print(f"{short}_forward_360_tokens_ms_per_sequence_batch8: {1000 * costs[8]:.0f}")
+    print(f"{short}_forward_batch8_per_sequence_speedup_ratio: {costs[1] / costs[8]:.2f}")
+
+
 def judging_figures(repeats: int) -> None:
     from hooks.apply import bias_builder
     from hooks.spec import AttentionIntervention
-    from interp.backends import make_backend
+    from interp.backends import HFBackend
     from interp.judge import label_tokens
     from interp.models import load_model
 
-    model = load_model("smollm2-135m-instruct")
-    backend = make_backend(model, "hf")
-    labels = label_tokens(model.tokenizer)
-    prompts = judging_prompts(model, 16)
-    print(f"judge_prompt_tokens_mean: {sum(len(p) for p in prompts) / len(prompts):.0f}")
-    time_judging(backend, prompts[:2], labels, 2, 1)  # warm-up
-    single = time_judging(backend, prompts, labels, 1, repeats)
-    batched = time_judging(backend, prompts, labels, 8, repeats)
-    spec = AttentionIntervention(target="a", alpha=0.0)
-    intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk: bias_builder(spec, model))
-    print(f"judging_one_at_a_time_per_second: {single:.2f}")
-    print(f"judging_batched8_per_second: {batched:.2f}")
-    print(f"batched_judging_speedup_ratio: {batched / single:.2f}")
-    print(f"judging_under_intervention_per_second: {intervened:.2f}")
-    print(f"intervention_throughput_ratio: {intervened / batched:.2f}")
+    for alias, short in (("smollm2-135m-instruct", "smollm2"), ("gemma3-270m", "gemma3")):
+        model = load_model(alias)
+        backend, padding_only = HFBackend(model), HFBackend(model, shares_prefix=False)
+        labels = label_tokens(model.tokenizer)
+        prompts = judging_prompts(model, 16)
+        print(f"{short}_judge_prompt_tokens_mean: {sum(len(p) for p in prompts) / len(prompts):.0f}")
+        forward_cost_figures(model, short)
+        time_judging(backend, prompts[:2], labels, 2, 1)  # warm-up
+        single = time_judging(backend, prompts, labels, 1, repeats)
+        unshared = time_judging(padding_only, prompts, labels, 8, repeats)
+        batched = time_judging(backend, prompts, labels, 8, repeats)
+        spec = AttentionIntervention(target="a", alpha=0.0)
+        intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk: bias_builder(spec, model))
+        print(f"{short}_judging_one_at_a_time_per_second: {single:.2f}")
+        print(f"{short}_judging_batched8_padding_only_per_second: {unshared:.2f}")
+        print(f"{short}_judging_batched8_per_second: {batched:.2f}")
+        print(f"{short}_batched_padding_only_speedup_ratio: {unshared / single:.2f}")
+        print(f"{short}_batched_judging_speedup_ratio: {batched / single:.2f}")
+        print(f"{short}_judging_under_intervention_per_second: {intervened:.2f}")
+        print(f"{short}_intervention_throughput_ratio: {intervened / batched:.2f}")
+        del model, backend, padding_only
 
 
 def demo_seconds(n: int | None) -> float:
