@@ -19,11 +19,13 @@ from hypothesis import strategies as st
 
 from hooks.apply import bias_builder, compile_bias, dampen, resolve_target, scale_and_renormalise
 from hooks.spec import AttentionIntervention, load_spec, validate_against
-from interp.backends import BACKENDS, left_pad, make_backend
+from interp.backends import BACKENDS, left_pad
 from interp.errors import InterpError
 from interp.inspection import build_judge_prompt
 from interp.judge import judge_batch, label_tokens
 from interp.models import LoadedModel, load_model, resolve_spec
+
+from conftest import backend_for, three_layer_tiny
 
 PAIRS = [
     ("What is the capital of France?", "Paris is the capital of France.", "The capital is Lyon, I think."),
@@ -39,46 +41,14 @@ def tokenizer_folder():
     return resolve_spec("smollm2-135m-instruct")[0]
 
 
-def _tiny(kind: str, folder, tokenizer_folder) -> LoadedModel:
-    from transformers import AutoModelForCausalLM, AutoTokenizer, Gemma3TextConfig, LlamaConfig
-
-    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
-    common = dict(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    if kind == "llama":
-        config = LlamaConfig(**common)
-    else:  # sliding window wider than any test prompt, so the 4-D mask oracle needs no window
-        config = Gemma3TextConfig(**common, sliding_window=1024)
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return load_model(str(folder))
-
-
 @pytest.fixture(scope="session", params=["llama", "gemma3"])
 def tiny(request, tmp_path_factory, tokenizer_folder) -> LoadedModel:
-    return _tiny(request.param, tmp_path_factory.mktemp(f"tiny-{request.param}"), tokenizer_folder)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(tokenizer_folder)
+    return load_model(str(three_layer_tiny(request.param, tmp_path_factory.mktemp(f"tiny-{request.param}"), tokenizer)))
 
 
-_BACKENDS: dict[tuple[int, str], object] = {}
-
-
-def backend_for(model: LoadedModel, name: str):
-    """One booted backend per (model, backend name) for the whole session (booting TL is not free)."""
-    key = (id(model), name)
-    if key not in _BACKENDS:
-        _BACKENDS[key] = make_backend(model, name)
-    return _BACKENDS[key]
 
 
 def prompts_for(model: LoadedModel, pairs=PAIRS):

@@ -15,7 +15,7 @@ import torch
 
 from hooks.apply import bias_builder, scale_and_renormalise
 from interp import steering
-from interp.backends import BACKENDS, left_pad, make_backend
+from interp.backends import BACKENDS, left_pad
 from interp.data import builtin_items
 from interp.errors import InterpError
 from interp.judge import judge_batch, label_tokens
@@ -34,6 +34,8 @@ from interp.steering import (
 )
 from interp.storage import atomic_write_text
 
+from conftest import backend_for, three_layer_tiny
+
 LAYER = 1  # the middle block of the tiny model
 PAIRS = [
     ("helpfulness", "What is the capital of France?", "Paris is the capital of France.", "The capital is Lyon, I think."),
@@ -46,26 +48,10 @@ PAIRS = [
 
 @pytest.fixture(scope="module")
 def tiny_dir(tmp_path_factory):
-    from transformers import AutoModelForCausalLM, AutoTokenizer, LlamaConfig
+    from transformers import AutoTokenizer
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_spec("smollm2-135m-instruct")[0])
-    config = LlamaConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    torch.manual_seed(0)
-    model = AutoModelForCausalLM.from_config(config, attn_implementation="eager")
-    folder = tmp_path_factory.mktemp("tiny-steer")
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
+    return three_layer_tiny("llama", tmp_path_factory.mktemp("tiny-steer"), tokenizer)
 
 
 @pytest.fixture(scope="module")
@@ -73,14 +59,6 @@ def tiny(tiny_dir) -> LoadedModel:
     return load_model(str(tiny_dir))
 
 
-_BACKENDS: dict = {}
-
-
-def backend_for(model: LoadedModel, name: str):
-    key = (id(model), name)
-    if key not in _BACKENDS:
-        _BACKENDS[key] = make_backend(model, name)
-    return _BACKENDS[key]
 
 
 def prompts_for(model: LoadedModel):
