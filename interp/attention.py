@@ -6,7 +6,7 @@ For layer l, head h, query set Q and span S: `mass = mean_{q in Q} sum_{k in S} 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal, Sequence
 
 import torch
@@ -44,6 +44,11 @@ class SpanReducer:
             rows = torch.einsum("bhqk,bq->bhk", pattern, self.query_weights[:, -pattern.shape[2] :])
         torch.matmul(rows, self.key_masks.transpose(1, 2), out=self.out[layer])
         self.seen.add(layer)
+
+    def in_columns(self, columns: Tensor) -> "SpanReducer":
+        """This reducer for patterns whose key c is the batch's key `columns[b, c]` (writing the same output)."""
+        index = columns[:, None, :].expand(-1, self.key_masks.shape[1], -1)
+        return replace(self, key_masks=torch.gather(self.key_masks, 2, index))
 
     def stacked(self) -> Float[Tensor, "batch layer head span"]:
         missing = sorted(set(range(self.out.shape[0])) - self.seen)

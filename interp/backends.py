@@ -173,7 +173,9 @@ class SharedPrefixLayout:
     the prefix's keys and values come from one batch-1 pass, repeated over the rows. Positions are equal in
     both layouts (pads take no position), and suffix tokens sit in the same columns, so only the first
     off_r + prefix columns are permuted; `key_index` / `query_index` map the suffix pass's columns and rows
-    back to the left-padded batch, so patterns and biases keep the batch's coordinates.
+    back to the left-padded batch, so patterns and biases keep the batch's coordinates. A pattern hook with
+    an `in_columns(batch_columns)` method (the span reducer) gets the suffix pass's own patterns instead
+    and re-indexes its key masks once, which saves a copy of every layer's pattern.
     """
 
     prefix: int
@@ -181,7 +183,7 @@ class SharedPrefixLayout:
     suffix_ids: Tensor  # [batch, T - prefix]
     attention_mask: Tensor  # [batch, T] in the suffix pass's layout
     key_index: Tensor  # [batch, T]: left-padded column k <- suffix-pass column key_index[r, k]
-    bias_keys: Tensor  # [batch, T]: suffix-pass column c <- left-padded column bias_keys[r, c]
+    batch_columns: Tensor  # [batch, T]: suffix-pass column c <- left-padded column batch_columns[r, c]
     bias_queries: Tensor  # [batch, T - prefix]: suffix-pass row q <- left-padded row bias_queries[r, q]
 
     @classmethod
@@ -192,15 +194,15 @@ class SharedPrefixLayout:
         off = offsets[:, None]
         in_pads, in_prefix = columns < off, (columns >= off) & (columns < off + prefix)
         key_index = torch.where(in_pads, prefix + columns, torch.where(in_prefix, columns - off, columns))
-        bias_keys = torch.where(
+        batch_columns = torch.where(
             columns < prefix, off + columns, torch.where(columns < prefix + off, columns - prefix, columns)
         )
         suffix_columns = columns[prefix:].expand(rows, -1)
         bias_queries = torch.where(suffix_columns < prefix + off, suffix_columns - prefix, suffix_columns)
-        suffix_ids = torch.gather(batch.input_ids, 1, bias_keys[:, prefix:])
-        suffix_mask = torch.gather(batch.attention_mask, 1, bias_keys[:, prefix:])
+        suffix_ids = torch.gather(batch.input_ids, 1, batch_columns[:, prefix:])
+        suffix_mask = torch.gather(batch.attention_mask, 1, batch_columns[:, prefix:])
         attention_mask = torch.cat([torch.ones(rows, prefix, dtype=suffix_mask.dtype), suffix_mask], dim=1)
-        return cls(prefix, offsets, suffix_ids, attention_mask, key_index, bias_keys, bias_queries)
+        return cls(prefix, offsets, suffix_ids, attention_mask, key_index, batch_columns, bias_queries)
 
     def prefix_ids(self, batch: Batch) -> Tensor:
         first = int(self.offsets[0])
@@ -252,7 +254,7 @@ class SharedPrefixLayout:
         bias = bias.expand(len(self.offsets), -1, -1, -1)
         query_index = self.bias_queries[:, None, :, None].expand(-1, heads, -1, bias.shape[-1])
         rows_picked = torch.gather(bias, 2, query_index)
-        key_index = self.bias_keys[:, None, None, :].expand(-1, heads, rows_picked.shape[2], -1)
+        key_index = self.batch_columns[:, None, None, :].expand(-1, heads, rows_picked.shape[2], -1)
         return torch.gather(rows_picked, 3, key_index)
 
 
@@ -304,7 +306,13 @@ class HFBackend:
         with torch.inference_mode():
             hf_model(input_ids=layout.prefix_ids(batch), past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache.batch_repeat_interleave(batch.input_ids.shape[0])
-        handles = _pattern_hooks(hf_model, on_pattern, layout.pattern_to_batch) if on_pattern is not None else []
+        handles = []
+        if on_pattern is not None:
+            in_columns = getattr(on_pattern, "in_columns", None)  # a reducer re-indexes its key masks once
+            if in_columns is not None:
+                handles = _pattern_hooks(hf_model, in_columns(layout.batch_columns))
+            else:
+                handles = _pattern_hooks(hf_model, on_pattern, layout.pattern_to_batch)
         suffix_edits = {layer: layout.edit_on_suffix(edit) for layer, edit in (resid_edit or {}).items()}
         handles += _edit_hooks(hf_model, suffix_edits)
         return _call_hooked(
