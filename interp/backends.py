@@ -172,10 +172,10 @@ class SharedPrefixLayout:
     Left-padded row r is [pad x off_r][prefix][suffix_r]. The suffix pass sees [prefix][pad x off_r][suffix_r]:
     the prefix's keys and values come from one batch-1 pass, repeated over the rows. Positions are equal in
     both layouts (pads take no position), and suffix tokens sit in the same columns, so only the first
-    off_r + prefix columns are permuted; `key_index` / `query_index` map the suffix pass's columns and rows
-    back to the left-padded batch, so patterns and biases keep the batch's coordinates. A pattern hook with
-    an `in_columns(batch_columns)` method (the span reducer) gets the suffix pass's own patterns instead
-    and re-indexes its key masks once, which saves a copy of every layer's pattern.
+    off_r + prefix columns are permuted; `key_index`, `batch_columns` and `bias_queries` map the suffix
+    pass's columns and rows to and from the left-padded batch, so patterns and biases keep the batch's
+    coordinates. A pattern hook with an `in_columns(batch_columns)` method (the span reducer) gets the suffix
+    pass's own patterns instead and re-indexes its key masks once, saving a copy of every layer's pattern.
     """
 
     prefix: int
