@@ -17,7 +17,14 @@ sys.path.insert(0, str(REPO))
 
 from interp import metrics  # noqa: E402
 
-DEFAULT_DATA = REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz"
+DEFAULT_DATA = next(
+    (
+        path
+        for path in (REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz", Path("/work/shared/data/chen2025_math500.jsonl.gz"))
+        if path.exists()
+    ),
+    REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz",
+)
 
 
 def main() -> int:

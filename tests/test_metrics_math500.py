@@ -10,6 +10,7 @@ values (DESIGN.md section 2, Table 20 and the SPR-on-D_diff / D_same tables) are
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,16 @@ from typer.testing import CliRunner
 
 from interp.metrics_cli import app
 
-DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "chen2025_math500.jsonl.gz"
+
+def _shared_data(name: str) -> Path:
+    """The released data file: $INTERP_SHARED_DATA, else the shared folder beside the repository, else
+    /work/shared/data (where these machines keep it, wherever the repository was cloned)."""
+    folders = [os.environ.get("INTERP_SHARED_DATA"), Path(__file__).resolve().parents[2] / "shared" / "data", "/work/shared/data"]
+    candidates = [Path(folder) / name for folder in folders if folder]
+    return next((path for path in candidates if path.exists()), candidates[-1])
+
+
+DATA = _shared_data("chen2025_math500.jsonl.gz")
 
 EVALUATEES = ("mistral-7b-v0.3", "phi-3.5-mini", "gpt-3.5-turbo", "gpt-4o", "gemma-2-2b", "llama-3.2-1b", "mistral-small")
 
