@@ -200,3 +200,17 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
         assert judge_result["verdict"].startswith(judge)
         records = read_jsonl(out / "interventions" / "self_alpha_0" / "self" / "judgments.jsonl")
         assert len([r for r in records if r["judge"] == judge]) == 12
+
+
+def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_llama_dir, tiny_gemma3_dir):
+    from interp.attention_figures import SECTION_TITLE
+
+    config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, n=4, attention="final")
+    out = tmp_path / "out"
+    result = cli("dbg", write_config(tmp_path / "run.toml", config), "--out", out)
+    assert result.returncode == 0, result.stderr
+    default = (out / "figures" / "attention_figure7.png").read_bytes()
+    assert SECTION_TITLE in (out / "report.html").read_text()
+    result = cli("attention", out, "--paper-layout")
+    assert result.returncode == 0, result.stderr
+    assert (out / "figures" / "attention_figure7.png").read_bytes() != default  # authors in rows now
