@@ -35,9 +35,7 @@ class SpanReducer:
     seen: set[int] = field(default_factory=set)
 
     def __call__(self, layer: int, pattern: Float[Tensor, "batch head query key"]) -> None:
-        pattern = pattern.detach()
-        if pattern.dtype != torch.float32:
-            pattern = pattern.float()
+        pattern = pattern.detach().float()  # a no-op for float32 patterns
         if self.query_weights is None:
             rows = pattern[:, :, -1, :]
         else:
