@@ -204,9 +204,13 @@ class SharedPrefixLayout:
         attention_mask = torch.cat([torch.ones(rows, prefix, dtype=suffix_mask.dtype), suffix_mask], dim=1)
         return cls(prefix, offsets, suffix_ids, attention_mask, key_index, batch_columns, bias_queries)
 
+    def prefix_columns(self, row: int) -> slice:
+        """Where the shared prefix sits in `row` of the left-padded batch."""
+        first = int(self.offsets[row])
+        return slice(first, first + self.prefix)
+
     def prefix_ids(self, batch: Batch) -> Tensor:
-        first = int(self.offsets[0])
-        return batch.input_ids[:1, first : first + self.prefix]
+        return batch.input_ids[:1, self.prefix_columns(0)]
 
     def position_ids(self) -> Tensor:
         return (self.attention_mask.cumsum(-1) - 1).clamp(min=0)[:, self.prefix :]
@@ -223,13 +227,14 @@ class SharedPrefixLayout:
         """
         if not resid_edit:
             return True
-        width = self.key_index.shape[1]
+        rows, width = self.attention_mask.shape
         generator = torch.Generator().manual_seed(0)
-        probe = torch.randn(len(self.offsets), width, hf_model.config.get_text_config().hidden_size, generator=generator)
+        probe = torch.randn(rows, width, hf_model.config.get_text_config().hidden_size, generator=generator)
         for edit in {id(e): e for e in resid_edit.values()}.values():
             edited = edit(probe.clone())
-            for row, off in enumerate(self.offsets.tolist()):
-                if not torch.equal(edited[row, off : off + self.prefix], probe[row, off : off + self.prefix]):
+            for row in range(rows):
+                columns = self.prefix_columns(row)
+                if not torch.equal(edited[row, columns], probe[row, columns]):
                     return False
         return True
 
@@ -246,10 +251,10 @@ class SharedPrefixLayout:
 
     def bias_for_suffix(self, bias: Tensor) -> Tensor | None:
         """The suffix pass's bias, or None when the bias touches the prefix (whose pass runs unbiased)."""
-        rows, heads = bias.shape[0], bias.shape[1]
-        for row in range(rows):
-            off = int(self.offsets[min(row, len(self.offsets) - 1)])
-            if torch.any(bias[row, :, off : off + self.prefix, off : off + self.prefix] != 0):
+        heads = bias.shape[1]
+        for row in range(bias.shape[0]):
+            columns = self.prefix_columns(row)
+            if torch.any(bias[row, :, columns, columns] != 0):
                 return None
         bias = bias.expand(len(self.offsets), -1, -1, -1)
         query_index = self.bias_queries[:, None, :, None].expand(-1, heads, -1, bias.shape[-1])
