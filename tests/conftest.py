@@ -38,23 +38,13 @@ def _save_tiny(folder: Path, config, model_class, tokenizer, seed: int) -> Path:
 def three_layer_tiny(kind: str, folder: Path, tokenizer) -> Path:
     """A 3-layer random Llama or Gemma-3 (window wider than any test prompt) with `tokenizer`, saved to
     `folder`: a middle layer to steer or mask, and no sliding mask for the 4-D mask oracle to model."""
-    from transformers import Gemma3ForCausalLM, Gemma3TextConfig, LlamaConfig, LlamaForCausalLM
+    from transformers import Gemma3ForCausalLM, LlamaForCausalLM
 
-    common = dict(
-        vocab_size=len(tokenizer),
-        hidden_size=64,
-        intermediate_size=128,
-        num_hidden_layers=3,
-        num_attention_heads=4,
-        num_key_value_heads=2,
-        head_dim=16,
-        max_position_embeddings=2048,
-        pad_token_id=tokenizer.pad_token_id,
-        attn_implementation="eager",
-    )
+    shape = dict(num_hidden_layers=3, head_dim=16, max_position_embeddings=2048, initializer_range=0.02)
     if kind == "llama":
-        return _save_tiny(folder, LlamaConfig(**common), LlamaForCausalLM, tokenizer, seed=0)
-    return _save_tiny(folder, Gemma3TextConfig(**common, sliding_window=1024), Gemma3ForCausalLM, tokenizer, seed=0)
+        return _save_tiny(folder, _tiny_llama_config(tokenizer, **shape), LlamaForCausalLM, tokenizer, seed=0)
+    config = _tiny_gemma3_config(tokenizer, **shape, sliding_window=1024, layer_types=None)  # default layer types
+    return _save_tiny(folder, config, Gemma3ForCausalLM, tokenizer, seed=0)
 
 
 _BOOTED: dict[tuple[int, str], object] = {}
