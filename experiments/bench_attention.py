@@ -1,4 +1,4 @@
-"""Benchmark: the cost of extracting span attention during judging (issue 5), side by side in one run.
+"""Benchmark: the cost of extracting span attention during judging, side by side in one run.
 
 SmolLM2-135M-Instruct, eager attention, judge prompts of ~512 tokens, batch 8:
 
@@ -91,8 +91,8 @@ def response_text(n_words: int, offset: int = 0) -> str:
 
 def words_for_tokens(model, target: int) -> int:
     """Words per response so that the judge prompt has about `target` tokens."""
-    from interp.prompts import judge_prompt
-    from interp.spans import tokenize_prompt
+    from interp.core.prompts import judge_prompt
+    from interp.core.spans import tokenize_prompt
 
     def length(words: int) -> int:
         text = response_text(words)
@@ -110,8 +110,8 @@ def words_for_tokens(model, target: int) -> int:
 
 def batch_prompts(model, target: int, batch: int):
     """`batch` judge prompts of target-16 .. target tokens (rows differ, so the batch is left-padded)."""
-    from interp.prompts import judge_prompt
-    from interp.spans import tokenize_prompt
+    from interp.core.prompts import judge_prompt
+    from interp.core.spans import tokenize_prompt
 
     words = words_for_tokens(model, target)
     prompts = []
@@ -124,8 +124,8 @@ def batch_prompts(model, target: int, batch: int):
 def load():
     import torch
 
-    from interp.backends import make_backend
-    from interp.models import load_model
+    from interp.core.backends import make_backend
+    from interp.core.models import load_model
 
     torch.manual_seed(0)
     model = load_model(MODEL)
@@ -137,7 +137,7 @@ def load():
 
 
 def worker_memory(args) -> dict:
-    from interp.judge import judge_batch, label_tokens
+    from interp.core.judge import judge_batch, label_tokens
 
     model, backend = load()
     prompts = batch_prompts(model, args.tokens, args.batch)
@@ -151,7 +151,7 @@ def worker_memory(args) -> dict:
 
 def touch_weights(backend, prompt) -> None:
     """One short unhooked pass, so every weight page is resident before the peak is reset."""
-    from interp.backends import left_pad
+    from interp.core.backends import left_pad
 
     batch, _ = left_pad([prompt.input_ids[:16]], backend.model.tokenizer.pad_token_id)
     backend.forward(batch)
@@ -159,7 +159,8 @@ def touch_weights(backend, prompt) -> None:
 
 def worker_judging(args) -> dict:
     from interp.data import Item
-    from interp.runs import RunPaths, judge_tasks, run_judging
+    from interp.run.judging import judge_tasks, run_judging
+    from interp.run.store import RunDir
 
     model, backend = load()
     words = words_for_tokens(model, args.tokens)
@@ -169,12 +170,12 @@ def worker_judging(args) -> dict:
         "model-y": {item.id: response_text(words, i + 1) for i, item in enumerate(items)},
     }
     tasks = judge_tasks(items, responses, ("model-x", "model-y"))
-    from interp.prompts import judge_prompt
-    from interp.spans import tokenize_prompt
+    from interp.core.prompts import judge_prompt
+    from interp.core.spans import tokenize_prompt
 
     touch_weights(backend, tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, "a", "b", kind=model.kind)))
     with tempfile.TemporaryDirectory(prefix="bench-attention-") as tmp:
-        paths = RunPaths(Path(tmp))
+        paths = RunDir(Path(tmp))
         baseline = rss_mb()
         reset_ok = reset_peak()
         start = time.perf_counter()
@@ -218,7 +219,7 @@ def run_worker(kind: str, default_malloc: bool = False, **options) -> dict:
 
 
 def bench_time(args) -> dict:
-    from interp.judge import judge_batch, label_tokens
+    from interp.core.judge import judge_batch, label_tokens
 
     model, backend = load()
     prompts = batch_prompts(model, args.tokens, args.batch)

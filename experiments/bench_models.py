@@ -2,7 +2,7 @@
 
 For each built-in alias, in one run and side by side:
 
-1. a fresh, empty temporary INTERP_CACHE, and a new Python process that calls `interp.models.load_model`
+1. a fresh, empty temporary INTERP_CACHE, and a new Python process that calls `interp.core.models.load_model`
    (this assembles the GGUF where needed, dequantises it and writes the safetensors cache);
 2. a second new process on the same cache directory (memory-maps the cached safetensors folder).
 
@@ -29,7 +29,7 @@ CHILD = r"""
 import json, sys, time
 import torch, transformers  # imported before the clock starts: both loads pay the same import cost
 from transformers import AutoModelForCausalLM, AutoTokenizer
-from interp.models import cache_root, load_model
+from interp.core.models import cache_root, load_model
 
 start, cpu = time.perf_counter(), time.process_time()
 model = load_model(sys.argv[1])

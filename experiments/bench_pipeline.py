@@ -27,8 +27,8 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def judging_prompts(model, n: int):
+    from interp.core.spans import build_judge_prompt
     from interp.data import builtin_items
-    from interp.inspection import build_judge_prompt
 
     items = [i for i in builtin_items() if i.task == "helpfulness"][: n // 2]
     prompts = []
@@ -40,7 +40,7 @@ def judging_prompts(model, n: int):
 
 
 def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_for=None) -> float:
-    from interp.judge import judge_batch
+    from interp.core.judge import judge_batch
 
     times = []
     for _ in range(repeats):
@@ -71,11 +71,11 @@ def forward_cost_figures(model, short: str) -> None:
 
 
 def judging_figures(repeats: int) -> None:
-    from hooks.apply import bias_builder
+    from hooks.compile import bias_builder
     from hooks.spec import AttentionIntervention
-    from interp.backends import HFBackend
-    from interp.judge import label_tokens
-    from interp.models import load_model
+    from interp.core.backends.hf import HFBackend
+    from interp.core.judge import label_tokens
+    from interp.core.models import load_model
 
     for alias, short in (("smollm2-135m-instruct", "smollm2"), ("gemma3-270m", "gemma3")):
         model = load_model(alias)
@@ -102,7 +102,7 @@ def judging_figures(repeats: int) -> None:
 
 def demo_seconds(n: int | None) -> float:
     """`interp demo` from an empty response cache, with the dequantised models linked in."""
-    from interp.models import cache_root
+    from interp.core.models import cache_root
 
     with tempfile.TemporaryDirectory() as tmp:
         cache = Path(tmp) / "cache"

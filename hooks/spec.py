@@ -1,6 +1,6 @@
 """Attention intervention specs: small frozen dataclasses, serialisable to TOML/JSON (DESIGN.md section 4).
 
-A spec says *where* to dampen attention, never how: `hooks.apply` compiles it to the one mechanism every
+A spec says *where* to dampen attention, never how: `hooks.compile` compiles it to the one mechanism every
 backend understands, an additive pre-softmax score bias.
 
 TOML keys (see `experiments/ablation_example.toml`):
@@ -21,16 +21,22 @@ names the key, before any model work; `validate_against` adds the checks that ne
 
 from __future__ import annotations
 
-import json
 import math
-import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Optional, Union
 
-from pydantic import BaseModel, ConfigDict, StrictBool, StrictFloat, StrictInt, StrictStr, ValidationError
-
+from interp.config import read_toml, to_toml
 from interp.errors import InterpError
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    StrictBool,
+    StrictFloat,
+    StrictInt,
+    StrictStr,
+    ValidationError,
+)
 
 TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "random")
 QUERY_SETS: tuple[str, ...] = ("outside", "final")
@@ -253,12 +259,10 @@ class AttentionIntervention:
 
     def to_toml(self) -> str:
         """The spec as TOML that `load_spec` reads back to an equal spec (omitted keys are left out)."""
-        lines = []
-        for key, value in self.to_dict().items():
-            if value is None or (key == "emphasis" and not value):
-                continue
-            lines.append(f"{key} = {_toml_value(value)}")
-        return "\n".join(lines) + "\n"
+        data = {key: value for key, value in self.to_dict().items() if value is not None}
+        if not data["emphasis"]:
+            del data["emphasis"]
+        return to_toml(data)
 
 
 def _layer_key(key, where: str) -> int:
@@ -269,32 +273,11 @@ def _layer_key(key, where: str) -> int:
     raise InterpError(f"{where}bad value for 'heads': table key {key!r} is not a layer index; {_HINTS['heads']}")
 
 
-def _toml_value(value) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, str):
-        return json.dumps(value)  # a JSON string is a valid TOML basic string
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(_toml_value(v) for v in value) + "]"
-    if isinstance(value, Mapping):
-        return "{ " + ", ".join(f"{k} = {_toml_value(v)}" for k, v in value.items()) + " }"
-    raise TypeError(f"cannot write {type(value).__name__} as TOML")
-
-
 def load_spec(path: str | Path) -> AttentionIntervention:
     """Read one intervention spec from a TOML file (top-level keys, see the module docstring)."""
     path = Path(path)
     where = f"{path}: "
-    if not path.is_file():
-        raise InterpError(f"intervention spec not found: {path}")
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise InterpError(f"{where}not valid TOML ({str(exc).splitlines()[0]})") from None
+    data = read_toml(path, "intervention spec")
     return AttentionIntervention.from_dict(data, where=where)
 
 

@@ -1,88 +1,35 @@
-"""Shared fixtures: tiny random models built from configs (fast) and the two packaged models (slow).
+"""Session fixtures: tiny random models (fast) and the two packaged models (slow), built once per run.
 
-The tiny models use the real tokenizers of the packaged models (read from the dequantised cache folder,
-offline), so every prompt tokenizes exactly as it would for the real judge, while a forward pass costs
-milliseconds. Everything is session-scoped: a model, and a backend booted on it, is built once per run.
+The builders live in `tests.helpers.models`; everything here is session-scoped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import torch
+from interp.core.models import LoadedModel, load_model
 
-from interp.backends import make_backend
-from interp.models import LoadedModel, load_model, resolve_spec
-
-SMOLLM2 = "smollm2-135m-instruct"
-GEMMA3 = "gemma3-270m"
-TINY_SHAPE = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=64, intermediate_size=128)
-
-
-def _tokenizer(alias: str):
-    from transformers import AutoTokenizer
-
-    return AutoTokenizer.from_pretrained(resolve_spec(alias)[0])
-
-
-def _save_tiny(folder: Path, config, model_class, tokenizer, seed: int) -> Path:
-    torch.manual_seed(seed)
-    model = model_class(config).eval()
-    model.save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-def three_layer_tiny(kind: str, folder: Path, tokenizer) -> Path:
-    """A 3-layer random Llama or Gemma-3 (window wider than any test prompt) with `tokenizer`, saved to
-    `folder`: a middle layer to steer or mask, and no sliding mask for the 4-D mask oracle to model."""
-    from transformers import Gemma3ForCausalLM, LlamaForCausalLM
-
-    shape = dict(num_hidden_layers=3, head_dim=16, max_position_embeddings=2048, initializer_range=0.02)
-    if kind == "llama":
-        return _save_tiny(folder, _tiny_llama_config(tokenizer, **shape), LlamaForCausalLM, tokenizer, seed=0)
-    config = _tiny_gemma3_config(tokenizer, **shape, sliding_window=1024, layer_types=None)  # default layer types
-    return _save_tiny(folder, config, Gemma3ForCausalLM, tokenizer, seed=0)
-
-
-_BOOTED: dict[tuple[int, str], object] = {}
-
-
-def backend_for(model: LoadedModel, name: str):
-    """One booted backend per (model, backend name) for the whole session (booting TL is not free)."""
-    key = (id(model), name)
-    if key not in _BOOTED:
-        _BOOTED[key] = make_backend(model, name)
-    return _BOOTED[key]
-
-
-def _tiny_llama_config(tokenizer, **overrides):
-    from transformers import LlamaConfig
-
-    values = dict(
-        TINY_SHAPE,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=4096,
-        initializer_range=0.2,  # larger than the default so attention is far from uniform
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        attn_implementation="eager",
-    )
-    values.update(overrides)
-    return LlamaConfig(**values)
+from tests.helpers.models import (
+    GEMMA3,
+    SMOLLM2,
+    BackendSet,
+    RealRun,
+    packaged_tokenizer,
+    save_tiny,
+    tiny_gemma3_config,
+    tiny_llama_config,
+)
 
 
 @pytest.fixture(scope="session")
 def smollm2_tokenizer():
-    return _tokenizer(SMOLLM2)
+    return packaged_tokenizer(SMOLLM2)
 
 
 @pytest.fixture(scope="session")
 def gemma3_tokenizer():
-    return _tokenizer(GEMMA3)
+    return packaged_tokenizer(GEMMA3)
 
 
 @pytest.fixture(scope="session")
@@ -91,7 +38,7 @@ def tiny_llama_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
     from transformers import LlamaForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny-llama")
-    return _save_tiny(folder, _tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=0)
+    return save_tiny(folder, tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=0)
 
 
 @pytest.fixture(scope="session")
@@ -100,28 +47,8 @@ def tiny_llama_short_context_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
     from transformers import LlamaForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny-llama-ctx64")
-    config = _tiny_llama_config(smollm2_tokenizer, max_position_embeddings=64)
-    return _save_tiny(folder, config, LlamaForCausalLM, smollm2_tokenizer, seed=1)
-
-
-def _tiny_gemma3_config(tokenizer, **overrides):
-    from transformers import Gemma3TextConfig
-
-    values = dict(
-        TINY_SHAPE,
-        head_dim=16,
-        vocab_size=len(tokenizer),
-        max_position_embeddings=4096,
-        sliding_window=48,  # shorter than every judge prompt, so the sliding mask matters
-        layer_types=["sliding_attention", "full_attention"],
-        initializer_range=0.2,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        pad_token_id=tokenizer.pad_token_id,
-        attn_implementation="eager",
-    )
-    values.update(overrides)
-    return Gemma3TextConfig(**values)
+    config = tiny_llama_config(smollm2_tokenizer, max_position_embeddings=64)
+    return save_tiny(folder, config, LlamaForCausalLM, smollm2_tokenizer, seed=1)
 
 
 @pytest.fixture(scope="session")
@@ -130,7 +57,7 @@ def tiny_gemma3_dir(tmp_path_factory, gemma3_tokenizer) -> Path:
     from transformers import Gemma3ForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny-gemma3")
-    return _save_tiny(folder, _tiny_gemma3_config(gemma3_tokenizer), Gemma3ForCausalLM, gemma3_tokenizer, seed=2)
+    return save_tiny(folder, tiny_gemma3_config(gemma3_tokenizer), Gemma3ForCausalLM, gemma3_tokenizer, seed=2)
 
 
 @pytest.fixture(scope="session")
@@ -139,8 +66,8 @@ def tiny_gemma3_wide_window(tmp_path_factory, gemma3_tokenizer) -> LoadedModel:
     from transformers import Gemma3ForCausalLM
 
     folder = tmp_path_factory.mktemp("tiny-gemma3-wide")
-    config = _tiny_gemma3_config(gemma3_tokenizer, sliding_window=1024)
-    return load_model(str(_save_tiny(folder, config, Gemma3ForCausalLM, gemma3_tokenizer, seed=2)))
+    config = tiny_gemma3_config(gemma3_tokenizer, sliding_window=1024)
+    return load_model(str(save_tiny(folder, config, Gemma3ForCausalLM, gemma3_tokenizer, seed=2)))
 
 
 @pytest.fixture(scope="session")
@@ -163,42 +90,6 @@ def gemma3() -> LoadedModel:
     return load_model(GEMMA3)
 
 
-def module_hooks(module: torch.nn.Module) -> dict[str, list[str]]:
-    """Names of the forward (pre-)hooks on every submodule, to see whether anything was left behind."""
-    found = {}
-    for name, sub in module.named_modules():
-        hooks = [getattr(h, "__qualname__", repr(h)) for h in (*sub._forward_hooks.values(), *sub._forward_pre_hooks.values())]
-        if hooks:
-            found[name] = hooks
-    return found
-
-
-class BackendSet:
-    """The three backends on one LoadedModel, booted lazily and once; remembers the model's output first.
-
-    `before` holds plain HF logits and attentions on a probe input computed before any backend was booted,
-    so tests can check that booting left the user's model object as it was.
-    """
-
-    def __init__(self, model: LoadedModel):
-        self.model = model
-        self.probe = torch.tensor([model.tokenizer.encode("The judge reads two answers and picks one.")])
-        with torch.no_grad():
-            out = model.hf_model(self.probe, output_attentions=True)
-        self.before_logits = out.logits.detach().clone()
-        self.before_attentions = [a.detach().clone() for a in out.attentions]
-        # transformers installs its own output-capturing hooks on the first output_attentions call
-        self.before_hooks = module_hooks(model.hf_model)
-        self._backends: dict = {}
-
-    module_hooks = staticmethod(module_hooks)
-
-    def __getitem__(self, name: str):
-        if name not in self._backends:
-            self._backends[name] = make_backend(self.model, name)
-        return self._backends[name]
-
-
 @pytest.fixture(scope="session")
 def backend_sets() -> dict:
     """One BackendSet per model fixture name, created on first use (see `backends` below)."""
@@ -217,17 +108,11 @@ def backends(request, backend_sets):
     return get
 
 
-@dataclass
-class RealRun:
-    root: Path
-    config: object  # interp.runs.RunConfig
-    loaded: dict
-
-
 @pytest.fixture(scope="session")
 def real_run(tmp_path_factory) -> RealRun:
     """A small real DBG run on the two packaged models (3 items, short answers), shared by the slow tests."""
-    from interp.runs import RunConfig, run_dbg
+    from interp.config import RunConfig
+    from interp.run.pipeline import run_dbg
 
     config = RunConfig(n=3, max_new_tokens=24, max_words=20, batch_size=4, name="t")
     root = tmp_path_factory.mktemp("attention-run") / "run"

@@ -1,0 +1,137 @@
+"""`dampen`: an attention intervention as a context manager, for notebooks (baukit's `Trace` style).
+
+    with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
+        logits = backend.forward(batch)
+
+The block's forward passes run with the spec compiled by `hooks.compile` (the same `compile_bias` as every
+run: no second code path); the backend or model is restored on exit, also on an exception.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator, Literal, Sequence
+
+import torch
+from interp.core.backends import Batch, ScoreBias
+from interp.core.backends.bias import biased_attention
+from interp.core.models import LoadedModel
+from interp.core.spans import TokenizedPrompt
+from interp.errors import InterpError
+from torch import Tensor
+
+from hooks.compile import model_dtype, spec_bias_builder
+from hooks.spec import AttentionIntervention, Target
+
+
+def _offsets(attention_mask: Tensor) -> list[int]:
+    """Left padding of each row: the number of leading zeros of its attention mask."""
+    return (attention_mask.cumsum(-1) == 0).sum(-1).tolist()
+
+
+def _merge(first: ScoreBias | None, second: ScoreBias) -> ScoreBias:
+    merged = dict(first or {})
+    for layer, bias in second.items():
+        merged[layer] = merged[layer] + bias if layer in merged else bias
+    return merged
+
+
+def _is_backend(obj) -> bool:
+    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
+
+
+def _shape(obj) -> tuple[torch.nn.Module, int, int, str | None]:
+    """(hf model, n_layers, n_heads, name) of a backend, a LoadedModel or a plain HF model."""
+    loaded = obj.model if _is_backend(obj) else obj
+    if isinstance(loaded, LoadedModel):
+        return loaded.hf_model, loaded.n_layers, loaded.n_heads, loaded.name
+    if isinstance(obj, torch.nn.Module) and hasattr(obj, "config"):
+        text = obj.config.get_text_config()
+        return obj, text.num_hidden_layers, text.num_attention_heads, None
+    raise TypeError(f"dampen needs a backend, a LoadedModel or a Hugging Face model, not {type(obj).__name__}")
+
+
+@contextlib.contextmanager
+def dampen(
+    backend_or_model,
+    target: Target | AttentionIntervention,
+    alpha: float = 0.0,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | dict[int, Sequence[int]] | None = None,
+    queries: Literal["outside", "final"] = "outside",
+    *,
+    prompts: Sequence[TokenizedPrompt] | None = None,
+    judge_model: str | None = None,
+    authors: Sequence[tuple[str, str]] | None = None,
+    seed: int = 0,
+) -> Iterator[AttentionIntervention]:
+    """Dampen attention for the duration of the block; always restores (also on an exception).
+
+        with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
+            logits = backend.forward(batch)
+
+    `target` is (start, end) in unpadded token indices of every row, a target name ("a", "b", "self",
+    "other", "random": pass `prompts=` for the batch, and `authors=` for self/other), or a ready
+    `AttentionIntervention` (then alpha/layers/heads/queries/seed are taken from it). Works on a backend
+    (its `forward` adds the compiled bias to any `score_bias` passed), a `LoadedModel` or a plain HF model
+    (calling the model, e.g. `hf_model(input_ids=..., attention_mask=...)`, runs it through the biased
+    attention function; a transformer_lens bridge runs on its own copy of the modules: pass its backend).
+    Offsets are read from the batch's (left-padded) attention mask. The same `compile_bias` as
+    `bias_builder`: no second code path. Yields the spec.
+    """
+    if isinstance(target, AttentionIntervention):
+        spec = target
+    else:
+        spec = AttentionIntervention(
+            target=target,
+            alpha=alpha,
+            layers=tuple(layers) if layers is not None else None,
+            heads=heads if heads is None or isinstance(heads, dict) else tuple(heads),
+            queries=queries,
+            seed=seed,
+        )
+    hf_model, n_layers, n_heads, name = _shape(backend_or_model)
+    build = spec_bias_builder(
+        spec,
+        n_layers,
+        n_heads,
+        model_dtype(hf_model),
+        judge_model=judge_model if judge_model is not None else name,
+        authors=authors,
+    )
+
+    if _is_backend(backend_or_model):
+        owner = backend_or_model
+        original = owner.forward
+
+        def forward(batch: Batch, *, score_bias: ScoreBias | None = None, **kwargs):  # on_pattern, resid_edit, ...
+            compiled = build(batch, _offsets(batch.attention_mask), prompts)
+            return original(batch, score_bias=_merge(score_bias, compiled), **kwargs)
+
+    else:
+        owner = hf_model
+        original = owner.forward
+
+        def forward(*args, **kwargs):
+            input_ids = kwargs.get("input_ids", args[0] if args else None)
+            if input_ids is None:
+                raise InterpError("dampen: call the model with input_ids (inputs_embeds has no token positions)")
+            mask = kwargs.get("attention_mask")
+            if mask is None:
+                mask = torch.ones_like(input_ids)
+            elif mask.ndim != 2:
+                raise InterpError("dampen: pass a 2-D padding attention mask, not a prepared 4-D mask")
+            compiled = build(Batch(input_ids, mask), _offsets(mask), prompts)
+            with biased_attention(hf_model, compiled):
+                return original(*args, **kwargs)
+
+    had_own = "forward" in vars(owner)
+    previous = vars(owner).get("forward")
+    object.__setattr__(owner, "forward", forward)
+    try:
+        yield spec
+    finally:
+        if had_own:
+            object.__setattr__(owner, "forward", previous)
+        else:
+            delattr(owner, "forward")

@@ -1,0 +1,298 @@
+"""A run's stored span attention read back (DESIGN.md section 3; DBG paper seed 000, Figure 7).
+
+A DBG run stores, per judge, `attention/<judge>.safetensors` with `mass [item, order, layer, head, span]`
+(span order a, b) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the
+items, the author of each slot per order, token spans and the tokenizer fingerprint (`interp.run.attention`
+writes them). `load_attention(run_dir, judge)` -> `RunAttention`, with author-aligned views (`by_author`,
+`own`, `other`); the arrays are checked against the run's judgments (same prompts, same tokenizer).
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal, Sequence
+
+import numpy as np
+import torch
+from interp.config import RunConfig
+from interp.core.attention import per_token_mean
+from interp.core.models import own_model, tokenizer_fingerprint
+from interp.errors import InterpError
+from interp.run.records import ORDERS
+from interp.run.store import RunDir, safe_name
+from jaxtyping import Float
+from torch import Tensor
+
+Stat = Literal["mean", "mass"]
+STATS: tuple[str, ...] = ("mean", "mass")
+
+
+@dataclass
+class RunAttention:
+    """One judge's span attention over a run.
+
+    `mass[i, o, l, h, s]`: attention mass from the query set onto span s (0 = slot A, 1 = slot B) for item
+    i in order o (`ORDERS`: "ab" = models[0]'s response in slot A, "ba" = swapped); `mean` is `mass / |S|`
+    (NaN for an empty span); `span_tokens[i, o, s]` = |S|. `models` are the run's two response authors.
+    """
+
+    judge: str
+    models: tuple[str, str]
+    mass: Float[Tensor, "item order layer head span"]
+    span_tokens: Float[Tensor, "item order span"]
+    index: dict
+    mean: Float[Tensor, "item order layer head span"] = field(default=None)  # type: ignore[assignment]
+    run_dir: Path | None = None
+
+    def __post_init__(self) -> None:
+        if self.mean is None:
+            self.mean = per_token_mean_items(self.mass, self.span_tokens)
+
+    # -- shape ---------------------------------------------------------------------------------------
+
+    @property
+    def n_items(self) -> int:
+        return self.mass.shape[0]
+
+    @property
+    def n_layers(self) -> int:
+        return self.mass.shape[2]
+
+    @property
+    def n_heads(self) -> int:
+        return self.mass.shape[3]
+
+    @property
+    def item_ids(self) -> list[str]:
+        return [entry["item_id"] for entry in self.index["items"]]
+
+    @property
+    def tasks(self) -> list[str]:
+        return [entry.get("task", "") for entry in self.index["items"]]
+
+    @property
+    def queries(self) -> str:
+        return self.index.get("queries", "final")
+
+    @property
+    def fingerprint(self) -> str | None:
+        return self.index.get("tokenizer")
+
+    def depth(self, relative: bool = False) -> np.ndarray:
+        """The layer axis: 0..L-1, or relative depth layer / (L - 1) in [0, 1]."""
+        return layer_axis(self.n_layers, relative)
+
+    def values(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head span"]:
+        if stat == "mean":
+            return self.mean
+        if stat == "mass":
+            return self.mass
+        raise InterpError(f"unknown attention statistic {stat!r}; use 'mean' (per token) or 'mass'")
+
+    # -- author alignment ----------------------------------------------------------------------------
+
+    @property
+    def author_slots(self) -> torch.Tensor:
+        """`[item, order, author]`: which span (0 = a, 1 = b) holds models[k]'s response."""
+        return author_slots(self.index, self.models)
+
+    def by_author(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head author"]:
+        """Attention to each author's response, author axis in `models` order."""
+        values = self.values(stat)
+        slots = self.author_slots[:, :, None, None, :].expand(*values.shape[:4], 2)
+        return torch.gather(values, -1, slots)
+
+    def author_tokens(self) -> Float[Tensor, "item order author"]:
+        return torch.gather(self.span_tokens, -1, self.author_slots)
+
+    @property
+    def own_author(self) -> int:
+        """Index in `models` of the judge's own responses."""
+        own = own_model(self.judge)
+        if own not in self.models:
+            raise InterpError(
+                f"judge {self.judge!r} is not one of the run's response authors ({', '.join(self.models)}); "
+                "own/other attention is only defined for a judge that also answered"
+            )
+        return self.models.index(own)
+
+    def own(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        return self.by_author(stat)[..., self.own_author]
+
+    def other(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        return self.by_author(stat)[..., 1 - self.own_author]
+
+    def own_minus_other(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        return self.own(stat) - self.other(stat)
+
+    def own_tokens(self) -> Float[Tensor, "item order"]:
+        return self.author_tokens()[..., self.own_author]
+
+    def other_tokens(self) -> Float[Tensor, "item order"]:
+        return self.author_tokens()[..., 1 - self.own_author]
+
+
+def per_token_mean_items(mass: Tensor, span_tokens: Tensor) -> Tensor:
+    """`per_token_mean` over `[item, order, ...]` arrays (NaN for an empty span)."""
+    items, orders = mass.shape[:2]
+    flat = per_token_mean(mass.reshape(items * orders, *mass.shape[2:]), span_tokens.reshape(items * orders, -1))
+    return flat.reshape(mass.shape)
+
+
+def layer_axis(n_layers: int, relative: bool = False) -> np.ndarray:
+    layers = np.arange(n_layers, dtype=float)
+    if not relative:
+        return layers
+    return layers / (n_layers - 1) if n_layers > 1 else np.zeros(1)
+
+
+def author_slots(index: dict, models: Sequence[str]) -> torch.Tensor:
+    """`[item, order, author]` span index of each author's response, read from the index's slot authors."""
+    models = tuple(models)
+    out = torch.zeros(len(index["items"]), len(ORDERS), len(models), dtype=torch.long)
+    for i, entry in enumerate(index["items"]):
+        for o, order in enumerate(ORDERS):
+            slots = entry["orders"][order]
+            authors = (slots["model_a"], slots["model_b"])
+            if authors[0] == authors[1] or set(authors) != set(models):
+                raise InterpError(
+                    f"attention index, item {entry['item_id']!r} order {order}: slot authors {authors} do not match "
+                    f"the run's models {models}"
+                )
+            for k, model in enumerate(models):
+                out[i, o, k] = authors.index(model)
+    return out
+
+
+def _check_run_dir(run_dir: Path) -> RunDir:
+    paths = RunDir(Path(run_dir))
+    if not paths.root.is_dir():
+        raise InterpError(f"run directory {paths.root} not found")
+    if not paths.judgments.is_file() or not paths.judgments.stat().st_size:
+        raise InterpError(f"run directory {paths.root} has no judgments; run `interp dbg` first")
+    return paths
+
+
+def run_config(paths: RunDir) -> RunConfig | None:
+    """The run's config, or None when the directory has none (attention arrays copied elsewhere)."""
+    return paths.read_config() if paths.config.is_file() else None
+
+
+def run_models(run_dir: Path) -> tuple[str, str] | None:
+    """The run's two response authors (config order), or None when the config does not say."""
+    config = run_config(RunDir(Path(run_dir)))
+    return tuple(config.models) if config is not None else None
+
+
+def attention_judges(run_dir: Path) -> list[str]:
+    """Judges of the run that have consolidated attention, in config order."""
+    paths = _check_run_dir(run_dir)
+    config = run_config(paths)
+    specs = config.judge_specs if config is not None else []
+    found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file()]
+    known = {safe_name(spec) for spec in found}
+    for index_path in sorted(paths.attention_dir.glob("*.json")):
+        if index_path.stem in known or not index_path.with_suffix(".safetensors").is_file():
+            continue
+        try:
+            found.append(json.loads(index_path.read_text())["judge"])
+        except (ValueError, KeyError):
+            continue
+    if not found:
+        raise InterpError(
+            f"run directory {paths.root} has judgments but no attention; run `interp dbg` with attention = \"final\" "
+            "(or \"after\") to record it"
+        )
+    return found
+
+
+def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention:
+    """Read one judge's consolidated attention; with `tokenizer`, also check it is the judge's tokenizer."""
+    from safetensors import SafetensorError
+    from safetensors.torch import load_file
+
+    paths = _check_run_dir(run_dir)
+    array_path, index_path = paths.attention(judge), paths.attention_index(judge)
+    if not array_path.is_file() or not index_path.is_file():
+        try:
+            available = ", ".join(attention_judges(paths.root))
+        except InterpError:
+            available = "none"
+        raise InterpError(
+            f"run directory {paths.root} has no attention for judge {judge!r} (judges with attention: {available}); "
+            "run `interp dbg` with attention enabled"
+        )
+    try:
+        index = json.loads(index_path.read_text())
+        arrays = load_file(str(array_path))
+        mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
+    except (ValueError, KeyError, OSError, SafetensorError) as exc:
+        raise InterpError(f"{array_path}: cannot read the attention arrays ({type(exc).__name__}); re-run the judging step") from None
+    expected = (len(index["items"]), len(ORDERS), index["n_layers"], index["n_heads"], 2)
+    if tuple(mass.shape) != expected or tuple(counts.shape) != expected[:2] + (2,):
+        raise InterpError(
+            f"{array_path}: arrays of shape {tuple(mass.shape)} do not match the index {index_path.name} {expected}; "
+            "re-run the judging step"
+        )
+    _check_against_judgments(paths, judge, index)
+    models = run_models(paths.root) or _models_from_index(index)
+    run = RunAttention(judge=judge, models=models, mass=mass, span_tokens=counts, index=index, run_dir=paths.root)
+    if tokenizer is not None:
+        check_tokenizer(run, tokenizer)
+    return run
+
+
+def _models_from_index(index: dict) -> tuple[str, str]:
+    first = index["items"][0]["orders"][ORDERS[0]]
+    return first["model_a"], first["model_b"]
+
+
+def _check_against_judgments(paths: RunDir, judge: str, index: dict) -> None:
+    """The index's spans and token counts must be those of judgments.jsonl: same prompts, same tokenizer."""
+    records = {(r.item_id, r.order): r for r in paths.read_judgments(judge)}
+    if not records:
+        raise InterpError(f"run directory {paths.root} has no judgments by {judge!r}; run `interp dbg` first")
+    for entry in index["items"]:
+        for order in ORDERS:
+            record = records.get((entry["item_id"], order))
+            slots = entry["orders"][order]
+            if record is None:
+                raise InterpError(f"judgments.jsonl has no judgment by {judge!r} of {entry['item_id']} {order}; resume the run")
+            if record.n_tokens != slots["n_tokens"] or {k: list(v) for k, v in (record.spans or {}).items()} != slots["spans"]:
+                raise InterpError(
+                    f"attention of {judge!r} for {entry['item_id']} {order} was computed on another prompt than "
+                    f"judgments.jsonl ({slots['n_tokens']} vs {record.n_tokens} tokens, spans {slots['spans']} vs "
+                    f"{record.spans}): judgments from another tokenizer or run; delete {paths.root / 'attention'} and "
+                    "re-run `interp dbg`"
+                )
+
+
+def check_tokenizer(run: RunAttention, tokenizer) -> None:
+    """Refuse attention recorded with another tokenizer: its token spans would index the wrong tokens."""
+    stored = run.fingerprint
+    actual = tokenizer_fingerprint(getattr(tokenizer, "tokenizer", tokenizer))
+    if stored != actual:
+        where = run.run_dir or "this run"
+        raise InterpError(
+            f"attention of judge {run.judge!r} in {where} was recorded with another tokenizer (fingerprint {stored}) "
+            f"than this model's ({actual}); use the run's judge model or re-run the judging step with this one"
+        )
+
+
+def resolve_attention(run_dir, judge: str | None) -> RunAttention:
+    if isinstance(run_dir, RunAttention):
+        if judge is not None and judge != run_dir.judge:
+            raise InterpError(f"got attention of judge {run_dir.judge!r}, asked for {judge!r}")
+        return run_dir
+    if judge is None:
+        raise InterpError("name the judge")
+    return load_attention(run_dir, judge)
+
+
+def nanmean(values: Tensor, dims) -> Tensor:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return torch.nanmean(values, dim=dims)

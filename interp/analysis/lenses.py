@@ -1,0 +1,217 @@
+"""The seed metrics as lenses on a DBG run's judgment records: SPR-style self-preference, Chen et al. 2025
+(with correctness flags), and the Preference Leakage Score between two judges that are also the authors."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from interp.errors import InterpError
+from interp.metrics.chen2025 import (
+    GAME1_TO_VERDICT,
+    GAME2_TO_VERDICT,
+    SELF,
+    Chen2025Records,
+    chen2025_bootstrap,
+    chen2025_judge_table,
+    game_labels,
+    hard_verdict,
+    macro_average,
+    self_probability,
+)
+from interp.metrics.dbg import hard_wins
+from interp.metrics.pls import preference_leakage_score
+from interp.metrics.stats import bootstrap_ci
+from interp.metrics.tables import flag, iter_jsonl
+from interp.run.records import JudgmentRecord, read_judgments
+
+
+def read_run_correctness(path: str | Path) -> dict[tuple[str, str], bool]:
+    """Read a DBG run's ``correctness.jsonl`` (``{"item_id", "model", "correct": bool}``) into
+    ``{(item_id, model): correct}``. Errors name the file and line."""
+    path = Path(path)
+    out: dict[tuple[str, str], bool] = {}
+    for lineno, obj in iter_jsonl(path):
+        where = f"{path}, line {lineno}"
+        missing = [name for name in ("item_id", "model", "correct") if name not in obj]
+        if missing:
+            raise InterpError(f"{where}: missing field {', '.join(repr(m) for m in missing)}")
+        out[(str(obj["item_id"]), str(obj["model"]))] = flag(obj["correct"], "correct", where)
+    if not out:
+        raise InterpError(f"{path}: no correctness records (empty file)")
+    return out
+
+
+def _atb(j: JudgmentRecord) -> list[float]:
+    return [j.p_a, 0.0 if j.p_t is None else j.p_t, j.p_b]
+
+
+def judgments_to_games(judgments: Sequence[JudgmentRecord]) -> dict[tuple[str, str, str, str], tuple[list[float], list[float]]]:
+    """Pair up the two orders: ``{(judge, author, other, item): (probs with author in A, probs with
+    author in B)}`` for every judgment whose two orders are both present. Probabilities are
+    ``[P(A), P(T), P(B)]``, P(T) = 0 when ties were not allowed."""
+    by_slot: dict[tuple[str, str, str, str], JudgmentRecord] = {}
+    for j in judgments:
+        by_slot[(j.judge, j.item_id, j.model_a, j.model_b)] = j
+    games = {}
+    for (judge, item, first, second), j in by_slot.items():
+        swapped = by_slot.get((judge, item, second, first))
+        if swapped is None:
+            continue
+        games[(judge, first, second, item)] = (_atb(j), _atb(swapped))
+    return games
+
+
+def run_self_records(
+    judgments: Sequence[JudgmentRecord],
+    correctness: Mapping[tuple[str, str], bool] | None = None,
+) -> Chen2025Records | None:
+    """Turn a DBG run's judgments into Chen-style records for every judge that is also an author:
+    game 1 = the order with the judge's own response in slot A, game 2 = in slot B. Correctness
+    flags come from ``correctness`` (items without both flags are dropped); without it they are
+    all False (only SPR-type metrics are then meaningful). None if no judge judged itself."""
+    rows = []
+    for (judge, author, other, item), (g1, g2) in sorted(judgments_to_games(judgments).items()):
+        if author != judge:
+            continue
+        if correctness is not None:
+            if (item, judge) not in correctness or (item, other) not in correctness:
+                continue
+            jc, ec = correctness[(item, judge)], correctness[(item, other)]
+        else:
+            jc = ec = False
+        rows.append((judge, other, item, jc, ec, g1, g2))
+    return Chen2025Records.from_rows(rows, source="run") if rows else None
+
+
+def run_self_preference(records: Chen2025Records, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+    """SPR-style self-preference of each judge in a DBG run (fractions).
+
+    Per judge and evaluatee: SPR with the Eq. 1 hard verdict (Chen et al. 2025 Eq. 2), the DBG-style
+    hard and soft win rates of the judge's own responses with ``p_own = 0.5 (P(A | own in A) +
+    P(B | own in B))`` (DBG paper section 3), and position consistency (same per-game verdict in
+    both orders). Judge level: macro-average over evaluatees, with a bootstrap interval over items.
+    """
+    out = {}
+    judges = records.judge.astype(str)
+    for judge in sorted(set(judges.tolist())):
+        mine = records.subset(judges == judge)
+        verdicts = hard_verdict(mine.game1_probs, mine.game2_probs)
+        p_own = self_probability(mine.game1_probs, mine.game2_probs)
+        v1 = GAME1_TO_VERDICT[game_labels(mine.game1_probs)]
+        v2 = GAME2_TO_VERDICT[game_labels(mine.game2_probs)]
+        per_evaluatee = {}
+        evaluatees = mine.evaluatee.astype(str)
+        for evaluatee in sorted(set(evaluatees.tolist())):
+            sel = evaluatees == evaluatee
+            per_evaluatee[evaluatee] = {
+                "n_items": int(sel.sum()),
+                "SPR": float(np.mean(verdicts[sel] == SELF)),
+                "win_rate_own_hard": float(hard_wins(p_own[sel]).mean()),
+                "win_rate_own_soft": float(p_own[sel].mean()),
+                "position_consistency": float(np.mean(v1[sel] == v2[sel])),
+            }
+        codes = np.unique(evaluatees, return_inverse=True)[1]
+        n_eval = codes.max() + 1
+        spr_hits = (verdicts == SELF).astype(float)
+
+        def macro_spr(idx: np.ndarray) -> float:
+            num = np.bincount(codes[idx], weights=spr_hits[idx], minlength=n_eval)
+            den = np.bincount(codes[idx], minlength=n_eval)
+            return macro_average(np.where(den > 0, num / np.maximum(den, 1), np.nan))
+
+        entry = {
+            key: macro_average([v[key] for v in per_evaluatee.values()])
+            for key in ("SPR", "win_rate_own_hard", "win_rate_own_soft", "position_consistency")
+        }
+        entry["SPR_ci"] = bootstrap_ci(macro_spr, len(mine), n_boot=n_boot, seed=seed, level=level)
+        entry["n_items"] = len(mine)
+        entry["evaluatees"] = per_evaluatee
+        out[judge] = entry
+    return out
+
+
+def run_preference_leakage(
+    judgments: Sequence[JudgmentRecord], *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> list[dict]:
+    """PLS (seed 004 Eq. 7-8) for every pair of authors X, Y that are both judges of the X-vs-Y
+    comparison (the student of judge X is X itself). ``W[J][S]`` = win rate of S's responses under
+    J, from ``p_S = 0.5 (P(S wins | S in A) + P(S wins | S in B))`` on the items both judges judged,
+    hard (``p_S > 0.5``, tie 0.5) and soft (mean). Bootstrap interval of the hard PLS over items."""
+    games = judgments_to_games(judgments)
+    p_win: dict[tuple[str, str, str], dict[str, float]] = {}  # (judge, author, other) -> item -> p
+    for (judge, author, other, item), (g_a, g_b) in games.items():
+        p_win.setdefault((judge, author, other), {})[item] = 0.5 * (g_a[0] + g_b[2])
+    judges = {j.judge for j in judgments}
+    results = []
+    for x, y in sorted({tuple(sorted((a, o))) for (_, a, o) in p_win}):
+        if x not in judges or y not in judges:
+            continue
+        needed = [(x, x, y), (x, y, x), (y, x, y), (y, y, x)]
+        if any(k not in p_win for k in needed):
+            continue
+        items = sorted(set.intersection(*(set(p_win[k]) for k in needed)))
+        if not items:
+            continue
+        cols = {k: np.array([p_win[k][i] for i in items]) for k in needed}
+
+        def pls(idx: np.ndarray | None, hard: bool) -> float:
+            def rate(k: tuple[str, str, str]) -> float:
+                v = cols[k] if idx is None else cols[k][idx]
+                return float(hard_wins(v).mean() if hard else v.mean())
+
+            w = {x: {x: rate((x, x, y)), y: rate((x, y, x))}, y: {x: rate((y, x, y)), y: rate((y, y, x))}}
+            return preference_leakage_score(w, x, x, y, y)
+
+        results.append(
+            {
+                "judges": [x, y],
+                "n_items": len(items),
+                "PLS_hard": pls(None, True),
+                "PLS_soft": pls(None, False),
+                "PLS_hard_ci": bootstrap_ci(lambda idx: pls(idx, True), len(items), n_boot=n_boot, seed=seed, level=level),
+                "win_rates_hard": {
+                    f"{judge}->{author}": float(hard_wins(cols[(judge, author, other)]).mean())
+                    for (judge, author, other) in needed
+                },
+            }
+        )
+    return results
+
+
+def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+    """Every lens that applies to a DBG run directory (fractions).
+
+    Reads ``RUN_DIR/judgments.jsonl`` and, if present, ``RUN_DIR/correctness.jsonl``. Returns
+    ``{"self_preference": {...}, "chen2025": {...} | None, "pls": [...]}``: self-preference for
+    every judge that is also an author (:func:`run_self_preference`), the Chen et al. 2025 table
+    when correctness exists (:func:`chen2025_judge_table`, paper verdicts), and PLS where two
+    judges are also the two authors (:func:`run_preference_leakage`).
+    """
+    run_dir = Path(run_dir)
+    if not run_dir.is_dir():
+        raise InterpError(f"{run_dir}: not a directory")
+    judgments_path = run_dir / "judgments.jsonl"
+    if not judgments_path.exists():
+        raise InterpError(f"{run_dir}: no judgments.jsonl in this run directory")
+    judgments = read_judgments(judgments_path, required=True)
+    correctness_path = run_dir / "correctness.jsonl"
+    correctness = read_run_correctness(correctness_path) if correctness_path.exists() else None
+
+    self_records = run_self_records(judgments)
+    result: dict = {
+        "self_preference": run_self_preference(self_records, n_boot=n_boot, seed=seed, level=level) if self_records else {},
+        "chen2025": None,
+        "pls": run_preference_leakage(judgments, n_boot=n_boot, seed=seed, level=level),
+    }
+    if correctness is not None:
+        chen_records = run_self_records(judgments, correctness)
+        if chen_records is not None:
+            table = chen2025_judge_table(chen_records, "paper")
+            intervals = chen2025_bootstrap(chen_records, "paper", n_boot=n_boot, seed=seed, level=level)
+            for judge, entry in table.items():
+                entry["ci"] = intervals[judge]
+            result["chen2025"] = table
+    return result

@@ -1,0 +1,103 @@
+"""The `interp` command line: thin commands over the API.
+
+Every command is registered through `command`, the one place that maps errors: bad input (an
+`InterpError`) and a usage mistake (a missing option, an unknown flag) print one line on stderr starting
+with "error:" and exit with code 2; no traceback, no usage box.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import warnings
+from typing import Callable
+
+import typer
+
+try:  # typer >= 0.25 carries its own copy of click; its usage errors are that copy's classes
+    from typer._click import exceptions as click_exceptions
+except ImportError:  # pragma: no cover - older typer on the real click
+    from click import exceptions as click_exceptions
+
+from interp.cli import attention, experiments, metrics, run
+from interp.errors import InterpError
+
+app = typer.Typer(
+    help="Why do LLM judges prefer their own answers? Measure it, look inside, intervene.",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+metrics_app = typer.Typer(
+    help=(
+        "Seed metrics over judgment records: Chen et al. 2025 (SPR, JA, LSPR, HSPP), "
+        "SALIERI, Preference Leakage Score, and every lens that applies to a DBG run."
+    ),
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
+
+
+def one_line_errors(function: Callable) -> Callable:
+    """An `InterpError` from the command becomes "error: ..." on stderr and exit code 2."""
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        try:
+            return function(*args, **kwargs)
+        except InterpError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+
+    return wrapper
+
+
+def command(target: typer.Typer, name: str, function: Callable) -> None:
+    target.command(name)(one_line_errors(function))
+
+
+command(app, "models", run.models)
+command(app, "inspect", run.inspect)
+command(app, "dbg", run.dbg)
+command(app, "demo", run.demo)
+command(app, "intervene", experiments.intervene)
+command(app, "sweep", experiments.sweep)
+command(app, "steer", experiments.steer)
+command(app, "steer-sweep", experiments.steer_sweep)
+command(app, "attention", attention.attention)
+command(metrics_app, "chen2025", metrics.chen2025_command)
+command(metrics_app, "pls", metrics.pls_command)
+command(metrics_app, "salieri", metrics.salieri_command)
+command(metrics_app, "run", metrics.run_command)
+app.add_typer(metrics_app, name="metrics", help="Seed-paper metrics (Chen et al., SALIERI, PLS) over judgment records.")
+
+
+def _quiet_libraries() -> None:
+    """Errors must be one line on stderr: no weight-loading progress bars or library warnings there."""
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+    os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+    from transformers.utils import logging as hf_logging
+
+    hf_logging.disable_progress_bar()
+    warnings.filterwarnings("ignore")
+
+
+def main(args: list[str] | None = None) -> None:
+    _quiet_libraries()
+    try:
+        code = app(args=args, standalone_mode=False)
+    except click_exceptions.NoArgsIsHelpError as exc:
+        exc.show()
+        code = 0
+    except click_exceptions.UsageError as exc:  # a missing option or an unknown flag: one line, not typer's usage box
+        hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
+        typer.echo(f"error: {exc.format_message()}{hint}", err=True)
+        sys.exit(2)
+    except click_exceptions.Abort:
+        typer.echo("error: aborted", err=True)
+        sys.exit(130)
+    sys.exit(code if isinstance(code, int) else 0)
+
+
+if __name__ == "__main__":
+    main()

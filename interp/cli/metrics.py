@@ -1,0 +1,262 @@
+"""`interp metrics`: the seed metrics family (Chen et al. 2025, SALIERI, Preference Leakage) on
+judgment records. All rates are printed in percent; library functions in :mod:`interp.metrics`
+return fractions."""
+
+from __future__ import annotations
+
+import json
+import math
+from enum import Enum
+from pathlib import Path
+
+import typer
+
+from interp import metrics
+from interp.analysis.lenses import run_lenses
+from interp.errors import InterpError
+
+
+class Verdict(str, Enum):
+    hard = "hard"
+    soft = "soft"
+    paper = "paper"
+
+
+class TieChoice(str, Enum):
+    half = "half"
+    exclude = "exclude"
+    loss = "loss"
+
+
+def _clean(value):
+    """JSON-safe copy: NaN -> null, tuples -> lists, numpy scalars -> Python numbers."""
+    if isinstance(value, dict):
+        return {str(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_clean(v) for v in value]
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def _percent(value):
+    if isinstance(value, (list, tuple)):
+        return [_percent(v) for v in value]
+    return value * 100.0 if isinstance(value, float) else value
+
+
+def _fmt(value, width: int = 9) -> str:
+    if isinstance(value, float):
+        return f"{value:>{width}.2f}" if math.isfinite(value) else f"{'n/a':>{width}}"
+    return f"{value!s:>{width}}"
+
+
+def _emit_json(payload) -> None:
+    typer.echo(json.dumps(_clean(payload), indent=2, allow_nan=False))
+
+
+def _table(header: list[str], rows: list[list]) -> None:
+    widths = [max(len(h), *(len(_fmt(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    typer.echo("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    for row in rows:
+        cells = []
+        for i, (cell, w) in enumerate(zip(row, widths)):
+            text = _fmt(cell).strip()
+            cells.append(text.rjust(w) if i else text.ljust(w))
+        typer.echo("  ".join(cells))
+
+
+def chen2025_command(
+    file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (format: shared/data/README.md)."),
+    verdict: Verdict = typer.Option(
+        Verdict.paper,
+        "--verdict",
+        help="Verdict per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
+    ),
+    per_pair: bool = typer.Option(False, "--per-pair", help="Also print one row per (judge, evaluatee)."),
+    confidence: bool = typer.Option(False, "--confidence", help="Also print the App. C.4 confidence analysis (Table 20)."),
+    ci: bool = typer.Option(False, "--ci", help="Also print bootstrap intervals (instructions resampled)."),
+    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for --ci."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed for --ci."),
+    level: float = typer.Option(0.95, "--level", help="Confidence level for --ci."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Chen et al. 2025 metrics per judge, in percent (not rounded in --json).
+
+    Without extra flags the JSON is {judge: {SPR, JA, LSPR, HSPP, SPR_diff, SPR_same, n_evaluatees}},
+    each metric the macro-average over the judge's evaluatees. With --per-pair, --confidence or --ci
+    the JSON becomes {"judges": <that table>, "pairs": [{judge, evaluatee, n_items, n_diff, SPR, ...,
+    counts: {metric: (numerator, denominator) as a 2-list}}], "confidence": {judge: {SPR_set, HSPP_set, gap,
+    n_SPR_set, n_HSPP_set}}, "ci": {judge: {metric: (low, high) as a 2-list}}}, holding only the sections asked for.
+    """
+    records = metrics.read_chen2025(file)
+    mode = verdict.value
+    table = {
+        judge: {k: (_percent(v) if k != "n_evaluatees" else v) for k, v in entry.items()}
+        for judge, entry in metrics.chen2025_judge_table(records, mode).items()
+    }
+    sections: dict = {}
+    if per_pair:
+        sections["pairs"] = [
+            {
+                "judge": row.judge,
+                "evaluatee": row.evaluatee,
+                "n_items": row.n_items,
+                "n_diff": row.n_diff,
+                **{m: _percent(row.values[m]) for m in metrics.CHEN_METRICS},
+                "counts": {m: list(row.counts[m]) for m in metrics.CHEN_METRICS},
+            }
+            for row in metrics.chen2025_pair_table(records, mode)
+        ]
+    if confidence:
+        sections["confidence"] = {
+            judge: {k: (_percent(v) if isinstance(v, float) else v) for k, v in entry.items()}
+            for judge, entry in metrics.chen2025_confidence(records, mode).items()
+        }
+    if ci:
+        sections["ci"] = {
+            judge: {m: _percent(list(interval)) for m, interval in intervals.items()}
+            for judge, intervals in metrics.chen2025_bootstrap(records, mode, n_boot=n_boot, seed=seed, level=level).items()
+        }
+
+    if as_json:
+        _emit_json({"judges": table, **sections} if sections else table)
+        return
+    typer.echo(f"Chen et al. 2025 metrics (percent, verdict={mode}) from {file}")
+    _table(["judge", *metrics.CHEN_METRICS, "n_eval"], [[j, *(e[m] for m in metrics.CHEN_METRICS), e["n_evaluatees"]] for j, e in table.items()])
+    if "pairs" in sections:
+        typer.echo("")
+        _table(["judge", "evaluatee", *metrics.CHEN_METRICS], [[r["judge"], r["evaluatee"], *(r[m] for m in metrics.CHEN_METRICS)] for r in sections["pairs"]])
+    if "confidence" in sections:
+        typer.echo("\nMean P(self) on the SPR set vs the HSPP set (App. C.4)")
+        _table(["judge", "SPR_set", "HSPP_set", "gap", "n_SPR", "n_HSPP"], [[j, e["SPR_set"], e["HSPP_set"], e["gap"], e["n_SPR_set"], e["n_HSPP_set"]] for j, e in sections["confidence"].items()])
+    if "ci" in sections:
+        typer.echo(f"\nBootstrap {level:.0%} intervals")
+        _table(["judge", *metrics.CHEN_METRICS], [[j, *(f"{iv[m][0]:.2f}-{iv[m][1]:.2f}" for m in metrics.CHEN_METRICS)] for j, iv in sections["ci"].items()])
+
+
+def pls_command(
+    file: Path = typer.Argument(..., help="Win rates, CSV or JSONL: judge, student, win_rate; optional tie_rate, loss_rate, opponent, student_of."),
+    tie_policy: TieChoice = typer.Option(TieChoice.half, "--tie-policy", help="How ties count when a tie_rate column is present."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Preference Leakage Score (Li et al., Eq. 7-8) in percent.
+
+    One row per (judge, student): win_rate = the student's win rate under that judge (percent or
+    fraction: PLS is scale-free). A student is related to the judge named in `student_of`, else to a
+    judge of the same name, else to the one judge whose name is part of the student's name. Optional
+    tie_rate (and loss_rate) apply --tie-policy: half = a tie is half a win, exclude = ties dropped,
+    loss = a tie is no win. Optional opponent restricts a rate to one head-to-head comparison.
+    JSON: [{judge_i, student_i, judge_j, student_j, PLS}].
+    """
+    entries = metrics.read_win_rates(file, tie_policy.value)
+    rows = metrics.preference_leakage_table(entries)
+    if not rows:
+        raise InterpError(f"{file}: no pair of judges that both judged both of their related students")
+    out = [{**row, "PLS": _percent(row["PLS"])} for row in rows]
+    if as_json:
+        _emit_json(out)
+        return
+    _table(["judge_i", "student_i", "judge_j", "student_j", "PLS %"], [[r["judge_i"], r["student_i"], r["judge_j"], r["student_j"], r["PLS"]] for r in out])
+
+
+def salieri_command(
+    file: Path = typer.Argument(..., help="Pointwise scores, CSV or JSONL (columns below)."),
+    resolution: float = typer.Option(1.0, "--resolution", help="Score bin width for the histogram rebalancing."),
+    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples (items)."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    level: float = typer.Option(0.95, "--level", help="Confidence level."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """SALIERI self-enhancement bias per target model, in score points (1-5 scale).
+
+    One row per scored response with columns judge (the target model t: it wrote the self
+    responses and scores every row), item_id, source (self = t's response, one per item; pool = a
+    response of the unrelated paired model to that item, one or more per item; norm = a norm
+    model's response, optional, standardizes the origin score), judge_score (t's score),
+    reference_score (the reference agent's score), and optional model (norm model name) and
+    response_id. Prints the origin score (thesis Eq. 3.7), the SALIERI score (Eq. 5.1-5.2, pool
+    quality-matched to the self set) with bootstrap intervals, lambda (detectable ratio, estimated
+    on the pool) and the matching's residual mismatch.
+    """
+    data = metrics.read_salieri_scores(file)
+    reports = {
+        judge: metrics.salieri_report(
+            d["own_judge"],
+            d["own_reference"],
+            d["pool_judge"],
+            d["pool_reference"],
+            judge_baseline=d["judge_baseline"],
+            reference_baseline=d["reference_baseline"],
+            resolution=resolution,
+            n_boot=n_boot,
+            seed=seed,
+            level=level,
+        )
+        for judge, d in data.items()
+    }
+    if as_json:
+        _emit_json(reports)
+        return
+    _table(
+        ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "lambda", "mismatch", "gap"],
+        [
+            [j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["lambda"], r["histogram_mismatch"], r["mean_abs_gap"]]
+            for j, r in reports.items()
+        ],
+    )
+
+
+def run_command(
+    run_dir: Path = typer.Argument(..., help="A DBG run directory holding judgments.jsonl and, optionally, correctness.jsonl."),
+    n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples."),
+    seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+) -> None:
+    """Every lens that applies to a DBG run's records, in percent.
+
+    judgments.jsonl: one object a line {judge, item_id, order: ab|ba, model_a, model_b, p_a, p_b,
+    p_t (null without ties)}, model_a/model_b the authors in slots A/B. For each judge that is also an
+    author: SPR (Chen et al. Eq. 1 verdicts over both orders), its own responses' hard and soft win
+    rates, position consistency. With correctness.jsonl ({item_id, model, correct}): the Chen et al.
+    table (SPR, JA, LSPR, HSPP, SPR_diff, SPR_same). Where two judges are also the two authors: PLS.
+    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...]}.
+    """
+    lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
+    lenses = _percent_tree(lenses)
+    if as_json:
+        _emit_json(lenses)
+        return
+    typer.echo(f"Lenses for {run_dir} (percent)")
+    if lenses["self_preference"]:
+        typer.echo("\nSelf-preference (judges that are also authors)")
+        _table(
+            ["judge", "n", "SPR", "SPR_lo", "SPR_hi", "win_hard", "win_soft", "pos_cons"],
+            [[j, e["n_items"], e["SPR"], *e["SPR_ci"], e["win_rate_own_hard"], e["win_rate_own_soft"], e["position_consistency"]] for j, e in lenses["self_preference"].items()],
+        )
+    else:
+        typer.echo("\nNo judge is also an author with both orders judged: no self-preference lens.")
+    if lenses["chen2025"]:
+        typer.echo("\nChen et al. 2025 (correctness.jsonl)")
+        _table(["judge", *metrics.CHEN_METRICS], [[j, *(e[m] for m in metrics.CHEN_METRICS)] for j, e in lenses["chen2025"].items()])
+    if lenses["pls"]:
+        typer.echo("\nPreference Leakage Score (two judges that are the two authors)")
+        _table(["judges", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"], [[" vs ".join(r["judges"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]])
+
+
+_COUNT_KEYS = {"n_items", "n_evaluatees", "n", "judges"}
+
+
+def _percent_tree(value, key: str | None = None):
+    """Percent copy of a :func:`metrics.run_lenses` result (counts and names untouched)."""
+    if isinstance(value, dict):
+        return {k: _percent_tree(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_percent_tree(v, key) for v in value]
+    if isinstance(value, tuple):
+        return [_percent_tree(v, key) for v in value]
+    if isinstance(value, float) and key not in _COUNT_KEYS:
+        return value * 100.0
+    return value

@@ -1,0 +1,107 @@
+"""Commands of the behavioural pipeline: list models, inspect one judgment, run DBG, run the demo."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from interp.errors import InterpError
+
+
+def print_json(value) -> None:
+    typer.echo(json.dumps(value, indent=2, allow_nan=False))
+
+
+def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
+    """List the built-in model aliases (source, pre/post-trained, layers, heads)."""
+    from interp.core.models import describe_aliases
+
+    rows = describe_aliases()
+    if as_json:
+        print_json(rows)
+        return
+    for row in rows:
+        typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['source']}")
+
+
+def inspect(
+    model: str = typer.Option("smollm2-135m-instruct", "--model", "-m", help="alias, HF id, local folder or .gguf file"),
+    backend: str = typer.Option("hf", "--backend", "-b", help="hf | transformer_lens | nnsight"),
+    query: str = typer.Option(..., "--query", "-q"),
+    response_a: str = typer.Option(..., "--response-a"),
+    response_b: str = typer.Option(..., "--response-b"),
+    task: str = typer.Option("helpfulness", "--task", help="helpfulness | truthfulness | translation"),
+    queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
+    intervene: Optional[Path] = typer.Option(None, "--intervene", help="intervention spec (TOML) applied while judging"),
+    as_json: bool = typer.Option(False, "--json"),
+) -> None:
+    """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
+    from hooks.compile import bias_builder
+    from hooks.spec import load_spec
+
+    from interp.core.backends import make_backend
+    from interp.core.judge import inspect_judgment
+    from interp.core.models import load_model
+    from interp.core.spans import build_judge_prompt
+
+    if queries not in ("final", "after"):
+        raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
+    spec = load_spec(intervene) if intervene is not None else None
+    loaded = load_model(model)
+    build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
+    runner = make_backend(loaded, backend)
+    bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
+    result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
+    if spec is not None:
+        result["intervention"] = spec.to_dict()
+    if as_json:
+        print_json(result)
+        return
+    typer.echo(f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}")
+    typer.echo(f"spans: A={result['spans']['a']}  B={result['spans']['b']}  ({result['n_tokens']} tokens)")
+    for row in result["layers"]:
+        typer.echo(f"  layer {row['layer']:>2}: mass A={row['mass_a']:.4f} B={row['mass_b']:.4f}")
+
+
+def dbg(
+    config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
+    out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
+    report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
+) -> None:
+    """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
+    from interp.config import load_run_config
+    from interp.report.attention import write_attention_figures
+    from interp.report.build import build_report
+    from interp.run.pipeline import run_dbg
+    from interp.run.store import RunDir
+
+    run_config = load_run_config(config)
+    summary = run_dbg(run_config, out)
+    if report:
+        with RunDir(out).writer():
+            if run_config.attention != "none":
+                write_attention_figures(out)
+            typer.echo(f"report: {build_report(out)}")
+    echo_dbg(summary)
+
+
+def echo_dbg(summary: dict) -> None:
+    for judge, scores in summary["judges"].items():
+        if "dbg_hard" in scores:
+            lo, hi = scores["dbg_ci"]
+            typer.echo(f"{judge}: DBG = {100 * scores['dbg_hard']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (soft {100 * scores['dbg_soft']:+.1f})")
+
+
+def demo(
+    n: Optional[int] = typer.Option(None, "--n", help="number of built-in instructions (default: all)"),
+    out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
+    backend: str = typer.Option("hf", "--backend", "-b"),
+) -> None:
+    """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
+    from interp.experiments.demo import run_demo
+
+    path = run_demo(out, n=n, backend=backend)
+    typer.echo(f"report: {path}")

@@ -1,0 +1,190 @@
+"""Configs: strict pydantic schemas read from and written to TOML, the first problem as one line.
+
+Every config the toolkit reads lives here (a run, its gold judges, an ablation sweep, a steering sweep), so
+there is one way to read (`load_toml_config`), validate (`validate_config`) and write (`to_toml`) them.
+Unknown keys are errors: a typo never silently falls back to a default.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal, get_args
+
+import tomli_w
+import tomllib
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from interp.errors import InterpError
+
+BackendName = Literal["hf", "transformer_lens", "nnsight"]
+BACKENDS: tuple[str, ...] = get_args(BackendName)
+
+
+class Strict(BaseModel):
+    """A frozen config that refuses unknown keys."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    def to_toml(self) -> str:
+        return to_toml(self.model_dump(exclude_none=True))
+
+
+def to_toml(data: dict) -> str:
+    """TOML text of plain data (None values must already be left out: TOML has no null)."""
+    return tomli_w.dumps(data)
+
+
+def validate_config(model: type[BaseModel], data: dict, source: str):
+    """A strict pydantic config from parsed data; the first problem as one line naming the key."""
+    try:
+        return model.model_validate(data)
+    except ValidationError as exc:
+        error = exc.errors()[0]
+        where = ".".join(str(part) for part in error["loc"])
+        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
+        raise InterpError(f"{source}: {where}: {message}") from None
+
+
+def read_toml(path: Path, what: str = "config file") -> dict:
+    """Parsed TOML of a file; missing, unreadable, non-UTF-8 or invalid TOML is a one-line InterpError."""
+    path = Path(path)
+    if not path.is_file():
+        raise InterpError(f"{what} not found: {path}")
+    try:
+        text = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise InterpError(f"{path}: not UTF-8 text; save the {what} as UTF-8") from None
+    except OSError as exc:
+        raise InterpError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise InterpError(f"{path}: not valid TOML ({exc})") from None
+
+
+def load_toml_config(path: Path, model: type[BaseModel], what: str = "config file"):
+    """Read a TOML file into `model`; a missing file, bad TOML or a bad key is a one-line InterpError."""
+    return validate_config(model, read_toml(path, what), str(path))
+
+
+def _known_backend(value: str | None) -> str | None:
+    if value is not None and value not in BACKENDS:
+        raise ValueError(f"unknown backend {value!r}; use one of {', '.join(BACKENDS)}")
+    return value
+
+
+# ---- a DBG run ---------------------------------------------------------------------------------------
+
+
+class HTTPJudgeConfig(Strict):
+    """A judge behind an OpenAI-compatible endpoint. `base_url`, `api_key_env`, `timeout`, `retries` and
+    `concurrency` say where and how to reach it, not what it judges: they may change between resumes."""
+
+    name: str
+    base_url: str
+    model: str
+    api_key_env: str | None = None  # name of the environment variable holding the key; never the key
+    timeout: float = 60.0
+    retries: int = 4
+    mode: Literal["chat", "completions"] = "chat"  # completions: raw few-shot prompt, for base models
+    top_logprobs: int = Field(20, ge=1)
+    concurrency: int = Field(1, ge=1)
+    logprobs: bool = True
+
+
+HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
+
+
+class GoldConfig(Strict):
+    reference: bool = True
+    models: list[str] = Field(default_factory=list)  # local model judges outside the pair
+    http: list[HTTPJudgeConfig] = Field(default_factory=list)
+    recorded: list[str] = Field(default_factory=list)
+
+
+class RunConfig(Strict):
+    name: str = "dbg"
+    data: str = "builtin"
+    n: int = Field(500, ge=1)  # the paper samples 500 instructions
+    seed: int = 0
+    models: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
+    judges: list[str] | None = None  # default: both models judge
+    backend: str = "hf"
+    batch_size: int = Field(8, ge=1)
+    max_words: int = Field(200, ge=1)
+    max_new_tokens: int = Field(256, ge=1)
+    ties: bool = False  # A/T/B labels instead of A/B
+    attention: Literal["final", "after", "none"] = "final"
+    n_boot: int = Field(1000, ge=10)
+    gold: GoldConfig = GoldConfig()
+
+    _check_backend = field_validator("backend")(_known_backend)
+
+    @property
+    def judge_specs(self) -> list[str]:
+        return list(self.judges) if self.judges is not None else list(self.models)
+
+    def identity(self) -> dict:
+        """What determines the run's results: the config without where its HTTP judges live."""
+        data = self.model_dump(exclude_none=True)
+        for judge in data["gold"]["http"]:
+            for key in HTTP_LOCATION_KEYS:
+                judge.pop(key, None)
+        return data
+
+
+def load_run_config(path: Path) -> RunConfig:
+    return load_toml_config(path, RunConfig)
+
+
+def run_config_from_dict(data: dict, source: str = "config") -> RunConfig:
+    return validate_config(RunConfig, data, source)
+
+
+# ---- sweeps over a finished run ----------------------------------------------------------------------
+
+
+class LayerAxes(Strict):
+    each: bool = False
+    bands: list[tuple[int, int]] = Field(default_factory=list)
+
+
+class HeadAxes(Strict):
+    top_k: list[int] = Field(default_factory=list)
+    random_seeds: list[int] = Field(default_factory=list)
+
+
+class SweepConfig(Strict):
+    """An ablation sweep: attention interventions over layers, bands, head sets, alphas and targets."""
+
+    run: str
+    name: str = "sweep"
+    judges: list[str] | None = None
+    targets: list[str] = Field(default_factory=lambda: ["self"])
+    alphas: list[float] = Field(default_factory=lambda: [0.0])
+    queries: str = "outside"
+    layers: LayerAxes = LayerAxes()
+    heads: HeadAxes = HeadAxes()
+    all_layers: bool = False  # also one point on every layer and head
+    backend: str | None = None
+
+    _check_backend = field_validator("backend")(_known_backend)
+
+
+class SteeringSweepConfig(Strict):
+    """A steering sweep: coefficients x layers of residual steering along a self-recognition direction."""
+
+    run: str
+    name: str = "steering"
+    judges: list[str] | None = None
+    position: Literal["spans", "final"] = "spans"  # how the direction is computed
+    positions: Literal["all", "spans", "final"] = "all"  # where the edit is applied
+    coefficients: list[float] = Field(default_factory=lambda: [-2.0, -1.0, -0.5, 0.5, 1.0])  # add mode, x norm
+    project_out: bool = True  # also one removal point per layer
+    layers: list[int] | None = None
+    layer_fractions: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75])  # used when layers is omitted
+    train_fraction: float = 0.7
+    seed: int = 0
+    backend: str | None = None
+
+    _check_backend = field_validator("backend")(_known_backend)

@@ -1,0 +1,54 @@
+"""Three ways to run the same HF model object, behind one interface (`protocol.Backend`).
+
+`forward(batch, on_pattern=..., score_bias=...)` returns the final-position logits and calls
+`on_pattern(layer, pattern)` once per layer with that layer's post-softmax pattern
+(`Float[Tensor, "batch head query key"]`), so callers reduce it at once and never keep it. `score_bias`
+maps a layer to an additive pre-softmax bias (`Float[Tensor, "batch head|1 query key"]`), the one
+mechanism every intervention compiles to. `resid_edit` (optional) maps a layer to a function applied to that
+layer's residual-stream output (`Float[Tensor, "batch pos d_model"]` -> same shape; the decoder layer's
+output in hf/nnsight, `blocks.{l}.hook_resid_post` in transformer_lens): activation steering.
+
+- `hf`: plain transformers, eager attention; patterns from forward hooks on each `self_attn` module;
+  biases through a registered attention function (`interp_eager`) that adds them to the scores.
+- `transformer_lens`: TransformerBridge booted on the same HF object; `blocks.{l}.attn.hook_pattern` and
+  `blocks.{l}.attn.hook_attn_scores`.
+- `nnsight`: LanguageModel wrapping the same object; `self_attn.output[1]`; biases as for `hf`.
+"""
+
+from __future__ import annotations
+
+from interp.core.backends.protocol import (
+    BACKENDS,
+    Backend,
+    BackendName,
+    Batch,
+    ColumnAwareHook,
+    PatternHook,
+    ResidEdit,
+    ScoreBias,
+    left_pad,
+)
+from interp.core.models import LoadedModel
+from interp.errors import InterpError
+
+__all__ = [
+    "BACKENDS", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
+    "left_pad", "make_backend",
+]  # fmt: skip
+
+
+def make_backend(model: LoadedModel, backend: str = "hf") -> Backend:
+    if backend == "hf":
+        from interp.core.backends.hf import HFBackend
+
+        return HFBackend(model)
+    if backend == "transformer_lens":
+        from interp.core.backends.transformer_lens import TransformerLensBackend
+
+        return TransformerLensBackend.boot(model)
+    if backend == "nnsight":
+        from interp.core.backends.nnsight import NNsightBackend
+
+        return NNsightBackend.boot(model)
+    raise InterpError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
+

@@ -1,0 +1,132 @@
+"""The plain transformers backend: forward hooks on each `self_attn` module read the eager patterns,
+biases go through the registered `interp_eager` attention function, edits through decoder-layer hooks."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import torch
+from torch import Tensor
+
+from interp.core.backends.bias import biased_attention
+from interp.core.backends.layers import (
+    attention_modules,
+    decoder_layer_paths,
+    edit_layer_output,
+    final_logits,
+)
+from interp.core.backends.protocol import (
+    Batch,
+    ColumnAwareHook,
+    PatternHook,
+    ResidEdit,
+    ScoreBias,
+)
+from interp.core.backends.shared_prefix import (
+    SharedPrefixLayout,
+    suffix_biases,
+    window_covers,
+)
+from interp.core.models import LoadedModel
+
+
+def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Callable[[Tensor], Tensor] | None = None):
+    hooks = []
+    for layer, (_, module) in enumerate(attention_modules(hf_model)):
+        if remap is None:
+            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, out[1])  # noqa: E731
+        else:
+            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, remap(out[1]))  # noqa: E731
+        hooks.append(module.register_forward_hook(hook))
+    return hooks
+
+
+def _edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
+    paths = decoder_layer_paths(hf_model)
+    return [
+        hf_model.get_submodule(paths[layer]).register_forward_hook(
+            lambda _m, _i, out, edit=edit: edit_layer_output(edit, out)
+        )
+        for layer, edit in resid_edit.items()
+    ]
+
+
+
+@dataclass
+class HFBackend:
+    model: LoadedModel
+    name: str = "hf"
+    shares_prefix: bool = True  # forward(..., shared_prefix=n) runs a common prefix once per batch
+
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+        shared_prefix: int = 0,
+    ):
+        """`shared_prefix=n`: every row starts with the same n tokens; compute their keys and values once.
+
+        Results equal the plain pass up to float rounding; patterns then hold only the suffix's query rows
+        (keys in the batch's columns). Falls back to the plain pass when a bias or a residual edit touches the
+        prefix, or a sliding window is shorter than the batch.
+        """
+        if shared_prefix > 0 and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
+            layout = SharedPrefixLayout.of(batch, shared_prefix)
+            suffix_bias = suffix_biases(layout, score_bias)
+            if suffix_bias is not None and layout.edits_spare_prefix(resid_edit, self.model.hf_model):
+                return self._forward_shared(batch, layout, on_pattern, suffix_bias, resid_edit)
+        handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
+        handles += _edit_hooks(self.model.hf_model, resid_edit or {})
+        return _call_hooked(
+            self.model.hf_model,
+            handles,
+            score_bias,
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            position_ids=batch.position_ids,
+            use_cache=False,
+        )
+
+    def _forward_shared(
+        self, batch: Batch, layout: SharedPrefixLayout, on_pattern, suffix_bias: ScoreBias, resid_edit: ResidEdit | None
+    ):
+        from transformers import DynamicCache
+
+        hf_model = self.model.hf_model
+        cache = DynamicCache(config=hf_model.config)
+        with torch.inference_mode():
+            hf_model(input_ids=layout.prefix_ids(batch), past_key_values=cache, use_cache=True, logits_to_keep=1)
+            cache.batch_repeat_interleave(batch.input_ids.shape[0])
+        handles = []
+        if on_pattern is not None:
+            if isinstance(on_pattern, ColumnAwareHook):  # a reducer re-indexes its key masks once
+                handles = _pattern_hooks(hf_model, on_pattern.in_columns(layout.batch_columns))
+            else:
+                handles = _pattern_hooks(hf_model, on_pattern, layout.pattern_to_batch)
+        suffix_edits = {layer: layout.edit_on_suffix(edit) for layer, edit in (resid_edit or {}).items()}
+        handles += _edit_hooks(hf_model, suffix_edits)
+        return _call_hooked(
+            hf_model,
+            handles,
+            suffix_bias,
+            input_ids=layout.suffix_ids,
+            attention_mask=layout.attention_mask,
+            position_ids=layout.position_ids(),
+            past_key_values=cache,
+            use_cache=True,
+        )
+
+
+def _call_hooked(hf_model: torch.nn.Module, handles: list, score_bias: ScoreBias | None, **inputs) -> Tensor:
+    """One forward pass with the given hooks and biases; the hooks are removed whatever happens."""
+    try:
+        with torch.inference_mode(), biased_attention(hf_model, score_bias):
+            out = hf_model(**inputs, logits_to_keep=1)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return final_logits(out.logits)

@@ -1,0 +1,59 @@
+"""TransformerLens' TransformerBridge booted on (a weight-sharing copy of) the user's HF model:
+`blocks.{l}.attn.hook_pattern`, `blocks.{l}.attn.hook_attn_scores` and `blocks.{l}.hook_resid_post`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from interp.core.backends.layers import final_logits, shared_weight_copy
+from interp.core.backends.protocol import Batch, PatternHook, ResidEdit, ScoreBias
+from interp.core.models import LoadedModel
+
+
+@dataclass
+class TransformerLensBackend:
+    model: LoadedModel
+    bridge: object
+    name: str = "transformer_lens"
+    shares_prefix: bool = False
+
+    @classmethod
+    def boot(cls, model: LoadedModel) -> "TransformerLensBackend":
+        from transformer_lens.model_bridge import TransformerBridge
+
+        # The bridge swaps its own components into the model it boots on. Boot it on a structural copy that
+        # shares every weight tensor, so the user's model object stays untouched and costs no extra memory.
+        hf_model = shared_weight_copy(model.hf_model)
+        name_or_path = getattr(hf_model.config, "_name_or_path", "") or type(hf_model).__name__
+        bridge = TransformerBridge.boot_transformers(name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device="cpu")
+        return cls(model, bridge)
+
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+        shared_prefix: int = 0,
+    ):
+        hooks = []
+        for layer, bias in (score_bias or {}).items():
+            hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias))
+        for layer, edit in (resid_edit or {}).items():
+            hooks.append((f"blocks.{layer}.hook_resid_post", lambda resid, hook, edit=edit: edit(resid)))
+        if on_pattern is not None:
+            for layer in range(self.model.n_layers):
+                hooks.append((f"blocks.{layer}.attn.hook_pattern", lambda pattern, hook, layer=layer: on_pattern(layer, pattern)))
+        with torch.inference_mode():
+            logits = self.bridge.run_with_hooks(
+                batch.input_ids,
+                fwd_hooks=hooks,
+                attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids,
+                return_type="logits",
+            )
+        return final_logits(logits)
+

@@ -1,0 +1,188 @@
+"""Judging: verdict label probabilities and span attention from the same forward pass, batched or for one pair.
+
+Label tokens: a label such as "A" can be emitted as several single tokens ("A", " A", and for
+SentencePiece vocabularies "▁A"). P(label) is the sum of the next-token probabilities of every distinct
+single-token spelling of the label with or without a leading space; multi-token spellings are ignored.
+The label probabilities are then renormalised over the labels (A/B, or A/T/B). `label_mass`, the
+probability on all label tokens before renormalisation, and `top_is_label`, whether the single most likely
+next token is a label, say how much the judge was actually answering with a label.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.core.attention import (
+    SPAN_NAMES,
+    QuerySet,
+    per_token_mean,
+    span_reducer,
+    span_token_counts,
+)
+from interp.core.backends.protocol import Backend, Batch, ResidEdit, ScoreBias, left_pad
+from interp.core.spans import TokenizedPrompt, build_judge_prompt
+from interp.errors import InterpError
+
+
+@dataclass(frozen=True)
+class LabelTokens:
+    labels: tuple[str, ...]
+    ids: tuple[tuple[int, ...], ...]  # per label, its single-token spellings
+
+
+def label_tokens(tokenizer, labels: Sequence[str] = ("A", "B")) -> LabelTokens:
+    ids = []
+    for label in labels:
+        spellings = {label, " " + label}
+        found = sorted({t[0] for t in (tokenizer.encode(s, add_special_tokens=False) for s in spellings) if len(t) == 1})
+        if not found:
+            raise InterpError(f"label {label!r} is not a single token in this tokenizer; cannot read its probability")
+        ids.append(tuple(found))
+    flat = [i for group in ids for i in group]
+    if len(flat) != len(set(flat)):
+        raise InterpError(f"labels {labels} share a token in this tokenizer")
+    return LabelTokens(tuple(labels), tuple(ids))
+
+
+@dataclass
+class Judgment:
+    probs: dict[str, float]  # renormalised over the labels
+    label_mass: float
+    top_is_label: bool
+    top_token: int
+    spans: dict[str, tuple[int, int]]  # unpadded token indices, end exclusive
+    n_tokens: int
+    mass: Float[Tensor, "layer head span"] | None  # span order: a, b
+    counts: Float[Tensor, "span"] | None
+
+
+BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]
+EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ResidEdit | None]
+
+
+MIN_SHARED_PREFIX = 16  # below this, a separate prefix pass costs more than it saves
+
+
+def shared_prefix_length(prompts: Sequence[TokenizedPrompt]) -> int:
+    """Tokens every prompt of the batch starts with, up to the first response span (0 if not worth sharing).
+
+    Prompts of one task share the judge's instructions (and both orders of a pair share the query too);
+    a backend that `shares_prefix` computes those keys and values once for the whole batch.
+    """
+    if len(prompts) < 2:
+        return 0
+    first, *rest = (p.input_ids for p in prompts)
+    limit = min(min((p.spans[s][0] for s in SPAN_NAMES if s in p.spans), default=len(p)) for p in prompts)
+    limit = min(limit, min(len(p) for p in prompts) - 1)
+    length = 0
+    while length < limit and all(ids[length] == first[length] for ids in rest):
+        length += 1
+    return length if length >= MIN_SHARED_PREFIX else 0
+
+
+def judge_batch(
+    backend: Backend,
+    prompts: Sequence[TokenizedPrompt],
+    labels: LabelTokens,
+    *,
+    queries: QuerySet | None = "final",
+    bias: BiasBuilder | None = None,
+    edit: EditBuilder | None = None,
+) -> list[Judgment]:
+    """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
+
+    `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> residual
+    stream edits (layer -> function, see `Backend.forward`); either may return None for "no change".
+    """
+    tokenizer = backend.model.tokenizer
+    batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
+    padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
+    model = backend.model
+    reducer = (
+        span_reducer(padded_spans, batch.input_ids.shape[1], model.n_layers, model.n_heads, queries=queries)
+        if queries
+        else None
+    )
+    score_bias = bias(batch, offsets, prompts) if bias is not None else None
+    resid_edit = edit(batch, offsets, prompts) if edit is not None else None
+    shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
+    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared)
+    probs = torch.softmax(logits.double(), dim=-1)
+    per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
+    label_mass = per_label.sum(-1)
+    normalised = per_label / label_mass.clamp_min(torch.finfo(torch.float64).tiny)[:, None]
+    top = probs.argmax(-1)
+    label_ids = {i for group in labels.ids for i in group}
+    masses = reducer.stacked() if reducer is not None else None
+    counts = span_token_counts(padded_spans) if reducer is not None else None
+    return [
+        Judgment(
+            probs={label: float(normalised[row, i]) for i, label in enumerate(labels.labels)},
+            label_mass=float(label_mass[row]),
+            top_is_label=int(top[row]) in label_ids,
+            top_token=int(top[row]),
+            spans=dict(prompt.spans),
+            n_tokens=len(prompt),
+            mass=masses[row] if masses is not None else None,
+            counts=counts[row] if counts is not None else None,
+        )
+        for row, prompt in enumerate(prompts)
+    ]
+
+
+# ---- one judgment from the inside ---------------------------------------------------------------
+
+
+def _finite(value: float) -> float | None:
+    return None if math.isnan(value) else value
+
+
+def judgment_record(judgment: Judgment) -> dict:
+    """The JSON shape of `interp inspect` (and of every judged item in a run)."""
+    record = {
+        "p_a": judgment.probs["A"],
+        "p_b": judgment.probs["B"],
+        "label_mass": judgment.label_mass,
+        "top_is_label": judgment.top_is_label,
+        "spans": {name: list(judgment.spans[name]) for name in ("a", "b")},
+        "n_tokens": judgment.n_tokens,
+    }
+    if judgment.mass is None:
+        return record
+    mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
+    record["span_tokens"] = {"a": int(judgment.counts[0]), "b": int(judgment.counts[1])}
+    record["layers"] = [
+        {
+            "layer": layer,
+            "mass_a": float(judgment.mass[layer, :, 0].mean()),
+            "mass_b": float(judgment.mass[layer, :, 1].mean()),
+            "mean_a": _finite(float(mean[layer, :, 0].mean())),
+            "mean_b": _finite(float(mean[layer, :, 1].mean())),
+            "heads_mass_a": judgment.mass[layer, :, 0].tolist(),
+            "heads_mass_b": judgment.mass[layer, :, 1].tolist(),
+        }
+        for layer in range(judgment.mass.shape[0])
+    ]
+    return record
+
+
+def inspect_judgment(
+    backend: Backend,
+    query: str,
+    response_a: str,
+    response_b: str,
+    *,
+    task: str = "helpfulness",
+    queries: QuerySet = "final",
+    bias: BiasBuilder | None = None,
+) -> dict:
+    model = backend.model
+    prompt = build_judge_prompt(model, task, query, response_a, response_b)
+    (judgment,) = judge_batch(backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias)
+    return {"model": model.name, "backend": backend.name, "kind": model.kind, "task": task, "queries": queries} | judgment_record(judgment)

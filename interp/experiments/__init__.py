@@ -1,0 +1,1 @@
+"""Causal experiments over a finished run: the engine, interventions with controls, sweeps, steering, the demo."""

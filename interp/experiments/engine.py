@@ -1,0 +1,189 @@
+"""The one causal-test loop: re-judge a finished run under variants, with responses and gold held fixed.
+
+A `Variant` is data: an attention intervention (`hooks.spec.AttentionIntervention`, compiled to score
+biases), a residual-stream steering (`hooks.steering.ResidualSteering`), both, or neither (the run's own
+judging). Its judgments are kept under `RUN/variants/<key>/judgments.jsonl`, where the key is a hash of
+everything that determines them: the run's identity (config, items, responses), the judge, the backend, the
+items judged, and the variant's data (its readable name is a label beside the key, never part of it). A
+killed experiment resumes from those files; a different variant never reuses them.
+
+Every experiment over a run (intervention with controls, ablation and steering sweeps, the steering table,
+the demo's causal test) calls `evaluate` or `judge_variant`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import numpy as np
+from hooks.compile import bias_builder
+from hooks.spec import AttentionIntervention, validate_against
+from hooks.steering import ResidualSteering
+from interp.core.backends import Backend, make_backend
+from interp.core.models import LoadedModel, own_model
+from interp.data import Item
+from interp.errors import InterpError
+from interp.metrics.causal import behaviour, paired_effect
+from interp.run.judging import judge_tasks, run_judging
+from interp.run.pipeline import cached_model
+from interp.run.records import read_judgments
+from interp.run.store import Run
+from interp.run.summary import p_first_wins
+from interp.storage import atomic_write_text
+
+
+@dataclass(frozen=True)
+class Variant:
+    name: str  # a label for tables and plots
+    attention: AttentionIntervention | None = None
+    steering: ResidualSteering | None = None
+    description: str = ""
+
+    def identity(self) -> dict:
+        attention = None
+        if self.attention is not None:
+            attention = {k: v for k, v in self.attention.to_dict().items() if k != "name"}
+        return {"attention": attention, "steering": self.steering.identity() if self.steering else None}
+
+    def record(self) -> dict:
+        """What the variant is, for result files."""
+        return {"name": self.name, "description": self.description} | self.identity()
+
+
+def digest(payload) -> str:
+    """A short hash of JSON-able data (sorted keys): the identity of a derived result."""
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+
+def run_identity(run: Run) -> str:
+    """A hash of what every re-judging of the run holds fixed: its config, items and responses."""
+    responses = {model: dict(sorted(texts.items())) for model, texts in sorted(run.responses.items())}
+    return digest({"config": run.config.identity(), "items": [item.id for item in run.items], "responses": responses})
+
+
+def variant_key(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item]) -> str:
+    return digest(
+        {
+            "run": run_identity(run),
+            "judge": judge,
+            "backend": backend,
+            "items": [item.id for item in items],
+            "variant": variant.identity(),
+        }
+    )
+
+
+def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
+    """The judges to test: those given, or every judge of the run whose own model is one of the authors."""
+    models = run.config.models
+    if judges is None:
+        judges = [j for j in run.config.judge_specs if own_model(j) in models]
+        if not judges:
+            raise InterpError("no judge of this run is one of its two models: self-preference needs a judge that is also an author")
+    for judge in judges:
+        if own_model(judge) not in models:
+            raise InterpError(f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its own responses")
+    return list(judges)
+
+
+def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
+    """Every variant fits the judge model (layers and heads exist): call before any judging."""
+    for variant in variants:
+        if variant.attention is not None:
+            validate_against(variant.attention, model.n_layers, model.n_heads)
+        if variant.steering is not None and not 0 <= variant.steering.layer < model.n_layers:
+            raise InterpError(f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers")
+
+
+def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None) -> np.ndarray:
+    """Per item, the judge's P(its own model's response wins), mean over both orders."""
+    ab, ba = p_first_wins(records, items if items is not None else run.items, run.config.models[0])
+    p_first = (ab + ba) / 2
+    return p_first if own_model(judge) == run.config.models[0] else 1 - p_first
+
+
+def judge_variant(
+    run: Run, judge: str, runner: Backend, variant: Variant, *, items: Sequence[Item] | None = None, progress: bool = True
+) -> np.ndarray:
+    """P(own wins) per item under `variant` (resumable, keyed as described in the module docstring)."""
+    items = list(items) if items is not None else run.items
+    key = variant_key(run, judge, runner.name, variant, items)
+    folder = run.dir.variant(key)
+    atomic_write_text(folder / "variant.json", json.dumps({"key": key, "judge": judge, "backend": runner.name} | variant.record(), indent=2))
+    own = own_model(judge)
+    spec, steering = variant.attention, variant.steering
+    run_judging(
+        runner,
+        judge,
+        judge_tasks(items, run.responses, run.config.models),
+        judgments_path=folder / "judgments.jsonl",
+        shard_dir=None,
+        batch_size=run.config.batch_size,
+        ties=run.config.ties,
+        queries=None,
+        bias_for=(
+            (lambda chunk: bias_builder(spec, runner.model, judge_model=own, authors=[(t.author_a, t.author_b) for t in chunk]))
+            if spec is not None
+            else None
+        ),
+        edit_for=(lambda chunk, build=steering.builder(): build) if steering is not None else None,
+        progress=progress,
+    )
+    return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items)
+
+
+def baseline(run: Run, judge: str, items: Sequence[Item] | None = None) -> np.ndarray:
+    """P(own wins) per item from the run's own judgments (no re-judging)."""
+    return own_probabilities(run, judge, run.dir.read_judgments(judge), items)
+
+
+@dataclass
+class Judges:
+    """Judge models and booted backends, loaded once per job and shared by every evaluation in it.
+
+    `loaded` (spec -> LoadedModel) may be shared with the pipeline that made the run; `backend` None = the
+    run's backend.
+    """
+
+    loaded: dict = field(default_factory=dict)
+    backend: str | None = None
+    runners: dict = field(default_factory=dict)
+
+    def model(self, judge: str) -> LoadedModel:
+        return cached_model(judge, self.loaded)
+
+    def runner(self, judge: str, run: Run) -> Backend:
+        name = self.backend or run.config.backend
+        if (judge, name) not in self.runners:
+            self.runners[judge, name] = make_backend(self.model(judge), name)
+        return self.runners[judge, name]
+
+
+def evaluate(
+    run: Run,
+    judge: str,
+    variants: dict[str, Variant],
+    judges: Judges,
+    *,
+    items: Sequence[Item] | None = None,
+    progress: bool = True,
+) -> dict:
+    """Behaviour before (the run's own judgments) and under each variant, and each variant's paired effect.
+
+    Returns {"before": behaviour, "variants": {name: variant record + behaviour}, "effects": {name: effect}}.
+    """
+    items = list(items) if items is not None else run.items
+    config = run.config
+    positions = [run.items.index(item) for item in items]
+    gold_own = run.gold_own(own_model(judge))[positions]
+    runner = judges.runner(judge, run)
+    before = baseline(run, judge, items)
+    result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}}
+    for name, variant in variants.items():
+        after = judge_variant(run, judge, runner, variant, items=items, progress=progress)
+        result["variants"][name] = variant.record() | behaviour(after, gold_own, n_boot=config.n_boot, seed=config.seed)
+        result["effects"][name] = paired_effect(before, after, n_boot=config.n_boot, seed=config.seed)
+    return result

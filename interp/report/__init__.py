@@ -1,0 +1,1 @@
+"""Figures and report sections per topic, and the report that assembles them."""

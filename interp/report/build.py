@@ -1,0 +1,24 @@
+"""The run report: the DBG section, then whatever later steps left (attention, interventions, steering)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from interp.report.dbg import dbg_section
+from interp.report.html import write_report
+from interp.run.store import RunDir
+
+
+def build_report(run_dir: Path) -> Path:
+    paths = RunDir(Path(run_dir))
+    summary = paths.read_summary()
+    figures = paths.figures
+    sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
+    for name in ("attention_section.html", "intervention_section.html", "steering_section.html"):
+        part = figures / name
+        if part.exists():
+            title, _, content = part.read_text().partition("\n")
+            sections.append((title, content))
+    path = paths.report
+    write_report(path, f"Self-preference report: {' vs '.join(summary['models'])}", sections)
+    return path

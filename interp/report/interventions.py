@@ -1,0 +1,63 @@
+"""The causal-test section of the report: paired effects per judge and target with intervals, and verdicts."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+from interp.report.figures import plt, png_data_uri, save_figure
+from interp.report.html import table_html
+from interp.storage import atomic_write_text
+
+SECTION_TITLE = "Causal test: attention interventions with controls"
+
+
+def effect_figure(results: Sequence[dict]):
+    """Paired change of P(own wins) per judge and target, with bootstrap intervals."""
+    rows = [(judge, name, effect) for result in results for judge, r in result["judges"].items() for name, effect in r["effects"].items()]
+    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
+    for y, (judge, name, effect) in enumerate(rows):
+        lo, hi = effect["ci"]
+        color = "tab:red" if name in ("self", "target") else "tab:gray"
+        ax.errorbar(100 * effect["mean"], y, xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]], fmt="o", color=color, capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)), [f"{judge}: {name}" for judge, name, _ in rows], fontsize=8)
+    ax.set_xlabel("change of P(own response wins), points (95% bootstrap CI)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def intervention_section(results: Sequence[dict], figures: Path) -> Path:
+    """Write figures/intervention_section.html (title line + body) and the effect plot as PNG and PDF."""
+    paths = save_figure(effect_figure(results), figures / "intervention_effects")
+    rows, verdicts = [], []
+    for result in results:
+        for judge, r in result["judges"].items():
+            before = r["before"]
+            for name, after in r["variants"].items():
+                effect = r["effects"][name]
+                rows.append(
+                    [
+                        judge,
+                        name,
+                        json.dumps({k: v for k, v in (after["attention"] or {}).items() if v is not None and k not in ("seed", "emphasis")}),
+                        f"{100 * before['dbg_hard']:+.1f} -> {100 * after['dbg_hard']:+.1f}",
+                        f"{before['mean_p_own']:.3f} -> {after['mean_p_own']:.3f}",
+                        f"{100 * effect['mean']:+.2f} [{100 * effect['ci'][0]:+.2f}, {100 * effect['ci'][1]:+.2f}]",
+                        f"{100 * before['gold_agreement']:.0f}% -> {100 * after['gold_agreement']:.0f}%",
+                    ]
+                )
+            verdicts.append(r["verdict"])
+        reused = result["reused"]
+    table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
+    body = (
+        f"<p><img src='{png_data_uri(paths['png'])}' alt='intervention effects'></p>{table}"
+        + "".join(f"<p><b>{v}</b></p>" for v in verdicts)
+        + f"<p class='note'>Responses reused: {reused['responses']} (generated: {reused['responses_generated']}); gold verdicts reused: "
+        f"{reused['gold_verdicts']} from {', '.join(reused['gold_judges'])} (re-run: {reused['gold_judges_rerun']}). Only judging was re-run.</p>"
+    )
+    path = figures / "intervention_section.html"
+    atomic_write_text(path, SECTION_TITLE + "\n" + body)
+    return path

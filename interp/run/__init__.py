@@ -1,0 +1,1 @@
+"""A DBG run: its directory and records, responses, judging, gold judges, summary, and the pipeline."""

@@ -1,0 +1,85 @@
+"""The writer side of a run's span attention: per-batch shards while judging, one array per judge after.
+
+Shard: `attention/<judge>/<hash of its keys>.safetensors` with `mass [row, layer, head, span]` and
+`span_tokens [row, span]`, metadata "keys" = the rows' "item_id|order". Consolidated:
+`attention/<judge>.safetensors` with `mass [item, order, layer, head, span]` (span order a, b) and
+`span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the items, the author of each
+slot per order, token spans and the tokenizer fingerprint. `interp.analysis.attention_store` reads them.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from safetensors import safe_open
+from safetensors.torch import save
+
+from interp.core.judge import Judgment
+from interp.core.models import LoadedModel, tokenizer_fingerprint
+from interp.data import Item
+from interp.errors import InterpError
+from interp.run.records import ORDERS
+from interp.run.store import RunDir
+from interp.storage import atomic_write_bytes, atomic_write_text
+
+
+def write_shard(shard_dir: Path, keys: Sequence[str], judgments: Sequence[Judgment]) -> None:
+    name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
+    tensors = {
+        "mass": torch.stack([j.mass for j in judgments]).contiguous(),
+        "span_tokens": torch.stack([j.counts for j in judgments]).contiguous(),
+    }
+    atomic_write_bytes(Path(shard_dir) / f"{name}.safetensors", save(tensors, metadata={"keys": json.dumps(keys)}))
+
+
+def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], queries: str) -> None:
+    """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index."""
+    by_key: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
+    for shard in sorted(paths.attention_shards(judge).glob("*.safetensors")):
+        with safe_open(str(shard), "pt") as handle:
+            keys = json.loads(handle.metadata()["keys"])
+            mass, counts = handle.get_tensor("mass"), handle.get_tensor("span_tokens")
+        for row, key in enumerate(keys):
+            by_key[key] = (mass[row], counts[row])
+    records = {record.key: record for record in paths.read_judgments(judge)}
+    shape = (len(items), len(ORDERS), model.n_layers, model.n_heads, 2)
+    mass = torch.full(shape, float("nan"))
+    counts = torch.zeros(len(items), len(ORDERS), 2)
+    for i, item in enumerate(items):
+        for o, order in enumerate(ORDERS):
+            key = f"{item.id}|{order}"
+            if key not in by_key or key not in records:
+                raise InterpError(f"attention for {judge} {key} is missing; re-run the judging step")
+            mass[i, o], counts[i, o] = by_key[key]
+    index = {
+        "judge": judge,
+        "queries": queries,
+        "tokenizer": tokenizer_fingerprint(model.tokenizer),
+        "n_layers": model.n_layers,
+        "n_heads": model.n_heads,
+        "dims": ["item", "order", "layer", "head", "span"],
+        "orders": list(ORDERS),
+        "spans": ["a", "b"],
+        "items": [
+            {
+                "item_id": item.id,
+                "task": item.task,
+                "orders": {
+                    order: {
+                        "model_a": records[f"{item.id}|{order}"].model_a,
+                        "model_b": records[f"{item.id}|{order}"].model_b,
+                        "spans": records[f"{item.id}|{order}"].spans,
+                        "n_tokens": records[f"{item.id}|{order}"].n_tokens,
+                    }
+                    for order in ORDERS
+                },
+            }
+            for item in items
+        ],
+    }
+    atomic_write_bytes(paths.attention(judge), save({"mass": mass, "span_tokens": counts}))
+    atomic_write_text(paths.attention_index(judge), json.dumps(index))

@@ -1,0 +1,30 @@
+"""A local model as a gold judge: both orders, P(first better) = mean of its two readings."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+from interp.core.backends import Backend
+from interp.core.judge import Judgment, judge_batch, label_tokens
+from interp.core.spans import tokenized_judge_prompt
+from interp.run.gold.protocol import Pair
+
+
+@dataclass
+class ModelJudge:
+    backend: Backend
+    name: str
+    batch_size: int = 8
+
+    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+        model = self.backend.model
+        labels = label_tokens(model.tokenizer)
+        prompts = []
+        for pair in pairs:
+            for a, b in ((pair.response_a, pair.response_b), (pair.response_b, pair.response_a)):
+                prompts.append(tokenized_judge_prompt(model, pair.item.task, pair.item.query, a, b))
+        results: list[Judgment] = []
+        for start in range(0, len(prompts), self.batch_size):
+            results += judge_batch(self.backend, prompts[start : start + self.batch_size], labels, queries=None)
+        return [0.5 * (results[2 * i].probs["A"] + results[2 * i + 1].probs["B"]) for i in range(len(pairs))]

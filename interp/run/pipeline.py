@@ -1,0 +1,138 @@
+"""A DBG run: config -> items -> responses -> judging (both orders, attention on the way) -> gold -> summary.
+
+`run_dbg` is resumable: finished steps and judgments are read back from the run directory (`RunDir`), not
+redone. Everything is validated before the first byte is written, and the whole write holds the run's lock.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Sequence
+
+from tqdm.auto import tqdm
+
+from interp.config import RunConfig
+from interp.core.backends import make_backend
+from interp.core.models import LoadedModel, load_model
+from interp.data import Item, load_items, sample_items
+from interp.errors import InterpError
+from interp.run.attention import consolidate_attention
+from interp.run.gold import (
+    GoldJudge,
+    ModelJudge,
+    Pair,
+    RecordedJudge,
+    ReferenceJudge,
+    check_gold_judges,
+    gold_verdicts,
+)
+from interp.run.gold.protocol import ReportsChecks
+from interp.run.judging import batches, judge_tasks, run_judging
+from interp.run.responses import Decoding, generate_responses
+from interp.run.store import RunDir, check_writable_dir
+from interp.run.summary import write_summary
+from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
+
+
+def cached_model(spec: str, loaded: dict[str, LoadedModel]) -> LoadedModel:
+    """`load_model(spec)` once per `loaded` dict (callers pass one dict through a whole job)."""
+    if spec not in loaded:
+        loaded[spec] = load_model(spec)
+    return loaded[spec]
+
+
+def check_resumable(config: RunConfig, paths: RunDir) -> None:
+    """A run directory may be resumed only by a config whose results would be the same."""
+    if paths.config.is_file() and paths.read_config().identity() != config.identity():
+        raise InterpError(f"{paths.root} holds a run with a different config; use another --out or delete it")
+
+
+def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
+    """The run's items: read back when the run has them, else loaded and sampled (nothing written)."""
+    if paths.items.is_file():
+        return paths.read_items()
+    return sample_items(load_items(config.data), n=config.n, seed=config.seed)
+
+
+def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], loaded: dict, progress: bool) -> dict[str, dict[str, str]]:
+    existing = paths.read_responses()
+    if all(set(existing.get(m, {})) >= {i.id for i in items} for m in config.models):
+        return existing
+    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    records = []
+    for spec in config.models:
+        records += generate_responses(cached_model(spec, loaded), items, decoding, name=spec, progress=progress)
+    write_jsonl_atomic(paths.responses, [asdict(r) for r in records])
+    return paths.read_responses()
+
+
+def gold_judges(config: RunConfig, loaded: dict) -> list[GoldJudge]:
+    """The configured gold judges, in a fixed order: reference, recorded, local models, HTTP."""
+    judges: list[GoldJudge] = []
+    if config.gold.reference:
+        judges.append(ReferenceJudge())
+    judges += [RecordedJudge(p) for p in config.gold.recorded]
+    for spec in config.gold.models:
+        if spec in config.models:
+            raise InterpError(f"gold model {spec!r} is one of the judged pair; a gold judge must be outside the pair")
+        judges.append(ModelJudge(make_backend(cached_model(spec, loaded), "hf"), name=spec, batch_size=config.batch_size))
+    if config.gold.http:
+        from interp.run.gold.http import HTTPJudge
+
+        judges += [HTTPJudge.from_config(c) for c in config.gold.http]
+    check_gold_judges(judges)
+    return judges
+
+
+def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, loaded: dict, progress: bool) -> dict[str, list[float]]:
+    """P(models[0]'s response wins) per item for every gold judge; cached in gold.jsonl per judge."""
+    first, second = config.models
+    pairs = {item.id: Pair(item, responses[first][item.id], responses[second][item.id]) for item in items}
+    judges = gold_judges(config, loaded)
+    existing = paths.read_gold()
+    for judge in tqdm(judges, desc="gold judges", disable=not progress):
+        have = existing.setdefault(judge.name, {})
+        missing = [item for item in items if item.id not in have]
+        for chunk in batches(missing, max(config.batch_size, 8)):
+            values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
+            append_jsonl(paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": v} for item, v in zip(chunk, values)])
+            have.update({item.id: v for item, v in zip(chunk, values)})
+    checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}
+    if checks:  # e.g. HTTP judges: how often logprobs were missing or the top tokens were not labels
+        atomic_write_text(paths.gold_checks, json.dumps(checks, indent=2))
+    return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
+
+
+def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, loaded: dict | None = None) -> dict:
+    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone."""
+    paths = RunDir(Path(out))
+    check_writable_dir(paths.root)
+    check_resumable(config, paths)
+    items = sampled_items(config, paths)
+    loaded = loaded if loaded is not None else {}
+    with paths.writer():
+        atomic_write_text(paths.config, config.to_toml())
+        if not paths.items.is_file():
+            write_jsonl_atomic(paths.items, [asdict(item) for item in items])
+        responses = prepare_responses(config, paths, items, loaded, progress)
+        tasks = judge_tasks(items, responses, config.models)
+        queries = None if config.attention == "none" else config.attention
+        for judge in config.judge_specs:
+            model = cached_model(judge, loaded)
+            run_judging(
+                make_backend(model, config.backend),
+                judge,
+                tasks,
+                judgments_path=paths.judgments,
+                shard_dir=paths.attention_shards(judge) if queries else None,
+                batch_size=config.batch_size,
+                ties=config.ties,
+                queries=queries,
+                progress=progress,
+            )
+            if queries:
+                consolidate_attention(paths, judge, model, items, queries)
+        gold = run_gold_step(config, paths, items, responses, loaded, progress)
+        return write_summary(config, paths, items, gold)

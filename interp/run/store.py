@@ -1,0 +1,253 @@
+"""The run directory: every path of a DBG run, a typed reader for each file, and its one-writer lock.
+
+A run directory holds everything in open formats and can be resumed after a kill:
+  config.toml            the validated config (a re-run whose results would differ is refused)
+  items.jsonl            the sampled instructions
+  responses.jsonl        both models' answers (also cached across runs, see interp.run.responses)
+  judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
+  attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
+  gold.jsonl             one line per (gold judge, item): P(models[0]'s response wins)
+  gold_checks.json       counters of judges that report them (HTTP judges: missing logprobs, non-labels)
+  summary.json           win rates, DBG with bootstrap intervals, position consistency, label checks
+  variants/<key>/        judgments re-made under one intervention or steering variant (key: a hash of
+                         everything that determines them; variant.json says what it is)
+  interventions/, sweeps/, steering/   result tables of the experiments over the run
+  figures/, report.html  figures (PNG, PDF, HTML sections) and the report
+  .interp.lock           the writer's lock (an OS lock: it dies with the process)
+
+Readers never write; a torn last line left by a killed writer is skipped until the writer repairs it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterator
+
+import numpy as np
+from interp.config import RunConfig, read_toml, validate_config
+from interp.data import Item
+from interp.errors import InterpError
+from interp.run.gold.protocol import aggregate_gold
+from interp.run.records import JudgmentRecord, read_judgments
+from interp.storage import read_jsonl
+
+LOCK_NAME = ".interp.lock"
+
+
+def safe_name(name: str) -> str:
+    """A file-name-safe label (a label, never a key: two names may map to the same label)."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+
+
+@dataclass(frozen=True)
+class RunDir:
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    # ---- paths ------------------------------------------------------------------------------------
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.toml"
+
+    @property
+    def items(self) -> Path:
+        return self.root / "items.jsonl"
+
+    @property
+    def responses(self) -> Path:
+        return self.root / "responses.jsonl"
+
+    @property
+    def judgments(self) -> Path:
+        return self.root / "judgments.jsonl"
+
+    @property
+    def gold(self) -> Path:
+        return self.root / "gold.jsonl"
+
+    @property
+    def gold_checks(self) -> Path:
+        return self.root / "gold_checks.json"
+
+    @property
+    def correctness(self) -> Path:
+        return self.root / "correctness.jsonl"
+
+    @property
+    def summary(self) -> Path:
+        return self.root / "summary.json"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def figures(self) -> Path:
+        return self.root / "figures"
+
+    @property
+    def attention_dir(self) -> Path:
+        return self.root / "attention"
+
+    def attention_shards(self, judge: str) -> Path:
+        return self.attention_dir / safe_name(judge)
+
+    def attention(self, judge: str) -> Path:
+        return self.attention_dir / f"{safe_name(judge)}.safetensors"
+
+    def attention_index(self, judge: str) -> Path:
+        return self.attention_dir / f"{safe_name(judge)}.json"
+
+    def variant(self, key: str) -> Path:
+        """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""
+        return self.root / "variants" / key
+
+    def intervention(self, label: str, key: str) -> Path:
+        return self.root / "interventions" / f"{safe_name(label)}-{key}"
+
+    def sweep(self, name: str) -> Path:
+        return self.root / "sweeps" / safe_name(name)
+
+    @property
+    def steering(self) -> Path:
+        return self.root / "steering"
+
+    @property
+    def lock_file(self) -> Path:
+        return self.root / LOCK_NAME
+
+    # ---- readers ----------------------------------------------------------------------------------
+
+    def read_config(self) -> RunConfig:
+        return validate_config(RunConfig, read_toml(self.config, "run config"), str(self.config))
+
+    def read_items(self) -> list[Item]:
+        return [Item(**record) for record in read_jsonl(self.items)]
+
+    def read_responses(self) -> dict[str, dict[str, str]]:
+        """responses[model][item_id] = that model's answer."""
+        responses: dict[str, dict[str, str]] = {}
+        for record in read_jsonl(self.responses):
+            responses.setdefault(record["model"], {})[record["item_id"]] = record["text"]
+        return responses
+
+    def read_judgments(self, judge: str | None = None) -> list[JudgmentRecord]:
+        return read_judgments(self.judgments, judge=judge)
+
+    def read_gold(self) -> dict[str, dict[str, float]]:
+        """gold[judge][item_id] = P(models[0]'s response wins) from that gold judge."""
+        gold: dict[str, dict[str, float]] = {}
+        for record in read_jsonl(self.gold):
+            gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first"]
+        return gold
+
+    def read_summary(self) -> dict:
+        if not self.summary.is_file():
+            raise InterpError(f"{self.root} has no summary.json; run `interp dbg` or `interp demo` first")
+        return json.loads(self.summary.read_text())
+
+    # ---- the writer ------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def writer(self) -> Iterator["RunDir"]:
+        """Hold the run's write lock for the block; a second writer gets a one-line error naming the holder.
+
+        Call it only after every input has been validated: it creates the directory and its lock file. The lock
+        is re-entrant within a process (a step that writes calls it too, under a job that already holds it).
+        """
+        from filelock import FileLock, Timeout
+
+        check_writable_dir(self.root)
+        self.root.mkdir(parents=True, exist_ok=True)
+        lock = FileLock(str(self.lock_file), is_singleton=True)
+        try:
+            lock.acquire(blocking=False)
+        except Timeout:
+            raise InterpError(
+                f"{self.root} is being written by another interp process (pid {lock_holder(self.lock_file)}); "
+                "wait for it to finish or use another --out"
+            ) from None
+        try:
+            yield self
+        finally:
+            lock.release()
+
+
+def lock_holder(lock_file: Path) -> str:
+    """The pid holding an OS lock on `lock_file`, read from /proc/locks (Linux); "unknown" elsewhere.
+
+    The lock file's content is never written, so taking the lock leaves the run directory's bytes as they were.
+    """
+    try:
+        inode = Path(lock_file).stat().st_ino
+        for line in Path("/proc/locks").read_text().splitlines():
+            fields = line.split()
+            if len(fields) > 5 and fields[1] in ("FLOCK", "POSIX") and fields[5].rsplit(":", 1)[-1] == str(inode):
+                return fields[4]
+    except OSError:
+        pass
+    return "unknown"
+
+
+def check_writable_dir(path: Path) -> None:
+    """A directory that exists and is writable, or can be created: else a one-line error (nothing is created)."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise InterpError(f"{path} is a file, not a directory; pass a directory for --out")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InterpError(f"{path} is not writable; pass a directory you can write to")
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InterpError(f"{path} lies under {parent}, which is a file; pass a directory for --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InterpError(f"cannot create {path}: {parent} is not writable")
+
+
+# ---- a finished run --------------------------------------------------------------------------------
+
+
+@dataclass
+class Run:
+    """A finished DBG run read back from disk: what every experiment over the run holds fixed."""
+
+    config: RunConfig
+    dir: RunDir
+    items: list[Item]
+    responses: dict[str, dict[str, str]]
+    gold_first: np.ndarray  # aggregated gold P(models[0]'s response wins) per item
+    gold_judges: list[str]
+
+    @property
+    def n_gold_verdicts(self) -> int:
+        return len(self.items) * len(self.gold_judges)
+
+    def gold_own(self, own_model: str) -> np.ndarray:
+        """Gold P(own_model's response wins) per item."""
+        return self.gold_first if own_model == self.config.models[0] else 1 - self.gold_first
+
+
+def load_run(run_dir: Path) -> Run:
+    paths = RunDir(Path(run_dir))
+    for required in (paths.config, paths.items, paths.responses, paths.gold):
+        if not required.is_file():
+            raise InterpError(f"{run_dir} is not a finished run ({required.name} missing); run `interp dbg` or `interp demo` first")
+    config = paths.read_config()
+    items = paths.read_items()
+    per_judge = paths.read_gold()
+    missing = [name for name, values in per_judge.items() if set(values) < {i.id for i in items}]
+    if not per_judge or missing:
+        raise InterpError(f"{run_dir}: gold verdicts are incomplete; resume the run with `interp dbg`")
+    gold_first = np.array(aggregate_gold({name: [values[i.id] for i in items] for name, values in per_judge.items()}))
+    return Run(config, paths, items, paths.read_responses(), gold_first, list(per_judge))

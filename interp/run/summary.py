@@ -1,0 +1,92 @@
+"""Scores of a run (DESIGN.md section 1.4): per judge, win rates for its own responses, DBG against gold."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import numpy as np
+
+from interp.config import RunConfig
+from interp.data import Item
+from interp.errors import InterpError
+from interp.metrics.dbg import dbg, hard_win_rate, position_consistency, soft_win_rate
+from interp.run.gold import aggregate_gold
+from interp.run.records import JudgmentRecord
+from interp.run.store import RunDir
+from interp.storage import atomic_write_text
+
+
+def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> tuple[np.ndarray, np.ndarray]:
+    """Per item, P(first model's response wins) in order ab (it is in slot A) and in order ba (slot B).
+
+    With ties allowed (A/T/B) a tie counts half for each side.
+    """
+    by_key = {(r.item_id, r.order): r for r in records}
+    ab, ba = [], []
+    for item in items:
+        try:
+            r_ab, r_ba = by_key[(item.id, "ab")], by_key[(item.id, "ba")]
+        except KeyError:
+            raise InterpError(f"item {item.id!r} has not been judged in both orders; resume the run") from None
+        if r_ab.model_a != first_model or r_ba.model_b != first_model:
+            raise InterpError(f"item {item.id!r}: slot authors do not match the run's model order")
+        tie_ab, tie_ba = (r_ab.p_t or 0.0) / 2, (r_ba.p_t or 0.0) / 2
+        ab.append(r_ab.p_a + tie_ab)
+        ba.append(r_ba.p_b + tie_ba)
+    return np.array(ab), np.array(ba)
+
+
+def judge_scores(
+    records: Sequence[JudgmentRecord], items: Sequence[Item], models: Sequence[str], judge: str, gold_first: np.ndarray, *, n_boot: int, seed: int
+) -> dict:
+    ab, ba = p_first_wins(records, items, models[0])
+    p_first = (ab + ba) / 2
+    scores = {
+        "n_judgments": len(records),
+        "position_consistency": position_consistency(ab, ba),
+        "win_rate_first_hard": hard_win_rate(p_first),
+        "win_rate_first_soft": soft_win_rate(p_first),
+        "top_not_label": int(sum(not r.top_is_label for r in records)),
+        "mean_label_mass": float(np.mean([r.label_mass for r in records])),
+    }
+    if judge in models:
+        own_is_first = judge == models[0]
+        p_own = p_first if own_is_first else 1 - p_first
+        gold_own = gold_first if own_is_first else 1 - gold_first
+        scores["own_model"] = judge
+        scores |= dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+        scores["dbg_ci"] = list(scores["dbg_ci"])
+        scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
+    return scores
+
+
+def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items: Sequence[Item], gold: dict[str, list[float]]) -> dict:
+    models = list(config.models)
+    gold_first = np.array(aggregate_gold(gold))
+    judges = {}
+    for judge in config.judge_specs:
+        judge_records = [r for r in records if r.judge == judge]
+        judges[judge] = judge_scores(judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed)
+    gold_hard = hard_win_rate(gold_first)
+    return {
+        "n_items": len(items),
+        "models": models,
+        "max_words": config.max_words,
+        "tasks": sorted({item.task for item in items}),
+        "judges": judges,
+        "gold": {
+            "judges": list(gold),
+            "win_rate": {models[0]: gold_hard, models[1]: 1 - gold_hard},
+            "win_rate_soft": {models[0]: soft_win_rate(gold_first), models[1]: 1 - soft_win_rate(gold_first)},
+        },
+        "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
+    }
+
+
+def write_summary(config: RunConfig, paths: RunDir, items: Sequence[Item], gold: dict[str, list[float]]) -> dict:
+    summary = compute_summary(config, paths.read_judgments(), items, gold)
+    if paths.gold_checks.exists():
+        summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
+    atomic_write_text(paths.summary, json.dumps(summary, indent=2))
+    return summary

@@ -1,0 +1,130 @@
+"""The command line: bad input is one clear line and exit 2; `models --json`; `inspect --json` equals the API."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from interp.core.judge import (
+    inspect_judgment,
+)
+
+from tests.helpers import run_cli
+from tests.helpers.reference import (
+    ANSWER_A,
+    ANSWER_B,
+    QUERY,
+    TOL,
+    assert_close,
+    check_inspect_shape,
+    slow,
+)
+
+# ---- the command line ------------------------------------------------------------------------------
+
+
+def write_gguf(path: Path, architecture: str) -> Path:
+    """A small but valid GGUF file (header, metadata, one tensor) declaring the given architecture."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), architecture)
+    writer.add_block_count(2)
+    writer.add_context_length(64)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_dir):
+    """Run every bad-input case through the CLI at once (each one is a fresh interpreter); gather results.
+
+    Each case gets its own empty INTERP_CACHE so "nothing cached half-way" can be checked; none of them
+    needs a packaged model.
+    """
+    root = tmp_path_factory.mktemp("bad-input")
+    bad_gguf = write_gguf(root / "tiny-bert-unknown.gguf", "bert-unknown")
+    assert not Path("/tmp/nope.gguf").exists()
+    pair = ["--query", "What is 2+2?", "--response-b", "4"]
+    cases = {
+        "unknown alias": (["--model", "no-such-alias", "--response-a", "Four.", *pair], "unknown model alias"),
+        "missing folder": (["--model", "./nope", "--response-a", "Four.", *pair], "not found"),
+        "missing gguf": (["--model", "/tmp/nope.gguf", "--response-a", "Four.", *pair], "not found"),
+        "unsupported gguf": (["--model", str(bad_gguf), "--response-a", "Four.", *pair], "bert-unknown"),
+        "empty response": (["--model", str(tiny_llama_dir), "--response-a", "", *pair], "empty"),
+        "too long": (
+            ["--model", str(tiny_llama_short_context_dir), "--response-a", "Four. " * 200, *pair],
+            "context",
+        ),
+    }
+    running = {}
+    for case, (args, _) in cases.items():
+        cache = root / case.replace(" ", "-") / "cache"
+        cache.mkdir(parents=True)
+        process = subprocess.Popen(
+            [sys.executable, "-m", "interp.cli", "inspect", *args],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=cache.parent,  # ./nope is resolved here, where it certainly does not exist
+            env={**os.environ, "INTERP_CACHE": str(cache)},
+        )
+        running[case] = (process, cache)
+    results = {}
+    for case, (process, cache) in running.items():
+        stdout, stderr = process.communicate(timeout=600)
+        results[case] = (process.returncode, stdout, stderr, cache, cases[case][1])
+    return results
+
+
+@pytest.mark.parametrize("case", ["unknown alias", "missing folder", "missing gguf", "unsupported gguf", "empty response", "too long"])
+def test_cli_bad_input_is_one_clear_line_and_exit_2(bad_input_runs, case):
+    code, stdout, stderr, cache, expected = bad_input_runs[case]
+    assert code == 2, f"exit code {code}; stderr:\n{stderr}"
+    lines = stderr.splitlines()
+    assert len(lines) == 1, f"stderr should be one line, got {len(lines)}:\n{stderr}"
+    assert lines[0].startswith("error: ") and expected in lines[0], lines[0]
+    assert "Traceback" not in stderr and stdout == ""
+    leftovers = [p for p in cache.rglob("*") if p.is_file()]
+    assert leftovers == [], f"cached half-way: {leftovers}"
+    dequantized = cache / "dequantized"
+    assert not dequantized.exists() or list(dequantized.iterdir()) == []
+
+
+@slow
+def test_cli_models_json_lists_both_aliases():
+    result = run_cli("models", "--json")
+    assert result.returncode == 0, result.stderr
+    rows = {row["alias"]: row for row in json.loads(result.stdout)}
+    assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m"}
+    assert (rows["smollm2-135m-instruct"]["kind"], rows["smollm2-135m-instruct"]["layers"], rows["smollm2-135m-instruct"]["heads"]) == ("post", 30, 9)
+    assert (rows["gemma3-270m"]["kind"], rows["gemma3-270m"]["layers"], rows["gemma3-270m"]["heads"]) == ("pre", 18, 4)
+    assert all(row["source"] for row in rows.values())
+
+
+@slow
+def test_cli_inspect_json_matches_python_api(backends):
+    bset = backends("smollm2")
+    model = bset.model
+    result = run_cli(
+        "inspect", "--model", "smollm2-135m-instruct", "--backend", "nnsight",
+        "--query", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B, "--json",
+    )  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    data = json.loads(result.stdout)
+    check_inspect_shape(data, model)
+    assert len(data["layers"]) == 30 and len(data["layers"][0]["heads_mass_a"]) == 9
+    expected = inspect_judgment(bset["hf"], QUERY, ANSWER_A, ANSWER_B)
+    assert data["spans"] == expected["spans"]
+    assert abs(data["p_a"] - expected["p_a"]) <= TOL
+    for got, want in zip(data["layers"], expected["layers"]):
+        assert abs(got["mass_a"] - want["mass_a"]) <= TOL and abs(got["mass_b"] - want["mass_b"]) <= TOL
+        assert_close(got["heads_mass_b"], want["heads_mass_b"], TOL, "CLI heads_mass_b")

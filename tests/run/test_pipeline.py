@@ -1,0 +1,215 @@
+"""The behavioural pipeline end to end on tiny models: resumability, caching, summary, report, bad input."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from interp.config import RunConfig, load_run_config
+from interp.errors import InterpError
+from interp.run.pipeline import run_dbg
+from interp.storage import read_jsonl
+
+
+@pytest.fixture(scope="module")
+def tiny_llama_b_dir(tmp_path_factory, smollm2_tokenizer) -> Path:
+    """A second tiny Llama (other seed, so other answers and verdicts): two small-vocabulary models keep
+    the subprocess runs below fast (Gemma's 262k-token tokenizer alone takes seconds to load)."""
+    from transformers import LlamaForCausalLM
+
+    from tests.helpers.models import save_tiny, tiny_llama_config
+
+    folder = tmp_path_factory.mktemp("tiny-llama-b")
+    return save_tiny(folder, tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
+
+
+def tiny_config(tiny_llama_dir, tiny_gemma3_dir, **overrides) -> RunConfig:
+    values = dict(
+        name="tiny",
+        n=6,
+        models=(str(tiny_llama_dir), str(tiny_gemma3_dir)),
+        max_new_tokens=8,
+        max_words=20,
+        batch_size=4,
+        n_boot=50,
+    )
+    values.update(overrides)
+    return RunConfig(**values)
+
+
+def write_config(path: Path, config: RunConfig) -> Path:
+    path.write_text(config.to_toml())
+    return path
+
+
+def cli(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "interp.cli", *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
+
+
+@pytest.fixture(scope="module")
+def tiny_run(tmp_path_factory, tiny_llama_dir, tiny_gemma3_dir):
+    out = tmp_path_factory.mktemp("run")
+    config = tiny_config(tiny_llama_dir, tiny_gemma3_dir)
+    summary = run_dbg(config, out, progress=False)
+    return out, config, summary
+
+
+def test_summary_has_the_promised_keys_and_consistent_counts(tiny_run):
+    out, config, summary = tiny_run
+    assert summary["n_items"] == 6
+    records = read_jsonl(out / "judgments.jsonl")
+    assert len(records) == 6 * 2 * 2  # items x orders x judges
+    for judge in config.models:
+        scores = summary["judges"][judge]
+        for key in ("dbg_hard", "dbg_soft", "dbg_ci", "win_rate_own_hard", "win_rate_own_soft", "position_consistency"):
+            assert key in scores
+        lo, hi = scores["dbg_ci"]
+        assert lo <= hi
+        # a random tiny model almost never puts its top token on a label: counted, never dropped
+        mine = [r for r in records if r["judge"] == judge]
+        assert scores["top_not_label"] == sum(not r["top_is_label"] for r in mine)
+        assert scores["n_judgments"] == len(mine)
+    assert summary["gold"]["judges"] == ["reference"]
+    rates = summary["gold"]["win_rate"]
+    assert rates[config.models[0]] + rates[config.models[1]] == pytest.approx(1.0)
+    assert json.loads((out / "summary.json").read_text()) == summary
+
+
+def test_report_and_static_figures_open(tiny_run):
+    from interp.report.build import build_report
+    from PIL import Image
+
+    out, _, _ = tiny_run
+    report = build_report(out)
+    text = report.read_text()
+    assert "<script src=" not in text and "data:image/png;base64," in text
+    with Image.open(out / "figures" / "figure2_grid.png") as image:
+        assert image.size[0] > 300 and image.size[1] > 150
+        assert len(set(image.convert("L").getdata())) > 10  # not a blank canvas
+    assert (out / "figures" / "figure2_grid.pdf").read_bytes().startswith(b"%PDF")
+
+
+def test_rerun_reuses_cached_responses_without_generating(tmp_path, tiny_run, tiny_llama_dir, tiny_gemma3_dir, monkeypatch):
+    from interp.run import responses
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("generate() called although every response is cached")
+
+    monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
+    _, config, _ = tiny_run
+    summary = run_dbg(config, tmp_path / "again", progress=False)  # new run dir, same models/prompts/decoding
+    first = read_jsonl(tiny_run[0] / "responses.jsonl")
+    second = read_jsonl(tmp_path / "again" / "responses.jsonl")
+    assert [r["text"] for r in first] == [r["text"] for r in second]
+    assert summary["n_items"] == 6
+    assert responses  # the module under test was imported
+
+
+def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+    config = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=30, batch_size=1, attention="final")
+    path = write_config(tmp_path / "run.toml", config)
+    killed = tmp_path / "killed"
+    judgments = killed / "judgments.jsonl"
+    env = dict(os.environ, TQDM_DISABLE="1")
+    process = subprocess.Popen([sys.executable, "-m", "interp.cli", "dbg", str(path), "--out", str(killed), "--no-report"], env=env,
+                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.time() + 300
+    lines_at_kill = 0
+    while time.time() < deadline and process.poll() is None:
+        if judgments.exists():
+            lines_at_kill = judgments.read_bytes().count(b"\n")
+            if lines_at_kill >= 6:
+                break
+        time.sleep(0.01)
+    assert process.poll() is None, "the run finished before it could be killed; make it longer"
+    process.send_signal(signal.SIGKILL)
+    process.wait()
+    before = {(r["judge"], r["item_id"], r["order"]): r for r in read_jsonl(judgments)}
+    assert 0 < len(before) < 120
+
+    result = cli("dbg", path, "--out", killed, "--no-report", env=env)
+    assert result.returncode == 0, result.stderr
+    after = read_jsonl(judgments)
+    keys = [(r["judge"], r["item_id"], r["order"]) for r in after]
+    assert len(keys) == len(set(keys)) == 120  # nothing judged twice, nothing missing
+    for key, record in before.items():  # finished judgments were kept, not redone
+        assert next(r for r in after if (r["judge"], r["item_id"], r["order"]) == key) == record
+    for line in judgments.read_text().splitlines():  # no truncated line left behind
+        json.loads(line)
+
+    clean = tmp_path / "clean"
+    assert cli("dbg", path, "--out", clean, "--no-report", env=env).returncode == 0
+    reference = {(r["judge"], r["item_id"], r["order"]): r for r in read_jsonl(clean / "judgments.jsonl")}
+    assert set(reference) == set(keys)
+    for record in after:
+        other = reference[(record["judge"], record["item_id"], record["order"])]
+        assert record["p_a"] == pytest.approx(other["p_a"], abs=1e-9)
+        assert record["spans"] == other["spans"]
+    assert json.loads((killed / "summary.json").read_text())["judges"] == json.loads((clean / "summary.json").read_text())["judges"]
+
+
+def test_unknown_config_key_is_one_line_error(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('models = ["a/b", "c/d"]\nbatchsize = 4\n')
+    with pytest.raises(InterpError, match="batchsize: unknown key"):
+        load_run_config(path)
+    result = cli("dbg", path, "--out", tmp_path / "out")
+    assert result.returncode == 2
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error:")
+    assert not (tmp_path / "out").exists()
+
+
+def test_malformed_dataset_line_names_file_and_line(tmp_path, tiny_llama_dir, tiny_gemma3_dir):
+    data = tmp_path / "items.jsonl"
+    data.write_text('{"id": "x1", "task": "truthfulness", "query": "What is 2+2?", "reference": "4"}\n{"id": "x2", "task": \n')
+    config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, data=str(data))
+    result = cli("dbg", write_config(tmp_path / "run.toml", config), "--out", tmp_path / "out")
+    assert result.returncode == 2
+    assert "items.jsonl:2" in result.stderr and result.stderr.count("\n") == 1
+
+
+def test_a_run_dir_with_another_config_is_refused(tmp_path, tiny_run, tiny_llama_dir, tiny_gemma3_dir):
+    out, _, _ = tiny_run
+    with pytest.raises(InterpError, match="different config"):
+        run_dbg(tiny_config(tiny_llama_dir, tiny_gemma3_dir, n=5), out, progress=False)
+
+
+def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
+    from hooks.spec import AttentionIntervention
+    from interp.experiments.causal import intervene_run
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("an intervention run must not generate or re-run gold judges")
+
+    monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
+    monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_first", refuse)
+    out, config, _ = tiny_run
+    result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), progress=False)
+    assert result["reused"]["responses"] == 12 and result["reused"]["responses_generated"] == 0
+    assert result["reused"]["gold_verdicts"] == 6 and result["reused"]["gold_judges_rerun"] == 0
+    for judge in config.models:
+        judge_result = result["judges"][judge]
+        assert set(judge_result["effects"]) == {"self", "other", "random"}
+        assert judge_result["verdict"].startswith(judge)
+        records = read_jsonl(out / "variants" / result["variant_keys"][judge]["self"] / "judgments.jsonl")
+        assert len([r for r in records if r["judge"] == judge]) == 12
+
+
+def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_llama_dir, tiny_gemma3_dir):
+    from interp.report.attention import SECTION_TITLE
+
+    config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, n=4, attention="final")
+    out = tmp_path / "out"
+    result = cli("dbg", write_config(tmp_path / "run.toml", config), "--out", out)
+    assert result.returncode == 0, result.stderr
+    default = (out / "figures" / "attention_figure7.png").read_bytes()
+    assert SECTION_TITLE in (out / "report.html").read_text()
+    result = cli("attention", out, "--paper-layout")
+    assert result.returncode == 0, result.stderr
+    assert (out / "figures" / "attention_figure7.png").read_bytes() != default  # authors in rows now
