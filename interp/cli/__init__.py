@@ -93,9 +93,6 @@ def main(args: list[str] | None = None) -> None:
         hint = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx else ""
         typer.echo(f"error: {exc.format_message()}{hint}", err=True)
         sys.exit(2)
-    except click_exceptions.Abort:
-        typer.echo("error: aborted", err=True)
-        sys.exit(130)
     sys.exit(code if isinstance(code, int) else 0)
 
 
