@@ -18,15 +18,15 @@ import random
 from typing import Sequence
 
 import torch
+from jaxtyping import Bool, Float
+from torch import Tensor
+
+from hooks.spec import AttentionIntervention, Target, validate_against
 from interp.core.backends import Batch, ScoreBias
 from interp.core.judge import BiasBuilder
 from interp.core.models import LoadedModel
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from jaxtyping import Bool, Float
-from torch import Tensor
-
-from hooks.spec import AttentionIntervention, Target, validate_against
 
 # ---- the definition -----------------------------------------------------------------------------
 

@@ -13,15 +13,15 @@ import contextlib
 from typing import Iterator, Literal, Sequence
 
 import torch
-from interp.core.backends import Batch, ScoreBias
-from interp.core.backends.bias import biased_attention
-from interp.core.models import LoadedModel
-from interp.core.spans import TokenizedPrompt
-from interp.errors import InterpError
 from torch import Tensor
 
 from hooks.compile import model_dtype, spec_bias_builder
 from hooks.spec import AttentionIntervention, Target
+from interp.core.backends import Batch, ScoreBias
+from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
+from interp.core.models import LoadedModel
+from interp.core.spans import TokenizedPrompt
+from interp.errors import InterpError
 
 
 def _offsets(attention_mask: Tensor) -> list[int]:
@@ -122,7 +122,7 @@ def dampen(
             elif mask.ndim != 2:
                 raise InterpError("dampen: pass a 2-D padding attention mask, not a prepared 4-D mask")
             compiled = build(Batch(input_ids, mask), _offsets(mask), prompts)
-            with biased_attention(hf_model, compiled):
+            with span_rows_attention(hf_model, ALL_ROWS, compiled, eager=True):  # a plain call keeps eager attention
                 return original(*args, **kwargs)
 
     had_own = "forward" in vars(owner)

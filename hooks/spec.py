@@ -26,8 +26,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, Mapping, Optional, Union
 
-from interp.config import read_toml, to_toml
-from interp.errors import InterpError
 from pydantic import (
     BaseModel,
     ConfigDict,
@@ -37,6 +35,9 @@ from pydantic import (
     StrictStr,
     ValidationError,
 )
+
+from interp.config import read_toml, to_toml
+from interp.errors import InterpError
 
 TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "random")
 QUERY_SETS: tuple[str, ...] = ("outside", "final")

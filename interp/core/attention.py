@@ -43,6 +43,13 @@ class SpanReducer:
         torch.matmul(rows, self.key_masks.transpose(1, 2), out=self.out[layer])
         self.seen.add(layer)
 
+    @property
+    def rows_read(self) -> int:
+        """How many of the last query rows the query set reads: a pattern needs to hold no more."""
+        if self.query_weights is None:
+            return 1
+        return max(int((self.query_weights != 0).sum(-1).max()), 1)
+
     def in_columns(self, columns: Tensor) -> "SpanReducer":
         """This reducer for patterns whose key c is the batch's key `columns[b, c]` (writing the same output)."""
         index = columns[:, None, :].expand(-1, self.key_masks.shape[1], -1)

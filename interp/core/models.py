@@ -7,6 +7,7 @@ renamed into place only when complete, so an interrupted conversion never leaves
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import importlib
 import json
@@ -58,6 +59,18 @@ class LoadedModel:
     @property
     def is_post_trained(self) -> bool:
         return self.kind == "post"
+
+
+@contextlib.contextmanager
+def attention_implementation(hf_model, name: str):
+    """Run the block under another attention implementation (eg. SDPA for generation, ~2.5x faster than
+    eager on the CPU); the model's own is restored after."""
+    previous = hf_model.config._attn_implementation
+    hf_model.set_attn_implementation(name)
+    try:
+        yield
+    finally:
+        hf_model.set_attn_implementation(previous)
 
 
 def own_model(judge: str) -> str:

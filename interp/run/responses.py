@@ -7,7 +7,6 @@ atomically (temp file + rename): an interrupted run never leaves a truncated ent
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -18,7 +17,7 @@ import torch
 from tqdm.auto import tqdm
 
 from interp.core.backends import left_pad
-from interp.core.models import LoadedModel, cache_root
+from interp.core.models import LoadedModel, attention_implementation, cache_root
 from interp.core.prompts import FEWSHOT_STOP, generation_prompt
 from interp.data import Item
 from interp.storage import atomic_write_text
@@ -55,17 +54,6 @@ def clean_generation(text: str, *, fewshot: bool) -> str:
     return text.strip()
 
 
-@contextlib.contextmanager
-def _attention_implementation(hf_model, name: str):
-    """Generation needs no attention patterns: SDPA is ~2.5x faster than eager on the CPU. Restored after."""
-    previous = hf_model.config._attn_implementation
-    hf_model.set_attn_implementation(name)
-    try:
-        yield
-    finally:
-        hf_model.set_attn_implementation(previous)
-
-
 def _cache_key(model: LoadedModel, prompt_text: str, decoding: Decoding) -> str:
     payload = json.dumps({"model": model.source, "prompt": prompt_text, "decoding": asdict(decoding) | {"batch_size": None}}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
@@ -99,7 +87,7 @@ def generate_responses(
             tokenizer(prompts[i].text, add_special_tokens=prompts[i].add_special_tokens)["input_ids"] for i in chunk
         ]
         batch, _ = left_pad(encoded, tokenizer.pad_token_id)
-        with torch.inference_mode(), _attention_implementation(model.hf_model, "sdpa"):
+        with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
             out = model.hf_model.generate(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from interp.core.backends import BACKENDS, Batch, left_pad
 from interp.core.judge import (
     judge_batch,
     judgment_record,
     label_tokens,
 )
-
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,
@@ -161,10 +161,11 @@ SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; 
 def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, queries, target):
     """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
-    from hooks.apply import bias_builder
+    from hooks.compile import bias_builder
     from hooks.spec import AttentionIntervention
-    from interp.backends import HFBackend, make_backend
-    from interp.judge import shared_prefix_length
+    from interp.core.backends import make_backend
+    from interp.core.backends.hf import HFBackend
+    from interp.core.judge import shared_prefix_length
 
     model = request.getfixturevalue(name)
     backend = make_backend(model, "hf")
@@ -196,8 +197,9 @@ def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, sha
 def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, shares):
     """Steering edits that leave the prefix alone run on the shared-prefix pass; one at every position
     (the prefix included) falls back to the plain pass. Either way batched == one at a time."""
-    from interp.backends import HFBackend, make_backend
-    from interp.steering import steer
+    from hooks.steering import steer
+    from interp.core.backends import make_backend
+    from interp.core.backends.hf import HFBackend
 
     backend = make_backend(tiny_llama, "hf")
     prompts = [tokenized(tiny_llama, "helpfulness", q, a, b, kind="post") for q, a, b in BATCH_ITEMS]
@@ -220,8 +222,8 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
 def test_shared_prefix_patterns_keep_the_batch_columns(tiny_llama):
     """Patterns from the shared-prefix pass are the plain pass's rows for the suffix queries, key for key
     (prefix keys included), so any pattern consumer sees the batch's own coordinates."""
-    from interp.backends import make_backend
-    from interp.judge import shared_prefix_length
+    from interp.core.backends import make_backend
+    from interp.core.judge import shared_prefix_length
 
     backend = make_backend(tiny_llama, "hf")
     prompts = [tokenized(tiny_llama, "helpfulness", q, a, b, kind="post") for q, a, b in BATCH_ITEMS]
@@ -242,7 +244,7 @@ def test_shared_prefix_patterns_keep_the_batch_columns(tiny_llama):
 
 
 def test_shared_prefix_stops_before_the_first_response(tiny_llama):
-    from interp.judge import shared_prefix_length
+    from interp.core.judge import shared_prefix_length
 
     first = tokenized(tiny_llama, "helpfulness", QUERY, ANSWER_A, ANSWER_B, kind="post")
     swapped = tokenized(tiny_llama, "helpfulness", QUERY, ANSWER_B, ANSWER_A, kind="post")

@@ -26,7 +26,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from interp.core.backends import BACKENDS, left_pad
 from interp.core.judge import judge_batch, label_tokens
-from interp.core.models import LoadedModel, load_model, resolve_spec
+from interp.core.models import LoadedModel, attention_implementation, load_model, resolve_spec
 from interp.core.spans import build_judge_prompt
 from interp.errors import InterpError
 
@@ -86,12 +86,13 @@ def hidden_keys(width: int, offsets, targets, queries: str) -> torch.Tensor:
     return mask
 
 
-def oracle_logits(model: LoadedModel, prompt, span, queries: str, *, keep_last: bool) -> torch.Tensor:
-    """A plain HF forward with a 4-D additive mask: causal, plus -inf on the hidden keys."""
+def oracle_logits(model: LoadedModel, prompt, span, queries: str, *, keep_last: bool, attention: str) -> torch.Tensor:
+    """A plain HF forward with a 4-D additive mask: causal, plus -inf on the hidden keys; under the backend's
+    attention implementation, so the comparison is of the masking, not of the eager and SDPA kernels."""
     n = len(prompt)
     mask = torch.full((n, n), float("-inf")).triu(1)
     mask[hidden_keys(n, [0], [span], queries)[0]] = float("-inf")
-    with torch.inference_mode():
+    with torch.inference_mode(), attention_implementation(model.hf_model, attention):
         out = model.hf_model(
             input_ids=torch.tensor([prompt.input_ids]),
             attention_mask=mask[None, None],
@@ -123,9 +124,10 @@ def check_alpha_zero_matches_oracle(model, backend, prompt, queries="outside", t
     hooked = backend.forward(batch, score_bias=bias)
     # The hf backend computes only the last position's logits (logits_to_keep=1); the other two compute all
     # positions. Match that in the oracle, so the comparison is of the masking, not of lm_head GEMM kernels.
-    key = (id(model), tuple(prompt.input_ids), span, queries, backend.name == "hf")
+    attention = getattr(backend, "attention", "eager")
+    key = (id(model), tuple(prompt.input_ids), span, queries, backend.name == "hf", attention)
     if key not in _ORACLES:
-        _ORACLES[key] = oracle_logits(model, prompt, span, queries, keep_last=backend.name == "hf")
+        _ORACLES[key] = oracle_logits(model, prompt, span, queries, keep_last=backend.name == "hf", attention=attention)
     torch.testing.assert_close(hooked, _ORACLES[key], atol=1e-5, rtol=0)
     base = backend.forward(batch) if base is None else base
     assert (hooked - base).abs().max() > 1e-4  # and the mask did something
@@ -430,10 +432,12 @@ def test_dampen_applies_compile_bias_and_restores(tiny, backend_name):
 
 
 def test_dampen_on_a_plain_hf_model_and_validation(tiny):
+    from interp.core.backends import make_backend
+
     hf = tiny.hf_model
     prompts = prompts_for(tiny)
     batch, offsets = batch_for(tiny, prompts)
-    backend = backend_for(tiny, "hf")
+    backend = make_backend(tiny, "hf", attention="eager")  # a plain call keeps the model's eager attention
 
     def run():
         with torch.inference_mode():

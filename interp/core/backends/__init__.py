@@ -8,17 +8,19 @@ mechanism every intervention compiles to. `resid_edit` (optional) maps a layer t
 layer's residual-stream output (`Float[Tensor, "batch pos d_model"]` -> same shape; the decoder layer's
 output in hf/nnsight, `blocks.{l}.hook_resid_post` in transformer_lens): activation steering.
 
-- `hf`: plain transformers, eager attention; patterns from forward hooks on each `self_attn` module;
-  biases through a registered attention function (`interp_eager`) that adds them to the scores.
+- `hf`: plain transformers; every layer runs `span_rows` attention (SDPA plus the exact pattern rows a hook
+  reads, or the family's eager attention in the reference mode), biases added to its mask; patterns from
+  forward hooks on each `self_attn` module.
 - `transformer_lens`: TransformerBridge booted on the same HF object; `blocks.{l}.attn.hook_pattern` and
   `blocks.{l}.attn.hook_attn_scores`.
-- `nnsight`: LanguageModel wrapping the same object; `self_attn.output[1]`; biases as for `hf`.
+- `nnsight`: LanguageModel wrapping the same object; `self_attn.output[1]`; attention as for `hf`.
 """
 
 from __future__ import annotations
 
 from interp.core.backends.protocol import (
     BACKENDS,
+    AttentionMode,
     Backend,
     BackendName,
     Batch,
@@ -32,16 +34,21 @@ from interp.core.models import LoadedModel
 from interp.errors import InterpError
 
 __all__ = [
-    "BACKENDS", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
+    "BACKENDS", "AttentionMode", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
     "left_pad", "make_backend",
 ]  # fmt: skip
 
 
-def make_backend(model: LoadedModel, backend: str = "hf") -> Backend:
+def make_backend(model: LoadedModel, backend: str = "hf", *, attention: AttentionMode = "sdpa") -> Backend:
+    """Wrap the model in a backend. `attention` (hf and nnsight): "sdpa" runs each layer's fast kernel and
+    computes only the pattern rows a hook reads; "eager" computes every layer's whole pattern (the reference).
+    TransformerLens computes its own patterns (`hook_pattern`) and ignores it."""
+    if attention not in ("sdpa", "eager"):
+        raise InterpError(f"unknown attention {attention!r}; use 'sdpa' or 'eager'")
     if backend == "hf":
         from interp.core.backends.hf import HFBackend
 
-        return HFBackend(model)
+        return HFBackend(model, attention=attention)
     if backend == "transformer_lens":
         from interp.core.backends.transformer_lens import TransformerLensBackend
 
@@ -49,6 +56,6 @@ def make_backend(model: LoadedModel, backend: str = "hf") -> Backend:
     if backend == "nnsight":
         from interp.core.backends.nnsight import NNsightBackend
 
-        return NNsightBackend.boot(model)
+        return NNsightBackend.boot(model, attention)
     raise InterpError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
 

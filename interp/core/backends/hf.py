@@ -1,15 +1,16 @@
-"""The plain transformers backend: forward hooks on each `self_attn` module read the eager patterns,
-biases go through the registered `interp_eager` attention function, edits through decoder-layer hooks."""
+"""The plain transformers backend: every layer runs `span_rows` attention (SDPA plus the exact pattern rows a
+hook reads, biases in the mask); forward hooks on each `self_attn` module read those rows, edits go through
+decoder-layer hooks."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 from typing import Callable
 
 import torch
 from torch import Tensor
 
-from interp.core.backends.bias import biased_attention
 from interp.core.backends.layers import (
     attention_modules,
     decoder_layer_paths,
@@ -17,6 +18,7 @@ from interp.core.backends.layers import (
     final_logits,
 )
 from interp.core.backends.protocol import (
+    AttentionMode,
     Batch,
     ColumnAwareHook,
     PatternHook,
@@ -28,6 +30,7 @@ from interp.core.backends.shared_prefix import (
     suffix_biases,
     window_covers,
 )
+from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 
 
@@ -58,6 +61,7 @@ class HFBackend:
     model: LoadedModel
     name: str = "hf"
     shares_prefix: bool = True  # forward(..., shared_prefix=n) runs a common prefix once per batch
+    attention: AttentionMode = "sdpa"  # eager: the reference (every layer's whole pattern)
 
     def forward(
         self,
@@ -84,7 +88,7 @@ class HFBackend:
         return _call_hooked(
             self.model.hf_model,
             handles,
-            score_bias,
+            span_rows_attention(self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"),
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
@@ -98,7 +102,7 @@ class HFBackend:
 
         hf_model = self.model.hf_model
         cache = DynamicCache(config=hf_model.config)
-        with torch.inference_mode():
+        with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attention == "eager"):
             hf_model(input_ids=layout.prefix_ids(batch), past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache.batch_repeat_interleave(batch.input_ids.shape[0])
         handles = []
@@ -112,7 +116,7 @@ class HFBackend:
         return _call_hooked(
             hf_model,
             handles,
-            suffix_bias,
+            span_rows_attention(hf_model, rows_for(on_pattern), suffix_bias, eager=self.attention == "eager"),
             input_ids=layout.suffix_ids,
             attention_mask=layout.attention_mask,
             position_ids=layout.position_ids(),
@@ -121,10 +125,11 @@ class HFBackend:
         )
 
 
-def _call_hooked(hf_model: torch.nn.Module, handles: list, score_bias: ScoreBias | None, **inputs) -> Tensor:
-    """One forward pass with the given hooks and biases; the hooks are removed whatever happens."""
+def _call_hooked(hf_model: torch.nn.Module, handles: list, attention: contextlib.AbstractContextManager, **inputs) -> Tensor:
+    """One forward pass with the given hooks inside `attention` (which sets the layers' attention up and
+    restores it); the hooks are removed whatever happens."""
     try:
-        with torch.inference_mode(), biased_attention(hf_model, score_bias):
+        with torch.inference_mode(), attention:
             out = hf_model(**inputs, logits_to_keep=1)
     finally:
         for handle in handles:

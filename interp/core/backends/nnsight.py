@@ -1,5 +1,5 @@
 """nnsight's LanguageModel wrapping (a weight-sharing copy of) the user's HF model: patterns are
-`self_attn.output[1]` inside a trace; biases go through the registered `interp_eager` attention function."""
+`self_attn.output[1]` inside a trace (the rows `span_rows` attention returns); biases in its mask."""
 
 from __future__ import annotations
 
@@ -7,9 +7,15 @@ from dataclasses import dataclass
 
 import torch
 
-from interp.core.backends.bias import biased_attention
 from interp.core.backends.layers import attention_modules, shared_weight_copy
-from interp.core.backends.protocol import Batch, PatternHook, ResidEdit, ScoreBias
+from interp.core.backends.protocol import (
+    AttentionMode,
+    Batch,
+    PatternHook,
+    ResidEdit,
+    ScoreBias,
+)
+from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 
 
@@ -20,15 +26,16 @@ class NNsightBackend:
     traced_model: torch.nn.Module  # what nnsight wraps: a weight-sharing copy of the user's model
     name: str = "nnsight"
     shares_prefix: bool = False
+    attention: AttentionMode = "sdpa"
 
     @classmethod
-    def boot(cls, model: LoadedModel) -> "NNsightBackend":
+    def boot(cls, model: LoadedModel, attention: AttentionMode = "sdpa") -> "NNsightBackend":
         from nnsight import LanguageModel
 
         # nnsight installs its own `forward` on the module it wraps; wrap a copy sharing every weight so the
         # user's model object is left exactly as it was.
         traced_model = shared_weight_copy(model.hf_model)
-        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer), traced_model)
+        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer), traced_model, attention=attention)
 
     def forward(
         self,
@@ -42,7 +49,7 @@ class NNsightBackend:
         from interp.core.backends.nnsight_trace import traced_forward
 
         paths = [path for path, _ in attention_modules(self.traced_model)]
-        with torch.inference_mode(), biased_attention(self.traced_model, score_bias):
+        with torch.inference_mode(), span_rows_attention(self.traced_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"):
             if resid_edit:
                 return traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit)
             return traced_forward(self.wrapped, batch, on_pattern, paths)

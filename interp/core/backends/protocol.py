@@ -13,7 +13,7 @@ tokens; a backend whose `shares_prefix` is True computes their keys and values o
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, Protocol, runtime_checkable
+from typing import Callable, Literal, Protocol, runtime_checkable
 
 import torch
 from jaxtyping import Float, Int
@@ -22,9 +22,13 @@ from torch import Tensor
 from interp.config import BACKENDS, BackendName
 from interp.core.models import LoadedModel
 
-__all__ = ["BACKENDS", "BackendName", "Backend", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias", "left_pad"]
+__all__ = [
+    "BACKENDS", "AttentionMode", "BackendName", "Backend", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit",
+    "RowAwareHook", "ScoreBias", "left_pad",
+]  # fmt: skip
 
 PatternHook = Callable[[int, Tensor], None]
+AttentionMode = Literal["sdpa", "eager"]  # sdpa: fast kernels + the rows a hook reads; eager: the reference
 ScoreBias = dict[int, Tensor]
 ResidEdit = dict[int, Callable[[Tensor], Tensor]]
 
@@ -63,6 +67,16 @@ class ColumnAwareHook(Protocol):
     def __call__(self, layer: int, pattern: Tensor) -> None: ...
 
     def in_columns(self, columns: Tensor) -> "ColumnAwareHook": ...
+
+
+@runtime_checkable
+class RowAwareHook(Protocol):
+    """A pattern hook that reads only the last `rows_read` query rows of each pattern (the span reducer): an
+    SDPA pass then computes just those rows exactly, instead of the whole T x T pattern."""
+
+    rows_read: int
+
+    def __call__(self, layer: int, pattern: Tensor) -> None: ...
 
 
 class Backend(Protocol):
