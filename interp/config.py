@@ -7,12 +7,20 @@ Unknown keys are errors: a typo never silently falls back to a default.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal, get_args
 
 import tomli_w
 import tomllib
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 from interp.errors import InterpError
 
@@ -41,8 +49,8 @@ def validate_config(model: type[BaseModel], data: dict, source: str):
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
-        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"]
-        raise InterpError(f"{source}: {where}: {message}") from None
+        message = "unknown key" if error["type"] == "extra_forbidden" else error["msg"].removeprefix("Value error, ")
+        raise InterpError(f"{source}: {where}: {message}" if where else f"{source}: {message}") from None
 
 
 def read_toml(path: Path, what: str = "config file") -> dict:
@@ -65,6 +73,46 @@ def read_toml(path: Path, what: str = "config file") -> dict:
 def load_toml_config(path: Path, model: type[BaseModel], what: str = "config file"):
     """Read a TOML file into `model`; a missing file, bad TOML or a bad key is a one-line InterpError."""
     return validate_config(model, read_toml(path, what), str(path))
+
+
+DTYPE_NAMES = ("float32", "bfloat16", "float16")
+DEVICE_PATTERN = re.compile(r"^(cpu|cuda(:\d+)?|mps|auto)$")
+
+
+def placement_key_problem(device: str, dtype: str | None, device_map: str | None) -> str | None:
+    """What is wrong with the spelling of the placement keys (hardware is checked when a model loads)."""
+    if not DEVICE_PATTERN.match(device):
+        return f"unknown device {device!r}; use cpu, cuda, cuda:N, mps or auto"
+    if dtype is not None and dtype not in DTYPE_NAMES:
+        return f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_NAMES)}"
+    if device_map is not None and device_map != "auto":
+        return f"unknown device_map {device_map!r}; use \"auto\" (shard over every visible GPU) or leave it out"
+    return None
+
+
+class PlacementKeys(Strict):
+    """Where the job's local models run: `device` (cpu, cuda, cuda:N, mps, auto), `dtype` (float32, bfloat16,
+    float16; default float32 on the CPU, bfloat16 on a GPU) and `device_map = "auto"` (shard over GPUs)."""
+
+    device: str = "auto"
+    dtype: str | None = None
+    device_map: str | None = None
+
+    @model_validator(mode="after")
+    def _check_placement(self):
+        problem = placement_key_problem(self.device, self.dtype, self.device_map)
+        if problem:
+            raise ValueError(problem)
+        return self
+
+
+def backend_placement_problem(backend: str | None, device_map: str | None) -> str | None:
+    if backend == "transformer_lens" and device_map is not None:
+        return (
+            "the transformer_lens backend runs a model on one device and cannot honour device_map = \"auto\"; "
+            "use backend \"hf\" or \"nnsight\" for a sharded model, or one device"
+        )
+    return None
 
 
 def _known_backend(value: str | None) -> str | None:
@@ -102,7 +150,7 @@ class GoldConfig(Strict):
     recorded: list[str] = Field(default_factory=list)
 
 
-class RunConfig(Strict):
+class RunConfig(PlacementKeys):
     name: str = "dbg"
     data: str = "builtin"
     n: int = Field(500, ge=1)  # the paper samples 500 instructions
@@ -117,19 +165,59 @@ class RunConfig(Strict):
     attention: Literal["final", "after", "none"] = "final"
     n_boot: int = Field(1000, ge=10)
     gold: GoldConfig = GoldConfig()
+    # A name in `models`/`judges` that is a server's name is that OpenAI-compatible endpoint (answers and
+    # DBG judging, no attention); a name in `imports` has its answers read from that file (it cannot judge).
+    servers: list[HTTPJudgeConfig] = Field(default_factory=list)
+    imports: dict[str, str] = Field(default_factory=dict)
 
     _check_backend = field_validator("backend")(_known_backend)
 
+    @model_validator(mode="after")
+    def _sources_are_models(self):
+        names = [server.name for server in self.servers]
+        if len(set(names)) != len(names):
+            raise ValueError("two servers share a name")
+        for name in list(self.imports) + names:
+            if name not in self.models and name not in (self.judges or []):
+                raise ValueError(f"{name!r} (a server or an imported model) is neither one of the models nor a judge")
+        both = set(self.imports) & set(names)
+        if both:
+            raise ValueError(f"{sorted(both)[0]!r} is both imported and served; keep one")
+        unable = [j for j in self.judges or [] if j in self.imports]
+        if unable:
+            raise ValueError(f"{unable[0]!r} has imported answers but no weights or server to judge with")
+        return self
+
+    def server(self, name: str) -> HTTPJudgeConfig | None:
+        return next((server for server in self.servers if server.name == name), None)
+
+    @model_validator(mode="after")
+    def _backend_can_place(self):
+        problem = backend_placement_problem(self.backend, self.device_map)
+        if problem:
+            raise ValueError(problem)
+        return self
+
     @property
     def judge_specs(self) -> list[str]:
-        return list(self.judges) if self.judges is not None else list(self.models)
+        """The judges: those given, or every model that can judge (imported answers cannot)."""
+        return list(self.judges) if self.judges is not None else [m for m in self.models if m not in self.imports]
 
     def identity(self) -> dict:
-        """What determines the run's results: the config without where its HTTP judges live."""
+        """What determines the run's results: the config without where its models and HTTP judges live.
+
+        The dtype stays (a run records the dtype it was judged in; none recorded: an older run, float32)."""
         data = self.model_dump(exclude_none=True)
-        for judge in data["gold"]["http"]:
+        data.pop("device")
+        data.pop("device_map", None)
+        data["dtype"] = self.dtype or "float32"
+        for judge in data["gold"]["http"] + data["servers"]:
             for key in HTTP_LOCATION_KEYS:
                 judge.pop(key, None)
+        if not data["servers"]:
+            data.pop("servers")
+        if not data["imports"]:
+            data.pop("imports")
         return data
 
 
@@ -154,7 +242,7 @@ class HeadAxes(Strict):
     random_seeds: list[int] = Field(default_factory=list)
 
 
-class SweepConfig(Strict):
+class SweepConfig(PlacementKeys):
     """An ablation sweep: attention interventions over layers, bands, head sets, alphas and targets."""
 
     run: str
@@ -171,7 +259,7 @@ class SweepConfig(Strict):
     _check_backend = field_validator("backend")(_known_backend)
 
 
-class SteeringSweepConfig(Strict):
+class SteeringSweepConfig(PlacementKeys):
     """A steering sweep: coefficients x layers of residual steering along a self-recognition direction."""
 
     run: str

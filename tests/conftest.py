@@ -116,6 +116,17 @@ def real_run(tmp_path_factory) -> RealRun:
 
     config = RunConfig(n=3, max_new_tokens=24, max_words=20, batch_size=4, name="t")
     root = tmp_path_factory.mktemp("attention-run") / "run"
-    loaded: dict = {}
-    run_dbg(config, root, progress=False, loaded=loaded)
-    return RealRun(root, config, loaded)
+    from interp.core.models import ModelCache
+
+    models = ModelCache()
+    run_dbg(config, root, progress=False, models=models)
+    return RealRun(root, config, models.models)
+
+
+@pytest.fixture(scope="session")
+def llama_server(tmp_path_factory):
+    """A llama-cpp-python server on the packaged SmolLM2 GGUF (base URL), shared by the slow server tests."""
+    from tests.helpers.servers import llama_server as serve
+
+    with serve(tmp_path_factory.mktemp("llama-server")) as base_url:
+        yield base_url

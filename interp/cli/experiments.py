@@ -7,6 +7,7 @@ from typing import Optional
 
 import typer
 
+from interp.cli.options import device_option, dtype_option, placement_keys
 from interp.report.steering import interval_text, pct0
 
 
@@ -26,16 +27,18 @@ def intervene(
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author)"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
     controls: bool = typer.Option(True, help="also run the other-span and random-span controls (self-span specs)"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Re-run only judging under an intervention (responses and gold held fixed) and test for a causal effect."""
     from hooks.spec import load_spec
-
     from interp.experiments.causal import intervene_run
     from interp.report.interventions import intervention_section
     from interp.run.store import RunDir
 
+    where = placement_keys(device, dtype)
     spec = load_spec(spec_path)
-    result = intervene_run(run_dir, spec, judges=judge, backend=backend, with_controls=controls)
+    result = intervene_run(run_dir, spec, judges=judge, backend=backend, with_controls=controls, where=where)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
     for judge_name, r in result["judges"].items():
@@ -54,18 +57,26 @@ def _echo_results(path: Path) -> None:
         typer.echo(f"figure: {figure}")
 
 
-def sweep(config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml")) -> None:
+def sweep(
+    config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
+) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
-    from interp.experiments.sweeps import run_sweep
+    from interp.experiments.sweeps import load_sweep_config, run_sweep
 
-    _echo_results(run_sweep(config))
+    _echo_results(run_sweep(config, where=placement_keys(device, dtype, load_sweep_config(config))))
 
 
-def steer_sweep(config: Path = typer.Argument(..., help="steering sweep config (TOML), e.g. experiments/steering_sweep.toml")) -> None:
+def steer_sweep(
+    config: Path = typer.Argument(..., help="steering sweep config (TOML), e.g. experiments/steering_sweep.toml"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
+) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
-    from interp.experiments.sweeps import run_steering_sweep
+    from interp.experiments.sweeps import load_steering_sweep, run_steering_sweep
 
-    _echo_results(run_steering_sweep(config))
+    _echo_results(run_steering_sweep(config, where=placement_keys(device, dtype, load_steering_sweep(config))))
 
 
 def table_lines(table: dict) -> list[str]:
@@ -94,11 +105,14 @@ def steer(
     k_heads: Optional[int] = typer.Option(None, "--k-heads", help="other-emphasis on the top-k own-minus-other heads (default: all heads)"),
     judge: Optional[str] = typer.Option(None, "--judge"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
     from interp.experiments.steering import steering_table
 
-    table = steering_table(Path(run_dir), judge or None, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend)
+    where = placement_keys(device, dtype)
+    table = steering_table(Path(run_dir), judge or None, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where)
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")

@@ -8,6 +8,7 @@ from typing import Optional
 
 import typer
 
+from interp.cli.options import device_option, dtype_option, placement_keys
 from interp.errors import InterpError
 
 
@@ -18,13 +19,15 @@ def print_json(value) -> None:
 def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """List the built-in model aliases (source, pre/post-trained, layers, heads)."""
     from interp.core.models import describe_aliases
+    from interp.core.placement import resolve_placement
 
-    rows = describe_aliases()
+    default = resolve_placement().record()  # where a model loads by default on this machine
+    rows = [row | {"device": default["device"], "dtype": default["dtype"]} for row in describe_aliases()]
     if as_json:
         print_json(rows)
         return
     for row in rows:
-        typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['source']}")
+        typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}")
 
 
 def inspect(
@@ -37,11 +40,12 @@ def inspect(
     queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
     intervene: Optional[Path] = typer.Option(None, "--intervene", help="intervention spec (TOML) applied while judging"),
     as_json: bool = typer.Option(False, "--json"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
     from hooks.compile import bias_builder
     from hooks.spec import load_spec
-
     from interp.core.backends import make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model
@@ -49,14 +53,16 @@ def inspect(
 
     if queries not in ("final", "after"):
         raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
+    where = placement_keys(device, dtype)
     spec = load_spec(intervene) if intervene is not None else None
-    loaded = load_model(model)
+    loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
     runner = make_backend(loaded, backend)
     bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
     result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
     if spec is not None:
         result["intervention"] = spec.to_dict()
+    result["placement"] = loaded.placement.record()
     if as_json:
         print_json(result)
         return
@@ -70,15 +76,19 @@ def dbg(
     config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
     out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
     report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
-    from interp.config import load_run_config
+    from interp.config import load_run_config, run_config_from_dict
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
     from interp.run.pipeline import run_dbg
     from interp.run.store import RunDir
 
     run_config = load_run_config(config)
+    flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
+    run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
     summary = run_dbg(run_config, out)
     if report:
         with RunDir(out).writer():
@@ -99,9 +109,11 @@ def demo(
     n: Optional[int] = typer.Option(None, "--n", help="number of built-in instructions (default: all)"),
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
     backend: str = typer.Option("hf", "--backend", "-b"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
     from interp.experiments.demo import run_demo
 
-    path = run_demo(out, n=n, backend=backend)
+    path = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype))
     typer.echo(f"report: {path}")

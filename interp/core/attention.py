@@ -13,6 +13,8 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
+from interp.core.placement import to_host
+
 QuerySet = Literal["final", "after"]
 SPAN_NAMES = ("a", "b")
 
@@ -33,14 +35,33 @@ class SpanReducer:
     query_weights: Float[Tensor, "batch query"] | None  # None = final position only
     out: Float[Tensor, "layer batch head span"]
     seen: set[int] = field(default_factory=set)
+    # A layer on another device (a GPU, a shard of a sharded model) is reduced there, into that device's
+    # output; `stacked` brings each device's output to the CPU once. Masses are float32 whatever the dtype.
+    device_out: dict = field(default_factory=dict)  # device -> Float[Tensor, "layer batch head span"]
+    layer_device: dict = field(default_factory=dict)  # layer -> device, for layers reduced off the CPU
+    placed: dict = field(default_factory=dict)  # device -> (key_masks, query_weights) on that device
+
+    def _on(self, device: torch.device):
+        """key masks, query weights and output buffer on `device` (copied there once per batch)."""
+        if device == self.key_masks.device:
+            return self.key_masks, self.query_weights, self.out
+        if device not in self.placed:
+            weights = self.query_weights.to(device) if self.query_weights is not None else None
+            self.placed[device] = (self.key_masks.to(device), weights)
+        if device not in self.device_out:
+            self.device_out[device] = torch.zeros(self.out.shape, dtype=self.out.dtype, device=device)
+        return (*self.placed[device], self.device_out[device])
 
     def __call__(self, layer: int, pattern: Float[Tensor, "batch head query key"]) -> None:
         pattern = pattern.detach().float()  # a no-op for float32 patterns
-        if self.query_weights is None:
+        key_masks, query_weights, out = self._on(pattern.device)
+        if query_weights is None:
             rows = pattern[:, :, -1, :]
         else:
-            rows = torch.einsum("bhqk,bq->bhk", pattern, self.query_weights[:, -pattern.shape[2] :])
-        torch.matmul(rows, self.key_masks.transpose(1, 2), out=self.out[layer])
+            rows = torch.einsum("bhqk,bq->bhk", pattern, query_weights[:, -pattern.shape[2] :])
+        torch.matmul(rows, key_masks.transpose(1, 2), out=out[layer])
+        if out is not self.out:
+            self.layer_device[layer] = pattern.device
         self.seen.add(layer)
 
     @property
@@ -53,12 +74,15 @@ class SpanReducer:
     def in_columns(self, columns: Tensor) -> "SpanReducer":
         """This reducer for patterns whose key c is the batch's key `columns[b, c]` (writing the same output)."""
         index = columns[:, None, :].expand(-1, self.key_masks.shape[1], -1)
-        return replace(self, key_masks=torch.gather(self.key_masks, 2, index))
+        return replace(self, key_masks=torch.gather(self.key_masks, 2, index), placed={})
 
     def stacked(self) -> Float[Tensor, "batch layer head span"]:
         missing = sorted(set(range(self.out.shape[0])) - self.seen)
         if missing:
             raise RuntimeError(f"no attention pattern reached the reducer for layers {missing}")
+        for device, out in self.device_out.items():
+            layers = [layer for layer, where in self.layer_device.items() if where == device]
+            self.out[layers] = to_host(out)[layers]
         return self.out.transpose(0, 1)
 
 

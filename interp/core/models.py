@@ -20,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from interp.core.placement import Placement, input_device, resolve_placement
 from interp.errors import InterpError
 
 Kind = Literal["pre", "post"]
@@ -55,10 +56,29 @@ class LoadedModel:
     n_heads: int
     context_length: int
     meta: dict = field(default_factory=dict)
+    placement: Placement = Placement()
 
     @property
     def is_post_trained(self) -> bool:
         return self.kind == "post"
+
+    @property
+    def device(self) -> torch.device:
+        """Where input ids go (the token embedding's device); a sharded model's layers may be elsewhere."""
+        return input_device(self.hf_model)
+
+
+@dataclass
+class ModelCache:
+    """Models loaded once per job, all with one placement (callers pass one cache through a whole job)."""
+
+    placement: Placement = Placement()
+    models: dict[str, LoadedModel] = field(default_factory=dict)
+
+    def get(self, spec: str) -> LoadedModel:
+        if spec not in self.models:
+            self.models[spec] = load_model(spec, placement=self.placement)
+        return self.models[spec]
 
 
 @contextlib.contextmanager
@@ -197,18 +217,34 @@ def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
     return spec, None, f"hf:{spec}"
 
 
-def load_model(spec: str, *, kind: Kind | None = None, dtype: torch.dtype = torch.float32) -> LoadedModel:
-    """Load a causal LM with eager attention (so attention patterns exist) in eval mode on the CPU.
+def load_model(
+    spec: str,
+    *,
+    kind: Kind | None = None,
+    device: str = "auto",
+    dtype: str | None = None,
+    device_map: str | None = None,
+    placement: Placement | None = None,
+) -> LoadedModel:
+    """Load a causal LM in eval mode, placed by `device`/`dtype`/`device_map` (see `interp.core.placement`;
+    or an already resolved `placement`). Its own attention is eager (the reference; backends run SDPA).
 
     `kind` overrides the pre/post-trained guess (post-trained = the tokenizer has a chat template). Wrap the
     result in a backend with `interp.core.backends.make_backend(model, "hf" | "transformer_lens" | "nnsight")`.
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    placement = placement or resolve_placement(device, dtype, device_map)
     location, alias_kind, source = resolve_spec(spec)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
-        hf_model = AutoModelForCausalLM.from_pretrained(location, dtype=dtype, attn_implementation="eager")
+        hf_model = AutoModelForCausalLM.from_pretrained(
+            location,
+            dtype=placement.torch_dtype,
+            attn_implementation="eager",
+            # Straight onto the device (no CPU copy of a big model first); the CPU needs no map.
+            device_map=placement.device_map or (None if placement.device == "cpu" else placement.device),
+        )
     except OSError as exc:
         raise InterpError(f"cannot load model {spec!r} offline: {str(exc).splitlines()[0]}") from exc
     hf_model.eval()
@@ -228,6 +264,7 @@ def load_model(spec: str, *, kind: Kind | None = None, dtype: torch.dtype = torc
         n_layers=text_config.num_hidden_layers,
         n_heads=text_config.num_attention_heads,
         context_length=int(getattr(text_config, "max_position_embeddings", 0) or 0),
+        placement=placement,
     )
 
 

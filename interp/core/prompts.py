@@ -214,6 +214,18 @@ def generation_prompt(tokenizer, task: str, query: str, *, kind: str, words: int
     return Prompt(text, spans, add_special_tokens=True, style="fewshot")
 
 
+class UserTurnOnly:
+    """A stand-in tokenizer whose "chat template" is the bare user message: a `kind="post"` prompt built with
+    it is exactly the user turn a local chat model sees (what an OpenAI-compatible chat server is sent; the
+    server applies its own template)."""
+
+    chat_template = "{{ messages[0]['content'] }}"
+
+    @staticmethod
+    def apply_chat_template(messages, tokenize=False, add_generation_prompt=True):
+        return messages[0]["content"]
+
+
 # ---- shared helpers --------------------------------------------------------------------------------
 
 _SENTINEL = "\x00INTERP_USER_TURN\x00"

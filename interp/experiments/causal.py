@@ -15,12 +15,14 @@ from pathlib import Path
 from typing import Sequence
 
 from hooks.spec import AttentionIntervention
+from interp.config import PlacementKeys
+from interp.core.models import ModelCache
 from interp.experiments.engine import (
-    Judges,
     Variant,
     check_variants,
     digest,
     evaluate,
+    judge_pool,
     self_judges,
     variant_key,
 )
@@ -49,7 +51,8 @@ def intervene_run(
     backend: str | None = None,
     with_controls: bool = True,
     progress: bool = True,
-    loaded: dict | None = None,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
 ) -> dict:
     """Re-judge the run under `spec` (and its controls); write result.json under RUN/interventions/.
 
@@ -59,7 +62,7 @@ def intervene_run(
     run = load_run(run_dir)
     judge_names = self_judges(run, judges)
     variants = intervention_variants(spec, with_controls=with_controls)
-    pool = Judges(loaded if loaded is not None else {}, backend)
+    pool = judge_pool(run, backend, where=where, models=models)
     for judge in judge_names:  # every variant is checked against every judge before any judging starts
         check_variants(pool.model(judge), list(variants.values()))
     backend_name = backend or run.config.backend

@@ -11,7 +11,9 @@ from pathlib import Path
 
 from hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
-from interp.config import RunConfig
+from interp.config import PlacementKeys, RunConfig
+from interp.core.models import ModelCache
+from interp.core.placement import placement_of
 from interp.data import builtin_items
 from interp.experiments.causal import intervene_run
 from interp.report.attention import write_attention_figures
@@ -40,15 +42,18 @@ def top_heads_spec(run_dir: Path, judge: str, k: int = DEMO_TOP_HEADS) -> Attent
     return AttentionIntervention(target="self", alpha=0.0, heads=table, name=f"self-mask-top{k}-heads")
 
 
-def run_demo(out: Path, *, n: int | None = None, backend: str = "hf", progress: bool = True) -> Path:
+def run_demo(
+    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True
+) -> Path:
     out = Path(out)
-    loaded: dict = {}
-    config = demo_config(n, backend)
-    run_dbg(config, out, progress=progress, loaded=loaded)
+    where = where or PlacementKeys()
+    config = demo_config(n, backend).model_copy(update=where.model_dump())
+    models = ModelCache(placement_of(config))
+    run_dbg(config, out, progress=progress, models=models)
     with RunDir(out).writer():
         write_attention_figures(out)
         results = [
-            intervene_run(out, top_heads_spec(out, judge), judges=[judge], progress=progress, loaded=loaded)
+            intervene_run(out, top_heads_spec(out, judge), judges=[judge], progress=progress, models=models)
             for judge in config.judge_specs
         ]
         intervention_section(results, RunDir(out).figures)

@@ -31,16 +31,24 @@ from typing import Literal, Sequence
 
 import numpy as np
 import torch
+from torch import Tensor
+
 from hooks.steering import unit_vector
 from interp.core.backends import Backend, left_pad
 from interp.core.models import LoadedModel, own_model
+from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
 from interp.errors import InterpError
-from interp.experiments.engine import Judges, digest, run_identity, self_judges
+from interp.experiments.engine import (
+    Judges,
+    digest,
+    judge_pool,
+    run_identity,
+    self_judges,
+)
 from interp.run.judging import JudgeTask, judge_tasks
 from interp.run.store import Run, load_run, safe_name
 from interp.storage import atomic_write_bytes, atomic_write_text
-from torch import Tensor
 
 DIRECTION_POSITIONS = ("spans", "final")
 DirectionPosition = Literal["spans", "final"]
@@ -172,7 +180,7 @@ def _paired_accuracy(examples: Sequence[Example], unit: Tensor) -> float:
 
 
 def _span_means(h: Tensor, start: int, end: int) -> Tensor | None:
-    return h[start:end].double().mean(0).float() if end > start else None
+    return to_host(h[start:end]).double().mean(0).float() if end > start else None
 
 
 def collect_examples(
@@ -211,7 +219,7 @@ def collect_examples(
 
         def record(h: Tensor) -> Tensor:
             if position == "final":
-                captured.append(h[:, -1].detach().float().clone())
+                captured.append(to_host(h[:, -1].detach().float()))
             else:
                 rows = []
                 for row, (task, _, prompt) in enumerate(chunk):
@@ -325,7 +333,7 @@ def compute_direction(
     run = run if isinstance(run, Run) else load_run(run)
     self_judges(run, [judge])
     train_ids, heldout_ids = split_items([item.id for item in run.items], train_fraction, seed)
-    judges = judges if judges is not None else Judges()
+    judges = judges if judges is not None else judge_pool(run)
     runner = judges.runner(judge, run)
     layer = check_layer(layer, runner.model)
     path = direction_path(run, judge, layer, position, seed, train_fraction, runner.name)

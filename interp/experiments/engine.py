@@ -19,16 +19,18 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 import numpy as np
+
 from hooks.compile import bias_builder
 from hooks.spec import AttentionIntervention, validate_against
 from hooks.steering import ResidualSteering
+from interp.config import PlacementKeys, backend_placement_problem
 from interp.core.backends import Backend, make_backend
-from interp.core.models import LoadedModel, own_model
+from interp.core.models import LoadedModel, ModelCache, own_model
+from interp.core.placement import resolve_placement
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.causal import behaviour, paired_effect
 from interp.run.judging import judge_tasks, run_judging
-from interp.run.pipeline import cached_model
 from interp.run.records import read_judgments
 from interp.run.store import Run
 from interp.run.summary import p_first_wins
@@ -144,22 +146,41 @@ def baseline(run: Run, judge: str, items: Sequence[Item] | None = None) -> np.nd
 class Judges:
     """Judge models and booted backends, loaded once per job and shared by every evaluation in it.
 
-    `loaded` (spec -> LoadedModel) may be shared with the pipeline that made the run; `backend` None = the
-    run's backend.
+    `models` may be shared with the pipeline that made the run; `backend` None = the run's backend. Build it
+    with `judge_pool`, which places the models in the precision the run was judged in.
     """
 
-    loaded: dict = field(default_factory=dict)
+    models: ModelCache = field(default_factory=ModelCache)
     backend: str | None = None
     runners: dict = field(default_factory=dict)
 
     def model(self, judge: str) -> LoadedModel:
-        return cached_model(judge, self.loaded)
+        return self.models.get(judge)
 
     def runner(self, judge: str, run: Run) -> Backend:
         name = self.backend or run.config.backend
         if (judge, name) not in self.runners:
             self.runners[judge, name] = make_backend(self.model(judge), name)
         return self.runners[judge, name]
+
+
+def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Judges:
+    """Judges to re-judge `run` with: in the dtype the run was judged in (its own judgments are every
+    experiment's baseline, so another precision would compare two precisions); `where` (device, device_map)
+    may differ from the run's. A shared `models` cache is used as it is."""
+    if models is None:
+        recorded = run.config.dtype or "float32"
+        where = where or PlacementKeys()
+        problem = backend_placement_problem(backend or run.config.backend, where.device_map)
+        if problem:
+            raise InterpError(problem)
+        if where.dtype is not None and where.dtype != recorded:
+            raise InterpError(
+                f"this run was judged in {recorded}; re-judging it in {where.dtype} would compare two precisions; "
+                f"use dtype {recorded} or make a new run with dtype = \"{where.dtype}\""
+            )
+        models = ModelCache(resolve_placement(where.device, recorded, where.device_map))
+    return Judges(models, backend)
 
 
 def evaluate(

@@ -24,7 +24,8 @@ from hooks.emphasis import emphasis_spec
 from hooks.spec import AttentionIntervention
 from hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
 from interp.analysis.attention_stats import top_heads
-from interp.core.models import own_model
+from interp.config import PlacementKeys
+from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
 from interp.experiments.directions import (
     DirectionPosition,
@@ -34,11 +35,11 @@ from interp.experiments.directions import (
     split_items,
 )
 from interp.experiments.engine import (
-    Judges,
     Variant,
     baseline,
     check_variants,
     digest,
+    judge_pool,
     judge_variant,
     self_judges,
 )
@@ -127,7 +128,8 @@ def steering_table(
     train_fraction: float = 0.7,
     seed: int = 0,
     backend: str | None = None,
-    loaded: dict | None = None,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
     progress: bool = True,
     write: bool = True,
 ) -> dict:
@@ -146,7 +148,7 @@ def steering_table(
     run = load_run(run_dir)
     names = self_judges(run, [judge] if isinstance(judge, str) else judge)
     split_items([i.id for i in run.items], train_fraction, seed)  # bad fractions fail now
-    pool = Judges(loaded if loaded is not None else {}, backend)
+    pool = judge_pool(run, backend, where=where, models=models)
     plans = {}
     for name in names:  # check everything before any model work beyond loading
         model = pool.model(name)

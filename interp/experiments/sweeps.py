@@ -35,10 +35,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Sequence
 
+from tqdm.auto import tqdm
+
 from hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
-from interp.config import SteeringSweepConfig, SweepConfig, load_toml_config
-from interp.core.models import own_model
+from interp.config import (
+    PlacementKeys,
+    SteeringSweepConfig,
+    SweepConfig,
+    load_toml_config,
+)
+from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
 from interp.experiments.directions import compute_direction, split_items
 from interp.experiments.engine import (
@@ -47,6 +54,7 @@ from interp.experiments.engine import (
     baseline,
     check_variants,
     digest,
+    judge_pool,
     judge_variant,
     self_judges,
     variant_key,
@@ -56,7 +64,6 @@ from interp.metrics.causal import behaviour, paired_effect
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots
 from interp.run.store import Run, load_run
 from interp.storage import write_csv
-from tqdm.auto import tqdm
 
 
 @dataclass(frozen=True)
@@ -166,11 +173,11 @@ def point_spec(point: Point, target: str, alpha: float, queries: str) -> Attenti
     return AttentionIntervention(target=target, alpha=alpha, layers=point.layers, heads=heads, queries=queries)
 
 
-def run_sweep(config_path: Path, *, progress: bool = True, loaded: dict | None = None) -> Path:
+def run_sweep(config_path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
     """The ablation sweep of a config file; returns the path of results.csv (plots beside it)."""
     config = load_sweep_config(config_path)
     run = load_run(Path(config.run))
-    pool = Judges(loaded if loaded is not None else {}, config.backend)
+    pool = judge_pool(run, config.backend, where=where or config, models=models)
     points = []
     for judge in self_judges(run, config.judges):
         model = pool.model(judge)
@@ -205,7 +212,7 @@ def sweep_layers(config: SteeringSweepConfig, n_layers: int) -> list[int]:
     return sorted({min(int(f * n_layers), n_layers - 1) for f in config.layer_fractions})
 
 
-def run_steering_sweep(path: Path, *, progress: bool = True, loaded: dict | None = None) -> Path:
+def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
     """Coefficients x layers of direction steering over a run; results.csv + plots under RUN/steering/sweeps/.
 
     Per judge and layer: one direction (training items only, cached), then one re-judging per coefficient
@@ -218,7 +225,7 @@ def run_steering_sweep(path: Path, *, progress: bool = True, loaded: dict | None
         raise InterpError("the steering sweep has no points: give coefficients or set project_out = true")
     run = load_run(Path(config.run))
     split_items([i.id for i in run.items], config.train_fraction, config.seed)
-    pool = Judges(loaded if loaded is not None else {}, config.backend)
+    pool = judge_pool(run, config.backend, where=where or config, models=models)
     judges = self_judges(run, config.judges)
     plan = [(judge, layer) for judge in judges for layer in sweep_layers(config, pool.model(judge).n_layers)]
     points = []

@@ -15,7 +15,8 @@ from tqdm.auto import tqdm
 
 from interp.config import RunConfig
 from interp.core.backends import make_backend
-from interp.core.models import LoadedModel, load_model
+from interp.core.models import ModelCache
+from interp.core.placement import placement_of
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
 from interp.run.attention import consolidate_attention
@@ -29,18 +30,14 @@ from interp.run.gold import (
     gold_verdicts,
 )
 from interp.run.gold.protocol import ReportsChecks
+from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_tasks, run_judging
 from interp.run.responses import Decoding, generate_responses
+from interp.run.server_judging import run_server_judging
+from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, check_writable_dir
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
-
-
-def cached_model(spec: str, loaded: dict[str, LoadedModel]) -> LoadedModel:
-    """`load_model(spec)` once per `loaded` dict (callers pass one dict through a whole job)."""
-    if spec not in loaded:
-        loaded[spec] = load_model(spec)
-    return loaded[spec]
 
 
 def check_resumable(config: RunConfig, paths: RunDir) -> None:
@@ -56,19 +53,24 @@ def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
     return sample_items(load_items(config.data), n=config.n, seed=config.seed)
 
 
-def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], loaded: dict, progress: bool) -> dict[str, dict[str, str]]:
+def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, progress: bool) -> dict[str, dict[str, str]]:
     existing = paths.read_responses()
     if all(set(existing.get(m, {})) >= {i.id for i in items} for m in config.models):
         return existing
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     records = []
     for spec in config.models:
-        records += generate_responses(cached_model(spec, loaded), items, decoding, name=spec, progress=progress)
+        if spec in config.imports:
+            records += imported_responses(config.imports[spec], items, spec, max_words=config.max_words)
+        elif config.server(spec) is not None:
+            records += server_responses(config.server(spec), items, decoding, progress=progress)
+        else:
+            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress)
     write_jsonl_atomic(paths.responses, [asdict(r) for r in records])
     return paths.read_responses()
 
 
-def gold_judges(config: RunConfig, loaded: dict) -> list[GoldJudge]:
+def gold_judges(config: RunConfig, models: ModelCache) -> list[GoldJudge]:
     """The configured gold judges, in a fixed order: reference, recorded, local models, HTTP."""
     judges: list[GoldJudge] = []
     if config.gold.reference:
@@ -77,7 +79,7 @@ def gold_judges(config: RunConfig, loaded: dict) -> list[GoldJudge]:
     for spec in config.gold.models:
         if spec in config.models:
             raise InterpError(f"gold model {spec!r} is one of the judged pair; a gold judge must be outside the pair")
-        judges.append(ModelJudge(make_backend(cached_model(spec, loaded), "hf"), name=spec, batch_size=config.batch_size))
+        judges.append(ModelJudge(make_backend(models.get(spec), "hf"), name=spec, batch_size=config.batch_size))
     if config.gold.http:
         from interp.run.gold.http import HTTPJudge
 
@@ -86,11 +88,11 @@ def gold_judges(config: RunConfig, loaded: dict) -> list[GoldJudge]:
     return judges
 
 
-def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, loaded: dict, progress: bool) -> dict[str, list[float]]:
+def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, models: ModelCache, progress: bool) -> dict[str, list[float]]:
     """P(models[0]'s response wins) per item for every gold judge; cached in gold.jsonl per judge."""
     first, second = config.models
     pairs = {item.id: Pair(item, responses[first][item.id], responses[second][item.id]) for item in items}
-    judges = gold_judges(config, loaded)
+    judges = gold_judges(config, models)
     existing = paths.read_gold()
     for judge in tqdm(judges, desc="gold judges", disable=not progress):
         have = existing.setdefault(judge.name, {})
@@ -105,22 +107,30 @@ def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], respo
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 
-def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, loaded: dict | None = None) -> dict:
-    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone."""
+def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None) -> dict:
+    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
+
+    The config is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine),
+    so a resume in another precision is refused like any other change of config."""
     paths = RunDir(Path(out))
     check_writable_dir(paths.root)
+    placement = placement_of(config)
+    config = config.model_copy(update={"dtype": placement.dtype})
     check_resumable(config, paths)
     items = sampled_items(config, paths)
-    loaded = loaded if loaded is not None else {}
+    models = models if models is not None else ModelCache(placement)
     with paths.writer():
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])
-        responses = prepare_responses(config, paths, items, loaded, progress)
+        responses = prepare_responses(config, paths, items, models, progress)
         tasks = judge_tasks(items, responses, config.models)
         queries = None if config.attention == "none" else config.attention
         for judge in config.judge_specs:
-            model = cached_model(judge, loaded)
+            if config.server(judge) is not None:  # DBG only: a server returns no attention
+                run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
+                continue
+            model = models.get(judge)
             run_judging(
                 make_backend(model, config.backend),
                 judge,
@@ -134,5 +144,5 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, loaded: dict
             )
             if queries:
                 consolidate_attention(paths, judge, model, items, queries)
-        gold = run_gold_step(config, paths, items, responses, loaded, progress)
-        return write_summary(config, paths, items, gold)
+        gold = run_gold_step(config, paths, items, responses, models, progress)
+        return write_summary(config, paths, items, gold, placement.record())

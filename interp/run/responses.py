@@ -55,11 +55,14 @@ def clean_generation(text: str, *, fewshot: bool) -> str:
 
 
 def _cache_key(model: LoadedModel, prompt_text: str, decoding: Decoding) -> str:
-    payload = json.dumps({"model": model.source, "prompt": prompt_text, "decoding": asdict(decoding) | {"batch_size": None}}, sort_keys=True)
+    payload = {"model": model.source, "prompt": prompt_text, "decoding": asdict(decoding) | {"batch_size": None}}
+    if model.placement.dtype != "float32":  # another precision gives other greedy text (float32 keys predate this)
+        payload["dtype"] = model.placement.dtype
+    payload = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
-def _cache_path(key: str) -> Path:
+def response_cache_path(key: str) -> Path:
     return cache_root() / "responses" / f"{key}.json"
 
 
@@ -73,7 +76,7 @@ def generate_responses(
     results: dict[int, Response] = {}
     todo = []
     for index, key in enumerate(keys):
-        path = _cache_path(key)
+        path = response_cache_path(key)
         if path.exists():
             results[index] = Response(**(json.loads(path.read_text()) | {"model": name or model.name}))
         else:
@@ -86,7 +89,7 @@ def generate_responses(
         encoded = [
             tokenizer(prompts[i].text, add_special_tokens=prompts[i].add_special_tokens)["input_ids"] for i in chunk
         ]
-        batch, _ = left_pad(encoded, tokenizer.pad_token_id)
+        batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
         with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
             out = model.hf_model.generate(
                 input_ids=batch.input_ids,
@@ -103,7 +106,7 @@ def generate_responses(
             text = tokenizer.decode(ids, skip_special_tokens=True)
             text = cap_words(clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words)
             response = Response(items[index].id, name or model.name, text, len(ids), keys[index])
-            atomic_write_text(_cache_path(keys[index]), json.dumps(asdict(response)))
+            atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
             results[index] = response
         bar.update(len(chunk))
     bar.close()

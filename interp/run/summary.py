@@ -84,8 +84,13 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
     }
 
 
-def write_summary(config: RunConfig, paths: RunDir, items: Sequence[Item], gold: dict[str, list[float]]) -> dict:
+def write_summary(
+    config: RunConfig, paths: RunDir, items: Sequence[Item], gold: dict[str, list[float]], placement: dict | None = None
+) -> dict:
+    """summary.json; `placement` records where the run's local models ran (device, dtype, device map)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
+    if placement is not None:
+        summary["placement"] = placement
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+from interp.core.models import ModelCache
 from interp.analysis.attention_stats import (
     figure7_profiles,
     head_map,
@@ -492,7 +493,7 @@ def test_empty_response_in_a_real_run(real_run, tmp_path):
     emptied = next(r for r in responses if r["model"] == real_run.config.models[1])
     emptied["text"] = ""
     (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
-    run_dbg(real_run.config, root, progress=False, loaded=real_run.loaded)
+    run_dbg(real_run.config, root, progress=False, models=ModelCache(models=real_run.loaded))
     for judge in real_run.config.judge_specs:
         run = load_attention(root, judge)
         i = run.item_ids.index(emptied["item_id"])

@@ -16,6 +16,7 @@ import torch
 from hooks.compile import bias_builder, scale_and_renormalise
 from hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
 from hooks.steering import position_mask, steer
+from interp.core.models import ModelCache
 from interp.config import RunConfig
 from interp.core.backends import BACKENDS, left_pad
 from interp.core.judge import judge_batch, label_tokens
@@ -256,7 +257,7 @@ def test_direction_uses_training_items_only(tiny_run, tiny, monkeypatch):
         return original(examples)
 
     monkeypatch.setattr(directions, "_difference_of_means", spy)
-    direction = compute_direction(root, judge, LAYER, judges=Judges({judge: tiny}), recompute=True)
+    direction = compute_direction(root, judge, LAYER, judges=Judges(ModelCache(models={judge: tiny})), recompute=True)
     train, held = set(direction.train_ids), set(direction.heldout_ids)
     assert train and held and not train & held
     assert train | held == {json.loads(line)["id"] for line in (root / "items.jsonl").read_text().splitlines()}
@@ -269,16 +270,16 @@ def test_direction_uses_training_items_only(tiny_run, tiny, monkeypatch):
     info = json.loads(direction.path.with_suffix(".json").read_text())
     assert info["layer"] == LAYER and info["position"] == "spans" and info["train_ids"] == direction.train_ids
     assert info["heldout_ids"] == direction.heldout_ids and info["accuracy"] == direction.accuracy and info["norm"] == pytest.approx(direction.norm)
-    again = compute_direction(root, judge, LAYER, judges=Judges({judge: tiny}))
+    again = compute_direction(root, judge, LAYER, judges=Judges(ModelCache(models={judge: tiny})))
     assert len(passed) == 1 and torch.equal(again.vector, direction.vector)
     # the "final" contrast: own response present vs replaced by the reference
-    final = compute_direction(root, judge, LAYER, position="final", judges=Judges({judge: tiny}), recompute=True)
+    final = compute_direction(root, judge, LAYER, position="final", judges=Judges(ModelCache(models={judge: tiny})), recompute=True)
     assert passed[-1] == set(final.train_ids) and final.n["train_examples"] == 4 * 2 * 2
 
 
 def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     root, judge = tiny_run
-    table = steering_table(root, judge, layer=LAYER, loaded={judge: tiny}, progress=False)
+    table = steering_table(root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False)
     rows = table["rows"]
     assert [r["intervention"] for r in rows] == list(ROWS)
     for row in rows:
@@ -294,10 +295,10 @@ def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     assert section.splitlines()[0] == SECTION_TITLE
     assert "held-out" in section and "training items only" in section
     # a second call re-judges nothing (resumable) and gives the same numbers
-    again = steering_table(root, judge, layer=LAYER, loaded={judge: tiny}, progress=False, write=False)
+    again = steering_table(root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False, write=False)
     assert [r["mean_p_own"] for r in again["rows"]] == [r["mean_p_own"] for r in rows]
     with pytest.raises(InterpError, match="out of range"):
-        steering_table(root, judge, layer=3, loaded={judge: tiny}, progress=False)
+        steering_table(root, judge, layer=3, models=ModelCache(models={judge: tiny}), progress=False)
 
 
 def test_emphasis_on_the_top_heads(tiny_run, tiny):
@@ -306,7 +307,7 @@ def test_emphasis_on_the_top_heads(tiny_run, tiny):
     root, judge = tiny_run
     heads = emphasis_heads(root, judge, 3)
     assert sorted((l, h) for l, hs in heads.items() for h in hs) == sorted((l, h) for l, h, _ in top_heads(root, judge, 3))
-    table = steering_table(root, judge, layer=LAYER, k_heads=3, loaded={judge: tiny}, progress=False, write=False)
+    table = steering_table(root, judge, layer=LAYER, k_heads=3, models=ModelCache(models={judge: tiny}), progress=False, write=False)
     (row,) = [r for r in table["rows"] if r["intervention"] == "other-emphasis"]
     spec = row["variant"]["attention"]
     assert spec["heads"] == {str(l): hs for l, hs in heads.items()} and spec["alpha"] == 4.0 and spec["emphasis"]
@@ -323,14 +324,14 @@ def test_steering_sweep_runner_on_the_tiny_run(tiny_run, tiny, tmp_path):
     assert shipped.coefficients and shipped.project_out
     path = tmp_path / "sweep.toml"
     path.write_text(f'run = "{root}"\nname = "tiny"\ncoefficients = [-1.0]\nlayers = [{LAYER}]\n')
-    results = run_steering_sweep(path, progress=False, loaded={judge: tiny})
+    results = run_steering_sweep(path, progress=False, models=ModelCache(models={judge: tiny}))
     rows = list(csv.DictReader(results.open()))
     assert [(r["mode"], float(r["coefficient"])) for r in rows] == [("add", -1.0), ("project_out", 1.0)]
     assert all(r["effect_lo"] and r["probe_heldout"] for r in rows)
     assert (results.parent / "effect_vs_coefficient.png").is_file()
     path.write_text(f'run = "{root}"\nlayers = [7]\n')
     with pytest.raises(InterpError, match="out of range"):
-        run_steering_sweep(path, progress=False, loaded={judge: tiny})
+        run_steering_sweep(path, progress=False, models=ModelCache(models={judge: tiny}))
 
 
 # ---- the real thing --------------------------------------------------------------------------------
@@ -342,15 +343,15 @@ def test_steering_end_to_end_on_a_real_run(tmp_path, monkeypatch):
     from interp.run.pipeline import run_dbg
 
     out = tmp_path / "run"
-    loaded: dict = {}
+    models = ModelCache()
     # one judge (the one we steer) keeps the test near three minutes on two cores
     config = RunConfig(n=4, max_new_tokens=24, max_words=20, name="steer", judges=["smollm2-135m-instruct"])
-    run_dbg(config, out, progress=False, loaded=loaded)
+    run_dbg(config, out, progress=False, models=models)
     judge = "smollm2-135m-instruct"
     passed: list[set[str]] = []
     original = directions._difference_of_means
     monkeypatch.setattr(directions, "_difference_of_means", lambda examples: passed.append({e.item_id for e in examples}) or original(examples))
-    table = steering_table(out, judge, loaded=loaded, progress=False)
+    table = steering_table(out, judge, models=models, progress=False)
     probe = table["probe"][judge]
     train, held = set(probe["train_ids"]), set(probe["heldout_ids"])
     assert train and held and not train & held and len(train | held) == 4

@@ -28,6 +28,7 @@ from interp.data import Item, builtin_items
 from interp.errors import InterpError
 from interp.run.gold import GoldJudge, Pair
 from interp.run.gold.http import HTTPJudge, judge_raw_prompt, judge_user_message
+from tests.helpers.servers import closed_port
 
 ITEM = Item("help-x", "helpfulness", "Give three tips for falling asleep faster.", "Keep a regular schedule.")
 GOOD = "Keep a regular schedule, avoid screens before bed, and keep the bedroom cool and dark."
@@ -110,12 +111,6 @@ def good_first(body: dict) -> bool:
     """Whether the good response sits in slot A of this request (order "ab" of the pair (GOOD, BAD))."""
     text = user_text(body)
     return text.rindex(GOOD) < text.rindex(BAD)
-
-
-def closed_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def judge(server: FakeServer, **kwargs) -> HTTPJudge:
@@ -414,48 +409,6 @@ def test_gold_run_keeps_finished_batches_when_the_server_goes_away(server, tmp_p
 
 
 # ---- a real llama-cpp-python server ----------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def llama_server(tmp_path_factory):
-    """`python -m llama_cpp.server` on the packaged SmolLM2 GGUF, on 127.0.0.1; always terminated."""
-    from interp.core.models import ALIASES, alias_gguf_path
-
-    gguf = alias_gguf_path(ALIASES["smollm2-135m-instruct"])
-    port = closed_port()
-    log_path = tmp_path_factory.mktemp("llama-server") / "server.log"
-    # n_ctx 1024, not 2048: judge prompts here are < 350 tokens, and llama-cpp-python 0.3.36 takes the
-    # log-softmax of its whole n_ctx x vocab score buffer on every request that asks for logprobs
-    # (measured 3.5 s at 2048 vs 0.3 s at 1024 on this 2-core machine).
-    command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", "1024", "--n_threads", "2",
-    ]
-    with log_path.open("wb") as log_file:
-        process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
-    try:
-        base_url = f"http://127.0.0.1:{port}/v1"
-        deadline = time.monotonic() + 120
-        while True:
-            if process.poll() is not None:
-                tail = log_path.read_text(errors="replace")[-2000:]
-                pytest.fail(f"llama_cpp.server exited with code {process.returncode}:\n{tail}")
-            try:
-                if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"llama_cpp.server did not answer on {base_url} within 120 s:\n{log_path.read_text()[-2000:]}")
-            time.sleep(0.5)
-        yield base_url
-    finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
 
 
 @pytest.mark.slow

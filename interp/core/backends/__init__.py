@@ -18,6 +18,7 @@ output in hf/nnsight, `blocks.{l}.hook_resid_post` in transformer_lens): activat
 
 from __future__ import annotations
 
+from interp.config import backend_placement_problem
 from interp.core.backends.protocol import (
     BACKENDS,
     AttentionMode,
@@ -51,6 +52,10 @@ def make_backend(model: LoadedModel, backend: str = "hf", *, attention: Attentio
         return HFBackend(model, attention=attention)
     if backend == "transformer_lens":
         from interp.core.backends.transformer_lens import TransformerLensBackend
+
+        problem = backend_placement_problem(backend, model.placement.device_map)
+        if problem:
+            raise InterpError(problem)
 
         return TransformerLensBackend.boot(model)
     if backend == "nnsight":

@@ -79,10 +79,11 @@ class HFBackend:
         prefix, or a sliding window is shorter than the batch.
         """
         if shared_prefix > 0 and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
-            layout = SharedPrefixLayout.of(batch, shared_prefix)
+            layout = SharedPrefixLayout.of(batch, shared_prefix)  # bookkeeping stays on the CPU
             suffix_bias = suffix_biases(layout, score_bias)
             if suffix_bias is not None and layout.edits_spare_prefix(resid_edit, self.model.hf_model):
                 return self._forward_shared(batch, layout, on_pattern, suffix_bias, resid_edit)
+        batch = batch.to(self.model.device)
         handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
         handles += _edit_hooks(self.model.hf_model, resid_edit or {})
         return _call_hooked(
@@ -101,9 +102,10 @@ class HFBackend:
         from transformers import DynamicCache
 
         hf_model = self.model.hf_model
+        device = self.model.device
         cache = DynamicCache(config=hf_model.config)
         with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attention == "eager"):
-            hf_model(input_ids=layout.prefix_ids(batch), past_key_values=cache, use_cache=True, logits_to_keep=1)
+            hf_model(input_ids=layout.prefix_ids(batch).to(device), past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache.batch_repeat_interleave(batch.input_ids.shape[0])
         handles = []
         if on_pattern is not None:
@@ -117,9 +119,9 @@ class HFBackend:
             hf_model,
             handles,
             span_rows_attention(hf_model, rows_for(on_pattern), suffix_bias, eager=self.attention == "eager"),
-            input_ids=layout.suffix_ids,
-            attention_mask=layout.attention_mask,
-            position_ids=layout.position_ids(),
+            input_ids=layout.suffix_ids.to(device),
+            attention_mask=layout.attention_mask.to(device),
+            position_ids=layout.position_ids().to(device),
             past_key_values=cache,
             use_cache=True,
         )

@@ -8,6 +8,7 @@ from typing import Callable
 import torch
 from torch import Tensor
 
+from interp.core.placement import to_host
 from interp.errors import InterpError
 
 
@@ -32,7 +33,8 @@ def edit_layer_output(edit: Callable[[Tensor], Tensor], output):
 
 
 def final_logits(logits: Tensor) -> Tensor:
-    return logits[:, -1, :].float()
+    """The last position's logits, float32, on the CPU (one transfer per batch)."""
+    return to_host(logits[:, -1, :]).float()
 
 
 def shared_weight_copy(module: torch.nn.Module) -> torch.nn.Module:

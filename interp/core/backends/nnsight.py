@@ -17,6 +17,7 @@ from interp.core.backends.protocol import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
+from interp.core.placement import to_host
 
 
 @dataclass
@@ -35,7 +36,10 @@ class NNsightBackend:
         # nnsight installs its own `forward` on the module it wraps; wrap a copy sharing every weight so the
         # user's model object is left exactly as it was.
         traced_model = shared_weight_copy(model.hf_model)
-        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer), traced_model, attention=attention)
+        # nnsight builds a transformers pipeline, which moves the model to the pipeline's device unless told
+        # where it is (a sharded model, with its device map, is never moved).
+        where = {} if getattr(traced_model, "hf_device_map", None) else {"device": model.device}
+        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer, **where), traced_model, attention=attention)
 
     def forward(
         self,
@@ -49,7 +53,7 @@ class NNsightBackend:
         from interp.core.backends.nnsight_trace import traced_forward
 
         paths = [path for path, _ in attention_modules(self.traced_model)]
+        batch = batch.to(self.model.device)
         with torch.inference_mode(), span_rows_attention(self.traced_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"):
-            if resid_edit:
-                return traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit)
-            return traced_forward(self.wrapped, batch, on_pattern, paths)
+            logits = traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit or None)
+        return to_host(logits)

@@ -13,6 +13,8 @@ def _envoy(root, path: str):
 
 
 def traced_forward(wrapped, batch, on_pattern, attention_paths: list[str], resid_edit=None):
+    """Final-position logits (float32, on the model's device) of one traced pass; the batch must already be
+    on the device of the model's input embedding."""
     with wrapped.trace(
         {"input_ids": batch.input_ids, "attention_mask": batch.attention_mask},
         position_ids=batch.position_ids,

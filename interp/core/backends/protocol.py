@@ -44,6 +44,12 @@ class Batch:
     def position_ids(self) -> Int[Tensor, "batch pos"]:
         return (self.attention_mask.cumsum(-1) - 1).clamp(min=0)
 
+    def to(self, device: torch.device) -> "Batch":
+        """The batch on `device` (itself when it is there already)."""
+        if self.input_ids.device == device:
+            return self
+        return Batch(self.input_ids.to(device), self.attention_mask.to(device))
+
 
 def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[Batch, list[int]]:
     """Pad on the left; return the batch and each row's offset (add it to token indices of that row)."""

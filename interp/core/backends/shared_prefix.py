@@ -63,7 +63,7 @@ class SharedPrefixLayout:
         return (self.attention_mask.cumsum(-1) - 1).clamp(min=0)[:, self.prefix :]
 
     def pattern_to_batch(self, pattern: Float[Tensor, "batch head query key"]) -> Float[Tensor, "batch head query key"]:
-        index = self.key_index[:, None, None, :].expand(-1, pattern.shape[1], pattern.shape[2], -1)
+        index = self.key_index.to(pattern.device)[:, None, None, :].expand(-1, pattern.shape[1], pattern.shape[2], -1)
         return torch.gather(pattern, -1, index)
 
     def edits_spare_prefix(self, resid_edit: ResidEdit | None, hf_model: torch.nn.Module) -> bool:

@@ -27,7 +27,7 @@ class TransformerLensBackend:
         # shares every weight tensor, so the user's model object stays untouched and costs no extra memory.
         hf_model = shared_weight_copy(model.hf_model)
         name_or_path = getattr(hf_model.config, "_name_or_path", "") or type(hf_model).__name__
-        bridge = TransformerBridge.boot_transformers(name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device="cpu")
+        bridge = TransformerBridge.boot_transformers(name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device=str(model.device))
         return cls(model, bridge)
 
     def forward(
@@ -41,12 +41,13 @@ class TransformerLensBackend:
     ):
         hooks = []
         for layer, bias in (score_bias or {}).items():
-            hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias))
+            hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias.to(scores.device)))
         for layer, edit in (resid_edit or {}).items():
             hooks.append((f"blocks.{layer}.hook_resid_post", lambda resid, hook, edit=edit: edit(resid)))
         if on_pattern is not None:
             for layer in range(self.model.n_layers):
                 hooks.append((f"blocks.{layer}.attn.hook_pattern", lambda pattern, hook, layer=layer: on_pattern(layer, pattern)))
+        batch = batch.to(self.model.device)
         with torch.inference_mode():
             logits = self.bridge.run_with_hooks(
                 batch.input_ids,

@@ -51,7 +51,7 @@ from urllib.parse import urlsplit, urlunsplit
 import httpx
 
 from interp.config import HTTPJudgeConfig
-from interp.core.prompts import judge_prompt
+from interp.core.prompts import UserTurnOnly, judge_prompt
 from interp.errors import InterpError
 from interp.run.gold.protocol import Pair
 
@@ -64,20 +64,9 @@ _MAX_FLAGGED = 20
 _TEXT_LABEL = re.compile(r"\s*[\(\[\*\"'`<]*\s*(A|B)(?![A-Za-z0-9])")
 
 
-class _UserTurnOnly:
-    """A stand-in tokenizer whose "chat template" is the bare user message: `judge_prompt(..., kind="post")`
-    then returns exactly the text a local chat judge sees as its user turn (no private prompt data copied)."""
-
-    chat_template = "{{ messages[0]['content'] }}"
-
-    @staticmethod
-    def apply_chat_template(messages, tokenize=False, add_generation_prompt=True):
-        return messages[0]["content"]
-
-
 def judge_user_message(task: str, query: str, response_a: str, response_b: str) -> str:
     """The zero-shot judge text (the user turn of a post-trained judge's chat prompt)."""
-    return judge_prompt(_UserTurnOnly(), task, query, response_a, response_b, kind="post").text
+    return judge_prompt(UserTurnOnly(), task, query, response_a, response_b, kind="post").text
 
 
 def judge_raw_prompt(task: str, query: str, response_a: str, response_b: str) -> str:
@@ -221,12 +210,12 @@ class HTTPJudge:
         if self.concurrency > 1 and len(jobs) > 1:
             pool = ThreadPoolExecutor(max_workers=self.concurrency)
             try:
-                futures = [pool.submit(self._judge_one, *job) for job in jobs]
+                futures = [pool.submit(self.judge_order, *job) for job in jobs]
                 results = [future.result() for future in futures]
             finally:  # on a failure, do not keep sending the queued requests
                 pool.shutdown(wait=True, cancel_futures=True)
         else:
-            results = [self._judge_one(*job) for job in jobs]
+            results = [self.judge_order(*job) for job in jobs]
         with self._lock:
             self.stats["n_pairs"] += len(pairs)
         self.last_judgments = results
@@ -248,14 +237,15 @@ class HTTPJudge:
                 self.name, non_label, n_jobs, self.top_logprobs,
             )
 
-    def _judge_one(self, item, order: str, response_a: str, response_b: str) -> dict[str, Any]:
+    def judge_order(self, item, order: str, response_a: str, response_b: str) -> dict[str, Any]:
+        """One judgment (one order): label probabilities from the first token's top logprobs."""
         if self.mode == "chat":
             text = judge_user_message(item.task, item.query, response_a, response_b)
             body: dict[str, Any] = {"messages": [{"role": "user", "content": text}]}
         else:
             body = {"prompt": judge_raw_prompt(item.task, item.query, response_a, response_b)}
         body = {"model": self.model, **body, "max_tokens": 1, "temperature": 0}
-        data = self._post(body)
+        data = self.post(body)
         top, generated = self._parse(data)
         probs, mass, source = self._probabilities(top, generated, item_id=item.id, order=order)
         top_token = max(top, key=lambda entry: entry[1])[0] if top else generated
@@ -349,7 +339,9 @@ class HTTPJudge:
             text = text.replace(key, "***")
         return text.replace(self.base_url, _display_url(self.base_url))
 
-    def _post(self, body: dict[str, Any]) -> Any:
+    def post(self, body: dict[str, Any]) -> Any:
+        """POST `body` to the endpoint: retried with backoff on connection errors, timeouts, 429 and 5xx; the
+        decoded JSON answer, or one-line InterpError."""
         attempts = self.retries + 1
         reason = ""
         for attempt in range(attempts):

@@ -1,0 +1,27 @@
+"""Options several commands share: where their local models run (`--device`, `--dtype`)."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import typer
+
+from interp.config import PlacementKeys, validate_config
+
+DEVICE_HELP = "cpu | cuda | cuda:N | mps | auto (a GPU when there is one); default: the config's, else auto"
+DTYPE_HELP = "float32 | bfloat16 | float16; default: the config's, else float32 on the CPU and bfloat16 on a GPU"
+
+
+def device_option() -> Optional[str]:
+    return typer.Option(None, "--device", help=DEVICE_HELP)
+
+
+def dtype_option() -> Optional[str]:
+    return typer.Option(None, "--dtype", help=DTYPE_HELP)
+
+
+def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | None = None) -> PlacementKeys:
+    """The flags over a config's keys (a flag left out keeps the config's value); a bad value is one line."""
+    keys = (base or PlacementKeys()).model_dump(include={"device", "dtype", "device_map"})
+    keys |= {k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None}
+    return validate_config(PlacementKeys, keys, "--device/--dtype")
