@@ -251,6 +251,7 @@ def their_ways(model, batch):
 
     from interp.core.backends import make_backend
     from interp.core.backends.layers import attention_modules, shared_weight_copy
+    from interp.core.backends.nnsight_trace import traced_forward
 
     bridge = make_backend(model, "transformer_lens").bridge
     n_layers = model.n_layers
@@ -268,19 +269,13 @@ def their_ways(model, batch):
     paths = [path for path, _ in attention_modules(traced)]
 
     def nnsight():
-        with torch.inference_mode(), lm.trace({"input_ids": batch.input_ids, "attention_mask": batch.attention_mask}):
-            patterns = [_envoy(lm, path).output[1].save() for path in paths]
-            logits = lm.output.logits[:, -1].float().save()
-        return logits, patterns
+        saved = []  # every layer's `self_attn.output[1].save()` inside one trace (nnsight reads a trace's
+        # source, so the trace body is the toolkit's own `traced_forward`, which calls this hook per layer)
+        with torch.inference_mode():
+            logits = traced_forward(lm, batch, lambda layer, pattern: saved.append(pattern.save()), paths)
+        return logits, saved
 
     return {"transformer_lens": transformer_lens, "nnsight": nnsight}
-
-
-def _envoy(root, path: str):
-    node = root
-    for part in path.split("."):
-        node = node[int(part)] if part.isdigit() else getattr(node, part)
-    return node
 
 
 def bench_time(args) -> dict:
