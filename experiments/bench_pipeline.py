@@ -5,9 +5,12 @@
   keys/values shared by the rows) and batched without prefix sharing (padding only);
 - judging throughput under an intervention (self-span mask, all layers and heads) vs plain judging;
 - wall time of `interp demo --n 12` and of the full default demo, each from an empty response cache
-  (the dequantised models are linked in: "after set-up").
+  (the dequantised models are linked in: "after set-up");
+- responses/s generated through llama-cpp-python's OpenAI-compatible server (the packaged SmolLM2 GGUF,
+  4 requests at a time) vs in-process HF generation of the same GGUF (dequantised, batch 4), the same
+  built-in instructions and greedy decoding, each from an empty response cache.
 
-Usage: python experiments/bench_pipeline.py [--skip-demo] [--full]
+Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server]
 """
 
 from __future__ import annotations
@@ -119,14 +122,55 @@ def demo_seconds(n: int | None) -> float:
         return time.perf_counter() - start
 
 
+def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
+    sys.path.insert(0, str(REPO))
+    from interp.config import HTTPJudgeConfig
+    from interp.core.models import load_model
+    from interp.data import builtin_items, sample_items
+    from interp.run.responses import Decoding, generate_responses
+    from interp.run.server_responses import server_responses
+    from tests.helpers.servers import llama_server
+
+    items = sample_items(builtin_items(), n=n_items, seed=1)
+    decoding = Decoding(max_words=200, max_new_tokens=max_new_tokens, batch_size=4)
+    model = load_model("smollm2-135m-instruct")
+    seconds = {}
+    with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
+        previous = os.environ.get("INTERP_CACHE")
+        try:
+            with llama_server(Path(tmp), n_ctx=2048) as base_url:
+                endpoint = HTTPJudgeConfig(name="smollm2-server", base_url=base_url, model="smollm2", concurrency=4, timeout=300)
+                os.environ["INTERP_CACHE"] = str(Path(tmp) / "server-cache")  # empty: every answer is asked for
+                start = time.perf_counter()
+                server_responses(endpoint, items, decoding, progress=False)
+                seconds["server"] = time.perf_counter() - start
+            os.environ["INTERP_CACHE"] = str(Path(tmp) / "local-cache")  # the model is loaded already
+            start = time.perf_counter()
+            generate_responses(model, items, decoding, progress=False)
+            seconds["inprocess"] = time.perf_counter() - start
+        finally:
+            if previous is None:
+                os.environ.pop("INTERP_CACHE", None)
+            else:
+                os.environ["INTERP_CACHE"] = previous
+    print(f"server_generation_responses_per_second: {n_items / seconds['server']:.3f}")
+    print(f"inprocess_generation_responses_per_second: {n_items / seconds['inprocess']:.3f}")
+    print(f"server_vs_inprocess_generation_ratio: {seconds['inprocess'] / seconds['server']:.2f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-demo", action="store_true")
     parser.add_argument("--full", action="store_true", help="also time the full default demo (all built-in items)")
     parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--skip-judging", action="store_true")
+    parser.add_argument("--skip-server", action="store_true")
     args = parser.parse_args()
     print(f"torch_threads: {torch.get_num_threads()}")
-    judging_figures(args.repeats)
+    if not args.skip_server:
+        server_figures()
+    if not args.skip_judging:
+        judging_figures(args.repeats)
     if not args.skip_demo:
         print(f"demo_n12_seconds: {demo_seconds(12):.1f}")
         if args.full:

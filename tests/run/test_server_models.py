@@ -118,10 +118,11 @@ def test_unreachable_server_fails_in_one_line_and_keeps_finished_answers(tmp_pat
 
 
 @pytest.mark.slow
-def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_again(tmp_path, llama_server):
+def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_again(tmp_path, llama_server, monkeypatch):
     """Answers and DBG judging from the server; a SIGKILL mid-generation; the resume asks only for the
     answers not yet cached, then judges."""
-    env = dict(os.environ, INTERP_CACHE=str(tmp_path / "cache"), TQDM_DISABLE="1")
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))  # here and in the runs below
+    env = dict(os.environ, TQDM_DISABLE="1")
     other = alpaca_outputs(tmp_path / "other.json", sample_items(builtin_items(), n=4, seed=0), "other")
     config = {
         "name": "served", "n": 4, "models": ["smollm2-server", "other"], "max_new_tokens": 48, "max_words": 40,
@@ -144,6 +145,7 @@ def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_a
         time.sleep(0.05)
     process.send_signal(signal.SIGKILL)
     process.wait()
+    assert process.returncode == -signal.SIGKILL, process.stderr.read().decode()[-2000:]
     before = {p: p.stat().st_mtime_ns for p in cached if p.exists()}
     assert 2 <= len(before) < 4, "the kill should land mid-generation"
     finished = subprocess.run(command, cwd=REPO, env=env, capture_output=True, text=True, timeout=600)
