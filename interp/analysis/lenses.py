@@ -8,6 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
+from interp.core.models import own_model
 from interp.errors import InterpError
 from interp.metrics.chen2025 import (
     GAME1_TO_VERDICT,
@@ -74,7 +75,7 @@ def run_self_records(
     all False (only SPR-type metrics are then meaningful). None if no judge judged itself."""
     rows = []
     for (judge, author, other, item), (g1, g2) in sorted(judgments_to_games(judgments).items()):
-        if author != judge:
+        if author != own_model(judge):  # an organism judges as its base model
             continue
         if correctness is not None:
             if (item, judge) not in correctness or (item, other) not in correctness:

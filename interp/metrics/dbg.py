@@ -20,8 +20,39 @@ def probability_array(p: Sequence[float], name: str) -> np.ndarray:
     return arr
 
 
+TIE_TOLERANCE = 1e-12
+"""One tie rule for the lenses over our own judgment records (summary, `interp metrics run`, PLS): P within
+1e-12 of 0.5 is a tie. Two computations of the same P (P(own) as P(own wins) or as 1 - P(other wins)) differ
+in the last bits; without a tolerance a tie counted as a win in one lens and a loss in the other. Chen et
+al.'s soft verdict keeps the paper's exact comparison: their released MATH500 records hold soft scores a
+few ulps from 0.5, and the paper's JA and HSPP tables are reproduced only with its own rule."""
+
+MIN_POSITION_CONSISTENCY = 0.5
+MIN_LABEL_MASS = 0.5
+"""Below either, a judge's DBG carries no information and is flagged: a judge whose verdict agrees across
+the two orders on fewer than half of the pairs is ruled by the slot, not the answers (a coin that ignores
+position agrees on half), and one that puts under half of its next-token probability on the labels is not
+answering the question asked."""
+
+
+def tie_sign(arr: np.ndarray) -> np.ndarray:
+    """-1, 0 (a tie, within TIE_TOLERANCE of 0.5) or +1 per probability."""
+    return np.where(np.abs(arr - 0.5) <= TIE_TOLERANCE, 0, np.sign(arr - 0.5)).astype(int)
+
+
 def hard_wins(arr: np.ndarray) -> np.ndarray:
-    return np.where(arr > 0.5, 1.0, np.where(arr == 0.5, 0.5, 0.0))
+    """1 for a win, 0.5 for a tie (within TIE_TOLERANCE of 0.5), 0 for a loss."""
+    return (tie_sign(np.asarray(arr, dtype=float)) + 1) / 2.0
+
+
+def judge_reliability(position_consistency: float, mean_label_mass: float) -> list[str]:
+    """Why a judge's verdicts are too weak for its DBG to mean anything (empty: no reason found)."""
+    reasons = []
+    if position_consistency < MIN_POSITION_CONSISTENCY:
+        reasons.append(f"position consistency {100 * position_consistency:.0f}% < {100 * MIN_POSITION_CONSISTENCY:.0f}%")
+    if mean_label_mass < MIN_LABEL_MASS:
+        reasons.append(f"mean label mass {mean_label_mass:.2f} < {MIN_LABEL_MASS:.2f}")
+    return reasons
 
 
 def hard_win_rate(p: Sequence[float]) -> float:
@@ -86,7 +117,7 @@ def position_consistency(p_a_order1: Sequence[float], p_a_order2: Sequence[float
     """Share of pairs whose hard verdict is the same in both orders.
 
     ``p_a_order1[i]`` = P(response X wins) with X in slot A, ``p_a_order2[i]`` = P(X wins) with X
-    in slot B (already mapped to X). Verdict per order: ``sign(p - 0.5)`` (X wins / tie / Y wins);
+    in slot B (already mapped to X). Verdict per order: ``sign(p - 0.5)`` (X wins / tie within TIE_TOLERANCE / Y wins);
     consistency = ``(1/n) sum_i [sign(p1_i - 0.5) = sign(p2_i - 0.5)]``. DBG paper (seed 000)
     section 2: every pair is judged in both orders to expose position bias.
     """
@@ -96,4 +127,4 @@ def position_consistency(p_a_order1: Sequence[float], p_a_order2: Sequence[float
         raise InterpError(
             f"position_consistency: {first.size} pairs in order 1 but {second.size} in order 2"
         )
-    return float(np.mean(np.sign(first - 0.5) == np.sign(second - 0.5)))
+    return float(np.mean(tie_sign(first) == tie_sign(second)))

@@ -8,9 +8,16 @@ from typing import Sequence
 import numpy as np
 
 from interp.config import RunConfig
+from interp.core.models import own_model
 from interp.data import Item
 from interp.errors import InterpError
-from interp.metrics.dbg import dbg, hard_win_rate, position_consistency, soft_win_rate
+from interp.metrics.dbg import (
+    dbg,
+    hard_win_rate,
+    judge_reliability,
+    position_consistency,
+    soft_win_rate,
+)
 from interp.run.gold import aggregate_gold
 from interp.run.records import JudgmentRecord
 from interp.run.store import RunDir
@@ -47,14 +54,18 @@ def judge_scores(
         "position_consistency": position_consistency(ab, ba),
         "win_rate_first_hard": hard_win_rate(p_first),
         "win_rate_first_soft": soft_win_rate(p_first),
-        "top_not_label": int(sum(not r.top_is_label for r in records)),
-        "mean_label_mass": float(np.mean([r.label_mass for r in records])),
+        "top_not_label": int(sum(r.top_is_label is False for r in records)),
+        "mean_label_mass": float(np.mean([r.label_mass for r in records if r.label_mass is not None] or [float("nan")])),
     }
-    if judge in models:
-        own_is_first = judge == models[0]
+    # Too weak a judge: its DBG is reported, flagged, never read as evidence (thresholds in metrics.dbg).
+    scores["unreliable_because"] = judge_reliability(scores["position_consistency"], scores["mean_label_mass"])
+    scores["reliable"] = not scores["unreliable_because"]
+    own = own_model(judge)  # an organism's own answers are its base model's
+    if own in models:
+        own_is_first = own == models[0]
         p_own = p_first if own_is_first else 1 - p_first
         gold_own = gold_first if own_is_first else 1 - gold_first
-        scores["own_model"] = judge
+        scores["own_model"] = own
         scores |= dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
         scores["dbg_ci"] = list(scores["dbg_ci"])
         scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
