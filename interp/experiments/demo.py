@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
-from interp.config import RunConfig
+from interp.config import RunConfig, run_config_from_dict
 from interp.data import builtin_items
 from interp.experiments.causal import intervene_run
 from interp.report.attention import write_attention_figures
@@ -28,9 +28,8 @@ DEMO_MAX_WORDS = 60
 
 
 def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
-    return RunConfig(
-        name="demo", data="builtin", n=n or len(builtin_items()), backend=backend, max_words=DEMO_MAX_WORDS, max_new_tokens=96
-    )
+    values = dict(name="demo", data="builtin", n=n or len(builtin_items()), backend=backend, max_words=DEMO_MAX_WORDS, max_new_tokens=96)
+    return run_config_from_dict(values, "demo")  # a bad --backend or --n is one line, not a traceback
 
 
 def top_heads_spec(run_dir: Path, judge: str, k: int = DEMO_TOP_HEADS) -> AttentionIntervention:

@@ -30,7 +30,7 @@ from interp.run.gold import (
 )
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.judging import batches, judge_tasks, run_judging
-from interp.run.responses import Decoding, generate_responses
+from interp.run.responses import Decoding, check_generation_lengths, generate_responses
 from interp.run.store import RunDir, check_writable_dir
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
@@ -86,11 +86,13 @@ def gold_judges(config: RunConfig, loaded: dict) -> list[GoldJudge]:
     return judges
 
 
-def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, loaded: dict, progress: bool) -> dict[str, list[float]]:
+def run_gold_step(
+    config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, loaded: dict, progress: bool, judges: Sequence[GoldJudge] | None = None
+) -> dict[str, list[float]]:
     """P(models[0]'s response wins) per item for every gold judge; cached in gold.jsonl per judge."""
     first, second = config.models
     pairs = {item.id: Pair(item, responses[first][item.id], responses[second][item.id]) for item in items}
-    judges = gold_judges(config, loaded)
+    judges = judges if judges is not None else gold_judges(config, loaded)
     existing = paths.read_gold()
     for judge in tqdm(judges, desc="gold judges", disable=not progress):
         have = existing.setdefault(judge.name, {})
@@ -106,12 +108,21 @@ def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], respo
 
 
 def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, loaded: dict | None = None) -> dict:
-    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone."""
+    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
+
+    Everything (output location, config, data, models, prompt lengths, gold judges) is checked before the
+    first byte is written, so a failure leaves the run directory as it was.
+    """
     paths = RunDir(Path(out))
     check_writable_dir(paths.root)
     check_resumable(config, paths)
+    paths.check_not_locked()  # fail at once, before loading models, when another process writes this run
     items = sampled_items(config, paths)
     loaded = loaded if loaded is not None else {}
+    judges = gold_judges(config, loaded)
+    if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
+        check_http_gold(judges, paths, items)
+    check_models(config, paths, items, loaded)
     with paths.writer():
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
@@ -134,5 +145,28 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, loaded: dict
             )
             if queries:
                 consolidate_attention(paths, judge, model, items, queries)
-        gold = run_gold_step(config, paths, items, responses, loaded, progress)
+        gold = run_gold_step(config, paths, items, responses, loaded, progress, judges)
         return write_summary(config, paths, items, gold)
+
+
+def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], loaded: dict) -> None:
+    """Load every model the run needs (a missing one fails here) and check that each generation prompt
+    still to run, plus max_new_tokens, fits its model's context."""
+    existing = paths.read_responses()
+    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    for spec in config.models:
+        missing = [item for item in items if item.id not in existing.get(spec, {})]
+        if missing:
+            check_generation_lengths(cached_model(spec, loaded), missing, decoding, name=spec)
+    for spec in config.judge_specs:
+        cached_model(spec, loaded)
+
+
+def check_http_gold(judges: Sequence[GoldJudge], paths: RunDir, items: Sequence[Item]) -> None:
+    """An HTTP gold judge with verdicts still to fetch must answer before the run writes anything."""
+    from interp.run.gold.http import HTTPJudge
+
+    have = paths.read_gold()
+    for judge in judges:
+        if isinstance(judge, HTTPJudge) and not set(have.get(judge.name, {})) >= {item.id for item in items}:
+            judge.check_reachable()
