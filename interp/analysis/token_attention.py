@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -22,6 +21,7 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.run.judging import judge_tasks
 from interp.run.store import RunDir
+from interp.templating import Markup, render
 from jaxtyping import Float
 from torch import Tensor
 
@@ -155,7 +155,7 @@ def tokens_html(
     spans: dict[str, tuple[int, int]] | None = None,
     skip_first: bool = True,
     color: tuple[int, int, int] = (214, 39, 40),
-) -> str:
+) -> Markup:
     """Prompt tokens as HTML spans, background alpha proportional to the weight.
 
     The scale is the largest weight, ignoring the first token when `skip_first` (it usually soaks up most of
@@ -170,17 +170,19 @@ def tokens_html(
         if name in ("a", "b"):
             for position in range(start, end):
                 in_span[position] = name
-    parts = []
+    cells = []
     for position, (token, weight) in enumerate(zip(tokens, w)):
         alpha = min(max(weight / scale, 0.0), 1.0) if np.isfinite(weight) else 0.0
-        outline = _OUTLINES.get(in_span.get(position), "")
-        text = html.escape(token).replace("\n", "\u21b5<br>")
-        parts.append(
-            f"<span title='{position}: {weight:.4g}' style='background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{outline}'>{text}</span>"
-        )
-    legend = (
-        "<div style='font-size:90%;color:#555;margin-bottom:4px'>underline: "
-        f"<span style='{_OUTLINES['a']}'>response A</span>, <span style='{_OUTLINES['b']}'>response B</span>; "
-        f"colour scale max = {scale:.4g}</div>"
-    )
-    return legend + "<div style='font-family:monospace;white-space:pre-wrap;line-height:1.6'>" + "".join(parts) + "</div>"
+        style = f"background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{_OUTLINES.get(in_span.get(position), '')}"
+        cells.append((f"{position}: {weight:.4g}", style, token.split("\n")))
+    return render(_TOKENS, outlines=_OUTLINES, scale=f"{scale:.4g}", cells=cells)
+
+
+# A newline inside a token shows as "\u21b5" and a line break; every token's text is escaped.
+_TOKENS = (
+    "<div style='font-size:90%;color:#555;margin-bottom:4px'>underline: "
+    "<span style='{{ outlines.a }}'>response A</span>, <span style='{{ outlines.b }}'>response B</span>; "
+    "colour scale max = {{ scale }}</div><div style='font-family:monospace;white-space:pre-wrap;line-height:1.6'>"
+    "{% for title, style, lines in cells %}<span title='{{ title }}' style='{{ style }}'>"
+    "{% for line in lines %}{% if not loop.first %}\u21b5<br>{% endif %}{{ line }}{% endfor %}</span>{% endfor %}</div>"
+)

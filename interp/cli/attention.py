@@ -15,11 +15,13 @@ def attention(
     ),
 ) -> None:
     """Figure 7: per-layer and per-head attention over own vs other responses, with length control."""
+    from interp.analysis.attention_stats import attention_judges
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
     from interp.run.store import RunDir
 
     paths = RunDir(Path(run_dir))
+    attention_judges(run_dir)  # a missing run, or one without judgments, fails before the lock file is made
     with paths.writer():
         written = write_attention_figures(run_dir, relative_depth=relative_depth, transpose=paper_layout)
         for name, path in written.items():

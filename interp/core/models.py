@@ -214,7 +214,26 @@ def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
             f"unknown model alias {spec!r}; use one of {', '.join(ALIASES)}, an HF model id (org/name), "
             "a local model folder or a .gguf file"
         )
-    return spec, None, f"hf:{spec}"
+    return hf_cached_folder(spec), None, f"hf:{spec}"
+
+
+def hf_cached_folder(repo_id: str) -> Path:
+    """The local snapshot folder of an HF model id, looked up in the HF cache only (models load offline).
+
+    A model that is not there is a one-line error at once: no network request, no retry loop.
+    """
+    from huggingface_hub import try_to_load_from_cache
+
+    try:
+        config = try_to_load_from_cache(repo_id, "config.json")
+    except ValueError:  # not a valid repo id
+        config = None
+    if not isinstance(config, str):
+        raise InterpError(
+            f"model {repo_id!r} is not in the Hugging Face cache, nor a local folder or .gguf file "
+            "(interp loads models offline: download it first, or pass its folder)"
+        )
+    return Path(config).parent
 
 
 def load_model(

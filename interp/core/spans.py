@@ -36,6 +36,12 @@ def char_to_token_span(offsets: Sequence[tuple[int, int]], start: int, end: int)
     return inside[0], inside[-1] + 1
 
 
+def check_fits_context(n_tokens: int, context_length: int | None, what: str = "prompt", hint: str = "shorten the query or responses") -> None:
+    """The one context-length check (judging, inspect, generation): `n_tokens` must fit the model's context."""
+    if context_length and n_tokens > context_length:
+        raise InterpError(f"{what} has {n_tokens} tokens but the model's context is {context_length}; {hint}")
+
+
 def tokenize_prompt(tokenizer, prompt: Prompt, *, max_length: int | None = None) -> TokenizedPrompt:
     """Tokenize part by part, cutting at every slot boundary, so no token straddles a response edge.
 
@@ -55,10 +61,7 @@ def tokenize_prompt(tokenizer, prompt: Prompt, *, max_length: int | None = None)
         )
         ids += encoding["input_ids"]
         offsets += [(s + start, e + start) if e > s else (s, e) for s, e in encoding["offset_mapping"]]
-    if max_length and len(ids) > max_length:
-        raise InterpError(
-            f"prompt has {len(ids)} tokens but the model's context is {max_length}; shorten the query or responses"
-        )
+    check_fits_context(len(ids), max_length)
     spans = {slot: char_to_token_span(offsets, start, end) for slot, (start, end) in prompt.char_spans.items()}
     return TokenizedPrompt(ids, spans, prompt.text)
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 from hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
-from interp.config import PlacementKeys, RunConfig
+from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import builtin_items
@@ -30,9 +30,8 @@ DEMO_MAX_WORDS = 60
 
 
 def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
-    return RunConfig(
-        name="demo", data="builtin", n=n or len(builtin_items()), backend=backend, max_words=DEMO_MAX_WORDS, max_new_tokens=96
-    )
+    values = dict(name="demo", data="builtin", n=n or len(builtin_items()), backend=backend, max_words=DEMO_MAX_WORDS, max_new_tokens=96)
+    return run_config_from_dict(values, "demo")  # a bad --backend or --n is one line, not a traceback
 
 
 def top_heads_spec(run_dir: Path, judge: str, k: int = DEMO_TOP_HEADS) -> AttentionIntervention:
@@ -47,7 +46,7 @@ def run_demo(
 ) -> Path:
     out = Path(out)
     where = where or PlacementKeys()
-    config = demo_config(n, backend).model_copy(update=where.model_dump())
+    config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
     models = ModelCache(placement_of(config))
     run_dbg(config, out, progress=progress, models=models)
     with RunDir(out).writer():

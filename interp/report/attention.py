@@ -40,6 +40,7 @@ from interp.report.figures import plt, png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.run.store import RunDir, safe_name
 from interp.storage import atomic_write_text
+from interp.templating import Markup, render
 
 SECTION_TITLE = "Attention over response spans (Figure 7)"
 JUDGE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
@@ -347,23 +348,24 @@ def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.Da
     return sections
 
 
-def write_interactive(path: Path, title: str, sections: list[tuple[str, object]], tables_html: str = "") -> None:
+def write_interactive(path: Path, title: str, sections: list[tuple[str, object]], tables_html: Markup = Markup()) -> None:
     """One offline HTML file: plotly.js inlined once (no script fetched from anywhere)."""
     import plotly.io as pio
 
-    parts = []
-    for position, (heading, fig) in enumerate(sections):
-        div = pio.to_html(fig, include_plotlyjs=position == 0, full_html=False, include_mathjax=False, config={"displaylogo": False})
-        parts.append(f"<h2>{html.escape(heading)}</h2>{div}")
-    style = (
-        "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}"
-        "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
-    )
-    document = (
-        f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title><style>{style}</style></head>"
-        f"<body><h1>{html.escape(title)}</h1>{''.join(parts)}{tables_html}</body></html>"
-    )
-    atomic_write_text(path, document)
+    divs = [
+        # plotly's own div (toolkit-generated markup, trusted); the heading is escaped by the template
+        (heading, Markup(pio.to_html(fig, include_plotlyjs=position == 0, full_html=False, include_mathjax=False, config={"displaylogo": False})))
+        for position, (heading, fig) in enumerate(sections)
+    ]
+    atomic_write_text(path, render(_INTERACTIVE, title=title, divs=divs, tables=tables_html))
+
+
+_INTERACTIVE = (
+    "<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title><style>"
+    "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}"
+    "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
+    "</style></head><body><h1>{{ title }}</h1>{% for heading, div in divs %}<h2>{{ heading }}</h2>{{ div }}{% endfor %}{{ tables }}</body></html>"
+)
 
 
 # ---- everything ----------------------------------------------------------------------------------
@@ -513,14 +515,17 @@ def _regression_rows(regression: pd.DataFrame | None) -> list[list]:
     ]
 
 
-def _tables_html(heads: dict, layer_table: pd.DataFrame, regression) -> str:
-    parts = []
-    for judge, hs in heads.items():
-        parts.append(f"<h2>Top own \u2212 other heads: {html.escape(judge)}</h2>{_heads_table(hs)}")
-        parts.append(f"<h3>Per layer: {html.escape(judge)}</h3>{table_html(_LAYER_HEADER, _layer_rows(layer_table, judge))}")
-    if regression is not None:
-        parts.append(f"<h2>Length control</h2>{table_html(_REGRESSION_HEADER, _regression_rows(regression))}")
-    return "".join(parts)
+def _tables_html(heads: dict, layer_table: pd.DataFrame, regression) -> Markup:
+    judges = [(judge, _heads_table(hs), table_html(_LAYER_HEADER, _layer_rows(layer_table, judge))) for judge, hs in heads.items()]
+    length = table_html(_REGRESSION_HEADER, _regression_rows(regression)) if regression is not None else None
+    return render(_TABLES, judges=judges, length=length)
+
+
+_TABLES = (
+    "{% for judge, heads, layers in judges %}<h2>Top own \u2212 other heads: {{ judge }}</h2>{{ heads }}"
+    "<h3>Per layer: {{ judge }}</h3>{{ layers }}{% endfor %}"
+    "{% if length is not none %}<h2>Length control</h2>{{ length }}{% endif %}"
+)
 
 
 def _section_body(run_dir: Path, written: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, regression, profiles: dict) -> str:
@@ -532,34 +537,34 @@ def _section_body(run_dir: Path, written: dict, runs: dict, heads: dict, layer_t
         if profiles["judge_diff_axis"] == "relative depth" and profiles["axis"] == "layer"
         else ""
     )
-    parts = [
-        f"<p><img src='{png_data_uri(written['figure7_png'])}' alt='Figure 7 grid'></p>",
-        f"<p class='note'>Attention from {queries} onto each response's tokens, per layer; per-token mean (mass / tokens), "
-        f"mean over heads, both orders and {first.n_items} instructions. Rows: judges; columns: response authors; right column: "
-        "author difference per judge; bottom row: judge difference per author; bottom right: own minus other response per judge."
-        f"{depth_note} Files: figures/attention_figure7.png, .pdf (mass: attention_figure7_mass.*), attention_profiles.csv."
-        + (f" {empty} empty response span(s) are recorded with 0 tokens and no per-token mean." if empty else "")
-        + "</p>",
-    ]
-    for judge, hs in heads.items():
-        key = f"heads_{judge}_png"
-        parts.append(f"<h3>Own \u2212 other heads: {html.escape(judge)}</h3>")
-        parts.append(f"<p><img src='{png_data_uri(written[key])}' alt='head map {html.escape(judge)}'></p>")
-        parts.append(_heads_table(hs))
-    for judge in heads:
-        parts.append(f"<h3>Per-layer own \u2212 other: {html.escape(judge)}</h3>")
-        parts.append(table_html(_LAYER_HEADER, _layer_rows(layer_table, judge)))
-    if regression is not None:
-        parts.append("<h3>Length control</h3>")
-        parts.append(
-            "<p class='note'>A longer response collects more attention mass by construction. Per instruction, the own \u2212 other "
-            "attention difference (mean over layers, heads and orders) is regressed on the own \u2212 other length difference "
-            "(tokens); the intercept is the difference expected at equal lengths. Files: attention_length_items.csv, "
-            "attention_length_regression.csv, attention_length_control.png.</p>"
-        )
-        parts.append(table_html(_REGRESSION_HEADER, _regression_rows(regression)))
-    parts.append(
-        "<p><a href='figures/attention.html'>Interactive attention maps (figures/attention.html)</a> \u00b7 "
-        "per-layer table: figures/attention_layer_differences.csv</p>"
+    return render(
+        _SECTION,
+        figure7=png_data_uri(written["figure7_png"]),
+        queries=queries,
+        n_items=first.n_items,
+        depth_note=depth_note,
+        empty=empty,
+        judges=[(judge, png_data_uri(written[f"heads_{judge}_png"]), _heads_table(hs)) for judge, hs in heads.items()],
+        layers=[(judge, table_html(_LAYER_HEADER, _layer_rows(layer_table, judge))) for judge in heads],
+        length=table_html(_REGRESSION_HEADER, _regression_rows(regression)) if regression is not None else None,
     )
-    return "".join(parts)
+
+
+_SECTION = (
+    "<p><img src='{{ figure7 }}' alt='Figure 7 grid'></p>"
+    "<p class='note'>Attention from {{ queries }} onto each response's tokens, per layer; per-token mean (mass / tokens), "
+    "mean over heads, both orders and {{ n_items }} instructions. Rows: judges; columns: response authors; right column: "
+    "author difference per judge; bottom row: judge difference per author; bottom right: own minus other response per judge."
+    "{{ depth_note }} Files: figures/attention_figure7.png, .pdf (mass: attention_figure7_mass.*), attention_profiles.csv."
+    "{% if empty %} {{ empty }} empty response span(s) are recorded with 0 tokens and no per-token mean.{% endif %}</p>"
+    "{% for judge, image, table in judges %}<h3>Own \u2212 other heads: {{ judge }}</h3>"
+    "<p><img src='{{ image }}' alt='head map {{ judge }}'></p>{{ table }}{% endfor %}"
+    "{% for judge, table in layers %}<h3>Per-layer own \u2212 other: {{ judge }}</h3>{{ table }}{% endfor %}"
+    "{% if length is not none %}<h3>Length control</h3>"
+    "<p class='note'>A longer response collects more attention mass by construction. Per instruction, the own \u2212 other "
+    "attention difference (mean over layers, heads and orders) is regressed on the own \u2212 other length difference "
+    "(tokens); the intercept is the difference expected at equal lengths. Files: attention_length_items.csv, "
+    "attention_length_regression.csv, attention_length_control.png.</p>{{ length }}{% endif %}"
+    "<p><a href='figures/attention.html'>Interactive attention maps (figures/attention.html)</a> \u00b7 "
+    "per-layer table: figures/attention_layer_differences.csv</p>"
+)

@@ -7,6 +7,7 @@ from pathlib import Path
 from interp.report.dbg import dbg_section
 from interp.report.html import write_report
 from interp.run.store import RunDir
+from interp.templating import Markup
 
 
 def build_report(run_dir: Path) -> Path:
@@ -18,7 +19,7 @@ def build_report(run_dir: Path) -> Path:
         part = figures / name
         if part.exists():
             title, _, content = part.read_text().partition("\n")
-            sections.append((title, content))
+            sections.append((title, Markup(content)))  # a section the toolkit rendered (escaped) itself
     path = paths.report
     write_report(path, f"Self-preference report: {' vs '.join(summary['models'])}", sections)
     return path

@@ -7,6 +7,7 @@ from pathlib import Path
 import numpy as np
 from interp.report.figures import plt, png_data_uri, save_figure
 from interp.report.html import table_html
+from interp.templating import Markup, render
 
 
 def figure2_grid(summary: dict):
@@ -40,7 +41,7 @@ def _pct(x: float) -> str:
     return f"{100 * x:+.1f}"
 
 
-def dbg_section(summary: dict, figures: Path) -> str:
+def dbg_section(summary: dict, figures: Path) -> Markup:
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []
     for judge, s in summary["judges"].items():
@@ -63,9 +64,18 @@ def dbg_section(summary: dict, figures: Path) -> str:
         ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "position consistency", "top token not a label", "mean label mass"],
         rows,
     )
-    gold = ", ".join(summary["gold"]["judges"])
-    return (
-        f"<p><img src='{png_data_uri(paths['png'])}' alt='Figure 2 grid'></p>"
-        f"<p class='note'>Gold judges: <b>{gold}</b>. Files: figures/figure2_grid.png, .pdf. {summary['n_items']} instructions; "
-        f"tasks: {', '.join(summary['tasks'])}; responses capped at {summary.get('max_words', '?')} words. {summary['label_handling']}.</p>{table}"
+    return render(
+        _DBG_SECTION,
+        image=png_data_uri(paths["png"]),
+        gold=", ".join(summary["gold"]["judges"]),
+        summary=summary,
+        tasks=", ".join(summary["tasks"]),
+        table=table,
     )
+
+
+_DBG_SECTION = (
+    "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
+    "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
+    "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}.</p>{{ table }}"
+)

@@ -9,8 +9,15 @@ from typing import Sequence
 from interp.report.figures import plt, png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
+from interp.templating import render
 
 SECTION_TITLE = "Causal test: attention interventions with controls"
+
+_INTERVENTION_SECTION = (
+    "<p><img src='{{ image }}' alt='intervention effects'></p>{{ table }}{% for v in verdicts %}<p><b>{{ v }}</b></p>{% endfor %}"
+    "<p class='note'>Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); gold verdicts reused: "
+    "{{ reused.gold_verdicts }} from {{ reused.gold_judges | join(', ') }} (re-run: {{ reused.gold_judges_rerun }}). Only judging was re-run.</p>"
+)
 
 
 def effect_figure(results: Sequence[dict]):
@@ -52,12 +59,7 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
             verdicts.append(r["verdict"])
         reused = result["reused"]
     table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
-    body = (
-        f"<p><img src='{png_data_uri(paths['png'])}' alt='intervention effects'></p>{table}"
-        + "".join(f"<p><b>{v}</b></p>" for v in verdicts)
-        + f"<p class='note'>Responses reused: {reused['responses']} (generated: {reused['responses_generated']}); gold verdicts reused: "
-        f"{reused['gold_verdicts']} from {', '.join(reused['gold_judges'])} (re-run: {reused['gold_judges_rerun']}). Only judging was re-run.</p>"
-    )
+    body = render(_INTERVENTION_SECTION, image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, reused=reused)
     path = figures / "intervention_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
     return path

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 import math
 from pathlib import Path
 from typing import Sequence
@@ -11,6 +10,7 @@ from interp.report.figures import png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.report.interventions import effect_figure
 from interp.storage import atomic_write_text
+from interp.templating import render
 
 SECTION_TITLE = "Steering: emphasis and a self-recognition direction"
 
@@ -24,6 +24,24 @@ _POSITION_TEXT = {
     "final": "residual after the block at the final position of the prompts with the judge's own response minus the same "
     "with the own response replaced by the item's reference answer",
 }
+
+
+_STEERING_SECTION = (
+    "{% if image %}<p><img src='{{ image }}' alt='steering effects'></p>{% endif %}{{ table }}"
+    "<p class='note'>DBG and agreement with gold use the run's fixed gold verdicts; the paired change of P(own response wins) "
+    "is per instruction against no intervention, with a bootstrap interval over instructions. A steering that just flips verdicts "
+    "shows up as lower agreement with gold.</p>"
+    "<h3>Self-recognition direction: probe accuracy</h3>{{ probe_table }}"
+    "<p class='note'>Direction ({{ s.position }}): {{ position_text }}, difference of means over the "
+    "training items. An example is classified as own when its projection on the direction exceeds the midpoint of the two "
+    "training class means; paired accuracy: share of prompts where the own example projects higher than the other one.</p>"
+    "{% for p in splits %}<p class='note'>{{ p.judge }}: the direction was computed from the {{ p.train }} only "
+    "({{ p.train_ids }}); held out: {{ p.heldout }} ({{ p.heldout_ids }}). "
+    "Seeded split: seed {{ s.seed }}, train fraction {{ train_fraction }}.</p>{% endfor %}"
+    "<p class='note'>Reversal coefficient {{ coefficient }} x the direction's norm; emphasis alpha {{ emphasis_alpha }}; "
+    "edits at {{ s.positions }} positions. Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); "
+    "gold verdicts reused: {{ reused.gold_verdicts }}. Only judging was re-run.</p>"
+)
 
 
 def pct0(x: float | None) -> str:
@@ -45,10 +63,9 @@ def steering_section(table: dict, figures: Path) -> Path:
     for r in table["rows"]:
         if r["intervention"] != "none":
             results[0]["judges"].setdefault(r["judge"], {"effects": {}})["effects"][r["intervention"]] = r["effect"]
-    image = ""
+    image = None
     if results[0]["judges"]:
-        paths = save_figure(effect_figure(results), figures / "steering_effects")
-        image = f"<p><img src='{png_data_uri(paths['png'])}' alt='steering effects'></p>"
+        image = png_data_uri(save_figure(effect_figure(results), figures / "steering_effects")["png"])
     rows = [
         [
             r["judge"],
@@ -77,28 +94,28 @@ def steering_section(table: dict, figures: Path) -> Path:
         for judge, p in table["probe"].items()
     ]
     s = table["settings"]
-    splits = "".join(
-        f"<p class='note'>{html.escape(judge)}: the direction was computed from the {_count(p['n']['train_items'], 'training item')} only "
-        f"({html.escape(', '.join(p['train_ids']))}); held out: {_count(p['n']['heldout_items'], 'item')} ({html.escape(', '.join(p['heldout_ids']))}). "
-        f"Seeded split: seed {s['seed']}, train fraction {s['train_fraction']:g}.</p>"
+    splits = [
+        {
+            "judge": judge,
+            "train": _count(p["n"]["train_items"], "training item"),
+            "train_ids": ", ".join(p["train_ids"]),
+            "heldout": _count(p["n"]["heldout_items"], "item"),
+            "heldout_ids": ", ".join(p["heldout_ids"]),
+        }
         for judge, p in table["probe"].items()
-    )
-    reused = table["reused"]
-    body = (
-        image
-        + table_html(header, rows)
-        + "<p class='note'>DBG and agreement with gold use the run's fixed gold verdicts; the paired change of P(own response wins) "
-        "is per instruction against no intervention, with a bootstrap interval over instructions. A steering that just flips verdicts "
-        "shows up as lower agreement with gold.</p>"
-        + "<h3>Self-recognition direction: probe accuracy</h3>"
-        + table_html(["judge", "layer", "position", "norm", "probe accuracy, train", "probe accuracy, held-out", "paired accuracy, train / held-out"], probe_rows)
-        + f"<p class='note'>Direction ({html.escape(s['position'])}): {_POSITION_TEXT[s['position']]}, difference of means over the "
-        "training items. An example is classified as own when its projection on the direction exceeds the midpoint of the two "
-        "training class means; paired accuracy: share of prompts where the own example projects higher than the other one.</p>"
-        + splits
-        + f"<p class='note'>Reversal coefficient {s['coefficient']:+g} x the direction's norm; emphasis alpha {s['emphasis_alpha']:g}; "
-        f"edits at {s['positions']} positions. Responses reused: {reused['responses']} (generated: {reused['responses_generated']}); "
-        f"gold verdicts reused: {reused['gold_verdicts']}. Only judging was re-run.</p>"
+    ]
+    body = render(
+        _STEERING_SECTION,
+        image=image,
+        table=table_html(header, rows),
+        probe_table=table_html(["judge", "layer", "position", "norm", "probe accuracy, train", "probe accuracy, held-out", "paired accuracy, train / held-out"], probe_rows),
+        position_text=_POSITION_TEXT[s["position"]],
+        splits=splits,
+        s=s,
+        coefficient=f"{s['coefficient']:+g}",
+        emphasis_alpha=f"{s['emphasis_alpha']:g}",
+        train_fraction=f"{s['train_fraction']:g}",
+        reused=table["reused"],
     )
     path = figures / "steering_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)

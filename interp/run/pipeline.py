@@ -32,7 +32,7 @@ from interp.run.gold import (
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_tasks, run_judging
-from interp.run.responses import Decoding, generate_responses
+from interp.run.responses import Decoding, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, check_writable_dir
@@ -88,11 +88,13 @@ def gold_judges(config: RunConfig, models: ModelCache) -> list[GoldJudge]:
     return judges
 
 
-def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, models: ModelCache, progress: bool) -> dict[str, list[float]]:
+def run_gold_step(
+    config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, models: ModelCache, progress: bool, judges: Sequence[GoldJudge] | None = None
+) -> dict[str, list[float]]:
     """P(models[0]'s response wins) per item for every gold judge; cached in gold.jsonl per judge."""
     first, second = config.models
     pairs = {item.id: Pair(item, responses[first][item.id], responses[second][item.id]) for item in items}
-    judges = gold_judges(config, models)
+    judges = judges if judges is not None else gold_judges(config, models)
     existing = paths.read_gold()
     for judge in tqdm(judges, desc="gold judges", disable=not progress):
         have = existing.setdefault(judge.name, {})
@@ -110,15 +112,23 @@ def run_gold_step(config: RunConfig, paths: RunDir, items: Sequence[Item], respo
 def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None) -> dict:
     """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
 
-    The config is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine),
-    so a resume in another precision is refused like any other change of config."""
+    Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
+    checked before the first byte is written, so a failure leaves the run directory as it was. The config
+    is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine), so a resume
+    in another precision is refused like any other change of config.
+    """
     paths = RunDir(Path(out))
     check_writable_dir(paths.root)
     placement = placement_of(config)
     config = config.model_copy(update={"dtype": placement.dtype})
     check_resumable(config, paths)
+    paths.check_not_locked()  # fail at once, before loading models, when another process writes this run
     items = sampled_items(config, paths)
     models = models if models is not None else ModelCache(placement)
+    judges = gold_judges(config, models)
+    if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
+        check_http_gold(judges, paths, items)
+    check_models(config, paths, items, models)
     with paths.writer():
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
@@ -144,5 +154,33 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
             )
             if queries:
                 consolidate_attention(paths, judge, model, items, queries)
-        gold = run_gold_step(config, paths, items, responses, models, progress)
+        gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         return write_summary(config, paths, items, gold, placement.record())
+
+
+def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> None:
+    """Load every local model the run needs (a missing one fails here), check that each generation prompt
+    still to run, plus max_new_tokens, fits its model's context, and read every imported answer file."""
+    existing = paths.read_responses()
+    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    for spec in config.models:
+        missing = [item for item in items if item.id not in existing.get(spec, {})]
+        if not missing or config.server(spec) is not None:
+            continue
+        if spec in config.imports:
+            imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
+        else:
+            check_generation_lengths(models.get(spec), missing, decoding, name=spec)
+    for spec in config.judge_specs:
+        if config.server(spec) is None:
+            models.get(spec)
+
+
+def check_http_gold(judges: Sequence[GoldJudge], paths: RunDir, items: Sequence[Item]) -> None:
+    """An HTTP gold judge with verdicts still to fetch must answer before the run writes anything."""
+    from interp.run.gold.http import HTTPJudge
+
+    have = paths.read_gold()
+    for judge in judges:
+        if isinstance(judge, HTTPJudge) and not set(have.get(judge.name, {})) >= {item.id for item in items}:
+            judge.check_reachable()

@@ -18,7 +18,8 @@ from tqdm.auto import tqdm
 
 from interp.core.backends import left_pad
 from interp.core.models import LoadedModel, attention_implementation, cache_root
-from interp.core.prompts import FEWSHOT_STOP, generation_prompt
+from interp.core.prompts import FEWSHOT_STOP, Prompt, generation_prompt
+from interp.core.spans import check_fits_context
 from interp.data import Item
 from interp.storage import atomic_write_text
 
@@ -66,12 +67,34 @@ def response_cache_path(key: str) -> Path:
     return cache_root() / "responses" / f"{key}.json"
 
 
+def _prompts(model: LoadedModel, items: Sequence[Item], decoding: Decoding) -> list[Prompt]:
+    return [generation_prompt(model.tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words) for item in items]
+
+
+def _encode(tokenizer, prompt: Prompt) -> list[int]:
+    return tokenizer(prompt.text, add_special_tokens=prompt.add_special_tokens)["input_ids"]
+
+
+def check_generation_lengths(model: LoadedModel, items: Sequence[Item], decoding: Decoding, *, name: str | None = None) -> None:
+    """Every generation prompt plus `max_new_tokens` fits the model's context (checked before any generation)."""
+    if not model.context_length:
+        return
+    for item, prompt in zip(items, _prompts(model, items, decoding)):
+        n_prompt = len(_encode(model.tokenizer, prompt))
+        check_fits_context(
+            n_prompt + decoding.max_new_tokens,
+            model.context_length,
+            what=f"item {item.id!r}: generation prompt + max_new_tokens ({n_prompt} + {decoding.max_new_tokens})",
+            hint=f"shorten the instruction or lower max_new_tokens (model {name or model.name})",
+        )
+
+
 def generate_responses(
     model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True
 ) -> list[Response]:
     """Greedy answers of `model` to `items`, reusing the on-disk cache; returns them in item order."""
     tokenizer = model.tokenizer
-    prompts = [generation_prompt(tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words) for item in items]
+    prompts = _prompts(model, items, decoding)
     keys = [_cache_key(model, p.text, decoding) for p in prompts]
     results: dict[int, Response] = {}
     todo = []
@@ -82,13 +105,12 @@ def generate_responses(
         else:
             todo.append(index)
     todo.sort(key=lambda i: len(prompts[i].text))  # similar lengths together: less padding
+    check_generation_lengths(model, [items[i] for i in todo], decoding, name=name)
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
     for start in range(0, len(todo), decoding.batch_size):
         chunk = todo[start : start + decoding.batch_size]
-        encoded = [
-            tokenizer(prompts[i].text, add_special_tokens=prompts[i].add_special_tokens)["input_ids"] for i in chunk
-        ]
+        encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
         with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
             out = model.hf_model.generate(

@@ -163,10 +163,25 @@ class RunDir:
         Call it only after every input has been validated: it creates the directory and its lock file. The lock
         is re-entrant within a process (a step that writes calls it too, under a job that already holds it).
         """
-        from filelock import FileLock, Timeout
-
         check_writable_dir(self.root)
         self.root.mkdir(parents=True, exist_ok=True)
+        lock = self._acquire()
+        try:
+            yield self
+        finally:
+            lock.release()
+
+    def check_not_locked(self) -> None:
+        """Fail at once, naming the holder, when another process writes the run; writes nothing.
+
+        For a job that validates slowly (loading models) before it takes the lock with `writer()`.
+        """
+        if self.lock_file.is_file():
+            self._acquire().release()
+
+    def _acquire(self):
+        from filelock import FileLock, Timeout
+
         lock = FileLock(str(self.lock_file), is_singleton=True)
         try:
             lock.acquire(blocking=False)
@@ -175,10 +190,7 @@ class RunDir:
                 f"{self.root} is being written by another interp process (pid {lock_holder(self.lock_file)}); "
                 "wait for it to finish or use another --out"
             ) from None
-        try:
-            yield self
-        finally:
-            lock.release()
+        return lock
 
 
 def lock_holder(lock_file: Path) -> str:

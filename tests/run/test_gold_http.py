@@ -12,15 +12,11 @@ from __future__ import annotations
 import json
 import logging
 import math
-import socket
-import subprocess
-import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-import httpx
 import interp.run.gold.http as http_judge_module
 import pytest
 from interp.core.prompts import judge_prompt

@@ -213,3 +213,38 @@ def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_lla
     result = cli("attention", out, "--paper-layout")
     assert result.returncode == 0, result.stderr
     assert (out / "figures" / "attention_figure7.png").read_bytes() != default  # authors in rows now
+
+
+def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+    config = write_config(tmp_path / "run.toml", tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=6))
+    out = tmp_path / "out"
+    first = subprocess.Popen([sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        while not (out / "config.toml").exists():  # the first holds the lock once it writes
+            assert first.poll() is None, first.communicate()[1][-3000:]
+            time.sleep(0.05)
+        second = cli("dbg", config, "--out", out)
+        assert first.poll() is None  # the second gave up while the first was still writing
+    finally:
+        stdout, stderr = first.communicate(timeout=600)
+    assert second.returncode == 2 and second.stderr.count("\n") == 1, second.stderr
+    assert second.stderr.startswith("error:") and f"pid {first.pid}" in second.stderr, second.stderr
+    assert first.returncode == 0, stderr[-3000:]
+    judgments = [(r["judge"], r["item_id"], r["order"]) for r in read_jsonl(out / "judgments.jsonl")]
+    assert len(judgments) == len(set(judgments)) == 2 * 6 * 2  # two judges, six items, both orders, no duplicate
+    gold = [(r["judge"], r["item_id"]) for r in read_jsonl(out / "gold.jsonl")]
+    assert len(gold) == len(set(gold)) == 6
+    summary = json.loads((out / "summary.json").read_text())
+    assert all(s["n_judgments"] == 12 for s in summary["judges"].values())
+
+
+def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_out(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+    out = tmp_path / "out"
+    wrong = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2, models=("no-such-alias", str(tiny_llama_b_dir)))
+    result = cli("dbg", write_config(tmp_path / "wrong.toml", wrong), "--out", out)
+    assert result.returncode == 2 and result.stderr.startswith("error: unknown model alias"), result.stderr
+    assert not out.exists()
+    fixed = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2)
+    result = cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert load_run_config(out / "config.toml") == fixed and len(read_jsonl(out / "judgments.jsonl")) == 8

@@ -181,6 +181,17 @@ class HTTPJudge:
             logprobs=cfg.logprobs,
         )
 
+    def check_reachable(self) -> None:
+        """One GET to the API root before a run writes anything: a server that is not there (refused, unknown
+        host, timeout) is a one-line error at once. Any HTTP answer counts as reachable."""
+        try:
+            self._client.get(self.base_url, headers=self._headers(), timeout=min(self.timeout, 10.0))
+        except httpx.TransportError as exc:
+            reason = _one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
+        else:
+            return
+        raise InterpError(f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable ({self._redact(reason)}); check its base_url")
+
     def __repr__(self) -> str:
         return (
             f"HTTPJudge(name={self.name!r}, url={_display_url(self.endpoint)!r}, model={self.model!r}, "

@@ -1,0 +1,279 @@
+"""The bad-input catalogue: every command, fed a bad input, prints one `error:` line, exits 2, and leaves
+every file where it was (same names, same bytes).
+
+Each case runs `python -m interp.cli` in a fresh interpreter against its own copy of one prepared tiny run
+(module-scoped), so most cases fail in validation before any model loads. A case is a row of `CASES`:
+(id, command-line arguments with {run} / {root} placeholders, a setup that writes the bad input, the
+text the error line must contain).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pytest
+import tomli_w
+import tomllib
+
+from tests.helpers import REPO
+
+GOOD_SPEC = 'target = "self"\nalpha = 0.0\n'
+LONG_ITEM = '{"id": "very-long-1", "task": "helpfulness", "query": "%s"}\n' % ("word " * 5000)
+
+
+def nothing(root: Path) -> None:
+    pass
+
+
+def write(name: str, text: str | bytes) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(text if isinstance(text, bytes) else text.encode())
+
+    return setup
+
+
+def both(*setups: Callable[[Path], None]) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        for step in setups:
+            step(root)
+
+    return setup
+
+
+def corrupt_middle_line(name: str) -> Callable[[Path], None]:
+    """Replace a middle line of run/<name> with half a JSON object (not a torn tail: a corrupt record)."""
+
+    def setup(root: Path) -> None:
+        path = root / "run" / name
+        lines = path.read_bytes().splitlines(keepends=True)
+        middle = len(lines) // 2
+        lines[middle] = lines[middle][: len(lines[middle]) // 2] + b"\n"
+        path.write_bytes(b"".join(lines))
+
+    return setup
+
+
+def read_only_dir(root: Path) -> None:
+    """A directory this process cannot write to. Root ignores permission bits, so as root the directory is
+    made immutable (chattr +i), which root cannot write into either; the case fails if neither works."""
+    folder = root / "locked"
+    folder.mkdir()
+    if os.geteuid() == 0:
+        subprocess.run(["chattr", "+i", str(folder)], check=True, capture_output=True)
+    else:
+        folder.chmod(0o555)
+    assert not os.access(folder, os.W_OK), "could not make a read-only directory here"
+
+
+def unlock(root: Path) -> None:
+    folder = root / "locked"
+    if folder.exists() and os.geteuid() == 0:
+        subprocess.run(["chattr", "-i", str(folder)], capture_output=True)
+    elif folder.exists():
+        folder.chmod(0o755)
+
+
+def run_config(root: Path, **changes) -> str:
+    """The prepared run's config.toml with some keys changed (a callable value gets the whole old config)."""
+    data = tomllib.loads((root / "run" / "config.toml").read_text())
+    for key, value in changes.items():
+        data[key] = value(data) if callable(value) else value
+    return tomli_w.dumps(data)
+
+
+def config_from_run(name: str, **changes) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        (root / name).write_text(run_config(root, **changes))
+
+    return setup
+
+
+def config_with_data(name: str, data_file: str, **changes) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        (root / name).write_text(run_config(root, data=str(root / data_file), **changes))
+
+    return setup
+
+
+def sweep_toml(name: str, body: str) -> Callable[[Path], None]:
+    def setup(root: Path) -> None:
+        (root / name).write_text(f'run = "{root / "run"}"\n' + body)
+
+    return setup
+
+
+@dataclass(frozen=True)
+class Case:
+    id: str
+    args: tuple[str, ...]
+    setup: Callable[[Path], None]
+    expected: str
+
+
+def case(id: str, args: str | list[str], setup: Callable[[Path], None] = nothing, expected: str = "") -> Case:
+    return Case(id, tuple(args.split() if isinstance(args, str) else args), setup, expected)
+
+
+CASES = [
+    # ---- dbg: output location (issue point 4) ---------------------------------------------------
+    case("dbg out is a file", "dbg {root}/good.toml --out {root}/afile", both(config_from_run("good.toml"), write("afile", "x")), "is a file"),
+    case("dbg out under a file", "dbg {root}/good.toml --out {root}/afile/run", both(config_from_run("good.toml"), write("afile", "x")), "which is a file"),
+    case("dbg out read-only", "dbg {root}/good.toml --out {root}/locked/run", both(config_from_run("good.toml"), read_only_dir), "not writable"),
+    case("dbg out is read-only itself", "dbg {root}/good.toml --out {root}/locked", both(config_from_run("good.toml"), read_only_dir), "not writable"),
+    # ---- dbg: the config ------------------------------------------------------------------------
+    case("dbg config not UTF-8", "dbg {root}/latin1.toml --out {root}/new", write("latin1.toml", 'name = "d\xe9j\xe0"\n'.encode("latin-1")), "not UTF-8"),
+    case("dbg config bad TOML", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "models = [\n"), "not valid TOML"),
+    case("dbg config unknown key", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "batchsize = 4\n"), "batchsize: unknown key"),
+    case("dbg config bad value", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "n = 0\n"), "n:"),
+    case("dbg config unknown backend", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", backend="vllm"), "unknown backend"),
+    case("dbg config missing", "dbg {root}/nope.toml --out {root}/new", nothing, "not found"),
+    case("dbg without --out", "dbg {root}/good.toml", config_from_run("good.toml"), "--out"),
+    # ---- dbg: models, data, lengths, gold (issue points 3 and 5) --------------------------------
+    case("dbg unknown alias", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "unknown model alias"),
+    case("dbg unknown alias in an existing empty dir", "dbg {root}/bad.toml --out {root}/empty", both(write("empty/.keep", ""), config_from_run("bad.toml", judges=["no-such-alias"])), "unknown model alias"),
+    case("dbg missing HF id", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["nobody/nonexistent-model-xyz", "nobody/other-xyz"]), "not in the Hugging Face cache"),
+    case("dbg missing model folder", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["./no/such/folder", "./other"]), "not found"),
+    case("dbg bad dataset task", "dbg {root}/bad.toml --out {root}/new", both(write("data.jsonl", '{"id": "x1", "task": "nosuch", "query": "q"}\n'), config_with_data("bad.toml", "data.jsonl")), "unknown task"),
+    case("dbg bad dataset JSON", "dbg {root}/bad.toml --out {root}/new", both(write("data.jsonl", '{"id": "x1", "task": \n'), config_with_data("bad.toml", "data.jsonl")), "data.jsonl:1"),
+    case("dbg dataset missing", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", data="/no/such/items.jsonl"), "no such dataset file"),
+    case("dbg context too long for generation", "dbg {root}/bad.toml --out {root}/new", both(write("long.jsonl", LONG_ITEM), config_with_data("bad.toml", "long.jsonl", n=1)), "item 'very-long-1': generation prompt + max_new_tokens"),
+    case("dbg gold model is one of the pair", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", gold=lambda old: old["gold"] | {"models": [old["models"][1]]}), "outside the pair"),
+    case("dbg HTTP gold judge unreachable", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", gold=lambda old: old["gold"] | {"http": [{"name": "remote", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]}), "unreachable"),
+    case("dbg resumed with another config", "dbg {root}/bad.toml --out {root}/run", config_from_run("bad.toml", n=2), "different config"),
+    case("dbg resumed over a corrupt judgments line", "dbg {root}/good.toml --out {root}/run", both(config_from_run("good.toml"), corrupt_middle_line("judgments.jsonl")), "judgments.jsonl:"),
+    case("dbg into a run whose config.toml is bad TOML", "dbg {root}/good.toml --out {root}/run", both(config_from_run("good.toml"), write("run/config.toml", "models = [")), "not valid TOML"),
+    # ---- demo ---------------------------------------------------------------------------------------
+    case("demo out is a file", "demo --n 1 --out {root}/afile", write("afile", "x"), "is a file"),
+    case("demo out under a file", "demo --n 1 --out {root}/afile/demo", write("afile", "x"), "which is a file"),
+    case("demo unknown backend", "demo --n 1 --backend vllm --out {root}/new", nothing, "unknown backend"),
+    # ---- inspect ------------------------------------------------------------------------------------
+    case("inspect without --query", ["inspect", "--response-a", "a", "--response-b", "b"], nothing, "--query"),
+    case("inspect unknown alias", ["inspect", "-m", "no-such-alias", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "unknown model alias"),
+    case("inspect missing HF id", ["inspect", "-m", "nobody/nonexistent-model-xyz", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "not in the Hugging Face cache"),
+    case("inspect bad --queries", ["inspect", "--queries", "all", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "--queries"),
+    case("inspect spec not UTF-8", ["inspect", "--intervene", "{root}/spec.toml", "-q", "q", "--response-a", "a", "--response-b", "b"], write("spec.toml", b"target = \"a\"\nalpha = 0.0\nname = \"\xe9\"\n"), "not UTF-8"),
+    # ---- intervene (issue points 1, 4, 5) -----------------------------------------------------------
+    case("intervene spec bad alpha", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "self"\nalpha = 2.0\n'), "'alpha'"),
+    case("intervene spec bad target", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "mine"\nalpha = 0.0\n'), "'target'"),
+    case("intervene spec negative layer", "intervene {run} --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC + "layers = [-1]\n"), "negative"),
+    case("intervene spec layer out of range", "intervene {run} --spec {root}/spec.toml --no-controls", write("spec.toml", GOOD_SPEC + "layers = [29]\n"), "out of range"),
+    case("intervene spec unknown key", "intervene {run} --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC + "layer = [0]\n"), "layer"),
+    case("intervene spec not UTF-8", "intervene {run} --spec {root}/spec.toml", write("spec.toml", b'target = "self"\nalpha = 0.0\nname = "\xe9"\n'), "not UTF-8"),
+    case("intervene spec missing", "intervene {run} --spec {root}/nope.toml", nothing, "not found"),
+    case("intervene run missing", "intervene {root}/norun --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC), "not a finished run"),
+    case("intervene run config.toml bad TOML", "intervene {run} --spec {root}/spec.toml", both(write("spec.toml", GOOD_SPEC), write("run/config.toml", "models = [")), "not valid TOML"),
+    case("intervene run config.toml not UTF-8", "intervene {run} --spec {root}/spec.toml", both(write("spec.toml", GOOD_SPEC), write("run/config.toml", b"name = \"\xe9\"\n")), "not UTF-8"),
+    case("intervene corrupt judgments line", "intervene {run} --spec {root}/spec.toml --no-controls", both(write("spec.toml", GOOD_SPEC), corrupt_middle_line("judgments.jsonl")), "judgments.jsonl:"),
+    case("intervene unknown judge", "intervene {run} --spec {root}/spec.toml --judge nobody", write("spec.toml", GOOD_SPEC), "nobody"),
+    case("intervene unknown backend", "intervene {run} --spec {root}/spec.toml --backend vllm", write("spec.toml", GOOD_SPEC), "vllm"),
+    # ---- sweep / steer-sweep -----------------------------------------------------------------------
+    case("sweep TOML not UTF-8", "sweep {root}/sweep.toml", write("sweep.toml", b'run = "x"\nname = "\xe9"\n'), "not UTF-8"),
+    case("sweep unknown key", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "alpha = [0.0]\n"), "alpha: unknown key"),
+    case("sweep run missing", "sweep {root}/sweep.toml", write("sweep.toml", 'run = "/no/such/run"\n'), "not a finished run"),
+    case("sweep bad alpha", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "alphas = [3.0]\nall_layers = true\n"), "alpha"),
+    case("sweep band out of range", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "[layers]\nbands = [[5, 3]]\n"), "'layers'"),
+    case("steer-sweep TOML not UTF-8", "steer-sweep {root}/steer.toml", write("steer.toml", b'run = "x"\nname = "\xe9"\n'), "not UTF-8"),
+    case("steer-sweep unknown key", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "coefficient = [1.0]\n"), "coefficient: unknown key"),
+    case("steer-sweep layer out of range", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "layers = [40]\n"), "40"),
+    # ---- steer ---------------------------------------------------------------------------------------
+    case("steer run missing", "steer {root}/norun", nothing, "not a finished run"),
+    case("steer layer out of range", "steer {run} --layer 40", nothing, "40"),
+    case("steer unknown judge", "steer {run} --judge nobody", nothing, "nobody"),
+    # ---- attention (issue points 4 and 6) -----------------------------------------------------------
+    case("attention corrupt judgments line", "attention {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
+    case("attention run missing", "attention {root}/norun", nothing, "not found"),
+    case("attention run without judgments", "attention {root}/empty", write("empty/config.toml", 'models = ["a", "b"]\n'), "has no judgments"),
+    # ---- metrics, models -----------------------------------------------------------------------------
+    case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
+    case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
+    case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
+    case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
+    case("models unknown flag", "models --bogus", nothing, "--bogus"),
+]
+
+
+def snapshot(root: Path) -> dict[str, bytes | None]:
+    """Every path under `root` (folders as None) with its bytes."""
+    return {str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes()) for p in sorted(root.rglob("*"))}
+
+
+@pytest.fixture(scope="module")
+def prepared_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
+    """One finished tiny run (two 2-layer Llamas, attention on, reference gold), copied by every case."""
+    from transformers import LlamaForCausalLM
+
+    from interp.config import RunConfig
+    from interp.run.pipeline import run_dbg
+    from tests.helpers.models import save_tiny, tiny_llama_config
+
+    root = tmp_path_factory.mktemp("prepared")
+    other = save_tiny(root / "models_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
+    config = RunConfig(name="bad-inputs", n=3, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, batch_size=4, n_boot=20)
+    run_dbg(config, root / "run", progress=False)
+    return root / "run"
+
+
+@pytest.fixture(scope="module")
+def outcomes(tmp_path_factory, prepared_run) -> dict[str, tuple]:
+    """Run every case (three interpreters at a time); per case: exit code, stdout, stderr, before, after."""
+    base = tmp_path_factory.mktemp("cases")
+    prepared: dict[str, tuple] = {}
+    for index, c in enumerate(CASES):
+        root = base / f"case{index:02d}"
+        shutil.copytree(prepared_run, root / "run")
+        c.setup(root)
+        args = [a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in c.args]
+        prepared[c.id] = (root, args, snapshot(root))
+    results: dict[str, tuple] = {}
+    pending = list(prepared)
+    running: dict[str, subprocess.Popen] = {}
+    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    try:
+        while pending or running:
+            while pending and len(running) < 3:
+                name = pending.pop(0)
+                root, args, _ = prepared[name]
+                running[name] = subprocess.Popen(
+                    [sys.executable, "-m", "interp.cli", *args], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
+                )
+            for name, process in list(running.items()):
+                if process.poll() is not None:
+                    stdout, stderr = process.communicate()
+                    root, _, before = prepared[name]
+                    results[name] = (process.returncode, stdout, stderr, before, snapshot(root))
+                    del running[name]
+            time.sleep(0.05)
+    finally:
+        for process in running.values():
+            process.kill()
+        for root, _, _ in prepared.values():
+            unlock(root)
+    return results
+
+
+def test_the_catalogue_is_large_and_covers_every_command():
+    assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
+    commands = {c.args[0] for c in CASES}
+    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "metrics", "models"}
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_error_line_exit_2_and_leaves_every_file(outcomes, case):
+    code, stdout, stderr, before, after = outcomes[case.id]
+    lines = stderr.splitlines()
+    assert "Traceback" not in stderr, stderr[-3000:]
+    assert code == 2, f"exit code {code}; stderr:\n{stderr[-3000:]}"
+    assert len(lines) == 1 and lines[0].startswith("error: "), f"stderr should be one 'error:' line:\n{stderr[-3000:]}"
+    assert case.expected in lines[0], lines[0]
+    assert sorted(after) == sorted(before), f"files changed: added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}"
+    changed = [name for name in before if before[name] != after[name]]
+    assert not changed, f"bytes changed: {changed}"
