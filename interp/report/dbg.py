@@ -48,12 +48,15 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
         if "dbg_hard" not in s:
             continue
         lo, hi = s["dbg_ci"]
+        weak = s.get("unreliable_because") or []
+        # A judge too weak to judge: the number stays, with why it carries no information beside it.
+        verdict = f" (judge too weak, DBG not evidence: {'; '.join(weak)})" if weak else ""
         rows.append(
             [
                 judge,
                 f"{100 * s['win_rate_own_hard']:.1f}%",
                 f"{100 * s['gold_win_rate_hard']:.1f}%",
-                f"{_pct(s['dbg_hard'])} [{_pct(lo)}, {_pct(hi)}]",
+                f"{_pct(s['dbg_hard'])} [{_pct(lo)}, {_pct(hi)}]{verdict}",
                 f"{_pct(s['dbg_soft'])}",
                 f"{100 * s['position_consistency']:.1f}%",
                 f"{s['top_not_label']} / {s['n_judgments']}",
@@ -77,5 +80,6 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
 _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
     "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
-    "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}.</p>{{ table }}"
+    "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}. "
+    "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>{{ table }}"
 )

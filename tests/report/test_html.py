@@ -61,3 +61,17 @@ def test_table_cells_are_escaped_and_floats_rounded():
 def test_tokens_html_escapes_tokens_and_marks_newlines():
     page = tokens_html(["<s>", "a\n<b>"], torch.tensor([0.5, 0.5]))
     assert "<span title='1: 0.5' style='background:rgba(214,39,40,1.000);'>a\u21b5<br>&lt;b&gt;</span>" in page
+
+
+def test_a_judge_too_weak_to_judge_is_flagged_beside_its_dbg(tmp_path):
+    from interp.report.dbg import dbg_section
+
+    weak = judge_scores() | {"position_consistency": 0.0, "mean_label_mass": 0.19, "unreliable_because": ["position consistency 0% < 50%"]}
+    summary = {
+        "models": ["weak", "fine"], "judges": {"weak": weak, "fine": judge_scores() | {"unreliable_because": []}},
+        "gold": {"judges": ["reference"], "win_rate": {"weak": 0.5}}, "n_items": 4, "tasks": ["helpfulness"], "label_handling": "x",
+    }  # fmt: skip
+    html = str(dbg_section(summary, tmp_path))
+    weak_row, fine_row = html.split("<td>weak</td>")[1].split("</tr>")[0], html.split("<td>fine</td>")[1].split("</tr>")[0]
+    assert "judge too weak, DBG not evidence: position consistency 0% &lt; 50%" in weak_row
+    assert "too weak" not in fine_row
