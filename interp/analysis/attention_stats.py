@@ -150,15 +150,22 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
 # ---- heads -----------------------------------------------------------------------------------------
 
 
-def head_map(run_dir, judge: str | None = None, stat: Stat = "mean") -> Float[Tensor, "layer head"]:
-    """Own-minus-other attention per (layer, head): mean over both orders and instructions (empty spans skipped)."""
+def head_map(run_dir, judge: str | None = None, stat: Stat = "mean", items: Sequence[str] | None = None) -> Float[Tensor, "layer head"]:
+    """Own-minus-other attention per (layer, head): mean over both orders and instructions (empty spans
+    skipped); over the given item ids only when `items` is given (e.g. a selection split)."""
     run = resolve_attention(run_dir, judge)
-    return nanmean(run.own_minus_other(stat), (0, 1))
+    values = run.own_minus_other(stat)
+    if items is not None:
+        wanted = set(items)
+        values = values[[index for index, item_id in enumerate(run.item_ids) if item_id in wanted]]
+    return nanmean(values, (0, 1))
 
 
-def top_heads(run_dir, judge: str | None = None, k: int = 10, stat: Stat = "mean") -> list[tuple[int, int, float]]:
+def top_heads(
+    run_dir, judge: str | None = None, k: int = 10, stat: Stat = "mean", items: Sequence[str] | None = None
+) -> list[tuple[int, int, float]]:
     """The k heads with the largest own-minus-other attention: [(layer, head, value)], largest first."""
-    values = head_map(run_dir, judge, stat)
+    values = head_map(run_dir, judge, stat, items)
     flat = values.flatten()
     finite = torch.nonzero(torch.isfinite(flat)).flatten()
     order = finite[torch.argsort(flat[finite], descending=True, stable=True)][: max(int(k), 0)]

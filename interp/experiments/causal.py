@@ -17,6 +17,7 @@ from typing import Sequence
 from hooks.spec import AttentionIntervention
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache
+from interp.errors import InterpError
 from interp.experiments.engine import (
     Variant,
     check_variants,
@@ -53,25 +54,32 @@ def intervene_run(
     progress: bool = True,
     where: PlacementKeys | None = None,
     models: ModelCache | None = None,
+    items: Sequence[str] | None = None,
+    split: str | None = None,
 ) -> dict:
     """Re-judge the run under `spec` (and its controls); write result.json under RUN/interventions/.
 
-    The result folder is named `<spec label>-<key>`, the key a hash of the spec, its controls, the judges
-    and the backend, so two specs never share results however they are named.
+    The result folder is named `<spec label>-<key>`, the key a hash of the spec, its controls, the judges,
+    the backend and the items, so two specs never share results however they are named. `items` (ids): test
+    on those only (e.g. a test split, when the spec was chosen on another); `split` names them in the result.
     """
     run = load_run(run_dir)
+    chosen = run.items if items is None else [item for item in run.items if item.id in set(items)]
+    if not chosen:
+        raise InterpError("no item of the run is in the items to test on")
     judge_names = self_judges(run, judges)
     variants = intervention_variants(spec, with_controls=with_controls)
     pool = judge_pool(run, backend, where=where, models=models)
     for judge in judge_names:  # every variant is checked against every judge before any judging starts
         check_variants(pool.model(judge), list(variants.values()))
     backend_name = backend or run.config.backend
-    keys = {judge: {name: variant_key(run, judge, backend_name, v, run.items) for name, v in variants.items()} for judge in judge_names}
+    keys = {judge: {name: variant_key(run, judge, backend_name, v, chosen) for name, v in variants.items()} for judge in judge_names}
     out_dir = run.dir.intervention(spec.label, digest(keys))
     result: dict = {
         "spec": spec.to_dict(),
         "run_dir": str(run.dir.root),
-        "n_items": len(run.items),
+        "n_items": len(chosen),
+        "split": split or "all items",
         "backend": backend_name,
         "variant_keys": keys,
         "reused": {
@@ -85,7 +93,7 @@ def intervene_run(
     }
     with run.dir.writer():
         for judge in judge_names:
-            judge_result = evaluate(run, judge, variants, pool, progress=progress)
+            judge_result = evaluate(run, judge, variants, pool, items=chosen, progress=progress)
             causal, text = causal_verdict(judge_result["effects"])
             judge_result["causal"], judge_result["verdict"] = causal, f"{judge}: {text}"
             result["judges"][judge] = judge_result
