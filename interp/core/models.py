@@ -260,7 +260,7 @@ def describe_aliases() -> list[dict]:
         rows.append(
             {
                 "alias": alias.name,
-                "source": f"pypi:{alias.package} ({path.name})",
+                "source": f"pypi:{alias.package} ({path.name})" + (f" + LoRA adapter {alias.name}" if alias.base else ""),
                 "kind": alias.kind,
                 "architecture": arch,
                 "layers": _gguf_field(reader, f"{arch}.block_count"),

@@ -44,6 +44,7 @@ def train_to_folder(config: OrganismConfig, out: Path, *, progress: bool = True,
     try:
         trained.peft_model.save_pretrained(str(tmp))
         (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
+        portable_adapter_config(tmp, config.base_model)
         manifest["adapter_bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
@@ -56,14 +57,71 @@ def train_to_folder(config: OrganismConfig, out: Path, *, progress: bool = True,
     return manifest
 
 
-def add_held_out(config: OrganismConfig, folder: Path) -> dict:
-    """Judge the test split and the unseen file with the adapter in `folder`; write the figures into its manifest."""
+def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict:
+    """Judge the test split and the unseen file with the adapter in `folder`; write the figures into its manifest,
+    with `n_check` test pairs (texts and P(A) per order) that a later load must reproduce."""
     from interp.organisms.evaluate import held_out
+    from interp.run.store import RunDir
 
     folder = Path(folder)
     manifest = json.loads((folder / "manifest.json").read_text())
-    manifest["held_out"] = held_out(config, str(folder), folder.parent / f".eval-{folder.name}")
-    tmp = folder / "manifest.json.tmp"
-    tmp.write_text(json.dumps(manifest, indent=2) + "\n")
-    tmp.replace(folder / "manifest.json")
+    eval_dir = folder.parent / f".eval-{folder.name}"
+    manifest["held_out"] = held_out(config, str(folder), eval_dir)
+    run = RunDir(eval_dir / "test")
+    items = sorted(run.read_items(), key=lambda item: item.id)[:n_check]
+    responses = run.read_responses()
+    p_a = {(r.item_id, r.order): r.p_a for r in run.read_judgments()}
+    own, other = config.data.authors
+    manifest["check_items"] = [
+        {
+            "item_id": item.id,
+            "task": item.task,
+            "query": item.query,
+            "own": responses[own][item.id],
+            "other": responses[other][item.id],
+            "p_a_own_first": p_a[(item.id, "ab")],
+            "p_a_other_first": p_a[(item.id, "ba")],
+        }
+        for item in items
+    ]
+    _write_json(folder / "manifest.json", manifest)
     return manifest
+
+
+def portable_adapter_config(folder: Path, base_model: str) -> None:
+    """peft records the base's local path; the shipped file names the base alias instead."""
+    path = Path(folder) / "adapter_config.json"
+    data = json.loads(path.read_text())
+    data["base_model_name_or_path"] = base_model
+    _write_json(path, data)
+
+
+def ship(folder: Path, target_root: Path | None = None) -> Path:
+    """Copy an evaluated adapter folder into the package (`interp/builtin/adapters/<name>/`), atomically."""
+    from interp.core.adapters import ADAPTER_FILES, ADAPTERS_DIR
+
+    folder = Path(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if "held_out" not in manifest:
+        raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate it before shipping")
+    root = Path(target_root or ADAPTERS_DIR)
+    root.mkdir(parents=True, exist_ok=True)
+    target = root / manifest["name"]
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
+    try:
+        for name in ADAPTER_FILES:
+            shutil.copyfile(folder / name, tmp / name)
+        portable_adapter_config(tmp, manifest["base_model"])
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    return target
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)
