@@ -9,6 +9,7 @@ Held-out metrics are added to the manifest by `interp.organisms.evaluate.evaluat
 
 from __future__ import annotations
 
+import contextlib
 import json
 import shutil
 import tempfile
@@ -39,22 +40,29 @@ def train_to_folder(config: OrganismConfig, out: Path, *, progress: bool = True,
         "torch": torch.__version__,
         "threads": config.train.threads,
     }
-    out.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{out.name}.", dir=out.parent))
-    try:
+    with atomic_folder(out) as tmp:
         trained.peft_model.save_pretrained(str(tmp))
         (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         portable_adapter_config(tmp, config.base_model)
         manifest["adapter_bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
-        if out.exists():
-            shutil.rmtree(out)
-        tmp.rename(out)
+    return manifest
+
+
+@contextlib.contextmanager
+def atomic_folder(target: Path):
+    """Yield a temporary folder beside `target`; on success it replaces `target`, on any error it is removed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
-    return manifest
 
 
 def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict:
@@ -104,20 +112,11 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     manifest = json.loads((folder / "manifest.json").read_text())
     if "held_out" not in manifest:
         raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate it before shipping")
-    root = Path(target_root or ADAPTERS_DIR)
-    root.mkdir(parents=True, exist_ok=True)
-    target = root / manifest["name"]
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=root))
-    try:
+    target = Path(target_root or ADAPTERS_DIR) / manifest["name"]
+    with atomic_folder(target) as tmp:
         for name in ADAPTER_FILES:
             shutil.copyfile(folder / name, tmp / name)
         portable_adapter_config(tmp, manifest["base_model"])
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
-    except BaseException:
-        shutil.rmtree(tmp, ignore_errors=True)
-        raise
     return target
 
 
