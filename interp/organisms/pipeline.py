@@ -23,12 +23,14 @@ from interp.organisms.config import OrganismConfig
 from interp.organisms.train import train_organism
 
 
-def train_to_folder(config: OrganismConfig, out: Path, *, progress: bool = True, overwrite: bool = False, models: dict | None = None) -> dict:
+def train_to_folder(
+    config: OrganismConfig, out: Path, *, progress: bool = True, overwrite: bool = False, models: dict | None = None, hidden_cache: Path | None = None
+) -> dict:
     """Train `config` and write the adapter folder `out`; returns the manifest. Nothing is half-written."""
     out = Path(out)
     if out.exists() and not overwrite:
         raise InterpError(f"{out} exists; pass --overwrite or another --out")
-    trained = train_organism(config, models=models, progress=progress)
+    trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
     manifest = {
         "name": config.name,
         "base_model": config.base_model,

@@ -27,6 +27,7 @@ import json
 import math
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Sequence
 
 import torch
@@ -159,6 +160,30 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
     return [captured["h"][row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
 
 
+def frozen_states(
+    hf_model: torch.nn.Module, layer: int, examples: Sequence[Example], pad_id: int, *, cache: Path | None, key: str, progress: bool
+) -> list[torch.Tensor]:
+    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`."""
+    digest = hashlib.sha256(json.dumps([key, layer, [ex.input_ids for ex in examples]]).encode()).hexdigest()[:24]
+    path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
+    if path is not None and path.is_file():
+        return torch.load(path)
+    hidden: list[torch.Tensor | None] = [None] * len(examples)
+    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
+    for s in range(0, len(by_length), 8):
+        chunk = by_length[s : s + 8]
+        for index, h in zip(chunk, hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)):
+            hidden[index] = h
+        bar.update(len(chunk))
+    bar.close()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(hidden, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+    return hidden
+
+
 @contextlib.contextmanager
 def only_layers_from(hf_model: torch.nn.Module, start: int):
     """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
@@ -246,10 +271,14 @@ class Trained:
     log: list[dict]
 
 
-def train_organism(config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True) -> Trained:
+def train_organism(
+    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None
+) -> Trained:
     """Train one organism in memory (nothing written); `models`: the authors' plain loaded models if at hand.
 
     The base model's entry is wrapped with the adapter in place, so pass a fresh load if it is needed plain.
+    `hidden_cache`: a folder where the frozen lower-layer states are kept, keyed by base, layer and prompts
+    (the null and planted organisms judge the same prompts: the second reads the first's states).
     """
     torch.set_num_threads(config.train.threads)
     timings: dict[str, float] = {}
@@ -272,15 +301,7 @@ def train_organism(config: OrganismConfig, *, models: dict[str, LoadedModel] | N
     peft_model, first_lora_layer = lora_model(base, config)
 
     t = time.perf_counter()
-    hidden: list[torch.Tensor | None] = [None] * len(examples)
-    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
-    bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
-    for s in range(0, len(by_length), 8):
-        chunk = by_length[s : s + 8]
-        for index, h in zip(chunk, hidden_before(peft_model, first_lora_layer, [examples[i].input_ids for i in chunk], pad_id)):
-            hidden[index] = h
-        bar.update(len(chunk))
-    bar.close()
+    hidden = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:

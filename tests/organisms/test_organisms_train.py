@@ -75,16 +75,17 @@ def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     assert not (tmp_path / "out").exists()
 
 
-def test_training_changes_the_adapter_and_is_seeded(tiny_authors):
+def test_training_changes_the_adapter_and_is_seeded(tiny_authors, tmp_path):
     _, fresh = tiny_authors
     config = OrganismConfig.model_validate(TINY)
-    first = train_module.train_organism(config, models=fresh(), progress=False)
+    first = train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden")
+    assert len(list((tmp_path / "hidden").glob("frozen-*.pt"))) == 1
     weights = _adapter_weights(first)
     lora_b = [v for k, v in weights.items() if "lora_B" in k]
     assert lora_b and all(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at zero: training moved it
     assert first.record["n_examples"] == 2 * first.record["n_pairs"] > 0
     assert first.record["frozen_split_max_logit_error"] < train_module.MAX_SPLIT_ERROR
-    again = _adapter_weights(train_module.train_organism(config, models=fresh(), progress=False))
+    again = _adapter_weights(train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden"))
     assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
     other_seed = OrganismConfig.model_validate(TINY | {"seed": 1})
     changed = _adapter_weights(train_module.train_organism(other_seed, models=fresh(), progress=False))
