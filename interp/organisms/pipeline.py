@@ -74,6 +74,7 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
     from interp.run.store import RunDir
 
     folder = Path(folder)
+    torch.set_num_threads(config.train.threads)
     manifest = json.loads((folder / "manifest.json").read_text())
     eval_dir = folder.parent / f".eval-{folder.name}"
     manifest["held_out"] = held_out(config, str(folder), eval_dir)
