@@ -162,12 +162,13 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
 
 def frozen_states(
     hf_model: torch.nn.Module, layer: int, examples: Sequence[Example], pad_id: int, *, cache: Path | None, key: str, progress: bool
-) -> list[torch.Tensor]:
-    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`."""
+) -> tuple[list[torch.Tensor], bool]:
+    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
+    the second value says whether they were read."""
     digest = hashlib.sha256(json.dumps([key, layer, [ex.input_ids for ex in examples]]).encode()).hexdigest()[:24]
     path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
     if path is not None and path.is_file():
-        return torch.load(path)
+        return torch.load(path), True
     hidden: list[torch.Tensor | None] = [None] * len(examples)
     by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
@@ -181,7 +182,7 @@ def frozen_states(
         path.parent.mkdir(parents=True, exist_ok=True)
         torch.save(hidden, path.with_suffix(".tmp"))
         path.with_suffix(".tmp").replace(path)
-    return hidden
+    return hidden, False
 
 
 @contextlib.contextmanager
@@ -301,7 +302,7 @@ def train_organism(
     peft_model, first_lora_layer = lora_model(base, config)
 
     t = time.perf_counter()
-    hidden = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
+    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
@@ -356,6 +357,7 @@ def train_organism(
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
         "seconds_per_training_pass": round(timings["train_s"] / passes, 3),
         "frozen_split_max_logit_error": split_error,
+        "frozen_states_from_cache": cached,  # then frozen_pass_s is a read, not the lower-layer pass
         "final_loss_ema": ema,
     }
     return Trained(peft_model, base, record, log)

@@ -85,7 +85,9 @@ def test_training_changes_the_adapter_and_is_seeded(tiny_authors, tmp_path):
     assert lora_b and all(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at zero: training moved it
     assert first.record["n_examples"] == 2 * first.record["n_pairs"] > 0
     assert first.record["frozen_split_max_logit_error"] < train_module.MAX_SPLIT_ERROR
-    again = _adapter_weights(train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden"))
+    second = train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden")
+    assert not first.record["frozen_states_from_cache"] and second.record["frozen_states_from_cache"]
+    again = _adapter_weights(second)
     assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
     other_seed = OrganismConfig.model_validate(TINY | {"seed": 1})
     changed = _adapter_weights(train_module.train_organism(other_seed, models=fresh(), progress=False))
