@@ -57,6 +57,7 @@ def atomic_folder(target: Path):
     """Yield a temporary folder beside `target`; on success it replaces `target`, on any error it is removed."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
     try:
         yield tmp
         if target.exists():
@@ -78,6 +79,8 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
     manifest = json.loads((folder / "manifest.json").read_text())
     eval_dir = folder.parent / f".eval-{folder.name}"
     manifest["held_out"] = held_out(config, str(folder), eval_dir)
+    for figures in manifest["held_out"].values():
+        figures["judge"] = config.name  # the run named the judge by its (temporary) folder
     run = RunDir(eval_dir / "test")
     items = sorted(run.read_items(), key=lambda item: item.id)[:n_check]
     responses = run.read_responses()
