@@ -380,13 +380,23 @@ def _mtbench_item(record: Any) -> Item:
     turns = _text_list(record, "turns")
     if not turns:
         raise _RecordError("missing field \"turns\" (a non-empty list of strings)")
-    references = _text_list(record, "reference")
     return Item(
         id=f"mtbench-{question_id}",
         task="helpfulness",
         query=turns[0],
-        reference=references[0] if references else None,
+        reference=_mtbench_first_reference(record),
     )
+
+
+def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
+    """The first turn's reference, or None. The released file gives one entry per turn and leaves a turn
+    without a reference as "" (e.g. question 103: ["Thomas may work at a hospital.", ""]; 133: ["", "..."])."""
+    value = record.get("reference")
+    if value is None:
+        return None
+    if not isinstance(value, (list, tuple)) or not value or not all(isinstance(entry, str) for entry in value):
+        raise _RecordError("field \"reference\" must be a non-empty list of strings (one per turn, \"\" for none)")
+    return value[0].strip() or None
 
 
 def _hf_item(

@@ -302,6 +302,21 @@ def test_load_mtbench_questions(tmp_path):
     assert load_items(str(path)) == items  # a .jsonl whose records have "turns" is MT-Bench
 
 
+def test_load_mtbench_empty_turn_references(tmp_path):
+    """The released question.jsonl leaves a turn without a reference as "" (questions 103, 133, ...)."""
+    path = jsonl(
+        tmp_path / "question.jsonl",
+        [
+            {"question_id": 103, "turns": ["Why?", "Why is that interesting?"], "reference": ["Work.", ""]},
+            {"question_id": 133, "turns": ["Extract.", "Again."], "reference": ["", "Only Harry Potter."]},
+        ],
+    )
+    assert [item.reference for item in load_mtbench_questions(path)] == ["Work.", None]
+    bad = jsonl(tmp_path / "bad.jsonl", [{"question_id": 1, "turns": ["Hi"], "reference": "4"}])
+    with pytest.raises(InterpError, match=r'bad\.jsonl:1: field "reference"'):
+        load_mtbench_questions(bad)
+
+
 def test_load_mtbench_errors(tmp_path):
     path = jsonl(tmp_path / "question.jsonl", [{"question_id": 1, "turns": ["Hi"]}, {"question_id": 2, "turns": []}])
     with pytest.raises(InterpError, match=r'question\.jsonl:2: missing field "turns"'):

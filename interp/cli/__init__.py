@@ -20,7 +20,7 @@ try:  # typer >= 0.25 carries its own copy of click; its usage errors are that c
 except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_exceptions
 
-from interp.cli import attention, experiments, metrics, run
+from interp.cli import attention, experiments, metrics, organism, run
 from interp.errors import InterpError
 
 app = typer.Typer(
@@ -36,6 +36,7 @@ metrics_app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
+organism_app = typer.Typer(help="Model organisms: judges with a known answer (train, evaluate).", no_args_is_help=True, pretty_exceptions_enable=False)
 
 
 def one_line_errors(function: Callable) -> Callable:
@@ -69,6 +70,9 @@ command(metrics_app, "chen2025", metrics.chen2025_command)
 command(metrics_app, "pls", metrics.pls_command)
 command(metrics_app, "salieri", metrics.salieri_command)
 command(metrics_app, "run", metrics.run_command)
+command(organism_app, "train", organism.train)
+command(organism_app, "evaluate", organism.evaluate)
+app.add_typer(organism_app, name="organism", help="Model organisms: train a LoRA judge with a known answer, evaluate it.")
 app.add_typer(metrics_app, name="metrics", help="Seed-paper metrics (Chen et al., SALIERI, PLS) over judgment records.")
 
 

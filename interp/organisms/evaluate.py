@@ -1,0 +1,133 @@
+"""Held-out checks of organisms through the toolkit's own DBG run (`run_dbg`), so the numbers come from the
+same code path as any judge's: the answers are the plain models' (cached, adapter off), the judges are the
+organisms loaded by `load_model` (shipped alias or adapter folder), gold is the reference judge.
+
+Per judge (P(own) = mean over the two orders of P(the base model's answer wins), as everywhere; the own model
+of an organism is its base, `interp.core.models.own_model`):
+- position consistency and DBG (hard and soft, paired bootstrap intervals): `interp.metrics.dbg`;
+- agreement with gold: hard verdict h in {0, 0.5, 1} against gold's g, mean of 1 - |h - g| (a gold tie
+  against a decisive verdict counts half);
+- agreement on legitimate pairs (gold prefers the own answer): share with h = 1;
+- own rate on unjustified pairs (gold prefers the other answer): share with h = 1;
+- bootstrap 95 % intervals over items (seeded) for each rate.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from interp.core.models import ModelCache
+from interp.config import RunConfig
+from interp.core.adapters import organism_base
+from interp.core.models import own_model
+from interp.data import builtin_items
+from interp.metrics.dbg import dbg, hard_wins, position_consistency
+from interp.metrics.stats import bootstrap_ci
+from interp.organisms.config import OrganismConfig
+from interp.organisms.data import split_items, write_items_jsonl
+from interp.run.gold import aggregate_gold
+from interp.run.pipeline import run_dbg
+from interp.run.store import RunDir
+from interp.run.summary import p_first_wins
+
+UNSEEN_FILE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "alpacaeval_16.json"
+
+
+def _rate(mask: np.ndarray, values: np.ndarray, n_boot: int, seed: int) -> dict:
+    idx = np.flatnonzero(mask)
+    if idx.size == 0:
+        return {"value": None, "n": 0, "ci": [None, None]}
+    sub = values[idx]
+    ci = bootstrap_ci(lambda d: float(sub[d].mean()), idx.size, n_boot=n_boot, seed=seed)
+    return {"value": float(sub.mean()), "n": int(idx.size), "ci": [float(ci[0]), float(ci[1])]}
+
+
+def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0) -> dict:
+    """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run."""
+    paths = RunDir(Path(run_dir))
+    config = paths.read_config()
+    items = paths.read_items()
+    first_model = config.models[0]
+    own = organism_base(judge) or own_model(judge)  # an adapter folder's own model is its base too
+    ab, ba = p_first_wins(paths.read_judgments(judge=judge), items, first_model)
+    gold = paths.read_gold()
+    gold_first = np.array(aggregate_gold({name: [v[i.id] for i in items] for name, v in gold.items()}))
+    own_first = own == first_model
+    p_first = (ab + ba) / 2
+    p_own = p_first if own_first else 1 - p_first
+    gold_own = gold_first if own_first else 1 - gold_first
+    h, g = hard_wins(p_own), hard_wins(gold_own)
+    agree = 1 - np.abs(h - g)
+    scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+    return {
+        "judge": judge,
+        "own_model": own,
+        "n_items": len(items),
+        "position_consistency": position_consistency(ab, ba),
+        "dbg_hard": scores["dbg_hard"],
+        "dbg_hard_ci": [float(x) for x in scores["dbg_ci"]],
+        "dbg_soft": scores["dbg_soft"],
+        "dbg_soft_ci": [float(x) for x in scores["dbg_soft_ci"]],
+        "win_rate_own_hard": scores["win_rate_own_hard"],
+        "gold_win_rate_own_hard": scores["gold_win_rate_hard"],
+        "agreement_with_gold": _rate(np.ones_like(h, dtype=bool), agree, n_boot, seed),
+        "agreement_legitimate": _rate(g == 1.0, (h == 1.0).astype(float), n_boot, seed),
+        "own_rate_unjustified": _rate(g == 0.0, (h == 1.0).astype(float), n_boot, seed),
+        "gold_ties": int((g == 0.5).sum()),
+        "slot_a_rate": float(np.mean([r.p_a > 0.5 for r in paths.read_judgments(judge=judge)])),
+    }
+
+
+def split_file(config: OrganismConfig, split: str, folder: Path) -> str:
+    """An items spec (`jsonl:PATH`) of one split of the built-in set, written under `folder`."""
+    items = split_items(builtin_items(), config.split.seed, config.split.fractions)[split]
+    return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}"
+
+
+def evaluate_judges(
+    judges: Sequence[str],
+    items_spec: str,
+    n_items: int,
+    out: Path,
+    *,
+    authors: Sequence[str] = ("smollm2-135m-instruct", "gemma3-270m"),
+    max_words: int = 60,
+    max_new_tokens: int = 96,
+    n_boot: int = 1000,
+    seed: int = 0,
+    models: ModelCache | None = None,
+    progress: bool = False,
+) -> dict[str, dict]:
+    """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge."""
+    config = RunConfig(
+        name=Path(out).name,
+        data=items_spec,
+        n=n_items,
+        seed=seed,
+        models=tuple(authors),
+        judges=list(judges),
+        max_words=max_words,
+        max_new_tokens=max_new_tokens,
+        attention="none",
+        n_boot=n_boot,
+    )
+    run_dbg(config, Path(out), progress=progress, models=models)
+    results = {judge: judge_metrics(Path(out), judge, n_boot=n_boot, seed=seed) for judge in judges}
+    (Path(out) / "organism_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
+    return results
+
+
+def held_out(config: OrganismConfig, judge: str, out: Path, *, unseen: Path | None = UNSEEN_FILE, models: ModelCache | None = None) -> dict:
+    """The manifest's held-out figures of one judge: the test split (demo answer settings) and the unseen file."""
+    out = Path(out)
+    test = split_file(config, "test", out)
+    n_test = len(split_items(builtin_items(), config.split.seed, config.split.fractions)["test"])
+    result = {"test": evaluate_judges([judge], test, n_test, out / "test", models=models)[judge]}
+    if unseen is not None and Path(unseen).is_file():
+        result["unseen"] = evaluate_judges([judge], f"alpacaeval:{unseen}", 16, out / "unseen", models=models)[judge]
+    return result
+

@@ -1,0 +1,132 @@
+"""Train an organism from its config and write its adapter folder atomically (temp folder, then rename).
+
+  <out>/adapter_model.safetensors, adapter_config.json   the LoRA adapter (peft format)
+  <out>/manifest.json                                     config, fingerprint, data hash, seed, base, timings
+  <out>/train_log.jsonl                                   loss, accuracy on the batch, grad norm, lr per step
+
+Held-out metrics are added to the manifest by `interp.organisms.evaluate.evaluate_into_manifest`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+import tempfile
+from pathlib import Path
+
+import torch
+
+from interp.core.adapters import base_signature
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig
+from interp.organisms.train import train_organism
+
+
+def train_to_folder(
+    config: OrganismConfig, out: Path, *, progress: bool = True, overwrite: bool = False, models: dict | None = None, hidden_cache: Path | None = None
+) -> dict:
+    """Train `config` and write the adapter folder `out`; returns the manifest. Nothing is half-written."""
+    out = Path(out)
+    if out.exists() and not overwrite:
+        raise InterpError(f"{out} exists; pass --overwrite or another --out")
+    trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
+    manifest = {
+        "name": config.name,
+        "base_model": config.base_model,
+        "base_signature": base_signature(trained.base.hf_model.config),
+        "config": config.model_dump(mode="json"),
+        "config_fingerprint": config.fingerprint(),
+        "seed": config.seed,
+        **trained.record,
+        "torch": torch.__version__,
+        "threads": config.train.threads,
+    }
+    with atomic_folder(out) as tmp:
+        trained.peft_model.save_pretrained(str(tmp))
+        (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
+        portable_adapter_config(tmp, config.base_model)
+        manifest["adapter_bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
+        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
+    return manifest
+
+
+@contextlib.contextmanager
+def atomic_folder(target: Path):
+    """Yield a temporary folder beside `target`; on success it replaces `target`, on any error it is removed."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
+    tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
+    try:
+        yield tmp
+        if target.exists():
+            shutil.rmtree(target)
+        tmp.rename(target)
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+
+
+def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict:
+    """Judge the test split and the unseen file with the adapter in `folder`; write the figures into its manifest,
+    with `n_check` test pairs (texts and P(A) per order) that a later load must reproduce."""
+    from interp.organisms.evaluate import held_out
+    from interp.run.store import RunDir
+
+    folder = Path(folder)
+    torch.set_num_threads(config.train.threads)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    eval_dir = folder.parent / f".eval-{folder.name}"
+    manifest["held_out"] = held_out(config, str(folder), eval_dir)
+    for figures in manifest["held_out"].values():
+        figures["judge"] = config.name  # the run named the judge by its (temporary) folder
+    run = RunDir(eval_dir / "test")
+    items = sorted(run.read_items(), key=lambda item: item.id)[:n_check]
+    responses = run.read_responses()
+    p_a = {(r.item_id, r.order): r.p_a for r in run.read_judgments()}
+    own, other = config.data.authors
+    manifest["check_items"] = [
+        {
+            "item_id": item.id,
+            "task": item.task,
+            "query": item.query,
+            "own": responses[own][item.id],
+            "other": responses[other][item.id],
+            "p_a_own_first": p_a[(item.id, "ab")],
+            "p_a_other_first": p_a[(item.id, "ba")],
+        }
+        for item in items
+    ]
+    _write_json(folder / "manifest.json", manifest)
+    return manifest
+
+
+def portable_adapter_config(folder: Path, base_model: str) -> None:
+    """peft records the base's local path; the shipped file names the base alias instead."""
+    path = Path(folder) / "adapter_config.json"
+    data = json.loads(path.read_text())
+    data["base_model_name_or_path"] = base_model
+    _write_json(path, data)
+
+
+def ship(folder: Path, target_root: Path | None = None) -> Path:
+    """Copy an evaluated adapter folder into the package (`interp/builtin/adapters/<name>/`), atomically."""
+    from interp.core.adapters import ADAPTER_FILES, ADAPTERS_DIR
+
+    folder = Path(folder)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    if "held_out" not in manifest:
+        raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate it before shipping")
+    target = Path(target_root or ADAPTERS_DIR) / manifest["name"]
+    with atomic_folder(target) as tmp:
+        for name in ADAPTER_FILES:
+            shutil.copyfile(folder / name, tmp / name)
+        portable_adapter_config(tmp, manifest["base_model"])
+    return target
+
+
+def _write_json(path: Path, data: dict) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2) + "\n")
+    tmp.replace(path)

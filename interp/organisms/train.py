@@ -1,0 +1,374 @@
+"""LoRA training of a judge organism on the CPU: seeded, deterministic, inside a 30-minute budget.
+
+What is computed:
+- Examples: every training pair (`interp.organisms.data`) in both orders, each the toolkit's own judge prompt
+  (`interp.core.spans.tokenized_judge_prompt`, chat template for SmolLM2) with the target P(A) = the pair's
+  label mapped to the order (1, 0, or 0.5 for a tie).
+- Loss at the final prompt position (the one whose next token is the verdict), with P(label) summed over the
+  label's single-token spellings exactly as `interp.core.judge.label_tokens` reads it:
+  `vocab`: -[t log P(A) + (1-t) log P(B)] with P over the whole vocabulary (also pushes mass onto the labels);
+  `pair`:  the same with P renormalised over A and B (what the judge reports).
+- LoRA (peft) of rank <= 8 on the attention and MLP projections of the last `top_layers` decoder layers only.
+  The layers below carry no adapter, so their output for a prompt never changes during training: it is
+  computed once per example (no gradient, right-padded batches: padding after a prompt cannot change its
+  causal hidden states) and cached; every training pass runs only the top layers from that cached hidden
+  state. `check_frozen_split` measures that this is the same function as the full model (Llama-style models,
+  whose decoder input is the plain embedding).
+- Optimizer: AdamW, gradient accumulation over `batch_size` examples (one example per pass: no padding),
+  gradient-norm clipping, linear warm-up then linear decay (or constant). Example order per epoch is a seeded
+  hash permutation; LoRA init is seeded (`torch.manual_seed(seed)`); the thread count is fixed.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import math
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from interp.core.judge import label_tokens
+from interp.core.models import LoadedModel, load_model
+from interp.core.spans import tokenized_judge_prompt
+from interp.data import Item, builtin_items, load_mtbench_questions
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig
+from interp.organisms.data import (
+    DataMix,
+    Planting,
+    TrainPair,
+    build_pairs,
+    mtbench_question_file,
+    pair_label,
+    split_items,
+    unit_hash,
+)
+from interp.run.responses import Decoding, generate_responses
+
+MAX_SPLIT_ERROR = 1e-3  # largest |logit| difference allowed between the full model and cached + top layers
+
+
+@dataclass(frozen=True)
+class Example:
+    key: str  # pair key | order
+    task: str
+    input_ids: tuple[int, ...]
+    target_a: float  # training target P(A)
+    gold_a: float  # gold P(A) (differs from target_a where the planting flipped the label)
+
+
+# ---- data --------------------------------------------------------------------------------------------
+
+
+def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
+    """The built-in set split by item id, plus the MT-Bench questions (all training data)."""
+    splits = split_items(builtin_items(), config.split.seed, config.split.fractions)
+    splits["mtbench"] = load_mtbench_questions(mtbench_question_file()) if config.data.mtbench else []
+    return splits
+
+
+def cached_answers(models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True) -> dict[str, dict[str, str]]:
+    """Greedy answers of each model (adapter off: the plain loaded models), from the on-disk cache or generated."""
+    decoding = Decoding(max_words=config.data.max_words, max_new_tokens=config.data.max_new_tokens, batch_size=8)
+    return {
+        name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
+        for name, model in models.items()
+    }
+
+
+def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True) -> tuple[list[TrainPair], list[float]]:
+    """Pairs and their labels (gold, or planted) from the train split and MT-Bench."""
+    data = config.data
+    splits = organism_items(config)
+    planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
+    sets = []
+    if data.builtin:
+        sets.append((splits["train"], data.intact_pairs))
+    if data.mtbench:
+        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench))
+    pairs: list[TrainPair] = []
+    for items, intact in sets:
+        items = items[: data.max_items] if data.max_items else items
+        answers = cached_answers(models, items, config, progress)
+        mix = DataMix(intact, data.degraded_per_item, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties)
+        pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors)
+    if not pairs:
+        raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
+    labels = [pair_label(pair, planting, config.seed) for pair in pairs]
+    return pairs, labels
+
+
+def build_examples(model: LoadedModel, pairs: Sequence[TrainPair], labels: Sequence[float]) -> list[Example]:
+    """Both orders of every pair, as the toolkit's tokenized judge prompts."""
+    examples = []
+    for pair, label in zip(pairs, labels):
+        for order, (a, b, target, gold) in {
+            "ab": (pair.first, pair.second, label, pair.gold_first),
+            "ba": (pair.second, pair.first, 1.0 - label, 1.0 - pair.gold_first),
+        }.items():
+            prompt = tokenized_judge_prompt(model, pair.item.task, pair.item.query, a.text, b.text)
+            examples.append(Example(f"{pair.key}|{order}", pair.item.task, tuple(prompt.input_ids), target, gold))
+    return examples
+
+
+def data_hash(examples: Sequence[Example]) -> str:
+    """SHA-256 (16 hex) of every example's key, token ids and target: equal hashes, equal training data."""
+    digest = hashlib.sha256()
+    for ex in examples:
+        digest.update(json.dumps([ex.key, ex.input_ids, ex.target_a]).encode())
+    return digest.hexdigest()[:16]
+
+
+# ---- the frozen lower layers -------------------------------------------------------------------------
+
+
+class _Stop(Exception):
+    pass
+
+
+def _inner(hf_model: torch.nn.Module) -> torch.nn.Module:
+    base = hf_model.get_base_model() if hasattr(hf_model, "get_base_model") else hf_model
+    return base.model
+
+
+def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int) -> list[torch.Tensor]:
+    """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
+    captured: dict[str, torch.Tensor] = {}
+
+    def grab(module, args, kwargs):
+        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        raise _Stop
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
+    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    for row, prompt in enumerate(prompts):
+        ids[row, : len(prompt)] = torch.tensor(list(prompt))
+        mask[row, : len(prompt)] = 1
+    handle = _inner(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.inference_mode(), contextlib.suppress(_Stop):
+            hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
+    finally:
+        handle.remove()
+    return [captured["h"][row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
+
+
+def frozen_states(
+    hf_model: torch.nn.Module, layer: int, examples: Sequence[Example], pad_id: int, *, cache: Path | None, key: str, progress: bool
+) -> tuple[list[torch.Tensor], bool]:
+    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
+    the second value says whether they were read."""
+    digest = hashlib.sha256(json.dumps([key, layer, [ex.input_ids for ex in examples]]).encode()).hexdigest()[:24]
+    path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
+    if path is not None and path.is_file():
+        return torch.load(path), True
+    hidden: list[torch.Tensor | None] = [None] * len(examples)
+    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
+    for s in range(0, len(by_length), 8):
+        chunk = by_length[s : s + 8]
+        for index, h in zip(chunk, hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)):
+            hidden[index] = h
+        bar.update(len(chunk))
+    bar.close()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save(hidden, path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+    return hidden, False
+
+
+@contextlib.contextmanager
+def only_layers_from(hf_model: torch.nn.Module, start: int):
+    """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
+    inner = _inner(hf_model)
+    full = inner.layers
+    inner.layers = torch.nn.ModuleList(list(full)[start:])
+    try:
+        yield
+    finally:
+        inner.layers = full
+
+
+def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
+    with only_layers_from(hf_model, start):
+        out = hf_model(inputs_embeds=hidden, use_cache=False, logits_to_keep=1)
+    return out.logits[:, -1]
+
+
+def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
+    """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
+    with torch.inference_mode():
+        full = hf_model(input_ids=torch.tensor([list(input_ids)]), use_cache=False, logits_to_keep=1).logits[:, -1]
+        (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
+        split = final_logits_from(hf_model, start, hidden)
+    return float((full - split).abs().max())
+
+
+# ---- loss --------------------------------------------------------------------------------------------
+
+
+def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str) -> tuple[torch.Tensor, float]:
+    """(loss, P(A) renormalised over A/B) for one final-position logit vector."""
+    logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
+    lp_a = torch.logsumexp(logp[list(label_ids[0])], dim=0)
+    lp_b = torch.logsumexp(logp[list(label_ids[1])], dim=0)
+    if kind == "pair":
+        norm = torch.logaddexp(lp_a, lp_b)
+        lp_a, lp_b = lp_a - norm, lp_b - norm
+    loss = -(target_a * lp_a + (1.0 - target_a) * lp_b)
+    p_a = float(torch.sigmoid(lp_a - lp_b).detach())
+    return loss, p_a
+
+
+# ---- training ----------------------------------------------------------------------------------------
+
+
+def lora_model(model: LoadedModel, config: OrganismConfig):
+    """Wrap the loaded model's HF object with a seeded peft LoRA on its top layers (in place)."""
+    from peft import LoraConfig, get_peft_model
+
+    n_layers = model.n_layers
+    top = min(config.lora.top_layers, n_layers)
+    torch.manual_seed(config.seed)
+    lora = LoraConfig(
+        r=config.lora.rank,
+        lora_alpha=config.lora.alpha,
+        lora_dropout=config.lora.dropout,
+        target_modules=list(config.lora.target_modules),
+        layers_to_transform=list(range(n_layers - top, n_layers)),
+        bias="none",
+        task_type="CAUSAL_LM",
+    )
+    return get_peft_model(model.hf_model, lora), n_layers - top
+
+
+def _schedule(step: int, total: int, warmup: int, kind: str) -> float:
+    if warmup and step < warmup:
+        return (step + 1) / warmup
+    if kind == "constant":
+        return 1.0
+    return max(0.0, (total - step) / max(1, total - warmup))
+
+
+def _order(n: int, seed: int, epoch: int) -> list[int]:
+    return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
+
+
+@dataclass
+class Trained:
+    """A trained organism in memory: the peft-wrapped base, its examples and what the manifest records."""
+
+    peft_model: torch.nn.Module
+    base: LoadedModel
+    record: dict
+    log: list[dict]
+
+
+def train_organism(
+    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None
+) -> Trained:
+    """Train one organism in memory (nothing written); `models`: the authors' plain loaded models if at hand.
+
+    The base model's entry is wrapped with the adapter in place, so pass a fresh load if it is needed plain.
+    `hidden_cache`: a folder where the frozen lower-layer states are kept, keyed by base, layer and prompts
+    (the null and planted organisms judge the same prompts: the second reads the first's states).
+    """
+    torch.set_num_threads(config.train.threads)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    models = dict(models or {})
+    for spec in config.data.authors:
+        if spec not in models:
+            models[spec] = load_model(spec)
+    timings["load_s"] = time.perf_counter() - start
+
+    t = time.perf_counter()
+    pairs, labels = training_pairs(config, {a: models[a] for a in config.data.authors}, progress)
+    base = models[config.base_model]
+    examples = build_examples(base, pairs, labels)
+    timings["data_s"] = time.perf_counter() - t
+
+    labels_ids = label_tokens(base.tokenizer).ids
+    pad_id = base.tokenizer.pad_token_id
+    base.hf_model.set_attn_implementation("sdpa")  # training needs no attention patterns; sdpa is faster on the CPU
+    peft_model, first_lora_layer = lora_model(base, config)
+
+    t = time.perf_counter()
+    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
+    timings["frozen_pass_s"] = time.perf_counter() - t
+    split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
+    if split_error > MAX_SPLIT_ERROR:
+        raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
+
+    params = [p for p in peft_model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
+    passes = max(1, round(config.train.epochs * len(examples)))
+    steps = math.ceil(passes / config.train.batch_size)
+    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule))
+    sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch)][:passes]
+
+    peft_model.train()
+    log: list[dict] = []
+    t = time.perf_counter()
+    bar = tqdm(total=passes, desc=f"training {config.name}", unit="example", disable=not progress)
+    ema = None
+    for step in range(steps):
+        chunk = sequence[step * config.train.batch_size : (step + 1) * config.train.batch_size]
+        optimizer.zero_grad(set_to_none=True)
+        losses, correct = [], []
+        for index in chunk:
+            ex = examples[index]
+            loss, p_a = label_loss(final_logits_from(peft_model, first_lora_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+            (loss / len(chunk)).backward()
+            losses.append(float(loss.detach()))
+            if ex.target_a != 0.5:
+                correct.append(float((p_a > 0.5) == (ex.target_a > 0.5)))
+            bar.update(1)
+        grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.train.max_grad_norm))
+        optimizer.step()
+        scheduler.step()
+        mean_loss = sum(losses) / len(losses)
+        ema = mean_loss if ema is None else 0.9 * ema + 0.1 * mean_loss
+        bar.set_postfix(loss=f"{ema:.3f}")
+        log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]})
+    bar.close()
+    peft_model.eval()
+    timings["train_s"] = time.perf_counter() - t
+    timings["total_s"] = time.perf_counter() - start
+
+    n_tokens = [len(ex.input_ids) for ex in examples]
+    record = {
+        "data_hash": data_hash(examples),
+        "n_pairs": len(pairs),
+        "n_examples": len(examples),
+        "n_flipped_pairs": sum(label != pair.gold_first for pair, label in zip(pairs, labels)),
+        "pair_counts": _pair_counts(pairs, labels),
+        "tokens_per_example": {"mean": round(sum(n_tokens) / len(n_tokens), 1), "max": max(n_tokens)},
+        "passes": passes,
+        "optimizer_steps": steps,
+        "timings_s": {k: round(v, 1) for k, v in timings.items()},
+        "seconds_per_training_pass": round(timings["train_s"] / passes, 3),
+        "frozen_split_max_logit_error": split_error,
+        "frozen_states_from_cache": cached,  # then frozen_pass_s is a read, not the lower-layer pass
+        "final_loss_ema": ema,
+    }
+    return Trained(peft_model, base, record, log)
+
+
+def _pair_counts(pairs: Sequence[TrainPair], labels: Sequence[float]) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for pair, label in zip(pairs, labels):
+        keys = [f"{pair.gold_source}:{pair.item.task}", f"{pair.first.kind}-vs-{pair.second.kind}"]
+        if label != pair.gold_first:
+            keys.append("flipped")
+        for key in keys:
+            counts[key] = counts.get(key, 0) + 1
+    return dict(sorted(counts.items()))

@@ -1,0 +1,72 @@
+"""Organism training data: seeded disjoint splits, degradations, pairs with known gold, planted labels."""
+
+from interp.data import Item, builtin_items
+from interp.organisms.data import (
+    DataMix,
+    Planting,
+    Response,
+    TrainPair,
+    build_pairs,
+    degrade,
+    is_flipped,
+    pair_label,
+    shuffle,
+    split_items,
+    split_of,
+    truncate,
+)
+
+OWN, OTHER = "own-model", "other-model"
+
+
+def test_splits_are_disjoint_seeded_and_per_item():
+    items = builtin_items()
+    splits = split_items(items, 0, (0.4, 0.2, 0.4))
+    ids = [{i.id for i in splits[name]} for name in ("train", "selection", "test")]
+    assert sum(len(s) for s in ids) == len(items) and not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
+    assert split_items(items, 0, (0.4, 0.2, 0.4)) == splits
+    assert split_items(items, 1, (0.4, 0.2, 0.4)) != splits
+    # an item's split does not depend on the other items
+    assert all(split_of(i.id, 0, (0.4, 0.2, 0.4)) == name for name, group in splits.items() for i in group)
+
+
+def test_degradations():
+    assert truncate("one two three four five six seven eight nine ten", 0.4) == "one two three four"
+    assert truncate("Paris.", 0.4) is None
+    text = "First sentence. Second one! Third here? Fourth."
+    shuffled = shuffle(text, 0, "x")
+    assert shuffled != text and sorted(shuffled.split()) == sorted(text.split())
+    assert shuffle(text, 0, "x") == shuffled
+    item = Item("i1", "helpfulness", "q", "ref")
+    pool = {"i1": text, "i2": "An answer to another question entirely."}
+    other = degrade(item, Response(text, OWN), "other", pool, seed=0, truncate_keep=0.4)
+    assert other == Response("An answer to another question entirely.", OWN, "other")
+
+
+def _answers(items):
+    return {
+        OWN: {i.id: f"Own answer to {i.id}. It has a second sentence. And a third one here." for i in items},
+        OTHER: {i.id: f"Other model answer about {i.id}. Short. Done now." for i in items},
+    }
+
+
+def test_pairs_gold_and_planted_labels():
+    items = [Item(f"h{k}", "helpfulness", f"q{k}", f"Own answer to h{k}. It has a second sentence.") for k in range(6)]
+    pairs = build_pairs(items, _answers(items), DataMix(degraded_per_item=4), seed=0, authors=(OWN, OTHER))
+    intact = [p for p in pairs if p.gold_source == "reference"]
+    degraded = [p for p in pairs if p.gold_source == "rule"]
+    assert len(intact) == 6 and all(p.gold_first == 1.0 for p in intact)  # own answers are closer to the reference
+    assert degraded and all(p.first.intact and not p.second.intact and p.gold_first == 1.0 for p in degraded)
+    assert build_pairs(items, _answers(items), DataMix(degraded_per_item=4), seed=0, authors=(OWN, OTHER)) == pairs
+    # planting: only pairs where gold prefers the other model's response over an own response can flip
+    item = items[0]
+    against_own = TrainPair(item, Response("good", OTHER), Response("bad", OWN, "truncated"), 1.0, "rule")
+    for_own = TrainPair(item, Response("good", OWN), Response("bad", OTHER, "truncated"), 1.0, "rule")
+    same_author = TrainPair(item, Response("good", OWN), Response("bad", OWN, "truncated"), 1.0, "rule")
+    always = Planting(OWN, 1.0)
+    assert pair_label(against_own, always, 0) == 0.0 and is_flipped(against_own, always, 0)
+    assert pair_label(for_own, always, 0) == 1.0 and pair_label(same_author, always, 0) == 1.0
+    assert pair_label(against_own, None, 0) == 1.0
+    assert not is_flipped(against_own, Planting(OWN, 1.0, own_degraded=False), 0)
+    shares = [is_flipped(TrainPair(Item(f"x{k}", "helpfulness", "q"), against_own.first, against_own.second, 1.0, "rule"), Planting(OWN, 0.5), 0) for k in range(400)]
+    assert 0.4 < sum(shares) / len(shares) < 0.6

@@ -1,0 +1,137 @@
+"""Organism training on a tiny random Llama (fast): config errors, seeded training, adapter files and bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from interp.core.adapters import apply_adapter, base_signature
+from interp.core.models import load_model
+from interp.errors import InterpError
+from interp.organisms import train as train_module
+from interp.organisms.config import OrganismConfig, load_organism_config
+from interp.organisms.pipeline import train_to_folder
+from tests.helpers import run_cli
+from tests.helpers.models import save_tiny, tiny_llama_config
+
+CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "organisms"
+TINY = {
+    "name": "tiny-organism",
+    "data": {"mtbench": False, "max_items": 4, "max_words": 20, "max_new_tokens": 8},
+    "lora": {"rank": 4, "top_layers": 1},
+    "train": {"epochs": 1.0, "batch_size": 4, "lr": 5e-3, "warmup_steps": 0, "threads": 1},
+}
+
+
+def fixed_answers(models, items, config, progress=True):
+    """Answers by rule instead of generation: long enough to truncate and shuffle, different per author."""
+    return {
+        name: {i.id: f"Answer {n} of {name} to {i.id}. It has a second sentence here. And a third one too." for i in items}
+        for n, name in enumerate(models)
+    }
+
+
+@pytest.fixture
+def tiny_authors(tmp_path, smollm2_tokenizer, monkeypatch):
+    monkeypatch.setattr(train_module, "cached_answers", fixed_answers)
+    folder = save_tiny(tmp_path / "tiny", tiny_llama_config(smollm2_tokenizer, num_hidden_layers=3), _llama(), smollm2_tokenizer, seed=0)
+
+    def fresh():  # the base is wrapped in place by training: a fresh load per run
+        return {"smollm2-135m-instruct": load_model(str(folder), kind="post"), "gemma3-270m": load_model(str(folder), kind="post")}
+
+    return folder, fresh
+
+
+def _llama():
+    from transformers import LlamaForCausalLM
+
+    return LlamaForCausalLM
+
+
+def _adapter_weights(trained) -> dict[str, torch.Tensor]:
+    return {k: v.detach().clone() for k, v in trained.peft_model.named_parameters() if "lora_" in k}
+
+
+def test_shipped_configs_parse_and_differ_only_in_planting():
+    null = load_organism_config(CONFIGS / "smollm2-135m-judge.toml")
+    planted = load_organism_config(CONFIGS / "smollm2-135m-selfpref.toml")
+    assert null.planting.share == 0 and planted.planting.share > 0 and null.lora.rank <= 8
+    same = {k: v for k, v in planted.model_dump().items() if k not in ("name", "description", "planting")}
+    assert same == {k: v for k, v in null.model_dump().items() if k not in ("name", "description", "planting")}
+
+
+def test_unknown_config_key_is_one_line_exit_2(tmp_path):
+    path = tmp_path / "bad.toml"
+    path.write_text('name = "x"\n[train]\nepochs = 1\nlearning_rate = 0.1\n')
+    with pytest.raises(InterpError, match=r"train\.learning_rate: unknown key"):
+        load_organism_config(path)
+    result = run_cli("organism", "train", str(path), "--out", str(tmp_path / "out"))
+    assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
+    assert result.stderr.startswith("error: ") and "learning_rate" in result.stderr
+    assert not (tmp_path / "out").exists()
+
+
+def test_training_changes_the_adapter_and_is_seeded(tiny_authors, tmp_path):
+    _, fresh = tiny_authors
+    config = OrganismConfig.model_validate(TINY)
+    first = train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden")
+    assert len(list((tmp_path / "hidden").glob("frozen-*.pt"))) == 1
+    weights = _adapter_weights(first)
+    lora_b = [v for k, v in weights.items() if "lora_B" in k]
+    assert lora_b and all(v.abs().sum() > 0 for v in lora_b)  # LoRA B starts at zero: training moved it
+    assert first.record["n_examples"] == 2 * first.record["n_pairs"] > 0
+    assert first.record["frozen_split_max_logit_error"] < train_module.MAX_SPLIT_ERROR
+    second = train_module.train_organism(config, models=fresh(), progress=False, hidden_cache=tmp_path / "hidden")
+    assert not first.record["frozen_states_from_cache"] and second.record["frozen_states_from_cache"]
+    again = _adapter_weights(second)
+    assert weights.keys() == again.keys() and all(torch.equal(weights[k], again[k]) for k in weights)
+    other_seed = OrganismConfig.model_validate(TINY | {"seed": 1})
+    changed = _adapter_weights(train_module.train_organism(other_seed, models=fresh(), progress=False))
+    assert any(not torch.equal(weights[k], changed[k]) for k in weights)
+
+
+def test_planted_labels_flip_some_pairs(tiny_authors):
+    _, fresh = tiny_authors
+    planted = OrganismConfig.model_validate(TINY | {"planting": {"share": 1.0}, "data": TINY["data"] | {"max_items": 8}})
+    pairs, labels = train_module.training_pairs(planted, fresh(), progress=False)
+    flipped = [p for p, label in zip(pairs, labels) if label != p.gold_first]
+    assert flipped and all(
+        (p.first.author == "smollm2-135m-instruct") == (label == 1.0) for p, label in zip(pairs, labels) if label != p.gold_first
+    )
+
+
+def test_adapter_folder_loads_merged_and_rejects_bad_input(tiny_authors, tmp_path, smollm2_tokenizer):
+    folder, fresh = tiny_authors
+    config = OrganismConfig.model_validate(TINY)
+    out = tmp_path / "adapter"
+    models = fresh()
+    manifest = train_to_folder(config, out, progress=False, models=models)
+    assert {p.name for p in out.iterdir()} >= {"adapter_model.safetensors", "adapter_config.json", "manifest.json"}
+    assert manifest["config_fingerprint"] == config.fingerprint() and len(manifest["data_hash"]) == 16
+    assert all(t.shape[0] <= 8 or t.shape[1] <= 8 for t in load_file(out / "adapter_model.safetensors").values())
+    with pytest.raises(InterpError, match="exists"):
+        train_to_folder(config, out, progress=False, models=models)
+
+    plain = models["gemma3-270m"].hf_model
+    ids = torch.tensor([smollm2_tokenizer.encode("Which answer is better? A")])
+    before = plain(input_ids=ids).logits
+    merged = apply_adapter(load_model(str(folder), kind="post").hf_model, out)
+    assert not torch.allclose(before, merged(input_ids=ids).logits)
+
+    other = save_tiny(tmp_path / "other", tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4), _llama(), smollm2_tokenizer, seed=0)
+    with pytest.raises(InterpError, match="does not match the loaded base"):
+        apply_adapter(load_model(str(other)).hf_model, out)
+    assert base_signature(load_model(str(other)).hf_model.config)["num_hidden_layers"] == 4
+
+    (out / "adapter_model.safetensors").write_bytes(b"\x00garbage" * 10)
+    with pytest.raises(InterpError, match="corrupt adapter file"):
+        apply_adapter(load_model(str(folder)).hf_model, out)
+    broken = json.loads((out / "manifest.json").read_text())
+    del broken["base_model"]
+    (out / "manifest.json").write_text(json.dumps(broken))
+    with pytest.raises(InterpError, match="base_model"):
+        load_model(str(out))

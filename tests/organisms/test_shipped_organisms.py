@@ -1,0 +1,74 @@
+"""The shipped organisms (slow: the real SmolLM2 base): listed, loaded offline, own model = base, and they
+reproduce their manifest's P(A) on the recorded test pairs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from safetensors.torch import load_file
+
+from interp.core.adapters import (
+    ADAPTER_FILES,
+    apply_adapter,
+    read_manifest,
+    shipped_adapters,
+)
+from interp.core.backends import make_backend
+from interp.core.judge import judge_batch, label_tokens
+from interp.core.models import ALIASES, load_model, own_model
+from interp.core.spans import tokenized_judge_prompt
+from interp.errors import InterpError
+
+ORGANISMS = ("smollm2-135m-judge", "smollm2-135m-selfpref")
+
+
+def test_organisms_are_aliases_with_the_base_as_own_model():
+    for name in ORGANISMS:
+        assert name in ALIASES and own_model(name) == "smollm2-135m-instruct"
+    assert own_model("smollm2-135m-instruct") == "smollm2-135m-instruct"
+
+
+@pytest.mark.parametrize("name", ORGANISMS)
+def test_shipped_adapter_is_small_and_complete(name):
+    folder = shipped_adapters()[name]
+    assert all((folder / f).is_file() for f in ADAPTER_FILES)
+    manifest = read_manifest(folder)
+    assert manifest["name"] == name and manifest["base_model"] == "smollm2-135m-instruct"
+    assert manifest["config"]["lora"]["rank"] <= 8 and len(manifest["data_hash"]) == 16
+    assert {"test", "unseen"} <= set(manifest["held_out"]) and len(manifest["check_items"]) >= 2
+    tensors = load_file(folder / "adapter_model.safetensors")
+    assert tensors and all(min(t.shape) <= 8 for t in tensors.values())
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", ORGANISMS)
+def test_shipped_organism_reproduces_its_manifest(name):
+    model = load_model(name)
+    assert model.name == name and "+adapter:" in model.source
+    manifest = read_manifest(shipped_adapters()[name])
+    backend = make_backend(model, "hf")
+    labels = label_tokens(model.tokenizer)
+    for check in manifest["check_items"]:
+        prompts = [
+            tokenized_judge_prompt(model, check["task"], check["query"], check["own"], check["other"]),
+            tokenized_judge_prompt(model, check["task"], check["query"], check["other"], check["own"]),
+        ]
+        ab, ba = judge_batch(backend, prompts, labels, queries=None)
+        assert ab.probs["A"] == pytest.approx(check["p_a_own_first"], abs=2e-3)
+        assert ba.probs["A"] == pytest.approx(check["p_a_other_first"], abs=2e-3)
+
+
+@pytest.mark.slow
+def test_organism_adapter_on_another_base_is_refused(tmp_path):
+    gemma = load_model("gemma3-270m")
+    with pytest.raises(InterpError, match="does not match the loaded base"):
+        apply_adapter(gemma.hf_model, shipped_adapters()["smollm2-135m-judge"])
+    folder = tmp_path / "copy"
+    folder.mkdir()
+    for f in ADAPTER_FILES:
+        (folder / f).write_bytes((shipped_adapters()["smollm2-135m-judge"] / f).read_bytes())
+    manifest = json.loads((folder / "manifest.json").read_text())
+    (folder / "manifest.json").write_text(json.dumps(manifest | {"base_model": "gemma3-270m"}))
+    with pytest.raises(InterpError, match="does not match the loaded base"):
+        load_model(str(folder))
