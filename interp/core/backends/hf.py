@@ -10,6 +10,7 @@ from typing import Callable
 
 import torch
 from torch import Tensor
+from transformers import DynamicCache
 
 from interp.core.backends.layers import (
     attention_modules,
@@ -56,6 +57,21 @@ def _edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
 
 
 
+class PrefixCache(DynamicCache):
+    """A shared prefix's keys and values. Once `frozen`, the suffix pass reads it without growing it: each
+    layer attends to prefix + suffix keys, and the suffix's are dropped when the layer is done (kept, every
+    layer's would stay alive for the whole pass: ~190 MB for 8 x 512 tokens of SmolLM2, more than the pass's
+    own activations)."""
+
+    frozen = False
+
+    def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        if not self.frozen:
+            return super().update(key_states, value_states, layer_idx, *args, **kwargs)
+        layer = self.layers[layer_idx]
+        return torch.cat([layer.keys, key_states], dim=-2), torch.cat([layer.values, value_states], dim=-2)
+
+
 @dataclass
 class HFBackend:
     model: LoadedModel
@@ -99,14 +115,13 @@ class HFBackend:
     def _forward_shared(
         self, batch: Batch, layout: SharedPrefixLayout, on_pattern, suffix_bias: ScoreBias, resid_edit: ResidEdit | None
     ):
-        from transformers import DynamicCache
-
         hf_model = self.model.hf_model
         device = self.model.device
-        cache = DynamicCache(config=hf_model.config)
+        cache = PrefixCache(config=hf_model.config)
         with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attention == "eager"):
             hf_model(input_ids=layout.prefix_ids(batch).to(device), past_key_values=cache, use_cache=True, logits_to_keep=1)
             cache.batch_repeat_interleave(batch.input_ids.shape[0])
+        cache.frozen = True
         handles = []
         if on_pattern is not None:
             if isinstance(on_pattern, ColumnAwareHook):  # a reducer re-indexes its key masks once
