@@ -101,11 +101,14 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(bad_input_runs, case):
 
 @slow
 def test_cli_models_json_lists_the_aliases_with_their_placement():
+    from interp.core.placement import resolve_placement
+
     result = run_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {row["alias"]: row for row in json.loads(result.stdout)}
     assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref"}
-    assert all((row["device"], row["dtype"]) == ("cpu", "float32") for row in rows.values())  # no GPU in CI
+    here = resolve_placement()  # cpu/float32 on a machine without a GPU
+    assert all((row["device"], row["dtype"]) == (here.device, here.dtype) for row in rows.values())
     assert (rows["smollm2-135m-instruct"]["kind"], rows["smollm2-135m-instruct"]["layers"], rows["smollm2-135m-instruct"]["heads"]) == ("post", 30, 9)
     assert (rows["gemma3-270m"]["kind"], rows["gemma3-270m"]["layers"], rows["gemma3-270m"]["heads"]) == ("pre", 18, 4)
     assert all(row["source"] for row in rows.values())
