@@ -247,4 +247,4 @@ def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_o
     fixed = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2)
     result = cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert load_run_config(out / "config.toml") == fixed and len(read_jsonl(out / "judgments.jsonl")) == 8
+    assert load_run_config(out / "config.toml") == fixed.model_copy(update={"dtype": "float32"}) and len(read_jsonl(out / "judgments.jsonl")) == 8
