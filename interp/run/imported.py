@@ -20,6 +20,7 @@ from typing import Sequence
 
 from interp.data import Item
 from interp.errors import InterpError
+from interp.metrics.tables import iter_jsonl
 from interp.run.responses import Response, cap_words
 
 ANSWER_FIELDS = ("text", "response", "output")
@@ -36,7 +37,7 @@ def _records(path: Path) -> list:
                 raise InterpError(f"{path}: expected a JSON list of {{\"instruction\", \"output\"}} objects (AlpacaEval model_outputs.json)")
             return data
         if path.suffix == ".jsonl":
-            return [json.loads(line) for line in text.splitlines() if line.strip()]
+            return [record for _, record in iter_jsonl(path)]
     except UnicodeDecodeError:
         raise InterpError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:

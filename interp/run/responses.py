@@ -89,6 +89,20 @@ def check_generation_lengths(model: LoadedModel, items: Sequence[Item], decoding
         )
 
 
+def cached_responses(keys: Sequence[str], model_name: str) -> tuple[dict[int, Response], list[int]]:
+    """The answers already in the response cache ({index: response}, named `model_name`) and the indices
+    of the keys still to ask for."""
+    results: dict[int, Response] = {}
+    todo = []
+    for index, key in enumerate(keys):
+        path = response_cache_path(key)
+        if path.exists():
+            results[index] = Response(**(json.loads(path.read_text()) | {"model": model_name}))
+        else:
+            todo.append(index)
+    return results, todo
+
+
 def generate_responses(
     model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True
 ) -> list[Response]:
@@ -96,14 +110,7 @@ def generate_responses(
     tokenizer = model.tokenizer
     prompts = _prompts(model, items, decoding)
     keys = [_cache_key(model, p.text, decoding) for p in prompts]
-    results: dict[int, Response] = {}
-    todo = []
-    for index, key in enumerate(keys):
-        path = response_cache_path(key)
-        if path.exists():
-            results[index] = Response(**(json.loads(path.read_text()) | {"model": name or model.name}))
-        else:
-            todo.append(index)
+    results, todo = cached_responses(keys, name or model.name)
     todo.sort(key=lambda i: len(prompts[i].text))  # similar lengths together: less padding
     check_generation_lengths(model, [items[i] for i in todo], decoding, name=name)
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")

@@ -27,6 +27,7 @@ from interp.run.gold.http import HTTPJudge
 from interp.run.responses import (
     Decoding,
     Response,
+    cached_responses,
     cap_words,
     clean_generation,
     response_cache_path,
@@ -67,14 +68,7 @@ def server_responses(
     """The served model's answers to `items` (in item order), asking only for those not in the cache."""
     prompts = [server_prompt(endpoint, item, decoding) for item in items]
     keys = [server_cache_key(endpoint, prompt, decoding) for prompt in prompts]
-    results: dict[int, Response] = {}
-    todo = []
-    for index, key in enumerate(keys):
-        path = response_cache_path(key)
-        if path.exists():
-            results[index] = Response(**json.loads(path.read_text()))
-        else:
-            todo.append(index)
+    results, todo = cached_responses(keys, endpoint.name)
     client = HTTPJudge.from_config(endpoint.model_copy(update={"logprobs": False}))
 
     def ask(index: int) -> Response:
