@@ -113,7 +113,7 @@ def resolve_target(
 ) -> tuple[int, int]:
     """The target's token span in unpadded coordinates of `prompt` (end exclusive).
 
-    "a"/"b": that slot's span. "self": the slot whose author == judge_model; "other": the other slot
+    "a"/"b": that slot's span. "both": from the start of the first span to the end of the second. "self": the slot whose author == judge_model; "other": the other slot
     (InterpError if neither or both match, or authors are unknown). "random": a span as long as the self
     span (as span "a" when the self slot is unknown) placed uniformly at random elsewhere (see
     `_random_span`), reproducible from spec.seed and the prompt's token ids. (start, end): checked to lie
@@ -125,6 +125,9 @@ def resolve_target(
         return _check_span(target, n, spec)
     if target in ("a", "b"):
         return _check_span(prompt.spans[target], n, spec)
+    if target == "both":
+        (a_start, a_end), (b_start, b_end) = prompt.spans["a"], prompt.spans["b"]
+        return _check_span((min(a_start, b_start), max(a_end, b_end)), n, spec)
     if target in ("self", "other"):
         own = _self_slot(judge_model, author_a, author_b, target)
         slot = own if target == "self" else ("b" if own == "a" else "a")

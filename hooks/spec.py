@@ -5,7 +5,7 @@ backend understands, an additive pre-softmax score bias.
 
 TOML keys (see `experiments/ablation_example.toml`):
 
-    target   = "self" | "other" | "a" | "b" | "random" | [start, end]   # required; token indices end-exclusive
+    target   = "self" | "other" | "a" | "b" | "both" | "random" | [start, end]   # required; token indices end-exclusive
     alpha    = 0.0          # required; post-softmax multiplier on the target keys, in [0, 1]; 0 = mask
     layers   = [3, 4]       # optional; omitted = every layer
     heads    = [0, 2]       # optional; omitted = every head; or a table of layer -> heads: { 3 = [0], 5 = [1, 2] }
@@ -39,7 +39,7 @@ from pydantic import (
 from interp.config import read_toml, to_toml
 from interp.errors import InterpError
 
-TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "random")
+TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "both", "random")
 QUERY_SETS: tuple[str, ...] = ("outside", "final")
 KEYS: tuple[str, ...] = ("target", "alpha", "layers", "heads", "queries", "seed", "name", "emphasis")
 
@@ -47,7 +47,7 @@ Target = Union[str, tuple[int, int]]
 HeadsTable = tuple[tuple[int, tuple[int, ...]], ...]
 
 _HINTS = {
-    "target": "use one of 'self', 'other', 'a', 'b', 'random' or [start, end] token indices",
+    "target": "use one of 'self', 'other', 'a', 'b', 'both', 'random' or [start, end] token indices",
     "alpha": "use a number in [0, 1] (0 masks the target)",
     "layers": "use a list of layer indices, or omit it for every layer",
     "heads": "use a list of head indices, a table of layer -> head list, or omit it for every head",
@@ -63,7 +63,7 @@ class _SpecModel(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    target: Union[Literal["self", "other", "a", "b", "random"], tuple[StrictInt, StrictInt]]
+    target: Union[Literal["self", "other", "a", "b", "both", "random"], tuple[StrictInt, StrictInt]]
     alpha: Union[StrictFloat, StrictInt]
     layers: Optional[list[StrictInt]] = None
     heads: Union[list[StrictInt], dict[int, list[StrictInt]], None] = None
@@ -161,7 +161,8 @@ class AttentionIntervention:
     """Multiply the post-softmax attention on `target`'s keys by `alpha` and renormalise each query row.
 
     `target`: "self" | "other" (the judge's own / the other response: needs authors), "a" | "b" (a response
-    slot), "random" (a span as long as the self span, elsewhere in the prompt), or (start, end) token
+    slot), "both" (from the start of response A to the end of response B: both responses and the prompt
+    text between them; the positive control, after which no author can be told apart), "random" (a span as long as the self span, elsewhere in the prompt), or (start, end) token
     indices in the unpadded prompt, end exclusive. `layers` None = all; `heads` None = all, a tuple = those
     heads in every chosen layer, or a mapping layer -> heads (stored as sorted (layer, heads) pairs so the
     spec stays hashable; read it back with `heads_table`). `queries`: "outside" = every position outside

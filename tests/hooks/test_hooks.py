@@ -175,7 +175,7 @@ def test_alpha_zero_equals_plain_hf_with_4d_mask(tiny, backend_name):
     check_alpha_zero_matches_oracle(tiny, backend_for(tiny, backend_name), prompt)
 
 
-@pytest.mark.parametrize("queries,target", [("final", "a"), ("final", "b"), ("outside", (3, 20))])
+@pytest.mark.parametrize("queries,target", [("final", "a"), ("final", "b"), ("final", "both"), ("outside", (3, 20))])
 def test_alpha_zero_oracle_other_query_sets_and_targets(tiny, queries, target):
     check_alpha_zero_matches_oracle(tiny, backend_for(tiny, "hf"), prompts_for(tiny)[1], queries, target)
 
@@ -275,6 +275,7 @@ def test_resolve_target_slots_self_other(tiny):
     nobody = dict(judge_model="judge", author_a=None, author_b=None)
     assert resolve("a", **nobody) == prompt.spans["a"] and resolve("b", **nobody) == prompt.spans["b"]
     assert resolve((2, 5), **nobody) == (2, 5)
+    assert resolve("both", **nobody) == (prompt.spans["a"][0], prompt.spans["b"][1])  # A comes first in the prompt
     authors = dict(judge_model="judge", author_a="rival", author_b="judge")
     assert resolve("self", **authors) == prompt.spans["b"] and resolve("other", **authors) == prompt.spans["a"]
     with pytest.raises(InterpError, match="needs the authors"):
