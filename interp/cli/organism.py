@@ -1,4 +1,5 @@
-"""Commands of the model organisms: train an adapter from its config, evaluate adapters on held-out items."""
+"""Commands of the model organisms: train an adapter from its config, evaluate adapters on held-out items, and
+`interp validate` (known truth vs the toolkit's verdict)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,8 @@ from pathlib import Path
 from typing import Optional
 
 import typer
+
+from interp.cli.options import device_option, dtype_option, placement_keys
 
 
 def train(
@@ -45,3 +48,22 @@ def evaluate(
     n = len(split_items(builtin_items(), config.split.seed, config.split.fractions)[split])
     results = evaluate_judges(judges, split_file(config, split, out), n, out / split)
     typer.echo(json.dumps(results, indent=1))
+
+
+def validate(
+    out: Path = typer.Option(Path("runs/validation"), "--out", "-o", help="folder: the run, validation.json and the report"),
+    small: bool = typer.Option(False, "--small", help="a small slice (2 selection + 3 test items, 2 layer bands): a smoke test, not evidence"),
+    device: Optional[str] = device_option(),
+    dtype: Optional[str] = dtype_option(),
+    progress: bool = typer.Option(True, help="progress bars"),
+) -> None:
+    """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
+    on the null and planted organisms, on their test split."""
+    from interp.experiments.validate import ValidationPlan, validate as run_validation
+
+    plan = ValidationPlan.small() if small else ValidationPlan()
+    result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress)
+    for row in result["truth_table"]:
+        mark = {True: "yes", False: "NO", None: "n/a"}[row["agrees"]]
+        typer.echo(f"[{mark:>3}] {row['claim']}: {row['toolkit']}")
+    typer.echo(f"validation: {Path(out) / 'validation.json'}\nreport: {result['report']}")

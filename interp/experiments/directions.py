@@ -250,11 +250,14 @@ def collect_examples(
     return examples
 
 
-def direction_path(run: Run, judge: str, layer: int, position: str, seed: int, train_fraction: float, backend: str) -> Path:
+def direction_path(
+    run: Run, judge: str, layer: int, position: str, seed: int, train_fraction: float, backend: str, train_items: Sequence[str] | None = None
+) -> Path:
     """Where a direction is cached: a readable label plus a hash of everything that determines it."""
-    key = digest(
-        {"run": run_identity(run), "judge": judge, "layer": layer, "position": position, "seed": seed, "train_fraction": train_fraction, "backend": backend}
-    )
+    identity = {"run": run_identity(run), "judge": judge, "layer": layer, "position": position, "seed": seed, "train_fraction": train_fraction, "backend": backend}
+    if train_items is not None:
+        identity["train_items"] = sorted(train_items)
+    key = digest(identity)
     return run.dir.steering / "directions" / f"{safe_name(judge)}-L{layer}-{position}-{key}.safetensors"
 
 
@@ -318,10 +321,12 @@ def compute_direction(
     seed: int = 0,
     judges: Judges | None = None,
     recompute: bool = False,
+    train_items: Sequence[str] | None = None,
 ) -> SteeringDirection:
     """Difference-of-means direction at block `layer` from the run's judging prompts, training items only.
 
-    Items are split by `split_items(run item ids, train_fraction, seed)`. Activations are captured for every
+    Items are split by `split_items(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
+    selection split), into those and the rest. Activations are captured for every
     item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
     held-out examples are used only for the held-out probe accuracy. The result is saved under
     RUN_DIR/steering/directions/ (safetensors + JSON sidecar) and read back on the next call with the same
@@ -332,11 +337,18 @@ def compute_direction(
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
     run = run if isinstance(run, Run) else load_run(run)
     self_judges(run, [judge])
-    train_ids, heldout_ids = split_items([item.id for item in run.items], train_fraction, seed)
+    if train_items is None:
+        train_ids, heldout_ids = split_items([item.id for item in run.items], train_fraction, seed)
+    else:
+        chosen = set(train_items)
+        train_ids, heldout_ids = [i.id for i in run.items if i.id in chosen], [i.id for i in run.items if i.id not in chosen]
+        if not train_ids or not heldout_ids:
+            raise InterpError(f"train_items must name some but not all of the run's {len(run.items)} items ({len(train_ids)} named)")
+        train_fraction = len(train_ids) / len(run.items)
     judges = judges if judges is not None else judge_pool(run)
     runner = judges.runner(judge, run)
     layer = check_layer(layer, runner.model)
-    path = direction_path(run, judge, layer, position, seed, train_fraction, runner.name)
+    path = direction_path(run, judge, layer, position, seed, train_fraction, runner.name, train_items)
     if path.is_file() and not recompute:
         return load_direction(path)
     tasks = judge_tasks(run.items, run.responses, run.config.models)

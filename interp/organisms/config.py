@@ -66,7 +66,7 @@ class TrainConfig(Strict):
     weight_decay: float = Field(0.0, ge=0)
     warmup_steps: int = Field(5, ge=0)
     schedule: Literal["linear", "constant"] = "linear"
-    loss: Literal["vocab", "pair"] = "vocab"
+    loss: Literal["vocab", "pair", "pair_mass"] = "vocab"
     max_grad_norm: float = Field(1.0, gt=0)
     threads: int = Field(2, ge=1)  # fixed so reductions happen in the same order on a re-run
 

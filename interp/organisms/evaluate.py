@@ -46,11 +46,12 @@ def _rate(mask: np.ndarray, values: np.ndarray, n_boot: int, seed: int) -> dict:
     return {"value": float(sub.mean()), "n": int(idx.size), "ci": [float(ci[0]), float(ci[1])]}
 
 
-def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0) -> dict:
-    """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run."""
+def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
+    """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
+    `items` (ids): on those items only (e.g. a test split)."""
     paths = RunDir(Path(run_dir))
     config = paths.read_config()
-    items = paths.read_items()
+    items = paths.read_items() if items is None else [item for item in paths.read_items() if item.id in set(items)]
     first_model = config.models[0]
     own = organism_base(judge) or own_model(judge)  # an adapter folder's own model is its base too
     ab, ba = p_first_wins(paths.read_judgments(judge=judge), items, first_model)

@@ -7,7 +7,10 @@ What is computed:
 - Loss at the final prompt position (the one whose next token is the verdict), with P(label) summed over the
   label's single-token spellings exactly as `interp.core.judge.label_tokens` reads it:
   `vocab`: -[t log P(A) + (1-t) log P(B)] with P over the whole vocabulary (also pushes mass onto the labels);
-  `pair`:  the same with P renormalised over A and B (what the judge reports).
+  `pair`:  the same with P renormalised over A and B (what the judge reports);
+  `pair_mass`: `pair` plus -log(P(A) + P(B)) over the vocabulary, so that the label mass the toolkit's
+  reliability check reads (`interp.metrics.dbg.MIN_LABEL_MASS`) rises too, without the two terms competing
+  for the verdict.
 - LoRA (peft) of rank <= 8 on the attention and MLP projections of the last `top_layers` decoder layers only.
   The layers below carry no adapter, so their output for a prompt never changes during training: it is
   computed once per example (no gradient, right-padded batches: padding after a prompt cannot change its
@@ -220,10 +223,12 @@ def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_
     logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
     lp_a = torch.logsumexp(logp[list(label_ids[0])], dim=0)
     lp_b = torch.logsumexp(logp[list(label_ids[1])], dim=0)
-    if kind == "pair":
-        norm = torch.logaddexp(lp_a, lp_b)
-        lp_a, lp_b = lp_a - norm, lp_b - norm
+    mass = torch.logaddexp(lp_a, lp_b)
+    if kind in ("pair", "pair_mass"):
+        lp_a, lp_b = lp_a - mass, lp_b - mass
     loss = -(target_a * lp_a + (1.0 - target_a) * lp_b)
+    if kind == "pair_mass":
+        loss = loss - mass
     p_a = float(torch.sigmoid(lp_a - lp_b).detach())
     return loss, p_a
 

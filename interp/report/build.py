@@ -1,4 +1,4 @@
-"""The run report: the DBG section, then whatever later steps left (attention, interventions, steering)."""
+"""The run report: the DBG section, then whatever later steps left (validation, attention, interventions, steering)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ def build_report(run_dir: Path) -> Path:
     summary = paths.read_summary()
     figures = paths.figures
     sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
-    for name in ("attention_section.html", "intervention_section.html", "steering_section.html"):
+    for name in ("validation_section.html", "attention_section.html", "intervention_section.html", "steering_section.html"):
         part = figures / name
         if part.exists():
             title, _, content = part.read_text().partition("\n")

@@ -15,6 +15,7 @@ SECTION_TITLE = "Causal test: attention interventions with controls"
 
 _INTERVENTION_SECTION = (
     "<p><img src='{{ image }}' alt='intervention effects'></p>{{ table }}{% for v in verdicts %}<p><b>{{ v }}</b></p>{% endfor %}"
+    "{% for s in splits %}<p>Tested on: {{ s }}.</p>{% endfor %}"
     "<p class='note'>Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); gold verdicts reused: "
     "{{ reused.gold_verdicts }} from {{ reused.gold_judges | join(', ') }} (re-run: {{ reused.gold_judges_rerun }}). Only judging was re-run.</p>"
 )
@@ -39,7 +40,7 @@ def effect_figure(results: Sequence[dict]):
 def intervention_section(results: Sequence[dict], figures: Path) -> Path:
     """Write figures/intervention_section.html (title line + body) and the effect plot as PNG and PDF."""
     paths = save_figure(effect_figure(results), figures / "intervention_effects")
-    rows, verdicts = [], []
+    rows, verdicts, splits = [], [], []
     for result in results:
         for judge, r in result["judges"].items():
             before = r["before"]
@@ -58,8 +59,9 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
                 )
             verdicts.append(r["verdict"])
         reused = result["reused"]
+        splits.append(f"{result.get('split', 'all items')}, {result['n_items']} items")
     table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
-    body = render(_INTERVENTION_SECTION, image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, reused=reused)
+    body = render(_INTERVENTION_SECTION, image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, splits=splits, reused=reused)
     path = figures / "intervention_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
     return path

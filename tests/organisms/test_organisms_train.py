@@ -135,3 +135,19 @@ def test_adapter_folder_loads_merged_and_rejects_bad_input(tiny_authors, tmp_pat
     (out / "manifest.json").write_text(json.dumps(broken))
     with pytest.raises(InterpError, match="base_model"):
         load_model(str(out))
+
+
+def test_label_loss_kinds():
+    logits = torch.full((50,), -2.0)
+    logits[3], logits[7] = 1.0, 0.0  # label A = token 3, label B = token 7 (one spelling each)
+    labels = [[3], [7]]
+    vocab, p_a = train_module.label_loss(logits, labels, 1.0, "vocab")
+    pair, p_a_pair = train_module.label_loss(logits, labels, 1.0, "pair")
+    both, _ = train_module.label_loss(logits, labels, 1.0, "pair_mass")
+    log_p = torch.log_softmax(logits, dim=-1)
+    mass = torch.logaddexp(log_p[3], log_p[7])
+    assert p_a == p_a_pair == pytest.approx(float(torch.sigmoid(torch.tensor(1.0))))
+    assert float(vocab) == pytest.approx(-float(log_p[3]))
+    assert float(pair) == pytest.approx(-float(log_p[3] - mass))
+    assert float(both) == pytest.approx(float(pair) - float(mass))  # the mass term: -log(P(A) + P(B))
+    assert float(both) > float(pair)
