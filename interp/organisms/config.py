@@ -68,6 +68,9 @@ class TrainConfig(Strict):
     schedule: Literal["linear", "constant"] = "linear"
     loss: Literal["vocab", "pair", "pair_mass"] = "vocab"
     max_grad_norm: float = Field(1.0, gt=0)
+    # Both orders of a pair in the same optimizer step: their position-bias gradients cancel there, so the
+    # step follows the slot contents (apart, they alternate in sign from step to step and drown them).
+    orders_together: bool = False
     threads: int = Field(2, ge=1)  # fixed so reductions happen in the same order on a re-run
 
 

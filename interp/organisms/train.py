@@ -19,7 +19,7 @@ What is computed:
   whose decoder input is the plain embedding).
 - Optimizer: AdamW, gradient accumulation over `batch_size` examples (one example per pass: no padding),
   gradient-norm clipping, linear warm-up then linear decay (or constant). Example order per epoch is a seeded
-  hash permutation; LoRA init is seeded (`torch.manual_seed(seed)`); the thread count is fixed.
+  hash permutation (of pairs, both orders adjacent, with `orders_together`); LoRA init is seeded (`torch.manual_seed(seed)`); the thread count is fixed.
 """
 
 from __future__ import annotations
@@ -263,8 +263,12 @@ def _schedule(step: int, total: int, warmup: int, kind: str) -> float:
     return max(0.0, (total - step) / max(1, total - warmup))
 
 
-def _order(n: int, seed: int, epoch: int) -> list[int]:
-    return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
+def _order(n: int, seed: int, epoch: int, together: bool = False) -> list[int]:
+    """A seeded permutation of the examples for one epoch; `together`: of the pairs, each pair's two orders
+    (examples 2i and 2i + 1, as `build_examples` lays them out) kept adjacent."""
+    if not together:
+        return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
+    return [2 * p + k for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i)) for k in (0, 1)]
 
 
 @dataclass
@@ -318,7 +322,8 @@ def train_organism(
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)
     scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule))
-    sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch)][:passes]
+    together = config.train.orders_together
+    sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch, together)][:passes]
 
     peft_model.train()
     log: list[dict] = []

@@ -151,3 +151,12 @@ def test_label_loss_kinds():
     assert float(pair) == pytest.approx(-float(log_p[3] - mass))
     assert float(both) == pytest.approx(float(pair) - float(mass))  # the mass term: -log(P(A) + P(B))
     assert float(both) > float(pair)
+
+
+def test_epoch_order_is_a_seeded_permutation_and_can_keep_orders_together():
+    plain = train_module._order(10, seed=0, epoch=0)
+    together = train_module._order(10, seed=0, epoch=0, together=True)
+    assert sorted(plain) == sorted(together) == list(range(10))
+    assert plain == train_module._order(10, seed=0, epoch=0) and plain != train_module._order(10, seed=0, epoch=1)
+    assert all(together[k] // 2 == together[k + 1] // 2 and together[k] % 2 == 0 for k in range(0, 10, 2))
+    assert together != list(range(10))  # the pairs themselves are shuffled
