@@ -10,6 +10,7 @@ model. Any mismatch or unreadable file is one `InterpError` line.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 
@@ -94,6 +95,19 @@ def adapter_folder(spec: str) -> Path | None:
         read_manifest(path)  # an adapter folder without its manifest cannot name its base: say so here
         return path
     return None
+
+
+def adapter_fingerprint(spec: str) -> str | None:
+    """SHA-256 (16 hex) of the adapter weights a spec loads (None for a plain model): the organism's name is a
+    label, these bytes are what determines its verdicts."""
+    folder = adapter_folder(spec)
+    if folder is None:
+        return None
+    digest = hashlib.sha256()
+    with open(folder / "adapter_model.safetensors", "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()[:16]
 
 
 def organism_base(spec: str) -> str | None:

@@ -31,6 +31,7 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.causal import behaviour, paired_effect
 from interp.run.judging import judge_tasks, run_judging
+from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
 from interp.run.summary import p_first_wins
@@ -167,7 +168,9 @@ class Judges:
 def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Judges:
     """Judges to re-judge `run` with: in the dtype the run was judged in (its own judgments are every
     experiment's baseline, so another precision would compare two precisions); `where` (device, device_map)
-    may differ from the run's. A shared `models` cache is used as it is."""
+    may differ from the run's. A shared `models` cache is used as it is. A run judged with other adapter
+    weights than are installed now is refused (its judgments are the baseline of every comparison)."""
+    check_adapters(run.config, run.dir)
     if models is None:
         recorded = run.config.dtype or "float32"
         where = where or PlacementKeys()

@@ -14,6 +14,7 @@ from typing import Sequence
 from tqdm.auto import tqdm
 
 from interp.config import RunConfig
+from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import make_backend
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
@@ -40,10 +41,32 @@ from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
 
+def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
+    """Model spec -> fingerprint of its adapter weights, for every local model of the run that loads one."""
+    specs = dict.fromkeys([*config.models, *config.judge_specs, *config.gold.models])
+    local = [s for s in specs if s not in config.imports and config.server(s) is None]
+    return {spec: fingerprint for spec in local if (fingerprint := adapter_fingerprint(spec)) is not None}
+
+
+def check_adapters(config: RunConfig, paths: RunDir) -> None:
+    """A run's judgments are keyed by the adapter weights that made them, not by the organism's name."""
+    if not paths.config.is_file():
+        return
+    recorded = json.loads(paths.adapters.read_text()) if paths.adapters.is_file() else {}
+    current = adapter_fingerprints(config)
+    changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
+    if changed:
+        raise InterpError(
+            f"{paths.root} was judged with other adapter weights for {', '.join(changed)} than are installed now; "
+            "its judgments are not theirs: use another --out"
+        )
+
+
 def check_resumable(config: RunConfig, paths: RunDir) -> None:
     """A run directory may be resumed only by a config whose results would be the same."""
     if paths.config.is_file() and paths.read_config().identity() != config.identity():
         raise InterpError(f"{paths.root} holds a run with a different config; use another --out or delete it")
+    check_adapters(config, paths)
 
 
 def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
@@ -130,6 +153,7 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
         check_http_gold(judges, paths, items)
     check_models(config, paths, items, models)
     with paths.writer():
+        atomic_write_text(paths.adapters, json.dumps(adapter_fingerprints(config), indent=2, sort_keys=True) + "\n")
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])

@@ -2,6 +2,8 @@
 
 A run directory holds everything in open formats and can be resumed after a kill:
   config.toml            the validated config (a re-run whose results would differ is refused)
+  adapters.json          model spec -> fingerprint of the adapter weights it loaded (organisms; a re-run or
+                         re-judging with other weights under the same name is refused)
   items.jsonl            the sampled instructions
   responses.jsonl        both models' answers (also cached across runs, see interp.run.responses)
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
@@ -56,6 +58,10 @@ class RunDir:
     @property
     def config(self) -> Path:
         return self.root / "config.toml"
+
+    @property
+    def adapters(self) -> Path:
+        return self.root / "adapters.json"
 
     @property
     def items(self) -> Path:

@@ -248,3 +248,27 @@ def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_o
     result = cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
     assert result.returncode == 0, result.stderr[-3000:]
     assert load_run_config(out / "config.toml") == fixed.model_copy(update={"dtype": "float32"}) and len(read_jsonl(out / "judgments.jsonl")) == 8
+
+
+def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, tiny_run, monkeypatch):
+    """Same config, other adapter weights under the same name: resuming or re-judging the run is refused."""
+    import shutil
+
+    import interp.run.pipeline as pipeline
+    from interp.experiments.engine import judge_pool
+    from interp.run.store import RunDir, load_run
+
+    out, config, _ = tiny_run
+    assert json.loads((out / "adapters.json").read_text()) == {}  # plain models load no adapter
+    run_dir = tmp_path / "run"
+    shutil.copytree(out, run_dir)
+    judge = config.judge_specs[0]
+    (run_dir / "adapters.json").write_text(json.dumps({judge: "0123456789abcdef"}))  # judged by those weights
+    monkeypatch.setattr(pipeline, "adapter_fingerprint", lambda spec: "0123456789abcdef" if spec == judge else None)
+    pipeline.check_resumable(config, RunDir(run_dir))  # the same weights: fine
+    judge_pool(load_run(run_dir))
+    monkeypatch.setattr(pipeline, "adapter_fingerprint", lambda spec: "fedcba9876543210" if spec == judge else None)
+    with pytest.raises(InterpError, match=f"other adapter weights for {judge}"):
+        run_dbg(config, run_dir, progress=False)
+    with pytest.raises(InterpError, match="other adapter weights"):
+        judge_pool(load_run(run_dir))
