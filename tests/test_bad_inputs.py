@@ -153,6 +153,7 @@ CASES = [
     case("dbg into a run whose config.toml is bad TOML", "dbg {root}/good.toml --out {root}/run", both(config_from_run("good.toml"), write("run/config.toml", "models = [")), "not valid TOML"),
     # ---- demo ---------------------------------------------------------------------------------------
     case("demo out is a file", "demo --n 1 --out {root}/afile", write("afile", "x"), "is a file"),
+    case("validate out is a file", "validate --small --out {root}/afile", write("afile", "x"), "is a file"),
     case("demo out under a file", "demo --n 1 --out {root}/afile/demo", write("afile", "x"), "which is a file"),
     case("demo unknown backend", "demo --n 1 --backend vllm --out {root}/new", nothing, "unknown backend"),
     # ---- inspect ------------------------------------------------------------------------------------

@@ -48,7 +48,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir, load_run
+from interp.run.store import RunDir, check_writable_dir, load_run
 from interp.storage import atomic_write_text
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
@@ -217,6 +217,7 @@ def validate(
 ) -> dict:
     """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json and the report section."""
     out = Path(out)
+    check_writable_dir(out)  # a bad --out is one line before anything is loaded or written
     splits = organism_splits(organisms[1])
     selection = splits["selection"][: plan.n_selection] if plan.n_selection else splits["selection"]
     test = splits["test"][: plan.n_test] if plan.n_test else splits["test"]
