@@ -173,6 +173,14 @@ def top_heads(
     return [(int(i) // heads, int(i) % heads, float(flat[i])) for i in order]
 
 
+def heads_table(heads: Sequence[tuple[int, int, float]]) -> dict[int, list[int]]:
+    """`top_heads` output as a layer -> sorted heads table (the form an intervention spec takes)."""
+    table: dict[int, list[int]] = {}
+    for layer, head, _ in heads:
+        table.setdefault(int(layer), []).append(int(head))
+    return {layer: sorted(hs) for layer, hs in sorted(table.items())}
+
+
 def head_table(run_dir, judge: str | None = None) -> pd.DataFrame:
     """Every (layer, head): own, other and own-minus-other, per-token mean and mass."""
     run = resolve_attention(run_dir, judge)

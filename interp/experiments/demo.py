@@ -13,13 +13,13 @@ from pathlib import Path
 from typing import Sequence
 
 from hooks.spec import AttentionIntervention
-from interp.analysis.attention_stats import top_heads
+from interp.analysis.attention_stats import heads_table, top_heads
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import builtin_items
 from interp.experiments.causal import intervene_run
-from interp.experiments.validate import AUTHORS, NULL, PLANTED, heads_table, organism_splits
+from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section

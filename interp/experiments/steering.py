@@ -23,7 +23,7 @@ from typing import Sequence
 from hooks.emphasis import emphasis_spec
 from hooks.spec import AttentionIntervention
 from hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
-from interp.analysis.attention_stats import top_heads
+from interp.analysis.attention_stats import heads_table, top_heads
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
@@ -55,12 +55,18 @@ def emphasis_heads(run_dir: Path, judge: str, k: int) -> dict[int, list[int]]:
     """The top-k heads by own-minus-other attention (`interp.analysis.attention_stats.top_heads`) as a layer -> heads table."""
     if k < 1:
         raise InterpError(f"k_heads must be at least 1, got {k}")
-    table: dict[int, list[int]] = {}
-    for layer, head, _ in top_heads(run_dir, judge, k):
-        table.setdefault(int(layer), []).append(int(head))
+    table = heads_table(top_heads(run_dir, judge, k))
     if not table:
         raise InterpError(f"{run_dir}: no head has finite own-minus-other attention for {judge}; pass k_heads=None for all heads")
-    return {layer: sorted(heads) for layer, heads in sorted(table.items())}
+    return table
+
+
+def attention_levers(emphasis_alpha: float, heads: dict[int, list[int]] | None = None) -> list[Variant]:
+    """The two attention rows of the steering table: the self span masked, the other span emphasised."""
+    return [
+        Variant("self-mask", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask"), description="alpha 0 on the self span, all layers and heads"),
+        Variant("other-emphasis", attention=emphasis_spec(emphasis_alpha, heads=heads), description=f"alpha {emphasis_alpha:g} on the other span, {_heads_text(heads)}"),
+    ]
 
 
 def direction_steering(direction: SteeringDirection, mode: str, coefficient: float, positions: EditPositions) -> ResidualSteering:
@@ -154,10 +160,7 @@ def steering_table(
         model = pool.model(name)
         chosen = check_layer(layer if layer is not None else model.n_layers // 2, model)
         heads = emphasis_heads(run.dir.root, name, k_heads) if k_heads is not None else None
-        attention = [
-            Variant("self-mask", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask"), description="alpha 0 on the self span, all layers and heads"),
-            Variant("other-emphasis", attention=emphasis_spec(emphasis_alpha, heads=heads), description=f"alpha {emphasis_alpha:g} on the other span, {_heads_text(heads)}"),
-        ]
+        attention = attention_levers(emphasis_alpha, heads)
         check_variants(model, attention)
         plans[name] = (chosen, attention)
     rows, probes = [], {}

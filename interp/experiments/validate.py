@@ -28,9 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from hooks.emphasis import emphasis_spec
 from hooks.spec import AttentionIntervention
-from interp.analysis.attention_stats import layer_differences, top_heads
+from interp.analysis.attention_stats import heads_table, layer_differences, top_heads
 from interp.config import PlacementKeys, RunConfig
 from interp.core.adapters import adapter_folder, read_manifest
 from interp.core.models import ModelCache
@@ -41,7 +40,7 @@ from interp.metrics.dbg import judge_reliability
 from interp.experiments.causal import intervene_run
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
-from interp.experiments.steering import direction_variants
+from interp.experiments.steering import attention_levers, direction_variants
 from interp.organisms.data import split_items, write_items_jsonl
 from interp.organisms.evaluate import judge_metrics
 from interp.report.attention import write_attention_figures
@@ -101,13 +100,6 @@ def _contains_zero(ci: Sequence[float]) -> bool:
 
 def _effect_text(effect: dict) -> str:
     return f"{_pts(effect['mean'])} pts {_ci(effect['ci'])}"
-
-
-def heads_table(heads: Sequence[tuple[int, int, float]]) -> dict[int, list[int]]:
-    table: dict[int, list[int]] = {}
-    for layer, head, _ in heads:
-        table.setdefault(layer, []).append(head)
-    return table
 
 
 def layer_bands(n_layers: int, width: int) -> list[tuple[int, ...]]:
@@ -241,7 +233,8 @@ def validate(
     run_dbg(config, run_dir, progress=progress, models=models)
     run = load_run(run_dir)
     pool = judge_pool(run, models=models)
-    test_items = [item for item in run.items if item.id in set(test_ids)]
+    test_set = set(test_ids)
+    test_items = [item for item in run.items if item.id in test_set]
 
     result: dict = {
         "plan": asdict(plan),
@@ -289,11 +282,7 @@ def validate(
 
     layer = plan.steering_layer if plan.steering_layer is not None else model.n_layers // 2
     direction = compute_direction(run, planted, layer, judges=pool, train_items=selection_ids)
-    levers = {
-        "self-mask": Variant("self-mask", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask")),
-        "other-emphasis": Variant("other-emphasis", attention=emphasis_spec(plan.emphasis_alpha)),
-        **{v.name: v for v in direction_variants(direction, coefficient=plan.coefficient)},
-    }
+    levers = {v.name: v for v in [*attention_levers(plan.emphasis_alpha), *direction_variants(direction, coefficient=plan.coefficient)]}
     steering = evaluate(run, planted, levers, pool, items=test_items, progress=progress)
     result["organisms"][planted]["steering"] = {
         "direction": {"layer": layer, "probe_accuracy": direction.accuracy, "train_items": "selection"},

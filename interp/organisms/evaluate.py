@@ -51,7 +51,8 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     `items` (ids): on those items only (e.g. a test split)."""
     paths = RunDir(Path(run_dir))
     config = paths.read_config()
-    items = paths.read_items() if items is None else [item for item in paths.read_items() if item.id in set(items)]
+    chosen = None if items is None else set(items)
+    items = [item for item in paths.read_items() if chosen is None or item.id in chosen]
     first_model = config.models[0]
     own = organism_base(judge) or own_model(judge)  # an adapter folder's own model is its base too
     ab, ba = p_first_wins(paths.read_judgments(judge=judge), items, first_model)
