@@ -47,7 +47,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir, check_writable_dir, load_run
+from interp.run.store import check_writable_dir, load_run
 from interp.storage import atomic_write_text
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
@@ -242,7 +242,7 @@ def validate(
         "splits": {"selection": selection_ids, "test": test_ids, "chosen_on": "selection", "measured_on": "test"},
         "organisms": {},
     }
-    summary = RunDir(run_dir).read_summary()
+    summary = run.dir.read_summary()
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
         label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items
@@ -263,11 +263,9 @@ def validate(
 
     planted = organisms[1]
     model = pool.model(planted)
-    sweep_variants = {
-        f"{target}-L{band[0]}-{band[-1]}": Variant(f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band))
-        for target in ("self", "other")
-        for band in layer_bands(model.n_layers, plan.band)
-    }
+    bands = [Variant(f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band))
+             for target in ("self", "other") for band in layer_bands(model.n_layers, plan.band)]  # fmt: skip
+    sweep_variants = {variant.name: variant for variant in bands}
     sweep = evaluate(run, planted, sweep_variants, pool, items=test_items, progress=progress)
     found = strongest(sweep["effects"])
     result["organisms"][planted]["sweep"] = {
@@ -291,8 +289,8 @@ def validate(
     }
     result["truth_table"] = truth_rows(result)
     atomic_write_text(out / "validation.json", json.dumps(result, indent=2, default=float) + "\n")
-    with RunDir(run_dir).writer():
+    with run.dir.writer():
         write_attention_figures(run_dir)
-        validation_section(result, RunDir(run_dir).figures)
+        validation_section(result, run.dir.figures)
         result["report"] = str(build_report(run_dir))
     return result
