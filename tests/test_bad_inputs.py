@@ -1,8 +1,9 @@
 """The bad-input catalogue: every command, fed a bad input, prints one `error:` line, exits 2, and leaves
 every file where it was (same names, same bytes).
 
-Each case runs `python -m interp.cli` in a fresh interpreter against its own copy of one prepared tiny run
-(module-scoped), so most cases fail in validation before any model loads. A case is a row of `CASES`:
+Each case runs `interp.cli.main` in a process of its own (forked from one interpreter that imported the CLI
+once, `tests.helpers.forked_cli`) against its own copy of one prepared tiny run (module-scoped), so most
+cases fail in validation before any model loads. A case is a row of `CASES`:
 (id, command-line arguments with {run} / {root} placeholders, a setup that writes the bad input, the
 text the error line must contain).
 """
@@ -12,8 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import sys
-import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -23,6 +22,7 @@ import tomli_w
 import tomllib
 
 from tests.helpers import REPO
+from tests.helpers.forked_cli import run_forked
 
 GOOD_SPEC = 'target = "self"\nalpha = 0.0\n'
 LONG_ITEM = '{"id": "very-long-1", "task": "helpfulness", "query": "%s"}\n' % ("word " * 5000)
@@ -225,7 +225,8 @@ def prepared_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
 
 @pytest.fixture(scope="module")
 def outcomes(tmp_path_factory, prepared_run) -> dict[str, tuple]:
-    """Run every case (three interpreters at a time); per case: exit code, stdout, stderr, before, after."""
+    """Run every case (three at a time, each forked from one interpreter that imported the CLI once:
+    `tests.helpers.forked_cli`); per case: exit code, stdout, stderr, before, after."""
     base = tmp_path_factory.mktemp("cases")
     prepared: dict[str, tuple] = {}
     for index, c in enumerate(CASES):
@@ -234,31 +235,13 @@ def outcomes(tmp_path_factory, prepared_run) -> dict[str, tuple]:
         c.setup(root)
         args = [a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in c.args]
         prepared[c.id] = (root, args, snapshot(root))
-    results: dict[str, tuple] = {}
-    pending = list(prepared)
-    running: dict[str, subprocess.Popen] = {}
-    env = {**os.environ, "HF_HUB_OFFLINE": "1"}
+    names = list(prepared)
     try:
-        while pending or running:
-            while pending and len(running) < 3:
-                name = pending.pop(0)
-                root, args, _ = prepared[name]
-                running[name] = subprocess.Popen(
-                    [sys.executable, "-m", "interp.cli", *args], cwd=REPO, env=env, text=True, stdout=subprocess.PIPE, stderr=subprocess.PIPE
-                )
-            for name, process in list(running.items()):
-                if process.poll() is not None:
-                    stdout, stderr = process.communicate()
-                    root, _, before = prepared[name]
-                    results[name] = (process.returncode, stdout, stderr, before, snapshot(root))
-                    del running[name]
-            time.sleep(0.05)
+        ran = run_forked([(prepared[name][1], REPO) for name in names], parallel=3, env={"HF_HUB_OFFLINE": "1"})
     finally:
-        for process in running.values():
-            process.kill()
         for root, _, _ in prepared.values():
             unlock(root)
-    return results
+    return {name: (code, stdout, stderr, prepared[name][2], snapshot(prepared[name][0])) for name, (code, stdout, stderr) in zip(names, ran)}
 
 
 def test_the_catalogue_is_large_and_covers_every_command():
