@@ -1,4 +1,5 @@
-"""Responses: the paper's generation prompts (Tables 4-6), greedy, batched, capped at a word limit.
+"""Responses: the paper's generation prompts (Tables 4-6), greedy (or seeded sampling), batched, capped at a
+word limit.
 
 Each response is cached on disk under a key made of the model's source, the exact prompt text and the
 decoding settings, so a re-run (or another run with the same models) reuses it. Cache files are written
@@ -7,6 +8,7 @@ atomically (temp file + rename): an interrupted run never leaves a truncated ent
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 from dataclasses import asdict, dataclass
@@ -29,6 +31,14 @@ class Decoding:
     max_words: int = 200
     max_new_tokens: int = 256
     batch_size: int = 8
+    # 0: greedy. Above 0: sampled at this temperature, reproducible from `seed`: batches are then fixed by the
+    # item list (not by what the cache holds) and a batch missing any answer is regenerated whole.
+    temperature: float = 0.0
+    seed: int = 0
+
+    @property
+    def sampled(self) -> bool:
+        return self.temperature > 0
 
 
 @dataclass(frozen=True)
@@ -56,11 +66,19 @@ def clean_generation(text: str, *, fewshot: bool) -> str:
 
 
 def _cache_key(model: LoadedModel, prompt_text: str, decoding: Decoding) -> str:
-    payload = {"model": model.source, "prompt": prompt_text, "decoding": asdict(decoding) | {"batch_size": None}}
+    settings = asdict(decoding) | {"batch_size": None}
+    if not decoding.sampled:  # greedy keys predate sampling
+        del settings["temperature"], settings["seed"]
+    payload = {"model": model.source, "prompt": prompt_text, "decoding": settings}
     if model.placement.dtype != "float32":  # another precision gives other greedy text (float32 keys predate this)
         payload["dtype"] = model.placement.dtype
     payload = json.dumps(payload, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
+
+
+def _batch_key(prompt_key: str, batch_keys: Sequence[str]) -> str:
+    """A sampled answer's key: its prompt's key and its batch-mates' (padding and the random stream depend on them)."""
+    return hashlib.sha256(json.dumps([prompt_key, list(batch_keys)]).encode()).hexdigest()[:24]
 
 
 def response_cache_path(key: str) -> Path:
@@ -106,37 +124,63 @@ def cached_responses(keys: Sequence[str], model_name: str) -> tuple[dict[int, Re
 def generate_responses(
     model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True
 ) -> list[Response]:
-    """Greedy answers of `model` to `items`, reusing the on-disk cache; returns them in item order."""
+    """Answers of `model` to `items` (greedy, or sampled per `decoding`), reusing the on-disk cache; returns them
+    in item order."""
     tokenizer = model.tokenizer
     prompts = _prompts(model, items, decoding)
-    keys = [_cache_key(model, p.text, decoding) for p in prompts]
+    prompt_keys = [_cache_key(model, p.text, decoding) for p in prompts]
+    # Sampled: batches fixed by the item list, each answer keyed by its batch-mates too (`_batch_key`).
+    fixed = _length_batches(range(len(prompts)), prompts, decoding.batch_size) if decoding.sampled else []
+    mates = {i: [prompt_keys[j] for j in batch] for batch in fixed for i in batch}
+    keys = [_batch_key(key, mates[i]) if decoding.sampled else key for i, key in enumerate(prompt_keys)]
     results, todo = cached_responses(keys, name or model.name)
-    todo.sort(key=lambda i: len(prompts[i].text))  # similar lengths together: less padding
-    check_generation_lengths(model, [items[i] for i in todo], decoding, name=name)
+    missing = set(todo)
+    chunks = [b for b in fixed if missing.intersection(b)] if decoding.sampled else _length_batches(todo, prompts, decoding.batch_size)
+    check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name)
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
-    for start in range(0, len(todo), decoding.batch_size):
-        chunk = todo[start : start + decoding.batch_size]
+    for chunk in chunks:
         encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
-        with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
+        sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}
+        with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"), _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]):
             out = model.hf_model.generate(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,
-                do_sample=False,
                 max_new_tokens=decoding.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
                 stop_strings=stop_strings,
                 tokenizer=tokenizer if stop_strings else None,
+                **sampling,
             )
         new_tokens = out[:, batch.input_ids.shape[1] :]
         for row, index in enumerate(chunk):
+            if index in results:  # a sampled batch regenerated for an answer it lacked; keep the cached ones
+                continue
+            bar.update(1)
             ids = [t for t in new_tokens[row].tolist() if t != tokenizer.pad_token_id]
             text = tokenizer.decode(ids, skip_special_tokens=True)
             text = cap_words(clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words)
             response = Response(items[index].id, name or model.name, text, len(ids), keys[index])
             atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
             results[index] = response
-        bar.update(len(chunk))
     bar.close()
     return [results[i] for i in range(len(items))]
+
+
+@contextlib.contextmanager
+def _batch_rng(model: LoadedModel, decoding: Decoding, keys: Sequence[str]):
+    """Sampled decoding: torch's random stream seeded from the seed and the batch's prompt keys, restored on exit."""
+    if not decoding.sampled:
+        yield
+        return
+    devices = list(range(torch.cuda.device_count())) if model.device.type == "cuda" else []  # a sharded model's too
+    with torch.random.fork_rng(devices=devices):
+        torch.manual_seed(int(hashlib.sha256(json.dumps([decoding.seed, list(keys)]).encode()).hexdigest()[:15], 16))
+        yield
+
+
+def _length_batches(indices: Sequence[int], prompts: Sequence[Prompt], size: int) -> list[list[int]]:
+    """`indices` in batches of `size`, similar prompt lengths together (less padding)."""
+    pool = sorted(indices, key=lambda i: (len(prompts[i].text), i))
+    return [pool[start : start + size] for start in range(0, len(pool), size)]
