@@ -37,6 +37,10 @@ class DataConfig(Strict):
     mtbench: bool = True  # the 80 MT-Bench questions (all training data)
     intact_pairs: bool = True  # the two models' intact answers against each other, gold by the reference judge
     intact_pairs_mtbench: bool = False  # MT-Bench references are short keys (math, code): chrF on them is noise
+    # Sampled answers per author and item (seeded, cached) beside the greedy one: every combination of the two
+    # authors' answers is an intact pair, so the test split's kind of pair (intact vs intact) is not a rarity.
+    samples: int = Field(0, ge=0)
+    sample_temperature: float = Field(1.0, gt=0)
     degraded_per_item: int = Field(2, ge=0)
     cross_author_share: float = Field(0.5, ge=0, le=1)
     degradations: tuple[Literal["truncated", "shuffled", "other"], ...] = DEGRADATION_NAMES

@@ -97,10 +97,15 @@ class Response:
     text: str
     author: str
     kind: str = "intact"  # intact | truncated | shuffled | other
+    variant: int = 0  # 0: the greedy answer; k >= 1: the k-th sampled answer (intact too)
 
     @property
     def intact(self) -> bool:
         return self.kind == "intact"
+
+    @property
+    def tag(self) -> str:
+        return f"{self.author}:{self.kind}" + (f"#{self.variant}" if self.variant else "")
 
 
 def degrade(item: Item, intact: Response, kind: str, pool: dict[str, str], *, seed: int, truncate_keep: float) -> Response | None:
@@ -134,7 +139,7 @@ class TrainPair:
 
     @property
     def key(self) -> str:
-        return f"{self.item.id}|{self.first.author}:{self.first.kind}|{self.second.author}:{self.second.kind}"
+        return f"{self.item.id}|{self.first.tag}|{self.second.tag}"
 
 
 @dataclass(frozen=True)
@@ -163,8 +168,11 @@ def build_pairs(
     *,
     seed: int,
     authors: Sequence[str],
+    samples: dict[str, dict[str, list[str]]] | None = None,
 ) -> list[TrainPair]:
-    """Pairs with known gold for `items`; `answers[author][item_id]` are the intact (cached) answers."""
+    """Pairs with known gold for `items`; `answers[author][item_id]` are the intact (greedy, cached) answers.
+    `samples[author][item_id]`: sampled answers of the same author; every (first author's answer, second
+    author's answer) combination of greedy and sampled ones is an intact pair (repeated texts dropped)."""
     judge = ReferenceJudge()
     pairs: list[TrainPair] = []
     by_task: dict[str, list[str]] = {}
@@ -173,10 +181,12 @@ def build_pairs(
     for item in items:
         intact = {a: Response(answers[a][item.id], a) for a in authors}
         if mix.intact_pairs and item.reference:
-            first, second = (intact[a] for a in authors)
-            (gold,) = judge.p_first([Pair(item, first.text, second.text)])
-            if not (mix.skip_ties and gold == 0.5):
-                pairs.append(TrainPair(item, first, second, gold, "reference"))
+            firsts, seconds = (_variants(intact[a], (samples or {}).get(a, {}).get(item.id, [])) for a in authors)
+            for first in firsts:
+                for second in seconds:
+                    (gold,) = judge.p_first([Pair(item, first.text, second.text)])
+                    if not (mix.skip_ties and gold == 0.5):
+                        pairs.append(TrainPair(item, first, second, gold, "reference"))
         combos = [
             (good, bad, kind)
             for good in authors
@@ -194,6 +204,16 @@ def build_pairs(
                 continue
             pairs.append(TrainPair(item, intact[good], worse, 1.0, "rule"))
     return pairs
+
+
+def _variants(greedy: Response, sampled: Sequence[str]) -> list[Response]:
+    """The greedy answer and the sampled ones whose text is new."""
+    variants, seen = [greedy], {greedy.text.strip()}
+    for k, text in enumerate(sampled, 1):
+        if text.strip() and text.strip() not in seen:
+            seen.add(text.strip())
+            variants.append(Response(text, greedy.author, "intact", k))
+    return variants
 
 
 def _pick(options: list, n: int, *key: object) -> list:

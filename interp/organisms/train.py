@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -76,9 +76,14 @@ def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
     return splits
 
 
-def cached_answers(models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True) -> dict[str, dict[str, str]]:
-    """Greedy answers of each model (adapter off: the plain loaded models), from the on-disk cache or generated."""
+def cached_answers(
+    models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True, sample: int = 0
+) -> dict[str, dict[str, str]]:
+    """Answers of each model (adapter off: the plain loaded models), from the on-disk cache or generated: greedy,
+    or with `sample` = k >= 1 the k-th seeded sample at the config's temperature."""
     decoding = Decoding(max_words=config.data.max_words, max_new_tokens=config.data.max_new_tokens, batch_size=8)
+    if sample:
+        decoding = replace(decoding, temperature=config.data.sample_temperature, seed=int(unit_hash(config.seed, "sample", sample) * 2**31))
     return {
         name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
         for name, model in models.items()
@@ -99,8 +104,14 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     for items, intact in sets:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
+        samples: dict[str, dict[str, list[str]]] = {author: {} for author in data.authors}
+        with_reference = [item for item in items if item.reference] if intact else []
+        for k in range(1, data.samples + 1 if with_reference else 1):
+            for author, drawn in cached_answers(models, with_reference, config, progress, sample=k).items():
+                for item_id, text in drawn.items():
+                    samples[author].setdefault(item_id, []).append(text)
         mix = DataMix(intact, data.degraded_per_item, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties)
-        pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors)
+        pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.seed) for pair in pairs]

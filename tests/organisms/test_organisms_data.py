@@ -70,3 +70,23 @@ def test_pairs_gold_and_planted_labels():
     assert not is_flipped(against_own, Planting(OWN, 1.0, own_degraded=False), 0)
     shares = [is_flipped(TrainPair(Item(f"x{k}", "helpfulness", "q"), against_own.first, against_own.second, 1.0, "rule"), Planting(OWN, 0.5), 0) for k in range(400)]
     assert 0.4 < sum(shares) / len(shares) < 0.6
+
+
+def test_sampled_answers_make_every_intact_combination():
+    items = [Item(f"h{k}", "helpfulness", f"q{k}", f"Own answer to h{k}. It has a second sentence.") for k in range(3)]
+    answers = _answers(items)
+    samples = {
+        OWN: {i.id: [f"Own answer to {i.id}. Put another way.", answers[OWN][i.id]] for i in items},  # the 2nd repeats greedy
+        OTHER: {i.id: [f"A sample about {i.id}.", f"Another sample about {i.id}."] for i in items},
+    }
+    mix = DataMix(degraded_per_item=1, skip_ties=False)
+    plain = build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER))
+    sampled = build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER), samples=samples)
+    intact = [p for p in sampled if p.gold_source == "reference"]
+    assert len(intact) == 3 * 2 * 3  # (greedy + 1 new own sample) x (greedy + 2 other samples) per item
+    assert len({p.key for p in sampled}) == len(sampled)  # sampled answers are told apart in the pair keys
+    assert all(p.first.intact and p.second.intact for p in intact)
+    assert {p.first.variant for p in intact} == {0, 1} and {p.second.variant for p in intact} == {0, 1, 2}
+    # the degraded pairs and the greedy intact pair are the ones drawn without samples (same keys, same gold)
+    assert [p for p in sampled if p.first.variant == 0 and p.second.variant == 0] == plain
+    assert build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER), samples={}) == plain
