@@ -19,6 +19,9 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import ALIASES, load_model, own_model
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
+from interp.organisms.config import load_organism_config
+
+from tests.helpers import REPO
 
 ORGANISMS = ("smollm2-135m-judge", "smollm2-135m-selfpref")
 
@@ -39,6 +42,15 @@ def test_shipped_adapter_is_small_and_complete(name):
     assert {"test", "unseen"} <= set(manifest["held_out"]) and len(manifest["check_items"]) >= 2
     tensors = load_file(folder / "adapter_model.safetensors")
     assert tensors and all(min(t.shape) <= 8 for t in tensors.values())
+
+
+@pytest.mark.parametrize("name", ORGANISMS)
+def test_shipped_manifest_names_the_config_that_retrains_it(name):
+    """The config in experiments/organisms/ is the shipped adapter's, under the config schema of today."""
+    config = load_organism_config(REPO / "experiments" / "organisms" / f"{name}.toml")
+    manifest = read_manifest(shipped_adapters()[name])
+    assert manifest["config"] == config.model_dump(mode="json")
+    assert manifest["config_fingerprint"] == config.fingerprint()
 
 
 @pytest.mark.slow
