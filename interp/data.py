@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from interp.errors import InterpError
+from interp.storage import jsonl_objects
 
 TASKS = ("helpfulness", "truthfulness", "translation")
 
@@ -495,13 +496,8 @@ def _read_text(path: Path) -> str:
 
 
 def _jsonl_records(text: str, source: str) -> Iterable[tuple[int, Any]]:
-    for line_number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            yield line_number, json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InterpError(f"{source}:{line_number}: not valid JSON ({exc.msg})") from None
+    # Not objects_only: a non-object line is reported by the record parsers, in the words of each format.
+    return jsonl_objects(text.splitlines(), where=lambda n: f"{source}:{n}", objects_only=False)
 
 
 def _items_from_jsonl_text(text: str, source: str, default_id_prefix: str | None = None) -> list[Item]:

@@ -13,7 +13,7 @@ import json
 import os
 import tempfile
 from pathlib import Path
-from typing import Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from interp.errors import InterpError
 
@@ -43,6 +43,23 @@ def write_jsonl_atomic(path: Path, records: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(record) + "\n" for record in records))
 
 
+def jsonl_objects(
+    lines: Iterable[str], *, where: Callable[[int], str], hint: str = "", objects_only: bool = True
+) -> Iterator[tuple[int, Any]]:
+    """(line number, record) of every non-blank line. A line that is not valid JSON (or, with `objects_only`,
+    not a JSON object) is one `InterpError` line: `where(line number)`, what is wrong, then `hint`."""
+    for number, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InterpError(f"{where(number)}: not valid JSON ({exc.msg}){hint}") from None
+        if objects_only and not isinstance(record, dict):
+            raise InterpError(f"{where(number)}: not a JSON object (got {type(record).__name__}){hint}")
+        yield number, record
+
+
 def read_jsonl_lines(path: Path) -> list[tuple[int, dict]]:
     """(line number, object) of every complete line; a torn last line is skipped, the file left as it is."""
     path = Path(path)
@@ -58,18 +75,7 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict]]:
     except UnicodeDecodeError as exc:
         line = complete[: exc.start].count(b"\n") + 1
         raise InterpError(f"{path}:{line}: not UTF-8 text; the file is corrupt (restore it or delete the run)") from None
-    out = []
-    for number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InterpError(f"{path}:{number}: not valid JSON ({exc.msg}); the file is corrupt (restore it or delete the run)") from None
-        if not isinstance(record, dict):
-            raise InterpError(f"{path}:{number}: not a JSON object; the file is corrupt (restore it or delete the run)")
-        out.append((number, record))
-    return out
+    return list(jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}", hint="; the file is corrupt (restore it or delete the run)"))
 
 
 def read_jsonl(path: Path) -> list[dict]:

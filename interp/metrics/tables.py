@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import gzip
-import json
 import math
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from interp.errors import InterpError
+from interp.storage import jsonl_objects
 
 
 def open_text(path: Path) -> Iterator[str]:
@@ -31,16 +31,7 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
     Raises :class:`InterpError` naming the file and line for invalid JSON or a non-object line.
     """
     path = Path(path)
-    for lineno, raw in enumerate(open_text(path), start=1):
-        if not raw.strip():
-            continue
-        try:
-            obj = json.loads(raw)
-        except json.JSONDecodeError as exc:
-            raise InterpError(f"{path}, line {lineno}: not valid JSON ({exc.msg})") from None
-        if not isinstance(obj, dict):
-            raise InterpError(f"{path}, line {lineno}: expected a JSON object, got {type(obj).__name__}")
-        yield lineno, obj
+    yield from jsonl_objects(open_text(path), where=lambda n: f"{path}, line {n}")
 
 
 def is_number(x: object) -> bool:

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Mapping, Sequence
 
 from interp.errors import InterpError
+from interp.storage import jsonl_objects
 from interp.run.gold.protocol import Pair
 
 
@@ -53,16 +53,8 @@ def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], floa
     by_texts: dict[tuple[str, str, str], float] = {}
     by_item: dict[str, float] = {}
     first_line: dict[object, int] = {}
-    for line_number, line in enumerate(text.splitlines(), 1):
-        if not line.strip():
-            continue
+    for line_number, record in jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}"):
         where = f"{path}:{line_number}"
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InterpError(f"{where}: not valid JSON ({exc.msg})") from None
-        if not isinstance(record, dict):
-            raise InterpError(f"{where}: not a JSON object")
         item_id = record.get("item_id")
         if not isinstance(item_id, str) or not item_id:
             raise InterpError(f"{where}: missing field \"item_id\" (a non-empty string)")
