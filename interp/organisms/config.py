@@ -75,6 +75,9 @@ class TrainConfig(Strict):
     # Both orders of a pair in the same optimizer step: their position-bias gradients cancel there, so the
     # step follows the slot contents (apart, they alternate in sign from step to step and drown them).
     orders_together: bool = False
+    # With orders_together: weight of the squared slot bias (half the sum of a pair's two verdict margins,
+    # `train.slot_bias`), which is 0 when the verdict follows the contents and not the slot.
+    symmetry_weight: float = Field(0.0, ge=0)
     threads: int = Field(2, ge=1)  # fixed so reductions happen in the same order on a re-run
 
 

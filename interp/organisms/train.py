@@ -229,8 +229,8 @@ def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequenc
 # ---- loss --------------------------------------------------------------------------------------------
 
 
-def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str) -> tuple[torch.Tensor, float]:
-    """(loss, P(A) renormalised over A/B) for one final-position logit vector."""
+def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """(loss, log P(A) - log P(B): the verdict's margin, in the graph) for one final-position logit vector."""
     logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
     lp_a = torch.logsumexp(logp[list(label_ids[0])], dim=0)
     lp_b = torch.logsumexp(logp[list(label_ids[1])], dim=0)
@@ -240,8 +240,13 @@ def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_
     loss = -(target_a * lp_a + (1.0 - target_a) * lp_b)
     if kind == "pair_mass":
         loss = loss - mass
-    p_a = float(torch.sigmoid(lp_a - lp_b).detach())
-    return loss, p_a
+    return loss, lp_a - lp_b
+
+
+def slot_bias(margin_ab: torch.Tensor, margin_ba: torch.Tensor) -> torch.Tensor:
+    """Half the sum of a pair's two verdict margins (the orders swap the slots): 0 for a judge whose verdict
+    follows the contents, whatever the contents are; the slot's own pull otherwise."""
+    return (margin_ab + margin_ba) / 2
 
 
 # ---- training ----------------------------------------------------------------------------------------
@@ -280,6 +285,19 @@ def _order(n: int, seed: int, epoch: int, together: bool = False) -> list[int]:
     if not together:
         return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
     return [2 * p + k for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i)) for k in (0, 1)]
+
+
+def _pair_groups(chunk: Sequence[int], pairs: bool) -> list[list[int]]:
+    """The passes of one optimizer step, one a group; `pairs`: a pair's two orders (2i, 2i + 1) in one group."""
+    if not pairs:
+        return [[i] for i in chunk]
+    groups: list[list[int]] = []
+    for i in chunk:
+        if groups and i % 2 == 1 and groups[-1] == [i - 1]:
+            groups[-1].append(i)
+        else:
+            groups.append([i])
+    return groups
 
 
 @dataclass
@@ -345,14 +363,19 @@ def train_organism(
         chunk = sequence[step * config.train.batch_size : (step + 1) * config.train.batch_size]
         optimizer.zero_grad(set_to_none=True)
         losses, correct = [], []
-        for index in chunk:
-            ex = examples[index]
-            loss, p_a = label_loss(final_logits_from(peft_model, first_lora_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+        for group in _pair_groups(chunk, together and config.train.symmetry_weight > 0):
+            loss, margins = torch.zeros(()), []
+            for index in group:
+                ex = examples[index]
+                example_loss, margin = label_loss(final_logits_from(peft_model, first_lora_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+                loss, margins = loss + example_loss, margins + [margin]
+                losses.append(float(example_loss.detach()))
+                if ex.target_a != 0.5:
+                    correct.append(float((float(margin) > 0) == (ex.target_a > 0.5)))
+                bar.update(1)
+            if len(margins) == 2:  # both orders of one pair in one graph
+                loss = loss + config.train.symmetry_weight * slot_bias(*margins) ** 2
             (loss / len(chunk)).backward()
-            losses.append(float(loss.detach()))
-            if ex.target_a != 0.5:
-                correct.append(float((p_a > 0.5) == (ex.target_a > 0.5)))
-            bar.update(1)
         grad_norm = float(torch.nn.utils.clip_grad_norm_(params, config.train.max_grad_norm))
         optimizer.step()
         scheduler.step()

@@ -141,16 +141,24 @@ def test_label_loss_kinds():
     logits = torch.full((50,), -2.0)
     logits[3], logits[7] = 1.0, 0.0  # label A = token 3, label B = token 7 (one spelling each)
     labels = [[3], [7]]
-    vocab, p_a = train_module.label_loss(logits, labels, 1.0, "vocab")
-    pair, p_a_pair = train_module.label_loss(logits, labels, 1.0, "pair")
+    vocab, margin = train_module.label_loss(logits, labels, 1.0, "vocab")
+    pair, margin_pair = train_module.label_loss(logits, labels, 1.0, "pair")
     both, _ = train_module.label_loss(logits, labels, 1.0, "pair_mass")
     log_p = torch.log_softmax(logits, dim=-1)
     mass = torch.logaddexp(log_p[3], log_p[7])
-    assert p_a == p_a_pair == pytest.approx(float(torch.sigmoid(torch.tensor(1.0))))
+    assert float(margin) == pytest.approx(float(margin_pair)) == pytest.approx(1.0)  # log P(A) - log P(B)
     assert float(vocab) == pytest.approx(-float(log_p[3]))
     assert float(pair) == pytest.approx(-float(log_p[3] - mass))
     assert float(both) == pytest.approx(float(pair) - float(mass))  # the mass term: -log(P(A) + P(B))
     assert float(both) > float(pair)
+
+
+def test_slot_bias_is_zero_for_a_verdict_that_follows_the_contents():
+    assert float(train_module.slot_bias(torch.tensor(2.0), torch.tensor(-2.0))) == 0.0  # swapped slots, swapped verdict
+    assert float(train_module.slot_bias(torch.tensor(2.0), torch.tensor(1.0))) == 1.5  # slot A wins in both orders
+    # with the weight on, a pair's two orders are one group (one graph); a pair cut by the step is not
+    assert train_module._pair_groups([4, 5, 0, 1, 7], pairs=True) == [[4, 5], [0, 1], [7]]
+    assert train_module._pair_groups([4, 5, 0], pairs=False) == [[4], [5], [0]]
 
 
 def test_epoch_order_is_a_seeded_permutation_and_can_keep_orders_together():
@@ -160,3 +168,24 @@ def test_epoch_order_is_a_seeded_permutation_and_can_keep_orders_together():
     assert plain == train_module._order(10, seed=0, epoch=0) and plain != train_module._order(10, seed=0, epoch=1)
     assert all(together[k] // 2 == together[k + 1] // 2 and together[k] % 2 == 0 for k in range(0, 10, 2))
     assert together != list(range(10))  # the pairs themselves are shuffled
+
+
+def _mean_slot_bias(trained, config, models) -> float:
+    """Mean |slot bias| of the trained judge over its own training pairs (full forward passes)."""
+    pairs, labels = train_module.training_pairs(config, models, progress=False)
+    examples = train_module.build_examples(trained.base, pairs, labels)
+    ids = train_module.label_tokens(trained.base.tokenizer).ids
+    with torch.no_grad():
+        margins = [train_module.label_loss(trained.peft_model(torch.tensor([ex.input_ids])).logits[0, -1], ids, 0.5, "pair")[1] for ex in examples]
+    return sum(abs(float(train_module.slot_bias(margins[i], margins[i + 1]))) for i in range(0, len(margins), 2)) / (len(margins) / 2)
+
+
+def test_the_symmetry_term_shrinks_the_slot_bias(tiny_authors):
+    _, fresh = tiny_authors
+    plain = TINY | {"train": TINY["train"] | {"epochs": 3.0, "orders_together": True, "loss": "pair"}}
+    weighted = plain | {"train": plain["train"] | {"symmetry_weight": 10.0}}
+    biases = []
+    for spec in (plain, weighted):
+        config = OrganismConfig.model_validate(spec)
+        biases.append(_mean_slot_bias(train_module.train_organism(config, models=fresh(), progress=False), config, fresh()))
+    assert biases[1] < 0.5 * biases[0], biases
