@@ -64,6 +64,11 @@ def test_shipped_configs_parse_and_differ_only_in_planting():
     assert same == {k: v for k, v in null.model_dump().items() if k not in ("name", "description", "planting")}
 
 
+def test_every_organism_config_in_experiments_parses():
+    paths = sorted(CONFIGS.rglob("*.toml"))
+    assert len(paths) >= 6 and len({load_organism_config(p).name for p in paths}) == len(paths)  # no variant ships as an alias
+
+
 def test_unknown_config_key_is_one_line_exit_2(tmp_path):
     path = tmp_path / "bad.toml"
     path.write_text('name = "x"\n[train]\nepochs = 1\nlearning_rate = 0.1\n')
