@@ -48,25 +48,28 @@ def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
     return {spec: fingerprint for spec in local if (fingerprint := adapter_fingerprint(spec)) is not None}
 
 
-def check_adapters(config: RunConfig, paths: RunDir) -> None:
-    """A run's judgments are keyed by the adapter weights that made them, not by the organism's name."""
-    if not paths.config.is_file():
-        return
-    recorded = json.loads(paths.adapters.read_text()) if paths.adapters.is_file() else {}
+def check_adapters(config: RunConfig, paths: RunDir) -> dict[str, str]:
+    """A run's judgments are keyed by the adapter weights that made them, not by the organism's name; returns
+    the installed weights' fingerprints (`adapter_fingerprints`)."""
     current = adapter_fingerprints(config)
+    if not paths.config.is_file():
+        return current
+    recorded = json.loads(paths.adapters.read_text()) if paths.adapters.is_file() else {}
     changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
     if changed:
         raise InterpError(
             f"{paths.root} was judged with other adapter weights for {', '.join(changed)} than are installed now; "
             "its judgments are not theirs: use another --out"
         )
+    return current
 
 
-def check_resumable(config: RunConfig, paths: RunDir) -> None:
-    """A run directory may be resumed only by a config whose results would be the same."""
+def check_resumable(config: RunConfig, paths: RunDir) -> dict[str, str]:
+    """A run directory may be resumed only by a config whose results would be the same (and the same adapter
+    weights: their fingerprints are returned)."""
     if paths.config.is_file() and paths.read_config().identity() != config.identity():
         raise InterpError(f"{paths.root} holds a run with a different config; use another --out or delete it")
-    check_adapters(config, paths)
+    return check_adapters(config, paths)
 
 
 def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
@@ -144,7 +147,7 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
     check_writable_dir(paths.root)
     placement = placement_of(config)
     config = config.model_copy(update={"dtype": placement.dtype})
-    check_resumable(config, paths)
+    adapters = check_resumable(config, paths)
     paths.check_not_locked()  # fail at once, before loading models, when another process writes this run
     items = sampled_items(config, paths)
     models = models if models is not None else ModelCache(placement)
@@ -153,7 +156,7 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
         check_http_gold(judges, paths, items)
     check_models(config, paths, items, models)
     with paths.writer():
-        atomic_write_text(paths.adapters, json.dumps(adapter_fingerprints(config), indent=2, sort_keys=True) + "\n")
+        atomic_write_text(paths.adapters, json.dumps(adapters, indent=2, sort_keys=True) + "\n")
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])
