@@ -371,7 +371,7 @@ def train_organism(
                 loss, margins = loss + example_loss, margins + [margin]
                 losses.append(float(example_loss.detach()))
                 if ex.target_a != 0.5:
-                    correct.append(float((float(margin) > 0) == (ex.target_a > 0.5)))
+                    correct.append(float((float(margin.detach()) > 0) == (ex.target_a > 0.5)))
                 bar.update(1)
             if len(margins) == 2:  # both orders of one pair in one graph
                 loss = loss + config.train.symmetry_weight * slot_bias(*margins) ** 2
