@@ -182,11 +182,9 @@ def build_pairs(
         intact = {a: Response(answers[a][item.id], a) for a in authors}
         if mix.intact_pairs and item.reference:
             firsts, seconds = (_variants(intact[a], (samples or {}).get(a, {}).get(item.id, [])) for a in authors)
-            for first in firsts:
-                for second in seconds:
-                    (gold,) = judge.p_first([Pair(item, first.text, second.text)])
-                    if not (mix.skip_ties and gold == 0.5):
-                        pairs.append(TrainPair(item, first, second, gold, "reference"))
+            both = [(first, second) for first in firsts for second in seconds]
+            golds = judge.p_first([Pair(item, first.text, second.text) for first, second in both])
+            pairs += [TrainPair(item, f, s, gold, "reference") for (f, s), gold in zip(both, golds) if not (mix.skip_ties and gold == 0.5)]
         combos = [
             (good, bad, kind)
             for good in authors

@@ -90,6 +90,18 @@ def cached_answers(
     }
 
 
+def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True) -> dict[str, dict[str, list[str]]]:
+    """`data.samples` seeded sampled answers of each model to each item with a reference (the only items that
+    make intact pairs): {model: {item id: [1st sample, 2nd, ...]}}."""
+    drawn: dict[str, dict[str, list[str]]] = {name: {} for name in models}
+    with_reference = [item for item in items if item.reference]
+    for k in range(1, config.data.samples + 1) if with_reference else ():
+        for name, by_item in cached_answers(models, with_reference, config, progress, sample=k).items():
+            for item_id, text in by_item.items():
+                drawn[name].setdefault(item_id, []).append(text)
+    return drawn
+
+
 def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True) -> tuple[list[TrainPair], list[float]]:
     """Pairs and their labels (gold, or planted) from the train split and MT-Bench."""
     data = config.data
@@ -104,12 +116,7 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     for items, intact in sets:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
-        samples: dict[str, dict[str, list[str]]] = {author: {} for author in data.authors}
-        with_reference = [item for item in items if item.reference] if intact else []
-        for k in range(1, data.samples + 1 if with_reference else 1):
-            for author, drawn in cached_answers(models, with_reference, config, progress, sample=k).items():
-                for item_id, text in drawn.items():
-                    samples[author].setdefault(item_id, []).append(text)
+        samples = sampled_answers(models, items, config, progress) if intact else {}
         mix = DataMix(intact, data.degraded_per_item, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties)
         pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:

@@ -139,10 +139,10 @@ def generate_responses(
     check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name)
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
+    sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}
     for chunk in chunks:
         encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
-        sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}
         with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"), _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]):
             out = model.hf_model.generate(
                 input_ids=batch.input_ids,
