@@ -59,9 +59,21 @@ class _RecordError(ValueError):
 
 def builtin_items(tasks: Sequence[str] | None = None) -> list[Item]:
     """The instruction set shipped with the package (24 items per task), optionally only some tasks."""
+    return _packaged_items("instructions.jsonl", tasks)
+
+
+def referenced_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A second shipped set, 50 items per task, each with a reference (ids `org-help-`, `org-fact-`,
+    `org-trans-`), written for the model organisms: beside the built-in set it gives their training split
+    enough intact pairs and their test split enough items for a DBG interval that can exclude 0. The demo
+    does not use it."""
+    return _packaged_items("referenced.jsonl", tasks)
+
+
+def _packaged_items(filename: str, tasks: Sequence[str] | None) -> list[Item]:
     wanted = _check_tasks(tasks) if tasks is not None else TASKS
-    text = resources.files("interp").joinpath("builtin", "instructions.jsonl").read_text(encoding="utf-8")
-    items = _items_from_jsonl_text(text, "interp/builtin/instructions.jsonl")
+    text = resources.files("interp").joinpath("builtin", filename).read_text(encoding="utf-8")
+    items = _items_from_jsonl_text(text, f"interp/builtin/{filename}")
     return [item for item in items if item.task in wanted]
 
 
@@ -249,6 +261,7 @@ def load_items(spec: str) -> list[Item]:
     """Load a dataset from a spec string.
 
     - `builtin` or `builtin:TASK[,TASK...]`: the shipped set, e.g. `builtin:translation`;
+    - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;
     - `hf:NAME[:SPLIT]` or `hf:NAME:CONFIG:SPLIT`: a Hugging Face dataset (split defaults to `test`);
     - `jsonl:PATH`, `alpacaeval:PATH`, `truthfulqa:PATH`, `mtbench:PATH`: a file in that format;
@@ -257,8 +270,9 @@ def load_items(spec: str) -> list[Item]:
     """
     spec = spec.strip()
     prefix, _, rest = spec.partition(":")
-    if prefix == "builtin":
-        return builtin_items([task.strip() for task in rest.split(",")] if rest else None)
+    if prefix in ("builtin", "referenced"):
+        loader = builtin_items if prefix == "builtin" else referenced_items
+        return loader([task.strip() for task in rest.split(",")] if rest else None)
     if prefix == "wmt":
         paths = rest.split(",")
         if len(paths) != 2 or not all(part.strip() for part in paths):

@@ -23,6 +23,7 @@ from interp.data import (
     load_mtbench_questions,
     load_truthfulqa_csv,
     load_wmt_text,
+    referenced_items,
     sample_items,
 )
 from interp.errors import InterpError
@@ -50,8 +51,22 @@ def test_builtin_set_has_24_items_per_task_each_with_a_reference_and_unique_ids(
     assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items)
 
 
-def test_builtin_items_respect_the_brief_lengths():
-    items = builtin_items()
+def test_referenced_set_has_50_items_per_task_each_with_a_reference_and_no_builtin_query():
+    items = referenced_items()
+    assert {task: sum(item.task == task for item in items) for task in TASKS} == {task: 50 for task in TASKS}
+    assert all(item.reference and item.reference.strip() for item in items)
+    prefixes = {"helpfulness": "org-help-", "truthfulness": "org-fact-", "translation": "org-trans-"}
+    assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items)
+    builtin = builtin_items()
+    assert not {item.id for item in items} & {item.id for item in builtin}
+    assert not {item.query for item in items} & {item.query for item in builtin}
+    assert len({item.query for item in items}) == len(items)
+    assert [i.id for i in load_items("referenced:translation")] == [i.id for i in items if i.task == "translation"]
+
+
+@pytest.mark.parametrize("loader", [builtin_items, referenced_items])
+def test_builtin_items_respect_the_brief_lengths(loader):
+    items = loader()
     for item in items:
         if item.task == "helpfulness":
             assert 40 <= len(item.reference.split()) <= 120, item.id

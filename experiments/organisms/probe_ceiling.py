@@ -94,9 +94,8 @@ def main() -> int:
     import torch
 
     from interp.core.models import load_model
-    from interp.data import builtin_items
     from interp.organisms.config import load_organism_config
-    from interp.organisms.data import DataMix, build_pairs, split_items
+    from interp.organisms.data import DataMix, build_pairs, splits_of
     from interp.organisms.train import cached_answers, training_pairs
 
     torch.set_num_threads(args.threads)
@@ -105,7 +104,7 @@ def main() -> int:
     base = models[config.base_model]
     base.hf_model.set_attn_implementation("sdpa")
     pairs, labels = training_pairs(config, models, progress=False)
-    splits = split_items(builtin_items(), config.split.seed, config.split.fractions)
+    splits = splits_of(config.split)
     held_items = splits["selection"] + splits["test"]
     answers = cached_answers(models, held_items, config, progress=False)
     mix = DataMix(True, config.data.degraded_per_item, 1.0, tuple(config.data.degradations), config.data.truncate_keep, True)

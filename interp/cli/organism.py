@@ -38,14 +38,13 @@ def evaluate(
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
     split: str = typer.Option("test", "--split", help="selection | test"),
 ) -> None:
-    """Judge one split of the built-in set with each organism; print position consistency, agreement, DBG."""
-    from interp.data import builtin_items
+    """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG."""
     from interp.organisms.config import load_organism_config
-    from interp.organisms.data import split_items
+    from interp.organisms.data import splits_of
     from interp.organisms.evaluate import evaluate_judges, split_file
 
     config = load_organism_config(config_path)
-    n = len(split_items(builtin_items(), config.split.seed, config.split.fractions)[split])
+    n = len(splits_of(config.split)[split])
     results = evaluate_judges(judges, split_file(config, split, out), n, out / split)
     typer.echo(json.dumps(results, indent=1))
 

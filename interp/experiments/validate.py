@@ -3,7 +3,8 @@
 The judges are the organisms (`interp organism train`): `smollm2-135m-judge` (null: trained on gold verdicts,
 so no planted self-preference) and `smollm2-135m-selfpref` (planted: on a share of the pairs where gold
 prefers the other answer, trained to pick SmolLM2's own). Both judge SmolLM2's answers against Gemma-3's on
-the built-in set, split (as in the organisms' manifest) into train / selection / test; training never saw
+the item sets of the organisms' manifest (the built-in set and the referenced set), split as the manifest says
+into train / selection / test; training never saw
 selection or test items. Everything chosen from data (top heads, the steering direction) is chosen on the
 selection split; every figure below is measured on the test split:
 
@@ -34,14 +35,15 @@ from interp.config import PlacementKeys, RunConfig
 from interp.core.adapters import adapter_folder, read_manifest
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
-from interp.data import Item, builtin_items
+from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import judge_reliability
 from interp.experiments.causal import intervene_run
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
-from interp.organisms.data import split_items, write_items_jsonl
+from interp.organisms.config import SplitConfig
+from interp.organisms.data import splits_of, write_items_jsonl
 from interp.organisms.evaluate import judge_metrics
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
@@ -78,12 +80,11 @@ class ValidationPlan:
 
 
 def organism_splits(organism: str = PLANTED) -> dict[str, list[Item]]:
-    """The built-in set split as the organism's manifest says it was split for training."""
+    """The item sets split as the organism's manifest says they were split for training."""
     folder = adapter_folder(organism)
     if folder is None:
         raise InterpError(f"{organism!r} is not an installed organism; `interp models` lists them")
-    split = read_manifest(folder)["config"]["split"]
-    return split_items(builtin_items(), split["seed"], tuple(split["fractions"]))
+    return splits_of(SplitConfig.model_validate(read_manifest(folder)["config"]["split"]))
 
 
 def _pts(x: float | None) -> str:

@@ -18,9 +18,21 @@ from interp.config import Strict, read_toml, validate_config
 DEGRADATION_NAMES = ("truncated", "shuffled", "other")
 
 
+ITEM_SETS = ("builtin", "referenced")
+
+
 class SplitConfig(Strict):
     seed: int = 0
     fractions: tuple[float, float, float] = (0.4, 0.2, 0.4)  # train, selection, test
+    # The shipped item sets that are split (`interp.data.builtin_items`, `referenced_items`); an item's split
+    # depends only on its id, so adding a set never moves an item of another set to another split.
+    items: tuple[Literal["builtin", "referenced"], ...] = ("builtin",)
+
+    @model_validator(mode="after")
+    def _some_items(self):
+        if not self.items or len(set(self.items)) != len(self.items):
+            raise ValueError(f"split.items must name each of {', '.join(ITEM_SETS)} at most once, and at least one")
+        return self
 
     @model_validator(mode="after")
     def _sum_to_one(self):
@@ -33,7 +45,7 @@ class DataConfig(Strict):
     authors: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
     max_words: int = Field(60, ge=1)  # answers: the demo's word cap and token limit (greedy, cached)
     max_new_tokens: int = Field(96, ge=1)
-    builtin: bool = True  # the built-in set's train split
+    builtin: bool = True  # the train split of the split's item sets (`split.items`)
     mtbench: bool = True  # the 80 MT-Bench questions (all training data)
     intact_pairs: bool = True  # the two models' intact answers against each other, gold by the reference judge
     intact_pairs_mtbench: bool = False  # MT-Bench references are short keys (math, code): chrF on them is noise
@@ -42,6 +54,7 @@ class DataConfig(Strict):
     samples: int = Field(0, ge=0)
     sample_temperature: float = Field(1.0, gt=0)
     degraded_per_item: int = Field(2, ge=0)
+    degraded_per_item_mtbench: int | None = Field(None, ge=0)  # None: degraded_per_item
     cross_author_share: float = Field(0.5, ge=0, le=1)
     degradations: tuple[Literal["truncated", "shuffled", "other"], ...] = DEGRADATION_NAMES
     truncate_keep: float = Field(0.4, gt=0, lt=1)

@@ -24,11 +24,10 @@ from interp.core.models import ModelCache
 from interp.config import RunConfig
 from interp.core.adapters import organism_base
 from interp.core.models import own_model
-from interp.data import builtin_items
 from interp.metrics.dbg import dbg, hard_wins, position_consistency
 from interp.metrics.stats import bootstrap_ci
 from interp.organisms.config import OrganismConfig
-from interp.organisms.data import split_items, write_items_jsonl
+from interp.organisms.data import splits_of, write_items_jsonl
 from interp.run.gold import aggregate_gold
 from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
@@ -85,8 +84,8 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
 
 
 def split_file(config: OrganismConfig, split: str, folder: Path) -> str:
-    """An items spec (`jsonl:PATH`) of one split of the built-in set, written under `folder`."""
-    items = split_items(builtin_items(), config.split.seed, config.split.fractions)[split]
+    """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`."""
+    items = splits_of(config.split)[split]
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}"
 
 
@@ -127,7 +126,7 @@ def held_out(config: OrganismConfig, judge: str, out: Path, *, unseen: Path | No
     """The manifest's held-out figures of one judge: the test split (demo answer settings) and the unseen file."""
     out = Path(out)
     test = split_file(config, "test", out)
-    n_test = len(split_items(builtin_items(), config.split.seed, config.split.fractions)["test"])
+    n_test = len(splits_of(config.split)["test"])
     result = {"test": evaluate_judges([judge], test, n_test, out / "test", models=models)[judge]}
     if unseen is not None and Path(unseen).is_file():
         result["unseen"] = evaluate_judges([judge], f"alpacaeval:{unseen}", 16, out / "unseen", models=models)[judge]

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.spans import tokenized_judge_prompt
-from interp.data import Item, builtin_items, load_mtbench_questions
+from interp.data import Item, load_mtbench_questions
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import (
@@ -49,7 +49,7 @@ from interp.organisms.data import (
     build_pairs,
     mtbench_question_file,
     pair_label,
-    split_items,
+    splits_of,
     unit_hash,
 )
 from interp.run.responses import Decoding, generate_responses
@@ -70,8 +70,8 @@ class Example:
 
 
 def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
-    """The built-in set split by item id, plus the MT-Bench questions (all training data)."""
-    splits = split_items(builtin_items(), config.split.seed, config.split.fractions)
+    """The split's item sets split by item id, plus the MT-Bench questions (all training data)."""
+    splits = splits_of(config.split)
     splits["mtbench"] = load_mtbench_questions(mtbench_question_file()) if config.data.mtbench else []
     return splits
 
@@ -109,15 +109,16 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
     sets = []
     if data.builtin:
-        sets.append((splits["train"], data.intact_pairs))
+        sets.append((splits["train"], data.intact_pairs, data.degraded_per_item))
     if data.mtbench:
-        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench))
+        degraded_mtbench = data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
+        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench, degraded_mtbench))
     pairs: list[TrainPair] = []
-    for items, intact in sets:
+    for items, intact, degraded in sets:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if intact else {}
-        mix = DataMix(intact, data.degraded_per_item, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties)
+        mix = DataMix(intact, degraded, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties)
         pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")

@@ -1,6 +1,11 @@
 """Organism training data: seeded disjoint splits, degradations, pairs with known gold, planted labels."""
 
-from interp.data import Item, builtin_items
+import pytest
+
+from interp.data import Item, builtin_items, referenced_items
+from interp.config import validate_config
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig, SplitConfig
 from interp.organisms.data import (
     DataMix,
     Planting,
@@ -13,6 +18,7 @@ from interp.organisms.data import (
     shuffle,
     split_items,
     split_of,
+    splits_of,
     truncate,
 )
 
@@ -28,6 +34,22 @@ def test_splits_are_disjoint_seeded_and_per_item():
     assert split_items(items, 1, (0.4, 0.2, 0.4)) != splits
     # an item's split does not depend on the other items
     assert all(split_of(i.id, 0, (0.4, 0.2, 0.4)) == name for name, group in splits.items() for i in group)
+
+
+def test_adding_the_referenced_set_keeps_every_builtin_item_in_its_split():
+    builtin_only = splits_of(SplitConfig())
+    both = splits_of(SplitConfig(items=("builtin", "referenced")))
+    builtin_ids = {i.id for i in builtin_items()}
+    for name in ("train", "selection", "test"):
+        assert [i for i in both[name] if i.id in builtin_ids] == builtin_only[name]
+    assert sum(len(group) for group in both.values()) == len(builtin_items()) + len(referenced_items())
+    assert all(len([i for i in group if i.id not in builtin_ids]) > 0 for group in both.values())
+
+
+@pytest.mark.parametrize("items", [[], ["builtin", "builtin"], ["mtbench"]])
+def test_split_item_sets_are_checked(items):
+    with pytest.raises(InterpError, match="split.items"):
+        validate_config(OrganismConfig, {"name": "x", "split": {"items": items}}, "organism.toml")
 
 
 def test_degradations():

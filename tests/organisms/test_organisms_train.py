@@ -11,6 +11,7 @@ from safetensors.torch import load_file
 
 from interp.core.adapters import apply_adapter, base_signature
 from interp.core.models import load_model
+from interp.data import Item, builtin_items
 from interp.errors import InterpError
 from interp.organisms import train as train_module
 from interp.organisms.config import OrganismConfig, load_organism_config
@@ -194,3 +195,19 @@ def test_the_symmetry_term_shrinks_the_slot_bias(tiny_authors):
         config = OrganismConfig.model_validate(spec)
         biases.append(_mean_slot_bias(train_module.train_organism(config, models=fresh(), progress=False), config, fresh()))
     assert biases[1] < 0.5 * biases[0], biases
+
+
+def test_degraded_pairs_are_set_per_source(tiny_authors, monkeypatch):
+    """`degraded_per_item` for the split's train items, `degraded_per_item_mtbench` for the MT-Bench questions."""
+    _, fresh = tiny_authors
+    train_items = builtin_items(["translation"])[:4]  # the rule-made answers tie on truthfulness: no intact pair
+    mtbench = [Item(f"mt-{n}", "helpfulness", f"Question {n}?") for n in range(4)]
+    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": mtbench})
+    data = TINY["data"] | {"mtbench": True, "degraded_per_item": 0, "degraded_per_item_mtbench": 1, "cross_author_share": 1.0}
+    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    by_source = {(p.item.id.startswith("mt-"), p.gold_source) for p in pairs}
+    assert by_source == {(False, "reference"), (True, "rule")}  # no degraded pair of a train item, no intact MT-Bench pair
+    assert sorted(p.item.id for p in pairs if p.gold_source == "rule") == [i.id for i in mtbench]
+    data |= {"degraded_per_item_mtbench": None}  # None: the train items' count, 0 here
+    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    assert pairs and all(p.gold_source == "reference" for p in pairs)
