@@ -424,3 +424,28 @@ def test_table_reader_csv_line_numbers(tmp_path: Path) -> None:
     path.write_text("judge,student,win_rate\n")
     with pytest.raises(InterpError, match="empty"):
         m.read_win_rates(path)
+
+
+# ---- the causal verdict ------------------------------------------------------------------------------
+
+
+def _effect(mean: float, lo: float, hi: float) -> dict:
+    return {"mean": mean, "ci": [lo, hi]}
+
+
+def test_causal_verdict_compares_the_other_span_by_the_other_response_s_loss() -> None:
+    from interp.metrics.causal import causal_verdict
+
+    random = _effect(0.0, -0.003, 0.003)
+    # A judge that reads both responses alike: masking either response costs that response 2 points.
+    symmetric = {"self": _effect(-0.02, -0.03, -0.01), "other": _effect(0.02, 0.01, 0.03), "random": random}
+    causal, text = causal_verdict(symmetric)
+    assert not causal and text.startswith("no causal effect beyond the controls") and "other (change of P(other)) -2.0" in text
+    # Masking its own response costs the judge 6 points, masking the other costs the other 2: self-preference.
+    asymmetric = {"self": _effect(-0.06, -0.08, -0.04), "other": _effect(0.02, 0.01, 0.03), "random": random}
+    assert causal_verdict(asymmetric)[0]
+    # Measured with its sign, the other-span control would have passed the symmetric judge too.
+    assert causal_verdict(symmetric, mirrored=())[0]
+    # A random-span control as large as the self effect blocks the claim; an interval containing 0 is no effect.
+    assert not causal_verdict(asymmetric | {"random": _effect(-0.06, -0.09, -0.03)})[0]
+    assert causal_verdict({"self": _effect(-0.01, -0.03, 0.01), "other": random})[1].startswith("no causal effect shown")
