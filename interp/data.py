@@ -70,6 +70,9 @@ def referenced_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("referenced.jsonl", tasks)
 
 
+PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {"builtin": builtin_items, "referenced": referenced_items}
+
+
 def _packaged_items(filename: str, tasks: Sequence[str] | None) -> list[Item]:
     wanted = _check_tasks(tasks) if tasks is not None else TASKS
     text = resources.files("interp").joinpath("builtin", filename).read_text(encoding="utf-8")
@@ -270,9 +273,8 @@ def load_items(spec: str) -> list[Item]:
     """
     spec = spec.strip()
     prefix, _, rest = spec.partition(":")
-    if prefix in ("builtin", "referenced"):
-        loader = builtin_items if prefix == "builtin" else referenced_items
-        return loader([task.strip() for task in rest.split(",")] if rest else None)
+    if prefix in PACKAGED_SETS:
+        return PACKAGED_SETS[prefix]([task.strip() for task in rest.split(",")] if rest else None)
     if prefix == "wmt":
         paths = rest.split(",")
         if len(paths) != 2 or not all(part.strip() for part in paths):

@@ -4,9 +4,9 @@ The judges are the organisms (`interp organism train`): `smollm2-135m-judge` (nu
 so no planted self-preference) and `smollm2-135m-selfpref` (planted: on a share of the pairs where gold
 prefers the other answer, trained to pick SmolLM2's own). Both judge SmolLM2's answers against Gemma-3's on
 the item sets of the organisms' manifest (the built-in set and the referenced set), split as the manifest says
-into train / selection / test; training never saw
-selection or test items. Everything chosen from data (top heads, the steering direction) is chosen on the
-selection split; every figure below is measured on the test split:
+into train / selection / test; training never saw selection or test items. Everything chosen from data (top
+heads, the steering direction) is chosen on the selection split; every figure below is measured on the test
+split:
 
 - DBG with its interval, position consistency, agreement with gold and the reliability flag per organism;
 - the Figure 7 own-minus-other attention per layer (test items, descriptive);

@@ -18,26 +18,19 @@ from interp.config import Strict, read_toml, validate_config
 DEGRADATION_NAMES = ("truncated", "shuffled", "other")
 
 
-ITEM_SETS = ("builtin", "referenced")
-
-
 class SplitConfig(Strict):
     seed: int = 0
     fractions: tuple[float, float, float] = (0.4, 0.2, 0.4)  # train, selection, test
-    # The shipped item sets that are split (`interp.data.builtin_items`, `referenced_items`); an item's split
-    # depends only on its id, so adding a set never moves an item of another set to another split.
+    # The shipped item sets that are split (`interp.data.PACKAGED_SETS`); an item's split depends only on its
+    # id, so adding a set never moves an item of another set to another split.
     items: tuple[Literal["builtin", "referenced"], ...] = ("builtin",)
 
     @model_validator(mode="after")
-    def _some_items(self):
-        if not self.items or len(set(self.items)) != len(self.items):
-            raise ValueError(f"split.items must name each of {', '.join(ITEM_SETS)} at most once, and at least one")
-        return self
-
-    @model_validator(mode="after")
-    def _sum_to_one(self):
+    def _check(self):
         if abs(sum(self.fractions) - 1.0) > 1e-9 or min(self.fractions) < 0:
             raise ValueError("split fractions must be non-negative and sum to 1")
+        if not self.items or len(set(self.items)) != len(self.items):
+            raise ValueError("split.items must name at least one of builtin, referenced, each at most once")
         return self
 
 

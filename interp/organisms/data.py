@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
-from interp.data import Item, builtin_items, referenced_items
+from interp.data import PACKAGED_SETS, Item
 from interp.errors import InterpError
 from interp.organisms.config import SplitConfig
 from interp.run.gold import Pair, ReferenceJudge
@@ -65,8 +65,7 @@ def split_items(items: Sequence[Item], seed: int, fractions: tuple[float, float,
 
 def splits_of(split: SplitConfig) -> dict[str, list[Item]]:
     """The shipped item sets that `split.items` names, split by `split.seed` and `split.fractions`."""
-    loaders = {"builtin": builtin_items, "referenced": referenced_items}
-    return split_items([item for name in split.items for item in loaders[name]()], split.seed, split.fractions)
+    return split_items([item for name in split.items for item in PACKAGED_SETS[name]()], split.seed, split.fractions)
 
 
 # ---- degradations ------------------------------------------------------------------------------------
