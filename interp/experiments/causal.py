@@ -3,8 +3,8 @@
 Responses and gold verdicts are read from the run directory, never regenerated. For a self-span spec the
 controls are the same spec on the other response's span and on a random span of equal length. The
 intervention "has a causal effect on self-preference" only when the self-span effect on P(own response
-wins) has an interval that excludes zero and exceeds the interval of every control effect, the other-span
-control taken as the other response's own loss (`interp.metrics.causal.causal_verdict`).
+wins) has an interval that excludes zero and exceeds every control effect in size, whatever the control's
+sign (`interp.metrics.causal.causal_verdict`).
 """
 
 from __future__ import annotations
