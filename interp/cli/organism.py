@@ -40,12 +40,10 @@ def evaluate(
 ) -> None:
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG."""
     from interp.organisms.config import load_organism_config
-    from interp.organisms.data import splits_of
     from interp.organisms.evaluate import evaluate_judges, split_file
 
     config = load_organism_config(config_path)
-    n = len(splits_of(config.split)[split])
-    results = evaluate_judges(judges, split_file(config, split, out), n, out / split)
+    results = evaluate_judges(judges, *split_file(config, split, out), out / split)
     typer.echo(json.dumps(results, indent=1))
 
 

@@ -83,10 +83,10 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     }
 
 
-def split_file(config: OrganismConfig, split: str, folder: Path) -> str:
-    """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`."""
+def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
+    """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size."""
     items = splits_of(config.split)[split]
-    return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}"
+    return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 
 def evaluate_judges(
@@ -125,8 +125,7 @@ def evaluate_judges(
 def held_out(config: OrganismConfig, judge: str, out: Path, *, unseen: Path | None = UNSEEN_FILE, models: ModelCache | None = None) -> dict:
     """The manifest's held-out figures of one judge: the test split (demo answer settings) and the unseen file."""
     out = Path(out)
-    test = split_file(config, "test", out)
-    n_test = len(splits_of(config.split)["test"])
+    test, n_test = split_file(config, "test", out)
     result = {"test": evaluate_judges([judge], test, n_test, out / "test", models=models)[judge]}
     if unseen is not None and Path(unseen).is_file():
         result["unseen"] = evaluate_judges([judge], f"alpacaeval:{unseen}", 16, out / "unseen", models=models)[judge]
