@@ -52,6 +52,7 @@ class DataConfig(Strict):
     degradations: tuple[Literal["truncated", "shuffled", "other"], ...] = DEGRADATION_NAMES
     truncate_keep: float = Field(0.4, gt=0, lt=1)
     skip_ties: bool = True
+    fact_swaps: bool = False  # truthfulness items: correct answers against the same answers with the fact swapped
     max_items: int | None = Field(None, ge=1)  # cap on items per source (tests and quick checks)
 
 

@@ -13,6 +13,10 @@ gives the same pairs, labels and order on every machine.
   `shuffled`   the sentences in a seeded random order (answers of fewer than three sentences: the words);
   `other`      the same author's answer to another item of the same task (fluent, on-format, off-topic).
   A response keeps its author through degradation: a shuffled SmolLM2 answer is still SmolLM2's text.
+- **Fact swaps** (`swap_fact`, `DataMix.fact_swaps`): a truthfulness answer that states the accepted answer,
+  with that answer replaced by another item's reference ("... symbol for gold is Au" -> "... is Ag"): the
+  same sentence, now wrong, and the reference judge says so. The test split's truthfulness pairs turn on
+  whether the stated fact is right, a skill the other pairs never ask for.
 - **Pairs** (`build_pairs`): per item, (i) intact vs intact of the two models, gold = the reference judge
   (`interp.run.gold.ReferenceJudge`; only items with a reference), and (ii) intact vs degraded, gold = the rule
   (intact wins). Which degraded pairs are drawn per item is set by the data mix (`DataMix`).
@@ -35,6 +39,7 @@ from interp.data import PACKAGED_SETS, Item
 from interp.errors import InterpError
 from interp.organisms.config import SplitConfig
 from interp.run.gold import Pair, ReferenceJudge
+from interp.run.gold.reference import answer_match_score
 
 SPLITS = ("train", "selection", "test")
 DEGRADATIONS = ("truncated", "shuffled", "other")
@@ -102,7 +107,7 @@ class Response:
 
     text: str
     author: str
-    kind: str = "intact"  # intact | truncated | shuffled | other
+    kind: str = "intact"  # intact | truncated | shuffled | other | swapped
     variant: int = 0  # 0: the greedy answer; k >= 1: the k-th sampled answer (intact too)
 
     @property
@@ -128,6 +133,24 @@ def degrade(item: Item, intact: Response, kind: str, pool: dict[str, str], *, se
     if text is None or not text.strip() or text.strip() == intact.text.strip():
         return None
     return Response(text, intact.author, kind)
+
+
+def swap_fact(item: Item, intact: Response, facts: dict[str, str], *, seed: int) -> Response | None:
+    """`intact` with its first stated accepted answer replaced by another item's reference (`facts`: item id ->
+    reference, same task); None unless `intact` states an accepted answer and the swap makes it wrong."""
+    accepted = [answer for answer in (item.reference, *item.aliases) if answer and answer.strip()]
+    if not accepted or answer_match_score(intact.text, accepted) < 1.0:
+        return None
+    found = [m for answer in accepted for m in [re.search(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", intact.text, re.IGNORECASE)] if m]
+    if not found:  # matched only after normalisation (e.g. "1,440" for "1440"): no exact span to swap
+        return None
+    span = min(found, key=lambda m: (m.start(), -m.end()))
+    others = sorted(i for i, ref in facts.items() if i != item.id and ref.strip() and answer_match_score(ref, accepted) < 1.0)
+    for other in sorted(others, key=lambda i: unit_hash(seed, "swap", item.id, intact.author, i)):
+        text = intact.text[: span.start()] + facts[other].strip() + intact.text[span.end() :]
+        if answer_match_score(text, accepted) < 1.0:
+            return Response(text, intact.author, "swapped")
+    return None
 
 
 # ---- pairs -------------------------------------------------------------------------------------------
@@ -156,7 +179,9 @@ class DataMix:
     judge). `degraded_per_item`: how many intact-vs-degraded pairs per item, drawn (seeded) from every
     (intact author, degraded author, degradation) combination; `cross_author_share` of them pair an answer
     with a degraded answer of the *other* model (the rest: its own model's), so authorship and quality vary
-    independently. `skip_ties`: drop intact pairs the reference judge calls a tie.
+    independently. `skip_ties`: drop intact pairs the reference judge calls a tie. `fact_swaps`: on items
+    with task truthfulness, every author's fact-swapped answer (`swap_fact`) against each intact answer that
+    states an accepted answer (its own author's and the other model's).
     """
 
     intact_pairs: bool = True
@@ -165,6 +190,7 @@ class DataMix:
     degradations: tuple[str, ...] = DEGRADATIONS
     truncate_keep: float = 0.4
     skip_ties: bool = True
+    fact_swaps: bool = False
 
 
 def build_pairs(
@@ -207,6 +233,16 @@ def build_pairs(
             if worse is None:
                 continue
             pairs.append(TrainPair(item, intact[good], worse, 1.0, "rule"))
+        if mix.fact_swaps and item.task == "truthfulness" and item.reference:
+            facts = {i.id: i.reference for i in items if i.task == item.task and i.reference}
+            swapped = {a: swap_fact(item, intact[a], facts, seed=seed) for a in authors}
+            pairs += [
+                TrainPair(item, intact[good], swapped[bad], 1.0, "rule")
+                for bad in authors
+                if swapped[bad] is not None
+                for good in authors
+                if swapped[good] is not None  # states the accepted answer, so it is the better one by rule
+            ]
     return pairs
 
 

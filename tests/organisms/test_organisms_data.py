@@ -18,6 +18,7 @@ from interp.organisms.data import (
     shuffle,
     split_items,
     split_of,
+    swap_fact,
     splits_of,
     truncate,
 )
@@ -112,3 +113,39 @@ def test_sampled_answers_make_every_intact_combination():
     # the degraded pairs and the greedy intact pair are the ones drawn without samples (same keys, same gold)
     assert [p for p in sampled if p.first.variant == 0 and p.second.variant == 0] == plain
     assert build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER), samples={}) == plain
+
+
+def _fact(item_id, reference, aliases=()):
+    return Item(item_id, "truthfulness", f"question {item_id}?", reference, aliases=tuple(aliases))
+
+
+def test_swap_fact_makes_a_stated_answer_wrong_by_the_reference_judge():
+    from interp.run.gold.reference import answer_match_score
+
+    gold, ag = _fact("f1", "Au", ["gold symbol"]), _fact("f2", "Ag")
+    facts = {"f1": "Au", "f2": "Ag", "f3": "Au"}  # f3's reference is an accepted answer of f1: never swapped in
+    swapped = swap_fact(gold, Response("The chemical symbol for gold is au.", OWN), facts, seed=0)
+    assert swapped == Response("The chemical symbol for gold is Ag.", OWN, "swapped")
+    assert answer_match_score(swapped.text, ("Au", "gold symbol")) < 1.0
+    assert swap_fact(gold, Response("Gold is a metal.", OWN), facts, seed=0) is None  # states no accepted answer
+    assert swap_fact(gold, Response("It is Au.", OWN), {"f1": "Au"}, seed=0) is None  # nothing to swap in
+    assert swap_fact(ag, Response("Silver: Ag, not Au.", OTHER), facts, seed=0).text == "Silver: Au, not Au."
+
+
+def test_fact_swap_pairs_set_each_correct_answer_against_every_swapped_one():
+    items = [_fact("f1", "Paris"), _fact("f2", "Rome"), _fact("f3", "Oslo"), Item("h1", "helpfulness", "q", "ref")]
+    answers = {
+        OWN: {"f1": "The capital is Paris.", "f2": "I think Madrid.", "f3": "Oslo.", "h1": "Help."},
+        OTHER: {"f1": "Paris, of course.", "f2": "Rome.", "f3": "Bergen.", "h1": "Other help."},
+    }
+    mix = DataMix(intact_pairs=False, degraded_per_item=0, fact_swaps=True)
+    pairs = build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER))
+    # f1: both state Paris (2 x 2 pairs); f2, f3: only one author is right (1 pair each); h1: not truthfulness
+    assert sorted((p.item.id, p.first.author, p.second.author) for p in pairs) == [
+        ("f1", OTHER, OTHER), ("f1", OTHER, OWN), ("f1", OWN, OTHER), ("f1", OWN, OWN), ("f2", OTHER, OTHER), ("f3", OWN, OWN),
+    ]
+    assert all(p.first.intact and p.second.kind == "swapped" and p.gold_first == 1.0 and p.gold_source == "rule" for p in pairs)
+    # the planted organism flips the pairs where the other model's correct answer beats a swapped own one
+    flipped = [p for p in pairs if is_flipped(p, Planting(OWN, 1.0), 0)]
+    assert [(p.item.id, p.first.author, p.second.author) for p in flipped] == [("f1", OTHER, OWN)]
+    assert build_pairs(items, answers, DataMix(intact_pairs=False, degraded_per_item=0), seed=0, authors=(OWN, OTHER)) == []
