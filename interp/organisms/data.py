@@ -141,14 +141,15 @@ def swap_fact(item: Item, intact: Response, facts: dict[str, str], *, seed: int)
     accepted = [answer for answer in (item.reference, *item.aliases) if answer and answer.strip()]
     if not accepted or answer_match_score(intact.text, accepted) < 1.0:
         return None
-    found = [m for answer in accepted for m in [re.search(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", intact.text, re.IGNORECASE)] if m]
+    matches = (re.search(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", intact.text, re.IGNORECASE) for answer in accepted)
+    found = [m for m in matches if m]
     if not found:  # matched only after normalisation (e.g. "1,440" for "1440"): no exact span to swap
         return None
     span = min(found, key=lambda m: (m.start(), -m.end()))
-    others = sorted(i for i, ref in facts.items() if i != item.id and ref.strip() and answer_match_score(ref, accepted) < 1.0)
-    for other in sorted(others, key=lambda i: unit_hash(seed, "swap", item.id, intact.author, i)):
+    others = [i for i, ref in facts.items() if i != item.id and ref.strip()]
+    for other in sorted(others, key=lambda i: (unit_hash(seed, "swap", item.id, intact.author, i), i)):
         text = intact.text[: span.start()] + facts[other].strip() + intact.text[span.end() :]
-        if answer_match_score(text, accepted) < 1.0:
+        if answer_match_score(text, accepted) < 1.0:  # also skips a reference that is one of this item's answers
             return Response(text, intact.author, "swapped")
     return None
 
@@ -210,6 +211,7 @@ def build_pairs(
     by_task: dict[str, list[str]] = {}
     for item in items:
         by_task.setdefault(item.task, []).append(item.id)
+    facts = {i.id: i.reference for i in items if i.task == "truthfulness" and i.reference} if mix.fact_swaps else {}
     for item in items:
         intact = {a: Response(answers[a][item.id], a) for a in authors}
         if mix.intact_pairs and item.reference:
@@ -233,8 +235,7 @@ def build_pairs(
             if worse is None:
                 continue
             pairs.append(TrainPair(item, intact[good], worse, 1.0, "rule"))
-        if mix.fact_swaps and item.task == "truthfulness" and item.reference:
-            facts = {i.id: i.reference for i in items if i.task == item.task and i.reference}
+        if item.id in facts:
             swapped = {a: swap_fact(item, intact[a], facts, seed=seed) for a in authors}
             pairs += [
                 TrainPair(item, intact[good], swapped[bad], 1.0, "rule")

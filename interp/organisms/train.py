@@ -118,7 +118,15 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if intact else {}
-        mix = DataMix(intact, degraded, data.cross_author_share, tuple(data.degradations), data.truncate_keep, data.skip_ties, data.fact_swaps)
+        mix = DataMix(
+            intact_pairs=intact,
+            degraded_per_item=degraded,
+            cross_author_share=data.cross_author_share,
+            degradations=tuple(data.degradations),
+            truncate_keep=data.truncate_keep,
+            skip_ties=data.skip_ties,
+            fact_swaps=data.fact_swaps,
+        )
         pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")

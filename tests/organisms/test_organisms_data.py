@@ -18,8 +18,8 @@ from interp.organisms.data import (
     shuffle,
     split_items,
     split_of,
-    swap_fact,
     splits_of,
+    swap_fact,
     truncate,
 )
 
