@@ -70,7 +70,19 @@ def referenced_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("referenced.jsonl", tasks)
 
 
-PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {"builtin": builtin_items, "referenced": referenced_items}
+def train_facts_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A third shipped set, training data only: 93 short-answer facts with references and aliases (ids
+    `train-fact-`), written for the model organisms so that their training sees intact fact pairs of the test
+    split's kind (one answer states the fact, the other does not). No question and no answer repeats one of the
+    other two sets' facts. Organisms never split it (`[data] train_only`); the demo does not use it."""
+    return _packaged_items("train_facts.jsonl", tasks)
+
+
+PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
+    "builtin": builtin_items,
+    "referenced": referenced_items,
+    "train-facts": train_facts_items,
+}
 
 
 def _packaged_items(filename: str, tasks: Sequence[str] | None) -> list[Item]:
@@ -265,6 +277,7 @@ def load_items(spec: str) -> list[Item]:
 
     - `builtin` or `builtin:TASK[,TASK...]`: the shipped set, e.g. `builtin:translation`;
     - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);
+    - `train-facts`: the organisms' training-only facts (`train_facts_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;
     - `hf:NAME[:SPLIT]` or `hf:NAME:CONFIG:SPLIT`: a Hugging Face dataset (split defaults to `test`);
     - `jsonl:PATH`, `alpacaeval:PATH`, `truthfulqa:PATH`, `mtbench:PATH`: a file in that format;

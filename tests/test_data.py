@@ -25,6 +25,7 @@ from interp.data import (
     load_wmt_text,
     referenced_items,
     sample_items,
+    train_facts_items,
 )
 from interp.errors import InterpError
 
@@ -64,7 +65,21 @@ def test_referenced_set_has_50_items_per_task_each_with_a_reference_and_no_built
     assert [i.id for i in load_items("referenced:translation")] == [i.id for i in items if i.task == "translation"]
 
 
-@pytest.mark.parametrize("loader", [builtin_items, referenced_items])
+def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_sets():
+    items = train_facts_items()
+    assert len(items) == 93 and {item.task for item in items} == {"truthfulness"}
+    assert all(re.fullmatch(r"train-fact-\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(items)
+    assert all(item.reference and item.reference.strip() for item in items)
+    split_facts = [i for i in builtin_items() + referenced_items() if i.task == "truthfulness"]
+    assert not {i.query.lower() for i in items} & {i.query.lower() for i in split_facts}
+    # numbers ("8", "eight") answer many questions; a named answer ("Jupiter") names one fact
+    named = lambda item: set() if re.fullmatch(r"[\d.,]+", item.reference) else {a.lower() for a in (item.reference, *item.aliases)}  # noqa: E731
+    split_answers = set().union(*(named(i) for i in split_facts))
+    assert not [i.id for i in items if named(i) & split_answers]
+    assert [i.id for i in load_items("train-facts")] == [i.id for i in items]
+
+
+@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items])
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()
     for item in items:

@@ -53,6 +53,9 @@ class DataConfig(Strict):
     truncate_keep: float = Field(0.4, gt=0, lt=1)
     skip_ties: bool = True
     fact_swaps: bool = False  # truthfulness items: correct answers against the same answers with the fact swapped
+    # Shipped sets used whole as training data, never split (`interp.data.PACKAGED_SETS`); they give intact
+    # pairs only (the two models' answers, gold by the reference judge, ties skipped per `skip_ties`).
+    train_only: tuple[Literal["train-facts"], ...] = ()
     max_items: int | None = Field(None, ge=1)  # cap on items per source (tests and quick checks)
 
 

@@ -39,7 +39,7 @@ from tqdm.auto import tqdm
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.spans import tokenized_judge_prompt
-from interp.data import Item, load_mtbench_questions
+from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import (
@@ -70,9 +70,11 @@ class Example:
 
 
 def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
-    """The split's item sets split by item id, plus the MT-Bench questions (all training data)."""
+    """The split's item sets split by item id, plus the MT-Bench questions and the `data.train_only` sets (all
+    training data)."""
     splits = splits_of(config.split)
     splits["mtbench"] = load_mtbench_questions(mtbench_question_file()) if config.data.mtbench else []
+    splits["train_only"] = [item for name in config.data.train_only for item in PACKAGED_SETS[name]()]
     return splits
 
 
@@ -103,18 +105,20 @@ def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], confi
 
 
 def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True) -> tuple[list[TrainPair], list[float]]:
-    """Pairs and their labels (gold, or planted) from the train split and MT-Bench."""
+    """Pairs and their labels (gold, or planted) from the train split, the training-only sets and MT-Bench."""
     data = config.data
     splits = organism_items(config)
     planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
     sets = []
     if data.builtin:
-        sets.append((splits["train"], data.intact_pairs, data.degraded_per_item))
+        sets.append((splits["train"], data.intact_pairs, data.degraded_per_item, data.fact_swaps))
+    if splits["train_only"]:  # intact pairs only: the test split's kind of pair is what they are for
+        sets.append((splits["train_only"], True, 0, False))
     if data.mtbench:
         degraded_mtbench = data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
-        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench, degraded_mtbench))
+        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench, degraded_mtbench, data.fact_swaps))
     pairs: list[TrainPair] = []
-    for items, intact, degraded in sets:
+    for items, intact, degraded, fact_swaps in sets:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if intact else {}
@@ -125,7 +129,7 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
             degradations=tuple(data.degradations),
             truncate_keep=data.truncate_keep,
             skip_ties=data.skip_ties,
-            fact_swaps=data.fact_swaps,
+            fact_swaps=fact_swaps,
         )
         pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:

@@ -11,7 +11,7 @@ from safetensors.torch import load_file
 
 from interp.core.adapters import apply_adapter, base_signature
 from interp.core.models import load_model
-from interp.data import Item, builtin_items
+from interp.data import Item, builtin_items, load_items
 from interp.errors import InterpError
 from interp.organisms import train as train_module
 from interp.organisms.config import OrganismConfig, load_organism_config
@@ -202,7 +202,7 @@ def test_degraded_pairs_are_set_per_source(tiny_authors, monkeypatch):
     _, fresh = tiny_authors
     train_items = builtin_items(["translation"])[:4]  # the rule-made answers tie on truthfulness: no intact pair
     mtbench = [Item(f"mt-{n}", "helpfulness", f"Question {n}?") for n in range(4)]
-    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": mtbench})
+    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": mtbench, "train_only": []})
     data = TINY["data"] | {"mtbench": True, "degraded_per_item": 0, "degraded_per_item_mtbench": 1, "cross_author_share": 1.0}
     pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
     by_source = {(p.item.id.startswith("mt-"), p.gold_source) for p in pairs}
@@ -211,3 +211,27 @@ def test_degraded_pairs_are_set_per_source(tiny_authors, monkeypatch):
     data |= {"degraded_per_item_mtbench": None}  # None: the train items' count, 0 here
     pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
     assert pairs and all(p.gold_source == "reference" for p in pairs)
+
+
+def test_training_only_sets_give_intact_pairs_only(tiny_authors, monkeypatch):
+    """`data.train_only` items add intact pairs (gold by the reference judge) and nothing else, whatever the
+    degraded and fact-swap settings of the split's train items say."""
+    _, fresh = tiny_authors
+    train_items = builtin_items(["translation"])[:2]
+    extra = builtin_items(["translation"])[2:6]
+    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": [], "train_only": extra})
+    data = TINY["data"] | {"degraded_per_item": 2, "fact_swaps": True, "train_only": ["train-facts"]}
+    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    extra_ids = {i.id for i in extra}
+    assert {p.item.id for p in pairs if p.item.id in extra_ids} == extra_ids  # each gives its intact pair
+    assert all(p.gold_source == "reference" for p in pairs if p.item.id in extra_ids)
+    assert any(p.gold_source == "rule" for p in pairs if p.item.id not in extra_ids)  # the train split still degrades
+
+
+def test_training_only_facts_are_what_organism_items_adds_and_never_split():
+    config = load_organism_config(CONFIGS / "variants" / "judge-train-facts.toml")
+    splits = train_module.organism_items(config.model_copy(update={"data": config.data.model_copy(update={"mtbench": False})}))
+    facts = load_items("train-facts")
+    assert [i.id for i in splits["train_only"]] == [i.id for i in facts]
+    split_ids = {i.id for name in ("train", "selection", "test") for i in splits[name]}
+    assert split_ids and not split_ids & {i.id for i in facts}
