@@ -73,8 +73,8 @@ def referenced_items(tasks: Sequence[str] | None = None) -> list[Item]:
 def train_facts_items(tasks: Sequence[str] | None = None) -> list[Item]:
     """A third shipped set, training data only: 93 short-answer facts with references and aliases (ids
     `train-fact-`), written for the model organisms so that their training sees intact fact pairs of the test
-    split's kind (one answer states the fact, the other does not). No question and no answer repeats one of the
-    other two sets' facts. Organisms never split it (`[data] train_only`); the demo does not use it."""
+    split's kind (one answer states the fact, the other does not). No question, and no answer other than a
+    number, repeats one of the other two sets' facts. Organisms never split it (`[data] train_only`); the demo does not use it."""
     return _packaged_items("train_facts.jsonl", tasks)
 
 

@@ -109,29 +109,29 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     data = config.data
     splits = organism_items(config)
     planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
-    sets = []
+    mix = DataMix(
+        intact_pairs=data.intact_pairs,
+        degraded_per_item=data.degraded_per_item,
+        cross_author_share=data.cross_author_share,
+        degradations=tuple(data.degradations),
+        truncate_keep=data.truncate_keep,
+        skip_ties=data.skip_ties,
+        fact_swaps=data.fact_swaps,
+    )
+    sources = []
     if data.builtin:
-        sets.append((splits["train"], data.intact_pairs, data.degraded_per_item, data.fact_swaps))
+        sources.append((splits["train"], mix))
     if splits["train_only"]:  # intact pairs only: the test split's kind of pair is what they are for
-        sets.append((splits["train_only"], True, 0, False))
+        sources.append((splits["train_only"], replace(mix, intact_pairs=True, degraded_per_item=0, fact_swaps=False)))
     if data.mtbench:
         degraded_mtbench = data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
-        sets.append((splits["mtbench"], data.intact_pairs and data.intact_pairs_mtbench, degraded_mtbench, data.fact_swaps))
+        sources.append((splits["mtbench"], replace(mix, intact_pairs=data.intact_pairs and data.intact_pairs_mtbench, degraded_per_item=degraded_mtbench)))
     pairs: list[TrainPair] = []
-    for items, intact, degraded, fact_swaps in sets:
+    for items, source_mix in sources:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
-        samples = sampled_answers(models, items, config, progress) if intact else {}
-        mix = DataMix(
-            intact_pairs=intact,
-            degraded_per_item=degraded,
-            cross_author_share=data.cross_author_share,
-            degradations=tuple(data.degradations),
-            truncate_keep=data.truncate_keep,
-            skip_ties=data.skip_ties,
-            fact_swaps=fact_swaps,
-        )
-        pairs += build_pairs(items, answers, mix, seed=config.seed, authors=data.authors, samples=samples)
+        samples = sampled_answers(models, items, config, progress) if source_mix.intact_pairs else {}
+        pairs += build_pairs(items, answers, source_mix, seed=config.seed, authors=data.authors, samples=samples)
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.seed) for pair in pairs]
