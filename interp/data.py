@@ -78,10 +78,19 @@ def train_facts_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("train_facts.jsonl", tasks)
 
 
+def dev_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A fourth shipped set, for choosing between organism recipes only: 60 items per task with references
+    (ids `dev-help-`, `dev-fact-`, `dev-trans-`), none repeating a question of the other sets and no fact a
+    named answer of theirs. Recipes are compared on it together with the selection split
+    (`experiments/organisms/recipe_choice.md`); nothing trains on it, no split holds it, the demo does not use it."""
+    return _packaged_items("dev.jsonl", tasks)
+
+
 PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
     "builtin": builtin_items,
     "referenced": referenced_items,
     "train-facts": train_facts_items,
+    "dev": dev_items,
 }
 
 
@@ -278,6 +287,7 @@ def load_items(spec: str) -> list[Item]:
     - `builtin` or `builtin:TASK[,TASK...]`: the shipped set, e.g. `builtin:translation`;
     - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);
     - `train-facts`: the organisms' training-only facts (`train_facts_items`);
+    - `dev` or `dev:TASK[,TASK...]`: the organisms' recipe-choice set (`dev_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;
     - `hf:NAME[:SPLIT]` or `hf:NAME:CONFIG:SPLIT`: a Hugging Face dataset (split defaults to `test`);
     - `jsonl:PATH`, `alpacaeval:PATH`, `truthfulqa:PATH`, `mtbench:PATH`: a file in that format;

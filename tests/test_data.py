@@ -26,6 +26,7 @@ from interp.data import (
     referenced_items,
     sample_items,
     train_facts_items,
+    dev_items,
 )
 from interp.errors import InterpError
 
@@ -79,7 +80,24 @@ def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_set
     assert [i.id for i in load_items("train-facts")] == [i.id for i in items]
 
 
-@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items])
+def test_development_set_repeats_no_question_of_the_other_sets_and_no_named_fact_answer():
+    items = dev_items()
+    prefixes = {"helpfulness": "dev-help-", "truthfulness": "dev-fact-", "translation": "dev-trans-"}
+    assert {task: sum(item.task == task for item in items) for task in TASKS} == {task: 60 for task in TASKS}
+    assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(items)
+    assert all(item.reference and item.reference.strip() for item in items)
+    others = builtin_items() + referenced_items() + train_facts_items()
+    assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
+    assert len({i.query.lower() for i in items}) == len(items)
+    named = lambda item: set() if re.fullmatch(r"[\d.,]+", item.reference) else {a.lower() for a in (item.reference, *item.aliases)}  # noqa: E731
+    other_answers = set().union(*(named(i) for i in others if i.task == "truthfulness"))
+    facts = [i for i in items if i.task == "truthfulness"]
+    assert not [i.id for i in facts if named(i) & other_answers]
+    assert len(set().union(*(named(i) for i in facts))) == sum(len(named(i)) for i in facts)  # no two share an answer
+    assert [i.id for i in load_items("dev:translation")] == [i.id for i in items if i.task == "translation"]
+
+
+@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items])
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()
     for item in items:

@@ -36,7 +36,7 @@ def evaluate(
     judges: list[str] = typer.Argument(..., help="organism aliases or adapter folders"),
     config_path: Path = typer.Option(Path("experiments/organisms/smollm2-135m-judge.toml"), "--config", help="config whose split seed picks the test items"),
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
-    split: str = typer.Option("test", "--split", help="selection | test"),
+    split: str = typer.Option("test", "--split", help="selection | test | choice (selection + the development set: where recipes are compared)"),
 ) -> None:
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG."""
     from interp.organisms.config import load_organism_config

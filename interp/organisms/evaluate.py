@@ -26,8 +26,10 @@ from interp.core.adapters import organism_base
 from interp.core.models import own_model
 from interp.metrics.dbg import dbg, hard_wins, position_consistency
 from interp.metrics.stats import bootstrap_ci
+from interp.data import dev_items
+from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
-from interp.organisms.data import splits_of, write_items_jsonl
+from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.gold import aggregate_gold
 from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
@@ -84,8 +86,11 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
 
 
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
-    """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size."""
-    items = splits_of(config.split)[split]
+    """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size.
+    `choice` is where recipes are compared: the selection split plus the shipped development set (`dev_items`)."""
+    if split not in (*SPLITS, "choice"):
+        raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
+    items = splits_of(config.split)["selection"] + dev_items() if split == "choice" else splits_of(config.split)[split]
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 

@@ -2,10 +2,11 @@
 
 import pytest
 
-from interp.data import Item, builtin_items, referenced_items
+from interp.data import Item, builtin_items, dev_items, load_items, referenced_items
 from interp.config import validate_config
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, SplitConfig
+from interp.organisms.evaluate import split_file
 from interp.organisms.data import (
     DataMix,
     Planting,
@@ -47,7 +48,19 @@ def test_adding_the_referenced_set_keeps_every_builtin_item_in_its_split():
     assert all(len([i for i in group if i.id not in builtin_ids]) > 0 for group in both.values())
 
 
-@pytest.mark.parametrize("items", [[], ["builtin", "builtin"], ["mtbench"]])
+def test_recipes_are_compared_on_the_selection_split_plus_the_development_set(tmp_path):
+    config = OrganismConfig(name="x", split=SplitConfig(items=("builtin", "referenced")))
+    splits = splits_of(config.split)
+    spec, n = split_file(config, "choice", tmp_path)
+    chosen_on = load_items(spec)
+    assert [i.id for i in chosen_on] == [i.id for i in splits["selection"] + dev_items()] and n == len(chosen_on)
+    assert chosen_on[-1] == dev_items()[-1]  # written and read back whole (aliases included)
+    assert not {i.id for i in chosen_on} & {i.id for name in ("train", "test") for i in splits[name]}
+    with pytest.raises(InterpError, match="split 'dev': use one of train, selection, test, choice"):
+        split_file(config, "dev", tmp_path)
+
+
+@pytest.mark.parametrize("items", [[], ["builtin", "builtin"], ["mtbench"], ["dev"]])
 def test_split_item_sets_are_checked(items):
     with pytest.raises(InterpError, match="split.items"):
         validate_config(OrganismConfig, {"name": "x", "split": {"items": items}}, "organism.toml")
