@@ -11,10 +11,11 @@ from safetensors.torch import load_file
 
 from interp.core.adapters import apply_adapter, base_signature
 from interp.core.models import load_model
-from interp.data import Item, builtin_items, load_items
+from interp.data import Item, builtin_items, dev_items, load_items
 from interp.errors import InterpError
 from interp.organisms import train as train_module
 from interp.organisms.config import OrganismConfig, load_organism_config
+from interp.organisms.data import splits_of
 from interp.organisms.pipeline import train_to_folder
 from tests.helpers import run_cli
 from tests.helpers.models import save_tiny, tiny_llama_config
@@ -235,3 +236,14 @@ def test_training_only_facts_are_what_organism_items_adds_and_never_split():
     assert [i.id for i in splits["train_only"]] == [i.id for i in facts]
     split_ids = {i.id for name in ("train", "selection", "test") for i in splits[name]}
     assert split_ids and not split_ids & {i.id for i in facts}
+
+
+
+@pytest.mark.parametrize("path", sorted((CONFIGS / "variants").glob("*.toml")), ids=lambda p: p.stem)
+def test_no_variant_trains_on_an_item_recipes_are_chosen_or_tested_on(path):
+    variant = load_organism_config(path)
+    shipped = load_organism_config(CONFIGS / ("smollm2-135m-judge.toml" if path.stem.startswith("judge") else "smollm2-135m-selfpref.toml"))
+    held_out = {i.id for name in ("selection", "test") for i in splits_of(shipped.split)[name]} | {i.id for i in dev_items()}
+    trained_on = {i.id for i in splits_of(variant.split)["train"]} | {i.id for name in variant.data.train_only for i in load_items(name)}
+    assert trained_on and not trained_on & held_out
+    assert variant.base_model == shipped.base_model and variant.name != shipped.name  # never overwrites a shipped adapter
