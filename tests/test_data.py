@@ -15,6 +15,7 @@ from interp.data import (
     TASKS,
     Item,
     builtin_items,
+    dev_items,
     fewshot_examples,
     load_alpacaeval_json,
     load_hf_dataset,
@@ -26,7 +27,6 @@ from interp.data import (
     referenced_items,
     sample_items,
     train_facts_items,
-    dev_items,
 )
 from interp.errors import InterpError
 
@@ -66,6 +66,12 @@ def test_referenced_set_has_50_items_per_task_each_with_a_reference_and_no_built
     assert [i.id for i in load_items("referenced:translation")] == [i.id for i in items if i.task == "translation"]
 
 
+def named_answers(item: Item) -> set[str]:
+    """A fact's accepted answers, lower-cased; none for a number ("8", "eight" answer many questions, while a
+    named answer such as "Jupiter" names one fact)."""
+    return set() if re.fullmatch(r"[\d.,]+", item.reference) else {a.lower() for a in (item.reference, *item.aliases)}
+
+
 def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_sets():
     items = train_facts_items()
     assert len(items) == 93 and {item.task for item in items} == {"truthfulness"}
@@ -73,10 +79,8 @@ def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_set
     assert all(item.reference and item.reference.strip() for item in items)
     split_facts = [i for i in builtin_items() + referenced_items() if i.task == "truthfulness"]
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in split_facts}
-    # numbers ("8", "eight") answer many questions; a named answer ("Jupiter") names one fact
-    named = lambda item: set() if re.fullmatch(r"[\d.,]+", item.reference) else {a.lower() for a in (item.reference, *item.aliases)}  # noqa: E731
-    split_answers = set().union(*(named(i) for i in split_facts))
-    assert not [i.id for i in items if named(i) & split_answers]
+    split_answers = set().union(*(named_answers(i) for i in split_facts))
+    assert not [i.id for i in items if named_answers(i) & split_answers]
     assert [i.id for i in load_items("train-facts")] == [i.id for i in items]
 
 
@@ -89,11 +93,10 @@ def test_development_set_repeats_no_question_of_the_other_sets_and_no_named_fact
     others = builtin_items() + referenced_items() + train_facts_items()
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
     assert len({i.query.lower() for i in items}) == len(items)
-    named = lambda item: set() if re.fullmatch(r"[\d.,]+", item.reference) else {a.lower() for a in (item.reference, *item.aliases)}  # noqa: E731
-    other_answers = set().union(*(named(i) for i in others if i.task == "truthfulness"))
+    other_answers = set().union(*(named_answers(i) for i in others if i.task == "truthfulness"))
     facts = [i for i in items if i.task == "truthfulness"]
-    assert not [i.id for i in facts if named(i) & other_answers]
-    assert len(set().union(*(named(i) for i in facts))) == sum(len(named(i)) for i in facts)  # no two share an answer
+    assert not [i.id for i in facts if named_answers(i) & other_answers]
+    assert len(set().union(*(named_answers(i) for i in facts))) == sum(len(named_answers(i)) for i in facts)  # no two share an answer
     assert [i.id for i in load_items("dev:translation")] == [i.id for i in items if i.task == "translation"]
 
 

@@ -90,7 +90,8 @@ def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, i
     `choice` is where recipes are compared: the selection split plus the shipped development set (`dev_items`)."""
     if split not in (*SPLITS, "choice"):
         raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
-    items = splits_of(config.split)["selection"] + dev_items() if split == "choice" else splits_of(config.split)[split]
+    splits = splits_of(config.split)
+    items = splits["selection"] + dev_items() if split == "choice" else splits[split]
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 

@@ -238,7 +238,6 @@ def test_training_only_facts_are_what_organism_items_adds_and_never_split():
     assert split_ids and not split_ids & {i.id for i in facts}
 
 
-
 @pytest.mark.parametrize("path", sorted((CONFIGS / "variants").glob("*.toml")), ids=lambda p: p.stem)
 def test_no_variant_trains_on_an_item_recipes_are_chosen_or_tested_on(path):
     variant = load_organism_config(path)
