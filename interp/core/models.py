@@ -20,7 +20,7 @@ from typing import Literal
 
 import torch
 
-from interp.core.placement import Placement, input_device, resolve_placement
+from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
 from interp.errors import InterpError
 
 Kind = Literal["pre", "post"]
@@ -275,21 +275,40 @@ def load_model(
         )
     except OSError as exc:
         raise InterpError(f"cannot load model {spec!r} offline: {str(exc).splitlines()[0]}") from exc
-    hf_model.eval()
     if adapter is not None:
         hf_model, source = apply_adapter(hf_model, adapter), f"{source}+adapter:{adapter.name}"
+    name = spec if spec in ALIASES else Path(str(spec)).name or str(spec)
+    return wrap_model(hf_model, tokenizer, name=name, kind=kind or alias_kind, source=source, placement=placement)
+
+
+def wrap_model(
+    hf_model: torch.nn.Module,
+    tokenizer,
+    *,
+    name: str,
+    kind: Kind | None = None,
+    source: str = "user",
+    placement: Placement | None = None,
+) -> LoadedModel:
+    """A `LoadedModel` around an HF causal LM the caller already holds (built from a config, fine-tuned, placed
+    by hand): the object stays theirs, put in eval mode. `placement` defaults to where its weights are."""
+    hf_model.eval()
     if not getattr(hf_model.config, "architectures", None):
         # GGUF-derived configs have none, and TransformerBridge refuses to boot without it.
         hf_model.config.architectures = [type(hf_model).__name__]
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+    if placement is None:
+        weight = next(hf_model.parameters())
+        dtype = next(key for key, value in DTYPES.items() if value == weight.dtype)
+        placement = Placement(device=str(weight.device), dtype=dtype)
     text_config = hf_model.config.get_text_config()
     guessed: Kind = "post" if getattr(tokenizer, "chat_template", None) else "pre"
     return LoadedModel(
-        name=spec if spec in ALIASES else Path(str(spec)).name or str(spec),
+        name=name,
         hf_model=hf_model,
         tokenizer=tokenizer,
-        kind=kind or alias_kind or guessed,
+        kind=kind or guessed,
         source=source,
         n_layers=text_config.num_hidden_layers,
         n_heads=text_config.num_attention_heads,

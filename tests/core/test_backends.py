@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from interp.core.backends import BACKENDS, Batch, left_pad
+from interp.core.backends import BACKENDS, Batch, left_pad, make_backend
+from interp.core.spans import build_judge_prompt
 from interp.core.judge import (
     judge_batch,
     judgment_record,
@@ -163,7 +164,6 @@ def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, sha
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
     from hooks.compile import bias_builder
     from hooks.spec import AttentionIntervention
-    from interp.core.backends import make_backend
     from interp.core.backends.hf import HFBackend
     from interp.core.judge import shared_prefix_length
 
@@ -198,7 +198,6 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
     """Steering edits that leave the prefix alone run on the shared-prefix pass; one at every position
     (the prefix included) falls back to the plain pass. Either way batched == one at a time."""
     from hooks.steering import steer
-    from interp.core.backends import make_backend
     from interp.core.backends.hf import HFBackend
 
     backend = make_backend(tiny_llama, "hf")
@@ -222,7 +221,6 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
 def test_shared_prefix_patterns_keep_the_batch_columns(tiny_llama):
     """Patterns from the shared-prefix pass are the plain pass's rows for the suffix queries, key for key
     (prefix keys included), so any pattern consumer sees the batch's own coordinates."""
-    from interp.core.backends import make_backend
     from interp.core.judge import shared_prefix_length
 
     backend = make_backend(tiny_llama, "hf")
@@ -259,3 +257,23 @@ def test_left_pad_offsets():
     assert batch.input_ids.tolist() == [[5, 6, 7], [0, 0, 8]]
     assert batch.attention_mask.tolist() == [[1, 1, 1], [0, 0, 1]]
     assert batch.position_ids.tolist() == [[0, 1, 2], [0, 0, 0]]
+
+
+def test_wrap_model_takes_the_users_object_as_load_model_would(tiny_llama_dir, tiny_llama):
+    """A model the user already holds (here: built from a config, random weights) judges exactly as the same
+    weights loaded by `load_model`, and stays the same object, with its placement read from its weights."""
+    from transformers import AutoTokenizer, LlamaForCausalLM
+
+    from interp.core.models import wrap_model
+
+    hf_model = LlamaForCausalLM.from_pretrained(tiny_llama_dir, attn_implementation="eager")
+    hf_model.train()
+    wrapped = wrap_model(hf_model, AutoTokenizer.from_pretrained(tiny_llama_dir), name="mine")
+    assert wrapped.hf_model is hf_model and not hf_model.training
+    assert (wrapped.placement.device, wrapped.placement.dtype) == ("cpu", "float32")
+    assert (wrapped.kind, wrapped.n_layers, wrapped.n_heads) == (tiny_llama.kind, tiny_llama.n_layers, tiny_llama.n_heads)
+    prompts = [build_judge_prompt(tiny_llama, "helpfulness", "What is 2+2?", "It is 4.", "Five.")]
+    ours, theirs = (judge_batch(make_backend(m, "hf"), prompts, label_tokens(m.tokenizer)) for m in (wrapped, tiny_llama))
+    assert ours[0].probs == theirs[0].probs and torch.equal(ours[0].mass, theirs[0].mass)
+    bf16 = wrap_model(hf_model.to(torch.bfloat16), wrapped.tokenizer, name="mine")
+    assert bf16.placement.dtype == "bfloat16"

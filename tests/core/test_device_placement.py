@@ -145,3 +145,42 @@ def test_span_masses_come_back_to_the_cpu_in_float32(tiny_llama):
     (judgment, _) = judge_on(make_backend(model, "hf"), model)
     assert judgment.mass.dtype == torch.float32 and judgment.mass.device.type == "cpu"
     assert torch.isfinite(judgment.mass).all()
+
+
+def same_judgments(got, want, tolerance: float) -> None:
+    for g, w in zip(got, want, strict=True):
+        assert abs(g.probs["A"] - w.probs["A"]) < tolerance
+        if w.mass is not None:
+            assert g.mass.device.type == "cpu" and g.mass.dtype == torch.float32
+            assert torch.allclose(g.mass, w.mass, atol=tolerance)
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; on CPU the meta-device audit above stands in")
+@pytest.mark.parametrize("backend_name", ["hf", "nnsight", "transformer_lens"])
+def test_on_a_real_gpu_every_pass_runs_and_matches_the_cpu(tiny_llama_dir, backend_name):
+    """On a GPU a stray CPU tensor raises; float32 results must also equal the CPU's (kernels differ, so 1e-4)."""
+    from interp.core.models import load_model
+
+    cpu = load_model(str(tiny_llama_dir), device="cpu")
+    gpu = load_model(str(tiny_llama_dir), device="cuda", dtype="float32")
+    assert gpu.device.type == "cuda"
+    direction = torch.randn(cpu.hf_model.config.hidden_size, generator=torch.Generator().manual_seed(0))
+
+    def cases(model):  # each built for its own model, as a user would
+        yield dict(queries="final")
+        yield dict(queries="after")
+        for spec in SPECS.values():
+            yield dict(bias=bias_builder(spec, model, judge_model="judge-model", authors=AUTHORS))
+        for mode, positions in [("add", "all"), ("add", "spans"), ("project_out", "final")]:
+            steering = ResidualSteering(layer=1, coefficient=1.0, mode=mode, positions=positions, direction=direction)
+            yield dict(edit=steering.builder())
+
+    backends = {"cpu": make_backend(cpu, backend_name), "gpu": make_backend(gpu, backend_name)}
+    for on_gpu, on_cpu in zip(cases(gpu), cases(cpu), strict=True):
+        same_judgments(judge_on(backends["gpu"], gpu, **on_gpu), judge_on(backends["cpu"], cpu, **on_cpu), 1e-4)
+    prompts = prompts_for(gpu)
+    with dampen(backends["gpu"], "a", alpha=0.0, prompts=prompts):
+        on_gpu = judge_batch(backends["gpu"], prompts, label_tokens(gpu.tokenizer))
+    with dampen(backends["cpu"], "a", alpha=0.0, prompts=prompts):
+        on_cpu = judge_batch(backends["cpu"], prompts, label_tokens(cpu.tokenizer))
+    same_judgments(on_gpu, on_cpu, 1e-4)
