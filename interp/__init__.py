@@ -18,7 +18,7 @@ This module re-exports what notebooks use most; everything else is imported from
 from interp.config import RunConfig
 from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend
 from interp.core.judge import Judgment, inspect_judgment, judge_batch, label_tokens
-from interp.core.models import LoadedModel, load_model
+from interp.core.models import LoadedModel, load_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, tokenized_judge_prompt
 from interp.data import Item, builtin_items, load_items
 from interp.errors import InterpError
@@ -28,5 +28,5 @@ from interp.run.store import Run, RunDir, load_run
 __all__ = [
     "BACKENDS", "Backend", "Batch", "InterpError", "Item", "Judgment", "LoadedModel", "Run", "RunConfig", "RunDir",
     "TokenizedPrompt", "build_judge_prompt", "builtin_items", "inspect_judgment", "judge_batch", "label_tokens",
-    "left_pad", "load_items", "load_model", "load_run", "make_backend", "run_dbg", "tokenized_judge_prompt",
+    "left_pad", "load_items", "load_model", "load_run", "make_backend", "run_dbg", "tokenized_judge_prompt", "wrap_model",
 ]  # fmt: skip
