@@ -69,11 +69,9 @@ def random_model(name: str, tokenizer_folder: str, dtype: str):
 
 def p_a_of(logits, labels):
     """P(A) renormalised over the labels, as `judge_batch` reads it, from last-position logits."""
-    import torch
+    from interp.core.judge import label_probabilities
 
-    probs = torch.softmax(logits.double(), dim=-1)
-    per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
-    return (per_label[:, labels.labels.index("A")] / per_label.sum(-1)).cpu()
+    return label_probabilities(logits, labels)[1][:, labels.labels.index("A")].cpu()
 
 
 def main() -> int:
@@ -135,6 +133,7 @@ def main() -> int:
     p_a_difference = max(abs(f.probs["A"] - e.probs["A"]) for f, e in zip(fast, eager))
     sdpa_p_a_difference = max(abs(float(p) - e.probs["A"]) for p, e in zip(plain_p_a, eager))
     times, peaks = {}, {}
+
     def plain_read_back():  # the least any judge does per batch: bring its P(A) back to the CPU
         return [p_a_of(plain_sdpa_forward(model, batch.to(model.device)), labels) for _, batch in batches]
 

@@ -86,6 +86,17 @@ def shared_prefix_length(prompts: Sequence[TokenizedPrompt]) -> int:
     return length if length >= MIN_SHARED_PREFIX else 0
 
 
+def label_probabilities(
+    logits: Float[Tensor, "batch vocab"], labels: LabelTokens
+) -> tuple[Float[Tensor, "batch vocab"], Float[Tensor, "batch label"], Float[Tensor, " batch"]]:
+    """Next-token probabilities (float64), each label's share renormalised over the labels, and the label mass
+    (probability on label tokens before renormalising)."""
+    probs = torch.softmax(logits.double(), dim=-1)
+    per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
+    label_mass = per_label.sum(-1)
+    return probs, per_label / label_mass.clamp_min(torch.finfo(torch.float64).tiny)[:, None], label_mass
+
+
 def judge_batch(
     backend: Backend,
     prompts: Sequence[TokenizedPrompt],
@@ -113,10 +124,7 @@ def judge_batch(
     resid_edit = edit(batch, offsets, prompts) if edit is not None else None
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
     logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared)
-    probs = torch.softmax(logits.double(), dim=-1)
-    per_label = torch.stack([probs[:, list(group)].sum(-1) for group in labels.ids], dim=-1)
-    label_mass = per_label.sum(-1)
-    normalised = per_label / label_mass.clamp_min(torch.finfo(torch.float64).tiny)[:, None]
+    probs, normalised, label_mass = label_probabilities(logits, labels)
     top = probs.argmax(-1)
     label_ids = {i for group in labels.ids for i in group}
     masses = reducer.stacked() if reducer is not None else None
