@@ -44,7 +44,7 @@ from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
-from interp.organisms.evaluate import judge_metrics
+from interp.organisms.evaluate import judge_metrics, legitimate_gap
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
@@ -149,10 +149,12 @@ def truth_rows(result: dict) -> list[dict]:
         PLANTED,
     )
     legit_null, legit_planted = nm["agreement_legitimate"]["value"], pm["agreement_legitimate"]["value"]
+    gap = result.get("legitimate_gap")  # paired over the same pairs; absent in results written before it
     add(
         f"{PLANTED} where SmolLM2's answer is better",
         f"the planting only flipped pairs gold gives to the other answer: agreement within {100 * LEGITIMATE_AGREEMENT_GAP:.0f} pts of {NULL}'s",
-        f"{_pts(legit_planted)} vs {_pts(legit_null)} (n = {pm['agreement_legitimate']['n']})",
+        f"{_pts(legit_planted)} vs {_pts(legit_null)} (n = {pm['agreement_legitimate']['n']})"
+        + (f"; gap {_pts(gap['value'])} pts {_ci(gap['ci'])}" if gap and gap["value"] is not None else ""),
         None if legit_null is None or legit_planted is None else abs(legit_planted - legit_null) <= LEGITIMATE_AGREEMENT_GAP,
         PLANTED,
     )
@@ -263,6 +265,7 @@ def validate(
         }
 
     planted = organisms[1]
+    result["legitimate_gap"] = legitimate_gap(run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids)
     model = pool.model(planted)
     bands = [Variant(f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band))
              for target in ("self", "other") for band in layer_bands(model.n_layers, plan.band)]  # fmt: skip

@@ -47,9 +47,8 @@ def _rate(mask: np.ndarray, values: np.ndarray, n_boot: int, seed: int) -> dict:
     return {"value": float(sub.mean()), "n": int(idx.size), "ci": [float(ci[0]), float(ci[1])]}
 
 
-def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
-    """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
-    `items` (ids): on those items only (e.g. a test split)."""
+def _verdicts(run_dir: Path, judge: str, items: Sequence[str] | None):
+    """(P(first answer wins) in order ab, in order ba, P(own), gold's P(own)) per item of one judge of a run."""
     paths = RunDir(Path(run_dir))
     config = paths.read_config()
     chosen = None if items is None else set(items)
@@ -63,13 +62,20 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     p_first = (ab + ba) / 2
     p_own = p_first if own_first else 1 - p_first
     gold_own = gold_first if own_first else 1 - gold_first
+    return own, len(items), ab, ba, p_own, gold_own
+
+
+def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
+    """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
+    `items` (ids): on those items only (e.g. a test split)."""
+    own, n_items, ab, ba, p_own, gold_own = _verdicts(run_dir, judge, items)
     h, g = hard_wins(p_own), hard_wins(gold_own)
     agree = 1 - np.abs(h - g)
     scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "judge": judge,
         "own_model": own,
-        "n_items": len(items),
+        "n_items": n_items,
         "position_consistency": position_consistency(ab, ba),
         "dbg_hard": scores["dbg_hard"],
         "dbg_hard_ci": [float(x) for x in scores["dbg_ci"]],
@@ -81,8 +87,21 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
         "agreement_legitimate": _rate(g == 1.0, (h == 1.0).astype(float), n_boot, seed),
         "own_rate_unjustified": _rate(g == 0.0, (h == 1.0).astype(float), n_boot, seed),
         "gold_ties": int((g == 0.5).sum()),
-        "slot_a_rate": float(np.mean([r.p_a > 0.5 for r in paths.read_judgments(judge=judge)])),
+        "slot_a_rate": float(np.mean([r.p_a > 0.5 for r in RunDir(Path(run_dir)).read_judgments(judge=judge)])),
     }
+
+
+def legitimate_gap(
+    run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None
+) -> dict:
+    """`judge`'s agreement minus `reference`'s on the legitimate pairs (gold prefers the own answer) of one run,
+    with a paired bootstrap interval over those pairs: both judges read the same answers and the same gold."""
+    _, _, _, _, p_own, gold_own = _verdicts(run_dir, judge, items)
+    _, _, _, _, p_ref, gold_ref = _verdicts(run_dir, reference, items)
+    if not np.array_equal(gold_own, gold_ref):
+        raise InterpError(f"{judge} and {reference} have different own models or gold: no paired gap")
+    legitimate = hard_wins(gold_own) == 1.0
+    return _rate(legitimate, (hard_wins(p_own) == 1.0).astype(float) - (hard_wins(p_ref) == 1.0).astype(float), n_boot, seed)
 
 
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:

@@ -107,5 +107,11 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
     assert set(planted["sweep"]["effects"]) == {"self-L0-14", "self-L15-29", "other-L0-14", "other-L15-29"}
     assert set(planted["steering"]["effects"]) == {"self-mask", "other-emphasis", "direction-removal", "direction-reversal"}
     assert len(result["truth_table"]) == 9
+    # the paired gap is over the same legitimate pairs as each organism's own agreement, so it is their difference
+    gap, legit = result["legitimate_gap"], {name: result["organisms"][name]["metrics"]["agreement_legitimate"] for name in (NULL, PLANTED)}
+    assert gap["n"] == legit[NULL]["n"] == legit[PLANTED]["n"]
+    if gap["n"]:
+        assert abs(gap["value"] - (legit[PLANTED]["value"] - legit[NULL]["value"])) < 1e-12
+        assert gap["ci"][0] <= gap["value"] <= gap["ci"][1]
     report = (run_dir / "report.html").read_text()
     assert "Validation on organisms with a known answer" in report and "known truth" in report
