@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -47,36 +47,49 @@ def _rate(mask: np.ndarray, values: np.ndarray, n_boot: int, seed: int) -> dict:
     return {"value": float(sub.mean()), "n": int(idx.size), "ci": [float(ci[0]), float(ci[1])]}
 
 
-def _verdicts(run_dir: Path, judge: str, items: Sequence[str] | None):
-    """(P(first answer wins) in order ab, in order ba, P(own), gold's P(own)) per item of one judge of a run."""
+class Verdicts(NamedTuple):
+    """One judge's verdicts on the items of a run, beside gold's."""
+
+    own: str  # the judge's own model (an organism's base)
+    ab: np.ndarray  # per item, P(first model's answer wins) with it in slot A
+    ba: np.ndarray  # ... in slot B
+    p_own: np.ndarray  # per item, P(own answer wins), mean over both orders
+    gold_own: np.ndarray  # gold's P(own answer wins)
+    slot_a_rate: float  # share of all the judge's judgments in the run that pick slot A
+
+
+def _verdicts(run_dir: Path, judge: str, items: Sequence[str] | None) -> Verdicts:
+    """`judge`'s verdicts in `run_dir`, on the items with ids `items` (all when None); judgments read once."""
     paths = RunDir(Path(run_dir))
     config = paths.read_config()
     chosen = None if items is None else set(items)
     items = [item for item in paths.read_items() if chosen is None or item.id in chosen]
     first_model = config.models[0]
     own = organism_base(judge) or own_model(judge)  # an adapter folder's own model is its base too
-    ab, ba = p_first_wins(paths.read_judgments(judge=judge), items, first_model)
+    judgments = paths.read_judgments(judge=judge)
+    ab, ba = p_first_wins(judgments, items, first_model)
     gold = paths.read_gold()
     gold_first = np.array(aggregate_gold({name: [v[i.id] for i in items] for name, v in gold.items()}))
     own_first = own == first_model
     p_first = (ab + ba) / 2
     p_own = p_first if own_first else 1 - p_first
     gold_own = gold_first if own_first else 1 - gold_first
-    return own, len(items), ab, ba, p_own, gold_own
+    return Verdicts(own, ab, ba, p_own, gold_own, float(np.mean([r.p_a > 0.5 for r in judgments])))
 
 
 def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
     """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
     `items` (ids): on those items only (e.g. a test split)."""
-    own, n_items, ab, ba, p_own, gold_own = _verdicts(run_dir, judge, items)
+    v = _verdicts(run_dir, judge, items)
+    p_own, gold_own = v.p_own, v.gold_own
     h, g = hard_wins(p_own), hard_wins(gold_own)
     agree = 1 - np.abs(h - g)
     scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "judge": judge,
-        "own_model": own,
-        "n_items": n_items,
-        "position_consistency": position_consistency(ab, ba),
+        "own_model": v.own,
+        "n_items": len(p_own),
+        "position_consistency": position_consistency(v.ab, v.ba),
         "dbg_hard": scores["dbg_hard"],
         "dbg_hard_ci": [float(x) for x in scores["dbg_ci"]],
         "dbg_soft": scores["dbg_soft"],
@@ -87,7 +100,7 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
         "agreement_legitimate": _rate(g == 1.0, (h == 1.0).astype(float), n_boot, seed),
         "own_rate_unjustified": _rate(g == 0.0, (h == 1.0).astype(float), n_boot, seed),
         "gold_ties": int((g == 0.5).sum()),
-        "slot_a_rate": float(np.mean([r.p_a > 0.5 for r in RunDir(Path(run_dir)).read_judgments(judge=judge)])),
+        "slot_a_rate": v.slot_a_rate,
     }
 
 
@@ -96,12 +109,11 @@ def legitimate_gap(
 ) -> dict:
     """`judge`'s agreement minus `reference`'s on the legitimate pairs (gold prefers the own answer) of one run,
     with a paired bootstrap interval over those pairs: both judges read the same answers and the same gold."""
-    _, _, _, _, p_own, gold_own = _verdicts(run_dir, judge, items)
-    _, _, _, _, p_ref, gold_ref = _verdicts(run_dir, reference, items)
-    if not np.array_equal(gold_own, gold_ref):
+    ours, theirs = _verdicts(run_dir, judge, items), _verdicts(run_dir, reference, items)
+    if not np.array_equal(ours.gold_own, theirs.gold_own):
         raise InterpError(f"{judge} and {reference} have different own models or gold: no paired gap")
-    legitimate = hard_wins(gold_own) == 1.0
-    return _rate(legitimate, (hard_wins(p_own) == 1.0).astype(float) - (hard_wins(p_ref) == 1.0).astype(float), n_boot, seed)
+    picks_own = [(hard_wins(v.p_own) == 1.0).astype(float) for v in (ours, theirs)]
+    return _rate(hard_wins(ours.gold_own) == 1.0, picks_own[0] - picks_own[1], n_boot, seed)
 
 
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:

@@ -7,12 +7,12 @@ import pytest
 import torch
 
 from interp.core.backends import BACKENDS, Batch, left_pad, make_backend
-from interp.core.spans import build_judge_prompt
 from interp.core.judge import (
     judge_batch,
     judgment_record,
     label_tokens,
 )
+from interp.core.spans import build_judge_prompt
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,
