@@ -86,11 +86,20 @@ def dev_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("dev.jsonl", tasks)
 
 
+def heldout_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A fifth shipped set, test data only: 50 items per task with references (ids `test-help-`, `test-fact-`,
+    `test-trans-`), written after the organisms were shipped so that their test split has enough legitimate
+    pairs to read the legitimate-pair bar (`experiments/organisms/recipe_choice.md`). Organisms put all of it in
+    the test split (`[split] test_only`); nothing trains or chooses on it, the demo does not use it."""
+    return _packaged_items("heldout.jsonl", tasks)
+
+
 PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
     "builtin": builtin_items,
     "referenced": referenced_items,
     "train-facts": train_facts_items,
     "dev": dev_items,
+    "heldout": heldout_items,
 }
 
 
@@ -288,6 +297,7 @@ def load_items(spec: str) -> list[Item]:
     - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);
     - `train-facts`: the organisms' training-only facts (`train_facts_items`);
     - `dev` or `dev:TASK[,TASK...]`: the organisms' recipe-choice set (`dev_items`);
+    - `heldout` or `heldout:TASK[,TASK...]`: the organisms' test-only set (`heldout_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;
     - `hf:NAME[:SPLIT]` or `hf:NAME:CONFIG:SPLIT`: a Hugging Face dataset (split defaults to `test`);
     - `jsonl:PATH`, `alpacaeval:PATH`, `truthfulqa:PATH`, `mtbench:PATH`: a file in that format;

@@ -17,6 +17,7 @@ from interp.data import (
     builtin_items,
     dev_items,
     fewshot_examples,
+    heldout_items,
     load_alpacaeval_json,
     load_hf_dataset,
     load_items,
@@ -84,23 +85,30 @@ def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_set
     assert [i.id for i in load_items("train-facts")] == [i.id for i in items]
 
 
-def test_development_set_repeats_no_question_of_the_other_sets_and_no_named_fact_answer():
-    items = dev_items()
-    prefixes = {"helpfulness": "dev-help-", "truthfulness": "dev-fact-", "translation": "dev-trans-"}
-    assert {task: sum(item.task == task for item in items) for task in TASKS} == {task: 60 for task in TASKS}
+@pytest.mark.parametrize(
+    "loader, name, prefix, per_task, earlier",
+    [
+        (dev_items, "dev", "dev", 60, (builtin_items, referenced_items, train_facts_items)),
+        (heldout_items, "heldout", "test", 50, (builtin_items, referenced_items, train_facts_items, dev_items)),
+    ],
+)
+def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_answer(loader, name, prefix, per_task, earlier):
+    items = loader()
+    prefixes = {"helpfulness": f"{prefix}-help-", "truthfulness": f"{prefix}-fact-", "translation": f"{prefix}-trans-"}
+    assert {task: sum(item.task == task for item in items) for task in TASKS} == {task: per_task for task in TASKS}
     assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(items)
     assert all(item.reference and item.reference.strip() for item in items)
-    others = builtin_items() + referenced_items() + train_facts_items()
+    others = [item for set_loader in earlier for item in set_loader()]
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
     assert len({i.query.lower() for i in items}) == len(items)
     other_answers = set().union(*(named_answers(i) for i in others if i.task == "truthfulness"))
     facts = [i for i in items if i.task == "truthfulness"]
     assert not [i.id for i in facts if named_answers(i) & other_answers]
     assert len(set().union(*(named_answers(i) for i in facts))) == sum(len(named_answers(i)) for i in facts)  # no two share an answer
-    assert [i.id for i in load_items("dev:translation")] == [i.id for i in items if i.task == "translation"]
+    assert [i.id for i in load_items(f"{name}:translation")] == [i.id for i in items if i.task == "translation"]
 
 
-@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items])
+@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items])
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()
     for item in items:
@@ -108,7 +116,7 @@ def test_builtin_items_respect_the_brief_lengths(loader):
             assert 40 <= len(item.reference.split()) <= 120, item.id
         if item.task == "translation":
             assert 10 <= len(item.query.split()) <= 30, item.id
-            assert re.search(r"[äöüß]|\b(der|die|das|und|ist|wir|im)\b", item.query, re.IGNORECASE), item.id
+            assert re.search(r"[äöüß]|\b(der|die|das|und|ist|wir|im|hat|mit)\b", item.query, re.IGNORECASE), item.id
             assert not re.search(r"[äöüß]", item.reference, re.IGNORECASE), item.id
         if item.task == "truthfulness":
             assert len(item.reference.split()) <= 4, item.id

@@ -24,6 +24,8 @@ class SplitConfig(Strict):
     # The shipped item sets that are split (`interp.data.PACKAGED_SETS`); an item's split depends only on its
     # id, so adding a set never moves an item of another set to another split.
     items: tuple[Literal["builtin", "referenced"], ...] = ("builtin",)
+    # Shipped sets put whole in the test split, never in train or selection (`interp.data.PACKAGED_SETS`).
+    test_only: tuple[Literal["heldout"], ...] = ()
 
     @model_validator(mode="after")
     def _check(self):
@@ -31,6 +33,8 @@ class SplitConfig(Strict):
             raise ValueError("split fractions must be non-negative and sum to 1")
         if not self.items or len(set(self.items)) != len(self.items):
             raise ValueError("split.items must name at least one of builtin, referenced, each at most once")
+        if len(set(self.test_only)) != len(self.test_only):
+            raise ValueError("split.test_only must name each set at most once")
         return self
 
 

@@ -69,8 +69,11 @@ def split_items(items: Sequence[Item], seed: int, fractions: tuple[float, float,
 
 
 def splits_of(split: SplitConfig) -> dict[str, list[Item]]:
-    """The shipped item sets that `split.items` names, split by `split.seed` and `split.fractions`."""
-    return split_items([item for name in split.items for item in PACKAGED_SETS[name]()], split.seed, split.fractions)
+    """The shipped item sets that `split.items` names, split by `split.seed` and `split.fractions`; the sets that
+    `split.test_only` names are added whole to the test split."""
+    splits = split_items([item for name in split.items for item in PACKAGED_SETS[name]()], split.seed, split.fractions)
+    splits["test"] += [item for name in split.test_only for item in PACKAGED_SETS[name]()]
+    return splits
 
 
 # ---- degradations ------------------------------------------------------------------------------------

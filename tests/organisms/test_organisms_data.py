@@ -2,7 +2,7 @@
 
 import pytest
 
-from interp.data import Item, builtin_items, dev_items, load_items, referenced_items
+from interp.data import Item, builtin_items, dev_items, heldout_items, load_items, referenced_items
 from interp.config import validate_config
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, SplitConfig
@@ -46,6 +46,18 @@ def test_adding_the_referenced_set_keeps_every_builtin_item_in_its_split():
         assert [i for i in both[name] if i.id in builtin_ids] == builtin_only[name]
     assert sum(len(group) for group in both.values()) == len(builtin_items()) + len(referenced_items())
     assert all(len([i for i in group if i.id not in builtin_ids]) > 0 for group in both.values())
+
+
+def test_test_only_sets_go_whole_to_the_test_split_and_move_no_other_item():
+    base = SplitConfig(items=("builtin", "referenced"))
+    extended = splits_of(base.model_copy(update={"test_only": ("heldout",)}))
+    plain = splits_of(base)
+    assert extended["train"] == plain["train"] and extended["selection"] == plain["selection"]
+    assert extended["test"] == plain["test"] + heldout_items()
+    with pytest.raises(InterpError, match="split.test_only"):
+        validate_config(OrganismConfig, {"name": "x", "split": {"test_only": ["heldout", "heldout"]}}, "organism.toml")
+    with pytest.raises(InterpError, match="test_only"):
+        validate_config(OrganismConfig, {"name": "x", "split": {"test_only": ["dev"]}}, "organism.toml")
 
 
 def test_recipes_are_compared_on_the_selection_split_plus_the_development_set(tmp_path):
