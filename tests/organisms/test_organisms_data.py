@@ -6,7 +6,7 @@ from interp.data import Item, builtin_items, dev_items, heldout_items, load_item
 from interp.config import validate_config
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, SplitConfig
-from interp.organisms.evaluate import split_file
+from interp.organisms.evaluate import UNSEEN_FILE, split_file
 from interp.organisms.data import (
     DataMix,
     Planting,
@@ -58,6 +58,15 @@ def test_test_only_sets_go_whole_to_the_test_split_and_move_no_other_item():
         validate_config(OrganismConfig, {"name": "x", "split": {"test_only": ["heldout", "heldout"]}}, "organism.toml")
     with pytest.raises(InterpError, match="test_only"):
         validate_config(OrganismConfig, {"name": "x", "split": {"test_only": ["dev"]}}, "organism.toml")
+
+
+def test_the_unseen_file_extends_the_16_item_one_and_repeats_no_packaged_question():
+    unseen = load_items(f"alpacaeval:{UNSEEN_FILE}")
+    first = load_items(f"alpacaeval:{UNSEEN_FILE.with_name('alpacaeval_16.json')}")
+    assert len(unseen) == 48 and unseen[:16] == first
+    assert len({i.query.lower() for i in unseen}) == 48 and all(i.reference for i in unseen)
+    packaged = builtin_items() + referenced_items() + dev_items() + heldout_items()
+    assert not {i.query.lower() for i in unseen} & {i.query.lower() for i in packaged}
 
 
 def test_recipes_are_compared_on_the_selection_split_plus_the_development_set(tmp_path):
