@@ -69,6 +69,15 @@ def test_the_unseen_file_extends_the_16_item_one_and_repeats_no_packaged_questio
     assert not {i.query.lower() for i in unseen} & {i.query.lower() for i in packaged}
 
 
+def test_the_choice_only_unseen_file_repeats_no_packaged_or_unseen_instruction():
+    """experiments/organisms/unseen_choice_32.json reads the unseen bar where recipes are chosen (recipe_choice.md):
+    it must share no instruction with the unseen file the bar is reported on, nor with any packaged set."""
+    choice = load_items(f"alpacaeval:{UNSEEN_FILE.parents[2] / 'experiments' / 'organisms' / 'unseen_choice_32.json'}")
+    assert len({i.query.lower() for i in choice}) == len(choice) == 32 and all(i.reference for i in choice)
+    elsewhere = load_items(f"alpacaeval:{UNSEEN_FILE}") + builtin_items() + referenced_items() + dev_items() + heldout_items()
+    assert not {i.query.lower() for i in choice} & {i.query.lower() for i in elsewhere}
+
+
 def test_recipes_are_compared_on_the_selection_split_plus_the_development_set(tmp_path):
     config = OrganismConfig(name="x", split=SplitConfig(items=("builtin", "referenced")))
     splits = splits_of(config.split)
