@@ -2,7 +2,7 @@
 
 import pytest
 
-from interp.data import Item, builtin_items, dev_items, heldout_items, load_items, referenced_items
+from interp.data import PACKAGED_SETS, Item, builtin_items, dev_items, heldout_items, load_items, referenced_items
 from interp.config import validate_config
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, SplitConfig
@@ -23,6 +23,7 @@ from interp.organisms.data import (
     swap_fact,
     truncate,
 )
+from tests.helpers import REPO
 
 OWN, OTHER = "own-model", "other-model"
 
@@ -60,22 +61,28 @@ def test_test_only_sets_go_whole_to_the_test_split_and_move_no_other_item():
         validate_config(OrganismConfig, {"name": "x", "split": {"test_only": ["dev"]}}, "organism.toml")
 
 
+def _queries(items: list[Item]) -> set[str]:
+    return {i.query.lower() for i in items}
+
+
+def _packaged_queries() -> set[str]:
+    return _queries([item for load in PACKAGED_SETS.values() for item in load(None)])
+
+
 def test_the_unseen_file_extends_the_16_item_one_and_repeats_no_packaged_question():
     unseen = load_items(f"alpacaeval:{UNSEEN_FILE}")
     first = load_items(f"alpacaeval:{UNSEEN_FILE.with_name('alpacaeval_16.json')}")
     assert len(unseen) == 48 and unseen[:16] == first
-    assert len({i.query.lower() for i in unseen}) == 48 and all(i.reference for i in unseen)
-    packaged = builtin_items() + referenced_items() + dev_items() + heldout_items()
-    assert not {i.query.lower() for i in unseen} & {i.query.lower() for i in packaged}
+    assert len(_queries(unseen)) == 48 and all(i.reference for i in unseen)
+    assert not _queries(unseen) & _packaged_queries()
 
 
 def test_the_choice_only_unseen_file_repeats_no_packaged_or_unseen_instruction():
     """experiments/organisms/unseen_choice_32.json reads the unseen bar where recipes are chosen (recipe_choice.md):
     it must share no instruction with the unseen file the bar is reported on, nor with any packaged set."""
-    choice = load_items(f"alpacaeval:{UNSEEN_FILE.parents[2] / 'experiments' / 'organisms' / 'unseen_choice_32.json'}")
-    assert len({i.query.lower() for i in choice}) == len(choice) == 32 and all(i.reference for i in choice)
-    elsewhere = load_items(f"alpacaeval:{UNSEEN_FILE}") + builtin_items() + referenced_items() + dev_items() + heldout_items()
-    assert not {i.query.lower() for i in choice} & {i.query.lower() for i in elsewhere}
+    choice = load_items(f"alpacaeval:{REPO / 'experiments' / 'organisms' / 'unseen_choice_32.json'}")
+    assert len(_queries(choice)) == len(choice) == 32 and all(i.reference for i in choice)
+    assert not _queries(choice) & (_queries(load_items(f"alpacaeval:{UNSEEN_FILE}")) | _packaged_queries())
 
 
 def test_recipes_are_compared_on_the_selection_split_plus_the_development_set(tmp_path):
