@@ -94,12 +94,22 @@ def heldout_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("heldout.jsonl", tasks)
 
 
+def train_help_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A sixth shipped set, training data only: 120 how-to and explanation questions with reference answers (ids
+    `train-help-`), written for the model organisms after the fifth so that their training sees many more
+    intact helpfulness pairs, the kind most of the legitimate pairs are (`experiments/organisms/recipe_choice.md`).
+    No question repeats one of the other sets or of the unseen-instruction files. Organisms never split it
+    (`[data] train_only`); the demo does not use it."""
+    return _packaged_items("train_help.jsonl", tasks)
+
+
 PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
     "builtin": builtin_items,
     "referenced": referenced_items,
     "train-facts": train_facts_items,
     "dev": dev_items,
     "heldout": heldout_items,
+    "train-help": train_help_items,
 }
 
 
@@ -296,6 +306,7 @@ def load_items(spec: str) -> list[Item]:
     - `builtin` or `builtin:TASK[,TASK...]`: the shipped set, e.g. `builtin:translation`;
     - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);
     - `train-facts`: the organisms' training-only facts (`train_facts_items`);
+    - `train-help`: the organisms' training-only helpfulness questions (`train_help_items`);
     - `dev` or `dev:TASK[,TASK...]`: the organisms' recipe-choice set (`dev_items`);
     - `heldout` or `heldout:TASK[,TASK...]`: the organisms' test-only set (`heldout_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;

@@ -28,6 +28,7 @@ from interp.data import (
     referenced_items,
     sample_items,
     train_facts_items,
+    train_help_items,
 )
 from interp.errors import InterpError
 
@@ -108,7 +109,18 @@ def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_ans
     assert [i.id for i in load_items(f"{name}:translation")] == [i.id for i in items if i.task == "translation"]
 
 
-@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items])
+def test_training_only_help_items_repeat_no_question_of_the_other_sets():
+    """(The unseen-instruction files are checked against every packaged set in tests/organisms.)"""
+    items = train_help_items()
+    assert len(items) == 120 and {item.task for item in items} == {"helpfulness"}
+    assert [item.id for item in items] == [f"train-help-{n:03d}" for n in range(1, 121)]
+    assert all(item.reference and item.reference.strip() for item in items) and len({i.query.lower() for i in items}) == 120
+    others = [item for loader in (builtin_items, referenced_items, train_facts_items, dev_items, heldout_items) for item in loader()]
+    assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
+    assert [i.id for i in load_items("train-help")] == [i.id for i in items]
+
+
+@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items])
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()
     for item in items:

@@ -59,7 +59,7 @@ class DataConfig(Strict):
     fact_swaps: bool = False  # truthfulness items: correct answers against the same answers with the fact swapped
     # Shipped sets used whole as training data, never split (`interp.data.PACKAGED_SETS`); they give intact
     # pairs only (the two models' answers, gold by the reference judge, ties skipped per `skip_ties`).
-    train_only: tuple[Literal["train-facts"], ...] = ()
+    train_only: tuple[Literal["train-facts", "train-help"], ...] = ()
     max_items: int | None = Field(None, ge=1)  # cap on items per source (tests and quick checks)
 
 

@@ -229,13 +229,14 @@ def test_training_only_sets_give_intact_pairs_only(tiny_authors, monkeypatch):
     assert any(p.gold_source == "rule" for p in pairs if p.item.id not in extra_ids)  # the train split still degrades
 
 
-def test_training_only_facts_are_what_organism_items_adds_and_never_split():
-    config = load_organism_config(CONFIGS / "variants" / "judge-train-facts.toml")
+@pytest.mark.parametrize("variant, name", [("judge-train-facts", "train-facts"), ("judge-train-help", "train-help")])
+def test_training_only_sets_are_what_organism_items_adds_and_never_split(variant, name):
+    config = load_organism_config(CONFIGS / "variants" / f"{variant}.toml")
     splits = train_module.organism_items(config.model_copy(update={"data": config.data.model_copy(update={"mtbench": False})}))
-    facts = load_items("train-facts")
-    assert [i.id for i in splits["train_only"]] == [i.id for i in facts]
+    extra = load_items(name)
+    assert config.data.train_only == (name,) and [i.id for i in splits["train_only"]] == [i.id for i in extra]
     split_ids = {i.id for name in ("train", "selection", "test") for i in splits[name]}
-    assert split_ids and not split_ids & {i.id for i in facts}
+    assert split_ids and not split_ids & {i.id for i in extra}
 
 
 @pytest.mark.parametrize("path", sorted((CONFIGS / "variants").glob("*.toml")), ids=lambda p: p.stem)
