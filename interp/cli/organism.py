@@ -37,13 +37,16 @@ def evaluate(
     config_path: Path = typer.Option(Path("experiments/organisms/smollm2-135m-judge.toml"), "--config", help="config whose split seed picks the test items"),
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
     split: str = typer.Option("test", "--split", help="selection | test | choice (selection + the development set: where recipes are compared)"),
+    gap_against: Optional[str] = typer.Option(None, "--gap-against", help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair gap against it, paired"),
 ) -> None:
-    """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG."""
+    """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG,
+    overall and per task."""
     from interp.organisms.config import load_organism_config
-    from interp.organisms.evaluate import evaluate_judges, split_file
+    from interp.organisms.evaluate import check_gap_against, evaluate_judges, split_file
 
     config = load_organism_config(config_path)
-    results = evaluate_judges(judges, *split_file(config, split, out), out / split)
+    check_gap_against(judges, gap_against)  # before the split file is written
+    results = evaluate_judges(judges, *split_file(config, split, out), out / split, by_task=True, gap_against=gap_against)
     typer.echo(json.dumps(results, indent=1))
 
 

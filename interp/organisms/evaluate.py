@@ -118,6 +118,33 @@ def legitimate_gap(
     return _rate(hard_wins(ours.gold_own) == 1.0, picks_own[0] - picks_own[1], n_boot, seed)
 
 
+def check_gap_against(judges: Sequence[str], gap_against: str | None) -> None:
+    if gap_against is not None and gap_against not in judges:
+        raise InterpError(f"gap against {gap_against!r}: not one of the judges ({', '.join(judges)}); name one of them")
+
+
+def compare_judges(
+    run_dir: Path, judges: Sequence[str], *, by_task: bool = False, gap_against: str | None = None, n_boot: int = 1000, seed: int = 0
+) -> dict[str, dict]:
+    """`judge_metrics` of each judge of a run; `by_task`: also on each task's items alone (under "by_task"), which
+    is where recipes differ (most legitimate pairs are helpfulness ones). `gap_against` (one of `judges`): every
+    other judge with the same own model gets its `legitimate_gap` against that one (under "legitimate_gap")."""
+    items = RunDir(Path(run_dir)).read_items()
+    tasks = {task: [i.id for i in items if i.task == task] for task in sorted({i.task for i in items})} if by_task else {}
+    results = {}
+    for judge in judges:
+        results[judge] = judge_metrics(run_dir, judge, n_boot=n_boot, seed=seed)
+        if tasks:
+            results[judge]["by_task"] = {task: judge_metrics(run_dir, judge, n_boot=n_boot, seed=seed, items=ids) for task, ids in tasks.items()}
+    if gap_against is not None:
+        own = results[gap_against]["own_model"]
+        for judge in judges:
+            if judge != gap_against and results[judge]["own_model"] == own:
+                gap = legitimate_gap(run_dir, judge, gap_against, n_boot=n_boot, seed=seed)
+                results[judge]["legitimate_gap"] = {"against": gap_against, **gap}
+    return results
+
+
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
     """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size.
     `choice` is where recipes are compared: the selection split plus the shipped development set (`dev_items`)."""
@@ -141,8 +168,11 @@ def evaluate_judges(
     seed: int = 0,
     models: ModelCache | None = None,
     progress: bool = False,
+    by_task: bool = False,
+    gap_against: str | None = None,
 ) -> dict[str, dict]:
-    """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge."""
+    """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge
+    (`compare_judges`)."""
     config = RunConfig(
         name=Path(out).name,
         data=items_spec,
@@ -155,8 +185,9 @@ def evaluate_judges(
         attention="none",
         n_boot=n_boot,
     )
+    check_gap_against(judges, gap_against)
     run_dbg(config, Path(out), progress=progress, models=models)
-    results = {judge: judge_metrics(Path(out), judge, n_boot=n_boot, seed=seed) for judge in judges}
+    results = compare_judges(Path(out), judges, by_task=by_task, gap_against=gap_against, n_boot=n_boot, seed=seed)
     (Path(out) / "organism_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
     return results
 

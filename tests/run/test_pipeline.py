@@ -180,6 +180,24 @@ def test_a_run_dir_with_another_config_is_refused(tmp_path, tiny_run, tiny_llama
         run_dbg(tiny_config(tiny_llama_dir, tiny_gemma3_dir, n=5), out, progress=False)
 
 
+def test_judges_are_compared_per_task_and_gapped_only_against_a_judge_with_their_own_model(tiny_run):
+    """`interp organism evaluate`'s figures: per task they partition the run's items and legitimate pairs; the
+    legitimate-pair gap is only taken between judges with one own model (here each judge's own model is itself)."""
+    from interp.organisms.evaluate import check_gap_against, compare_judges, judge_metrics
+
+    out, config, _ = tiny_run
+    judges = list(config.judge_specs)
+    results = compare_judges(out, judges, by_task=True, gap_against=judges[0], n_boot=50)
+    for judge in judges:
+        overall, by_task = results[judge], results[judge]["by_task"]
+        assert sum(m["n_items"] for m in by_task.values()) == overall["n_items"] == config.n
+        assert sum(m["agreement_legitimate"]["n"] for m in by_task.values()) == overall["agreement_legitimate"]["n"]
+        assert "legitimate_gap" not in overall  # judges[0] itself, or another own model
+        assert {k: v for k, v in overall.items() if k != "by_task"} == judge_metrics(out, judge, n_boot=50)
+    with pytest.raises(InterpError, match="not one of the judges"):
+        check_gap_against(judges, "someone-else")
+
+
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
     from hooks.spec import AttentionIntervention
     from interp.experiments.causal import intervene_run
