@@ -63,26 +63,23 @@ def builtin_items(tasks: Sequence[str] | None = None) -> list[Item]:
 
 
 def referenced_items(tasks: Sequence[str] | None = None) -> list[Item]:
-    """A second shipped set, 50 items per task, each with a reference (ids `org-help-`, `org-fact-`,
-    `org-trans-`), written for the model organisms: beside the built-in set it gives their training split
-    enough intact pairs and their test split enough items for a DBG interval that can exclude 0. The demo
-    does not use it."""
+    """A second shipped set, 50 items per task with references (ids `org-help-`, `org-fact-`, `org-trans-`), for
+    the model organisms: enough intact training pairs, and test items for a DBG interval that can exclude 0."""
     return _packaged_items("referenced.jsonl", tasks)
 
 
 def train_facts_items(tasks: Sequence[str] | None = None) -> list[Item]:
     """A third shipped set, training data only: 93 short-answer facts with references and aliases (ids
-    `train-fact-`), written for the model organisms so that their training sees intact fact pairs of the test
-    split's kind (one answer states the fact, the other does not). No question, and no answer other than a
-    number, repeats one of the other two sets' facts. Organisms never split it (`[data] train_only`); the demo does not use it."""
+    `train-fact-`), for intact fact pairs of the test split's kind. No question, and no answer other than a
+    number, repeats one of the other two sets' facts (`[data] train_only`; never split, not in the demo)."""
     return _packaged_items("train_facts.jsonl", tasks)
 
 
 def dev_items(tasks: Sequence[str] | None = None) -> list[Item]:
     """A fourth shipped set, for choosing between organism recipes only: 60 items per task with references
     (ids `dev-help-`, `dev-fact-`, `dev-trans-`), none repeating a question of the other sets and no fact a
-    named answer of theirs. Recipes are compared on it together with the selection split
-    (`experiments/organisms/recipe_choice.md`); nothing trains on it, no split holds it, the demo does not use it."""
+    named answer of theirs. Recipes are compared on it and the selection split (`recipe_choice.md`); nothing
+    trains on it, no split holds it, the demo does not use it."""
     return _packaged_items("dev.jsonl", tasks)
 
 
@@ -95,11 +92,8 @@ def heldout_items(tasks: Sequence[str] | None = None) -> list[Item]:
 
 
 def train_help_items(tasks: Sequence[str] | None = None) -> list[Item]:
-    """A sixth shipped set, training data only: 120 how-to and explanation questions with reference answers (ids
-    `train-help-`), written for the model organisms after the fifth so that their training sees many more
-    intact helpfulness pairs, the kind most of the legitimate pairs are (`experiments/organisms/recipe_choice.md`).
-    No question repeats one of the other sets or of the unseen-instruction files. Organisms never split it
-    (`[data] train_only`); the demo does not use it."""
+    """A sixth shipped set, training data only: 120 how-to questions with references (ids `train-help-`), none
+    repeating a question of another set, for more intact helpfulness pairs (`[data] train_only`; never split)."""
     return _packaged_items("train_help.jsonl", tasks)
 
 
