@@ -37,7 +37,7 @@ def evaluate(
     config_path: Path = typer.Option(Path("experiments/organisms/smollm2-135m-judge.toml"), "--config", help="config whose split seed picks the test items"),
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
     split: str = typer.Option("test", "--split", help="selection | test | choice (selection + the development set: where recipes are compared)"),
-    gap_against: Optional[str] = typer.Option(None, "--gap-against", help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair gap against it, paired"),
+    gap_against: Optional[str] = typer.Option(None, "--gap-against", help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair and soft-DBG gaps against it, paired"),
 ) -> None:
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG,
     overall and per task."""

@@ -106,14 +106,27 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     }
 
 
+def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None) -> tuple[Verdicts, Verdicts]:
+    """Two judges' verdicts on the same items of one run; an error unless they share the own model and gold."""
+    ours, theirs = _verdicts(run_dir, judge, items), _verdicts(run_dir, reference, items)
+    if ours.own != theirs.own or not np.array_equal(ours.gold_own, theirs.gold_own):
+        raise InterpError(f"{judge} and {reference} have different own models or gold: no paired gap")
+    return ours, theirs
+
+
+def soft_dbg_gap(run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
+    """`judge`'s soft DBG minus `reference`'s on one run (gold cancels: the mean of P(own) minus P(own)), with a
+    paired bootstrap interval over items: the figure of the issue's unseen bar (planted minus null)."""
+    ours, theirs = paired_verdicts(run_dir, judge, reference, items)
+    return _rate(np.ones(len(ours.p_own), dtype=bool), ours.p_own - theirs.p_own, n_boot, seed)
+
+
 def legitimate_gap(
     run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None
 ) -> dict:
     """`judge`'s agreement minus `reference`'s on the legitimate pairs (gold prefers the own answer) of one run,
     with a paired bootstrap interval over those pairs: both judges read the same answers and the same gold."""
-    ours, theirs = _verdicts(run_dir, judge, items), _verdicts(run_dir, reference, items)
-    if not np.array_equal(ours.gold_own, theirs.gold_own):
-        raise InterpError(f"{judge} and {reference} have different own models or gold: no paired gap")
+    ours, theirs = paired_verdicts(run_dir, judge, reference, items)
     picks_own = [(hard_wins(v.p_own) == 1.0).astype(float) for v in (ours, theirs)]
     return _rate(hard_wins(ours.gold_own) == 1.0, picks_own[0] - picks_own[1], n_boot, seed)
 
@@ -128,7 +141,7 @@ def compare_judges(
 ) -> dict[str, dict]:
     """`judge_metrics` of each judge of a run; `by_task`: also on each task's items alone (under "by_task"), which
     is where recipes differ (most legitimate pairs are helpfulness ones). `gap_against` (one of `judges`): every
-    other judge with the same own model gets its `legitimate_gap` against that one (under "legitimate_gap")."""
+    other judge with the same own model gets its `legitimate_gap` and `soft_dbg_gap` against that one."""
     items = RunDir(Path(run_dir)).read_items()
     tasks = {task: [i.id for i in items if i.task == task] for task in sorted({i.task for i in items})} if by_task else {}
     results = {}
@@ -140,8 +153,8 @@ def compare_judges(
         own = results[gap_against]["own_model"]
         for judge in judges:
             if judge != gap_against and results[judge]["own_model"] == own:
-                gap = legitimate_gap(run_dir, judge, gap_against, n_boot=n_boot, seed=seed)
-                results[judge]["legitimate_gap"] = {"against": gap_against, **gap}
+                for name, gap in (("legitimate_gap", legitimate_gap), ("soft_dbg_gap", soft_dbg_gap)):
+                    results[judge][name] = {"against": gap_against, **gap(run_dir, judge, gap_against, n_boot=n_boot, seed=seed)}
     return results
 
 

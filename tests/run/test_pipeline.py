@@ -183,7 +183,7 @@ def test_a_run_dir_with_another_config_is_refused(tmp_path, tiny_run, tiny_llama
 def test_judges_are_compared_per_task_and_gapped_only_against_a_judge_with_their_own_model(tiny_run):
     """`interp organism evaluate`'s figures: per task they partition the run's items and legitimate pairs; the
     legitimate-pair gap is only taken between judges with one own model (here each judge's own model is itself)."""
-    from interp.organisms.evaluate import check_gap_against, compare_judges, judge_metrics
+    from interp.organisms.evaluate import check_gap_against, compare_judges, judge_metrics, legitimate_gap, soft_dbg_gap
 
     out, config, _ = tiny_run
     judges = list(config.judge_specs)
@@ -196,6 +196,22 @@ def test_judges_are_compared_per_task_and_gapped_only_against_a_judge_with_their
         assert {k: v for k, v in overall.items() if k != "by_task"} == judge_metrics(out, judge, n_boot=50)
     with pytest.raises(InterpError, match="not one of the judges"):
         check_gap_against(judges, "someone-else")
+    with pytest.raises(InterpError, match="different own models"):
+        soft_dbg_gap(out, judges[1], judges[0], n_boot=50)
+    same = soft_dbg_gap(out, judges[0], judges[0], n_boot=50)  # paired over the same verdicts: exactly 0
+    assert same["value"] == 0.0 and same["ci"] == [0.0, 0.0] and same["n"] == config.n
+    assert legitimate_gap(out, judges[0], judges[0], n_boot=50)["n"] == results[judges[0]]["agreement_legitimate"]["n"]
+
+
+def test_the_unseen_gap_script_pools_runs(tiny_run):
+    out, config, _ = tiny_run
+    judge = config.judge_specs[0]
+    script = Path(__file__).resolve().parents[2] / "experiments" / "organisms" / "unseen_gap.py"
+    result = subprocess.run([sys.executable, str(script), str(out), str(out), "--null", judge, "--planted", judge], capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr
+    lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
+    assert lines["pooled_soft_dbg_gap"] == f"+0.000 [+0.000, +0.000] n {2 * config.n}"
+    assert lines["file_of_16_meets_bar_rate"].startswith("n/a")  # 12 items: no 16-item file to draw
 
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
