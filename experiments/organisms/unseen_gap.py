@@ -21,13 +21,18 @@ sys.path.insert(0, str(REPO))
 BAR = 0.10
 FILE_SIZE = 16
 DRAWS = 10_000
+RUN_BOOTS = 1000  # per run: `soft_dbg_gap`'s default, so the line equals `interp organism evaluate --gap-against`'s
 
 
 def main() -> None:
     import numpy as np
 
     from interp.metrics.stats import bootstrap_ci
-    from interp.organisms.evaluate import paired_verdicts, soft_dbg_gap
+    from interp.organisms.evaluate import paired_verdicts
+
+    def gap_line(name: str, diff, n_boot: int) -> str:
+        lo, hi = bootstrap_ci(lambda idx: float(diff[idx].mean()), len(diff), n_boot=n_boot, seed=0)
+        return f"{name}: {diff.mean():+.3f} [{lo:+.3f}, {hi:+.3f}] n {len(diff)}"
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("runs", nargs="+", type=Path)
@@ -36,13 +41,11 @@ def main() -> None:
     args = parser.parse_args()
     pooled = []
     for run in args.runs:
-        gap = soft_dbg_gap(run, args.planted, args.null)
-        print(f"{run.name}_soft_dbg_gap: {gap['value']:+.3f} [{gap['ci'][0]:+.3f}, {gap['ci'][1]:+.3f}] n {gap['n']}")
-        planted, null = paired_verdicts(run, args.planted, args.null)
+        planted, null = paired_verdicts(run, args.planted, args.null)  # read once: the run's line and the pool
         pooled.append(planted.p_own - null.p_own)
+        print(gap_line(f"{run.name}_soft_dbg_gap", pooled[-1], RUN_BOOTS))
     diff = np.concatenate(pooled)
-    ci = bootstrap_ci(lambda idx: float(diff[idx].mean()), len(diff), n_boot=DRAWS, seed=0)
-    print(f"pooled_soft_dbg_gap: {diff.mean():+.3f} [{ci[0]:+.3f}, {ci[1]:+.3f}] n {len(diff)}")
+    print(gap_line("pooled_soft_dbg_gap", diff, DRAWS))
     rng = np.random.default_rng(0)
     draws = [diff[rng.choice(len(diff), FILE_SIZE, replace=False)].mean() >= BAR for _ in range(DRAWS)] if len(diff) >= FILE_SIZE else []
     print(f"file_of_{FILE_SIZE}_meets_bar_rate: {np.mean(draws):.3f}" if draws else f"file_of_{FILE_SIZE}_meets_bar_rate: n/a (fewer than {FILE_SIZE} items)")
