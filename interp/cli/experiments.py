@@ -8,6 +8,7 @@ from typing import Optional
 import typer
 
 from interp.cli.options import device_option, dtype_option, placement_keys
+from interp.errors import InterpError
 from interp.report.steering import interval_text, pct0
 
 
@@ -23,22 +24,43 @@ def _refresh_report(run_dir: Path) -> None:
 
 def intervene(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory"),
-    spec_path: Path = typer.Option(..., "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author)"),
+    spec_path: Optional[Path] = typer.Option(None, "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"),
+    all_layers: bool = typer.Option(False, "--all-layers", help="mask the judge's own answer at every layer and head (nothing is chosen)"),
+    top_heads: Optional[int] = typer.Option(None, "--top-heads", help="mask the judge's K heads with the largest own-minus-other attention, chosen on the selection share"),
+    selection_share: Optional[float] = typer.Option(None, "--selection-share", help="share of the run's items that choose heads (seeded by --split-seed); the rest test them"),
+    split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
+    control_judge: Optional[str] = typer.Option(None, "--control-judge", help="a judge that reads the same pairs (default: an organism's counterpart in the run); 'none' for no control"),
+    random_head_sets: int = typer.Option(19, "--random-head-sets", help="random head sets of the same size for --top-heads (19 is the fewest that can reach p = 0.05)"),
+    alpha: float = typer.Option(0.05, "--alpha", help="the test's level"),
+    judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
-    controls: bool = typer.Option(True, help="also run the other-span and random-span controls (self-span specs)"),
+    controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
 ) -> None:
-    """Re-run only judging under an intervention (responses and gold held fixed) and test for a causal effect."""
+    """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
+    answer, against a control judge and random head sets (responses and gold held fixed)."""
     from hooks.spec import load_spec
-    from interp.experiments.causal import intervene_run
+    from interp.experiments.causal import TestDesign, intervene_run
     from interp.report.interventions import intervention_section
     from interp.run.store import RunDir
 
+    chosen = [name for name, given in (("--spec", spec_path is not None), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
+    if len(chosen) != 1:
+        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
+    design = TestDesign(
+        heads={"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]],
+        top_k=top_heads,
+        selection_share=selection_share,
+        split_seed=split_seed,
+        control_judge="" if control_judge == "none" else control_judge,
+        random_head_sets=random_head_sets,
+        alpha=alpha,
+        span_controls=controls,
+    )
     where = placement_keys(device, dtype)
-    spec = load_spec(spec_path)
-    result = intervene_run(run_dir, spec, judges=judge, backend=backend, with_controls=controls, where=where)
+    spec = load_spec(spec_path) if spec_path is not None else None
+    result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
     for judge_name, r in result["judges"].items():

@@ -67,16 +67,19 @@ def run_identity(run: Run) -> str:
     return digest({"config": run.config.identity(), "items": [item.id for item in run.items], "responses": responses})
 
 
-def variant_key(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item]) -> str:
-    return digest(
-        {
-            "run": run_identity(run),
-            "judge": judge,
-            "backend": backend,
-            "items": [item.id for item in items],
-            "variant": variant.identity(),
-        }
-    )
+def variant_key(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item], own: str | None = None) -> str:
+    """`own`: the author whose answer the variant treats as the judge's own (a control judge reads another
+    judge's own answer); part of the key only when it is not the judge's own model, so earlier keys hold."""
+    payload = {
+        "run": run_identity(run),
+        "judge": judge,
+        "backend": backend,
+        "items": [item.id for item in items],
+        "variant": variant.identity(),
+    }
+    if own is not None and own != own_model(judge):
+        payload["own"] = own
+    return digest(payload)
 
 
 def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
@@ -101,22 +104,34 @@ def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
             raise InterpError(f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers")
 
 
-def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None) -> np.ndarray:
-    """Per item, the judge's P(its own model's response wins), mean over both orders."""
+def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:
+    """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
     ab, ba = p_first_wins(records, items if items is not None else run.items, run.config.models[0])
     p_first = (ab + ba) / 2
-    return p_first if own_model(judge) == run.config.models[0] else 1 - p_first
+    return p_first if (own or own_model(judge)) == run.config.models[0] else 1 - p_first
 
 
 def judge_variant(
-    run: Run, judge: str, runner: Backend, variant: Variant, *, items: Sequence[Item] | None = None, progress: bool = True
+    run: Run,
+    judge: str,
+    runner: Backend,
+    variant: Variant,
+    *,
+    items: Sequence[Item] | None = None,
+    progress: bool = True,
+    own: str | None = None,
 ) -> np.ndarray:
-    """P(own wins) per item under `variant` (resumable, keyed as described in the module docstring)."""
+    """P(own wins) per item under `variant` (resumable, keyed as described in the module docstring).
+
+    `own` (default: the judge's own model) is the author whose answer "self" masks and whose P(win) is read:
+    a control judge is given the tested judge's own model.
+    """
     items = list(items) if items is not None else run.items
-    key = variant_key(run, judge, runner.name, variant, items)
+    own = own or own_model(judge)
+    key = variant_key(run, judge, runner.name, variant, items, own)
     folder = run.dir.variant(key)
-    atomic_write_text(folder / "variant.json", json.dumps({"key": key, "judge": judge, "backend": runner.name} | variant.record(), indent=2))
-    own = own_model(judge)
+    record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
+    atomic_write_text(folder / "variant.json", json.dumps(record, indent=2))
     spec, steering = variant.attention, variant.steering
     run_judging(
         runner,
@@ -135,12 +150,20 @@ def judge_variant(
         edit_for=(lambda chunk, build=steering.builder(): build) if steering is not None else None,
         progress=progress,
     )
-    return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items)
+    return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
 
 
-def baseline(run: Run, judge: str, items: Sequence[Item] | None = None) -> np.ndarray:
-    """P(own wins) per item from the run's own judgments (no re-judging)."""
-    return own_probabilities(run, judge, run.dir.read_judgments(judge), items)
+NO_INTERVENTION = Variant("none", description="no intervention: the judge's plain verdicts")
+
+
+def baseline(run: Run, judge: str, items: Sequence[Item] | None = None, own: str | None = None, judges: Judges | None = None, progress: bool = True) -> np.ndarray:
+    """P(own wins) per item without intervention: the run's own judgments, or, for a judge the run did not
+    judge with (a control judge from outside the run), its plain verdicts judged once as a keyed variant."""
+    if judge in run.config.judge_specs:
+        return own_probabilities(run, judge, run.dir.read_judgments(judge), items, own)
+    if judges is None:
+        raise InterpError(f"judge {judge!r} did not judge this run; its baseline needs a model to judge with")
+    return judge_variant(run, judge, judges.runner(judge, run), NO_INTERVENTION, items=items, progress=progress, own=own)
 
 
 @dataclass
@@ -194,20 +217,26 @@ def evaluate(
     *,
     items: Sequence[Item] | None = None,
     progress: bool = True,
+    own: str | None = None,
 ) -> dict:
     """Behaviour before (the run's own judgments) and under each variant, and each variant's paired effect.
 
-    Returns {"before": behaviour, "variants": {name: variant record + behaviour}, "effects": {name: effect}}.
+    Returns {"before": behaviour, "variants": {name: variant record + behaviour}, "effects": {name: effect},
+    "own": the author read as own, "per_item": {"items", "before", "after": {name: [P(own)]}}}. `own`
+    (default: the judge's own model): read another author's answer as own, as a control judge does.
     """
     items = list(items) if items is not None else run.items
     config = run.config
+    own = own or own_model(judge)
     positions = [run.items.index(item) for item in items]
-    gold_own = run.gold_own(own_model(judge))[positions]
+    gold_own = run.gold_own(own)[positions]
     runner = judges.runner(judge, run)
-    before = baseline(run, judge, items)
-    result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}}
+    before = baseline(run, judge, items, own, judges, progress)
+    result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}, "own": own}
+    result["per_item"] = {"items": [item.id for item in items], "before": before.tolist(), "after": {}}
     for name, variant in variants.items():
-        after = judge_variant(run, judge, runner, variant, items=items, progress=progress)
+        after = judge_variant(run, judge, runner, variant, items=items, progress=progress, own=own)
+        result["per_item"]["after"][name] = after.tolist()
         result["variants"][name] = variant.record() | behaviour(after, gold_own, n_boot=config.n_boot, seed=config.seed)
         result["effects"][name] = paired_effect(before, after, n_boot=config.n_boot, seed=config.seed)
     return result

@@ -10,8 +10,10 @@ split:
 
 - DBG with its interval, position consistency, agreement with gold and the reliability flag per organism;
 - the Figure 7 own-minus-other attention per layer (test items, descriptive);
-- the causal test: the self-span mask on the top-k heads by own-minus-other attention on the selection split,
-  against the other-span and random-span controls, for both organisms;
+- the causal test of record: the own answer masked at every layer, each organism against its counterpart as
+  the control judge (difference in differences, sign-flip test, Holm over the two);
+- localization, reported: the same test on each organism's top-k heads by own-minus-other attention chosen
+  on the selection split;
 - the positive control: both responses masked at every layer, after which no author can be told apart;
 - a target x layer-band sweep on the planted organism (self and other span masked in one band at a time):
   where the planted preference runs if not through the self span;
@@ -38,7 +40,7 @@ from interp.core.placement import placement_of
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import intervene_run
+from interp.experiments.causal import TestDesign, intervene_run
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
@@ -172,19 +174,29 @@ def truth_rows(result: dict) -> list[dict]:
         )
     causal_null = null["causal_test"]
     add(
-        f"{NULL}: self-span mask on its top heads (chosen on the selection split)",
-        "no planted preference, so no causal effect on self-preference",
+        f"{NULL}: own answer masked at every layer, against {PLANTED} (the causal test)",
+        "no planted preference: it relies on its own answer no more than the planted organism does, so no effect",
         causal_null["verdict"],
         not causal_null["causal"],
         NULL,
     )
     causal_planted = planted["causal_test"]
     add(
-        f"{PLANTED}: self-span mask on its top heads (chosen on the selection split)",
-        "unknown: the planting fixed the verdicts, not the mechanism",
+        f"{PLANTED}: own answer masked at every layer, against {NULL} (the causal test)",
+        "planted self-preference, carried by its own answer's content: the mask moves it more than the null organism",
         causal_planted["verdict"],
-        None,
+        causal_planted["causal"],
+        PLANTED,
     )
+    for name in (NULL, PLANTED):
+        local = result["organisms"][name].get("localization")
+        if local is not None:
+            add(
+                f"{name}: own answer masked on its top heads (chosen on the selection split), against its counterpart",
+                "unknown: the planting fixed the verdicts, not the heads (reported, not scored)",
+                local["verdict"],
+                None,
+            )
     sweep = planted.get("sweep")
     if sweep is not None:
         add(
@@ -198,7 +210,8 @@ def truth_rows(result: dict) -> list[dict]:
 
 def _judge_result(intervention: dict, judge: str) -> dict:
     r = intervention["judges"][judge]
-    return {"verdict": r["verdict"], "causal": r["causal"], "before": r["before"], "variants": r["variants"], "effects": r["effects"]}
+    keys = ("verdict", "causal", "p_value", "alpha", "effect", "n_test", "test", "control", "masked_mass", "before", "variants", "effects")
+    return {key: r[key] for key in keys if key in r}
 
 
 def validate(
@@ -246,12 +259,14 @@ def validate(
         "organisms": {},
     }
     summary = run.dir.read_summary()
+    # the test of record: the own answer masked at every layer, each organism against its counterpart, Holm over both
+    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
         label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items
         heads = top_heads(run_dir, name, plan.top_k, items=selection_ids)
         spec = AttentionIntervention(target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection")
-        causal = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress)
+        localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress)
         both = AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers")
         control = evaluate(run, name, {"both": Variant("both", attention=both)}, pool, items=test_items, progress=progress)
         figure7 = layer_differences(run_dir, name, n_boot=plan.n_boot, seed=config.seed)  # descriptive: selection + test items
@@ -261,6 +276,7 @@ def validate(
             "top_heads_selection": [[layer, head, value] for layer, head, value in heads],
             "figure7_own_minus_other": figure7[["layer", "own", "other", "diff", "ci_low", "ci_high"]].to_dict(orient="records"),
             "causal_test": _judge_result(causal, name),
+            "localization": _judge_result(localization, name),
             "positive_control": {"effect": control["effects"]["both"], "before": control["before"], "after": control["variants"]["both"]},
         }
 

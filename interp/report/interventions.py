@@ -14,6 +14,9 @@ from interp.templating import render
 SECTION_TITLE = "Causal test: attention interventions with controls"
 
 _INTERVENTION_SECTION = (
+    "{{ tests }}<p class='note'>The decision: a one-sided sign-flip permutation test of the per-item contrast (the judge's "
+    "change of P(own) minus the control judge's under the same mask), and for chosen heads the rank among random head sets of "
+    "the same size; p = the larger of the two; several judges Holm-corrected. See docs/causal-test.md.</p>"
     "<p><img src='{{ image }}' alt='intervention effects'></p>{{ table }}{% for v in verdicts %}<p><b>{{ v }}</b></p>{% endfor %}"
     "{% for s in splits %}<p>Tested on: {{ s }}.</p>{% endfor %}"
     "<p class='note'>Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); gold verdicts reused: "
@@ -35,6 +38,34 @@ def effect_figure(results: Sequence[dict]):
     ax.invert_yaxis()
     fig.tight_layout()
     return fig
+
+
+def _pts(value) -> str:
+    return "n/a" if value is None else f"{100 * value:+.1f}"
+
+
+def test_rows(results: Sequence[dict]) -> list[list[str]]:
+    """One row per tested judge: the decision with its numbers (results written before the test have none)."""
+    rows = []
+    for result in results:
+        for judge, r in result["judges"].items():
+            if "p_value" not in r:
+                continue
+            test, mass = r["test"], r.get("masked_mass") or {}
+            effect = r["effect"]
+            rows.append(
+                [
+                    judge,
+                    test["control_judge"] or "none (within the judge)",
+                    f"{_pts(effect['mean'])} [{_pts(effect['ci'][0])}, {_pts(effect['ci'][1])}]",
+                    f"{r['p_value']:.3f}" + (f" (Holm {r['p_holm']:.3f})" if "p_holm" in r else ""),
+                    f"{r['alpha']:g}",
+                    str(r["n_test"]),
+                    "n/a" if mass.get("share_to_other_answer") is None else f"{100 * mass['share_to_other_answer']:.0f}%",
+                    "yes" if r["causal"] else "no",
+                ]
+            )
+    return rows
 
 
 def intervention_section(results: Sequence[dict], figures: Path) -> Path:
@@ -61,7 +92,9 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
         reused = result["reused"]
         splits.append(f"{result.get('split', 'all items')}, {result['n_items']} items")
     table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
-    body = render(_INTERVENTION_SECTION, image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, splits=splits, reused=reused)
+    header = ["judge", "control judge", "effect: change of P(own) beyond the control, pts (95% CI)", "p", "alpha", "test items", "masked mass moved to the other answer", "causal"]
+    tests = test_rows(results)
+    body = render(_INTERVENTION_SECTION, tests=table_html(header, tests) if tests else "", image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, splits=splits, reused=reused)
     path = figures / "intervention_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
     return path

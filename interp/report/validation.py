@@ -32,7 +32,8 @@ def effect_rows(result: dict) -> list[list[str]]:
     rows = []
     for judge, record in result["organisms"].items():
         groups = {
-            "causal test (top heads)": record["causal_test"]["effects"],
+            "causal test (own answer masked at every layer)": record["causal_test"]["effects"],
+            "localization (top heads)": record.get("localization", {}).get("effects", {}),
             "positive control": {"both": record["positive_control"]["effect"]},
             "layer-band sweep": record.get("sweep", {}).get("effects", {}),
             "steering levers": record.get("steering", {}).get("effects", {}),

@@ -14,20 +14,24 @@ from interp.storage import read_jsonl
 from tests.helpers import run_cli
 
 
-@pytest.fixture(scope="module")
-def small_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
-    """A finished run of two tiny 2-layer Llamas (3 items): the run each test copies."""
+def tiny_pair_run(root: Path, tiny_llama_dir: Path, tokenizer, *, n: int, attention: str) -> Path:
+    """A finished run of two tiny 2-layer Llamas over n items."""
     from interp.config import RunConfig
     from interp.run.pipeline import run_dbg
     from transformers import LlamaForCausalLM
 
     from tests.helpers.models import save_tiny, tiny_llama_config
 
-    root = tmp_path_factory.mktemp("causal")
-    other = save_tiny(root / "model_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
-    config = RunConfig(name="causal", n=3, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, n_boot=20, attention="none")
+    other = save_tiny(root / "model_b", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=7)
+    config = RunConfig(name="causal", n=n, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, n_boot=20, attention=attention)
     run_dbg(config, root / "run", progress=False)
     return root / "run"
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
+    """A finished run of two tiny 2-layer Llamas (3 items): the run each test copies."""
+    return tiny_pair_run(tmp_path_factory.mktemp("causal"), tiny_llama_dir, smollm2_tokenizer, n=3, attention="none")
 
 
 def spec_file(folder: Path, layer: int) -> Path:
@@ -85,3 +89,102 @@ def test_the_same_spec_twice_reuses_its_judgments(small_run, tmp_path, monkeypat
     monkeypatch.setattr("interp.run.judging.judge_batch", refuse)
     again = intervene_run(run, spec, with_controls=False, progress=False)
     assert again["judges"] == first["judges"]
+
+
+@pytest.fixture(scope="module")
+def attention_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
+    """Two tiny Llamas, 8 items, span attention recorded: the run the causal-test tests copy."""
+    return tiny_pair_run(tmp_path_factory.mktemp("causal-test"), tiny_llama_dir, smollm2_tokenizer, n=8, attention="final")
+
+
+def test_split_is_seeded_disjoint_and_refuses_an_empty_side():
+    from interp.errors import InterpError
+    from interp.experiments.causal import split_items
+
+    ids = [f"item-{i}" for i in range(40)]
+    selection, test = split_items(ids, 0.4, 3)
+    assert set(selection).isdisjoint(test) and sorted(selection + test) == sorted(ids)
+    assert split_items(ids, 0.4, 3) == (selection, test) and split_items(ids, 0.4, 4) != (selection, test)
+    assert split_items(ids[::-1], 0.4, 3)[0] == selection[::-1]  # an item's side depends on its id, not its place
+    with pytest.raises(InterpError, match="selection-share"):
+        split_items(ids[:1], 0.4, 3)
+
+
+def test_random_head_sets_match_the_chosen_layers_and_size():
+    from interp.experiments.causal import random_head_sets
+
+    chosen = {1: [0, 3], 4: [2]}
+    matched = random_head_sets(chosen, 6, 4, 25, seed_key="j|0", layer_matched=True)
+    assert all({layer: len(h) for layer, h in t.items()} == {1: 2, 4: 1} for t in matched)
+    assert len({str(t) for t in matched}) > 5  # they differ
+    free = random_head_sets(chosen, 6, 4, 25, seed_key="j|0", layer_matched=False)
+    assert all(sum(len(h) for h in t.values()) == 3 for t in free)
+    assert random_head_sets(chosen, 6, 4, 3, seed_key="j|0", layer_matched=True) == matched[:3]  # seeded
+
+
+def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(attention_run, run)
+    from interp.run.store import load_run
+
+    judge, other = load_run(run).config.models
+    refused = run_cli("intervene", str(run), "--all-layers", "--judge", judge, "--control-judge", "none")
+    assert refused.returncode == 2 and refused.stderr.strip().startswith("error:") and "control judge" in refused.stderr
+    assert not (run / "interventions").exists()  # refused before anything was written
+    result = run_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
+    assert result.returncode == 0, result.stderr[-3000:]
+    (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
+    record = written["judges"][judge]
+    assert isinstance(record["causal"], bool) and 0 < record["p_value"] <= 1 and record["alpha"] == 0.05
+    assert record["test"]["control_judge"] == other and record["test"]["design"] == "difference in differences"
+    assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
+    assert record["n_test"] == len(written["test_items"])
+    # the control judged J's own answer: its key differs from the control's own self-mask key
+    from interp.experiments.engine import Variant, variant_key
+    from hooks.spec import AttentionIntervention
+
+    loaded = load_run(run)
+    items = [i for i in loaded.items if i.id in set(written["test_items"])]
+    mask = Variant("self", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
+    assert written["control_variant_keys"][judge] == variant_key(loaded, other, "hf", mask, items, judge)
+    assert written["control_variant_keys"][judge] != variant_key(loaded, other, "hf", mask, items)
+    contrast = record["per_item_contrast"]
+    assert sorted(contrast) == sorted(written["test_items"])
+    assert record["effect"]["mean"] == pytest.approx(sum(contrast.values()) / len(contrast))
+    assert record["masked_mass"] is not None and 0 <= record["masked_mass"]["share_to_other_answer"] <= 1
+
+
+def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path):
+    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.run.store import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(attention_run, run)
+    a, b = load_run(run).config.models
+    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, random_head_sets=3, alpha=0.5)
+    result = intervene_run(run, design=design, judges=[a, b], progress=False)
+    assert result["multiple_comparisons"] == "Holm over 2 judges"
+    for judge in (a, b):
+        record = result["judges"][judge]
+        assert record["test"]["control_judge"] is None  # plain models: no counterpart, none named
+        assert "p_holm" in record and record["p_holm"] >= record["p_value"]
+        assert record["causal"] == (record["p_holm"] <= 0.5)
+        if record["test"]["random_sets_skipped"]:
+            assert record["test"]["p_flip"] > 0.5 and "random_head_sets" not in record
+        else:
+            assert len(record["random_head_sets"]["means"]) == 3 and record["test"]["n_random_sets"] == 3
+            assert record["p_value"] == max(record["test"]["p_flip"], record["test"]["p_rank"])
+    (folder,) = (run / "interventions").iterdir()
+    assert folder.name.startswith("self-mask-top2-heads-")
+
+
+def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    no_share = run_cli("intervene", str(run), "--top-heads", "2")
+    assert no_share.returncode == 2 and "--selection-share" in no_share.stderr
+    no_attention = run_cli("intervene", str(run), "--top-heads", "2", "--selection-share", "0.5", "--split-seed", "2")
+    assert no_attention.returncode == 2 and "attention" in no_attention.stderr
+    two = run_cli("intervene", str(run), "--all-layers", "--top-heads", "2")
+    assert two.returncode == 2 and "exactly one" in two.stderr
+    assert not (run / "interventions").exists()

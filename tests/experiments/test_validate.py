@@ -59,14 +59,15 @@ def test_truth_table_marks_a_working_and_a_broken_organism_pair():
             PLANTED: _organism(_metrics(0.7, 0.6, 0.3, [0.15, 0.45], 0.78), [-0.3, -0.1], [-0.08, 0.1], True),
         }
     }
-    assert [r["agrees"] for r in truth_rows(good)] == [True, True, True, True, True, True, True, None]
+    assert [r["agrees"] for r in truth_rows(good)] == [True, True, True, True, True, True, True, True]
     bad = json.loads(json.dumps(good))
     bad["organisms"][NULL]["metrics"]["position_consistency"] = 0.1  # cannot judge
     bad["organisms"][PLANTED]["metrics"]["dbg_hard_ci"] = [-0.05, 0.4]  # interval contains 0
     bad["organisms"][PLANTED]["positive_control"]["after"]["dbg_ci"] = [0.1, 0.3]  # DBG did not fall to 0
     bad["organisms"][NULL]["causal_test"]["causal"] = True  # an effect where none was planted
+    bad["organisms"][PLANTED]["causal_test"]["causal"] = False  # the planted effect missed
     agrees = [r["agrees"] for r in truth_rows(bad)]
-    assert agrees[0] is False and agrees[2] is False and agrees[5] is False and agrees[6] is False
+    assert agrees[0] is False and agrees[2] is False and agrees[5] is False and agrees[6] is False and agrees[7] is False
     # once the null organism is flagged as too weak, its rows other than "can judge" are no checks
     bad["organisms"][NULL]["unreliable_because"] = ["position consistency 10% < 50%"]
     weak_rows = truth_rows(bad)
