@@ -4,7 +4,6 @@ return fractions."""
 
 from __future__ import annotations
 
-import json
 import math
 from enum import Enum
 from pathlib import Path
@@ -14,6 +13,7 @@ import typer
 from interp import metrics
 from interp.analysis.lenses import run_lenses
 from interp.errors import InterpError
+from interp.report.terminal import payload_json
 
 
 class Verdict(str, Enum):
@@ -26,19 +26,6 @@ class TieChoice(str, Enum):
     half = "half"
     exclude = "exclude"
     loss = "loss"
-
-
-def _clean(value):
-    """JSON-safe copy: NaN -> null, tuples -> lists, numpy scalars -> Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _percent(value):
@@ -54,7 +41,7 @@ def _fmt(value, width: int = 9) -> str:
 
 
 def _emit_json(payload) -> None:
-    typer.echo(json.dumps(_clean(payload), indent=2, allow_nan=False))
+    typer.echo(payload_json(payload))
 
 
 def _table(header: list[str], rows: list[list]) -> None:

@@ -10,7 +10,7 @@ organisms' selection split, tested on their test split, against the other-span a
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Sequence
+from typing import NamedTuple, Sequence
 
 from hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
@@ -65,9 +65,16 @@ def planted_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dic
     return intervene_run(out, spec, judges=[PLANTED], items=test, split=f"test split (heads chosen on {len(selection)} selection items)", progress=progress, models=models)
 
 
+class Demo(NamedTuple):
+    """What the demo leaves: the report, and the planted organism's causal test (None when it was not run)."""
+
+    report: Path
+    causal: dict | None
+
+
 def run_demo(
     out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True
-) -> Path:
+) -> Demo:
     out = Path(out)
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
@@ -78,4 +85,4 @@ def run_demo(
         result = planted_causal_test(out, models=models, progress=progress)
         if result is not None:
             intervention_section([result], RunDir(out).figures)
-        return build_report(out)
+        return Demo(build_report(out), result)
