@@ -135,6 +135,18 @@ def test_figure2_grid_has_every_judge(organism_run):
         assert "dbg_hard" in summary["judges"][judge]
 
 
+def test_sweeps_and_interventions_pick_the_organisms(organism_run):
+    """`interp sweep` and `interp intervene` test every judge whose own model is an author (`self_judges`)."""
+    from types import SimpleNamespace
+
+    from interp.experiments.engine import self_judges
+    from interp.run.store import RunDir
+
+    run = SimpleNamespace(config=RunDir(organism_run).read_config())
+    assert self_judges(run, None) == list(JUDGES)
+    assert self_judges(run, [PLANTED]) == [PLANTED]
+
+
 def test_metrics_run_lenses_include_the_organisms(organism_run):
     from interp.analysis.lenses import run_lenses
 
