@@ -24,7 +24,7 @@ from torch import Tensor
 from hooks.spec import AttentionIntervention, Target, validate_against
 from interp.core.backends import Batch, ScoreBias
 from interp.core.judge import BiasBuilder
-from interp.core.models import LoadedModel
+from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 
@@ -263,8 +263,9 @@ def bias_builder(
     """A `judge_batch(..., bias=...)` builder applying `spec` to every batch.
 
     `authors[row]` = (author of slot A, author of slot B) for each prompt of the batch the builder is
-    called with (one builder per `judge_batch` call). "self"/"other" need them, and `judge_model` (default:
-    the model's name) equal to exactly one author; `inspect` has no authors, so there use "a", "b" or an
+    called with (one builder per `judge_batch` call). "self"/"other" need them, and the own model of
+    `judge_model` (default: the model's name; `own_model`: an organism's is its base) equal to exactly one
+    author; `inspect` has no authors, so there use "a", "b" or an
     explicit [start, end] span ("self"/"other" raise InterpError here, before any forward pass). The
     spec's layers and heads are checked against the model now; spans are checked per prompt before the
     forward pass.
@@ -274,6 +275,6 @@ def bias_builder(
         model.n_layers,
         model.n_heads,
         model_dtype(model.hf_model),
-        judge_model=judge_model if judge_model is not None else model.name,
+        judge_model=own_model(judge_model if judge_model is not None else model.name),
         authors=authors,
     )

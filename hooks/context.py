@@ -19,7 +19,7 @@ from hooks.compile import model_dtype, spec_bias_builder
 from hooks.spec import AttentionIntervention, Target
 from interp.core.backends import Batch, ScoreBias
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
-from interp.core.models import LoadedModel
+from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 
@@ -51,6 +51,11 @@ def _shape(obj) -> tuple[torch.nn.Module, int, int, str | None]:
     raise TypeError(f"dampen needs a backend, a LoadedModel or a Hugging Face model, not {type(obj).__name__}")
 
 
+def _own(judge: str | None) -> str | None:
+    """The judge's own model (an organism's is its base); None when the model has no name (a plain HF model)."""
+    return own_model(judge) if judge is not None else None
+
+
 @contextlib.contextmanager
 def dampen(
     backend_or_model,
@@ -71,7 +76,9 @@ def dampen(
             logits = backend.forward(batch)
 
     `target` is (start, end) in unpadded token indices of every row, a target name ("a", "b", "self",
-    "other", "random": pass `prompts=` for the batch, and `authors=` for self/other), or a ready
+    "other", "random": pass `prompts=` for the batch, and `authors=` for self/other; "self" is the response
+    of `own_model(judge_model)`, judge_model defaulting to the model's name, so an organism's is its base
+    model's), or a ready
     `AttentionIntervention` (then alpha/layers/heads/queries/seed are taken from it). Works on a backend
     (its `forward` adds the compiled bias to any `score_bias` passed), a `LoadedModel` or a plain HF model
     (calling the model, e.g. `hf_model(input_ids=..., attention_mask=...)`, runs it through the biased
@@ -96,7 +103,7 @@ def dampen(
         n_layers,
         n_heads,
         model_dtype(hf_model),
-        judge_model=judge_model if judge_model is not None else name,
+        judge_model=_own(judge_model if judge_model is not None else name),
         authors=authors,
     )
 

@@ -63,7 +63,7 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
       - "judge_diff": {author: Tensor}  cells[judges[0]][author] - cells[judges[1]][author] (two judges or
         more; the first two), on "judge_diff_x" ("judge_diff_axis"): the shared layer axis, or relative depth
         (linear interpolation onto the deeper model's grid) when the judges' depths differ
-      - "own_minus_other": {judge: Tensor[layer]} for judges that are also authors
+      - "own_minus_other": {judge: Tensor[layer]} for judges whose own model (`own_model`) is an author
       - "grid": DataFrame, index judges (+ judge-difference row), columns authors (+ author-difference
         column), each cell a per-layer Tensor
       - "long": the same numbers as a long DataFrame (kind, judge, author, layer, depth, x, value)
@@ -83,9 +83,8 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
         cells[run.judge] = {author: profile[k] for k, author in enumerate(authors)}
         author_diff[run.judge] = profile[0] - profile[1]
         xs[run.judge] = run.depth(relative_depth)
-        if run.judge in authors:
-            own = authors.index(run.judge)
-            own_other[run.judge] = profile[own] - profile[1 - own]
+        if run.has_own:  # an organism's own answers are its base model's
+            own_other[run.judge] = profile[run.own_author] - profile[1 - run.own_author]
     judge_names = [run.judge for run in runs]
     judge_diff: dict[str, Tensor] = {}
     diff_x, diff_axis = None, None

@@ -109,6 +109,12 @@ class RunAttention:
         return torch.gather(self.span_tokens, -1, self.author_slots)
 
     @property
+    def has_own(self) -> bool:
+        """Whether one of the run's response authors is the judge's own model (`own_model`: an organism's is
+        its base); own/other views need it."""
+        return own_model(self.judge) in self.models
+
+    @property
     def own_author(self) -> int:
         """Index in `models` of the judge's own responses."""
         own = own_model(self.judge)

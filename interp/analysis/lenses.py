@@ -1,5 +1,7 @@
 """The seed metrics as lenses on a DBG run's judgment records: SPR-style self-preference, Chen et al. 2025
-(with correctness flags), and the Preference Leakage Score between two judges that are also the authors."""
+(with correctness flags), the Preference Leakage Score between two judges that are also the authors, and,
+where the run has gold, the unjustified/legitimate self-preference rates and the Evaluator Quality Baseline
+(`interp.metrics.bias_lenses`) beside DBG."""
 
 from __future__ import annotations
 
@@ -22,11 +24,14 @@ from interp.metrics.chen2025 import (
     macro_average,
     self_probability,
 )
+from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.dbg import hard_wins
 from interp.metrics.pls import preference_leakage_score
 from interp.metrics.stats import bootstrap_ci
 from interp.metrics.tables import flag, iter_jsonl
 from interp.run.records import JudgmentRecord, read_judgments
+from interp.run.store import RunDir
+from interp.run.summary import judge_verdicts
 
 
 def read_run_correctness(path: str | Path) -> dict[tuple[str, str], bool]:
@@ -182,14 +187,37 @@ def run_preference_leakage(
     return results
 
 
+def run_gold_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+    """Per judge of the run whose own model (`own_model`) is one of the authors: the unjustified and
+    legitimate self-preference rates and the Evaluator Quality Baseline, from its verdicts and gold's
+    (fractions, bootstrap intervals over instructions). Empty when the run has no config or no gold."""
+    paths = RunDir(Path(run_dir))
+    if not paths.config.is_file() or not paths.gold.is_file():
+        return {}
+    config = paths.read_config()
+    out = {}
+    for judge in config.judge_specs:
+        if own_model(judge) not in config.models or not paths.read_judgments(judge=judge):
+            continue
+        v = judge_verdicts(paths.root, judge)
+        out[judge] = {
+            "own_model": v.own,
+            "n_items": len(v.p_own),
+            **self_preference_rates(v.p_own, v.gold_own, n_boot=n_boot, seed=seed, level=level),
+            "evaluator_quality_baseline": evaluator_quality_baseline(v.p_own, v.gold_own, n_boot=n_boot, seed=seed, level=level),
+        }
+    return out
+
+
 def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
     """Every lens that applies to a DBG run directory (fractions).
 
     Reads ``RUN_DIR/judgments.jsonl`` and, if present, ``RUN_DIR/correctness.jsonl``. Returns
-    ``{"self_preference": {...}, "chen2025": {...} | None, "pls": [...]}``: self-preference for
-    every judge that is also an author (:func:`run_self_preference`), the Chen et al. 2025 table
-    when correctness exists (:func:`chen2025_judge_table`, paper verdicts), and PLS where two
-    judges are also the two authors (:func:`run_preference_leakage`).
+    ``{"self_preference": {...}, "chen2025": {...} | None, "pls": [...], "gold_lenses": {...}}``:
+    self-preference for every judge that is also an author (:func:`run_self_preference`), the Chen
+    et al. 2025 table when correctness exists (:func:`chen2025_judge_table`, paper verdicts), PLS
+    where two judges are also the two authors (:func:`run_preference_leakage`), and the lenses
+    that need gold (:func:`run_gold_lenses`).
     """
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
@@ -206,6 +234,7 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
         "self_preference": run_self_preference(self_records, n_boot=n_boot, seed=seed, level=level) if self_records else {},
         "chen2025": None,
         "pls": run_preference_leakage(judgments, n_boot=n_boot, seed=seed, level=level),
+        "gold_lenses": run_gold_lenses(run_dir, n_boot=n_boot, seed=seed, level=level),
     }
     if correctness is not None:
         chen_records = run_self_records(judgments, correctness)

@@ -7,19 +7,28 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
 from interp.errors import InterpError
 from interp.report.steering import interval_text, pct0
 
 
-def _refresh_report(run_dir: Path) -> None:
+def _refresh_report(run_dir: Path) -> Path | None:
+    """Rebuild the run's report (None when the run has no summary to build it from)."""
     from interp.report.build import build_report
     from interp.run.store import RunDir
 
     paths = RunDir(Path(run_dir))
-    if paths.summary.exists():
-        with paths.writer():
-            typer.echo(f"report: {build_report(run_dir)}")
+    if not paths.summary.exists():
+        return None
+    with paths.writer():
+        return build_report(run_dir)
+
+
+def _run_summary(run_dir: Path) -> dict | None:
+    from interp.run.store import RunDir
+
+    paths = RunDir(Path(run_dir))
+    return paths.read_summary() if paths.summary.exists() else None
 
 
 def intervene(
@@ -37,12 +46,14 @@ def intervene(
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer, against a control judge and random head sets (responses and gold held fixed)."""
     from hooks.spec import load_spec
     from interp.experiments.causal import TestDesign, intervene_run
     from interp.report.interventions import intervention_section
+    from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
     chosen = [name for name, given in (("--spec", spec_path is not None), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
@@ -63,31 +74,35 @@ def intervene(
     result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
-    for judge_name, r in result["judges"].items():
-        typer.echo(f"{judge_name}: DBG {100 * r['before']['dbg_hard']:+.1f} pts before; " + "; ".join(
-            f"{name}: DBG {100 * v['dbg_hard']:+.1f}, P(own) {r['before']['mean_p_own']:.3f} -> {v['mean_p_own']:.3f}" for name, v in r["variants"].items()
-        ))
-        typer.echo(r["verdict"])
     reused = result["reused"]
-    typer.echo(f"reused {reused['responses']} responses (generated {reused['responses_generated']}) and {reused['gold_verdicts']} gold verdicts")
-    _refresh_report(run_dir)
-
-
-def _echo_results(path: Path) -> None:
-    typer.echo(f"results: {path}")
-    for figure in sorted(path.parent.glob("effect_vs_*.png")):
-        typer.echo(f"figure: {figure}")
+    if not as_json:
+        typer.echo(f"reused {reused['responses']} responses (generated {reused['responses_generated']}) and {reused['gold_verdicts']} gold verdicts")
+    files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
+    finish(results_payload(_run_summary(run_dir), causal=result["judges"], n_items=result["n_items"], files=files), as_json)
 
 
 def sweep(
     config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
     from interp.experiments.sweeps import load_sweep_config, run_sweep
+    from interp.report.terminal import results_payload
+    from interp.metrics.tables import read_table_rows
 
-    _echo_results(run_sweep(config, where=placement_keys(device, dtype, load_sweep_config(config))))
+    sweep_config = load_sweep_config(config)
+    results = run_sweep(config, where=placement_keys(device, dtype, sweep_config))
+    files = {"results": results} | {figure.stem: figure for figure in sorted(results.parent.glob("effect_vs_*.png"))}
+    payload = results_payload(_run_summary(Path(sweep_config.run)), sweep=[row for _, row in read_table_rows(results, ("judge", "effect"))], files=files)
+    finish(payload, as_json)
+
+
+def _echo_results(path: Path) -> None:
+    typer.echo(f"results: {path}")
+    for figure in sorted(path.parent.glob("effect_vs_*.png")):
+        typer.echo(f"figure: {figure}")
 
 
 def steer_sweep(
@@ -138,4 +153,5 @@ def steer(
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")
-    _refresh_report(run_dir)
+    if (report := _refresh_report(run_dir)) is not None:
+        typer.echo(f"report: {report}")

@@ -4,7 +4,6 @@ return fractions."""
 
 from __future__ import annotations
 
-import json
 import math
 from enum import Enum
 from pathlib import Path
@@ -14,6 +13,7 @@ import typer
 from interp import metrics
 from interp.analysis.lenses import run_lenses
 from interp.errors import InterpError
+from interp.report.terminal import payload_json
 
 
 class Verdict(str, Enum):
@@ -26,19 +26,6 @@ class TieChoice(str, Enum):
     half = "half"
     exclude = "exclude"
     loss = "loss"
-
-
-def _clean(value):
-    """JSON-safe copy: NaN -> null, tuples -> lists, numpy scalars -> Python numbers."""
-    if isinstance(value, dict):
-        return {str(k): _clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_clean(v) for v in value]
-    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
-        value = value.item()
-    if isinstance(value, float) and not math.isfinite(value):
-        return None
-    return value
 
 
 def _percent(value):
@@ -54,7 +41,7 @@ def _fmt(value, width: int = 9) -> str:
 
 
 def _emit_json(payload) -> None:
-    typer.echo(json.dumps(_clean(payload), indent=2, allow_nan=False))
+    typer.echo(payload_json(payload))
 
 
 def _table(header: list[str], rows: list[list]) -> None:
@@ -222,7 +209,10 @@ def run_command(
     author: SPR (Chen et al. Eq. 1 verdicts over both orders), its own responses' hard and soft win
     rates, position consistency. With correctness.jsonl ({item_id, model, correct}): the Chen et al.
     table (SPR, JA, LSPR, HSPP, SPR_diff, SPR_same). Where two judges are also the two authors: PLS.
-    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...]}.
+    With the run's gold (gold.jsonl), for every judge whose own model is an author (an organism's is its
+    base): the unjustified and legitimate self-preference rates and the Evaluator Quality Baseline.
+    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...],
+    "gold_lenses": {judge: {...}}}.
     """
     lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
     lenses = _percent_tree(lenses)
@@ -241,9 +231,32 @@ def run_command(
     if lenses["chen2025"]:
         typer.echo("\nChen et al. 2025 (correctness.jsonl)")
         _table(["judge", *metrics.CHEN_METRICS], [[j, *(e[m] for m in metrics.CHEN_METRICS)] for j, e in lenses["chen2025"].items()])
+    if lenses["gold_lenses"]:
+        gold = lenses["gold_lenses"]
+        typer.echo("\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own answer where gold prefers the other / its own")
+        _table(
+            ["judge", "own", "unjust", "unj_lo", "unj_hi", "n_unj", "legit", "leg_lo", "leg_hi", "n_leg"],
+            [[j, e["own_model"], *_rate_cells(e["unjustified"]), *_rate_cells(e["legitimate"])] for j, e in gold.items()],
+        )
+        typer.echo("\nEvaluator Quality Baseline (arXiv 2601.22548): votes for its own wrong answer vs another model's wrong answer")
+        _table(
+            ["judge", "own_wrong", "own_lo", "own_hi", "other_wrong", "oth_lo", "oth_hi", "diff", "diff_lo", "diff_hi"],
+            [
+                [j, *_rate_cells(q["own_wrong"])[:3], *_rate_cells(q["other_wrong"])[:3], *_rate_cells(q["difference"])[:3]]
+                for j, q in ((j, e["evaluator_quality_baseline"]) for j, e in gold.items())
+            ],
+        )
+    else:
+        typer.echo("\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no unjustified/legitimate rates, no Evaluator Quality Baseline.")
     if lenses["pls"]:
         typer.echo("\nPreference Leakage Score (two judges that are the two authors)")
         _table(["judges", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"], [[" vs ".join(r["judges"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]])
+
+
+def _rate_cells(rate: dict) -> list:
+    """value, interval low, high, n of a `subset_rate` (n/a where the subset is empty)."""
+    value, (low, high) = rate["value"], rate["ci"]
+    return [math.nan if value is None else value, math.nan if low is None else low, math.nan if high is None else high, rate["n"]]
 
 
 _COUNT_KEYS = {"n_items", "n_evaluatees", "n", "judges"}

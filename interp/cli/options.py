@@ -1,4 +1,5 @@
-"""Options several commands share: where their local models run (`--device`, `--dtype`)."""
+"""Options several commands share: where their local models run (`--device`, `--dtype`), and `--json` for the
+results a command ends with (`finish`: the rich table of `interp.report.terminal`, or the same as JSON)."""
 
 from __future__ import annotations
 
@@ -25,3 +26,17 @@ def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | 
     keys = (base or PlacementKeys()).model_dump(include={"device", "dtype", "device_map"})
     keys |= {k: v for k, v in {"device": device, "dtype": dtype}.items() if v is not None}
     return validate_config(PlacementKeys, keys, "--device/--dtype")
+
+
+def json_option():
+    return typer.Option(False, "--json", help="print the results as JSON (stdout holds only the JSON)")
+
+
+def finish(payload: dict, as_json: bool) -> None:
+    """End a command with its results: the terminal table, or with --json the same content as JSON."""
+    from interp.report.terminal import payload_json, print_results
+
+    if as_json:
+        typer.echo(payload_json(payload))
+    else:
+        print_results(payload)

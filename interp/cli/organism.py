@@ -9,7 +9,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
 
 
 def train(
@@ -56,14 +56,23 @@ def validate(
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     progress: bool = typer.Option(True, help="progress bars"),
+    as_json: bool = json_option(),
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
     from interp.experiments.validate import ValidationPlan, validate as run_validation
+    from interp.report.terminal import results_payload
+    from interp.run.store import RunDir
 
     plan = ValidationPlan.small() if small else ValidationPlan()
     result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress)
-    for row in result["truth_table"]:
-        mark = {True: "yes", False: "NO", None: "n/a"}[row["agrees"]]
-        typer.echo(f"[{mark:>3}] {row['claim']}: {row['toolkit']}")
-    typer.echo(f"validation: {Path(out) / 'validation.json'}\nreport: {result['report']}")
+    if not as_json:
+        for row in result["truth_table"]:
+            mark = {True: "yes", False: "NO", None: "n/a"}[row["agrees"]]
+            typer.echo(f"[{mark:>3}] {row['claim']}: {row['toolkit']}")
+    causal = {name: organism["causal_test"] for name, organism in result["organisms"].items()}
+    files = {"validation": Path(out) / "validation.json", "report": result["report"]}
+    payload = results_payload(RunDir(result["run_dir"]).read_summary(), causal=causal, n_items=len(result["splits"]["test"]), files=files)
+    if as_json:
+        payload["truth_table"] = result["truth_table"]
+    finish(payload, as_json)

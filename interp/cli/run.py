@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
 from interp.errors import InterpError
 
 
@@ -78,11 +78,13 @@ def dbg(
     report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
     from interp.config import load_run_config, run_config_from_dict
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
+    from interp.report.terminal import results_payload
     from interp.run.pipeline import run_dbg
     from interp.run.store import RunDir
 
@@ -90,19 +92,13 @@ def dbg(
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
     summary = run_dbg(run_config, out)
+    files = {"run": Path(out)}
     if report:
         with RunDir(out).writer():
             if run_config.attention != "none":
                 write_attention_figures(out)
-            typer.echo(f"report: {build_report(out)}")
-    echo_dbg(summary)
-
-
-def echo_dbg(summary: dict) -> None:
-    for judge, scores in summary["judges"].items():
-        if "dbg_hard" in scores:
-            lo, hi = scores["dbg_ci"]
-            typer.echo(f"{judge}: DBG = {100 * scores['dbg_hard']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (soft {100 * scores['dbg_soft']:+.1f})")
+            files["report"] = build_report(out)
+    finish(results_payload(summary, files=files), as_json)
 
 
 def demo(
@@ -111,9 +107,15 @@ def demo(
     backend: str = typer.Option("hf", "--backend", "-b"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    as_json: bool = json_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
     from interp.experiments.demo import run_demo
+    from interp.report.terminal import results_payload
+    from interp.run.store import RunDir
 
-    path = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype))
-    typer.echo(f"report: {path}")
+    demo = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype))
+    causal = demo.causal["judges"] if demo.causal is not None else {}
+    n_test = demo.causal["n_items"] if demo.causal is not None else None
+    payload = results_payload(RunDir(out).read_summary(), causal=causal, n_items=n_test, files={"report": demo.report})
+    finish(payload, as_json)

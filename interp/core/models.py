@@ -20,6 +20,7 @@ from typing import Literal
 
 import torch
 
+from interp.core.adapters import organism_base
 from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
 from interp.errors import InterpError
 
@@ -97,9 +98,17 @@ def attention_implementation(hf_model, name: str):
 
 
 def own_model(judge: str) -> str:
-    """The model whose answers are the judge's own: the judge itself, or an organism's base model."""
+    """The model whose answers are the judge's own: an organism's base model (a shipped organism alias, or a
+    local adapter folder's manifest `base_model`), otherwise the judge itself.
+
+    The one definition every analysis uses (DBG, the Figure 2 and Figure 7 grids, head maps, interventions'
+    "self"/"other" targets, sweeps): a judge has own answers in a run when `own_model(judge)` is one of the
+    run's two response authors.
+    """
     alias = ALIASES.get(judge)
-    return alias.base if alias is not None and alias.base else judge
+    if alias is not None and alias.base:
+        return alias.base
+    return organism_base(judge) or judge
 
 
 def cache_root() -> Path:

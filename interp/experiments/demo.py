@@ -10,6 +10,8 @@ counterpart as the control judge, on the demo items of the organisms' test split
 from __future__ import annotations
 
 from pathlib import Path
+from typing import NamedTuple
+
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
@@ -61,9 +63,16 @@ def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> di
     )
 
 
+class Demo(NamedTuple):
+    """What the demo leaves: the report, and the organisms' causal test (None when it was not run)."""
+
+    report: Path
+    causal: dict | None
+
+
 def run_demo(
     out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True
-) -> Path:
+) -> Demo:
     out = Path(out)
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
@@ -74,4 +83,4 @@ def run_demo(
         result = organism_causal_test(out, models=models, progress=progress)
         if result is not None:
             intervention_section([result], RunDir(out).figures)
-        return build_report(out)
+        return Demo(build_report(out), result)

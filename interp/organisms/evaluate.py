@@ -16,77 +16,36 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import NamedTuple, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from interp.core.models import ModelCache
 from interp.config import RunConfig
-from interp.core.adapters import organism_base
-from interp.core.models import own_model
+from interp.core.models import ModelCache
 from interp.metrics.dbg import dbg, hard_wins, position_consistency
-from interp.metrics.stats import bootstrap_ci
+from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.data import dev_items, load_items
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
-from interp.run.gold import aggregate_gold
 from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
-from interp.run.summary import p_first_wins
+from interp.run.summary import Verdicts, judge_verdicts
 
 # The 16 items of tests/fixtures/alpacaeval_16.json followed by 32 more in the same style, none of them in any
 # packaged set (the issue checks the organisms on an unseen 16-item file; 48 read that bar with less noise).
 UNSEEN_FILE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "alpacaeval_unseen_48.json"
 
 
-def _rate(mask: np.ndarray, values: np.ndarray, n_boot: int, seed: int) -> dict:
-    idx = np.flatnonzero(mask)
-    if idx.size == 0:
-        return {"value": None, "n": 0, "ci": [None, None]}
-    sub = values[idx]
-    ci = bootstrap_ci(lambda d: float(sub[d].mean()), idx.size, n_boot=n_boot, seed=seed)
-    return {"value": float(sub.mean()), "n": int(idx.size), "ci": [float(ci[0]), float(ci[1])]}
-
-
-class Verdicts(NamedTuple):
-    """One judge's verdicts on the items of a run, beside gold's."""
-
-    own: str  # the judge's own model (an organism's base)
-    ab: np.ndarray  # per item, P(first model's answer wins) with it in slot A
-    ba: np.ndarray  # ... in slot B
-    p_own: np.ndarray  # per item, P(own answer wins), mean over both orders
-    gold_own: np.ndarray  # gold's P(own answer wins)
-    slot_a_rate: float  # share of all the judge's judgments in the run that pick slot A
-
-
-def _verdicts(run_dir: Path, judge: str, items: Sequence[str] | None) -> Verdicts:
-    """`judge`'s verdicts in `run_dir`, on the items with ids `items` (all when None); judgments read once."""
-    paths = RunDir(Path(run_dir))
-    config = paths.read_config()
-    chosen = None if items is None else set(items)
-    items = [item for item in paths.read_items() if chosen is None or item.id in chosen]
-    first_model = config.models[0]
-    own = organism_base(judge) or own_model(judge)  # an adapter folder's own model is its base too
-    judgments = paths.read_judgments(judge=judge)
-    ab, ba = p_first_wins(judgments, items, first_model)
-    gold = paths.read_gold()
-    gold_first = np.array(aggregate_gold({name: [v[i.id] for i in items] for name, v in gold.items()}))
-    own_first = own == first_model
-    p_first = (ab + ba) / 2
-    p_own = p_first if own_first else 1 - p_first
-    gold_own = gold_first if own_first else 1 - gold_first
-    return Verdicts(own, ab, ba, p_own, gold_own, float(np.mean([r.p_a > 0.5 for r in judgments])))
-
-
 def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
     """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
     `items` (ids): on those items only (e.g. a test split)."""
-    v = _verdicts(run_dir, judge, items)
+    v = judge_verdicts(run_dir, judge, items)
     p_own, gold_own = v.p_own, v.gold_own
     h, g = hard_wins(p_own), hard_wins(gold_own)
     agree = 1 - np.abs(h - g)
     scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+    rates = self_preference_rates(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "judge": judge,
         "own_model": v.own,
@@ -98,9 +57,9 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
         "dbg_soft_ci": [float(x) for x in scores["dbg_soft_ci"]],
         "win_rate_own_hard": scores["win_rate_own_hard"],
         "gold_win_rate_own_hard": scores["gold_win_rate_hard"],
-        "agreement_with_gold": _rate(np.ones_like(h, dtype=bool), agree, n_boot, seed),
-        "agreement_legitimate": _rate(g == 1.0, (h == 1.0).astype(float), n_boot, seed),
-        "own_rate_unjustified": _rate(g == 0.0, (h == 1.0).astype(float), n_boot, seed),
+        "agreement_with_gold": subset_rate(np.ones_like(h, dtype=bool), agree, n_boot=n_boot, seed=seed),
+        "agreement_legitimate": rates["legitimate"],
+        "own_rate_unjustified": rates["unjustified"],
         "gold_ties": int((g == 0.5).sum()),
         "slot_a_rate": v.slot_a_rate,
     }
@@ -108,7 +67,7 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
 
 def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None) -> tuple[Verdicts, Verdicts]:
     """Two judges' verdicts on the same items of one run; an error unless they share the own model and gold."""
-    ours, theirs = _verdicts(run_dir, judge, items), _verdicts(run_dir, reference, items)
+    ours, theirs = judge_verdicts(run_dir, judge, items), judge_verdicts(run_dir, reference, items)
     if ours.own != theirs.own or not np.array_equal(ours.gold_own, theirs.gold_own):
         raise InterpError(f"{judge} and {reference} have different own models or gold: no paired gap")
     return ours, theirs
@@ -118,7 +77,7 @@ def soft_dbg_gap(run_dir: Path, judge: str, reference: str, *, n_boot: int = 100
     """`judge`'s soft DBG minus `reference`'s on one run (gold cancels: the mean of P(own) minus P(own)), with a
     paired bootstrap interval over items: the figure of the issue's unseen bar (planted minus null)."""
     ours, theirs = paired_verdicts(run_dir, judge, reference, items)
-    return _rate(np.ones(len(ours.p_own), dtype=bool), ours.p_own - theirs.p_own, n_boot, seed)
+    return subset_rate(np.ones(len(ours.p_own), dtype=bool), ours.p_own - theirs.p_own, n_boot=n_boot, seed=seed)
 
 
 def legitimate_gap(
@@ -128,7 +87,7 @@ def legitimate_gap(
     with a paired bootstrap interval over those pairs: both judges read the same answers and the same gold."""
     ours, theirs = paired_verdicts(run_dir, judge, reference, items)
     picks_own = [(hard_wins(v.p_own) == 1.0).astype(float) for v in (ours, theirs)]
-    return _rate(hard_wins(ours.gold_own) == 1.0, picks_own[0] - picks_own[1], n_boot, seed)
+    return subset_rate(hard_wins(ours.gold_own) == 1.0, picks_own[0] - picks_own[1], n_boot=n_boot, seed=seed)
 
 
 def check_gap_against(judges: Sequence[str], gap_against: str | None) -> None:

@@ -412,7 +412,7 @@ def write_attention_figures(
     written["profiles_csv"] = figures / "attention_profiles.csv"
     atomic_write_text(written["profiles_csv"], long.to_csv(index=False))
 
-    own_runs = {judge: run for judge, run in runs.items() if judge in run.models}
+    own_runs = {judge: run for judge, run in runs.items() if run.has_own}  # organisms too (own = their base)
     heads: dict[str, list] = {}
     heads_mass: dict[str, list] = {}
     head_tables, layer_tables, length_tables = [], [], []

@@ -1,32 +1,41 @@
-"""The DBG section of the report: the Figure 2 grid (judge A, gold, judge B) and the DBG table."""
+"""The DBG section of the report: the Figure 2 grid (every judge of the run and gold) and the DBG table."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import numpy as np
+from interp.core.models import own_model
 from interp.report.figures import plt, png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.templating import Markup, render
 
 
-def figure2_grid(summary: dict):
-    """DBG paper Figure 2: rows judge A, gold, judge B; columns A wins, B wins (hard win rates)."""
+def figure2_rows(summary: dict) -> list[tuple[str, float]]:
+    """The Figure 2 rows as (label, hard rate of the first model winning): every judge of the run, grouped
+    as the paper draws them (judges whose own model is the first author, gold, those of the second author,
+    then judges with no answers in the run). The own model is `own_model`'s (an organism's is its base)."""
     first, second = summary["models"]
     judges = summary["judges"]
-    rows, labels = [], []
-    for name, is_gold in ((first, False), ("gold", True), (second, False)):
-        if is_gold:
-            rate = summary["gold"]["win_rate"][first]
-            labels.append("Gold (" + ", ".join(summary["gold"]["judges"]) + ")")
-        elif name in judges:
-            rate = judges[name]["win_rate_first_hard"]
-            labels.append(f"Judge: {name}")
-        else:
-            continue
-        rows.append([rate, 1 - rate])
-    values = np.array(rows)
-    fig, ax = plt.subplots(figsize=(6.2, 0.9 + 0.7 * len(rows)))
+    owns = {judge: own_model(judge) for judge in judges}
+
+    def label(judge: str) -> str:
+        return f"Judge: {judge}" if owns[judge] == judge else f"Judge: {judge} (own: {owns[judge]})"
+
+    rows = [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] == first]
+    rows.append(("Gold (" + ", ".join(summary["gold"]["judges"]) + ")", summary["gold"]["win_rate"][first]))
+    rows += [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] == second]
+    rows += [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] not in (first, second)]
+    return rows
+
+
+def figure2_grid(summary: dict):
+    """DBG paper Figure 2, one row per judge of the run plus gold; columns A wins, B wins (hard win rates)."""
+    first, second = summary["models"]
+    rows = figure2_rows(summary)
+    labels = [label for label, _ in rows]
+    values = np.array([[rate, 1 - rate] for _, rate in rows])
+    fig, ax = plt.subplots(figsize=(6.2 + 0.04 * max(len(x) for x in labels), 0.9 + 0.7 * len(rows)))
     ax.imshow(values, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
         ax.text(c, r, f"{100 * v:.1f}%", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
@@ -82,4 +91,42 @@ _DBG_SECTION = (
     "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
     "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}. "
     "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>{{ table }}"
+)
+
+
+def _rate_text(rate: dict) -> str:
+    """A rate in percent with its interval and subset size (n/a for an empty subset)."""
+    if rate["value"] is None:
+        return f"n/a (n {rate['n']})"
+    low, high = rate["ci"]
+    return f"{100 * rate['value']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] (n {rate['n']})"
+
+
+def _diff_text(rate: dict) -> str:
+    if rate["value"] is None:
+        return "n/a"
+    low, high = rate["ci"]
+    return f"{_pct(rate['value'])} [{_pct(low)}, {_pct(high)}]"
+
+
+def bias_lenses_section(lenses: dict) -> Markup:
+    """The lenses beside DBG (`interp.analysis.lenses.run_gold_lenses`): unjustified/legitimate self-preference
+    and the Evaluator Quality Baseline, one row per judge whose own model is an author."""
+    rows = []
+    for judge, e in lenses.items():
+        q = e["evaluator_quality_baseline"]
+        rows.append(
+            [judge, e["own_model"], _rate_text(e["unjustified"]), _rate_text(e["legitimate"]), _rate_text(q["own_wrong"]), _rate_text(q["other_wrong"]), _diff_text(q["difference"])]
+        )
+    header = ["judge", "own model", "unjustified", "legitimate", "votes own wrong answer", "votes other's wrong answer", "difference (pts)"]
+    return render(_LENSES_SECTION, table=table_html(header, rows))
+
+
+_LENSES_SECTION = (
+    "<p class='note'>The same verdicts as the DBG table, split by gold's verdict (hard verdicts; gold ties in neither "
+    "subset; 95% bootstrap intervals over instructions). Unjustified / legitimate self-preference (Roytburg et al. "
+    "2025): the share of pairs where the judge picks its own answer, among pairs where gold prefers the other answer / "
+    "its own. Evaluator Quality Baseline (Are LLM Evaluators Really Narcissists?, arXiv 2601.22548): the rate of voting "
+    "for its own wrong answer (gold's loser) against the rate of voting for the other model's wrong answer; a "
+    "difference near 0 is a judge that errs alike on both, whatever its own-win rate.</p>{{ table }}"
 )

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import json
-from typing import Sequence
+from pathlib import Path
+from typing import NamedTuple, Sequence
 
 import numpy as np
 
@@ -42,6 +43,41 @@ def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first
         ab.append(r_ab.p_a + tie_ab)
         ba.append(r_ba.p_b + tie_ba)
     return np.array(ab), np.array(ba)
+
+
+class Verdicts(NamedTuple):
+    """One judge's verdicts on the items of a run, beside gold's."""
+
+    own: str  # the judge's own model (`own_model`: an organism's base)
+    ab: np.ndarray  # per item, P(first model's answer wins) with it in slot A
+    ba: np.ndarray  # ... in slot B
+    p_own: np.ndarray  # per item, P(own answer wins), mean over both orders
+    gold_own: np.ndarray  # gold's P(own answer wins)
+    slot_a_rate: float  # share of all the judge's judgments in the run that pick slot A
+
+
+def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None) -> Verdicts:
+    """`judge`'s verdicts in `run_dir`, on the items with ids `items` (all when None); judgments read once.
+    The judge's own model must be one of the run's two authors, and the run must have gold."""
+    paths = RunDir(Path(run_dir))
+    config = paths.read_config()
+    chosen = None if items is None else set(items)
+    items = [item for item in paths.read_items() if chosen is None or item.id in chosen]
+    first_model = config.models[0]
+    own = own_model(judge)
+    if own not in config.models:
+        raise InterpError(f"judge {judge!r}: its own model {own!r} is not one of the run's authors ({', '.join(config.models)})")
+    judgments = paths.read_judgments(judge=judge)
+    ab, ba = p_first_wins(judgments, items, first_model)
+    gold = paths.read_gold()
+    if not gold:
+        raise InterpError(f"run directory {paths.root} has no gold verdicts (gold.jsonl)")
+    gold_first = np.array(aggregate_gold({name: [v[i.id] for i in items] for name, v in gold.items()}))
+    own_first = own == first_model
+    p_first = (ab + ba) / 2
+    p_own = p_first if own_first else 1 - p_first
+    gold_own = gold_first if own_first else 1 - gold_first
+    return Verdicts(own, ab, ba, p_own, gold_own, float(np.mean([r.p_a > 0.5 for r in judgments])))
 
 
 def judge_scores(

@@ -188,3 +188,35 @@ def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path):
     two = run_cli("intervene", str(run), "--all-layers", "--top-heads", "2")
     assert two.returncode == 2 and "exactly one" in two.stderr
     assert not (run / "interventions").exists()
+
+
+def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_path):
+    run = tmp_path / "run"
+    shutil.copytree(small_run, run)
+    spec = spec_file(tmp_path, 0)
+    shown = run_cli("intervene", str(run), "--spec", str(spec), "--no-controls")
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    assert "DBG per judge" in shown.stdout and "Causal test" in shown.stdout and "report: " in shown.stdout
+    as_json = run_cli("intervene", str(run), "--spec", str(spec), "--no-controls", "--json")
+    assert as_json.returncode == 0, as_json.stderr[-3000:]
+    payload = json.loads(as_json.stdout)  # stdout holds only the JSON
+    (stored,) = result_of(run).values()
+    assert [r["judge"] for r in payload["causal"]] == list(stored["judges"])
+    for row in payload["causal"]:
+        judged = stored["judges"][row["judge"]]
+        assert row["causal"] == judged["causal"] and row["effect"]["mean"] == judged["effects"]["self"]["mean"]
+        assert row["n_test"] == stored["n_items"] == 3
+    summary = json.loads((run / "summary.json").read_text())
+    assert {r["judge"]: r["dbg_hard"] for r in payload["dbg"]} == {j: s.get("dbg_hard") for j, s in summary["judges"].items()}
+
+    config = tmp_path / "sweep.toml"
+    config.write_text(f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n')
+    swept = run_cli("sweep", str(config), "--json")
+    assert swept.returncode == 0, swept.stderr[-3000:]
+    payload = json.loads(swept.stdout)
+    rows = Path(payload["files"]["results"]).read_text().splitlines()
+    assert payload["sweep"]["n_points"] == len(rows) - 1 > 0 and payload["files"]["results"].endswith("results.csv")
+    effects = [r["effect"]["mean"] for r in payload["sweep"]["top"]]
+    assert effects == sorted(effects)
+    shown = run_cli("sweep", str(config))
+    assert shown.returncode == 0 and "Sweep:" in shown.stdout and "DBG per judge" in shown.stdout

@@ -306,3 +306,24 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
         run_dbg(config, run_dir, progress=False)
     with pytest.raises(InterpError, match="other adapter weights"):
         judge_pool(load_run(run_dir))
+
+
+def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path):
+    """A finished run resumed: nothing is judged again, the command ends with DBG per judge (or its JSON)."""
+    import shutil
+
+    out, config, summary = tiny_run
+    run = tmp_path / "run"
+    shutil.copytree(out, run)
+    path = write_config(tmp_path / "run.toml", config)
+    shown = cli("dbg", path, "--out", run, "--no-report")
+    assert shown.returncode == 0, shown.stderr
+    assert "DBG per judge" in shown.stdout and "reliable" in shown.stdout
+    as_json = cli("dbg", path, "--out", run, "--no-report", "--json")
+    assert as_json.returncode == 0, as_json.stderr
+    payload = json.loads(as_json.stdout)
+    assert [r["judge"] for r in payload["dbg"]] == list(summary["judges"])
+    for row in payload["dbg"]:
+        scores = summary["judges"][row["judge"]]
+        assert row["dbg_hard"] == scores["dbg_hard"] and row["dbg_ci"] == scores["dbg_ci"]
+        assert row["reliable"] == scores["reliable"] and row["unreliable_because"] == scores["unreliable_because"]

@@ -1,0 +1,235 @@
+"""The short results table a command ends with (`interp demo`, `dbg`, `intervene`, `validate`, `sweep`), and
+the same content as JSON for `--json`.
+
+One payload, two renderings: `results_payload(...)` gathers
+  - "dbg": per judge, DBG (hard, with its bootstrap interval, and soft), position consistency, label mass and
+    the reliability flag the report shows (`interp.metrics.dbg.judge_reliability`: a judge too weak to judge);
+  - "causal": per judge, the causal verdict of an intervention result with its numbers (effect on P(own) and
+    interval, p-value and alpha, test items) where the result holds them;
+  - "sweep": the sweep points that move P(own) most;
+and `print_results` draws it with rich, `payload_json` prints it as JSON (NaN as null).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+from interp.metrics.dbg import judge_reliability
+
+SWEEP_ROWS = 10  # the points shown of a sweep (largest drop of P(own) first); all are in results.csv
+
+
+def json_safe(value):
+    """A JSON-safe copy: NaN and infinities -> None, tuples -> lists, numpy scalars -> Python numbers, paths -> str."""
+    if isinstance(value, dict):
+        return {str(k): json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [json_safe(v) for v in value]
+    if isinstance(value, Path):
+        return str(value)
+    if hasattr(value, "item") and not isinstance(value, (str, bytes)):
+        value = value.item()
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    return value
+
+
+def payload_json(payload: dict) -> str:
+    return json.dumps(json_safe(payload), indent=2, allow_nan=False)
+
+
+# ---- gathering ----------------------------------------------------------------------------------
+
+
+def dbg_rows(summary: dict) -> list[dict]:
+    """Per judge of a run's summary: DBG with interval, soft DBG, and whether the judge can judge at all."""
+    rows = []
+    for judge, s in summary["judges"].items():
+        weak = s.get("unreliable_because")
+        if weak is None:  # a summary written before the flag was stored: the same rule, applied here
+            weak = judge_reliability(s["position_consistency"], s["mean_label_mass"])
+        rows.append(
+            {
+                "judge": judge,
+                "own_model": s.get("own_model"),
+                "dbg_hard": s.get("dbg_hard"),
+                "dbg_ci": s.get("dbg_ci"),
+                "dbg_soft": s.get("dbg_soft"),
+                "position_consistency": s.get("position_consistency"),
+                "mean_label_mass": s.get("mean_label_mass"),
+                "reliable": not weak,
+                "unreliable_because": list(weak),
+            }
+        )
+    return rows
+
+
+def _effect(r: dict) -> dict | None:
+    """The effect on P(own) a judge's causal result reports: its own "effect", else the self variant's."""
+    effect = r.get("effect")
+    if not isinstance(effect, dict):
+        effects = r.get("effects") or {}
+        effect = effects.get("self") or next(iter(effects.values()), None)
+    if not isinstance(effect, dict):
+        return None
+    return {"mean": effect.get("mean"), "ci": effect.get("ci")}
+
+
+def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
+    """Per judge of an intervention result (`result["judges"]`): causal or not, the verdict and its numbers;
+    keys a result lacks are None."""
+    rows = []
+    for judge, r in judges.items():
+        verdict = r.get("verdict") or ""
+        prefix = f"{judge}: "
+        rows.append(
+            {
+                "judge": judge,
+                "causal": r.get("causal"),
+                "verdict": verdict[len(prefix) :] if verdict.startswith(prefix) else verdict,
+                "effect": _effect(r),
+                "p_value": r.get("p_value"),
+                "alpha": r.get("alpha"),
+                "n_test": r.get("n_test", n_items),
+            }
+        )
+    return rows
+
+
+def sweep_rows(rows: list[dict], limit: int = SWEEP_ROWS) -> list[dict]:
+    """The sweep points (results.csv rows) that lower P(own) most, at most `limit`."""
+
+    def number(value) -> float:
+        try:
+            return float(value)
+        except (TypeError, ValueError):
+            return math.nan
+
+    ordered = sorted(rows, key=lambda r: (math.isnan(number(r.get("effect"))), number(r.get("effect"))))
+    skip = {"effect", "effect_lo", "effect_hi", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key", "judge"}
+    return [
+        {
+            "judge": r.get("judge"),
+            "point": ", ".join(f"{k}={v}" for k, v in r.items() if k not in skip and v not in (None, "")),
+            "effect": {"mean": number(r.get("effect")), "ci": [number(r.get("effect_lo")), number(r.get("effect_hi"))]},
+            "dbg_hard": number(r.get("dbg_hard")),
+            "dbg_ci": [number(r.get("dbg_lo")), number(r.get("dbg_hi"))],
+        }
+        for r in ordered[:limit]
+    ]
+
+
+def results_payload(
+    summary: dict | None = None,
+    *,
+    causal: dict | None = None,
+    n_items: int | None = None,
+    sweep: list[dict] | None = None,
+    files: dict | None = None,
+) -> dict:
+    """What a command ends with. `causal`: judge -> that judge's intervention result; `sweep`: results.csv rows;
+    `files`: name -> path of what the command wrote (the report, results)."""
+    payload: dict = {}
+    if summary is not None:
+        payload["dbg"] = dbg_rows(summary)
+    if causal is not None:
+        payload["causal"] = causal_rows(causal, n_items)
+    if sweep is not None:
+        payload["sweep"] = {"n_points": len(sweep), "top": sweep_rows(sweep)}
+    if files:
+        payload["files"] = {name: str(path) for name, path in files.items()}
+    return payload
+
+
+# ---- drawing ------------------------------------------------------------------------------------
+
+
+def _pts(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{100 * value:+.1f}"
+
+
+def _ci(ci) -> str:
+    if not ci or len(ci) != 2 or ci[0] is None:
+        return ""
+    return f"[{_pts(ci[0])}, {_pts(ci[1])}]"
+
+
+def _interval(mean, ci) -> str:
+    return "n/a" if mean is None else f"{_pts(mean)} {_ci(ci)}".strip()
+
+
+def _pct(value) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{100 * value:.0f}%"
+
+
+def _number(value, digits: int = 3) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}g}"
+
+
+def print_results(payload: dict, console=None) -> None:
+    """The payload as rich tables on the terminal (stdout)."""
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table as RichTable
+
+    def Table(title: str) -> RichTable:  # noqa: N802 - one look for every table: no vertical rules, fits 80 columns
+        return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+
+    console = console or Console()
+    if payload.get("dbg"):
+        table = Table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
+        table.add_column("judge", overflow="fold", min_width=14)
+        for name in ("DBG", "95% CI", "soft", "pos.cons", "P(label)", "reliable"):
+            table.add_column(name, justify="right", no_wrap=True)
+        notes = []
+        for r in payload["dbg"]:
+            own = f" (own: {r['own_model']})" if r.get("own_model") not in (None, r["judge"]) else ""
+            flag = "yes" if r["reliable"] else "[red]no[/red]"
+            if not r["reliable"]:
+                notes.append(f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})")
+            table.add_row(
+                r["judge"] + own,
+                _pts(r["dbg_hard"]),
+                _ci(r["dbg_ci"]),
+                _pts(r["dbg_soft"]),
+                _pct(r["position_consistency"]),
+                _number(r["mean_label_mass"]),
+                flag,
+            )
+        console.print(table)
+        for note in notes:
+            console.print(note, highlight=False, soft_wrap=True)
+    if "causal" in payload:
+        console.print()
+        table = Table("Causal test (change of P(own), pts, 95% interval)")
+        table.add_column("judge", overflow="fold", min_width=14)
+        table.add_column("causal", no_wrap=True)
+        for name in ("effect", "95% CI", "p", "alpha", "n"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in payload["causal"]:
+            effect = r["effect"] or {}
+            causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
+            n = "n/a" if r["n_test"] is None else str(r["n_test"])
+            table.add_row(r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r["p_value"]), _number(r["alpha"]), n)
+        if not payload["causal"]:
+            console.print("Causal test: not run (no item of the run in the split it needs).")
+        else:
+            console.print(table)
+            for r in payload["causal"]:
+                console.print(f"{r['judge']}: {r['verdict']}", highlight=False, soft_wrap=True)
+    if payload.get("sweep"):
+        sweep = payload["sweep"]
+        console.print()
+        table = Table(f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts)")
+        table.add_column("judge", overflow="fold")
+        table.add_column("point", overflow="fold")
+        for name in ("effect [95% CI]", "DBG after [95% CI]"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in sweep["top"]:
+            table.add_row(r["judge"], r["point"], _interval(r["effect"]["mean"], r["effect"]["ci"]), _interval(r["dbg_hard"], r["dbg_ci"]))
+        console.print(table)
+    console.print()
+    for name, path in (payload.get("files") or {}).items():
+        console.print(f"{name}: {path}", highlight=False, soft_wrap=True)

@@ -1,0 +1,137 @@
+"""The results a command ends with: one payload (DBG per judge with its reliability flag, the causal verdict
+with its numbers, a sweep's strongest points), drawn as rich tables or printed as JSON."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import pytest
+from interp.report.terminal import payload_json, print_results, results_payload, sweep_rows
+from rich.console import Console
+
+SUMMARY = {
+    "judges": {
+        "author-a": {"own_model": "author-a", "dbg_hard": 0.125, "dbg_ci": [0.05, 0.2], "dbg_soft": 0.1, "position_consistency": 0.8,
+                     "mean_label_mass": 0.9, "unreliable_because": []},
+        "weak-judge": {"own_model": "author-a", "dbg_hard": -0.3, "dbg_ci": [-0.5, -0.1], "dbg_soft": 0.0, "position_consistency": 0.0,
+                       "mean_label_mass": 0.19, "unreliable_because": ["position consistency 0% < 50%"]},
+        "old-summary": {"own_model": "author-b", "dbg_hard": 0.0, "dbg_ci": [-0.1, 0.1], "dbg_soft": 0.0, "position_consistency": 0.2,
+                        "mean_label_mass": 0.9},
+        "outsider": {"position_consistency": 0.9, "mean_label_mass": 0.95, "unreliable_because": []},
+    }
+}  # fmt: skip
+CAUSAL = {
+    "author-a": {"causal": True, "verdict": "author-a: causal effect on self-preference: ...", "p_value": 0.004, "alpha": 0.05,
+                 "effect": {"mean": -0.21, "ci": [-0.3, -0.12]}, "n_test": 40},
+    "weak-judge": {"causal": False, "verdict": "weak-judge: no causal effect shown", "effects": {"self": {"mean": -0.01, "ci": [-0.05, 0.03]}}},
+}  # fmt: skip
+
+
+def _drawn(payload: dict) -> str:
+    console = Console(record=True, width=220)
+    print_results(payload, console)
+    return console.export_text()
+
+
+def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
+    rows = {r["judge"]: r for r in results_payload(SUMMARY)["dbg"]}
+    assert rows["author-a"]["reliable"] and rows["author-a"]["dbg_ci"] == [0.05, 0.2]
+    assert not rows["weak-judge"]["reliable"] and rows["weak-judge"]["unreliable_because"] == ["position consistency 0% < 50%"]
+    # a summary without the stored flag gets it from the same rule (position consistency 20% < 50%)
+    assert not rows["old-summary"]["reliable"] and "position consistency" in rows["old-summary"]["unreliable_because"][0]
+    assert rows["outsider"]["dbg_hard"] is None
+    text = _drawn(results_payload(SUMMARY))
+    assert "+12.5" in text and "[+5.0, +20.0]" in text and "weak-judge: too weak to judge, its DBG is not evidence (position consistency 0% < 50%)" in text
+    assert "weak-judge (own: author-a)" in text and "n/a" in text
+
+
+def test_causal_rows_read_the_numbers_a_result_has():
+    rows = {r["judge"]: r for r in results_payload(causal=CAUSAL, n_items=12)["causal"]}
+    assert rows["author-a"] == {"judge": "author-a", "causal": True, "verdict": "causal effect on self-preference: ...", "effect": {"mean": -0.21, "ci": [-0.3, -0.12]},
+                                "p_value": 0.004, "alpha": 0.05, "n_test": 40}  # fmt: skip
+    weak = rows["weak-judge"]
+    assert weak["effect"] == {"mean": -0.01, "ci": [-0.05, 0.03]} and weak["p_value"] is None and weak["n_test"] == 12
+    text = _drawn(results_payload(SUMMARY, causal=CAUSAL, n_items=12, files={"report": Path("runs/x/report.html")}))
+    assert "-21.0" in text and "[-30.0, -12.0]" in text and "0.004" in text and "0.05" in text and "weak-judge: no causal effect shown" in text
+    assert "report: runs/x/report.html" in text
+    assert "not run" in _drawn(results_payload(SUMMARY, causal={}))
+
+
+def test_json_is_the_same_content_with_nan_as_null():
+    payload = results_payload(SUMMARY, causal=CAUSAL, files={"report": Path("r.html")})
+    payload["dbg"][0]["dbg_soft"] = math.nan
+    back = json.loads(payload_json(payload))
+    assert back["dbg"][0]["dbg_soft"] is None and back["files"] == {"report": "r.html"}
+    assert [r["judge"] for r in back["dbg"]] == list(SUMMARY["judges"]) and [r["judge"] for r in back["causal"]] == list(CAUSAL)
+
+
+def test_sweep_rows_put_the_largest_drop_first():
+    rows = [
+        {"judge": "j", "target": "self", "alpha": "0", "layers": "1", "effect": "-0.02", "effect_lo": "-0.05", "effect_hi": "0.01", "dbg_hard": "0.1", "dbg_lo": "0", "dbg_hi": "0.2", "key": "k1"},
+        {"judge": "j", "target": "self", "alpha": "0", "layers": "2", "effect": "-0.2", "effect_lo": "-0.3", "effect_hi": "-0.1", "dbg_hard": "0.0", "dbg_lo": "-0.1", "dbg_hi": "0.1", "key": "k2"},
+        {"judge": "j", "target": "other", "alpha": "0", "layers": "2", "effect": "", "effect_lo": "", "effect_hi": "", "dbg_hard": "", "dbg_lo": "", "dbg_hi": "", "key": "k3"},
+    ]  # fmt: skip
+    top = sweep_rows(rows, limit=2)
+    assert [r["point"] for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
+    assert top[0]["effect"] == {"mean": -0.2, "ci": [-0.3, -0.1]}
+    payload = results_payload(sweep=rows)
+    assert payload["sweep"]["n_points"] == 3 and "largest drop" in _drawn(payload)
+
+
+@pytest.fixture
+def fake_demo(tmp_path, monkeypatch):
+    """`interp demo` without the 10-minute job: run_demo returns a finished run's report and causal result."""
+    from interp.experiments import demo as demo_module
+
+    out = tmp_path / "demo"
+    out.mkdir()
+    (out / "summary.json").write_text(json.dumps(SUMMARY))
+
+    def run_demo(folder, **kwargs):
+        assert Path(folder) == out
+        return demo_module.Demo(out / "report.html", {"judges": CAUSAL, "n_items": 7})
+
+    monkeypatch.setattr(demo_module, "run_demo", run_demo)
+    return out
+
+
+def test_demo_ends_with_the_results_table_and_json(fake_demo):
+    from interp.cli import app
+    from typer.testing import CliRunner
+
+    shown = CliRunner().invoke(app, ["demo", "--out", str(fake_demo)])
+    assert shown.exit_code == 0, shown.output
+    assert "DBG per judge" in shown.output and "Causal test" in shown.output and "[+5.0, +20.0]" in shown.output
+    assert f"report: {fake_demo / 'report.html'}" in shown.output.replace("\n", "")
+    as_json = CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json"])
+    payload = json.loads(as_json.stdout)  # stdout is only the JSON
+    assert [r["judge"] for r in payload["dbg"]] == list(SUMMARY["judges"]) and payload["causal"][0]["p_value"] == 0.004
+    assert payload["causal"][1]["n_test"] == 7 and payload["files"]["report"] == str(fake_demo / "report.html")
+
+
+def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
+    from interp.cli import app
+    from interp.experiments import validate as validate_module
+    from typer.testing import CliRunner
+
+    run = tmp_path / "out" / "run"
+    run.mkdir(parents=True)
+    (run / "summary.json").write_text(json.dumps(SUMMARY))
+    truth = [{"claim": "the planted organism prefers its own answer", "known_truth": "yes", "toolkit": "DBG +12.5", "agrees": True}]
+    result = {
+        "run_dir": str(run),
+        "splits": {"selection": ["s1"], "test": ["t1", "t2", "t3"]},
+        "organisms": {judge: {"causal_test": r} for judge, r in CAUSAL.items()},
+        "truth_table": truth,
+        "report": str(run / "report.html"),
+    }
+    monkeypatch.setattr(validate_module, "validate", lambda out, plan, **kwargs: result)
+    shown = CliRunner().invoke(app, ["validate", "--out", str(tmp_path / "out"), "--small"])
+    assert shown.exit_code == 0, shown.output
+    assert "[yes] the planted organism prefers its own answer" in shown.output
+    assert "DBG per judge" in shown.output and "author-a: causal effect on self-preference" in shown.output
+    payload = json.loads(CliRunner().invoke(app, ["validate", "--out", str(tmp_path / "out"), "--json"]).stdout)
+    assert payload["truth_table"] == truth and [r["n_test"] for r in payload["causal"]] == [40, 3]
+    assert payload["files"]["validation"] == str(tmp_path / "out" / "validation.json")
