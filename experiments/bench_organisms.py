@@ -3,7 +3,7 @@ manifest (the issue's bar: under 30 minutes on 2 cores, figures within 3 points)
 
 Prints `name: value` lines: `organism_train_minutes` (wall time of `train_to_folder`: loading, data, the
 frozen lower-layer pass and the LoRA passes), then per held-out set (`test`: the config's test split at
-the demo's answer settings; `unseen`: the 48 items of tests/fixtures/alpacaeval_unseen_48.json at a run's
+the demo's answer settings; `unseen`: the 48 items of interp/builtin/alpacaeval_unseen_48.json at a run's
 defaults) position consistency, agreement with gold and DBG (hard, soft) with intervals, and the shipped
 manifest's value beside each. `--shipped-only` prints the shipped manifests' figures without training.
 

@@ -1,4 +1,4 @@
-"""Attention intervention specs: small frozen dataclasses, serialisable to TOML/JSON (DESIGN.md section 4).
+"""Attention intervention specs: small frozen dataclasses, serialisable to TOML/JSON (docs/science.md, Interventions).
 
 A spec says *where* to dampen attention, never how: `hooks.compile` compiles it to the one mechanism every
 backend understands, an additive pre-softmax score bias.

@@ -1,5 +1,5 @@
 """Views of a run's span attention: Figure 7 profiles, per-head own-minus-other maps and top heads,
-per-layer differences with bootstrap intervals, and length control (DESIGN.md section 3).
+per-layer differences with bootstrap intervals, and length control (docs/science.md, Span attention).
 
 - `figure7_profiles(run_dir)`: per judge x response author, the per-layer profile (mean over heads, both
   orders and instructions; per-token mean by default, as Figure 7 reads it; `stat="mass"` for the mass),
@@ -59,8 +59,8 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
       - "judges", "authors" (the run's models), "stat", "axis" ("layer" or "relative depth")
       - "x": {judge: layer axis (np.ndarray)}
       - "cells": {judge: {author: Tensor[layer]}}  attention of that judge to that author's responses
-      - "author_diff": {judge: Tensor[layer]}  cells[judge][authors[0]] - cells[judge][authors[1]]
-      - "judge_diff": {author: Tensor}  cells[judges[0]][author] - cells[judges[1]][author] (two judges or
+      - "author_diff": {judge: Tensor[layer]}  `cells[judge][authors[0]] - cells[judge][authors[1]]`
+      - "judge_diff": {author: Tensor}  `cells[judges[0]][author] - cells[judges[1]][author]` (two judges or
         more; the first two), on "judge_diff_x" ("judge_diff_axis"): the shared layer axis, or relative depth
         (linear interpolation onto the deeper model's grid) when the judges' depths differ
       - "own_minus_other": {judge: Tensor[layer]} for judges whose own model (`own_model`) is an author

@@ -1,4 +1,4 @@
-"""A run's stored span attention read back (DESIGN.md section 3; DBG paper seed 000, Figure 7).
+"""A run's stored span attention read back (docs/science.md, Span attention; DBG paper seed 000, Figure 7).
 
 A DBG run stores, per judge, `attention/<judge>.safetensors` with `mass [item, order, layer, head, span]`
 (span order a, b) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the

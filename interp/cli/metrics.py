@@ -56,7 +56,7 @@ def _table(header: list[str], rows: list[list]) -> None:
 
 
 def chen2025_command(
-    file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (format: shared/data/README.md)."),
+    file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (the authors' released records; fields below)."),
     verdict: Verdict = typer.Option(
         Verdict.paper,
         "--verdict",

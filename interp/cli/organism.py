@@ -34,19 +34,22 @@ def train(
 
 def evaluate(
     judges: list[str] = typer.Argument(..., help="organism aliases or adapter folders"),
-    config_path: Path = typer.Option(Path("experiments/organisms/smollm2-135m-judge.toml"), "--config", help="config whose split seed picks the test items"),
+    config_path: Optional[Path] = typer.Option(None, "--config", help="organism config (TOML) whose split seed picks the items (default: the shipped null organism's, from its manifest)"),
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
     split: str = typer.Option("test", "--split", help="selection | test | choice (selection + the development set: where recipes are compared)"),
     gap_against: Optional[str] = typer.Option(None, "--gap-against", help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair and soft-DBG gaps against it, paired"),
+    n: Optional[int] = typer.Option(None, "--n", min=1, help="judge only N items of the split (a quick check; the figures need the whole split)"),
 ) -> None:
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG,
     overall and per task."""
-    from interp.organisms.config import load_organism_config
+    from interp.organisms.config import load_organism_config, shipped_organism_config
     from interp.organisms.evaluate import check_gap_against, evaluate_judges, split_file
 
-    config = load_organism_config(config_path)
+    config = shipped_organism_config() if config_path is None else load_organism_config(config_path)
     check_gap_against(judges, gap_against)  # before the split file is written
-    results = evaluate_judges(judges, *split_file(config, split, out), out / split, by_task=True, gap_against=gap_against)
+    items_spec, n_items = split_file(config, split, out)
+    n_items = n_items if n is None else min(n, n_items)
+    results = evaluate_judges(judges, items_spec, n_items, out / split, by_task=True, gap_against=gap_against)
     typer.echo(json.dumps(results, indent=1))
 
 

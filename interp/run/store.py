@@ -139,7 +139,7 @@ class RunDir:
         return [Item(**record) for record in read_jsonl(self.items)]
 
     def read_responses(self) -> dict[str, dict[str, str]]:
-        """responses[model][item_id] = that model's answer."""
+        """`responses[model][item_id]` = that model's answer."""
         responses: dict[str, dict[str, str]] = {}
         for record in read_jsonl(self.responses):
             responses.setdefault(record["model"], {})[record["item_id"]] = record["text"]
@@ -149,7 +149,7 @@ class RunDir:
         return read_judgments(self.judgments, judge=judge)
 
     def read_gold(self) -> dict[str, dict[str, float]]:
-        """gold[judge][item_id] = P(models[0]'s response wins) from that gold judge."""
+        """`gold[judge][item_id]` = P(models[0]'s response wins) from that gold judge."""
         gold: dict[str, dict[str, float]] = {}
         for record in read_jsonl(self.gold):
             gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first"]

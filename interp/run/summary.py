@@ -1,4 +1,4 @@
-"""Scores of a run (DESIGN.md section 1.4): per judge, win rates for its own responses, DBG against gold."""
+"""Scores of a run (docs/science.md, DBG): per judge, win rates for its own responses, DBG against gold."""
 
 from __future__ import annotations
 

@@ -1,10 +1,10 @@
 """Reproduce Chen et al. 2025's MATH500 tables (seed 002, App. G and C.4) from the released
 per-instance judgments, through the `interp metrics chen2025` CLI.
 
-Tables typed in from ../shared/seeds/002_*.txt. Each row: the seven evaluatees in the paper's
+Tables typed in from the paper (Chen et al. 2025). Each row: the seven evaluatees in the paper's
 column order, then the "Average" (= the judge-level macro-average). The SPR/JA/LSPR/HSPP tables
 print one decimal, so those are checked to the rounding of the table (0.05); the two-decimal
-values (DESIGN.md section 2, Table 20 and the SPR-on-D_diff / D_same tables) are checked to 0.01.
+values (docs/science.md, Chen et al. 2025; Table 20 and the SPR-on-D_diff / D_same tables) are checked to 0.01.
 """
 
 from __future__ import annotations
@@ -111,7 +111,7 @@ PAPER_MATH500 = {
     },
 }
 
-# Two-decimal judge averages quoted in DESIGN.md section 2 (from the paper).
+# Two-decimal judge averages of the paper's MATH500 table.
 PAPER_TWO_DECIMALS = {
     "Qwen2.5-72B": {"SPR": 55.17, "JA": 92.43, "LSPR": 97.27, "HSPP": 86.19},
     "Llama-3.3-70B": {"SPR": 38.26, "JA": 82.24, "LSPR": 96.57, "HSPP": 34.27},

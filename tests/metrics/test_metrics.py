@@ -41,7 +41,7 @@ def synthetic_p(win_share: float, n: int = 1000, high: float = 0.8, low: float =
 
 
 def test_dbg_worked_example_wmt19() -> None:
-    """DESIGN.md section 1 (seed 000 Fig. 10b): judge A gives A 46.5 %, gold 37.6 %; judge B gives
+    """docs/science.md, DBG (seed 000 Fig. 10b): judge A gives A 46.5 %, gold 37.6 %; judge B gives
     B 61.8 %, gold 62.4 % -> DBG_A = +8.9 points, DBG_B = -0.6 points."""
     dbg_a = m.dbg(synthetic_p(0.465), synthetic_p(0.376, high=0.9, low=0.1), n_boot=200)
     dbg_b = m.dbg(synthetic_p(0.618), synthetic_p(0.624, high=0.6, low=0.45), n_boot=200)

@@ -71,7 +71,7 @@ def _packaged_queries() -> set[str]:
 
 def test_the_unseen_file_extends_the_16_item_one_and_repeats_no_packaged_question():
     unseen = load_items(f"alpacaeval:{UNSEEN_FILE}")
-    first = load_items(f"alpacaeval:{UNSEEN_FILE.with_name('alpacaeval_16.json')}")
+    first = load_items(f"alpacaeval:{REPO / 'tests' / 'fixtures' / 'alpacaeval_16.json'}")
     assert len(unseen) == 48 and unseen[:16] == first
     assert len(_queries(unseen)) == 48 and all(i.reference for i in unseen)
     assert not _queries(unseen) & _packaged_queries()

@@ -19,7 +19,7 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import ALIASES, load_model, own_model
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
-from interp.organisms.config import load_organism_config
+from interp.organisms.config import load_organism_config, shipped_organism_config
 
 from tests.helpers import REPO
 
@@ -51,6 +51,15 @@ def test_shipped_manifest_names_the_config_that_retrains_it(name):
     manifest = read_manifest(shipped_adapters()[name])
     assert manifest["config"] == config.model_dump(mode="json")
     assert manifest["config_fingerprint"] == config.fingerprint()
+
+
+def test_organism_evaluate_defaults_to_the_shipped_config_read_from_package_data():
+    """Without --config, `interp organism evaluate` splits the items as the shipped null organism's TOML does,
+    from its manifest (a wheel install has no experiments/ folder)."""
+    toml = load_organism_config(REPO / "experiments" / "organisms" / "smollm2-135m-judge.toml")
+    assert shipped_organism_config() == toml
+    with pytest.raises(InterpError, match="not a shipped organism"):
+        shipped_organism_config("smollm2-135m-instruct")
 
 
 @pytest.mark.slow

@@ -1,4 +1,4 @@
-"""Gold judges (DESIGN.md 1.3, 5): the protocol, the reference-based, recorded, local-model and HTTP judges."""
+"""Gold judges (docs/science.md, Gold): the protocol, the reference-based, recorded, local-model and HTTP judges."""
 
 from interp.run.gold.model import ModelJudge
 from interp.run.gold.protocol import (

@@ -1,4 +1,4 @@
-"""Gold judges: the reference verdicts that DBG subtracts from a judge's self-preference (DESIGN.md 1.3, 5).
+"""Gold judges: the reference verdicts that DBG subtracts from a judge's self-preference (docs/science.md, Gold).
 
 A gold judge is anything with a `name` and `p_first(pairs) -> [P(response_a is better)]`. Judges without
 probabilities answer 1.0 / 0.0 (and 0.5 for an exact tie); `aggregate_gold` averages over judges per pair,
