@@ -1,4 +1,5 @@
-"""Statistics of the causal test (DESIGN.md section 4): behaviour under a variant, paired effects, the verdict.
+"""Behaviour under an intervention and paired effects (docs/science.md, Interventions); the decision itself
+is `interp.metrics.causal_test`.
 
 Inputs are per-instruction arrays: `p_own[i]` = the judge's P(its own response wins item i), mean over both
 orders; `gold_own[i]` = the gold P(the same response wins). Pure functions.
@@ -41,34 +42,6 @@ def behaviour(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int
         "win_rate_own_hard": hard_win_rate(p_own),
         "gold_agreement": gold_agreement(p_own, gold_own),
     }
-
-
-def causal_verdict(effects: dict[str, dict]) -> tuple[bool, str]:
-    """DESIGN.md 4: causal only if the self effect's interval excludes 0 and the effect exceeds every control's.
-
-    Every effect is a change of P(own wins). "Exceeds" is by size: the self effect's smallest size inside its
-    interval must be larger than the largest size inside each control's interval, whatever the control's
-    sign. A control sets the scale of what masking that much attention does anyway, and its sign is no guide:
-    for a judge that only compares the two answers, masking the other one raises P(own) (a signed comparison
-    would then call any such judge self-preferring), while on heads that matter for the verdict whatever they
-    read, masking either answer can lower P(own) (a comparison of each response's own loss would then call
-    it self-preferring).
-    """
-    main_key = "self" if "self" in effects else next(iter(effects))
-    main = effects[main_key]
-    lo, hi = main["ci"]
-    controls = {k: v for k, v in effects.items() if k != main_key}
-    if lo <= 0 <= hi:
-        return False, f"no causal effect shown: the {main_key} effect {100 * main['mean']:+.1f} pts has an interval containing 0"
-    if not controls:
-        return False, f"effect {100 * main['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}], but no controls were run (they run for target = \"self\"), so no causal claim"
-    smallest = min(abs(lo), abs(hi))
-    beyond = all(smallest > max(abs(c["ci"][0]), abs(c["ci"][1])) for c in controls.values())
-    control_text = ", ".join(f"{name} {100 * c['mean']:+.1f} [{100 * c['ci'][0]:+.1f}, {100 * c['ci'][1]:+.1f}]" for name, c in controls.items())
-    text = f"self-span effect {100 * main['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] vs controls {control_text}"
-    if beyond:
-        return True, "causal effect on self-preference: " + text
-    return False, "no causal effect beyond the controls (by size): " + text
 
 
 def gold_agreement_ci(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int) -> list[float]:

@@ -425,28 +425,3 @@ def test_table_reader_csv_line_numbers(tmp_path: Path) -> None:
     with pytest.raises(InterpError, match="empty"):
         m.read_win_rates(path)
 
-
-# ---- the causal verdict ------------------------------------------------------------------------------
-
-
-def _effect(mean: float, lo: float, hi: float) -> dict:
-    return {"mean": mean, "ci": [lo, hi]}
-
-
-def test_causal_verdict_needs_a_self_effect_larger_than_every_control_whatever_their_sign() -> None:
-    from interp.metrics.causal import causal_verdict
-
-    random = _effect(0.0, -0.003, 0.003)
-    # A judge that only compares the answers: masking the own one lowers P(own), masking the other raises it.
-    comparing = {"self": _effect(-0.02, -0.03, -0.01), "other": _effect(0.02, 0.01, 0.03), "random": random}
-    causal, text = causal_verdict(comparing)
-    assert not causal and text.startswith("no causal effect beyond the controls (by size)") and "other +2.0 [+1.0, +3.0]" in text
-    # Heads that push towards the own answer whatever they read: masking either answer lowers P(own).
-    generic = {"self": _effect(-0.04, -0.07, -0.02), "other": _effect(-0.02, -0.03, -0.01), "random": random}
-    assert not causal_verdict(generic)[0]
-    # Masking its own answer costs the judge 6 points, anything else at most 2.5: self-preference through attention.
-    for other in (_effect(0.02, 0.01, 0.025), _effect(-0.02, -0.025, -0.01)):
-        assert causal_verdict({"self": _effect(-0.06, -0.08, -0.04), "other": other, "random": random})[0]
-    # A random-span control as large as the self effect blocks the claim; an interval containing 0 is no effect.
-    assert not causal_verdict({"self": _effect(-0.06, -0.08, -0.04), "other": random, "random": _effect(-0.06, -0.09, -0.03)})[0]
-    assert causal_verdict({"self": _effect(-0.01, -0.03, 0.01), "other": random})[1].startswith("no causal effect shown")
