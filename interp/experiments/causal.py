@@ -265,6 +265,7 @@ def intervene_run(
     with run.dir.writer():
         for judge in names:
             result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, pool, test_items, progress)
+            result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         _holm(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))

@@ -138,7 +138,8 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
     assert isinstance(record["causal"], bool) and 0 < record["p_value"] <= 1 and record["alpha"] == 0.05
     assert record["test"]["control_judge"] == other and record["test"]["design"] == "difference in differences"
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
-    assert record["n_test"] == len(written["test_items"])
+    assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
+    assert record["selection_items"] == written["selection_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
     from interp.experiments.engine import Variant, variant_key
     from hooks.spec import AttentionIntervention
