@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
-from interp.report.figures import plt, png_data_uri, save_figure
+from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.templating import Markup, render
 
@@ -26,7 +26,7 @@ def figure2_grid(summary: dict):
             continue
         rows.append([rate, 1 - rate])
     values = np.array(rows)
-    fig, ax = plt.subplots(figsize=(6.2, 0.9 + 0.7 * len(rows)))
+    fig, ax = subplots(figsize=(6.2, 0.9 + 0.7 * len(rows)))
     ax.imshow(values, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
         ax.text(c, r, f"{100 * v:.1f}%", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
