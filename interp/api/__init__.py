@@ -2,7 +2,7 @@
 
 - `Judge` (`interp.api.judge`): load or wrap a judge model, judge pairs given as strings, read P(A), P(B)
   and span attention as tensors, intervene in a `with` block;
-- `load_run`, `figure7`, `head_map`, `intervene`, `sweep` (`interp.api.runs`): a finished run as a
+- `dbg`, `load_run`, `figure7`, `head_map`, `intervene`, `sweep` (`interp.api.runs`): a finished run as a
   `RunResult`, its figures as matplotlib Figures, the causal test as an `InterventionResult`, a sweep as a
   pandas DataFrame.
 

@@ -1,5 +1,6 @@
 """A finished run in a notebook: read it, draw it, intervene on it and sweep it, with typed results.
 
+    run = interp.dbg({"n": 20}, "runs/small")   # run (or resume) a DBG run: a RunResult
     run = interp.load_run("runs/demo")          # RunResult: inputs, scores, judgments, attention
     interp.figure7(run)                           # a matplotlib Figure
     interp.head_map(run, "smollm2-135m-judge")    # a matplotlib Figure
@@ -22,12 +23,13 @@ from hooks.spec import AttentionIntervention, as_spec
 from interp.analysis.attention_stats import head_map as head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
-from interp.config import PlacementKeys, SweepConfig, validate_config
+from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
 from interp.errors import InterpError
 from interp.experiments.causal import intervene_run
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
+from interp.run.pipeline import run_dbg
 from interp.run.store import Run, RunDir
 from interp.run.store import load_run as load_run_inputs
 
@@ -89,6 +91,26 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
         return run_dir
     run = load_run_inputs(_root(run_dir))
     return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else {})
+
+
+def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, progress: bool = True) -> RunResult:
+    """Run (or resume) a DBG run: answers, judgments with span attention, gold verdicts, scores.
+
+    Args:
+        config: a `RunConfig`, its keys as a dict (`models`, `judges`, `n`, `data`, `imports`, ...; see
+            `interp.config.RunConfig`), or a run TOML file (the format `interp dbg` reads).
+        out: the run directory; a finished step is read back, not redone.
+        progress: show progress bars.
+
+    Returns:
+        The finished run.
+    """
+    if isinstance(config, Mapping):
+        config = run_config_from_dict(dict(config))
+    elif not isinstance(config, RunConfig):
+        config = load_run_config(Path(config))
+    run_dbg(config, Path(out), progress=progress)
+    return load_run(out)
 
 
 def _root(run: Any) -> Path:

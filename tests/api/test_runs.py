@@ -9,10 +9,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from interp.config import RunConfig
 from interp.errors import InterpError
 from interp.report.figures import Figure
-from interp.run.pipeline import run_dbg
 
 import interp
 from tests.helpers import REPO
@@ -32,12 +30,13 @@ def tiny_run(tmp_path_factory, tiny_llama_dir) -> tuple[Path, str]:
     judge = str(tiny_llama_dir)
     (folder / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
     (folder / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
-    config = RunConfig(
+    config = dict(  # keys of a run TOML
         n=len(ITEMS), data=str(folder / "items.jsonl"), models=(judge, "writer-y"), judges=[judge], n_boot=50, device="cpu",
         max_new_tokens=8, imports={"writer-y": str(folder / "other.jsonl")},
     )  # fmt: skip
-    run_dbg(config, folder / "run", progress=False)
-    return folder / "run", judge
+    run = interp.dbg(config, folder / "run", progress=False)
+    assert isinstance(run, interp.RunResult) and run.path == folder / "run"
+    return run.path, judge
 
 
 def test_load_run_is_typed(tiny_run):
