@@ -35,7 +35,7 @@ from interp.errors import InterpError
 Authors = tuple[str, str]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)  # tensors have no single truth value: verdicts compare by identity
 class Verdict:
     """One judged pair: the verdict's label probabilities and the judge's attention to each response.
 
@@ -107,7 +107,7 @@ class Verdict:
         return judgment_record(self.judgment) | {"task": self.task, "authors": list(self.authors) if self.authors else None}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Verdicts(Sequence[Verdict]):
     """Verdicts of a batch of pairs, in input order; index it for one `Verdict`.
 
@@ -336,10 +336,12 @@ class Judge:
 
     @property
     def n_layers(self) -> int:
+        """Decoder layers: the `layer` dim of the span attention."""
         return self.model.n_layers
 
     @property
     def n_heads(self) -> int:
+        """Attention heads per layer: the `head` dim of the span attention."""
         return self.model.n_heads
 
     @property

@@ -166,6 +166,19 @@ def test_as_spec_reads_every_form(tmp_path):
         as_spec(3)
 
 
+@pytest.mark.parametrize("backend", ["transformer_lens", "nnsight"])
+def test_every_backend_gives_the_hf_verdict(tiny_llama, backend):
+    hf = interp.Judge.wrap(tiny_llama, own="writer-x")
+    other = interp.Judge.wrap(tiny_llama, backend=backend, own="writer-x")
+    assert other.backend.name == backend
+    expected, got = hf(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS), other(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
+    assert got.p_a == pytest.approx(expected.p_a, abs=1e-4)
+    assert_close(got.mass, expected.mass, 1e-4, f"{backend} vs hf")
+    with other.intervene(target="self", alpha=0.0):
+        masked = other(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
+    assert masked.mass[..., 0].abs().max() == 0 and masked.p_a != got.p_a
+
+
 def test_wrap_an_hf_model_and_an_nnsight_language_model(tiny_llama):
     from interp.core.backends.layers import shared_weight_copy
     from nnsight import LanguageModel
