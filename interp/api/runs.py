@@ -72,7 +72,7 @@ class RunResult:
 
     def attention(self, judge: str) -> RunAttention:
         """One judge's stored span attention (`mass[item, order, layer, head, span]` and its views)."""
-        return load_attention(self.path, _judge_name(judge))
+        return load_attention(self.path, _judge_name(judge, self.judges))
 
 
 def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
@@ -126,9 +126,15 @@ def _root(run: Any) -> Path:
     raise InterpError(f"a run is a run directory, a RunDir or a loaded run, not {type(run).__name__}")
 
 
-def _judge_name(judge: Any) -> str:
-    """A judge's name in a run: the name itself, or a `Judge` object's name."""
-    return judge if isinstance(judge, str) else getattr(judge, "name", str(judge))
+def _judge_name(judge: Any, known: Sequence[str] = ()) -> str:
+    """A judge's name in a run: the name itself, or a `Judge` object's name. A judge loaded from a folder is
+    named by the folder's name, a run's judge by the path it was given as: the one run judge with that
+    folder name is meant."""
+    if isinstance(judge, str):
+        return judge
+    name = getattr(judge, "name", str(judge))
+    matches = [spec for spec in known if Path(spec).name == name]
+    return matches[0] if name not in known and len(matches) == 1 else name
 
 
 def figure7(
@@ -147,7 +153,8 @@ def figure7(
         A matplotlib Figure (save it with `fig.savefig(...)`; a notebook shows it).
     """
     root = _root(run)
-    names = [_judge_name(judge) for judge in judges] if judges is not None else attention_judges(root)
+    known = attention_judges(root)
+    names = [_judge_name(judge, known) for judge in judges] if judges is not None else known
     profiles = figure7_profiles(root, stat, relative_depth=relative_depth, judges=names)
     return figure7_grid(profiles, transpose=transpose)
 
@@ -165,7 +172,8 @@ def head_map(run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items
     Returns:
         A matplotlib Figure.
     """
-    attention = load_attention(_root(run), _judge_name(judge))
+    root = _root(run)
+    attention = load_attention(root, _judge_name(judge, attention_judges(root)))
     k = min(top_k, attention.n_layers * attention.n_heads)
     values = head_values(attention, stat=stat, items=items)
     heads = top_heads(attention, k=k, stat=stat, items=items)
@@ -269,10 +277,12 @@ def intervene(
         The effects and verdict per judge.
     """
     spec = as_spec(spec, **keys)
+    root = _root(run)
+    known = load_run_inputs(root).config.judge_specs
     result = intervene_run(
-        _root(run),
+        root,
         spec,
-        judges=[_judge_name(judge) for judge in judges] if judges is not None else None,
+        judges=[_judge_name(judge, known) for judge in judges] if judges is not None else None,
         backend=backend,
         with_controls=with_controls,
         progress=progress,

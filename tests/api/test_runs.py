@@ -55,14 +55,15 @@ def test_load_run_is_typed(tiny_run):
         interp.load_run(root.parent / "nowhere")
 
 
-def test_figure7_and_head_map_return_figures(tiny_run):
+def test_figure7_and_head_map_return_figures(tiny_run, tiny_llama):
     root, judge = tiny_run
     run = interp.load_run(root)
     for fig in (interp.figure7(run), interp.figure7(root, stat="mass", judges=[judge]), interp.head_map(root, judge, top_k=3)):
         assert isinstance(fig, Figure)
         png = fig._repr_png_()  # what a notebook shows
         assert png.startswith(b"\x89PNG")
-    heads = interp.head_map(run, judge, top_k=3)
+    loaded = interp.Judge.wrap(tiny_llama)  # named by its folder's name; the run's judge is the folder's path
+    heads = interp.head_map(run, loaded, top_k=3)
     assert any("own" in ax.get_title() for ax in heads.axes)
     with pytest.raises(InterpError):
         interp.head_map(root, "not-a-judge")
