@@ -12,10 +12,10 @@
 from hooks.compile import bias_builder, compile_bias, resolve_target
 from hooks.context import dampen
 from hooks.emphasis import emphasis_spec, pasta_spec
-from hooks.spec import AttentionIntervention, load_spec
+from hooks.spec import AttentionIntervention, as_spec, load_spec
 from hooks.steering import ResidualSteering, steer
 
 __all__ = [
-    "AttentionIntervention", "ResidualSteering", "bias_builder", "compile_bias", "dampen", "emphasis_spec", "load_spec",
+    "AttentionIntervention", "ResidualSteering", "as_spec", "bias_builder", "compile_bias", "dampen", "emphasis_spec", "load_spec",
     "pasta_spec", "resolve_target", "steer",
 ]  # fmt: skip

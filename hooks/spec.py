@@ -294,3 +294,27 @@ def validate_against(spec: AttentionIntervention, n_layers: int, n_heads: int) -
     for head in sorted(heads):
         if head >= n_heads:
             raise InterpError(f"'heads': head {head} is out of range; this model has {n_heads} heads per layer (0-{n_heads - 1})")
+
+
+def as_spec(spec: "AttentionIntervention | Mapping[str, Any] | str | Path | None" = None, **keys: Any) -> AttentionIntervention:
+    """One intervention spec from whatever a caller holds: a spec, a table of keys, a TOML file, or keys.
+
+    `as_spec(target="self", alpha=0.0, layers=[3])` builds one from keys; `as_spec(spec, alpha=0.5)` is
+    `spec` with those keys replaced; a mapping is read as `AttentionIntervention.from_dict`, a path as
+    `load_spec`. Raises InterpError naming the key, as a TOML spec does.
+    """
+    if spec is None:
+        return AttentionIntervention.from_dict(keys)
+    if isinstance(spec, (str, Path)):
+        spec = load_spec(spec)
+    elif isinstance(spec, Mapping):
+        spec = AttentionIntervention.from_dict({**spec, **keys})
+        keys = {}
+    elif not isinstance(spec, AttentionIntervention):
+        raise InterpError(f"an intervention is a spec, a table of keys or a TOML path, not {type(spec).__name__}")
+    if not keys:
+        return spec
+    unknown = sorted(set(keys) - set(KEYS))
+    if unknown:
+        raise InterpError(f"unknown key {unknown[0]!r} in intervention spec; allowed keys: {', '.join(KEYS)}")
+    return AttentionIntervention.from_dict({**spec.to_dict(), **keys})

@@ -1,9 +1,21 @@
 """interp: why do LLM judges prefer their own answers? Measure (DBG), look inside (attention), intervene.
 
+In a notebook:
+
+    import interp
+    judge = interp.Judge.load("smollm2-135m-judge")
+    v = judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
+    v.p_a, v.mass                        # P(A); attention [layer, head, span]
+    with judge.intervene(target="self", alpha=0.0):
+        judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
+    interp.figure7("runs/demo")          # a matplotlib Figure
+    interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
+
 The package is layered; a module imports only from its own layer or the layers below it:
 
-- `interp.cli`          the `interp` command line (thin commands over the API)
+- `interp.api` | `interp.cli`  the notebook API (`Judge`, run functions) and the `interp` command line
 - `interp.experiments`  the causal-test engine, interventions with controls, sweeps, steering, the demo
+- `interp.organisms`    judges with a known answer: their data, training and evaluation
 - `interp.report`       figures and report sections
 - `interp.analysis`     views of a finished run: stored span attention, Figure 7, heads, metric lenses
 - `interp.run`          a DBG run: its directory, records, responses, judging, gold, summary, pipeline
@@ -12,21 +24,96 @@ The package is layered; a module imports only from its own layer or the layers b
 - base                  `interp.metrics` (pure functions), `interp.data`, `interp.config`, `interp.storage`,
                         `interp.errors`
 
-This module re-exports what notebooks use most; everything else is imported from its module.
+`import interp` loads nothing heavy: each name below is imported from its module on first use.
 """
 
-from interp.config import RunConfig
-from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend
-from interp.core.judge import Judgment, inspect_judgment, judge_batch, label_tokens
-from interp.core.models import LoadedModel, load_model, wrap_model
-from interp.core.spans import TokenizedPrompt, build_judge_prompt, tokenized_judge_prompt
-from interp.data import Item, builtin_items, load_items
-from interp.errors import InterpError
-from interp.run.pipeline import run_dbg
-from interp.run.store import Run, RunDir, load_run
+from __future__ import annotations
 
-__all__ = [
-    "BACKENDS", "Backend", "Batch", "InterpError", "Item", "Judgment", "LoadedModel", "Run", "RunConfig", "RunDir",
-    "TokenizedPrompt", "build_judge_prompt", "builtin_items", "inspect_judgment", "judge_batch", "label_tokens",
-    "left_pad", "load_items", "load_model", "load_run", "make_backend", "run_dbg", "tokenized_judge_prompt", "wrap_model",
-]  # fmt: skip
+import importlib
+from typing import TYPE_CHECKING, Any
+
+# name -> the module that defines it (imported on first use)
+_EXPORTS: dict[str, str] = {
+    # the notebook API
+    "Judge": "interp.api.judge",
+    "Verdict": "interp.api.judge",
+    "Verdicts": "interp.api.judge",
+    "RunResult": "interp.api.runs",
+    "InterventionResult": "interp.api.runs",
+    "JudgeIntervention": "interp.api.runs",
+    "Effect": "interp.api.runs",
+    "dbg": "interp.api.runs",
+    "load_run": "interp.api.runs",
+    "figure7": "interp.api.runs",
+    "head_map": "interp.api.runs",
+    "intervene": "interp.api.runs",
+    "sweep": "interp.api.runs",
+    "AttentionIntervention": "hooks.spec",
+    # the layers below, for scripts that compose them
+    "RunConfig": "interp.config",
+    "BACKENDS": "interp.core.backends",
+    "Backend": "interp.core.backends",
+    "Batch": "interp.core.backends",
+    "left_pad": "interp.core.backends",
+    "make_backend": "interp.core.backends",
+    "Judgment": "interp.core.judge",
+    "inspect_judgment": "interp.core.judge",
+    "judge_batch": "interp.core.judge",
+    "label_tokens": "interp.core.judge",
+    "LoadedModel": "interp.core.models",
+    "load_model": "interp.core.models",
+    "own_model": "interp.core.models",
+    "wrap_model": "interp.core.models",
+    "TokenizedPrompt": "interp.core.spans",
+    "build_judge_prompt": "interp.core.spans",
+    "tokenized_judge_prompt": "interp.core.spans",
+    "Item": "interp.data",
+    "builtin_items": "interp.data",
+    "load_items": "interp.data",
+    "InterpError": "interp.errors",
+    "run_dbg": "interp.run.pipeline",
+    "Run": "interp.run.store",
+    "RunDir": "interp.run.store",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name from its module on first use (PEP 562), then keep it here."""
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'interp' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
+
+if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
+    from hooks.spec import AttentionIntervention
+    from interp.api.judge import Judge, Verdict, Verdicts
+    from interp.api.runs import (
+        Effect,
+        InterventionResult,
+        JudgeIntervention,
+        RunResult,
+        dbg,
+        figure7,
+        head_map,
+        intervene,
+        load_run,
+        sweep,
+    )
+    from interp.config import RunConfig
+    from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend
+    from interp.core.judge import Judgment, inspect_judgment, judge_batch, label_tokens
+    from interp.core.models import LoadedModel, load_model, own_model, wrap_model
+    from interp.core.spans import TokenizedPrompt, build_judge_prompt, tokenized_judge_prompt
+    from interp.data import Item, builtin_items, load_items
+    from interp.errors import InterpError
+    from interp.run.pipeline import run_dbg
+    from interp.run.store import Run, RunDir

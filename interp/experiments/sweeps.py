@@ -173,9 +173,10 @@ def point_spec(point: Point, target: str, alpha: float, queries: str) -> Attenti
     return AttentionIntervention(target=target, alpha=alpha, layers=point.layers, heads=heads, queries=queries)
 
 
-def run_sweep(config_path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
-    """The ablation sweep of a config file; returns the path of results.csv (plots beside it)."""
-    config = load_sweep_config(config_path)
+def run_sweep(config_path: Path | SweepConfig, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
+    """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
+    (plots beside it)."""
+    config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
     run = load_run(Path(config.run))
     pool = judge_pool(run, config.backend, where=where or config, models=models)
     points = []

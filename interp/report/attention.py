@@ -36,7 +36,7 @@ from interp.analysis.attention_stats import (
     load_attention,
     top_heads,
 )
-from interp.report.figures import plt, png_data_uri, save_figure
+from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.run.store import RunDir, safe_name
 from interp.storage import atomic_write_text
@@ -130,7 +130,7 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
     if transpose:
         panels = [list(row) for row in zip(*panels)]
     nrows, ncols = len(panels), len(panels[0])
-    fig, axes = plt.subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows), squeeze=False)
+    fig, axes = subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows), squeeze=False)
     main = [p for row in panels for p in row if p is not None and not p["diff"]]
     values = np.concatenate([np.asarray(line[1], dtype=float) for p in main for line in p["lines"]]) if main else np.zeros(1)
     finite = values[np.isfinite(values)]
@@ -172,7 +172,7 @@ def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]],
     n_layers, n_heads = array.shape
     finite = np.abs(array[np.isfinite(array)])
     bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    fig, (ax, text_ax) = plt.subplots(
+    fig, (ax, text_ax) = subplots(
         1, 2, figsize=(2.2 + 0.42 * n_heads + 2.6, 1.4 + 0.2 * n_layers), gridspec_kw={"width_ratios": [1.0 + 0.42 * n_heads, 2.6]}
     )
     image = ax.imshow(array, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto", origin="lower", interpolation="nearest")
@@ -197,7 +197,7 @@ def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]],
 
 
 def length_figure(tables: Sequence[pd.DataFrame], regression: pd.DataFrame):
-    fig, axes = plt.subplots(len(tables), 2, figsize=(8.0, 2.9 * len(tables)), squeeze=False)
+    fig, axes = subplots(len(tables), 2, figsize=(8.0, 2.9 * len(tables)), squeeze=False)
     for r, table in enumerate(tables):
         judge = table["judge"].iloc[0]
         for c, stat in enumerate(("mass", "mean")):

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from interp.core.models import own_model
-from interp.report.figures import plt, png_data_uri, save_figure
+from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.templating import Markup, render
 
@@ -35,7 +35,7 @@ def figure2_grid(summary: dict):
     rows = figure2_rows(summary)
     labels = [label for label, _ in rows]
     values = np.array([[rate, 1 - rate] for _, rate in rows])
-    fig, ax = plt.subplots(figsize=(6.2 + 0.04 * max(len(x) for x in labels), 0.9 + 0.7 * len(rows)))
+    fig, ax = subplots(figsize=(6.2 + 0.04 * max(len(x) for x in labels), 0.9 + 0.7 * len(rows)))
     ax.imshow(values, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
         ax.text(c, r, f"{100 * v:.1f}%", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)

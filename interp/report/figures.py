@@ -1,4 +1,9 @@
-"""Figures on disk: matplotlib (PNG and PDF need no browser), written atomically, inlined into HTML as data URIs."""
+"""Figures on disk: matplotlib (PNG and PDF need no browser), written atomically, inlined into HTML as data URIs.
+
+Figures are `matplotlib.figure.Figure` objects made without pyplot (`subplots` below), so drawing needs no
+display and switches no global backend: a script saves them headless, and a notebook shows a returned
+figure as a PNG (`_repr_png_`) with no `%matplotlib` line and no `show()` helper.
+"""
 
 from __future__ import annotations
 
@@ -6,16 +11,29 @@ import base64
 import io
 from pathlib import Path
 
-import matplotlib
+from matplotlib.figure import Figure
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-from interp.storage import atomic_write_bytes  # noqa: E402
+from interp.storage import atomic_write_bytes
 
-__all__ = ["plt", "png_data_uri", "save_figure"]
+__all__ = ["Figure", "ReportFigure", "png_data_uri", "save_figure", "subplots"]
 
 
-def save_figure(fig, stem: Path) -> dict[str, Path]:
+class ReportFigure(Figure):
+    """A matplotlib `Figure` that notebooks display as a PNG (IPython calls `_repr_png_`)."""
+
+    def _repr_png_(self) -> bytes:
+        buffer = io.BytesIO()
+        self.savefig(buffer, format="png", dpi=100, bbox_inches="tight")
+        return buffer.getvalue()
+
+
+def subplots(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float] | None = None, **kwargs):
+    """`pyplot.subplots` without pyplot: a new figure (no global state, no backend) and its axes."""
+    fig = ReportFigure(figsize=figsize)
+    return fig, fig.subplots(nrows, ncols, **kwargs)
+
+
+def save_figure(fig: Figure, stem: Path) -> dict[str, Path]:
     """Write PNG and PDF next to each other; returns their paths."""
     out = {}
     for ext in ("png", "pdf"):
@@ -24,7 +42,6 @@ def save_figure(fig, stem: Path) -> dict[str, Path]:
         path = Path(f"{stem}.{ext}")
         atomic_write_bytes(path, buffer.getvalue())
         out[ext] = path
-    plt.close(fig)
     return out
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from interp.report.figures import plt, png_data_uri, save_figure
+from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
 from interp.templating import render
@@ -27,7 +27,7 @@ _INTERVENTION_SECTION = (
 def effect_figure(results: Sequence[dict]):
     """Paired change of P(own wins) per judge and target, with bootstrap intervals."""
     rows = [(judge, name, effect) for result in results for judge, r in result["judges"].items() for name, effect in r["effects"].items()]
-    fig, ax = plt.subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
+    fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
     for y, (judge, name, effect) in enumerate(rows):
         lo, hi = effect["ci"]
         color = "tab:red" if name in ("self", "target") else "tab:gray"

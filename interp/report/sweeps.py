@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
-from interp.report.figures import plt, save_figure
+from interp.report.figures import save_figure, subplots
 
 
 def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
@@ -15,7 +15,7 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     judges = sorted({r["judge"] for r in rows})
 
     def panel(title: str):
-        fig, axes = plt.subplots(1, len(judges), figsize=(5 * len(judges), 3.4), squeeze=False)
+        fig, axes = subplots(1, len(judges), figsize=(5 * len(judges), 3.4), squeeze=False)
         fig.suptitle(title, fontsize=10)
         return fig, axes[0]
 
@@ -77,7 +77,7 @@ def _line(ax, xs, group, label) -> None:
 def write_steering_sweep_plots(rows: Sequence[dict], out: Path) -> list[Path]:
     """Effect on P(own) and agreement with gold vs coefficient (one line per layer), per judge."""
     judges = sorted({r["judge"] for r in rows})
-    fig, axes = plt.subplots(2, len(judges), figsize=(5 * len(judges), 6.2), squeeze=False)
+    fig, axes = subplots(2, len(judges), figsize=(5 * len(judges), 6.2), squeeze=False)
     fig.suptitle("Direction steering: change of P(own wins) and agreement with gold vs coefficient (x norm)", fontsize=10)
     for col, judge in enumerate(judges):
         top, bottom = axes[0][col], axes[1][col]

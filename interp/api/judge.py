@@ -1,0 +1,493 @@
+"""`Judge`: a judge model in a notebook, strings in, tensors out.
+
+    judge = interp.Judge.load("smollm2-135m-judge")
+    v = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
+    v.p_a, v.p_b, v.mass            # mass: Float[Tensor, "layer head span"], span 0 = response A, 1 = B
+    with judge.intervene(target="self", alpha=0.0):
+        masked = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
+
+A thin layer over the toolkit's own path, so a notebook's numbers are a run's numbers: the prompt and its
+token spans are `interp.core.spans.build_judge_prompt`, the pass and its span attention are
+`interp.core.judge.judge_batch`, and an intervention is `hooks.context.dampen` (the `compile_bias` every run
+uses), entered around each call and left after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterator, Mapping, Sequence
+
+import torch
+from jaxtyping import Float
+from torch import Tensor
+
+from hooks.context import dampen
+from hooks.spec import AttentionIntervention, as_spec, validate_against
+from interp.core.attention import QuerySet, per_token_mean
+from interp.core.backends import Backend, make_backend
+from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
+from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
+from interp.core.spans import TokenizedPrompt, build_judge_prompt
+from interp.errors import InterpError
+
+Authors = tuple[str, str]
+
+
+@dataclass(frozen=True, eq=False)  # tensors have no single truth value: verdicts compare by identity
+class Verdict:
+    """One judged pair: the verdict's label probabilities and the judge's attention to each response.
+
+    Attributes:
+        p_a: P(response A is better), renormalised over the labels A and B (`p_a + p_b == 1`).
+        p_b: P(response B is better).
+        label_mass: probability on the label tokens before renormalising: how much the judge answered
+            with a label at all.
+        top_is_label: whether the single most likely next token is a label.
+        spans: token spans of the prompt, `"query"`, `"a"`, `"b"` -> `(start, end)`, end exclusive.
+        mass: attention mass from the query set (the final position by default) onto each response span,
+            dims `[layer, head, span]`, span 0 = response A, 1 = response B: the summed weights on the
+            span's tokens, averaged over the query positions.
+        mean: per-token mean, `mass / span_tokens` (NaN for an empty span), dims `[layer, head, span]`.
+        span_tokens: the number of tokens of each response span, dims `[span]`.
+        prompt: the tokenized prompt (input ids, text and spans).
+        task: the judging task ("helpfulness", "truthfulness" or "translation").
+        authors: (author of A, author of B), when given.
+        own: the model whose answers are the judge's own (what target "self" means).
+        interventions: the intervention specs active while the pair was judged.
+    """
+
+    p_a: float
+    p_b: float
+    label_mass: float
+    top_is_label: bool
+    spans: dict[str, tuple[int, int]]
+    mass: Float[Tensor, "layer head span"]
+    mean: Float[Tensor, "layer head span"]
+    span_tokens: Float[Tensor, " span"]
+    prompt: TokenizedPrompt = field(repr=False)
+    task: str = "helpfulness"
+    authors: Authors | None = None
+    own: str | None = None
+    interventions: tuple[AttentionIntervention, ...] = ()
+    judgment: Judgment = field(default=None, repr=False)  # type: ignore[assignment]
+
+    @property
+    def own_slot(self) -> str | None:
+        """"a" or "b": the slot holding the judge's own response (None when authors do not say)."""
+        if self.authors is None or self.authors[0] == self.authors[1] or self.own not in self.authors:
+            return None
+        return "a" if self.authors[0] == self.own else "b"
+
+    @property
+    def p_own(self) -> float | None:
+        """P(the judge's own response is better), when one slot is its own."""
+        slot = self.own_slot
+        return None if slot is None else (self.p_a if slot == "a" else self.p_b)
+
+    def own_minus_other(self, stat: str = "mean") -> Float[Tensor, "layer head"]:
+        """Attention to the judge's own response minus attention to the other, per (layer, head).
+
+        Args:
+            stat: "mean" (per token) or "mass".
+
+        Raises:
+            InterpError: when no slot is the judge's own (pass `authors=` naming its own model once).
+        """
+        slot = self.own_slot
+        if slot is None:
+            raise InterpError(f"no response is the judge's own ({self.own!r}); pass authors= naming it in one slot")
+        values = {"mean": self.mean, "mass": self.mass}[stat]
+        own, other = (0, 1) if slot == "a" else (1, 0)
+        return values[..., own] - values[..., other]
+
+    def to_dict(self) -> dict:
+        """The JSON record `interp inspect` prints (probabilities, spans, per-layer attention), plus task and authors."""
+        return judgment_record(self.judgment) | {"task": self.task, "authors": list(self.authors) if self.authors else None}
+
+
+@dataclass(frozen=True, eq=False)
+class Verdicts(Sequence[Verdict]):
+    """Verdicts of a batch of pairs, in input order; index it for one `Verdict`.
+
+    The stacked views put the pair first: `p_a` is `[pair]`, `mass` and `mean` are `[pair, layer, head, span]`.
+    """
+
+    verdicts: tuple[Verdict, ...]
+
+    def __len__(self) -> int:
+        return len(self.verdicts)
+
+    def __getitem__(self, index):
+        return self.verdicts[index]
+
+    @property
+    def p_a(self) -> Float[Tensor, " pair"]:
+        """P(A is better) per pair."""
+        return torch.tensor([v.p_a for v in self.verdicts], dtype=torch.float64)
+
+    @property
+    def p_b(self) -> Float[Tensor, " pair"]:
+        """P(B is better) per pair."""
+        return torch.tensor([v.p_b for v in self.verdicts], dtype=torch.float64)
+
+    @property
+    def label_mass(self) -> Float[Tensor, " pair"]:
+        """Probability on the label tokens before renormalising, per pair."""
+        return torch.tensor([v.label_mass for v in self.verdicts], dtype=torch.float64)
+
+    @property
+    def mass(self) -> Float[Tensor, "pair layer head span"]:
+        """Attention mass onto each response span, per pair."""
+        return torch.stack([v.mass for v in self.verdicts])
+
+    @property
+    def mean(self) -> Float[Tensor, "pair layer head span"]:
+        """Per-token mean attention onto each response span, per pair."""
+        return torch.stack([v.mean for v in self.verdicts])
+
+    def frame(self):
+        """A pandas DataFrame, one row per pair: probabilities, label mass, span lengths, authors, P(own)."""
+        import pandas as pd
+
+        return pd.DataFrame(
+            [
+                {
+                    "task": v.task, "author_a": v.authors[0] if v.authors else None, "author_b": v.authors[1] if v.authors else None,
+                    "p_a": v.p_a, "p_b": v.p_b, "p_own": v.p_own, "label_mass": v.label_mass, "top_is_label": v.top_is_label,
+                    "tokens_a": int(v.span_tokens[0]), "tokens_b": int(v.span_tokens[1]),
+                }
+                for v in self.verdicts
+            ]
+        )  # fmt: skip
+
+
+def _is_nnsight(obj) -> bool:
+    return type(obj).__module__.startswith("nnsight")
+
+
+def _is_backend(obj) -> bool:
+    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
+
+
+def _per_row(value, n: int, what: str) -> list:
+    """`value` for each of n rows: a list of n values, or one value repeated (strings and pairs are one value)."""
+    if isinstance(value, (str, tuple)) or value is None:
+        return [value] * n
+    values = list(value)
+    if len(values) != n:
+        raise InterpError(f"got {len(values)} {what} for {n} pairs; pass one per pair or a single one for all")
+    return values
+
+
+class Judge:
+    """A judge model: call it on a query and two responses, read P(A), P(B) and its span attention.
+
+    Build one with `Judge.load` (an alias, HF id, folder or .gguf file), `Judge.wrap` (a model you hold:
+    a Hugging Face model and tokenizer, a `LoadedModel`, a backend, or an nnsight `LanguageModel`) or
+    `Judge.from_nnsight`.
+
+    Args:
+        backend: the backend that runs the passes ("hf", "transformer_lens" or "nnsight"; see
+            `interp.core.backends.make_backend`).
+        own: the model whose answers are the judge's own: what `target="self"` masks and what
+            `Verdict.p_own` reads. Defaults to `interp.core.models.own_model(name)` (an organism's own
+            answers are its base model's).
+        queries: the query set of the span attention: "final" (the verdict position) or "after" (every
+            position after both responses).
+        batch_size: pairs per forward pass in `batch`.
+    """
+
+    def __init__(self, backend: Backend, *, own: str | None = None, queries: QuerySet = "final", batch_size: int = 8):
+        if queries not in ("final", "after"):
+            raise InterpError(f"unknown query set {queries!r}; use 'final' or 'after'")
+        if batch_size < 1:
+            raise InterpError(f"batch_size must be at least 1, not {batch_size}")
+        self.backend = backend
+        self.own = own if own is not None else own_model(backend.model.name)
+        self.queries: QuerySet = queries
+        self.batch_size = batch_size
+        self._labels = label_tokens(backend.model.tokenizer)
+        self._active: list[AttentionIntervention] = []
+
+    # ---- building one -----------------------------------------------------------------------------
+
+    @classmethod
+    def load(
+        cls,
+        spec: str,
+        *,
+        backend: str = "hf",
+        device: str = "auto",
+        dtype: str | None = None,
+        device_map: str | None = None,
+        kind: Kind | None = None,
+        attention: str = "sdpa",
+        own: str | None = None,
+        queries: QuerySet = "final",
+        batch_size: int = 8,
+    ) -> "Judge":
+        """Load a judge model offline and wrap it in a backend.
+
+        Args:
+            spec: a model alias (`interp models`), an organism ("smollm2-135m-judge"), an HF id in the
+                local cache, a model folder or a .gguf file.
+            backend: "hf", "transformer_lens" or "nnsight".
+            device: "cpu", "cuda", "cuda:N", "mps" or "auto".
+            dtype: "float32", "bfloat16" or "float16" (default: float32 on the CPU, bfloat16 on a GPU).
+            device_map: "auto" shards the model over every visible GPU.
+            kind: "pre" (few-shot prompts) or "post" (chat template); default: guessed from the tokenizer.
+            attention: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
+            own: the model whose answers are the judge's own (default: `own_model(spec)`).
+            queries: "final" or "after", the query set of the span attention.
+            batch_size: pairs per forward pass in `batch`.
+
+        Returns:
+            The judge.
+        """
+        model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
+        return cls(make_backend(model, backend, attention=attention), own=own, queries=queries, batch_size=batch_size)
+
+    @classmethod
+    def wrap(
+        cls,
+        model: Any,
+        tokenizer: Any = None,
+        *,
+        name: str | None = None,
+        kind: Kind | None = None,
+        backend: str | None = None,
+        attention: str = "sdpa",
+        **options: Any,
+    ) -> "Judge":
+        """A judge around a model you already hold; the model object stays yours (it is put in eval mode).
+
+        Args:
+            model: a Hugging Face causal LM (then pass `tokenizer`), a `LoadedModel`, a backend from
+                `make_backend`, or an nnsight `LanguageModel` (see `from_nnsight`).
+            tokenizer: the tokenizer of a Hugging Face model.
+            name: the judge's name (default: the model's folder or id); `own` defaults from it.
+            kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
+            backend: "hf" (default), "transformer_lens" or "nnsight"; an nnsight model uses "nnsight".
+            attention: "sdpa" or "eager", for the hf and nnsight backends.
+            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+
+        Returns:
+            The judge.
+        """
+        if _is_nnsight(model):
+            return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
+        if _is_backend(model):
+            return cls(model, **options)
+        if isinstance(model, LoadedModel):
+            loaded = model
+        else:
+            if tokenizer is None:
+                raise InterpError("Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)")
+            loaded = wrap_model(model, tokenizer, name=name or _model_name(model), kind=kind)
+        return cls(make_backend(loaded, backend or "hf", attention=attention), **options)
+
+    @classmethod
+    def from_nnsight(
+        cls,
+        language_model: Any,
+        *,
+        name: str | None = None,
+        kind: Kind | None = None,
+        attention: str = "sdpa",
+        **options: Any,
+    ) -> "Judge":
+        """A judge that runs its passes through your nnsight `LanguageModel` (traced, as `.trace` runs them).
+
+        Args:
+            language_model: an nnsight `LanguageModel` with its weights loaded (dispatched).
+            name: the judge's name (default: the wrapped model's folder or id).
+            kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
+            attention: "sdpa" or "eager".
+            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+
+        Returns:
+            The judge.
+        """
+        from interp.core.backends.nnsight import NNsightBackend
+
+        hf_model = getattr(language_model, "_module", None) or getattr(language_model, "_model", None)
+        tokenizer = getattr(language_model, "tokenizer", None)
+        if not isinstance(hf_model, torch.nn.Module) or tokenizer is None:
+            raise InterpError("from_nnsight needs an nnsight LanguageModel with a tokenizer")
+        if any(p.is_meta for p in hf_model.parameters()):
+            raise InterpError("this LanguageModel has no weights loaded yet; create it with dispatch=True")
+        loaded = wrap_model(hf_model, tokenizer, name=name or _model_name(hf_model), kind=kind)
+        backend = NNsightBackend(loaded, language_model, hf_model, attention=attention)
+        return cls(backend, **options)
+
+    # ---- what it is -------------------------------------------------------------------------------
+
+    @property
+    def model(self) -> LoadedModel:
+        """The loaded model (its HF module is `model.hf_model`, its tokenizer `model.tokenizer`)."""
+        return self.backend.model
+
+    @property
+    def name(self) -> str:
+        """The judge's name (the alias or folder it was loaded from)."""
+        return self.model.name
+
+    @property
+    def n_layers(self) -> int:
+        """Decoder layers: the `layer` dim of the span attention."""
+        return self.model.n_layers
+
+    @property
+    def n_heads(self) -> int:
+        """Attention heads per layer: the `head` dim of the span attention."""
+        return self.model.n_heads
+
+    @property
+    def interventions(self) -> tuple[AttentionIntervention, ...]:
+        """The intervention specs of the `intervene` blocks open now, outermost first."""
+        return tuple(self._active)
+
+    def __repr__(self) -> str:
+        return (
+            f"Judge({self.name!r}, backend={self.backend.name!r}, own={self.own!r}, {self.n_layers} layers x "
+            f"{self.n_heads} heads, kind={self.model.kind!r})"
+        )
+
+    # ---- judging ----------------------------------------------------------------------------------
+
+    def prompt(self, query: str, response_a: str, response_b: str, *, task: str = "helpfulness") -> TokenizedPrompt:
+        """The tokenized judge prompt this judge reads (its text, input ids and token spans)."""
+        return build_judge_prompt(self.model, task, query, response_a, response_b)
+
+    def __call__(
+        self,
+        query: str | Sequence[str],
+        response_a: str | Sequence[str],
+        response_b: str | Sequence[str],
+        *,
+        task: str | Sequence[str] = "helpfulness",
+        authors: Authors | Sequence[Authors] | None = None,
+        own: str | None = None,
+    ) -> Verdict | Verdicts:
+        """Judge one pair (strings) or a batch (lists: the same as `batch`).
+
+        Args:
+            query: the instruction (German text for "translation").
+            response_a: the response shown as A.
+            response_b: the response shown as B.
+            task: "helpfulness", "truthfulness" or "translation".
+            authors: (author of A, author of B): needed by targets "self" and "other" and by `Verdict.p_own`.
+            own: the model whose answers are the judge's own, for this call (default: `self.own`).
+
+        Returns:
+            A `Verdict` for strings, `Verdicts` for lists.
+        """
+        if isinstance(query, str):
+            return self.batch([query], [response_a], [response_b], task=task, authors=authors, own=own)[0]
+        return self.batch(query, response_a, response_b, task=task, authors=authors, own=own)
+
+    def batch(
+        self,
+        queries: Sequence[str],
+        responses_a: Sequence[str],
+        responses_b: Sequence[str],
+        *,
+        task: str | Sequence[str] = "helpfulness",
+        authors: Authors | Sequence[Authors] | None = None,
+        own: str | None = None,
+    ) -> Verdicts:
+        """Judge many pairs, `batch_size` per forward pass (left-padded: padding does not change results).
+
+        Args:
+            queries: one instruction per pair.
+            responses_a: the A response of each pair.
+            responses_b: the B response of each pair.
+            task: one task for all pairs, or one per pair.
+            authors: one (author A, author B) for all pairs, or one per pair.
+            own: the model whose answers are the judge's own (default: `self.own`).
+
+        Returns:
+            The verdicts, in input order.
+        """
+        queries, responses_a, responses_b = list(queries), list(responses_a), list(responses_b)
+        n = len(queries)
+        if not n or len(responses_a) != n or len(responses_b) != n:
+            raise InterpError(f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair")
+        tasks = _per_row(task, n, "tasks")
+        rows = _per_row(tuple(authors) if authors is not None and isinstance(authors[0], str) else authors, n, "author pairs")
+        own = own if own is not None else self.own
+        prompts = [self.prompt(q, a, b, task=t) for q, a, b, t in zip(queries, responses_a, responses_b, tasks)]
+        verdicts: list[Verdict] = []
+        for start in range(0, n, self.batch_size):
+            chunk = slice(start, start + self.batch_size)
+            judgments = self._judge(prompts[chunk], rows[chunk], own)
+            verdicts += [self._verdict(j, p, t, a, own) for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk])]
+        return Verdicts(tuple(verdicts))
+
+    def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
+        """One `judge_batch` pass under every open intervention (each a `dampen` around this pass only)."""
+        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
+        with contextlib.ExitStack() as stack:
+            for spec in self._active:
+                stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
+            return judge_batch(self.backend, prompts, self._labels, queries=self.queries)
+
+    def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
+        mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
+        return Verdict(
+            p_a=judgment.probs["A"],
+            p_b=judgment.probs["B"],
+            label_mass=judgment.label_mass,
+            top_is_label=judgment.top_is_label,
+            spans=dict(judgment.spans),
+            mass=judgment.mass,
+            mean=mean,
+            span_tokens=judgment.counts,
+            prompt=prompt,
+            task=task,
+            authors=tuple(authors) if authors is not None else None,
+            own=own,
+            interventions=tuple(self._active),
+            judgment=judgment,
+        )
+
+    # ---- interventions ----------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def intervene(
+        self, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, /, **keys: Any
+    ) -> Iterator[AttentionIntervention]:
+        """Judge under an attention intervention for the duration of a `with` block.
+
+            with judge.intervene(target="self", alpha=0.0, layers=[20, 21]):
+                v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
+
+        Every call inside the block compiles the spec against that call's prompts and authors (target
+        "self" is the slot written by `judge.own`) and applies it through `hooks.context.dampen`, which
+        restores the backend after each pass; leaving the block (also by an exception) drops the spec.
+        Blocks nest: the inner pass runs under both specs.
+
+        Args:
+            spec: an `AttentionIntervention`, a table of its keys, or a TOML file; or leave it out and
+                pass the keys: `target` ("self", "other", "a", "b", "both", "random" or (start, end)),
+                `alpha` (0 masks; 1 changes nothing), `layers`, `heads`, `queries`, `seed`, `name`.
+            **keys: spec keys (they replace the spec's when both are given).
+
+        Yields:
+            The spec, validated against this model's layers and heads.
+        """
+        spec = as_spec(spec, **keys)
+        validate_against(spec, self.n_layers, self.n_heads)
+        depth = len(self._active)
+        self._active.append(spec)
+        try:
+            yield spec
+        finally:
+            del self._active[depth:]
+
+
+def _model_name(hf_model: torch.nn.Module) -> str:
+    source = str(getattr(getattr(hf_model, "config", None), "_name_or_path", "") or "")
+    return Path(source).name or source or type(hf_model).__name__
