@@ -10,8 +10,8 @@ Responses and gold verdicts are read from the run directory, never regenerated. 
 - `--spec FILE`: any intervention spec, tested as given.
 
 The control judge reads the same pairs under the same mask on the same answer (the tested judge's own):
-the one the user names, or, for a planted organism, its null counterpart (same base model, so the same
-answers) when the run holds it, and for a null organism its planted counterpart. Several judges in one
+the one the user names, or, for an organism, a null organism of the same base model (so the same answers)
+when the run holds one (for the null organism: another null, e.g. a seed replicate). Several judges in one
 command are corrected with Holm. Every judgment is keyed (`interp.experiments.engine`), so a killed test
 resumes and a different test never reuses another's judgments.
 """
@@ -104,13 +104,14 @@ def organism_role(spec: str) -> str | None:
 
 
 def counterpart(run: Run, judge: str) -> str | None:
-    """The organism of the other role on the same base model among the run's judges (None if there is none)."""
-    role = organism_role(judge)
-    if role is None:
+    """An organism's automatic control: a null organism of the same base model among the run's judges, other
+    than the judge itself (for a planted organism its null counterpart, for a null organism another null, e.g.
+    a seed replicate). Never a planted one: a two-sided contrast against it is the planted test mirrored."""
+    if organism_role(judge) is None:
         return None
     base = organism_base(judge)
     for other in run.config.judge_specs:
-        if other != judge and organism_role(other) not in (None, role) and organism_base(other) == base:
+        if other != judge and organism_role(other) == "null" and organism_base(other) == base:
             return other
     return None
 

@@ -16,18 +16,20 @@ Data, per test item i (P = probability that the judge's own answer wins, mean ov
   ``d[i] = delta_judge[i]`` when no control judge is available.
 
 Null hypothesis H0: within each item the tested judge and the control judge are exchangeable under the
-mask, so each ``d[i]`` is as likely to be +x as -x. Alternative H1: ``E[d] < 0`` (the mask lowers the tested
-judge's preference for its own answer more than the control's). One-sided, because self-preference
-predicts the direction.
+mask, so each ``d[i]`` is as likely to be +x as -x. Alternative H1: ``E[d] != 0``. Two-sided, because
+self-preference does not fix the sign: a preference that runs through reading the own answer makes the mask
+lower the judge's P(own) more than the control's (d < 0); one that runs through recognising the other
+model's answer survives the mask while the control, which compares contents, loses the answer it was
+comparing (d > 0). Measured on the planted organism, the second happens.
 
 Statistic and tests:
 
-1. ``mean(d)``, with a one-sided sign-flip permutation p-value ``p_flip`` (exact enumeration up to 15
-   items, else ``n_flips`` seeded random sign vectors, p = (1 + #{flipped mean <= observed}) / (1 + n_flips)).
-   It is exact under H0 whatever the distribution of the ``|d[i]|``.
+1. ``mean(d)``, with a two-sided sign-flip permutation p-value ``p_flip`` (exact enumeration up to 15
+   items, else ``n_flips`` seeded random sign vectors, p = (1 + #{|flipped mean| >= |observed|}) /
+   (1 + n_flips)). It is exact under H0 whatever the distribution of the ``|d[i]|``.
 2. When the masked heads were chosen from data (top-k by own-minus-other attention), the head-choice null:
    the same ``mean(d)`` for R random head sets of the same size (layer-matched by default), and the rank
-   p-value ``p_rank = (1 + #{random mean <= chosen mean}) / (R + 1)``. It asks whether the chosen heads are
+   p-value ``p_rank = (1 + #{|random mean| >= |chosen mean|}) / (R + 1)``. It asks whether the chosen heads are
    unusual among heads of the same number, not only whether masking them does anything.
 3. One decision: ``p = max(p_flip, p_rank)`` (an intersection-union test: it rejects only when both reject,
    so its false-positive rate is at most alpha without a correction); causal iff ``p <= alpha``
@@ -69,25 +71,34 @@ def _as_effects(values, name: str) -> np.ndarray:
     return array
 
 
-def sign_flip_pvalue(d: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, seed: int = 0) -> float:
-    """One-sided p-value of mean(d) < 0 under sign symmetry (exact enumeration for <= 15 items)."""
+def _as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
+    """Which permuted means are at least as extreme as the observed one (float ties count)."""
+    if alternative == "two-sided":
+        return np.abs(means) >= np.abs(observed) - _TOLERANCE
+    if alternative == "less":
+        return means <= observed + _TOLERANCE
+    raise InterpError(f"alternative {alternative!r}: use 'two-sided' or 'less'")
+
+
+def sign_flip_pvalue(d: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, seed: int = 0, alternative: str = "two-sided") -> float:
+    """p-value of mean(d) != 0 (or < 0 with alternative="less") under sign symmetry (exact up to 15 items)."""
     d = _as_effects(d, "sign_flip_pvalue")
     observed = d.mean()
     if d.size <= EXACT_UP_TO:
         signs = np.array(list(product((1.0, -1.0), repeat=d.size)))
         means = signs @ d / d.size
-        return float(np.mean(means <= observed + _TOLERANCE))
+        return float(np.mean(_as_extreme(means, observed, alternative)))
     if n_flips < 1:
         raise InterpError("sign_flip_pvalue: n_flips must be at least 1")
     rng = np.random.default_rng(seed)
     count = 0
     for start in range(0, n_flips, 2048):  # chunks keep memory at ~2048 x n floats
         signs = rng.integers(0, 2, size=(min(2048, n_flips - start), d.size)) * 2.0 - 1.0
-        count += int(np.sum(signs @ d / d.size <= observed + _TOLERANCE))
+        count += int(np.sum(_as_extreme(signs @ d / d.size, observed, alternative)))
     return (1 + count) / (1 + n_flips)
 
 
-def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2000, seed: int = 0) -> np.ndarray:
+def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2000, seed: int = 0, alternative: str = "two-sided") -> np.ndarray:
     """`sign_flip_pvalue` for many equally long rows at once (simulations and power draws); one shared set of
     random sign vectors, which is valid for each row."""
     draws = np.asarray(draws, dtype=float)
@@ -97,19 +108,20 @@ def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2
     observed = draws.mean(axis=1)
     if n <= EXACT_UP_TO:
         signs = np.array(list(product((1.0, -1.0), repeat=n)))
-        return np.mean(draws @ signs.T / n <= observed[:, None] + _TOLERANCE, axis=1)
+        return np.mean(_as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
     rng = np.random.default_rng(seed)
     signs = rng.integers(0, 2, size=(n_flips, n)) * 2.0 - 1.0
-    counts = np.sum(draws @ signs.T / n <= observed[:, None] + _TOLERANCE, axis=1)
+    counts = np.sum(_as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
     return (1 + counts) / (1 + n_flips)
 
 
-def rank_pvalue(observed: float, null_values: Sequence[float]) -> float:
-    """How unusual `observed` is among values under the null, lower = more extreme: (1 + #{null <= obs}) / (R + 1)."""
+def rank_pvalue(observed: float, null_values: Sequence[float], alternative: str = "two-sided") -> float:
+    """How unusual `observed` is among values under the null: (1 + #{null at least as extreme}) / (R + 1),
+    extreme meaning farther from 0 (two-sided) or lower (alternative="less")."""
     values = np.asarray(null_values, dtype=float)
     if values.size == 0:
         raise InterpError("rank_pvalue: need at least one null value (a random head set)")
-    return float((1 + np.sum(values <= observed + _TOLERANCE)) / (values.size + 1))
+    return float((1 + np.sum(_as_extreme(values, observed, alternative))) / (values.size + 1))
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -194,13 +206,15 @@ class CausalTest:
         rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3f} over {self.n_random_sets} random head sets"
         if self.random_sets_skipped:
             rank = " (random head sets not judged: p_flip already exceeds alpha)"
-        against = f"than on control judge {self.control_judge}" if self.control_judge else "(no control judge: not isolated from answer quality)"
         head = "causal effect on self-preference" if self.causal else "no causal effect shown"
-        return (
-            f"{judge}: {head} (p = {self.p_value:.3f}, alpha {self.alpha:g}): the mask moves P(own) by "
-            f"{100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] more {against}; "
-            f"n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
-        )
+        if self.control_judge:
+            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] relative to control judge {self.control_judge}"
+            if self.control_effect is not None:
+                change += f" ({100 * self.judge_effect:+.1f} vs {100 * self.control_effect:+.1f} pts"
+                change += ": the judge relies on its own answer more than the control does)" if self.effect["mean"] < 0 else ": the judge relies on its own answer less than the control does)"
+        else:
+            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (no control judge: not isolated from answer quality)"
+        return f"{judge}: {head} (p = {self.p_value:.3f}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
 
 
 def causal_test(

@@ -75,8 +75,10 @@ def test_power_rises_with_effect_size() -> None:
     powers = [float(np.mean(sign_flip_pvalues(base - shift, n_flips=2000) <= 0.05)) for shift in (0.0, 0.01, 0.02, 0.04)]
     assert all(later > earlier for earlier, later in zip(powers, powers[1:])), powers
     assert powers[-1] > 0.95
-    # a positive shift (the judge depends on its own answer LESS than the control) is not evidence: one-sided
-    assert float(np.mean(sign_flip_pvalues(base + 0.04, n_flips=2000) <= 0.05)) < 0.01
+    # two-sided: a judge that relies on its own answer LESS than the control is found as often
+    assert float(np.mean(sign_flip_pvalues(base + 0.04, n_flips=2000) <= 0.05)) == pytest.approx(powers[-1], abs=0.03)
+    # one-sided on request: then the other direction is not evidence
+    assert float(np.mean(sign_flip_pvalues(base + 0.04, n_flips=2000, alternative="less") <= 0.05)) < 0.01
 
 
 def test_one_row_and_many_rows_agree() -> None:
@@ -86,10 +88,12 @@ def test_one_row_and_many_rows_agree() -> None:
 
 
 def test_exact_p_value_by_hand() -> None:
-    # d = (-1, -1, -1): only the all-minus sign vector gives a mean as low: p = 1/8
-    assert sign_flip_pvalue(np.array([-1.0, -1.0, -1.0])) == pytest.approx(1 / 8)
-    # d = (-2, 1): sign vectors give means -0.5, +1.5, -1.5, +0.5 -> two of four are <= -0.5
-    assert sign_flip_pvalue(np.array([-2.0, 1.0])) == pytest.approx(0.5)
+    # d = (-1, -1, -1): the all-minus and all-plus sign vectors give |mean| = 1: p = 2/8
+    assert sign_flip_pvalue(np.array([-1.0, -1.0, -1.0])) == pytest.approx(2 / 8)
+    assert sign_flip_pvalue(np.array([-1.0, -1.0, -1.0]), alternative="less") == pytest.approx(1 / 8)
+    # d = (-2, 1): sign vectors give means -0.5, +1.5, -1.5, +0.5: all four as far from 0 as -0.5
+    assert sign_flip_pvalue(np.array([-2.0, 1.0])) == pytest.approx(1.0)
+    assert sign_flip_pvalue(np.array([-2.0, 1.0]), alternative="less") == pytest.approx(0.5)
 
 
 def test_monte_carlo_p_value_is_never_zero() -> None:
@@ -141,8 +145,9 @@ def test_clopper_pearson_closed_forms() -> None:
 
 
 def test_rank_pvalue_and_auroc() -> None:
-    assert rank_pvalue(-1.0, [0.0] * 19) == pytest.approx(1 / 20)
+    assert rank_pvalue(-1.0, [0.0] * 19) == pytest.approx(1 / 20) == rank_pvalue(1.0, [0.0] * 19)
     assert rank_pvalue(0.0, [-1.0] * 19) == pytest.approx(1.0)
+    assert rank_pvalue(0.5, [-1.0] * 19, alternative="less") == pytest.approx(1.0)
     assert auroc([3, 4], [1, 2]) == 1.0 and auroc([1], [1]) == 0.5 and auroc([1, 2], [3, 4]) == 0.0
 
 
