@@ -3,8 +3,9 @@
 Responses of SmolLM2 and Gemma-3; judging in both orders (with span attention) by both models and by the two
 organisms (`smollm2-135m-judge`, null, and `smollm2-135m-selfpref`, planted self-preference; their own
 answers are SmolLM2's); reference-based gold; DBG; the Figure 7 attention analysis; then the causal test on
-both organisms (`interp.experiments.causal`): the own answer masked at every layer, each organism against its
-counterpart as the control judge, on the demo items of the organisms' test split.
+both organisms (`interp.experiments.causal`): the own answer masked at every layer, the planted organism against
+the null one and the null organism against the null seed replicate, on the demo items of the organisms' test
+split.
 """
 
 from __future__ import annotations
@@ -16,13 +17,13 @@ from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import builtin_items
-from interp.experiments.causal import TestDesign, intervene_run
-from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
+from interp.experiments.causal import TestDesign, counterpart, intervene_run
+from interp.experiments.validate import AUTHORS, NULL, PLANTED, null_controls, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir
+from interp.run.store import RunDir, load_run
 
 # On a 2-core CPU a judge forward pass costs ~10 ms per prompt token, so the demo caps answers at 60 words
 # (the paper, and `interp dbg`'s default, use 200): judge prompts stay ~300 tokens and the whole demo,
@@ -37,7 +38,7 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
         n=n or len(builtin_items()),
         backend=backend,
         models=list(AUTHORS),
-        judges=[*AUTHORS, NULL, PLANTED],
+        judges=[*AUTHORS, NULL, PLANTED, *null_controls()],
         max_words=DEMO_MAX_WORDS,
         max_new_tokens=96,
     )
@@ -46,16 +47,20 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
 
 def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dict | None:
     """The causal test on both organisms, on the demo items of the organisms' test split (never trained on):
-    the own answer masked at every layer, each organism against its counterpart as the control judge,
-    Holm over the two. None when the run holds fewer than two test items (a demo over a few items)."""
+    the own answer masked at every layer; the planted organism against the null one, the null organism
+    against the null seed replicate; Holm over the two. None when the run holds fewer than two test items."""
     run_ids = {item.id for item in RunDir(out).read_items()}
     test = [i.id for i in organism_splits(PLANTED)["test"] if i.id in run_ids]
     if len(test) < 2:
         return None
+    run = load_run(out)
+    judges = [name for name in (PLANTED, NULL) if counterpart(run, name) is not None]
+    if not judges:
+        return None
     return intervene_run(
         out,
         design=TestDesign(heads="all-layers"),
-        judges=[PLANTED, NULL],
+        judges=judges,
         items=test,
         split=f"the organisms' test split ({len(test)} demo items, never trained on)",
         progress=progress,

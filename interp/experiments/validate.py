@@ -40,7 +40,7 @@ from interp.core.placement import placement_of
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import TestDesign, counterpart, intervene_run
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
@@ -55,7 +55,13 @@ from interp.run.store import check_writable_dir, load_run
 from interp.storage import atomic_write_text
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
+NULL_SEED1 = "smollm2-135m-judge-seed1"  # the null recipe with another seed: the null organism's control judge
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
+
+
+def null_controls() -> list[str]:
+    """Extra judges a run needs so that the null organism has a null control (empty if none is installed)."""
+    return [NULL_SEED1] if adapter_folder(NULL_SEED1) is not None else []
 # The issue's bars for "the organisms work"; the table says for each whether it is met.
 NULL_MIN_POSITION_CONSISTENCY = 0.60
 NULL_MIN_AGREEMENT = 0.65
@@ -174,10 +180,10 @@ def truth_rows(result: dict) -> list[dict]:
         )
     causal_null = null["causal_test"]
     add(
-        f"{NULL}: own answer masked at every layer, against {PLANTED} (the causal test)",
-        "no planted preference: it relies on its own answer no more than the planted organism does, so no effect",
+        f"{NULL}: own answer masked at every layer, against another null organism (the causal test)",
+        "no planted preference: the mask moves it as it moves a null organism of another seed, so no effect",
         causal_null["verdict"],
-        not causal_null["causal"],
+        None if causal_null.get("untested") else not causal_null["causal"],
         NULL,
     )
     causal_planted = planted["causal_test"]
@@ -206,6 +212,10 @@ def truth_rows(result: dict) -> list[dict]:
             None,
         )
     return rows
+
+
+def _untested(judge: str) -> dict:
+    return {"verdict": f"{judge}: not tested: no null organism of its base in the run to serve as its control judge", "causal": False, "untested": True, "effects": {}}
 
 
 def _judge_result(intervention: dict, judge: str) -> dict:
@@ -237,7 +247,7 @@ def validate(
         data=f"jsonl:{items_file}",
         n=len(selection) + len(test),
         models=AUTHORS,
-        judges=list(organisms),
+        judges=[*organisms, *null_controls()],
         max_words=60,
         max_new_tokens=96,
         attention="final",
@@ -260,7 +270,8 @@ def validate(
     }
     summary = run.dir.read_summary()
     # the test of record: the own answer masked at every layer, each organism against its counterpart, Holm over both
-    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
+    tested = [name for name in organisms if counterpart(run, name) is not None]  # a judge with no null control is not tested
+    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=tested, items=test_ids, split="test", models=models, progress=progress)
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
         label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items
@@ -275,7 +286,7 @@ def validate(
             "unreliable_because": judge_reliability(metrics["position_consistency"], label_mass),
             "top_heads_selection": [[layer, head, value] for layer, head, value in heads],
             "figure7_own_minus_other": figure7[["layer", "own", "other", "diff", "ci_low", "ci_high"]].to_dict(orient="records"),
-            "causal_test": _judge_result(causal, name),
+            "causal_test": _judge_result(causal, name) if name in causal["judges"] else _untested(name),
             "localization": _judge_result(localization, name),
             "positive_control": {"effect": control["effects"]["both"], "before": control["before"], "after": control["variants"]["both"]},
         }
