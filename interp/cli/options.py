@@ -1,4 +1,4 @@
-"""Options several commands share: where their local models run (`--device`, `--dtype`)."""
+"""Options several commands share: where their local models run (`--device`, `--dtype`), and `--overwrite`."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ from typing import Optional
 import typer
 
 from interp.config import PlacementKeys, validate_config
+from interp.storage import OVERWRITE_FLAG
 
 DEVICE_HELP = "cpu | cuda | cuda:N | mps | auto (a GPU when there is one); default: the config's, else auto"
 DTYPE_HELP = "float32 | bfloat16 | float16; default: the config's, else float32 on the CPU and bfloat16 on a GPU"
@@ -18,6 +19,10 @@ def device_option() -> Optional[str]:
 
 def dtype_option() -> Optional[str]:
     return typer.Option(None, "--dtype", help=DTYPE_HELP)
+
+
+def overwrite_option() -> bool:
+    return typer.Option(False, OVERWRITE_FLAG, help="write into an --out folder that holds files interp did not write (files of the same names are replaced)")
 
 
 def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | None = None) -> PlacementKeys:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, placement_keys
+from interp.cli.options import device_option, dtype_option, overwrite_option, placement_keys
 from interp.errors import InterpError
 
 
@@ -78,6 +78,7 @@ def dbg(
     report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
     from interp.config import load_run_config, run_config_from_dict
@@ -89,7 +90,7 @@ def dbg(
     run_config = load_run_config(config)
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
-    summary = run_dbg(run_config, out)
+    summary = run_dbg(run_config, out, overwrite=overwrite)
     if report:
         with RunDir(out).writer():
             if run_config.attention != "none":
@@ -106,14 +107,15 @@ def echo_dbg(summary: dict) -> None:
 
 
 def demo(
-    n: Optional[int] = typer.Option(None, "--n", help="number of built-in instructions (default: all)"),
+    n: Optional[int] = typer.Option(None, "--n", min=1, help="number of built-in instructions, at least 1 (default: all)"),
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
     backend: str = typer.Option("hf", "--backend", "-b"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
     from interp.experiments.demo import run_demo
 
-    path = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype))
+    path = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype), overwrite=overwrite)
     typer.echo(f"report: {path}")

@@ -37,7 +37,7 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
     values = dict(
         name="demo",
         data="builtin",
-        n=n or len(builtin_items()),
+        n=len(builtin_items()) if n is None else n,  # 0 is refused by the config, never read as "all"
         backend=backend,
         models=list(AUTHORS),
         judges=[*AUTHORS, NULL, PLANTED],
@@ -66,13 +66,14 @@ def planted_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dic
 
 
 def run_demo(
-    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True
+    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True, overwrite: bool = False
 ) -> Path:
     out = Path(out)
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
+    RunDir(out).check_output(overwrite=overwrite)
     models = ModelCache(placement_of(config))
-    run_dbg(config, out, progress=progress, models=models)
+    run_dbg(config, out, progress=progress, models=models, overwrite=overwrite)
     with RunDir(out).writer():
         write_attention_figures(out)
         result = planted_causal_test(out, models=models, progress=progress)

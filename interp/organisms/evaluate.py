@@ -34,6 +34,7 @@ from interp.run.gold import aggregate_gold
 from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
 from interp.run.summary import p_first_wins
+from interp.storage import check_output_dir, claim_output_dir
 
 # The 16 items of tests/fixtures/alpacaeval_16.json followed by 32 more in the same style, none of them in any
 # packaged set (the issue checks the organisms on an unseen 16-item file; 48 read that bar with less noise).
@@ -158,6 +159,18 @@ def compare_judges(
     return results
 
 
+def _eval_markers() -> tuple[str, ...]:
+    """What an evaluation folder written before the marker file holds: a run per split."""
+    return tuple(f"{split}/config.toml" for split in (*SPLITS, "choice"))
+
+
+def check_eval_out(out: Path, split: str, *, overwrite: bool = False) -> None:
+    """`organism evaluate --out`: new, empty or an evaluation folder; other files only with `overwrite`."""
+    if split not in (*SPLITS, "choice"):
+        raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
+    check_output_dir(out, markers=_eval_markers(), overwrite=overwrite)
+
+
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
     """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size.
     `choice` is where recipes are compared: the selection split plus the shipped development set (`dev_items`)."""
@@ -165,6 +178,7 @@ def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, i
         raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
     splits = splits_of(config.split)
     items = splits["selection"] + dev_items() if split == "choice" else splits[split]
+    claim_output_dir(folder, _eval_markers())
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 
@@ -183,6 +197,7 @@ def evaluate_judges(
     progress: bool = False,
     by_task: bool = False,
     gap_against: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge
     (`compare_judges`)."""
@@ -199,7 +214,7 @@ def evaluate_judges(
         n_boot=n_boot,
     )
     check_gap_against(judges, gap_against)
-    run_dbg(config, Path(out), progress=progress, models=models)
+    run_dbg(config, Path(out), progress=progress, models=models, overwrite=overwrite)
     results = compare_judges(Path(out), judges, by_task=by_task, gap_against=gap_against, n_boot=n_boot, seed=seed)
     (Path(out) / "organism_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

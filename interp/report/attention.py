@@ -38,8 +38,8 @@ from interp.analysis.attention_stats import (
 )
 from interp.report.figures import plt, png_data_uri, save_figure
 from interp.report.html import table_html
-from interp.run.store import RunDir, safe_name
-from interp.storage import atomic_write_text
+from interp.run.store import RunDir
+from interp.storage import atomic_write_text, path_label
 from interp.templating import Markup, render
 
 SECTION_TITLE = "Attention over response spans (Figure 7)"
@@ -420,7 +420,7 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{safe_name(judge)}")
+        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):

@@ -36,7 +36,7 @@ from interp.run.judging import batches, judge_tasks, run_judging
 from interp.run.responses import Decoding, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
-from interp.run.store import RunDir, check_writable_dir
+from interp.run.store import RunDir
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
@@ -135,16 +135,17 @@ def run_gold_step(
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 
-def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None) -> dict:
+def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None, overwrite: bool = False) -> dict:
     """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config
     is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine), so a resume
-    in another precision is refused like any other change of config.
+    in another precision is refused like any other change of config. `out` may be new, empty or a run to
+    resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`).
     """
     paths = RunDir(Path(out))
-    check_writable_dir(paths.root)
+    paths.check_output(overwrite=overwrite)
     placement = placement_of(config)
     config = config.model_copy(update={"dtype": placement.dtype})
     adapters = check_resumable(config, paths)
