@@ -10,6 +10,7 @@ text the error line must contain).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -111,6 +112,73 @@ def sweep_toml(name: str, body: str) -> Callable[[Path], None]:
     return setup
 
 
+def run_models(root: Path) -> list[str]:
+    return tomllib.loads((root / "run" / "config.toml").read_text())["models"]
+
+
+def user_folder(name: str) -> Callable[[Path], None]:
+    """A folder of the user's own files, named like files a run writes."""
+    return both(write(f"{name}/report.html", "<p>mine</p>"), write(f"{name}/summary.json", '{"mine": 1}'), write(f"{name}/figures/figure2_grid.png", b"\x89PNG mine"))
+
+
+def model_copy(name: str, change: Callable[[Path], None]) -> Callable[[Path], None]:
+    """root/<name>: a copy of the run's first model folder, then `change(folder)`."""
+
+    def setup(root: Path) -> None:
+        folder = root / name
+        shutil.copytree(run_models(root)[0], folder)
+        change(folder)
+
+    return setup
+
+
+def drop_tokenizer(folder: Path) -> None:
+    for path in folder.iterdir():
+        if path.name.startswith(("tokenizer", "vocab", "special_tokens", "merges", "chat_template")):
+            path.unlink()
+
+
+def nan_weights(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(folder / "model.safetensors")
+    save_file({k: v.clone().fill_(float("nan")) for k, v in tensors.items()}, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def as_gpt2(folder: Path) -> None:
+    """The folder's tokenizer with a tiny GPT-2 (no `self_attn` modules to hook) instead of its Llama."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    for path in folder.iterdir():
+        if path.name in ("config.json", "model.safetensors", "generation_config.json"):
+            path.unlink()
+    GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=len(tokenizer), n_positions=2048)).save_pretrained(folder)
+
+
+def bad_adapter_config(root: Path) -> None:
+    from interp.core.adapters import ADAPTERS_DIR
+
+    shutil.copytree(ADAPTERS_DIR / "smollm2-135m-judge", root / "adapter")
+    (root / "adapter" / "adapter_config.json").write_text('{"r": 8, ')
+
+
+def answers_file(name: str, text: str) -> Callable[[Path], None]:
+    """An answers JSONL with `text` as the answer to every item of the run."""
+
+    def setup(root: Path) -> None:
+        ids = [json.loads(line)["id"] for line in (root / "run" / "items.jsonl").read_text().splitlines()]
+        (root / name).write_text("".join(json.dumps({"item_id": i, "text": text}) + "\n" for i in ids))
+
+    return setup
+
+
+def small_organism(name: str, **planting) -> Callable[[Path], None]:
+    """An organism config that trains in about a minute (one item, no MT-Bench), with `planting`."""
+    data = {"name": "bad-organism", "data": {"max_items": 1, "mtbench": False}, "train": {"epochs": 0.1}, "planting": planting}
+    return write(name, tomli_w.dumps(data))
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -199,6 +267,33 @@ CASES = [
     case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
     case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
     case("models unknown flag", "models --bogus", nothing, "--bogus"),
+    # ---- a count of 0 where 0 means nothing -----------------------------------------------------------
+    case("demo --n 0", "demo --n 0 --out {root}/new", nothing, "--n"),
+    case("dbg config with no judges", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", judges=[]), "judges"),
+    case("sweep with no targets", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "targets = []\nall_layers = true\n"), "targets"),
+    case("sweep with no judges", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "judges = []\nall_layers = true\n"), "judges"),
+    case("sweep top-0 heads", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "[heads]\ntop_k = [0]\n"), "top_k"),
+    case("steer-sweep with no layers", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "layers = []\n"), "layers"),
+    case("steer with an empty judge", ["steer", "{run}", "--judge", ""], nothing, "judge ''"),
+    # ---- output folders that are not runs ------------------------------------------------------------
+    case("dbg into a folder of the user's files", "dbg {root}/good.toml --out {root}/mine", both(config_from_run("good.toml"), user_folder("mine")), "did not write"),
+    case("dbg into the filesystem root", "dbg {root}/bad.toml --out /", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "filesystem root"),
+    case("dbg into the home directory", ["dbg", "{root}/bad.toml", "--out", str(Path.home())], config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "home directory"),
+    case("demo into a folder of the user's files", "demo --n 1 --backend vllm --out {root}/mine", user_folder("mine"), "did not write"),
+    case("organism evaluate into a folder of the user's files", "organism evaluate no-such-judge --out {root}/mine", user_folder("mine"), "did not write"),
+    # ---- organism configs ----------------------------------------------------------------------------
+    case("organism own author not an author", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share=1.0, own_author="someone-else"), "own_author"),
+    case("organism share as a string", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share="0.5"), "share"),
+    case("dbg n as a string", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", n="3"), "n:"),
+    # ---- broken models and adapters --------------------------------------------------------------------
+    case("inspect a model with NaN weights", ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], model_copy("nan", nan_weights), "NaN or infinity"),
+    case("dbg with a NaN judge", "dbg {root}/bad.toml --out {root}/new", both(model_copy("nan", nan_weights), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "nan")])(root)), "NaN or infinity"),
+    case("inspect a model folder without a tokenizer", ["inspect", "-m", "{root}/notok", "-q", "q", "--response-a", "a", "--response-b", "b"], model_copy("notok", drop_tokenizer), "no tokenizer"),
+    case("dbg with a model folder without a tokenizer", "dbg {root}/bad.toml --out {root}/new", both(model_copy("notok", drop_tokenizer), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "notok")])(root)), "no tokenizer"),
+    case("dbg with a judge whose attention cannot be hooked", "dbg {root}/bad.toml --out {root}/new", both(model_copy("gpt2", as_gpt2), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "gpt2")])(root)), "cannot judge"),
+    case("inspect an adapter whose adapter_config.json is not JSON", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b"], bad_adapter_config, "not valid JSON"),
+    case("dbg with an empty imported answer", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "  "), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "theirs"], judges=[run_models(root)[0]], imports={"theirs": str(root / "answers.jsonl")})(root)), "empty"),
+    case("dbg with an import named like a built-in alias", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "An answer."), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "gemma3-270m"], judges=[run_models(root)[0]], imports={"gemma3-270m": str(root / "answers.jsonl")})(root)), "built-in model alias"),
 ]
 
 

@@ -69,9 +69,9 @@ def run_demo(
     out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True, overwrite: bool = False
 ) -> Path:
     out = Path(out)
+    RunDir(out).check_output(overwrite=overwrite)
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
-    RunDir(out).check_output(overwrite=overwrite)
     models = ModelCache(placement_of(config))
     run_dbg(config, out, progress=progress, models=models, overwrite=overwrite)
     with RunDir(out).writer():

@@ -395,7 +395,7 @@ def write_attention_figures(
     runs = {judge: load_attention(run_dir, judge, tokenizer=(tokenizers or {}).get(judge)) for judge in judges}
     paths = RunDir(run_dir)
     config = paths.read_config() if paths.config.is_file() else None
-    n_boot = n_boot or (config.n_boot if config else 1000)
+    n_boot = n_boot if n_boot is not None else (config.n_boot if config else 1000)
     seed = (config.seed if config else 0) if seed is None else seed
     figures = paths.figures
     figures.mkdir(parents=True, exist_ok=True)
