@@ -356,3 +356,95 @@ def test_bad_input_is_one_error_line_exit_2_and_leaves_every_file(outcomes, case
     assert sorted(after) == sorted(before), f"files changed: added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}"
     changed = [name for name in before if before[name] != after[name]]
     assert not changed, f"bytes changed: {changed}"
+
+
+# ---- names that become paths, and output folders (dedicated tests) ------------------------------------
+
+HOSTILE_NAMES = ["../", "../../../esc", "/etc/passwd", "/", "a\x00b", "x" * 300, "名前 ünïcødé", "..", ".hidden", "", "a/../../b"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n[:20]))
+def test_every_name_that_becomes_a_path_stays_inside_its_folder_as_a_visible_label(tmp_path, name):
+    from interp.run.store import RunDir
+    from interp.storage import LABEL_BYTES, path_label
+
+    paths = RunDir(tmp_path / "run")
+    made = {  # every place a user-given name (sweep, steering sweep, intervention, judge, organism) becomes a path
+        paths.root / "interventions": paths.intervention(name, "k"),
+        paths.root / "sweeps": paths.sweep(name, "k"),
+        paths.steering / "sweeps": paths.steering_sweep(name, "k"),
+        paths.attention_dir: paths.attention(name),
+        paths.attention_dir / ".": paths.attention_index(name),
+        paths.attention_dir / "..": paths.attention_shards(name),
+        tmp_path / "organisms": tmp_path / "organisms" / path_label(name),
+    }
+    for parent, path in made.items():
+        parent = parent.resolve() if parent.name not in (".", "..") else paths.attention_dir.resolve()
+        assert path.resolve().parent == parent, (name, path)
+        assert not path.name.startswith(".") and "\x00" not in path.name and "/" not in path.name
+        assert len(path_label(name).encode()) <= LABEL_BYTES
+    if "ü" in name:
+        assert path_label(name) == "名前_ünïcødé"  # letters of any script stay readable
+    if name == "../../../esc":
+        assert path_label(name) == "esc"
+
+
+def _outside_run(root: Path, run: Path) -> dict:
+    inside = str(run.relative_to(root))
+    return {k: v for k, v in snapshot(root).items() if k != inside and not k.startswith(inside + "/")}
+
+
+def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(tmp_path, prepared_run):
+    root = tmp_path / "a" / "b" / "c"
+    shutil.copytree(prepared_run, root / "run")
+    (root / "sweep.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nall_layers = true\n')
+    (root / "steer.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nlayers = [0]\ncoefficients = [1.0]\nproject_out = false\n')
+    before = _outside_run(tmp_path, root / "run")
+    for command in (["sweep", str(root / "sweep.toml")], ["steer-sweep", str(root / "steer.toml")]):
+        ((code, _, stderr),) = run_forked([(command, REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+        assert code == 0, stderr[-3000:]
+    assert _outside_run(tmp_path, root / "run") == before  # nothing written beside the run, nor three levels up
+    folders = sorted(str(p.parent.relative_to(root / "run")) for p in (root / "run").rglob("results.csv"))
+    assert len(folders) == 2 and folders[0].startswith("steering/sweeps/esc-") and folders[1].startswith("sweeps/esc-"), folders
+
+
+def test_dbg_writes_into_a_folder_of_other_files_only_with_overwrite(tmp_path, prepared_run):
+    (tmp_path / "good.toml").write_text((prepared_run / "config.toml").read_text())
+    user_folder("mine")(tmp_path)
+    report = (tmp_path / "mine" / "report.html").read_bytes()
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 2 and "--overwrite" in stderr and (tmp_path / "mine" / "report.html").read_bytes() == report
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 0, stderr[-3000:]
+    assert (tmp_path / "mine" / "report.html").read_bytes() != report and (tmp_path / "mine" / ".interp-output").is_file()
+    # now a run of its own: resumed without the flag
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 0, stderr[-3000:]
+
+
+def test_check_output_dir(tmp_path):
+    from interp.errors import InterpError
+    from interp.storage import check_output_dir, claim_output_dir
+
+    user_folder("mine")(tmp_path)
+    with pytest.raises(InterpError, match="did not write"):
+        check_output_dir(tmp_path / "mine")
+    check_output_dir(tmp_path / "mine", overwrite=True)
+    with pytest.raises(InterpError, match="did not write"):  # a command that replaces the whole folder never takes a user's
+        check_output_dir(tmp_path / "mine", overwrite=True, replace=True)
+    (tmp_path / "kept" / ".gitkeep").parent.mkdir()
+    (tmp_path / "kept" / ".gitkeep").write_text("")
+    check_output_dir(tmp_path / "kept")  # placeholders only: empty
+    claim_output_dir(tmp_path / "new")
+    (tmp_path / "new" / "table.csv").write_text("x")
+    check_output_dir(tmp_path / "new")  # the toolkit's folder (its marker)
+    with pytest.raises(InterpError, match="--overwrite"):
+        check_output_dir(tmp_path / "new", replace=True)
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "manifest.json").write_text("{}")
+    check_output_dir(tmp_path / "adapter", markers=("manifest.json",), overwrite=True, replace=True)
+    for where, text in (("/", "filesystem root"), (str(Path.home()), "home directory"), (str(Path.home().parent), "above your home")):
+        if Path(where).resolve() == Path("/") and text != "filesystem root":
+            continue
+        with pytest.raises(InterpError, match=text):
+            check_output_dir(Path(where), overwrite=True)
