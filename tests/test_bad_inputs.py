@@ -163,6 +163,20 @@ def bad_adapter_config(root: Path) -> None:
     (root / "adapter" / "adapter_config.json").write_text('{"r": 8, ')
 
 
+def nan_adapter(root: Path) -> None:
+    """The null organism's adapter with the first 4 KiB of its tensor bytes set to 0xFF (NaN in float32)."""
+    import struct
+
+    from interp.core.adapters import ADAPTERS_DIR
+
+    shutil.copytree(ADAPTERS_DIR / "smollm2-135m-judge", root / "adapter")
+    path = root / "adapter" / "adapter_model.safetensors"
+    data = bytearray(path.read_bytes())
+    start = 8 + struct.unpack("<Q", data[:8])[0]
+    data[start : start + 4096] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+
+
 def answers_file(name: str, text: str) -> Callable[[Path], None]:
     """An answers JSONL with `text` as the answer to every item of the run."""
 
@@ -277,6 +291,7 @@ CASES = [
     case("steer with an empty judge", ["steer", "{run}", "--judge", ""], nothing, "judge ''"),
     # ---- output folders that are not runs ------------------------------------------------------------
     case("dbg into a folder of the user's files", "dbg {root}/good.toml --out {root}/mine", both(config_from_run("good.toml"), user_folder("mine")), "did not write"),
+    case("dbg into the folder that holds its config and the user's notes", "dbg {root}/mine/config.toml --out {root}/mine", both(lambda root: (root / "mine").mkdir(), config_from_run("mine/config.toml"), write("mine/notes.txt", "mine")), "did not write"),
     case("dbg into the filesystem root", "dbg {root}/bad.toml --out /", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "filesystem root"),
     case("dbg into the home directory", ["dbg", "{root}/bad.toml", "--out", str(Path.home())], config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "home directory"),
     case("demo into a folder of the user's files", "demo --n 1 --backend vllm --out {root}/mine", user_folder("mine"), "did not write"),
@@ -288,6 +303,7 @@ CASES = [
     # ---- broken models and adapters --------------------------------------------------------------------
     case("inspect a model with NaN weights", ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], model_copy("nan", nan_weights), "NaN or infinity"),
     case("dbg with a NaN judge", "dbg {root}/bad.toml --out {root}/new", both(model_copy("nan", nan_weights), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "nan")])(root)), "NaN or infinity"),
+    case("inspect an adapter with NaN weights", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], nan_adapter, "NaN or infinity"),
     case("inspect a model folder without a tokenizer", ["inspect", "-m", "{root}/notok", "-q", "q", "--response-a", "a", "--response-b", "b"], model_copy("notok", drop_tokenizer), "no tokenizer"),
     case("dbg with a model folder without a tokenizer", "dbg {root}/bad.toml --out {root}/new", both(model_copy("notok", drop_tokenizer), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "notok")])(root)), "no tokenizer"),
     case("dbg with a judge whose attention cannot be hooked", "dbg {root}/bad.toml --out {root}/new", both(model_copy("gpt2", as_gpt2), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "gpt2")])(root)), "cannot judge"),

@@ -62,14 +62,16 @@ def _json_object(path: Path) -> dict:
 
 
 def _check_safetensors(path: Path) -> None:
+    import torch
     from safetensors import safe_open
 
     try:
         with safe_open(str(path), framework="pt") as handle:
-            for key in handle.keys():
-                handle.get_tensor(key)
+            bad = next((key for key in handle.keys() if not bool(torch.isfinite(handle.get_tensor(key)).all())), None)
     except Exception as exc:  # safetensors raises its own error types (and OSError) on a bad file
         raise InterpError(f"{path}: corrupt adapter file ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
+    if bad is not None:
+        raise InterpError(f"{path}: corrupt adapter file (tensor {bad} holds NaN or infinity)")
 
 
 def check_base(folder: Path, manifest: dict, hf_config) -> None:

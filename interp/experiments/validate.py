@@ -49,7 +49,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import load_run
+from interp.run.store import RUN_MARKERS, load_run
 from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
@@ -59,7 +59,7 @@ NULL_MIN_POSITION_CONSISTENCY = 0.60
 NULL_MIN_AGREEMENT = 0.65
 PLANTED_MIN_DBG = 0.15
 LEGITIMATE_AGREEMENT_GAP = 0.05
-VALIDATION_MARKERS = ("validation.json", "run/config.toml")  # what a validation folder written before the marker file holds
+VALIDATION_MARKERS = ("validation.json", *(f"run/{marker}" for marker in RUN_MARKERS))  # what a validation folder written before the marker file holds
 
 
 @dataclass(frozen=True)

@@ -32,7 +32,7 @@ from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.gold import aggregate_gold
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir
+from interp.run.store import RUN_MARKERS, RunDir
 from interp.run.summary import p_first_wins
 from interp.storage import check_output_dir, claim_output_dir
 
@@ -161,7 +161,7 @@ def compare_judges(
 
 def _eval_markers() -> tuple[str, ...]:
     """What an evaluation folder written before the marker file holds: a run per split."""
-    return tuple(f"{split}/config.toml" for split in (*SPLITS, "choice"))
+    return tuple(f"{split}/{marker}" for split in (*SPLITS, "choice") for marker in RUN_MARKERS)
 
 
 def check_eval_out(out: Path, split: str, *, overwrite: bool = False) -> None:

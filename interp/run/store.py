@@ -50,7 +50,9 @@ from interp.storage import (
 )
 
 LOCK_NAME = ".interp.lock"
-RUN_MARKERS = ("config.toml", LOCK_NAME)  # what a run written before the marker file existed holds
+# What only a run holds, for runs written before the marker file: its lock file (made before anything else) and
+# adapters.json. Not config.toml alone: a user may keep their own config.toml in a folder.
+RUN_MARKERS = (LOCK_NAME, "adapters.json")
 
 
 def _attention_file(folder: Path, judge: str, suffix: str) -> Path:
