@@ -295,6 +295,7 @@ CASES = [
     case("dbg into the filesystem root", "dbg {root}/bad.toml --out /", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "filesystem root"),
     case("dbg into the home directory", ["dbg", "{root}/bad.toml", "--out", str(Path.home())], config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "home directory"),
     case("demo into a folder of the user's files", "demo --n 1 --backend vllm --out {root}/mine", user_folder("mine"), "did not write"),
+    case("organism evaluate with an unknown judge", "organism evaluate no-such-judge --out {root}/new", nothing, "unknown model alias"),
     case("organism evaluate into a folder of the user's files", "organism evaluate no-such-judge --out {root}/mine", user_folder("mine"), "did not write"),
     # ---- organism configs ----------------------------------------------------------------------------
     case("organism own author not an author", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share=1.0, own_author="someone-else"), "own_author"),

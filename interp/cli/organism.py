@@ -48,7 +48,7 @@ def evaluate(
 
     config = load_organism_config(config_path)
     check_gap_against(judges, gap_against)  # before the split file is written
-    check_eval_out(out, split, overwrite=overwrite)
+    check_eval_out(out, split, judges, overwrite=overwrite)
     results = evaluate_judges(judges, *split_file(config, split, out), out / split, by_task=True, gap_against=gap_against, overwrite=overwrite)
     typer.echo(json.dumps(results, indent=1))
 

@@ -22,8 +22,8 @@ import numpy as np
 
 from interp.core.models import ModelCache
 from interp.config import RunConfig
-from interp.core.adapters import organism_base
-from interp.core.models import own_model
+from interp.core.adapters import adapter_folder, organism_base
+from interp.core.models import own_model, resolve_spec
 from interp.metrics.dbg import dbg, hard_wins, position_consistency
 from interp.metrics.stats import bootstrap_ci
 from interp.data import dev_items, load_items
@@ -164,11 +164,15 @@ def _eval_markers() -> tuple[str, ...]:
     return tuple(f"{split}/{marker}" for split in (*SPLITS, "choice") for marker in RUN_MARKERS)
 
 
-def check_eval_out(out: Path, split: str, *, overwrite: bool = False) -> None:
-    """`organism evaluate --out`: new, empty or an evaluation folder; other files only with `overwrite`."""
+def check_eval_out(out: Path, split: str, judges: Sequence[str] = (), *, overwrite: bool = False) -> None:
+    """Before `organism evaluate` writes its split file: `--out` is new, empty or an evaluation folder (other
+    files only with `overwrite`), the split exists and every judge names a model that is there."""
     if split not in (*SPLITS, "choice"):
         raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
     check_output_dir(out, markers=_eval_markers(), overwrite=overwrite)
+    for judge in judges:
+        if adapter_folder(judge) is None:
+            resolve_spec(judge)
 
 
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
