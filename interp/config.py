@@ -185,6 +185,8 @@ class RunConfig(PlacementKeys):
 
     @model_validator(mode="after")
     def _sources_are_models(self):
+        if self.models[0] == self.models[1]:
+            raise ValueError(f"models names {self.models[0]!r} twice; a pair needs two different authors")
         names = [server.name for server in self.servers]
         if len(set(names)) != len(names):
             raise ValueError("two servers share a name")

@@ -281,6 +281,11 @@ CASES = [
     case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
     case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
     case("models unknown flag", "models --bogus", nothing, "--bogus"),
+    case("metrics salieri resolution 0", "metrics salieri {root}/s.jsonl --resolution 0", write("s.jsonl", "".join(
+        json.dumps(row) + "\n" for i in range(3) for row in (
+            {"judge": "t", "item_id": f"q{i}", "source": "self", "judge_score": 4, "reference_score": 3},
+            {"judge": "t", "item_id": f"q{i}", "source": "pool", "judge_score": 3, "reference_score": 3, "response_id": "p"},
+        )) + json.dumps({"judge": "t", "item_id": "n1", "source": "norm", "judge_score": 4, "reference_score": 3, "model": "gpt"}) + "\n"), "resolution"),
     # ---- a count of 0 where 0 means nothing -----------------------------------------------------------
     case("demo --n 0", "demo --n 0 --out {root}/new", nothing, "--n"),
     case("dbg config with no judges", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", judges=[]), "judges"),
@@ -300,6 +305,7 @@ CASES = [
     # ---- organism configs ----------------------------------------------------------------------------
     case("organism own author not an author", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share=1.0, own_author="someone-else"), "own_author"),
     case("organism share as a string", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share="0.5"), "share"),
+    case("dbg with one model twice", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=lambda old: [old["models"][0]] * 2), "twice"),
     case("dbg n as a string", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", n="3"), "n:"),
     # ---- broken models and adapters --------------------------------------------------------------------
     case("inspect a model with NaN weights", ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], model_copy("nan", nan_weights), "NaN or infinity"),

@@ -46,7 +46,7 @@ def inspect(
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
     from hooks.compile import bias_builder
     from hooks.spec import load_spec
-    from interp.core.backends import make_backend
+    from interp.core.backends import check_backend_fits, make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model
     from interp.core.spans import build_judge_prompt
@@ -57,6 +57,7 @@ def inspect(
     spec = load_spec(intervene) if intervene is not None else None
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
+    check_backend_fits(loaded, backend)
     runner = make_backend(loaded, backend)
     bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
     result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
