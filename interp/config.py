@@ -2,14 +2,18 @@
 
 Every config the toolkit reads lives here (a run, its gold judges, an ablation sweep, a steering sweep), so
 there is one way to read (`load_toml_config`), validate (`validate_config`) and write (`to_toml`) them.
-Unknown keys are errors: a typo never silently falls back to a default.
+Unknown keys are errors: a typo never silently falls back to a default. Values are checked strictly: a
+string where a number or a flag is expected (`share = "0.5"`) is refused, never converted; an integer where
+a float is expected (`alpha = 0`) is a number and fine. A list where a count of things is expected must
+not be empty.
 """
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Annotated, Literal, get_args
 
 import tomli_w
 import tomllib
@@ -42,10 +46,17 @@ def to_toml(data: dict) -> str:
     return tomli_w.dumps(data)
 
 
+def _json_value(value):
+    """TOML's dates and times have no JSON form: an object no field accepts, so the key is named as wrong."""
+    return {"a TOML date or time": str(value)}
+
+
 def validate_config(model: type[BaseModel], data: dict, source: str):
-    """A strict pydantic config from parsed data; the first problem as one line naming the key."""
+    """A pydantic config from parsed data (TOML, a dict), validated strictly (pydantic's strict mode, on the
+    data's JSON form: arrays fill tuples, integers fill floats, nothing else is converted); the first problem
+    as one line naming the key."""
     try:
-        return model.model_validate(data)
+        return model.model_validate_json(json.dumps(data, default=_json_value), strict=True)
     except ValidationError as exc:
         error = exc.errors()[0]
         where = ".".join(str(part) for part in error["loc"])
@@ -132,8 +143,8 @@ class HTTPJudgeConfig(Strict):
     base_url: str
     model: str
     api_key_env: str | None = None  # name of the environment variable holding the key; never the key
-    timeout: float = 60.0
-    retries: int = 4
+    timeout: float = Field(60.0, gt=0)
+    retries: int = Field(4, ge=0)
     mode: Literal["chat", "completions"] = "chat"  # completions: raw few-shot prompt, for base models
     top_logprobs: int = Field(20, ge=1)
     concurrency: int = Field(1, ge=1)
@@ -156,7 +167,7 @@ class RunConfig(PlacementKeys):
     n: int = Field(500, ge=1)  # the paper samples 500 instructions
     seed: int = 0
     models: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
-    judges: list[str] | None = None  # default: both models judge
+    judges: list[str] | None = Field(None, min_length=1)  # default: both models judge
     backend: str = "hf"
     batch_size: int = Field(8, ge=1)
     max_words: int = Field(200, ge=1)
@@ -174,6 +185,8 @@ class RunConfig(PlacementKeys):
 
     @model_validator(mode="after")
     def _sources_are_models(self):
+        if self.models[0] == self.models[1]:
+            raise ValueError(f"models names {self.models[0]!r} twice; a pair needs two different authors")
         names = [server.name for server in self.servers]
         if len(set(names)) != len(names):
             raise ValueError("two servers share a name")
@@ -238,7 +251,7 @@ class LayerAxes(Strict):
 
 
 class HeadAxes(Strict):
-    top_k: list[int] = Field(default_factory=list)
+    top_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
     random_seeds: list[int] = Field(default_factory=list)
 
 
@@ -246,10 +259,10 @@ class SweepConfig(PlacementKeys):
     """An ablation sweep: attention interventions over layers, bands, head sets, alphas and targets."""
 
     run: str
-    name: str = "sweep"
-    judges: list[str] | None = None
-    targets: list[str] = Field(default_factory=lambda: ["self"])
-    alphas: list[float] = Field(default_factory=lambda: [0.0])
+    name: str = "sweep"  # a label, in the results folder's name (`interp.storage.path_label`)
+    judges: list[str] | None = Field(None, min_length=1)
+    targets: list[str] = Field(default_factory=lambda: ["self"], min_length=1)
+    alphas: list[float] = Field(default_factory=lambda: [0.0], min_length=1)
     queries: str = "outside"
     layers: LayerAxes = LayerAxes()
     heads: HeadAxes = HeadAxes()
@@ -263,14 +276,14 @@ class SteeringSweepConfig(PlacementKeys):
     """A steering sweep: coefficients x layers of residual steering along a self-recognition direction."""
 
     run: str
-    name: str = "steering"
-    judges: list[str] | None = None
+    name: str = "steering"  # a label, in the results folder's name (`interp.storage.path_label`)
+    judges: list[str] | None = Field(None, min_length=1)
     position: Literal["spans", "final"] = "spans"  # how the direction is computed
     positions: Literal["all", "spans", "final"] = "all"  # where the edit is applied
     coefficients: list[float] = Field(default_factory=lambda: [-2.0, -1.0, -0.5, 0.5, 1.0])  # add mode, x norm
     project_out: bool = True  # also one removal point per layer
-    layers: list[int] | None = None
-    layer_fractions: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75])  # used when layers is omitted
+    layers: list[int] | None = Field(None, min_length=1)
+    layer_fractions: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75], min_length=1)  # used when layers is omitted
     train_fraction: float = 0.7
     seed: int = 0
     backend: str | None = None

@@ -1,17 +1,23 @@
-"""Files that survive a SIGKILL: atomic whole-file writes and append-only JSONL.
+"""Files that survive a SIGKILL (atomic whole-file writes, append-only JSONL) and where the toolkit may write.
 
 A process killed while appending can leave a torn last line (no trailing newline). Readers skip it and
 never modify the file; only the writer cuts it off (`repair_jsonl_tail`) before it appends again. A bad
 line anywhere else is corruption and an `InterpError` naming the file and line.
+
+Where: every output folder a command is given (`--out`) passes `check_output_dir` before anything is loaded
+or written, and every user-given name that becomes a file or folder name passes `path_label`.
 """
 
 from __future__ import annotations
 
 import csv
+import hashlib
 import io
 import json
 import os
+import re
 import tempfile
+import unicodedata
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator, Sequence
 
@@ -120,3 +126,98 @@ def write_csv(path: Path, rows: Sequence[dict], fields: Sequence[str]) -> None:
     writer.writeheader()
     writer.writerows(rows)
     atomic_write_text(path, buffer.getvalue())
+
+
+# ---- names that become paths -------------------------------------------------------------------------
+
+LABEL_BYTES = 80  # a label's longest UTF-8 encoding; callers add suffixes (a key, an extension)
+
+
+def path_label(name: str) -> str:
+    """The file or folder name for a user-given name (a sweep's, an intervention's, a judge's): a visible,
+    readable label that stays inside the folder it is put in.
+
+    Letters and digits of any script, "_", "." and "-" stay; every other run of characters (path separators,
+    NUL, control characters, spaces) becomes one "_". A leading run of dots and underscores that holds a dot
+    is dropped (no hidden name, no "." or ".."), and a label longer than `LABEL_BYTES` bytes is cut and ends
+    with a hash of the whole name. A label, never a key: two names may share a label.
+    """
+    text = unicodedata.normalize("NFC", str(name))
+    label = re.sub("/+", "_", "".join(c if c.isalnum() or c in "_.-" else "/" for c in text))
+    label = re.sub(r"^[._]*\.[._]*", "", label)
+    if label.strip("_") == "":
+        label = "unnamed"
+    if len(label.encode()) > LABEL_BYTES:
+        suffix = "-" + hashlib.sha256(str(name).encode("utf-8", "surrogatepass")).hexdigest()[:8]
+        while len(label.encode()) + len(suffix) > LABEL_BYTES:
+            label = label[:-1]
+        label += suffix
+    return label
+
+
+# ---- output folders --------------------------------------------------------------------------------
+
+OUTPUT_MARKER = ".interp-output"  # written into every output folder the toolkit makes or takes over
+PLACEHOLDERS = frozenset({".keep", ".gitkeep", ".DS_Store", "Thumbs.db"})  # a folder holding only these is empty
+OVERWRITE_FLAG = "--overwrite"
+
+
+def check_writable_dir(path: Path) -> None:
+    """A directory that exists and is writable, or can be created: else a one-line error (nothing is created)."""
+    path = Path(path)
+    if path.exists():
+        if not path.is_dir():
+            raise InterpError(f"{path} is a file, not a directory; pass a directory for --out")
+        if not os.access(path, os.W_OK | os.X_OK):
+            raise InterpError(f"{path} is not writable; pass a directory you can write to")
+        return
+    parent = path.parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        raise InterpError(f"{path} lies under {parent}, which is a file; pass a directory for --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise InterpError(f"cannot create {path}: {parent} is not writable")
+
+
+def is_output_dir(path: Path, markers: Sequence[str] = ()) -> bool:
+    """Whether the folder is one the toolkit wrote: it holds the marker file or one of `markers` (paths
+    relative to it that only the toolkit writes there, e.g. a run's config.toml)."""
+    return any((Path(path) / name).exists() for name in (OUTPUT_MARKER, *markers))
+
+
+def check_output_dir(path: Path, *, markers: Sequence[str] = (), overwrite: bool = False, replace: bool = False) -> None:
+    """The one check of an output folder (`--out`), before anything is loaded or written; one line if refused.
+
+    Refused always: the filesystem root, the home directory or a folder above it, a file, a folder that cannot
+    be written. A folder that holds files (placeholders such as .gitkeep aside) and is not the toolkit's
+    (`is_output_dir`) is refused unless `overwrite` (`--overwrite`): its files of the same names would be
+    replaced. `replace`: the command replaces the whole folder (a trained adapter), so a folder not the
+    toolkit's is refused even with `overwrite`, and the toolkit's needs `overwrite`.
+    """
+    path = Path(path)
+    resolved = path.expanduser().resolve()
+    home = Path.home().expanduser().resolve()
+    if resolved == Path(resolved.anchor) or resolved == home or resolved in home.parents:
+        where = "the filesystem root" if resolved == Path(resolved.anchor) else "your home directory" if resolved == home else f"{resolved}, above your home directory"
+        raise InterpError(f"refusing to write into {where} ({path}); pass a folder of its own for --out")
+    check_writable_dir(path)
+    if not path.is_dir():
+        return
+    entries = sorted(p.name for p in path.iterdir() if p.name not in PLACEHOLDERS)
+    if not entries:
+        return
+    ours = is_output_dir(path, markers)
+    if not ours and (replace or not overwrite):
+        hint = "pass another --out" if replace else f"pass another --out, or {OVERWRITE_FLAG} to write into it anyway (files of the same names are replaced)"
+        raise InterpError(f"{path} holds files interp did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}); {hint}")
+    if ours and replace and not overwrite:
+        raise InterpError(f"{path} exists; pass {OVERWRITE_FLAG} to replace it, or another --out")
+
+
+def claim_output_dir(path: Path, markers: Sequence[str] = ()) -> None:
+    """Create the output folder (checked by `check_output_dir`) and mark it as the toolkit's, once."""
+    path = Path(path)
+    path.mkdir(parents=True, exist_ok=True)
+    if not is_output_dir(path, markers):
+        atomic_write_bytes(path / OUTPUT_MARKER, b"")

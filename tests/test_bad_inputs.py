@@ -10,6 +10,7 @@ text the error line must contain).
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -111,6 +112,87 @@ def sweep_toml(name: str, body: str) -> Callable[[Path], None]:
     return setup
 
 
+def run_models(root: Path) -> list[str]:
+    return tomllib.loads((root / "run" / "config.toml").read_text())["models"]
+
+
+def user_folder(name: str) -> Callable[[Path], None]:
+    """A folder of the user's own files, named like files a run writes."""
+    return both(write(f"{name}/report.html", "<p>mine</p>"), write(f"{name}/summary.json", '{"mine": 1}'), write(f"{name}/figures/figure2_grid.png", b"\x89PNG mine"))
+
+
+def model_copy(name: str, change: Callable[[Path], None]) -> Callable[[Path], None]:
+    """root/<name>: a copy of the run's first model folder, then `change(folder)`."""
+
+    def setup(root: Path) -> None:
+        folder = root / name
+        shutil.copytree(run_models(root)[0], folder)
+        change(folder)
+
+    return setup
+
+
+def drop_tokenizer(folder: Path) -> None:
+    for path in folder.iterdir():
+        if path.name.startswith(("tokenizer", "vocab", "special_tokens", "merges", "chat_template")):
+            path.unlink()
+
+
+def nan_weights(folder: Path) -> None:
+    from safetensors.torch import load_file, save_file
+
+    tensors = load_file(folder / "model.safetensors")
+    save_file({k: v.clone().fill_(float("nan")) for k, v in tensors.items()}, folder / "model.safetensors", metadata={"format": "pt"})
+
+
+def as_gpt2(folder: Path) -> None:
+    """The folder's tokenizer with a tiny GPT-2 (no `self_attn` modules to hook) instead of its Llama."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    for path in folder.iterdir():
+        if path.name in ("config.json", "model.safetensors", "generation_config.json"):
+            path.unlink()
+    GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=len(tokenizer), n_positions=2048)).save_pretrained(folder)
+
+
+def bad_adapter_config(root: Path) -> None:
+    from interp.core.adapters import ADAPTERS_DIR
+
+    shutil.copytree(ADAPTERS_DIR / "smollm2-135m-judge", root / "adapter")
+    (root / "adapter" / "adapter_config.json").write_text('{"r": 8, ')
+
+
+def nan_adapter(root: Path) -> None:
+    """The null organism's adapter with the first 4 KiB of its tensor bytes set to 0xFF (NaN in float32)."""
+    import struct
+
+    from interp.core.adapters import ADAPTERS_DIR
+
+    shutil.copytree(ADAPTERS_DIR / "smollm2-135m-judge", root / "adapter")
+    path = root / "adapter" / "adapter_model.safetensors"
+    data = bytearray(path.read_bytes())
+    start = 8 + struct.unpack("<Q", data[:8])[0]
+    data[start : start + 4096] = b"\xff" * 4096
+    path.write_bytes(bytes(data))
+
+
+def answers_file(name: str, text: str) -> Callable[[Path], None]:
+    """An answers JSONL with `text` as the answer to every item of the run."""
+
+    def setup(root: Path) -> None:
+        ids = [json.loads(line)["id"] for line in (root / "run" / "items.jsonl").read_text().splitlines()]
+        (root / name).write_text("".join(json.dumps({"item_id": i, "text": text}) + "\n" for i in ids))
+
+    return setup
+
+
+def small_organism(name: str, **planting) -> Callable[[Path], None]:
+    """An organism config that trains in about a minute (one item, no MT-Bench), with `planting`."""
+    data = {"name": "bad-organism", "data": {"max_items": 1, "mtbench": False}, "train": {"epochs": 0.1}, "planting": planting}
+    return write(name, tomli_w.dumps(data))
+
+
 @dataclass(frozen=True)
 class Case:
     id: str
@@ -199,6 +281,42 @@ CASES = [
     case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
     case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
     case("models unknown flag", "models --bogus", nothing, "--bogus"),
+    case("metrics salieri resolution 0", "metrics salieri {root}/s.jsonl --resolution 0", write("s.jsonl", "".join(
+        json.dumps(row) + "\n" for i in range(3) for row in (
+            {"judge": "t", "item_id": f"q{i}", "source": "self", "judge_score": 4, "reference_score": 3},
+            {"judge": "t", "item_id": f"q{i}", "source": "pool", "judge_score": 3, "reference_score": 3, "response_id": "p"},
+        )) + json.dumps({"judge": "t", "item_id": "n1", "source": "norm", "judge_score": 4, "reference_score": 3, "model": "gpt"}) + "\n"), "resolution"),
+    # ---- a count of 0 where 0 means nothing -----------------------------------------------------------
+    case("demo --n 0", "demo --n 0 --out {root}/new", nothing, "--n"),
+    case("dbg config with no judges", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", judges=[]), "judges"),
+    case("sweep with no targets", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "targets = []\nall_layers = true\n"), "targets"),
+    case("sweep with no judges", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "judges = []\nall_layers = true\n"), "judges"),
+    case("sweep top-0 heads", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "[heads]\ntop_k = [0]\n"), "top_k"),
+    case("steer-sweep with no layers", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "layers = []\n"), "layers"),
+    case("steer with an empty judge", ["steer", "{run}", "--judge", ""], nothing, "judge ''"),
+    # ---- output folders that are not runs ------------------------------------------------------------
+    case("dbg into a folder of the user's files", "dbg {root}/good.toml --out {root}/mine", both(config_from_run("good.toml"), user_folder("mine")), "did not write"),
+    case("dbg into the folder that holds its config and the user's notes", "dbg {root}/mine/config.toml --out {root}/mine", both(lambda root: (root / "mine").mkdir(), config_from_run("mine/config.toml"), write("mine/notes.txt", "mine")), "did not write"),
+    case("dbg into the filesystem root", "dbg {root}/bad.toml --out /", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "filesystem root"),
+    case("dbg into the home directory", ["dbg", "{root}/bad.toml", "--out", str(Path.home())], config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "home directory"),
+    case("demo into a folder of the user's files", "demo --n 1 --backend vllm --out {root}/mine", user_folder("mine"), "did not write"),
+    case("organism evaluate with an unknown judge", "organism evaluate no-such-judge --out {root}/new", nothing, "unknown model alias"),
+    case("organism evaluate into a folder of the user's files", "organism evaluate no-such-judge --out {root}/mine", user_folder("mine"), "did not write"),
+    # ---- organism configs ----------------------------------------------------------------------------
+    case("organism own author not an author", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share=1.0, own_author="someone-else"), "own_author"),
+    case("organism share as a string", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share="0.5"), "share"),
+    case("dbg with one model twice", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=lambda old: [old["models"][0]] * 2), "twice"),
+    case("dbg n as a string", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", n="3"), "n:"),
+    # ---- broken models and adapters --------------------------------------------------------------------
+    case("inspect a model with NaN weights", ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], model_copy("nan", nan_weights), "NaN or infinity"),
+    case("dbg with a NaN judge", "dbg {root}/bad.toml --out {root}/new", both(model_copy("nan", nan_weights), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "nan")])(root)), "NaN or infinity"),
+    case("inspect an adapter with NaN weights", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], nan_adapter, "NaN or infinity"),
+    case("inspect a model folder without a tokenizer", ["inspect", "-m", "{root}/notok", "-q", "q", "--response-a", "a", "--response-b", "b"], model_copy("notok", drop_tokenizer), "no tokenizer"),
+    case("dbg with a model folder without a tokenizer", "dbg {root}/bad.toml --out {root}/new", both(model_copy("notok", drop_tokenizer), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "notok")])(root)), "no tokenizer"),
+    case("dbg with a judge whose attention cannot be hooked", "dbg {root}/bad.toml --out {root}/new", both(model_copy("gpt2", as_gpt2), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "gpt2")])(root)), "cannot judge"),
+    case("inspect an adapter whose adapter_config.json is not JSON", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b"], bad_adapter_config, "not valid JSON"),
+    case("dbg with an empty imported answer", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "  "), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "theirs"], judges=[run_models(root)[0]], imports={"theirs": str(root / "answers.jsonl")})(root)), "empty"),
+    case("dbg with an import named like a built-in alias", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "An answer."), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "gemma3-270m"], judges=[run_models(root)[0]], imports={"gemma3-270m": str(root / "answers.jsonl")})(root)), "built-in model alias"),
 ]
 
 
@@ -261,3 +379,95 @@ def test_bad_input_is_one_error_line_exit_2_and_leaves_every_file(outcomes, case
     assert sorted(after) == sorted(before), f"files changed: added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}"
     changed = [name for name in before if before[name] != after[name]]
     assert not changed, f"bytes changed: {changed}"
+
+
+# ---- names that become paths, and output folders (dedicated tests) ------------------------------------
+
+HOSTILE_NAMES = ["../", "../../../esc", "/etc/passwd", "/", "a\x00b", "x" * 300, "名前 ünïcødé", "..", ".hidden", "", "a/../../b"]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n[:20]))
+def test_every_name_that_becomes_a_path_stays_inside_its_folder_as_a_visible_label(tmp_path, name):
+    from interp.run.store import RunDir
+    from interp.storage import LABEL_BYTES, path_label
+
+    paths = RunDir(tmp_path / "run")
+    made = {  # every place a user-given name (sweep, steering sweep, intervention, judge, organism) becomes a path
+        paths.root / "interventions": paths.intervention(name, "k"),
+        paths.root / "sweeps": paths.sweep(name, "k"),
+        paths.steering / "sweeps": paths.steering_sweep(name, "k"),
+        paths.attention_dir: paths.attention(name),
+        paths.attention_dir / ".": paths.attention_index(name),
+        paths.attention_dir / "..": paths.attention_shards(name),
+        tmp_path / "organisms": tmp_path / "organisms" / path_label(name),
+    }
+    for parent, path in made.items():
+        parent = parent.resolve() if parent.name not in (".", "..") else paths.attention_dir.resolve()
+        assert path.resolve().parent == parent, (name, path)
+        assert not path.name.startswith(".") and "\x00" not in path.name and "/" not in path.name
+        assert len(path_label(name).encode()) <= LABEL_BYTES
+    if "ü" in name:
+        assert path_label(name) == "名前_ünïcødé"  # letters of any script stay readable
+    if name == "../../../esc":
+        assert path_label(name) == "esc"
+
+
+def _outside_run(root: Path, run: Path) -> dict:
+    inside = str(run.relative_to(root))
+    return {k: v for k, v in snapshot(root).items() if k != inside and not k.startswith(inside + "/")}
+
+
+def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(tmp_path, prepared_run):
+    root = tmp_path / "a" / "b" / "c"
+    shutil.copytree(prepared_run, root / "run")
+    (root / "sweep.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nall_layers = true\n')
+    (root / "steer.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nlayers = [0]\ncoefficients = [1.0]\nproject_out = false\n')
+    before = _outside_run(tmp_path, root / "run")
+    for command in (["sweep", str(root / "sweep.toml")], ["steer-sweep", str(root / "steer.toml")]):
+        ((code, _, stderr),) = run_forked([(command, REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+        assert code == 0, stderr[-3000:]
+    assert _outside_run(tmp_path, root / "run") == before  # nothing written beside the run, nor three levels up
+    folders = sorted(str(p.parent.relative_to(root / "run")) for p in (root / "run").rglob("results.csv"))
+    assert len(folders) == 2 and folders[0].startswith("steering/sweeps/esc-") and folders[1].startswith("sweeps/esc-"), folders
+
+
+def test_dbg_writes_into_a_folder_of_other_files_only_with_overwrite(tmp_path, prepared_run):
+    (tmp_path / "good.toml").write_text((prepared_run / "config.toml").read_text())
+    user_folder("mine")(tmp_path)
+    report = (tmp_path / "mine" / "report.html").read_bytes()
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 2 and "--overwrite" in stderr and (tmp_path / "mine" / "report.html").read_bytes() == report
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 0, stderr[-3000:]
+    assert (tmp_path / "mine" / "report.html").read_bytes() != report and (tmp_path / "mine" / ".interp-output").is_file()
+    # now a run of its own: resumed without the flag
+    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    assert code == 0, stderr[-3000:]
+
+
+def test_check_output_dir(tmp_path):
+    from interp.errors import InterpError
+    from interp.storage import check_output_dir, claim_output_dir
+
+    user_folder("mine")(tmp_path)
+    with pytest.raises(InterpError, match="did not write"):
+        check_output_dir(tmp_path / "mine")
+    check_output_dir(tmp_path / "mine", overwrite=True)
+    with pytest.raises(InterpError, match="did not write"):  # a command that replaces the whole folder never takes a user's
+        check_output_dir(tmp_path / "mine", overwrite=True, replace=True)
+    (tmp_path / "kept" / ".gitkeep").parent.mkdir()
+    (tmp_path / "kept" / ".gitkeep").write_text("")
+    check_output_dir(tmp_path / "kept")  # placeholders only: empty
+    claim_output_dir(tmp_path / "new")
+    (tmp_path / "new" / "table.csv").write_text("x")
+    check_output_dir(tmp_path / "new")  # the toolkit's folder (its marker)
+    with pytest.raises(InterpError, match="--overwrite"):
+        check_output_dir(tmp_path / "new", replace=True)
+    (tmp_path / "adapter").mkdir()
+    (tmp_path / "adapter" / "manifest.json").write_text("{}")
+    check_output_dir(tmp_path / "adapter", markers=("manifest.json",), overwrite=True, replace=True)
+    for where, text in (("/", "filesystem root"), (str(Path.home()), "home directory"), (str(Path.home().parent), "above your home")):
+        if Path(where).resolve() == Path("/") and text != "filesystem root":
+            continue
+        with pytest.raises(InterpError, match=text):
+            check_output_dir(Path(where), overwrite=True)

@@ -22,7 +22,7 @@ from interp.core.attention import per_token_mean
 from interp.core.models import own_model, tokenizer_fingerprint
 from interp.errors import InterpError
 from interp.run.records import ORDERS
-from interp.run.store import RunDir, safe_name
+from interp.run.store import RunDir
 from jaxtyping import Float
 from torch import Tensor
 
@@ -199,7 +199,7 @@ def attention_judges(run_dir: Path) -> list[str]:
     config = run_config(paths)
     specs = config.judge_specs if config is not None else []
     found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file()]
-    known = {safe_name(spec) for spec in found}
+    known = {paths.attention_index(spec).stem for spec in found}
     for index_path in sorted(paths.attention_dir.glob("*.json")):
         if index_path.stem in known or not index_path.with_suffix(".safetensors").is_file():
             continue

@@ -149,7 +149,7 @@ def steer(
     from interp.experiments.steering import steering_table
 
     where = placement_keys(device, dtype)
-    table = steering_table(Path(run_dir), judge or None, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where)
+    table = steering_table(Path(run_dir), judge, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where)
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")

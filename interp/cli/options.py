@@ -1,5 +1,6 @@
-"""Options several commands share: where their local models run (`--device`, `--dtype`), and `--json` for the
-results a command ends with (`finish`: the rich table of `interp.report.terminal`, or the same as JSON)."""
+"""Options several commands share: where their local models run (`--device`, `--dtype`), `--overwrite`, and
+`--json` for the results a command ends with (`finish`: the rich table of `interp.report.terminal`, or the same
+as JSON)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from typing import Optional
 import typer
 
 from interp.config import PlacementKeys, validate_config
+from interp.storage import OVERWRITE_FLAG
 
 DEVICE_HELP = "cpu | cuda | cuda:N | mps | auto (a GPU when there is one); default: the config's, else auto"
 DTYPE_HELP = "float32 | bfloat16 | float16; default: the config's, else float32 on the CPU and bfloat16 on a GPU"
@@ -19,6 +21,10 @@ def device_option() -> Optional[str]:
 
 def dtype_option() -> Optional[str]:
     return typer.Option(None, "--dtype", help=DTYPE_HELP)
+
+
+def overwrite_option() -> bool:
+    return typer.Option(False, OVERWRITE_FLAG, help="write into an --out folder that holds files interp did not write (files of the same names are replaced)")
 
 
 def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | None = None) -> PlacementKeys:

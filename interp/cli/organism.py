@@ -9,24 +9,25 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, overwrite_option, placement_keys
 
 
 def train(
     config_path: Path = typer.Argument(..., help="organism config (TOML), e.g. experiments/organisms/smollm2-135m-judge.toml"),
     out: Optional[Path] = typer.Option(None, "--out", help="adapter folder to write (default: organisms/<name>)"),
-    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing adapter folder"),
+    overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing adapter folder (a folder of other files is never replaced)"),
     evaluate: bool = typer.Option(False, "--evaluate", help="also judge the test split and the unseen file; figures go into the manifest"),
     progress: bool = typer.Option(True, help="progress bars"),
 ) -> None:
     """Train a LoRA judge organism on the CPU (seeded) and write its adapter folder with a manifest."""
     from interp.organisms.config import load_organism_config
     from interp.organisms.pipeline import add_held_out, train_to_folder
+    from interp.storage import path_label
 
     config = load_organism_config(config_path)
-    folder = out or Path("organisms") / config.name
+    folder = out if out is not None else Path("organisms") / path_label(config.name)
     manifest = train_to_folder(config, folder, progress=progress, overwrite=overwrite)
-    typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
+    typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of {manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
     if evaluate:
         manifest = add_held_out(config, folder)
         typer.echo(json.dumps(manifest["held_out"], indent=1))
@@ -39,17 +40,19 @@ def evaluate(
     split: str = typer.Option("test", "--split", help="selection | test | choice (selection + the development set: where recipes are compared)"),
     gap_against: Optional[str] = typer.Option(None, "--gap-against", help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair and soft-DBG gaps against it, paired"),
     n: Optional[int] = typer.Option(None, "--n", min=1, help="judge only N items of the split (a quick check; the figures need the whole split)"),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG,
     overall and per task."""
     from interp.organisms.config import load_organism_config, shipped_organism_config
-    from interp.organisms.evaluate import check_gap_against, evaluate_judges, split_file
+    from interp.organisms.evaluate import check_eval_out, check_gap_against, evaluate_judges, split_file
 
     config = shipped_organism_config() if config_path is None else load_organism_config(config_path)
     check_gap_against(judges, gap_against)  # before the split file is written
+    check_eval_out(out, split, judges, overwrite=overwrite)
     items_spec, n_items = split_file(config, split, out)
     n_items = n_items if n is None else min(n, n_items)
-    results = evaluate_judges(judges, items_spec, n_items, out / split, by_task=True, gap_against=gap_against)
+    results = evaluate_judges(judges, items_spec, n_items, out / split, by_task=True, gap_against=gap_against, overwrite=overwrite)
     typer.echo(json.dumps(results, indent=1))
 
 
@@ -60,6 +63,7 @@ def validate(
     dtype: Optional[str] = dtype_option(),
     progress: bool = typer.Option(True, help="progress bars"),
     as_json: bool = json_option(),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
@@ -68,7 +72,7 @@ def validate(
     from interp.run.store import RunDir
 
     plan = ValidationPlan.small() if small else ValidationPlan()
-    result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress)
+    result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress, overwrite=overwrite)
     if not as_json:
         for row in result["truth_table"]:
             mark = {True: "yes", False: "NO", None: "n/a"}[row["agrees"]]

@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, overwrite_option, placement_keys
 from interp.errors import InterpError
 
 
@@ -46,7 +46,7 @@ def inspect(
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
     from hooks.compile import bias_builder
     from hooks.spec import load_spec
-    from interp.core.backends import make_backend
+    from interp.core.backends import check_backend_fits, make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model
     from interp.core.spans import build_judge_prompt
@@ -57,6 +57,7 @@ def inspect(
     spec = load_spec(intervene) if intervene is not None else None
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
+    check_backend_fits(loaded, backend)
     runner = make_backend(loaded, backend)
     bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
     result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
@@ -79,6 +80,7 @@ def dbg(
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
     from interp.config import load_run_config, run_config_from_dict
@@ -91,7 +93,7 @@ def dbg(
     run_config = load_run_config(config)
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
-    summary = run_dbg(run_config, out)
+    summary = run_dbg(run_config, out, overwrite=overwrite)
     files = {"run": Path(out)}
     if report:
         with RunDir(out).writer():
@@ -102,19 +104,20 @@ def dbg(
 
 
 def demo(
-    n: Optional[int] = typer.Option(None, "--n", help="number of built-in instructions (default: all)"),
+    n: Optional[int] = typer.Option(None, "--n", min=1, help="number of built-in instructions, at least 1 (default: all)"),
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
     backend: str = typer.Option("hf", "--backend", "-b"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
+    overwrite: bool = overwrite_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
     from interp.experiments.demo import run_demo
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
-    demo = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype))
+    demo = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype), overwrite=overwrite)
     causal = demo.causal["judges"] if demo.causal is not None else {}
     n_test = demo.causal["n_items"] if demo.causal is not None else None
     payload = results_payload(RunDir(out).read_summary(), causal=causal, n_items=n_test, files={"report": demo.report})

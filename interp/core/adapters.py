@@ -39,24 +39,39 @@ def read_manifest(folder: Path) -> dict:
     for name in ADAPTER_FILES:
         if not (folder / name).is_file():
             raise InterpError(f"{folder}: not an organism adapter folder (no {name})")
-    try:
-        manifest = json.loads((folder / "manifest.json").read_text())
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise InterpError(f"{folder / 'manifest.json'}: unreadable ({type(exc).__name__})") from None
-    if not isinstance(manifest, dict) or not isinstance(manifest.get("base_model"), str):
+    manifest = _json_object(folder / "manifest.json")
+    _json_object(folder / "adapter_config.json")  # peft would report a bad one as a misfit of the base model
+    if not isinstance(manifest.get("base_model"), str):
         raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
     return manifest
 
 
+def _json_object(path: Path) -> dict:
+    """A JSON object read from `path`; unreadable, not UTF-8, not JSON or not an object is one line naming it."""
+    try:
+        data = json.loads(path.read_bytes().decode("utf-8"))
+    except OSError as exc:
+        raise InterpError(f"{path}: cannot read it ({exc.strerror})") from None
+    except UnicodeDecodeError:
+        raise InterpError(f"{path}: not UTF-8 text, so not valid JSON; the adapter folder is corrupt") from None
+    except json.JSONDecodeError as exc:
+        raise InterpError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); the adapter folder is corrupt") from None
+    if not isinstance(data, dict):
+        raise InterpError(f"{path}: not a JSON object (got {type(data).__name__}); the adapter folder is corrupt")
+    return data
+
+
 def _check_safetensors(path: Path) -> None:
+    import torch
     from safetensors import safe_open
 
     try:
         with safe_open(str(path), framework="pt") as handle:
-            for key in handle.keys():
-                handle.get_tensor(key)
+            bad = next((key for key in handle.keys() if not bool(torch.isfinite(handle.get_tensor(key)).all())), None)
     except Exception as exc:  # safetensors raises its own error types (and OSError) on a bad file
         raise InterpError(f"{path}: corrupt adapter file ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
+    if bad is not None:
+        raise InterpError(f"{path}: corrupt adapter file (tensor {bad} holds NaN or infinity)")
 
 
 def check_base(folder: Path, manifest: dict, hf_config) -> None:

@@ -105,11 +105,15 @@ def judge_batch(
     queries: QuerySet | None = "final",
     bias: BiasBuilder | None = None,
     edit: EditBuilder | None = None,
+    judge: str | None = None,
+    names: Sequence[str] | None = None,
 ) -> list[Judgment]:
     """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
 
     `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> residual
     stream edits (layer -> function, see `Backend.forward`); either may return None for "no change".
+    A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
+    `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item).
     """
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
@@ -125,6 +129,7 @@ def judge_batch(
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
     logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared)
     probs, normalised, label_mass = label_probabilities(logits, labels)
+    check_finite(normalised, label_mass, judge or model.name, names)
     top = probs.argmax(-1)
     label_ids = {i for group in labels.ids for i in group}
     masses = reducer.stacked() if reducer is not None else None
@@ -142,6 +147,18 @@ def judge_batch(
         )
         for row, prompt in enumerate(prompts)
     ]
+
+
+def check_finite(normalised: Tensor, label_mass: Tensor, judge: str, names: Sequence[str] | None) -> None:
+    """Every row's label probabilities are finite numbers, else one line naming the judge and the first bad row."""
+    bad = (~torch.isfinite(normalised).all(-1)) | (~torch.isfinite(label_mass))
+    if bool(bad.any()):
+        row = int(bad.nonzero()[0, 0])
+        what = names[row] if names is not None else f"prompt {row + 1} of the batch"
+        raise InterpError(
+            f"judge {judge}: P(label) is not a finite number for {what} (the model computes NaN or infinity: "
+            "are its weights, or its adapter's, corrupt?)"
+        )
 
 
 # ---- one judgment from the inside ---------------------------------------------------------------
@@ -192,5 +209,5 @@ def inspect_judgment(
 ) -> dict:
     model = backend.model
     prompt = build_judge_prompt(model, task, query, response_a, response_b)
-    (judgment,) = judge_batch(backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias)
+    (judgment,) = judge_batch(backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias, names=["the given pair"])
     return {"model": model.name, "backend": backend.name, "kind": model.kind, "task": task, "queries": queries} | judgment_record(judgment)

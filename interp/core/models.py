@@ -271,15 +271,17 @@ def load_model(
     `kind` overrides the pre/post-trained guess (post-trained = the tokenizer has a chat template). Wrap the
     result in a backend with `interp.core.backends.make_backend(model, "hf" | "transformer_lens" | "nnsight")`.
     """
-    from transformers import AutoModelForCausalLM, AutoTokenizer
+    from transformers import AutoModelForCausalLM
 
     from interp.core.adapters import adapter_folder, apply_adapter, read_manifest
 
     placement = placement or resolve_placement(device, dtype, device_map)
     adapter = adapter_folder(spec)  # a shipped organism or a local adapter folder: load its base first
     location, alias_kind, source = resolve_spec(read_manifest(adapter)["base_model"] if adapter else spec)
+    tokenizer = _load_tokenizer(spec, location)
+    from safetensors import SafetensorError
+
     try:
-        tokenizer = AutoTokenizer.from_pretrained(location)
         hf_model = AutoModelForCausalLM.from_pretrained(
             location,
             dtype=placement.torch_dtype,
@@ -288,11 +290,37 @@ def load_model(
             device_map=placement.device_map or (None if placement.device == "cpu" else placement.device),
         )
     except OSError as exc:
-        raise InterpError(f"cannot load model {spec!r} offline: {str(exc).splitlines()[0]}") from exc
+        raise InterpError(f"cannot load model {spec!r} offline: {_first_line(exc)}") from None
+    except (ValueError, RuntimeError, KeyError, SafetensorError) as exc:  # a corrupt or mismatched weights file
+        raise InterpError(f"cannot load the weights of model {spec!r} from {location}: {type(exc).__name__}: {_first_line(exc)}") from None
     if adapter is not None:
         hf_model, source = apply_adapter(hf_model, adapter), f"{source}+adapter:{adapter.name}"
     name = spec if spec in ALIASES else Path(str(spec)).name or str(spec)
     return wrap_model(hf_model, tokenizer, name=name, kind=kind or alias_kind, source=source, placement=placement)
+
+
+def _first_line(exc: BaseException) -> str:
+    return (str(exc).strip().splitlines() or [type(exc).__name__])[0][:200]
+
+
+def _is_tokenizer_file(name: str) -> bool:
+    return name.startswith(("tokenizer", "vocab", "spiece", "sentencepiece")) or name in ("merges.txt",) or name.endswith(".tiktoken")
+
+
+def _load_tokenizer(spec: str, location: Path | str):
+    """The model's tokenizer; a folder without one, or one that does not load, is one line naming the folder."""
+    from transformers import AutoTokenizer
+
+    folder = Path(location)
+    if folder.is_dir() and not any(_is_tokenizer_file(p.name) for p in folder.iterdir()):
+        raise InterpError(
+            f"{folder}: no tokenizer (no tokenizer.json, tokenizer.model or vocab file beside config.json); "
+            "save the model's tokenizer into the folder (tokenizer.save_pretrained)"
+        )
+    try:
+        return AutoTokenizer.from_pretrained(location)
+    except (OSError, ValueError, KeyError) as exc:
+        raise InterpError(f"cannot load the tokenizer of model {spec!r} from {location}: {_first_line(exc)}") from None
 
 
 def wrap_model(
@@ -329,6 +357,16 @@ def wrap_model(
         context_length=int(getattr(text_config, "max_position_embeddings", 0) or 0),
         placement=placement,
     )
+
+
+def check_finite_output(model: LoadedModel) -> None:
+    """One forward pass over a few tokens: a model whose weights (or adapter's) hold NaN or infinity is one line
+    here, before any answer or judgment of it is made or written."""
+    ids = torch.tensor([model.tokenizer.encode("Which answer is better, A or B?")], device=model.device)
+    with torch.inference_mode():
+        logits = model.hf_model(input_ids=ids, use_cache=False).logits[:, -1]
+    if not bool(torch.isfinite(logits).all()):
+        raise InterpError(f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its adapter's, corrupt?")
 
 
 def _gguf_field(reader, key: str):

@@ -234,7 +234,7 @@ def intervene_run(
     for judge in names:  # every mask is checked against every model before any judging starts
         for model in {judge, controls[judge]} - {None}:
             check_variants(pool.model(model), [Variant("self", attention=specs[judge])])
-    backend_name = backend or run.config.backend
+    backend_name = backend if backend is not None else run.config.backend
     variants = {judge: _variants(specs[judge], design.span_controls) for judge in names}
     keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
     control_keys = {

@@ -35,7 +35,7 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
     values = dict(
         name="demo",
         data="builtin",
-        n=n or len(builtin_items()),
+        n=len(builtin_items()) if n is None else n,  # 0 is refused by the config, never read as "all"
         backend=backend,
         models=list(AUTHORS),
         judges=[*AUTHORS, NULL, PLANTED, *null_controls()],
@@ -76,13 +76,14 @@ class Demo(NamedTuple):
 
 
 def run_demo(
-    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True
+    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True, overwrite: bool = False
 ) -> Demo:
     out = Path(out)
+    RunDir(out).check_output(overwrite=overwrite)
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
     models = ModelCache(placement_of(config))
-    run_dbg(config, out, progress=progress, models=models)
+    run_dbg(config, out, progress=progress, models=models, overwrite=overwrite)
     with RunDir(out).writer():
         write_attention_figures(out)
         result = organism_causal_test(out, models=models, progress=progress)

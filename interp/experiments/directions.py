@@ -47,8 +47,8 @@ from interp.experiments.engine import (
     self_judges,
 )
 from interp.run.judging import JudgeTask, judge_tasks
-from interp.run.store import Run, load_run, safe_name
-from interp.storage import atomic_write_bytes, atomic_write_text
+from interp.run.store import Run, load_run
+from interp.storage import atomic_write_bytes, atomic_write_text, path_label
 
 DIRECTION_POSITIONS = ("spans", "final")
 DirectionPosition = Literal["spans", "final"]
@@ -258,7 +258,7 @@ def direction_path(
     if train_items is not None:
         identity["train_items"] = sorted(train_items)
     key = digest(identity)
-    return run.dir.steering / "directions" / f"{safe_name(judge)}-L{layer}-{position}-{key}.safetensors"
+    return run.dir.steering / "directions" / f"{path_label(judge)}-L{layer}-{position}-{key}.safetensors"
 
 
 def load_direction(path: Path) -> SteeringDirection:

@@ -85,6 +85,8 @@ def variant_key(run: Run, judge: str, backend: str, variant: Variant, items: Seq
 def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
     """The judges to test: those given, or every judge of the run whose own model is one of the authors."""
     models = run.config.models
+    if judges is not None and not judges:
+        raise InterpError("no judge given: name at least one, or leave the judges out for every judge that is also an author")
     if judges is None:
         judges = [j for j in run.config.judge_specs if own_model(j) in models]
         if not judges:
@@ -182,7 +184,7 @@ class Judges:
         return self.models.get(judge)
 
     def runner(self, judge: str, run: Run) -> Backend:
-        name = self.backend or run.config.backend
+        name = run.config.backend if self.backend is None else self.backend
         if (judge, name) not in self.runners:
             self.runners[judge, name] = make_backend(self.model(judge), name)
         return self.runners[judge, name]
@@ -197,7 +199,7 @@ def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | N
     if models is None:
         recorded = run.config.dtype or "float32"
         where = where or PlacementKeys()
-        problem = backend_placement_problem(backend or run.config.backend, where.device_map)
+        problem = backend_placement_problem(run.config.backend if backend is None else backend, where.device_map)
         if problem:
             raise InterpError(problem)
         if where.dtype is not None and where.dtype != recorded:

@@ -11,7 +11,7 @@ Two sweeps share one runner (`run_points`):
 An ablation config (TOML) names a finished run and the axes to sweep:
 
     run = "runs/demo"                 # run directory (relative to the working directory)
-    name = "ablation"                 # a label; results go to RUN/sweeps/NAME-<key>/
+    name = "ablation"                 # a label; results go to RUN/sweeps/NAME-<key>/ (NAME as a file name)
     judges = ["smollm2-135m-instruct"]  # default: every judge that is also an author
     targets = ["self", "other", "random"]
     alphas = [0.0]
@@ -111,9 +111,8 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
 
 def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
     """RUN/sweeps/<name>-<hash of the sweep's axes and judges> (steering sweeps under RUN/steering/sweeps/)."""
-    axes = config.model_dump(exclude={"run", "name"})
-    parent = run.dir.root / "sweeps" if isinstance(config, SweepConfig) else run.dir.steering / "sweeps"
-    return parent / f"{config.name}-{digest(axes)}"
+    key = digest(config.model_dump(exclude={"run", "name"}))
+    return run.dir.sweep(config.name, key) if isinstance(config, SweepConfig) else run.dir.steering_sweep(config.name, key)
 
 
 # ---- the ablation sweep ----------------------------------------------------------------------------

@@ -51,8 +51,8 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import check_writable_dir, load_run
-from interp.storage import atomic_write_text
+from interp.run.store import RUN_MARKERS, load_run
+from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
 NULL_SEED1 = "smollm2-135m-judge-seed1"  # the null recipe with another seed: the null organism's control judge
@@ -67,6 +67,7 @@ NULL_MIN_POSITION_CONSISTENCY = 0.60
 NULL_MIN_AGREEMENT = 0.65
 PLANTED_MIN_DBG = 0.15
 LEGITIMATE_AGREEMENT_GAP = 0.05
+VALIDATION_MARKERS = ("validation.json", *(f"run/{marker}" for marker in RUN_MARKERS))  # what a validation folder written before the marker file holds
 
 
 @dataclass(frozen=True)
@@ -232,14 +233,17 @@ def validate(
     where: PlacementKeys | None = None,
     models: ModelCache | None = None,
     progress: bool = True,
+    overwrite: bool = False,
 ) -> dict:
-    """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json and the report section."""
+    """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json and the report section.
+    `out` holding files the toolkit did not write is refused unless `overwrite`."""
     out = Path(out)
-    check_writable_dir(out)  # a bad --out is one line before anything is loaded or written
+    check_output_dir(out, markers=VALIDATION_MARKERS, overwrite=overwrite)  # one line before anything is loaded or written
     splits = organism_splits(organisms[1])
     selection = splits["selection"][: plan.n_selection] if plan.n_selection else splits["selection"]
     test = splits["test"][: plan.n_test] if plan.n_test else splits["test"]
     selection_ids, test_ids = [i.id for i in selection], [i.id for i in test]
+    claim_output_dir(out, VALIDATION_MARKERS)
     items_file = write_items_jsonl(selection + test, out / "items.jsonl")
     where = where or PlacementKeys()
     config = RunConfig(
@@ -256,7 +260,7 @@ def validate(
     )
     models = models if models is not None else ModelCache(placement_of(config))
     run_dir = out / "run"
-    run_dbg(config, run_dir, progress=progress, models=models)
+    run_dbg(config, run_dir, progress=progress, models=models, overwrite=overwrite)
     run = load_run(run_dir)
     pool = judge_pool(run, models=models)
     test_set = set(test_ids)

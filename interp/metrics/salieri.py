@@ -116,6 +116,8 @@ def match_quality(
     cost. Stops when no surplus bin can reach a deficit bin; the rest is reported as
     ``histogram_mismatch``. Scores are binned as ``round(score / resolution)``.
     """
+    if not (isinstance(resolution, (int, float)) and math.isfinite(resolution) and resolution > 0):
+        raise InterpError(f"resolution must be a positive number (a score bin's width), got {resolution}")
     target = np.asarray(target_reference_scores, dtype=float)
     if target.size == 0:
         raise InterpError("match_quality: no target items")

@@ -111,6 +111,11 @@ class OrganismConfig(Strict):
     def _base_is_an_author(self):
         if self.base_model not in self.data.authors:
             raise ValueError(f"base_model {self.base_model!r} must be one of data.authors (its answers are the own ones)")
+        if self.planting.share > 0 and self.planting.own_author not in self.data.authors:
+            raise ValueError(
+                f"planting.own_author {self.planting.own_author!r} is not one of data.authors ({', '.join(self.data.authors)}): "
+                "no pair has its answers, so nothing would be planted"
+            )
         return self
 
     def fingerprint(self) -> str:

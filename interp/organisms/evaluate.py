@@ -21,7 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from interp.config import RunConfig
-from interp.core.models import ModelCache
+from interp.core.adapters import adapter_folder, organism_base
+from interp.core.models import ModelCache, own_model, resolve_spec
 from interp.metrics.dbg import dbg, hard_wins, position_consistency
 from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.data import dev_items, load_items
@@ -29,8 +30,9 @@ from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir
-from interp.run.summary import Verdicts, judge_verdicts
+from interp.run.store import RUN_MARKERS, RunDir
+from interp.run.summary import Verdicts, judge_verdicts, p_first_wins
+from interp.storage import check_output_dir, claim_output_dir
 
 # The unseen file: 16 AlpacaEval-format items (the tests' alpacaeval_16.json) followed by 32 more in the same
 # style, none of them in any packaged set; 48 read the unseen bar with less noise than 16. Package data, so a
@@ -118,6 +120,22 @@ def compare_judges(
     return results
 
 
+def _eval_markers() -> tuple[str, ...]:
+    """What an evaluation folder written before the marker file holds: a run per split."""
+    return tuple(f"{split}/{marker}" for split in (*SPLITS, "choice") for marker in RUN_MARKERS)
+
+
+def check_eval_out(out: Path, split: str, judges: Sequence[str] = (), *, overwrite: bool = False) -> None:
+    """Before `organism evaluate` writes its split file: `--out` is new, empty or an evaluation folder (other
+    files only with `overwrite`), the split exists and every judge names a model that is there."""
+    if split not in (*SPLITS, "choice"):
+        raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
+    check_output_dir(out, markers=_eval_markers(), overwrite=overwrite)
+    for judge in judges:
+        if adapter_folder(judge) is None:
+            resolve_spec(judge)
+
+
 def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, int]:
     """An items spec (`jsonl:PATH`) of one split of the config's item sets, written under `folder`, and its size.
     `choice` is where recipes are compared: the selection split plus the shipped development set (`dev_items`)."""
@@ -125,6 +143,7 @@ def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, i
         raise InterpError(f"split {split!r}: use one of {', '.join((*SPLITS, 'choice'))}")
     splits = splits_of(config.split)
     items = splits["selection"] + dev_items() if split == "choice" else splits[split]
+    claim_output_dir(folder, _eval_markers())
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 
@@ -143,6 +162,7 @@ def evaluate_judges(
     progress: bool = False,
     by_task: bool = False,
     gap_against: str | None = None,
+    overwrite: bool = False,
 ) -> dict[str, dict]:
     """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge
     (`compare_judges`)."""
@@ -159,7 +179,7 @@ def evaluate_judges(
         n_boot=n_boot,
     )
     check_gap_against(judges, gap_against)
-    run_dbg(config, Path(out), progress=progress, models=models)
+    run_dbg(config, Path(out), progress=progress, models=models, overwrite=overwrite)
     results = compare_judges(Path(out), judges, by_task=by_task, gap_against=gap_against, n_boot=n_boot, seed=seed)
     (Path(out) / "organism_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
     return results

@@ -21,15 +21,16 @@ from interp.core.adapters import base_signature
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.train import train_organism
+from interp.storage import check_output_dir, path_label
 
 
 def train_to_folder(
     config: OrganismConfig, out: Path, *, progress: bool = True, overwrite: bool = False, models: dict | None = None, hidden_cache: Path | None = None
 ) -> dict:
-    """Train `config` and write the adapter folder `out`; returns the manifest. Nothing is half-written."""
+    """Train `config` and write the adapter folder `out`; returns the manifest. Nothing is half-written. An
+    existing adapter folder is replaced only with `overwrite`; a folder of other files never."""
     out = Path(out)
-    if out.exists() and not overwrite:
-        raise InterpError(f"{out} exists; pass --overwrite or another --out")
+    check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
     trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
     manifest = {
         "name": config.name,
@@ -118,7 +119,7 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     manifest = json.loads((folder / "manifest.json").read_text())
     if "held_out" not in manifest:
         raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate it before shipping")
-    target = Path(target_root or ADAPTERS_DIR) / manifest["name"]
+    target = Path(target_root or ADAPTERS_DIR) / path_label(manifest["name"])
     with atomic_folder(target) as tmp:
         for name in ADAPTER_FILES:
             shutil.copyfile(folder / name, tmp / name)

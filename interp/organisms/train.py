@@ -135,6 +135,14 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.seed) for pair in pairs]
+    flipped = sum(label != pair.gold_first for pair, label in zip(pairs, labels))
+    if planting is not None and flipped == 0:
+        raise InterpError(
+            f"organism {config.name!r}: planting.share = {config.planting.share:g} flipped none of the {len(pairs)} training "
+            f"pairs to {config.planting.own_author}'s answer (the planted organism would be a null one); raise the share or add pairs"
+        )
+    if planting is not None and progress:
+        tqdm.write(f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer")
     return pairs, labels
 
 

@@ -38,8 +38,8 @@ from interp.analysis.attention_stats import (
 )
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
-from interp.run.store import RunDir, safe_name
-from interp.storage import atomic_write_text
+from interp.run.store import RunDir
+from interp.storage import atomic_write_text, path_label
 from interp.templating import Markup, render
 
 SECTION_TITLE = "Attention over response spans (Figure 7)"
@@ -395,7 +395,7 @@ def write_attention_figures(
     runs = {judge: load_attention(run_dir, judge, tokenizer=(tokenizers or {}).get(judge)) for judge in judges}
     paths = RunDir(run_dir)
     config = paths.read_config() if paths.config.is_file() else None
-    n_boot = n_boot or (config.n_boot if config else 1000)
+    n_boot = n_boot if n_boot is not None else (config.n_boot if config else 1000)
     seed = (config.seed if config else 0) if seed is None else seed
     figures = paths.figures
     figures.mkdir(parents=True, exist_ok=True)
@@ -420,7 +420,7 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{safe_name(judge)}")
+        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):

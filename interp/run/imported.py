@@ -7,8 +7,8 @@ Two formats, by extension:
 - `.jsonl`: one `{"item_id", "text"}` per line (`"response"` or `"output"` also name the answer); a
   `responses.jsonl` of another run works when `"model"` names the model to take.
 
-Every item of the run needs an answer, and an instruction may not carry two different answers: either
-problem is one line naming the file and the item, before anything is written.
+Every item of the run needs an answer that is not empty (or white space only), and an instruction may not
+carry two different answers: each problem is one line naming the file and the item, before anything is written.
 """
 
 from __future__ import annotations
@@ -79,4 +79,7 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
     missing = [item.id for item in items if item.id not in answers]
     if missing:
         raise InterpError(f"{path} has no answer of {model} for {len(missing)} of the run's items (first: {missing[0]})")
+    empty = [item.id for item in items if not answers[item.id].strip()]
+    if empty:
+        raise InterpError(f"{path}: the answer of {model} to item {empty[0]} is empty ({len(empty)} of the run's items); import a real answer or drop the item")
     return [Response(item.id, model, cap_words(answers[item.id].strip(), max_words), -1, f"import:{digest}") for item in items]

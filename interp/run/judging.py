@@ -79,7 +79,10 @@ def run_judging(
         chunk_prompts = [prompts[t.key] for t in chunk]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None
-        judgments = judge_batch(backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias, edit=edit)
+        judgments = judge_batch(
+            backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias, edit=edit,
+            judge=judge, names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
+        )  # non-finite label probabilities fail here, before the batch's shard or lines are written
         if shard_dir is not None:
             write_shard(shard_dir, [t.key for t in chunk], judgments)
         append_judgments(

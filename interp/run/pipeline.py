@@ -15,8 +15,8 @@ from tqdm.auto import tqdm
 
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
-from interp.core.backends import make_backend
-from interp.core.models import ModelCache
+from interp.core.backends import check_backend_fits, make_backend
+from interp.core.models import ALIASES, ModelCache, check_finite_output
 from interp.core.placement import placement_of
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
@@ -36,7 +36,7 @@ from interp.run.judging import batches, judge_tasks, run_judging
 from interp.run.responses import Decoding, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
-from interp.run.store import RunDir, check_writable_dir
+from interp.run.store import RunDir
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
@@ -135,16 +135,18 @@ def run_gold_step(
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 
-def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None) -> dict:
+def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None, overwrite: bool = False) -> dict:
     """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config
     is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine), so a resume
-    in another precision is refused like any other change of config.
+    in another precision is refused like any other change of config. `out` may be new, empty or a run to
+    resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`).
     """
     paths = RunDir(Path(out))
-    check_writable_dir(paths.root)
+    paths.check_output(overwrite=overwrite)
+    check_source_names(config)
     placement = placement_of(config)
     config = config.model_copy(update={"dtype": placement.dtype})
     adapters = check_resumable(config, paths)
@@ -186,10 +188,12 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
 
 
 def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> None:
-    """Load every local model the run needs (a missing one fails here), check that each generation prompt
-    still to run, plus max_new_tokens, fits its model's context, and read every imported answer file."""
+    """Load every local model the run needs (a missing one fails here), check that each judge fits the backend,
+    that each generation prompt still to run, plus max_new_tokens, fits its model's context, and read every
+    imported answer file."""
     existing = paths.read_responses()
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    used = []  # local models that will answer or judge
     for spec in config.models:
         missing = [item for item in items if item.id not in existing.get(spec, {})]
         if not missing or config.server(spec) is not None:
@@ -198,9 +202,24 @@ def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models
             imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
         else:
             check_generation_lengths(models.get(spec), missing, decoding, name=spec)
-    for spec in config.judge_specs:
+            used.append(spec)
+    for spec in config.judge_specs:  # a judge the backend cannot hook fails here, before any answer is generated
         if config.server(spec) is None:
-            models.get(spec)
+            check_backend_fits(models.get(spec), config.backend)
+            used.append(spec)
+    for spec in config.gold.models:
+        check_backend_fits(models.get(spec), "hf")
+        used.append(spec)
+    for spec in dict.fromkeys(used):
+        check_finite_output(models.get(spec))
+
+
+def check_source_names(config: RunConfig) -> None:
+    """An imported or served model named like a built-in alias would silently stand in for that model."""
+    for kind, names in (("imported model", config.imports), ("server", [server.name for server in config.servers])):
+        shadowing = [name for name in names if name in ALIASES]
+        if shadowing:
+            raise InterpError(f"{kind} {shadowing[0]!r} has the name of a built-in model alias; give it another name")
 
 
 def check_http_gold(judges: Sequence[GoldJudge], paths: RunDir, items: Sequence[Item]) -> None:

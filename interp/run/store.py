@@ -16,6 +16,11 @@ A run directory holds everything in open formats and can be resumed after a kill
   interventions/, sweeps/, steering/   result tables of the experiments over the run
   figures/, report.html  figures (PNG, PDF, HTML sections) and the report
   .interp.lock           the writer's lock (an OS lock: it dies with the process)
+  .interp-output         marks the folder as the toolkit's (`interp.storage.check_output_dir`): a folder
+                         holding other files is not written into without --overwrite
+
+Names given by the user (judges, intervention and sweep names) become file names through
+`interp.storage.path_label` only.
 
 Readers never write; a torn last line left by a killed writer is skipped until the writer repairs it.
 """
@@ -24,7 +29,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -36,14 +40,26 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.run.gold.protocol import aggregate_gold
 from interp.run.records import JudgmentRecord, read_judgments
-from interp.storage import read_jsonl
+from interp.storage import (
+    check_output_dir,
+    check_writable_dir,
+    claim_output_dir,
+    path_label,
+    read_jsonl,
+)
 
 LOCK_NAME = ".interp.lock"
+# What only a run holds, for runs written before the marker file: its lock file (made before anything else) and
+# adapters.json. Not config.toml alone: a user may keep their own config.toml in a folder.
+RUN_MARKERS = (LOCK_NAME, "adapters.json")
 
 
-def safe_name(name: str) -> str:
-    """A file-name-safe label (a label, never a key: two names may map to the same label)."""
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", name)
+def _attention_file(folder: Path, judge: str, suffix: str) -> Path:
+    """folder/<label><suffix>; a run written before `path_label` may hold the older label (ASCII-only,
+    leading dots kept), which is read when it is the one there."""
+    path = folder / f"{path_label(judge)}{suffix}"
+    older = folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}"
+    return older if not path.exists() and older.name not in ("", ".", "..") and older.exists() else path
 
 
 @dataclass(frozen=True)
@@ -104,23 +120,26 @@ class RunDir:
         return self.root / "attention"
 
     def attention_shards(self, judge: str) -> Path:
-        return self.attention_dir / safe_name(judge)
+        return _attention_file(self.attention_dir, judge, "")
 
     def attention(self, judge: str) -> Path:
-        return self.attention_dir / f"{safe_name(judge)}.safetensors"
+        return _attention_file(self.attention_dir, judge, ".safetensors")
 
     def attention_index(self, judge: str) -> Path:
-        return self.attention_dir / f"{safe_name(judge)}.json"
+        return _attention_file(self.attention_dir, judge, ".json")
 
     def variant(self, key: str) -> Path:
         """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""
         return self.root / "variants" / key
 
     def intervention(self, label: str, key: str) -> Path:
-        return self.root / "interventions" / f"{safe_name(label)}-{key}"
+        return self.root / "interventions" / f"{path_label(label)}-{key}"
 
-    def sweep(self, name: str) -> Path:
-        return self.root / "sweeps" / safe_name(name)
+    def sweep(self, name: str, key: str) -> Path:
+        return self.root / "sweeps" / f"{path_label(name)}-{key}"
+
+    def steering_sweep(self, name: str, key: str) -> Path:
+        return self.steering / "sweeps" / f"{path_label(name)}-{key}"
 
     @property
     def steering(self) -> Path:
@@ -170,12 +189,17 @@ class RunDir:
         is re-entrant within a process (a step that writes calls it too, under a job that already holds it).
         """
         check_writable_dir(self.root)
-        self.root.mkdir(parents=True, exist_ok=True)
+        claim_output_dir(self.root, RUN_MARKERS)
         lock = self._acquire()
         try:
             yield self
         finally:
             lock.release()
+
+    def check_output(self, *, overwrite: bool = False) -> None:
+        """`--out` for a run (`interp.storage.check_output_dir`): a new or empty folder, or a run to resume;
+        a folder of other files only with `overwrite`."""
+        check_output_dir(self.root, markers=RUN_MARKERS, overwrite=overwrite)
 
     def check_not_locked(self) -> None:
         """Fail at once, naming the holder, when another process writes the run; writes nothing.
@@ -213,24 +237,6 @@ def lock_holder(lock_file: Path) -> str:
     except OSError:
         pass
     return "unknown"
-
-
-def check_writable_dir(path: Path) -> None:
-    """A directory that exists and is writable, or can be created: else a one-line error (nothing is created)."""
-    path = Path(path)
-    if path.exists():
-        if not path.is_dir():
-            raise InterpError(f"{path} is a file, not a directory; pass a directory for --out")
-        if not os.access(path, os.W_OK | os.X_OK):
-            raise InterpError(f"{path} is not writable; pass a directory you can write to")
-        return
-    parent = path.parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        raise InterpError(f"{path} lies under {parent}, which is a file; pass a directory for --out")
-    if not os.access(parent, os.W_OK | os.X_OK):
-        raise InterpError(f"cannot create {path}: {parent} is not writable")
 
 
 # ---- a finished run --------------------------------------------------------------------------------

@@ -247,3 +247,21 @@ def test_no_variant_trains_on_an_item_recipes_are_chosen_or_tested_on(path):
     trained_on = {i.id for i in splits_of(variant.split)["train"]} | {i.id for name in variant.data.train_only for i in load_items(name)}
     assert trained_on and not trained_on & held_out
     assert variant.base_model == shipped.base_model and variant.name != shipped.name  # never overwrites a shipped adapter
+
+
+def test_a_planting_that_flips_no_pair_or_names_no_author_is_refused(tiny_authors, tmp_path):
+    _, fresh = tiny_authors
+    from interp.config import validate_config
+
+    with pytest.raises(InterpError, match="own_author 'someone-else' is not one of data.authors"):
+        validate_config(OrganismConfig, TINY | {"planting": {"share": 1.0, "own_author": "someone-else"}}, "org.toml")
+    with pytest.raises(InterpError, match="planting.share: Input should be a valid number"):  # strict: never converted
+        validate_config(OrganismConfig, TINY | {"planting": {"share": "0.5"}}, "org.toml")
+    nothing = OrganismConfig.model_validate(TINY | {"planting": {"share": 1e-12}})
+    with pytest.raises(InterpError, match=r"flipped none of the \d+ training pairs"):
+        train_module.training_pairs(nothing, fresh(), progress=False)
+    with pytest.raises(InterpError, match="did not write"):  # an adapter never replaces a folder of other files
+        (tmp_path / "mine").mkdir()
+        (tmp_path / "mine" / "notes.txt").write_text("mine")
+        train_to_folder(OrganismConfig.model_validate(TINY), tmp_path / "mine", overwrite=True, models=fresh())
+    assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"

@@ -36,8 +36,20 @@ from interp.errors import InterpError
 
 __all__ = [
     "BACKENDS", "AttentionMode", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
-    "left_pad", "make_backend",
+    "check_backend_fits", "left_pad", "make_backend",
 ]  # fmt: skip
+
+
+def check_backend_fits(model: LoadedModel, backend: str) -> None:
+    """What `backend`'s forward pass needs of the model, checked before any model work: hf and nnsight hook
+    every decoder layer's `self_attn` module (a model without them, e.g. GPT-2, is one line naming it)."""
+    if backend in ("hf", "nnsight"):
+        from interp.core.backends.layers import attention_modules
+
+        try:
+            attention_modules(model.hf_model)
+        except InterpError as exc:
+            raise InterpError(f"model {model.name} cannot judge with the {backend} backend: {exc}") from None
 
 
 def make_backend(model: LoadedModel, backend: str = "hf", *, attention: AttentionMode = "sdpa") -> Backend:

@@ -149,6 +149,7 @@ class HTTPJudge:
         self.endpoint = urlunsplit((parts.scheme, parts.netloc, path, parts.query, ""))
         self._client = httpx.Client(timeout=self.timeout, transport=transport)
         self._lock = threading.Lock()
+        self._failed: str | None = None  # the first request that failed for good: the others are not sent
         self.logprobs = bool(logprobs)
         self.stats: dict[str, int] = {
             "n_pairs": 0,
@@ -352,10 +353,24 @@ class HTTPJudge:
 
     def post(self, body: dict[str, Any]) -> Any:
         """POST `body` to the endpoint: retried with backoff on connection errors, timeouts, 429 and 5xx; the
-        decoded JSON answer, or one-line InterpError."""
+        decoded JSON answer, or one-line InterpError. Once one request has failed for good, every later attempt
+        of this client (other workers of a pool included) fails at once with the same line, unsent."""
+        try:
+            return self._post(body)
+        except InterpError as exc:
+            with self._lock:
+                self._failed = self._failed or str(exc)
+            raise
+
+    def _stop_if_failed(self) -> None:
+        if self._failed is not None:
+            raise InterpError(self._failed)
+
+    def _post(self, body: dict[str, Any]) -> Any:
         attempts = self.retries + 1
         reason = ""
         for attempt in range(attempts):
+            self._stop_if_failed()
             if attempt:
                 with self._lock:
                     self.stats["n_retries"] += 1
