@@ -25,7 +25,7 @@ from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
 from interp.errors import InterpError
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run, design_from_options
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
@@ -301,18 +301,18 @@ def intervene(
     Returns:
         The decision, its numbers and the effects per judge.
     """
-    heads = "all-layers" if all_layers else "top-heads" if top_heads is not None else "spec"
-    spec = as_spec(spec, **keys) if heads == "spec" else None
-    design = TestDesign(
-        heads=heads,
-        top_k=top_heads,
+    design = design_from_options(
+        spec_given=not all_layers and top_heads is None,
+        all_layers=all_layers,
+        top_heads=top_heads,
+        control_judge=control_judge,
         selection_share=selection_share,
         split_seed=split_seed,
-        control_judge=control_judge,
         random_head_sets=random_head_sets,
         alpha=test_alpha,
         span_controls=with_controls,
     )
+    spec = as_spec(spec, **keys) if design.heads == "spec" else None
     root = _root(run)
     known = load_run_inputs(root).config.judge_specs
     result = intervene_run(

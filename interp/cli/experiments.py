@@ -8,7 +8,6 @@ from typing import Optional
 import typer
 
 from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
-from interp.errors import InterpError
 from interp.report.steering import interval_text, pct0
 
 
@@ -51,20 +50,18 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer, against a control judge and random head sets (responses and gold held fixed)."""
     from hooks.spec import load_spec
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
-    chosen = [name for name, given in (("--spec", spec_path is not None), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
-    if len(chosen) != 1:
-        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
-    design = TestDesign(
-        heads={"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]],
-        top_k=top_heads,
+    design = design_from_options(
+        spec_given=spec_path is not None,
+        all_layers=all_layers,
+        top_heads=top_heads,
+        control_judge=control_judge,
         selection_share=selection_share,
         split_seed=split_seed,
-        control_judge="" if control_judge == "none" else control_judge,
         random_head_sets=random_head_sets,
         alpha=alpha,
         span_controls=controls,

@@ -84,6 +84,17 @@ class TestDesign:
             raise InterpError("n_flips must be at least 1")
 
 
+def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge: str | None, **fields) -> TestDesign:
+    """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; a control judge
+    named "none" (or "") means no control judge."""
+    chosen = [name for name, given in (("--spec", spec_given), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
+    if len(chosen) != 1:
+        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
+    heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
+    control = "" if control_judge in ("none", "") else control_judge
+    return TestDesign(heads=heads, top_k=top_heads, control_judge=control, **fields)
+
+
 def split_items(item_ids: Sequence[str], share: float, seed: int) -> tuple[list[str], list[str]]:
     """A seeded selection / test split of item ids: an item's side depends only on (seed, its id)."""
     selection = [i for i in item_ids if unit_hash(seed, "selection", i) < share]
