@@ -61,6 +61,7 @@ from interp.experiments.engine import (
 )
 from interp.experiments.steering import direction_steering
 from interp.metrics.causal import behaviour, paired_effect
+from interp.metrics.causal_test import holm, sign_flip_pvalue
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots
 from interp.run.store import Run, load_run
 from interp.storage import write_csv
@@ -87,6 +88,8 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
             after = judge_variant(run, judge, runner, point.variant, progress=False)
             gold_own = run.gold_own(own_model(judge))
             effect = paired_effect(before[judge], after, n_boot=run.config.n_boot, seed=run.config.seed)
+            # a point's own test of "this variant moves P(own)" (two-sided sign flip, within the judge)
+            p_value = sign_flip_pvalue(after - before[judge], seed=run.config.seed)
             scores = behaviour(after, gold_own, n_boot=run.config.n_boot, seed=run.config.seed)
             rows.append(
                 {"judge": judge}
@@ -95,6 +98,7 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
                     "effect": effect["mean"],
                     "effect_lo": effect["ci"][0],
                     "effect_hi": effect["ci"][1],
+                    "p_value": p_value,
                     "dbg_hard": scores["dbg_hard"],
                     "dbg_lo": scores["dbg_ci"][0],
                     "dbg_hi": scores["dbg_ci"][1],
@@ -105,6 +109,8 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
                 | point.extra
                 | {"key": variant_key(run, judge, runner.name, point.variant, run.items)}
             )
+        for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):  # many points, one family: Holm
+            row["p_holm"] = adjusted
         write_csv(out / "results.csv", rows, list(rows[0]))
     return rows
 

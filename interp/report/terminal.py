@@ -108,7 +108,7 @@ def sweep_rows(rows: list[dict], limit: int = SWEEP_ROWS) -> list[dict]:
             return math.nan
 
     ordered = sorted(rows, key=lambda r: (math.isnan(number(r.get("effect"))), number(r.get("effect"))))
-    skip = {"effect", "effect_lo", "effect_hi", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key", "judge"}
+    skip = {"effect", "effect_lo", "effect_hi", "p_value", "p_holm", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key", "judge"}
     return [
         {
             "judge": r.get("judge"),
@@ -116,6 +116,7 @@ def sweep_rows(rows: list[dict], limit: int = SWEEP_ROWS) -> list[dict]:
             "effect": {"mean": number(r.get("effect")), "ci": [number(r.get("effect_lo")), number(r.get("effect_hi"))]},
             "dbg_hard": number(r.get("dbg_hard")),
             "dbg_ci": [number(r.get("dbg_lo")), number(r.get("dbg_hi"))],
+            "p_holm": number(r.get("p_holm")),
         }
         for r in ordered[:limit]
     ]
@@ -222,13 +223,18 @@ def print_results(payload: dict, console=None) -> None:
     if payload.get("sweep"):
         sweep = payload["sweep"]
         console.print()
-        table = Table(f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts)")
+        table = Table(
+            f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts); "
+            f"p: sign-flip test of each point, Holm-adjusted over all {sweep['n_points']}"
+        )
         table.add_column("judge", overflow="fold")
         table.add_column("point", overflow="fold")
-        for name in ("effect [95% CI]", "DBG after [95% CI]"):
+        for name in ("effect [95% CI]", "p (Holm)", "DBG after [95% CI]"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in sweep["top"]:
-            table.add_row(r["judge"], r["point"], _interval(r["effect"]["mean"], r["effect"]["ci"]), _interval(r["dbg_hard"], r["dbg_ci"]))
+            p_holm = r.get("p_holm")
+            p_text = "n/a" if p_holm is None or math.isnan(p_holm) else f"{p_holm:.3f}"
+            table.add_row(r["judge"], r["point"], _interval(r["effect"]["mean"], r["effect"]["ci"]), p_text, _interval(r["dbg_hard"], r["dbg_ci"]))
         console.print(table)
     console.print()
     for name, path in (payload.get("files") or {}).items():

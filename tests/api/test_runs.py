@@ -107,5 +107,9 @@ def test_sweep_returns_a_dataframe(tiny_run):
     assert {"target", "alpha", "effect", "effect_lo", "effect_hi", "dbg_hard"} <= set(table.columns)
     unchanged = table[table["alpha"] == 1.0]
     assert (unchanged["effect"].abs() < 1e-6).all()  # alpha = 1 changes nothing
+    from interp.metrics.causal_test import holm
+
+    assert (unchanged["p_value"] == 1.0).all()  # no change at all: no evidence
+    assert list(table["p_holm"]) == pytest.approx(holm(list(table["p_value"])))  # the points are one family
     with pytest.raises(InterpError, match="targetz"):
         interp.sweep({"run": str(root), "targetz": ["self"]})
