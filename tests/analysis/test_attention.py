@@ -483,11 +483,11 @@ def test_notebook_runs_top_to_bottom(real_run, monkeypatch):
 def test_empty_response_in_a_real_run(real_run, tmp_path):
     """An empty response: 0 tokens, zero mass, NaN per-token mean, strict JSON elsewhere, figures written."""
     from interp.run.pipeline import run_dbg
-    from interp.storage import read_jsonl
+    from interp.storage import OUTPUT_MARKER, read_jsonl
 
     root = tmp_path / "run"
     root.mkdir()
-    for name in ("config.toml", "items.jsonl"):
+    for name in ("config.toml", "items.jsonl", OUTPUT_MARKER):  # the marker: a run folder, not a user's files
         shutil.copy(real_run.root / name, root / name)
     responses = read_jsonl(real_run.root / "responses.jsonl")
     emptied = next(r for r in responses if r["model"] == real_run.config.models[1])
