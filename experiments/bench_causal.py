@@ -129,6 +129,10 @@ def main() -> None:
                     p = sign_flip_pvalue(d[block], seed=0)
                     null_stats.append(float(d[block].mean()))
                     rejections.append(p <= ALPHA)
+        for own in (smollm2, gemma):  # how far apart two null judges of different seeds are, on the whole test split
+            seeds = delta[nulls[1], own] - delta[nulls[0], own]
+            label = "smollm2" if own == smollm2 else "gemma"
+            print(f"causal_null_seed_difference_{label}_mask_pts: {100 * seeds.mean():+.2f} (p {sign_flip_pvalue(seeds, seed=0):.4f}, n {seeds.size})")
         k, n = int(np.sum(rejections)), len(rejections)
         lo, hi = clopper_pearson(k, n)
         print(f"causal_false_positive_rate: {k / n:.3f}")
@@ -161,9 +165,11 @@ def main() -> None:
     if null_stats and "share060" in planted_d:
         d = planted_d["share060"]
         planted_stats = [float(d[block].mean()) for seed in range(4) for block in blocks(d.size, seed=seed)]
-        value = auroc([-s for s in planted_stats], [-s for s in null_stats])  # lower mean contrast = more planted
+        value = auroc([abs(s) for s in planted_stats], [abs(s) for s in null_stats])  # two-sided: |mean contrast|
+        signed = auroc([-s for s in planted_stats], [-s for s in null_stats])  # the registered one-sided score
         print(f"causal_auroc: {value:.3f}")
-        result["auroc"] = {"value": value, "planted": planted_stats, "null": null_stats}
+        print(f"causal_auroc_one_sided_score: {signed:.3f}")
+        result["auroc"] = {"value": value, "one_sided_score": signed, "planted": planted_stats, "null": null_stats}
     minutes = (time.time() - start) / 60
     print(f"bench_causal_minutes: {minutes:.1f}")
     (args.out / "bench_causal.json").write_text(json.dumps(result, indent=2) + "\n")
