@@ -254,6 +254,11 @@ def causal_test(
         p_rank, n_sets = rank_pvalue(float(d.mean()), random_contrasts.mean(axis=1)), random_contrasts.shape[0]
     p = p_flip if p_rank is None else max(p_flip, p_rank)
     notes = []
+    if delta_control is not None:
+        notes.append(
+            "one control judge: a rejection says the two judges depend on the masked answer differently; two null "
+            "organisms of different seeds already do (docs/causal-test.md, measured error rates)"
+        )
     if p_rank is not None and 1 / (n_sets + 1) > alpha:
         notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {math.ceil(1 / alpha) - 1}")
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed)
