@@ -14,7 +14,7 @@ from interp.templating import render
 SECTION_TITLE = "Causal test: attention interventions with controls"
 
 _INTERVENTION_SECTION = (
-    "{{ tests }}<p class='note'>The decision: a one-sided sign-flip permutation test of the per-item contrast (the judge's "
+    "{{ tests }}<p class='note'>The decision: a two-sided sign-flip permutation test of the per-item contrast (the judge's "
     "change of P(own) minus the control judge's under the same mask), and for chosen heads the rank among random head sets of "
     "the same size; p = the larger of the two; several judges Holm-corrected. Measured on organisms, two null judges "
     "of different training seeds are told apart in half of the null replicates: against one control judge, a 'causal' row "
