@@ -278,7 +278,7 @@ def intervene(
     Masks the judge's own answer (`all_layers`, its `top_heads` chosen on a seeded `selection_share` of the
     items, or `spec`), compares the change of P(own) with a control judge's under the same mask
     (difference in differences; an organism's counterpart by default) and, for chosen heads, with random
-    head sets of the same size; decides with a one-sided sign-flip test (`interp.metrics.causal_test`).
+    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`).
 
     Args:
         run: a run directory or a loaded run.
