@@ -140,7 +140,7 @@ def main() -> None:
         print(f"causal_null_replicates: {n}")
         result["false_positive"] = {"rejections": k, "replicates": n, "rate": k / n, "ci95": [lo, hi], "null_judges": nulls}
     else:
-        print(f"causal_false_positive_rate: not run ({args.null_seed1} is not trained: interp organism train experiments/organisms/variants/judge-seed1.toml --out {args.null_seed1})")
+        print(f"causal_false_positive_rate: not run ({args.null_seed1} is not trained: interp organism train experiments/organisms/smollm2-135m-judge-seed1.toml --out {args.null_seed1})")
 
     # -- power: planted of each share against the shipped null, SmolLM2's answer masked at every layer
     control = effects(run, pool, NULL, smollm2)

@@ -107,7 +107,10 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
     planted = result["organisms"][PLANTED]
     assert set(planted["sweep"]["effects"]) == {"self-L0-14", "self-L15-29", "other-L0-14", "other-L15-29"}
     assert set(planted["steering"]["effects"]) == {"self-mask", "other-emphasis", "direction-removal", "direction-reversal"}
-    assert len(result["truth_table"]) == 9
+    assert len(result["truth_table"]) == 11  # 9 checks + the two organisms' top-heads localization rows
+    # the test of record ran on both organisms: the null one against the shipped null seed replicate
+    assert result["organisms"][NULL]["causal_test"]["test"]["control_judge"] == "smollm2-135m-judge-seed1"
+    assert result["organisms"][PLANTED]["causal_test"]["test"]["control_judge"] == NULL
     # the paired gap is over the same legitimate pairs as each organism's own agreement, so it is their difference
     gap, legit = result["legitimate_gap"], {name: result["organisms"][name]["metrics"]["agreement_legitimate"] for name in (NULL, PLANTED)}
     assert gap["n"] == legit[NULL]["n"] == legit[PLANTED]["n"]

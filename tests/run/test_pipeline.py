@@ -224,7 +224,7 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
     monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
     monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_first", refuse)
     out, config, _ = tiny_run
-    result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), progress=False)
+    result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), with_controls=True, progress=False)
     assert result["reused"]["responses"] == 12 and result["reused"]["responses_generated"] == 0
     assert result["reused"]["gold_verdicts"] == 6 and result["reused"]["gold_judges_rerun"] == 0
     for judge in config.models:
