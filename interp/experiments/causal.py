@@ -153,6 +153,11 @@ def random_head_sets(chosen: dict[int, list[int]], n_layers: int, n_heads: int, 
     return sets
 
 
+def has_attention(run: Run, judge: str) -> bool:
+    """Whether the run recorded span attention for this judge."""
+    return run.config.attention != "none" and judge in attention_judges(run.dir.root)
+
+
 def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequence[str]) -> dict | None:
     """Where the masked attention went, at the masked heads and the final position, on the test items.
 
@@ -161,7 +166,7 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
     where the mask acts first; later layers see changed inputs, which this does not follow. None when the
     run holds no span attention for the judge, or the spec is not a mask of the own answer.
     """
-    if spec.target != "self" or run.config.attention == "none" or judge not in attention_judges(run.dir.root):
+    if spec.target != "self" or not has_attention(run, judge):
         return None
     attention = load_attention(run.dir.root, judge)
     rows = [attention.item_ids.index(i) for i in item_ids if i in attention.item_ids]
@@ -185,7 +190,7 @@ def _mask_spec(run: Run, judge: str, design: TestDesign, spec: AttentionInterven
     if design.heads == "all-layers":
         return AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers")
     if design.heads == "top-heads":
-        if run.config.attention == "none" or judge not in attention_judges(run.dir.root):
+        if not has_attention(run, judge):
             raise InterpError(f"--top-heads reads {judge}'s span attention, which this run did not record; make the run with attention = \"final\"")
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
         return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
@@ -306,8 +311,8 @@ def _test_judge(
     first = causal_test(delta_judge, delta_control, **common)
     test, random_effects = first, None
     if design.heads == "top-heads" and design.random_head_sets > 0:
-        if first.p_flip > design.alpha:
-            test = causal_test(delta_judge, delta_control, random_sets_skipped=True, **common)
+        if first.p_flip > design.alpha:  # the random sets cannot change the decision: the same test, marked
+            test = dataclasses.replace(first, random_sets_skipped=True)
         else:
             random_effects = _random_contrasts(run, judge, control, spec, design, pool, items, progress)
             test = causal_test(delta_judge, delta_control, random_contrasts=random_effects, **common)
