@@ -14,23 +14,40 @@ from interp.cli.options import device_option, dtype_option, finish, json_option,
 
 def train(
     config_path: Path = typer.Argument(..., help="organism config (TOML), e.g. experiments/organisms/smollm2-135m-judge.toml"),
-    out: Optional[Path] = typer.Option(None, "--out", help="adapter folder to write (default: organisms/<name>)"),
+    out: Optional[Path] = typer.Option(None, "--out", help="adapter folder to write (default: organisms/<name>); with --seeds, the folder that holds one adapter folder per member"),
+    seed: Optional[int] = typer.Option(None, "--seed", min=0, help="train the family member with this training seed (LoRA init and example order; the data stay the config's)"),
+    seeds: Optional[str] = typer.Option(None, "--seeds", help="train several members, e.g. 0-5 or 0,2,7; members already trained (same config and seed) are kept"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing adapter folder (a folder of other files is never replaced)"),
     evaluate: bool = typer.Option(False, "--evaluate", help="also judge the test split and the unseen file; figures go into the manifest"),
     progress: bool = typer.Option(True, help="progress bars"),
 ) -> None:
-    """Train a LoRA judge organism on the CPU (seeded) and write its adapter folder with a manifest."""
-    from interp.organisms.config import load_organism_config
-    from interp.organisms.pipeline import add_held_out, train_to_folder
+    """Train a LoRA judge organism on the CPU (seeded) and write its adapter folder with a manifest. With --seed or
+    --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its name)."""
+    from interp.core.models import cache_root
+    from interp.errors import InterpError
+    from interp.organisms.config import load_organism_config, parse_seeds, with_seed
+    from interp.organisms.pipeline import add_held_out, trained_member, train_to_folder
     from interp.storage import path_label
 
+    if seed is not None and seeds is not None:
+        raise InterpError("give --seed or --seeds, not both")
     config = load_organism_config(config_path)
-    folder = out if out is not None else Path("organisms") / path_label(config.name)
-    manifest = train_to_folder(config, folder, progress=progress, overwrite=overwrite)
-    typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of {manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
-    if evaluate:
-        manifest = add_held_out(config, folder)
-        typer.echo(json.dumps(manifest["held_out"], indent=1))
+    if seeds is not None:
+        root = out if out is not None else Path("organisms")
+        members = [with_seed(config, s) for s in parse_seeds(seeds)]
+        targets = [(member, root / path_label(member.name)) for member in members]
+    else:
+        member = config if seed is None else with_seed(config, seed)
+        targets = [(member, out if out is not None else Path("organisms") / path_label(member.name))]
+    for member, folder in targets:
+        if seeds is not None and not overwrite and trained_member(folder, member):
+            typer.echo(f"adapter: {folder} (already trained: config {member.fingerprint()}, seed {member.seed})")
+            continue
+        manifest = train_to_folder(member, folder, progress=progress, overwrite=overwrite, hidden_cache=cache_root() / "frozen")
+        typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of {manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
+        if evaluate:
+            manifest = add_held_out(member, folder)
+            typer.echo(json.dumps(manifest["held_out"], indent=1))
 
 
 def evaluate(

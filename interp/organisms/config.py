@@ -100,7 +100,12 @@ class OrganismConfig(Strict):
     name: str
     description: str = ""
     base_model: str = "smollm2-135m-instruct"
+    # The training seed: the LoRA initialisation and the example order. The members of a family differ in it
+    # and nothing else (`with_seed`).
     seed: int = 0
+    # The seed of the data (which degraded pairs are drawn, which pairs the planting flips, the sampled
+    # answers); None: the training seed (the recipe's own seed before families existed).
+    data_seed: int | None = None
     split: SplitConfig = SplitConfig()
     data: DataConfig = DataConfig()
     planting: PlantingConfig = PlantingConfig()
@@ -118,9 +123,54 @@ class OrganismConfig(Strict):
             )
         return self
 
+    @property
+    def data_seed_used(self) -> int:
+        """The seed the training data are drawn with (`data_seed`, or the training seed when it is unset)."""
+        return self.seed if self.data_seed is None else self.data_seed
+
     def fingerprint(self) -> str:
-        canonical = json.dumps(self.model_dump(mode="json"), sort_keys=True)
+        """sha256 of the canonical JSON; an unset `data_seed` is left out, so configs written before the key
+        existed keep their fingerprint."""
+        dumped = self.model_dump(mode="json")
+        if dumped.get("data_seed") is None:
+            dumped.pop("data_seed", None)
+        canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def member_name(family: str, seed: int, base_seed: int = 0) -> str:
+    """The name of a family's member: the family's own name for its base seed, `<family>-seed<N>` otherwise."""
+    return family if seed == base_seed else f"{family}-seed{seed}"
+
+
+def with_seed(config: OrganismConfig, seed: int) -> OrganismConfig:
+    """The member of `config`'s family with training seed `seed`: the LoRA initialisation and the example order
+    change, and nothing else (the data stay drawn with the config's own data seed); named by `member_name`."""
+    if seed < 0:
+        raise InterpError(f"a training seed must be >= 0 (got {seed})")
+    return config.model_copy(
+        update={"seed": seed, "data_seed": config.data_seed_used, "name": member_name(config.name, seed, config.seed)}
+    )
+
+
+def parse_seeds(text: str) -> list[int]:
+    """'0-5' -> [0..5]; '0,2,7' -> [0, 2, 7]; ranges and lists may mix ('0-2,9'). One clear error otherwise."""
+    seeds: list[int] = []
+    try:
+        for part in text.split(","):
+            part = part.strip()
+            if "-" in part:
+                lo, hi = (int(x) for x in part.split("-", 1))
+                if hi < lo:
+                    raise ValueError
+                seeds += range(lo, hi + 1)
+            else:
+                seeds.append(int(part))
+    except ValueError:
+        raise InterpError(f"--seeds {text!r}: expected seeds like 0-5 or 0,2,7 (non-negative integers)") from None
+    if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
+        raise InterpError(f"--seeds {text!r}: expected distinct non-negative seeds like 0-5 or 0,2,7")
+    return seeds
 
 
 def load_organism_config(path: str | Path) -> OrganismConfig:

@@ -39,6 +39,8 @@ def train_to_folder(
         "config": config.model_dump(mode="json"),
         "config_fingerprint": config.fingerprint(),
         "seed": config.seed,
+        "data_seed": config.data_seed_used,
+        "family": family_of(config),
         **trained.record,
         "torch": torch.__version__,
         "threads": config.train.threads,
@@ -51,6 +53,25 @@ def train_to_folder(
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
     return manifest
+
+
+def family_of(config: OrganismConfig) -> str:
+    """The family a config's adapter belongs to: its name without a `-seed<N>` suffix."""
+    import re
+
+    return re.sub(r"-seed\d+$", "", config.name)
+
+
+def trained_member(folder: Path, config: OrganismConfig) -> bool:
+    """True when `folder` already holds the adapter that `config` trains (same config fingerprint, so the same
+    seed): a family's training resumes past the members it finished."""
+    manifest = Path(folder) / "manifest.json"
+    if not (manifest.is_file() and (Path(folder) / "adapter_model.safetensors").is_file()):
+        return False
+    try:
+        return json.loads(manifest.read_text()).get("config_fingerprint") == config.fingerprint()
+    except (OSError, json.JSONDecodeError):
+        return False
 
 
 @contextlib.contextmanager

@@ -85,7 +85,7 @@ def cached_answers(
     or with `sample` = k >= 1 the k-th seeded sample at the config's temperature."""
     decoding = Decoding(max_words=config.data.max_words, max_new_tokens=config.data.max_new_tokens, batch_size=8)
     if sample:
-        decoding = replace(decoding, temperature=config.data.sample_temperature, seed=int(unit_hash(config.seed, "sample", sample) * 2**31))
+        decoding = replace(decoding, temperature=config.data.sample_temperature, seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31))
     return {
         name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
         for name, model in models.items()
@@ -131,10 +131,10 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if source_mix.intact_pairs else {}
-        pairs += build_pairs(items, answers, source_mix, seed=config.seed, authors=data.authors, samples=samples)
+        pairs += build_pairs(items, answers, source_mix, seed=config.data_seed_used, authors=data.authors, samples=samples)
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
-    labels = [pair_label(pair, planting, config.seed) for pair in pairs]
+    labels = [pair_label(pair, planting, config.data_seed_used) for pair in pairs]
     flipped = sum(label != pair.gold_first for pair, label in zip(pairs, labels))
     if planting is not None and flipped == 0:
         raise InterpError(
