@@ -15,6 +15,8 @@ What is here (each states its null hypothesis H0 in its docstring):
   claim is only that the intervention "changes this judge's verdicts", never "self-preference".
 - `crawford_howell`: one judge against k >= 3 control judges (Crawford and Howell 1998), on any judge-level
   statistic (Delta_J(I), or DBG itself). Fewer controls give `p_value` None with a `reason`.
+- `between_judge_test`: the causal decision for one judge and intervention: Crawford-Howell on Delta(I),
+  optionally with the random head sets' rank p, and the within-judge effect beside it.
 - `two_family_test`: a planted family against a null family (permutation over judge labels, and Welch's t),
   with a `multi_bootstrap` interval (Sellam et al. 2022: judges within each family and items, jointly).
 - `share_removed`: how much of a judge's self-preference gap over its controls an intervention removes,
@@ -185,8 +187,8 @@ class CrawfordHowell:
 
     x: float  # the tested judge's statistic
     k: int  # number of control judges
-    control_mean: float
-    control_sd: float | None  # sample SD (ddof 1); None with one control
+    control_mean: float | None  # None without controls
+    control_sd: float | None  # sample SD (ddof 1); None with fewer than 2 controls
     t: float | None
     df: int
     p_value: float | None  # two-sided
@@ -236,7 +238,7 @@ def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> Crawfor
     if not np.all(np.isfinite(c)):
         raise InterpError("crawford_howell: the control judges' statistics must be finite numbers")
     k = int(c.size)
-    mean = float(c.mean()) if k else math.nan
+    mean = float(c.mean()) if k else None
     sd = float(c.std(ddof=1)) if k >= 2 else None
     reason = too_few_controls(k)
     if reason is not None:
@@ -249,6 +251,82 @@ def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> Crawfor
             reason=f"the {k} control judges agree exactly (SD 0): no spread to compare the judge with",
         )
     return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=t, df=k - 1, p_value=p, effect_sd=(float(x) - mean) / sd if sd else 0.0)
+
+
+@dataclass(frozen=True)
+class BetweenJudge:
+    """The causal decision for one judge and one intervention, with the judge as the unit."""
+
+    causal: bool | None  # None: no between-judge test (see reason)
+    p_value: float | None  # Crawford-Howell's p, or max(it, p_rank) with random head sets
+    alpha: float
+    reason: str | None
+    test: CrawfordHowell  # on Delta(I): the judge's mean effect against its controls'
+    within: WithinJudge  # the judge's own Delta(I), "changes this judge's verdicts"
+    control_effects: list[float]  # each control's mean Delta(I)
+    p_rank: float | None = None
+
+    def to_dict(self) -> dict:
+        """The record for result.json: causal, p_value, reason, test ("between-judge", n_controls, df, t, ...),
+        within_judge (effect, ci, p_value, claim)."""
+        test = {"design": "between-judge", "n_controls": self.test.k} | {key: value for key, value in self.test.to_dict().items() if key != "k"}
+        test |= {"control_effects": self.control_effects, "p_rank": self.p_rank}
+        return {"causal": self.causal, "p_value": self.p_value, "alpha": self.alpha, "reason": self.reason, "test": test, "within_judge": self.within.to_dict()}
+
+    def verdict(self, judge: str) -> str:
+        """One sentence that says which claim it makes: between judges (self-preference) or within the judge."""
+        lo, hi = self.within.ci
+        within = (
+            f"the intervention {WITHIN_JUDGE_CLAIM} by {100 * self.within.effect:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+            f"(sign-flip p {self.within.p_value:.3g}, n = {self.within.n_items} items)"
+        )
+        if self.causal is None:
+            return f"{judge}: no between-judge test ({self.reason}); {within}"
+        head = "causal effect on self-preference" if self.causal else "no causal effect on self-preference shown"
+        t = self.test
+        spread = f"{100 * t.control_mean:+.1f} pts mean, SD {100 * t.control_sd:.1f}"
+        rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3g}"
+        stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
+        return f"{judge}: {head} (p = {self.p_value:.3g}, alpha {self.alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {t.p_value:.3g}{rank}); {within}"
+
+
+def between_judge_test(
+    delta_judge: Float[np.ndarray, "item"],
+    delta_controls: Float[np.ndarray, "control item"],
+    *,
+    p_rank: float | None = None,
+    alpha: float = ALPHA,
+    n_flips: int = N_FLIPS,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+) -> BetweenJudge:
+    """Does intervention I move this judge's P(own) differently from how it moves k control judges'?
+
+    `delta_judge[i] = P_J(own | I) - P_J(own)`, `delta_controls[c, i]` the same for control c on the same item
+    and the same answer (J's own, which c did not write). H0: the judge's mean Delta(I) is one more draw from
+    the controls' normal distribution (Crawford-Howell, two-sided). With heads chosen from data, `p_rank`
+    (the chosen heads against random head sets) joins as an intersection-union test: p = max(p_CH, p_rank).
+    causal iff p <= alpha; None with a reason when there are fewer than MIN_CONTROLS controls (or they agree
+    exactly). The within-judge effect is always reported beside it.
+    """
+    dj = _finite(delta_judge, "between_judge_test (delta_judge)", 1)
+    dc = np.asarray(delta_controls, dtype=float)
+    if dc.size == 0:
+        dc = np.empty((0, dj.size))
+    elif (dc.ndim != 2 or dc.shape[1] != dj.size) or not np.all(np.isfinite(dc)):
+        raise InterpError(f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] array (the judge's items), got shape {dc.shape}")
+    if not 0 < alpha < 1:
+        raise InterpError(f"between_judge_test: alpha = {alpha} must be in (0, 1)")
+    if p_rank is not None and not 0 <= p_rank <= 1:
+        raise InterpError(f"between_judge_test: p_rank = {p_rank} must be in [0, 1]")
+    within = within_judge_effect(dj, n_flips=n_flips, n_boot=n_boot, seed=seed)
+    control_effects = dc.mean(axis=1)
+    test = crawford_howell(float(dj.mean()), control_effects)
+    common = dict(alpha=alpha, test=test, within=within, control_effects=control_effects.tolist(), p_rank=p_rank)
+    if test.p_value is None:
+        return BetweenJudge(causal=None, p_value=None, reason=test.reason, **common)
+    p = test.p_value if p_rank is None else max(test.p_value, p_rank)
+    return BetweenJudge(causal=bool(p <= alpha), p_value=float(p), reason=None, **common)
 
 
 # --- the multi-bootstrap ----------------------------------------------------------------------------------
@@ -344,6 +422,7 @@ class TwoFamily:
     p_permutation: float  # two-sided, over judge labels
     n_permutations: int  # label assignments counted (all of them when exact)
     exact: bool
+    min_p_permutation: float  # the smallest p the design can give (3 against 3 judges: 0.1, never <= 0.05)
     welch_t: float | None
     welch_df: float | None
     p_welch: float | None
@@ -390,6 +469,16 @@ def permutation_pvalue(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judg
     return (1 + count) / (1 + n_perm), n_perm, False
 
 
+def smallest_permutation_p(n_a: int, n_b: int, *, n_perm: int = N_PERMUTATIONS) -> float:
+    """The smallest two-sided p `permutation_pvalue` can return for families of n_a and n_b judges: the
+    observed labelling alone (1 / C(n, n_a)), or with its mirror image when the families are equally large
+    (2 / C(n, n_a)); 1 / (1 + n_perm) when sampled."""
+    total = math.comb(n_a + n_b, n_a)
+    if total > n_perm:
+        return 1 / (1 + n_perm)
+    return (2 if n_a == n_b else 1) / total
+
+
 def two_family_test(
     planted: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
     null: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
@@ -407,7 +496,8 @@ def two_family_test(
 
     `planted`, `null`: judge-level statistics ([judge]), or per-item values ([judge, item], all judges on the
     same items) whose item means are the statistics; the latter also gets a multi-bootstrap interval of the
-    difference. Each family needs at least 2 judges.
+    difference. Each family needs at least 2 judges. Small families limit the permutation p: 3 judges
+    against 3 can give no p below 0.1 (`min_p_permutation`).
     """
     p_arr, n_arr = np.asarray(planted, dtype=float), np.asarray(null, dtype=float)
     if p_arr.ndim != n_arr.ndim or p_arr.ndim not in (1, 2):
@@ -432,6 +522,7 @@ def two_family_test(
         p_permutation=p_perm,
         n_permutations=count,
         exact=exact,
+        min_p_permutation=smallest_permutation_p(a.size, b.size, n_perm=n_perm),
         welch_t=t,
         welch_df=df,
         p_welch=p_welch,

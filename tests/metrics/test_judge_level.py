@@ -15,11 +15,13 @@ from interp.errors import InterpError
 from interp.metrics.causal_test import holm, rank_pvalue, sign_flip_pvalue
 from interp.metrics.judge_level import (
     MIN_CONTROLS,
+    between_judge_test,
     check_random_sets,
     crawford_howell,
     crawford_howell_size,
     mean_difference,
     min_random_sets,
+    smallest_permutation_p,
     multi_bootstrap,
     share_removed,
     student_t_cdf,
@@ -132,6 +134,39 @@ def test_within_judge_effect_is_the_sign_flip_test_labelled_as_a_change_of_verdi
     assert result.ci[0] <= result.effect <= result.ci[1]
 
 
+# --- the between-judge decision ---------------------------------------------------------------------------
+
+
+def test_between_judge_decision_with_enough_controls() -> None:
+    rng = np.random.default_rng(8)
+    controls = rng.normal(0, 0.02, (6, 1)) + rng.normal(0, 0.1, (6, 50))
+    judge = -0.3 + rng.normal(0, 0.1, 50)  # moved far beyond every control
+    result = between_judge_test(judge, controls, n_flips=1000, n_boot=200)
+    assert result.causal is True and result.reason is None
+    assert result.p_value == result.test.p_value < 0.05
+    record = result.to_dict()
+    assert record["test"]["design"] == "between-judge" and record["test"]["n_controls"] == 6 and record["test"]["df"] == 5
+    assert record["within_judge"]["claim"] == "changes this judge's verdicts"
+    assert "causal effect on self-preference" in result.verdict("J") and "changes this judge's verdicts" in result.verdict("J")
+    with_rank = between_judge_test(judge, controls, p_rank=0.2, n_flips=1000, n_boot=200)  # intersection-union
+    assert with_rank.p_value == 0.2 and with_rank.causal is False
+    inside = between_judge_test(controls[0] + 0.001, controls[1:], n_flips=1000, n_boot=200)
+    assert inside.causal is False
+
+
+@pytest.mark.parametrize("k", [0, 1, 2])
+def test_between_judge_decision_is_null_with_too_few_controls(k: int) -> None:
+    rng = np.random.default_rng(k)
+    judge = -0.3 + rng.normal(0, 0.1, 30)
+    result = between_judge_test(judge, rng.normal(0, 0.1, (k, 30)), n_flips=500, n_boot=100)
+    assert result.causal is None and result.p_value is None and result.reason
+    assert result.within.p_value < 0.05  # the judge's verdicts change, which is all it may say
+    verdict = result.verdict("J")
+    assert "no between-judge test" in verdict and "causal effect on self-preference" not in verdict
+    with pytest.raises(InterpError):
+        between_judge_test(judge, rng.normal(0, 0.1, (3, 29)))
+
+
 # --- two families -----------------------------------------------------------------------------------------
 
 
@@ -155,6 +190,14 @@ def test_two_family_permutation_matches_enumeration_and_sampling() -> None:
     assert exact.p_permutation == pytest.approx(extreme / 210)
     sampled = two_family_test(planted, null, n_perm=100, seed=1)  # fewer draws than assignments: sampled
     assert not sampled.exact and abs(sampled.p_permutation - exact.p_permutation) < 0.1
+
+
+def test_smallest_permutation_p() -> None:
+    """Random halves of a null family of 6 (3 against 3) can never reach 0.05 by permutation: 2 / C(6, 3)."""
+    assert smallest_permutation_p(3, 3) == pytest.approx(0.1)
+    assert smallest_permutation_p(4, 6) == pytest.approx(1 / 210)
+    assert smallest_permutation_p(20, 20, n_perm=999) == pytest.approx(1 / 1000)
+    assert two_family_test(np.array([5.0, 6.0, 7.0]), np.array([0.0, 1.0, 2.0])).p_permutation == pytest.approx(0.1)
 
 
 def test_welch_by_hand() -> None:
