@@ -1,19 +1,18 @@
-"""Operating characteristics of the causal test, measured on model organisms (experiments/causal/plan.md).
+"""The causal test with the judge as the unit, calibrated on organism families (experiments/causal/plan.md, plan 2).
 
-    python experiments/bench_causal.py [--out runs/causal] [--null-seed1 organisms/judge-seed1]
-        [--share035 organisms/selfpref-share35] [--share075 organisms/selfpref-share75]
+    python experiments/bench_causal.py [--out runs/causal2] [--organisms organisms] [--stage collect|analyse|all]
+        [--family null|planted] [--extras N]
 
-Prints one figure a line (`name: value`):
+Two families of judges, each one organism config trained with training seeds 0, 1, ... (`interp organism
+train CONFIG --seeds ...`): the null family (`smollm2-135m-judge`, gold labels, 6 seeds) and the planted family
+(`smollm2-135m-selfpref`, share 0.60, 4 seeds). Seed 0 of each is the shipped organism; the other members are
+read from `--organisms/<name>-seed<N>/` (or the shipped alias when it is installed).
 
-- `causal_false_positive_rate` over null replicates (a null judge against another null judge, the own answer
-  masked at every layer, disjoint blocks of 28 test items) with its Clopper-Pearson interval;
-- `causal_power_shareXXX_nNN`: planted organism of planting share XXX against the shipped null organism as
-  the control judge, n test items drawn with replacement from the 243 per-item contrasts;
-- `causal_auroc`: the statistic (mean contrast) of planted draws against the null replicates.
-
-Every judgment is a keyed variant of one run (`RUN/variants/<key>/`), so the bench resumes where it stopped
-and a later session continues it; nothing is judged twice. A judge whose adapter folder is missing is
-printed as `not run`.
+Collect (resumable: every judgment is a keyed variant of its family's run, `RUN/variants/<key>/`): one run per
+family over the 45 selection and 93 test items with span attention; then, on the test items, each judge under
+every registered intervention. `--family` collects one family only, so the two families can run side by side
+in two processes (one thread each). Analyse: prints one figure a line (`name: value`), and writes
+`OUT/bench_causal.json`.
 """
 
 from __future__ import annotations
@@ -21,158 +20,161 @@ from __future__ import annotations
 import argparse
 import json
 import time
+from itertools import combinations
 from pathlib import Path
 
 import numpy as np
 
 from hooks.spec import AttentionIntervention
+from interp.analysis.attention_stats import head_map
 from interp.config import RunConfig
+from interp.core.adapters import adapter_folder
 from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
-from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
-from interp.metrics.causal_test import auroc, clopper_pearson, sign_flip_pvalue, sign_flip_pvalues
-from interp.organisms.data import write_items_jsonl
+from interp.organisms.config import SplitConfig
+from interp.organisms.data import splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
 from interp.run.store import load_run
 
 ALPHA = 0.05
-BLOCK = 28
-SIZES = (28, 93, 243)
-POWER_DRAWS = 1000
-MASK = Variant("self-mask-all-layers", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
+SMOLLM2, GEMMA = AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
+FAMILIES = {"null": ("smollm2-135m-judge", 6), "planted": ("smollm2-135m-selfpref", 4)}
+TOP_K = 8
+N_BOOT = 1000
+
+# Every variant is judged with SmolLM2's answer read as "own" (its P(win)); Gemma's side is 1 - that, from the
+# same judgments. "self" is SmolLM2's span, "other" Gemma's.
+REGISTERED = {
+    "mask_smollm2": AttentionIntervention(target="self", alpha=0.0, name="mask-smollm2-all-layers"),
+    "mask_gemma": AttentionIntervention(target="other", alpha=0.0, name="mask-gemma-all-layers"),
+}
+EXTRAS = {  # reported, not scored; in the registered order
+    "mask_both": AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers"),
+    "mask_smollm2_layers_15_29": AttentionIntervention(target="self", alpha=0.0, layers=tuple(range(15, 30)), name="mask-smollm2-layers-15-29"),
+    "mask_smollm2_layers_0_14": AttentionIntervention(target="self", alpha=0.0, layers=tuple(range(0, 15)), name="mask-smollm2-layers-0-14"),
+    "dampen_smollm2_half": AttentionIntervention(target="self", alpha=0.5, name="dampen-smollm2-0.5"),
+}
 
 
-def base_run(out: Path) -> Path:
-    """The run every figure is read from: both authors' answers to the 243 test items, judged by the shipped
-    null and planted organisms (resumes if it exists)."""
-    items = organism_splits(PLANTED)["test"]
+def members(family: str, organisms: Path) -> list[str]:
+    """The family's judges: seed 0 is the shipped organism; seed N its `-seedN` member (shipped alias when it is
+    installed and trained as a member of this family, else the folder under `organisms`)."""
+    name, count = FAMILIES[family]
+    out = [name]
+    for seed in range(1, count):
+        member = f"{name}-seed{seed}"
+        folder = organisms / member
+        shipped = adapter_folder(member)
+        if shipped is not None and json.loads((shipped / "manifest.json").read_text()).get("data_seed") == 0:
+            out.append(member)
+        elif (folder / "adapter_config.json").is_file():
+            out.append(str(folder))
+    return out
+
+
+def judge_run(out: Path, judge: str) -> Path:
+    """One run per judge (so each member is judged as soon as it is trained, in any process): both authors'
+    answers to the selection and test items, judged by `judge` with span attention (resumes if it exists).
+    Answers and gold come from the shared caches, so every run reads the same pairs."""
+    splits = splits_of(SplitConfig(items=("builtin", "referenced"), seed=0))
+    items = splits["selection"] + splits["test"]
     items_file = out / "items.jsonl"
     if not items_file.exists():
+        out.mkdir(parents=True, exist_ok=True)
         write_items_jsonl(items, items_file)
+    label = Path(judge).name
     config = RunConfig(
-        name="causal-base",
+        name=f"causal2-{label}",
         data=f"jsonl:{items_file}",
         n=len(items),
         models=AUTHORS,
-        judges=[NULL, PLANTED],
+        judges=[judge],
         max_words=60,
         max_new_tokens=96,
         attention="final",
-        n_boot=1000,
+        n_boot=N_BOOT,
     )
-    run_dir = out / "base-run"
+    run_dir = out / "runs" / label
     run_dbg(config, run_dir, progress=True)
     return run_dir
 
 
-def effects(run, pool, judge: str, own: str) -> np.ndarray:
-    """Per test item: P_judge(own's answer wins | own's answer masked at every layer) - P_judge(own wins)."""
-    before = baseline(run, judge, run.items, own, pool)
-    after = judge_variant(run, judge, pool.runner(judge, run), MASK, items=run.items, own=own)
-    return after - before
+def top_heads_mask(run_dir: Path, judge: str, selection: list[str], own: str) -> AttentionIntervention:
+    """The judge's top-8 heads by own-minus-other mean attention on the selection items, `own`'s span masked."""
+    values = head_map(run_dir, judge, "mean", items=selection)
+    if own == GEMMA:
+        values = -values
+    flat = values.flatten().nan_to_num(float("-inf"))
+    order = flat.argsort(descending=True, stable=True)[:TOP_K]
+    n_heads = values.shape[1]
+    table: dict[int, list[int]] = {}
+    for index in order.tolist():
+        table.setdefault(index // n_heads, []).append(index % n_heads)
+    heads = tuple((layer, tuple(sorted(hs))) for layer, hs in sorted(table.items()))
+    target = "self" if own == SMOLLM2 else "other"
+    return AttentionIntervention(target=target, alpha=0.0, heads=heads, name=f"mask-{'smollm2' if own == SMOLLM2 else 'gemma'}-top{TOP_K}")
 
 
-def blocks(n_items: int, seed: int, size: int = BLOCK) -> list[np.ndarray]:
-    order = np.random.default_rng(seed).permutation(n_items)
-    return [order[start : start + size] for start in range(0, n_items - size + 1, size)]
+def collect_judge(out: Path, judge: str, extras: int) -> dict:
+    """P(SmolLM2's answer wins) per test item under no intervention and every variant, for one judge; written to
+    OUT/judges/<label>.json (read back when it holds every variant asked for)."""
+    path = out / "judges" / f"{Path(judge).name}.json"
+    wanted = list(REGISTERED) + ["top8_smollm2", "top8_gemma"] + list(EXTRAS)[:extras]
+    if path.is_file():
+        done = json.loads(path.read_text())
+        if set(wanted) <= set(done["p_smollm2"]):
+            return done
+    run = load_run(judge_run(out, judge))
+    splits = splits_of(SplitConfig(items=("builtin", "referenced"), seed=0))
+    selection = [item.id for item in splits["selection"]]
+    test_ids = {item.id for item in splits["test"]}
+    test = [item for item in run.items if item.id in test_ids]
+    gold = run.gold_own(SMOLLM2)[[run.items.index(item) for item in test]]
+    heads = {own: top_heads_mask(run.dir.root, judge, selection, own) for own in AUTHORS}
+    variants = dict(REGISTERED) | {"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} | dict(list(EXTRAS.items())[:extras])
+    pool = judge_pool(run)
+    runner = pool.runner(judge, run)
+    record: dict = {
+        "judge": judge,
+        "items": [item.id for item in test],
+        "gold_p_smollm2": gold.tolist(),
+        "heads": {own: [[layer, list(hs)] for layer, hs in spec.heads_table.items()] for own, spec in heads.items()},
+        "p_smollm2": {"none": baseline(run, judge, test, SMOLLM2).tolist()},
+    }
+    for name, spec in variants.items():
+        record["p_smollm2"][name] = judge_variant(run, judge, runner, Variant(name, attention=spec), items=test, own=SMOLLM2).tolist()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1) + "\n")
+    return record
 
 
-def power(d: np.ndarray, n: int, seed: int) -> float:
-    rng = np.random.default_rng(seed)
-    draws = d[rng.integers(0, d.size, size=(POWER_DRAWS, n))]
-    return float(np.mean(sign_flip_pvalues(draws, n_flips=2000, seed=seed) <= ALPHA))
-
-
-def power_figure(curves: dict[str, list[float]], path: Path) -> None:
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(5, 3.5))
-    ax = fig.add_subplot()
-    for label, values in curves.items():
-        ax.plot(SIZES, values, marker="o", label=label)
-    ax.axhline(0.8, color="gray", ls=":", lw=0.8)
-    ax.axhline(ALPHA, color="gray", ls="--", lw=0.8)
-    ax.set_xscale("log")
-    ax.set_xticks(SIZES, [str(n) for n in SIZES])
-    ax.set_ylim(0, 1.02)
-    ax.set_xlabel("test items")
-    ax.set_ylabel(f"power at alpha = {ALPHA}")
-    ax.set_title("every-layer self mask, planted vs null control")
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=150)
+def collect(out: Path, families: tuple[str, ...], organisms: Path, extras: int, shard: tuple[int, int]) -> None:
+    """Every member of the families that is trained now; `shard` (i, n): only every n-th judge from the i-th,
+    so n processes share the work."""
+    judges = [judge for family in families for judge in members(family, organisms)]
+    index, count = shard
+    for judge in judges[index::count]:
+        collect_judge(out, judge, extras)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--out", type=Path, default=Path("runs/causal"))
-    parser.add_argument("--null-seed1", default="organisms/judge-seed1")
-    parser.add_argument("--share035", default="organisms/selfpref-share35")
-    parser.add_argument("--share075", default="organisms/selfpref-share75")
+    parser.add_argument("--out", type=Path, default=Path("runs/causal2"))
+    parser.add_argument("--organisms", type=Path, default=Path("organisms"))
+    parser.add_argument("--stage", choices=("collect", "analyse", "all"), default="all")
+    parser.add_argument("--family", choices=("null", "planted", "both"), default="both")
+    parser.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th judge from the i-th")
+    parser.add_argument("--extras", type=int, default=len(EXTRAS), help="how many of the reported extra interventions to judge, in the registered order")
     args = parser.parse_args()
     start = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
-    run = load_run(base_run(args.out))
-    pool = judge_pool(run)
-    smollm2, gemma = AUTHORS
-    present = lambda folder: Path(folder).is_dir() and (Path(folder) / "adapter_config.json").is_file()  # noqa: E731
-    result: dict = {"n_test_items": len(run.items)}
+    if args.stage in ("collect", "all"):
+        index, count = (int(x) for x in args.shard.split("/"))
+        collect(args.out, ("null", "planted") if args.family == "both" else (args.family,), args.organisms, args.extras, (index, count))
+    if args.stage in ("analyse", "all"):
+        from experiments.causal_analysis import analyse
 
-    # -- null replicates: null judge vs null judge, both directions, both answers taken as "own", 8 blocks of 28
-    nulls = [NULL] + ([args.null_seed1] if present(args.null_seed1) else [])
-    null_stats, rejections = [], []
-    if len(nulls) == 2:
-        delta = {(judge, own): effects(run, pool, judge, own) for judge in nulls for own in (smollm2, gemma)}
-        for own in (smollm2, gemma):
-            for tested, control in ((nulls[1], nulls[0]), (nulls[0], nulls[1])):
-                d = delta[tested, own] - delta[control, own]
-                for block in blocks(d.size, seed=0):
-                    p = sign_flip_pvalue(d[block], seed=0)
-                    null_stats.append(float(d[block].mean()))
-                    rejections.append(p <= ALPHA)
-        for own in (smollm2, gemma):  # how far apart two null judges of different seeds are, on the whole test split
-            seeds = delta[nulls[1], own] - delta[nulls[0], own]
-            label = "smollm2" if own == smollm2 else "gemma"
-            print(f"causal_null_seed_difference_{label}_mask_pts: {100 * seeds.mean():+.2f} (p {sign_flip_pvalue(seeds, seed=0):.4f}, n {seeds.size})")
-        k, n = int(np.sum(rejections)), len(rejections)
-        lo, hi = clopper_pearson(k, n)
-        print(f"causal_false_positive_rate: {k / n:.3f}")
-        print(f"causal_false_positive_rate_ci95: [{lo:.3f}, {hi:.3f}]")
-        print(f"causal_null_replicates: {n}")
-        result["false_positive"] = {"rejections": k, "replicates": n, "rate": k / n, "ci95": [lo, hi], "null_judges": nulls}
-    else:
-        print(f"causal_false_positive_rate: not run ({args.null_seed1} is not trained: interp organism train experiments/organisms/smollm2-135m-judge-seed1.toml --out {args.null_seed1})")
-
-    # -- power: planted of each share against the shipped null, SmolLM2's answer masked at every layer
-    control = effects(run, pool, NULL, smollm2)
-    curves, planted_d = {}, {}
-    for label, judge in (("share035", args.share035), ("share060", PLANTED), ("share075", args.share075)):
-        if judge != PLANTED and not present(judge):
-            for n in SIZES:
-                print(f"causal_power_{label}_n{n}: not run ({judge} is not trained)")
-            continue
-        d = effects(run, pool, judge, smollm2) - control
-        planted_d[label] = d
-        curves[label] = [power(d, n, seed=n) for n in SIZES]
-        for n, value in zip(SIZES, curves[label]):
-            print(f"causal_power_{label}_n{n}: {value:.3f}")
-        print(f"causal_effect_{label}_pts: {100 * d.mean():+.2f}")
-    result["power"] = {label: dict(zip(map(str, SIZES), values)) for label, values in curves.items()}
-    result["per_item_contrast"] = {label: d.tolist() for label, d in planted_d.items()}
-    if curves:
-        power_figure(curves, args.out / "power_curve.png")
-
-    # -- AUROC: planted (share 0.60) blocks of 28 from shuffles 0..3 against the null replicates
-    if null_stats and "share060" in planted_d:
-        d = planted_d["share060"]
-        planted_stats = [float(d[block].mean()) for seed in range(4) for block in blocks(d.size, seed=seed)]
-        value = auroc([abs(s) for s in planted_stats], [abs(s) for s in null_stats])  # two-sided: |mean contrast|
-        signed = auroc([-s for s in planted_stats], [-s for s in null_stats])  # the registered one-sided score
-        print(f"causal_auroc: {value:.3f}")
-        print(f"causal_auroc_one_sided_score: {signed:.3f}")
-        result["auroc"] = {"value": value, "one_sided_score": signed, "planted": planted_stats, "null": null_stats}
-    minutes = (time.time() - start) / 60
-    print(f"bench_causal_minutes: {minutes:.1f}")
-    (args.out / "bench_causal.json").write_text(json.dumps(result, indent=2) + "\n")
+        analyse(args.out)
+    print(f"bench_causal_minutes: {(time.time() - start) / 60:.1f}")
 
 
 if __name__ == "__main__":

@@ -193,32 +193,47 @@ class Effect:
 
 @dataclass(frozen=True)
 class JudgeIntervention:
-    """One judge under an intervention and its controls.
+    """One judge under an intervention and its control judges.
 
     Attributes:
         judge: the judge.
-        causal: the test's decision (p_value <= alpha; Holm-adjusted when several judges were tested).
-        verdict: the verdict in words, with its numbers.
+        causal: the self-preference verdict: True / False from the between-judge test (Holm-adjusted when
+            several judges were tested), None when there is none (`reason` says why: fewer than 3 controls).
+        reason: why `causal` is None.
+        verdict: the verdict in words, with its numbers; it says which claim it makes.
         effects: variant name ("self"; "other", "random" with span controls) -> change of the judge's P(own).
         before: behaviour without the intervention (DBG, win rate, gold agreement).
         after: variant name -> behaviour under it.
-        p_value: the decision's p-value (see `interp.metrics.causal_test`).
+        within: the within-judge effect ("changes this judge's verdicts"): mean change of P(own), its interval
+            and its sign-flip p.
+        p_within: the within-judge sign-flip p.
+        p_value: the between-judge p (Crawford-Howell; with random head sets, the larger of it and their rank
+            p), raw; None without a between-judge test.
+        p_holm: the Holm-adjusted p when several judges were tested, else None.
         alpha: the test's level.
-        effect: the tested contrast (the judge's change minus the control judge's), with its interval.
-        control_judge: the control judge, or None for a test within the judge.
+        controls: the control judges.
+        gap_before, gap_after: the judge's DBG minus the controls' mean DBG, before and under the mask
+            (estimate and multi-bootstrap interval).
+        share_removed: 1 - gap_after / gap_before with its interval, only where the gap before is significant.
         n_test: test items.
     """
 
     judge: str
-    causal: bool
+    causal: bool | None
+    reason: str | None
     verdict: str
     effects: dict[str, Effect]
     before: dict
     after: dict[str, dict]
-    p_value: float
+    within: Effect
+    p_within: float
+    p_value: float | None
+    p_holm: float | None
     alpha: float
-    effect: Effect
-    control_judge: str | None
+    controls: tuple[str, ...]
+    gap_before: dict | None
+    gap_after: dict | None
+    share_removed: dict | None
     n_test: int
 
 
@@ -262,8 +277,8 @@ def intervene(
     top_heads: int | None = None,
     selection_share: float | None = None,
     split_seed: int = 0,
-    control_judge: str | None = None,
-    random_head_sets: int = 19,
+    control_judge: Any = None,
+    random_head_sets: int | None = None,
     test_alpha: float = 0.05,
     judges: Sequence[Any] | None = None,
     backend: str | None = None,
@@ -287,8 +302,11 @@ def intervene(
         top_heads: mask the judge's K heads with the largest own-minus-other attention.
         selection_share: share of the items that choose heads; the rest test them.
         split_seed: seed of the selection / test split.
-        control_judge: a judge reading the same pairs ("" for none; default: an organism's counterpart).
-        random_head_sets: random head sets of the same size, for `top_heads`.
+        control_judge: control judges reading the same pairs and writing neither answer: a name, a
+            comma-separated string or a list ("none" for none; default: for an organism, the other null
+            organisms of its base in the run). At least 3 for a self-preference verdict.
+        random_head_sets: random head sets of the same size, for `top_heads` (default: the fewest that can
+            reach the test's level after Holm over the tested judges).
         test_alpha: the test's level (`alpha` is the spec's mask strength).
         judges: judges to test (default: every judge whose own answers are in the run).
         backend: "hf", "transformer_lens" or "nnsight" (default: the run's).
@@ -328,15 +346,21 @@ def intervene(
     per_judge = {
         judge: JudgeIntervention(
             judge=judge,
-            causal=bool(record["causal"]),
+            causal=record["causal"],
+            reason=record.get("reason"),
             verdict=record["verdict"],
             effects={name: Effect(e["mean"], tuple(e["ci"])) for name, e in record["effects"].items()},
             before=record["before"],
             after=record["variants"],
+            within=Effect(record["within_judge"]["effect"], tuple(record["within_judge"]["ci"])),
+            p_within=record["within_judge"]["p_value"],
             p_value=record["p_value"],
+            p_holm=record.get("p_holm"),
             alpha=record["alpha"],
-            effect=Effect(record["effect"]["mean"], tuple(record["effect"]["ci"])),
-            control_judge=record["test"]["control_judge"],
+            controls=tuple(record["test"]["controls"]),
+            gap_before=record.get("gap_before"),
+            gap_after=record.get("gap_after"),
+            share_removed=record.get("share_removed"),
             n_test=record["n_test"],
         )
         for judge, record in result["judges"].items()

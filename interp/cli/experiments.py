@@ -37,8 +37,8 @@ def intervene(
     top_heads: Optional[int] = typer.Option(None, "--top-heads", help="mask the judge's K heads with the largest own-minus-other attention, chosen on the selection share"),
     selection_share: Optional[float] = typer.Option(None, "--selection-share", help="share of the run's items that choose heads (seeded by --split-seed); the rest test them"),
     split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
-    control_judge: Optional[str] = typer.Option(None, "--control-judge", help="a judge that reads the same pairs (default: an organism's counterpart in the run); 'none' for no control"),
-    random_head_sets: int = typer.Option(19, "--random-head-sets", help="random head sets of the same size for --top-heads (19 is the fewest that can reach p = 0.05)"),
+    control_judge: Optional[list[str]] = typer.Option(None, "--control-judge", help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base in the run); 'none' for none"),
+    random_head_sets: Optional[int] = typer.Option(None, "--random-head-sets", help="random head sets of the same size for --top-heads (default: the fewest that can reach alpha after Holm over the tested judges: 19 for one, 39 for two)"),
     alpha: float = typer.Option(0.05, "--alpha", help="the test's level"),
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
@@ -48,7 +48,8 @@ def intervene(
     as_json: bool = json_option(),
 ) -> None:
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
-    answer, against a control judge and random head sets (responses and gold held fixed)."""
+    answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
+    random head sets for chosen heads (responses and gold held fixed)."""
     from hooks.spec import load_spec
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section

@@ -45,7 +45,8 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.metrics.causal_test import ALPHA, N_FLIPS, causal_test, holm
+from interp.metrics.causal_test import ALPHA, N_FLIPS, holm, rank_pvalue
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, check_random_sets, min_random_sets, share_removed
 from interp.organisms.data import unit_hash
 from interp.run.store import Run, load_run
 from interp.storage import atomic_write_text
@@ -62,8 +63,10 @@ class TestDesign:
     top_k: int | None = None
     selection_share: float | None = None  # share of the run's items that choose heads; the rest test them
     split_seed: int = 0
-    control_judge: str | None = None  # None: automatic (an organism's counterpart); "" : none
-    random_head_sets: int = 19
+    # None: automatic (for an organism, every other null organism of its base in the run; for a real judge,
+    # every judge of the run that wrote neither answer); (): none, so no self-preference verdict.
+    control_judges: tuple[str, ...] | None = None
+    random_head_sets: int | None = None  # None: the fewest that can reach alpha after Holm over the judges
     layer_matched: bool = True
     alpha: float = ALPHA
     n_flips: int = N_FLIPS
@@ -76,7 +79,7 @@ class TestDesign:
             raise InterpError(f"--selection-share {self.selection_share} must be between 0 and 1 (exclusive)")
         if self.heads == "top-heads" and self.selection_share is None:
             raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
-        if self.random_head_sets < 0:
+        if self.random_head_sets is not None and self.random_head_sets < 0:
             raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
         if not 0 < self.alpha < 1:
             raise InterpError(f"--alpha {self.alpha} must be between 0 and 1")
@@ -84,15 +87,32 @@ class TestDesign:
             raise InterpError("n_flips must be at least 1")
 
 
-def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge: str | None, **fields) -> TestDesign:
-    """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; a control judge
-    named "none" (or "") means no control judge."""
+def parse_control_judges(given) -> tuple[str, ...] | None:
+    """Control judges as a command gives them: None (automatic), a name, a comma-separated list, or several
+    (repeated option or a list); "none" (or "") alone means no control judge."""
+    if given is None:
+        return None
+    names = [given] if isinstance(given, str) else list(given)
+    if not names:
+        return None
+    parts = [part.strip() for name in names for part in str(name).split(",")]
+    if parts in (["none"], [""]):
+        return ()
+    if any(part in ("", "none") for part in parts):
+        raise InterpError(f"--control-judge {','.join(names)!r}: 'none' stands alone, and a name may not be empty")
+    if len(set(parts)) != len(parts):
+        raise InterpError(f"--control-judge names a judge twice: {', '.join(parts)}")
+    return tuple(parts)
+
+
+def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge=None, **fields) -> TestDesign:
+    """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; control judges
+    as `parse_control_judges` reads them ("none" alone: no control judge)."""
     chosen = [name for name, given in (("--spec", spec_given), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
     if len(chosen) != 1:
         raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
-    control = "" if control_judge in ("none", "") else control_judge
-    return TestDesign(heads=heads, top_k=top_heads, control_judge=control, **fields)
+    return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
 
 
 def split_items(item_ids: Sequence[str], share: float, seed: int) -> tuple[list[str], list[str]]:
@@ -114,26 +134,37 @@ def organism_role(spec: str) -> str | None:
     return "planted" if share and share > 0 else "null"
 
 
-def counterpart(run: Run, judge: str) -> str | None:
-    """An organism's automatic control: a null organism of the same base model among the run's judges, other
-    than the judge itself (for a planted organism its null counterpart, for a null organism another null, e.g.
-    a seed replicate). Never a planted one: a two-sided contrast against it is the planted test mirrored."""
-    if organism_role(judge) is None:
-        return None
-    base = organism_base(judge)
-    for other in run.config.judge_specs:
-        if other != judge and organism_role(other) == "null" and organism_base(other) == base:
-            return other
-    return None
+def automatic_controls(run: Run, judge: str) -> list[str]:
+    """The control judges a judge gets when none are named: for an organism, every null organism of the same
+    base model other than itself, among the run's judges and the shipped organisms (its null family: they read
+    the same answers and have no planted preference; never a planted one; those outside the run are judged on
+    the test items as keyed variants); for a real judge, every judge of the run whose own model wrote neither
+    answer."""
+    from interp.core.adapters import shipped_adapters
+
+    if organism_role(judge) is not None:
+        base = organism_base(judge)
+        seen, out = {_adapter_identity(judge)}, []
+        for other in dict.fromkeys([*run.config.judge_specs, *shipped_adapters()]):
+            if organism_role(other) == "null" and organism_base(other) == base and _adapter_identity(other) not in seen:
+                seen.add(_adapter_identity(other))
+                out.append(other)
+        return out
+    return [other for other in run.config.judge_specs if other != judge and own_model(other) not in run.config.models]
 
 
-def resolve_control(run: Run, judge: str, design: TestDesign) -> str | None:
-    if design.control_judge == "":
-        return None
-    control = design.control_judge if design.control_judge is not None else counterpart(run, judge)
-    if control == judge:
-        raise InterpError(f"--control-judge {control!r} is the judge under test; name another judge that reads the same pairs")
-    return control
+def _adapter_identity(spec: str) -> str:
+    """What makes two organism specs the same judge: the config and seed that trained the adapter (a shipped
+    alias and a folder copy of it are one judge)."""
+    manifest = read_manifest(adapter_folder(spec))
+    return f"{manifest.get('config_fingerprint')}|{manifest.get('seed')}"
+
+
+def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
+    controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
+    if judge in controls:
+        raise InterpError(f"--control-judge {judge!r} is the judge under test; name judges that read the same pairs and wrote neither answer")
+    return controls
 
 
 def random_head_sets(chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool) -> list[dict[int, list[int]]]:
@@ -209,15 +240,15 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
         raise InterpError("no item of the run is in the items to test on")
     selection, test = split_items(ids, design.selection_share, design.split_seed) if design.selection_share else ([], ids)
     names = self_judges(run, judges)
-    controls = {judge: resolve_control(run, judge, design) for judge in names}
-    if design.heads == "all-layers":
-        missing = [judge for judge, control in controls.items() if control is None]
-        if missing:
-            raise InterpError(
-                f"--all-layers needs a control judge for {', '.join(missing)}: masking an answer at every layer moves any judge "
-                "that reads it; name one with --control-judge (e.g. the other model of the pair)"
-            )
+    controls = {judge: resolve_controls(run, judge, design) for judge in names}
+    if design.heads == "top-heads":
+        check_random_sets(random_sets(design, names), alpha=design.alpha, n_tests=len(names))
     return selection, test, names, controls
+
+
+def random_sets(design: TestDesign, names: Sequence[str]) -> int:
+    """R: the design's, or the fewest whose rank p can reach alpha after Holm over the tested judges."""
+    return design.random_head_sets if design.random_head_sets is not None else min_random_sets(design.alpha, len(names))
 
 
 def intervene_run(
@@ -248,13 +279,14 @@ def intervene_run(
     pool = judge_pool(run, backend, where=where, models=models)
     specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
     for judge in names:  # every mask is checked against every model before any judging starts
-        for model in {judge, controls[judge]} - {None}:
+        for model in {judge, *controls[judge]}:
             check_variants(pool.model(model), [Variant("self", attention=specs[judge])])
     backend_name = backend if backend is not None else run.config.backend
     variants = {judge: _variants(specs[judge], design.span_controls) for judge in names}
     keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
     control_keys = {
-        judge: variant_key(run, controls[judge], backend_name, variants[judge]["self"], test_items, own_model(judge)) for judge in names if controls[judge]
+        judge: {control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge)) for control in controls[judge]}
+        for judge in names
     }
     identity = {"keys": keys, "control_keys": control_keys, "design": dataclasses.asdict(design), "selection": selection, "test": test}
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
@@ -270,6 +302,12 @@ def intervene_run(
         "backend": backend_name,
         "variant_keys": keys,
         "control_variant_keys": control_keys,
+        "test": {
+            "kind": "between-judge",
+            "claim": "self-preference: the tested judge against the spread of control judges that read the same answers and wrote neither",
+            "controls": controls,
+            "min_controls": MIN_CONTROLS,
+        },
         "reused": {
             "responses": sum(len(v) for v in run.responses.values()),
             "responses_generated": 0,
@@ -281,7 +319,7 @@ def intervene_run(
     }
     with run.dir.writer():
         for judge in names:
-            result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, pool, test_items, progress)
+            result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, random_sets(design, names), pool, test_items, progress)
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         _holm(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
@@ -297,68 +335,92 @@ def _variants(spec: AttentionIntervention, span_controls: bool) -> dict[str, Var
 
 
 def _test_judge(
-    run: Run, judge: str, control: str | None, spec: AttentionIntervention, variants: dict[str, Variant], design: TestDesign, pool: Judges, items: list[Item], progress: bool
+    run: Run,
+    judge: str,
+    controls: list[str],
+    spec: AttentionIntervention,
+    variants: dict[str, Variant],
+    design: TestDesign,
+    n_random: int,
+    pool: Judges,
+    items: list[Item],
+    progress: bool,
 ) -> dict:
+    """One judge: its within-judge effect, and, with at least MIN_CONTROLS control judges, the between-judge
+    test of self-preference (Crawford-Howell of its change of P(own) against the controls' changes under the
+    same mask of the same answer; for chosen heads, also against random head sets), and the share of its
+    self-preference gap over the controls that the mask removes."""
     config = run.config
+    own = own_model(judge)
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     delta_judge = _delta(judged, "self")
-    control_result, delta_control = None, None
-    if control is not None:
-        control_result = evaluate(run, control, {"self": variants["self"]}, pool, items=items, progress=progress, own=own_model(judge))
-        delta_control = _delta(control_result, "self")
-    contrast = delta_judge - (delta_control if delta_control is not None else 0.0)
-    common = dict(control_judge=control, alpha=design.alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
-    first = causal_test(delta_judge, delta_control, **common)
-    test, random_effects = first, None
-    if design.heads == "top-heads" and design.random_head_sets > 0:
-        if first.p_flip > design.alpha:  # the random sets cannot change the decision: the same test, marked
-            test = dataclasses.replace(first, random_sets_skipped=True)
+    gold = run.gold_own(own)[[run.items.index(item) for item in items]]
+    judged_controls = {c: evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own) for c in controls}
+    delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
+    common = dict(alpha=design.alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    test = between_judge_test(delta_judge, delta_controls, **common)
+    random_effects, random_skipped = None, False
+    if design.heads == "top-heads" and test.p_value is not None:
+        if test.p_value > design.alpha:  # the random sets cannot change the decision: skipped, and said so
+            random_skipped = True
         else:
-            random_effects = _random_contrasts(run, judge, control, spec, design, pool, items, progress)
-            test = causal_test(delta_judge, delta_control, random_contrasts=random_effects, **common)
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")}
+            random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress)
+            chosen = float(delta_judge.mean() - delta_controls.mean())
+            test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
+    before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
+    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    gap = None
+    if controls:
+        gap = share_removed(before - gold, after - gold, control_before - gold, control_after - gold, alpha=design.alpha, n_boot=config.n_boot, seed=config.seed)
+    control_mean = float(delta_controls.mean()) if controls else None
+    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
+    out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
     out |= {
-        "causal": test.causal,
-        "p_value": test.p_value,
-        "alpha": test.alpha,
-        "effect": test.effect,
-        "n_test": test.n_test,
+        "n_test": len(items),
         "verdict": test.verdict(judge),
-        "test": test.to_dict(),
-        "per_item_contrast": dict(zip(judged["per_item"]["items"], contrast.tolist())),
+        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
+        "gap_before": gap.gap_before.to_dict() if gap else None,
+        "gap_after": gap.gap_after.to_dict() if gap else None,
+        "dbg_test_before": gap.test_before.to_dict() if gap else None,
+        "share_removed": gap.share_removed.to_dict() if gap and gap.share_removed else None,
+        "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
+        "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
+        "controls": {c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]} for c, r in judged_controls.items()},
     }
-    if control_result is not None:
-        out["control"] = {"judge": control, "before": control_result["before"], "after": control_result["variants"]["self"], "effect": control_result["effects"]["self"]}
     if random_effects is not None:
-        out["random_head_sets"] = {"means": random_effects.mean(axis=1).tolist(), "layer_matched": design.layer_matched}
+        out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
     return out
 
 
-def _random_contrasts(run: Run, judge: str, control: str | None, spec: AttentionIntervention, design: TestDesign, pool: Judges, items: list[Item], progress: bool) -> np.ndarray:
+def _random_effects(run: Run, judge: str, controls: list[str], spec: AttentionIntervention, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool) -> np.ndarray:
+    """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change."""
     model = pool.model(judge)
     table = spec.heads_table
     chosen = {layer: list(heads) for layer, heads in table.items()} if table else None
     if chosen is None:
         raise InterpError("random head sets need the chosen heads as a layer -> heads table")
-    tables = random_head_sets(chosen, model.n_layers, model.n_heads, design.random_head_sets, seed_key=f"{judge}|{design.split_seed}", layer_matched=design.layer_matched)
+    tables = random_head_sets(chosen, model.n_layers, model.n_heads, n_random, seed_key=f"{judge}|{design.split_seed}", layer_matched=design.layer_matched)
     variants = {f"random-{r}": Variant(f"random-{r}", attention=dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}")) for r, t in enumerate(tables)}
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
-    rows = [_delta(judged, name) for name in variants]
-    if control is not None:
-        controlled = evaluate(run, control, variants, pool, items=items, progress=progress, own=own_model(judge))
-        rows = [row - _delta(controlled, name) for row, name in zip(rows, variants)]
-    return np.array(rows)
+    effects = np.array([_delta(judged, name).mean() for name in variants])
+    if controls:
+        per_control = [evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls]
+        effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in variants])
+    return effects
 
 
 def _holm(result: dict, names: Sequence[str]) -> None:
-    """Several judges in one command: Holm over their p-values decides; each keeps its raw p beside."""
-    if len(names) < 2:
+    """Several judges in one command: Holm over their between-judge p-values decides; each keeps its raw p
+    beside the adjusted one. Judges with no between-judge test take no part."""
+    tested = [judge for judge in names if result["judges"][judge]["p_value"] is not None]
+    if len(tested) < 2:
         return
-    adjusted = holm([result["judges"][judge]["p_value"] for judge in names])
-    for judge, p in zip(names, adjusted):
+    adjusted = holm([result["judges"][judge]["p_value"] for judge in tested])
+    for judge, p in zip(tested, adjusted):
         record = result["judges"][judge]
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
         record["causal"] = bool(p <= record["alpha"])
-        record["verdict"] += f"; Holm over {len(names)} judges: p {p:.3f} -> {'causal' if record['causal'] else 'not causal'}"
-    result["multiple_comparisons"] = f"Holm over {len(names)} judges"
+        record["verdict"] += f"; Holm over {len(tested)} judges: p {record['p_value']:.3g}, adjusted {p:.3g} -> {'causal' if record['causal'] else 'not causal'}"
+    result["multiple_comparisons"] = f"Holm over {len(tested)} judges"

@@ -3,8 +3,8 @@
 Responses of SmolLM2 and Gemma-3; judging in both orders (with span attention) by both models and by the two
 organisms (`smollm2-135m-judge`, null, and `smollm2-135m-selfpref`, planted self-preference; their own
 answers are SmolLM2's); reference-based gold; DBG; the Figure 7 attention analysis; then the causal test on
-both organisms (`interp.experiments.causal`): the own answer masked at every layer, the planted organism against
-the null one and the null organism against the null seed replicate, on the demo items of the organisms' test
+both organisms (`interp.experiments.causal`): the own answer masked at every layer, each organism against the
+spread of the shipped null family (the null organism leave-one-out), on the demo items of the organisms' test
 split.
 """
 
@@ -17,8 +17,8 @@ from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import builtin_items
-from interp.experiments.causal import TestDesign, counterpart, intervene_run
-from interp.experiments.validate import AUTHORS, NULL, PLANTED, null_controls, organism_splits
+from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
@@ -38,7 +38,7 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
         n=len(builtin_items()) if n is None else n,  # 0 is refused by the config, never read as "all"
         backend=backend,
         models=list(AUTHORS),
-        judges=[*AUTHORS, NULL, PLANTED, *null_controls()],
+        judges=[*AUTHORS, NULL, PLANTED],
         max_words=DEMO_MAX_WORDS,
         max_new_tokens=96,
     )
@@ -47,20 +47,16 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
 
 def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dict | None:
     """The causal test on both organisms, on the demo items of the organisms' test split (never trained on):
-    the own answer masked at every layer; the planted organism against the null one, the null organism
-    against the null seed replicate; Holm over the two. None when the run holds fewer than two test items."""
+    the own answer masked at every layer; each organism against the shipped null family (the null organism
+    leave-one-out), the judge as the unit; Holm over the two. None when the run holds fewer than two test items."""
     run_ids = {item.id for item in RunDir(out).read_items()}
     test = [i.id for i in organism_splits(PLANTED)["test"] if i.id in run_ids]
     if len(test) < 2:
         return None
-    run = load_run(out)
-    judges = [name for name in (PLANTED, NULL) if counterpart(run, name) is not None]
-    if not judges:
-        return None
     return intervene_run(
         out,
         design=TestDesign(heads="all-layers"),
-        judges=judges,
+        judges=[PLANTED, NULL],
         items=test,
         split=f"the organisms' test split ({len(test)} demo items, never trained on)",
         progress=progress,

@@ -40,7 +40,7 @@ from interp.core.placement import placement_of
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import TestDesign, counterpart, intervene_run
+from interp.experiments.causal import TestDesign, intervene_run
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
@@ -55,13 +55,9 @@ from interp.run.store import RUN_MARKERS, load_run
 from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
-NULL_SEED1 = "smollm2-135m-judge-seed1"  # the null recipe with another seed: the null organism's control judge
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
-def null_controls() -> list[str]:
-    """Extra judges a run needs so that the null organism has a null control (empty if none is installed)."""
-    return [NULL_SEED1] if adapter_folder(NULL_SEED1) is not None else []
 # The issue's bars for "the organisms work"; the table says for each whether it is met.
 NULL_MIN_POSITION_CONSISTENCY = 0.60
 NULL_MIN_AGREEMENT = 0.65
@@ -181,15 +177,15 @@ def truth_rows(result: dict) -> list[dict]:
         )
     causal_null = null["causal_test"]
     add(
-        f"{NULL}: own answer masked at every layer, against another null organism (the causal test)",
-        "no planted preference: the mask moves it as it moves a null organism of another seed, so no effect",
+        f"{NULL}: own answer masked at every layer, against the other null seeds (the causal test, judge as the unit)",
+        "no planted preference: its change lies within the spread of the other null seeds' changes, so no self-preference verdict of an effect",
         causal_null["verdict"],
-        None if causal_null.get("untested") else not causal_null["causal"],
+        None if causal_null.get("untested") or causal_null["causal"] is None else not causal_null["causal"],
         NULL,
     )
     causal_planted = planted["causal_test"]
     add(
-        f"{PLANTED}: own answer masked at every layer, against {NULL} (the causal test)",
+        f"{PLANTED}: own answer masked at every layer, against the null family (the causal test, judge as the unit)",
         "planted self-preference, carried by its own answer's content: the mask moves it more than the null organism",
         causal_planted["verdict"],
         causal_planted["causal"],
@@ -251,7 +247,7 @@ def validate(
         data=f"jsonl:{items_file}",
         n=len(selection) + len(test),
         models=AUTHORS,
-        judges=[*organisms, *null_controls()],
+        judges=list(organisms),
         max_words=60,
         max_new_tokens=96,
         attention="final",
@@ -274,8 +270,9 @@ def validate(
     }
     summary = run.dir.read_summary()
     # the test of record: the own answer masked at every layer, each organism against its counterpart, Holm over both
-    tested = [name for name in organisms if counterpart(run, name) is not None]  # a judge with no null control is not tested
-    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=tested, items=test_ids, split="test", models=models, progress=progress)
+    # the test of record: each organism against the null family (its other members; the shipped ones outside the
+    # run are judged on the test items), Holm over both; with fewer than 3 controls there is no verdict
+    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
         label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items

@@ -53,18 +53,19 @@ def test_rows(results: Sequence[dict]) -> list[list[str]]:
         for judge, r in result["judges"].items():
             if "p_value" not in r:
                 continue
-            test, mass = r["test"], r.get("masked_mass") or {}
-            effect = r["effect"]
+            test, mass, within = r["test"], r.get("masked_mass") or {}, r.get("within_judge") or {}
+            share = r.get("share_removed")
             rows.append(
                 [
                     judge,
-                    test["control_judge"] or "none (within the judge)",
-                    f"{_pts(effect['mean'])} [{_pts(effect['ci'][0])}, {_pts(effect['ci'][1])}]",
-                    f"{r['p_value']:.3f}" + (f" (Holm {r['p_holm']:.3f})" if "p_holm" in r else ""),
+                    f"{_pts(within.get('effect'))} [{_pts((within.get('ci') or [None, None])[0])}, {_pts((within.get('ci') or [None, None])[1])}] (p {within.get('p_value', float('nan')):.3f})",
+                    ", ".join(test.get("controls") or []) or "none",
+                    "n/a" if r["p_value"] is None else f"{r['p_value']:.3f}" + (f" (Holm {r['p_holm']:.3f})" if "p_holm" in r else ""),
                     f"{r['alpha']:g}",
                     str(r["n_test"]),
+                    "n/a" if share is None else f"{100 * share['estimate']:.0f}% [{100 * share['low']:.0f}, {100 * share['high']:.0f}]",
                     "n/a" if mass.get("share_to_other_answer") is None else f"{100 * mass['share_to_other_answer']:.0f}%",
-                    "yes" if r["causal"] else "no",
+                    {True: "yes", False: "no", None: f"no verdict: {r.get('reason')}"}[r["causal"]],
                 ]
             )
     return rows
@@ -94,7 +95,17 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
         reused = result["reused"]
         splits.append(f"{result.get('split', 'all items')}, {result['n_items']} items")
     table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
-    header = ["judge", "control judge", "effect: change of P(own) beyond the control, pts (95% CI)", "p", "alpha", "test items", "masked mass moved to the other answer", "causal"]
+    header = [
+        "judge",
+        "changes this judge's verdicts: change of P(own), pts (95% CI, sign-flip p)",
+        "control judges",
+        "self-preference: Crawford-Howell p",
+        "alpha",
+        "test items",
+        "share of the self-preference gap removed (95% CI)",
+        "masked mass moved to the other answer",
+        "causal effect on self-preference",
+    ]
     tests = test_rows(results)
     body = render(_INTERVENTION_SECTION, tests=table_html(header, tests) if tests else "", image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, splits=splits, reused=reused)
     path = figures / "intervention_section.html"

@@ -78,20 +78,30 @@ def _effect(r: dict) -> dict | None:
 
 
 def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
-    """Per judge of an intervention result (`result["judges"]`): causal or not, the verdict and its numbers;
+    """Per judge of an intervention result (`result["judges"]`): the self-preference verdict (True, False, or
+    None with its reason), the within-judge change, the between-judge test, the share of the gap removed;
     keys a result lacks are None."""
     rows = []
     for judge, r in judges.items():
         verdict = r.get("verdict") or ""
         prefix = f"{judge}: "
+        within = r.get("within_judge") or {}
+        test = r.get("test") or {}
+        share = r.get("share_removed") or {}
         rows.append(
             {
                 "judge": judge,
                 "causal": r.get("causal"),
+                "reason": r.get("reason"),
                 "verdict": verdict[len(prefix) :] if verdict.startswith(prefix) else verdict,
-                "effect": _effect(r),
+                "effect": {"mean": within.get("effect"), "ci": within.get("ci")} if within else _effect(r),
+                "p_within": within.get("p_value"),
+                "n_controls": test.get("n_controls"),
                 "p_value": r.get("p_value"),
+                "p_holm": r.get("p_holm"),
                 "alpha": r.get("alpha"),
+                "share_removed": share.get("estimate"),
+                "share_removed_ci": [share["low"], share["high"]] if share else None,
                 "n_test": r.get("n_test", n_items),
             }
         )
@@ -204,16 +214,21 @@ def print_results(payload: dict, console=None) -> None:
             console.print(note, highlight=False, soft_wrap=True)
     if "causal" in payload:
         console.print()
-        table = Table("Causal test (change of P(own), pts, 95% interval)")
+        table = Table("Causal test: within-judge change of P(own) (pts, 95% CI) and self-preference against control judges")
         table.add_column("judge", overflow="fold", min_width=14)
-        table.add_column("causal", no_wrap=True)
-        for name in ("effect", "95% CI", "p", "alpha", "n"):
+        table.add_column("self-pref.", no_wrap=True)
+        for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in payload["causal"]:
             effect = r["effect"] or {}
             causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
             n = "n/a" if r["n_test"] is None else str(r["n_test"])
-            table.add_row(r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r["p_value"]), _number(r["alpha"]), n)
+            share = "n/a" if r.get("share_removed") is None else f"{100 * r['share_removed']:.0f}%"
+            table.add_row(
+                r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r.get("p_within")),
+                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), _number(r["p_value"]), _number(r.get("p_holm")),
+                _number(r["alpha"]), share, n,
+            )
         if not payload["causal"]:
             console.print("Causal test: not run (no item of the run in the split it needs).")
         else:

@@ -122,24 +122,35 @@ def test_random_head_sets_match_the_chosen_layers_and_size():
     assert random_head_sets(chosen, 6, 4, 3, seed_key="j|0", layer_matched=True) == matched[:3]  # seeded
 
 
-def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path):
+def tiny_controls(root: Path, tokenizer, seeds=(11, 12, 13)) -> list[str]:
+    """Control judges outside the run: tiny Llamas of other seeds (they read the answers, wrote neither)."""
+    from transformers import LlamaForCausalLM
+
+    from tests.helpers.models import save_tiny, tiny_llama_config
+
+    return [str(save_tiny(root / f"control_{seed}", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=seed)) for seed in seeds]
+
+
+def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     from interp.run.store import load_run
 
     judge, other = load_run(run).config.models
-    refused = run_cli("intervene", str(run), "--all-layers", "--judge", judge, "--control-judge", "none")
-    assert refused.returncode == 2 and refused.stderr.strip().startswith("error:") and "control judge" in refused.stderr
-    assert not (run / "interventions").exists()  # refused before anything was written
     result = run_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
+    assert list(written["judges"]) == [judge]  # the tested judges only; the controls are listed under test
+    assert written["test"]["controls"] == {judge: [other]}
     record = written["judges"][judge]
-    assert isinstance(record["causal"], bool) and 0 < record["p_value"] <= 1 and record["alpha"] == 0.05
-    assert record["test"]["control_judge"] == other and record["test"]["design"] == "difference in differences"
+    assert record["causal"] is None and record["p_value"] is None
+    assert record["reason"] == "a single control judge cannot separate self-preference from judge-to-judge differences"
+    assert record["test"]["design"] == "between-judge" and record["test"]["n_controls"] == 1
+    within = record["within_judge"]
+    assert within["claim"] == "changes this judge's verdicts" and 0 < within["p_value"] <= 1
+    assert record["verdict"].startswith(f"{judge}: no between-judge test") and "causal effect on self-preference" not in record["verdict"]
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
     assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
-    assert record["selection_items"] == written["selection_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
     from interp.experiments.engine import Variant, variant_key
     from hooks.spec import AttentionIntervention
@@ -147,34 +158,69 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
     loaded = load_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]
     mask = Variant("self", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
-    assert written["control_variant_keys"][judge] == variant_key(loaded, other, "hf", mask, items, judge)
-    assert written["control_variant_keys"][judge] != variant_key(loaded, other, "hf", mask, items)
-    contrast = record["per_item_contrast"]
-    assert sorted(contrast) == sorted(written["test_items"])
-    assert record["effect"]["mean"] == pytest.approx(sum(contrast.values()) / len(contrast))
+    assert written["control_variant_keys"][judge][other] == variant_key(loaded, other, "hf", mask, items, judge)
+    assert written["control_variant_keys"][judge][other] != variant_key(loaded, other, "hf", mask, items)
+    delta = record["per_item_delta"]
+    assert sorted(delta) == sorted(written["test_items"])
+    assert within["effect"] == pytest.approx(sum(delta.values()) / len(delta))
     assert record["masked_mass"] is not None and 0 <= record["masked_mass"]["share_to_other_answer"] <= 1
+    assert "n/a" in result.stdout  # the terminal shows no self-preference verdict
 
 
-def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path):
-    from interp.experiments.causal import TestDesign, intervene_run
+def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_path, smollm2_tokenizer):
+    from interp.experiments.causal import TestDesign
+    from interp.metrics.judge_level import crawford_howell
+    from interp.run.store import load_run
+
+    run = tmp_path / "run"
+    shutil.copytree(attention_run, run)
+    judge, _ = load_run(run).config.models
+    controls = tiny_controls(tmp_path, smollm2_tokenizer)
+    design = TestDesign(heads="all-layers", control_judges=tuple(controls))
+    result = intervene_run(run, design=design, judges=[judge], progress=False)
+    record = result["judges"][judge]
+    assert list(result["judges"]) == [judge] and record["test"]["controls"] == controls
+    assert isinstance(record["causal"], bool) and record["reason"] is None
+    test = record["test"]
+    assert test["n_controls"] == 3 and test["df"] == 2 and test["t"] is not None
+    effects = [record["controls"][c]["effect"]["mean"] for c in controls]
+    expected = crawford_howell(record["within_judge"]["effect"], effects)
+    assert record["p_value"] == pytest.approx(expected.p_value) and test["t"] == pytest.approx(expected.t)
+    assert record["causal"] == (record["p_value"] <= 0.05)
+    assert record["gap_before"] is not None and record["gap_after"] is not None
+    assert (record["share_removed"] is None) == (record["share_removed_reason"] is not None)
+    # the judge named among its own controls is refused, before anything is written
+    from interp.errors import InterpError
+
+    before = sorted(p.name for p in (run / "interventions").iterdir())
+    with pytest.raises(InterpError, match="judge under test"):
+        intervene_run(run, design=TestDesign(heads="all-layers", control_judges=(judge, *controls[:2])), judges=[judge], progress=False)
+    assert sorted(p.name for p in (run / "interventions").iterdir()) == before
+
+
+def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
+    from interp.errors import InterpError
+    from interp.experiments.causal import TestDesign
     from interp.run.store import load_run
 
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     a, b = load_run(run).config.models
-    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, random_head_sets=3, alpha=0.5)
+    controls = tuple(tiny_controls(tmp_path, smollm2_tokenizer))
+    with pytest.raises(InterpError, match="can never reach alpha"):  # 19 sets cannot survive Holm over 2 judges
+        intervene_run(run, design=TestDesign(heads="top-heads", top_k=2, selection_share=0.4, random_head_sets=19, control_judges=controls), judges=[a, b], progress=False)
+    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, alpha=0.5, control_judges=controls)
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
     assert result["multiple_comparisons"] == "Holm over 2 judges"
     for judge in (a, b):
         record = result["judges"][judge]
-        assert record["test"]["control_judge"] is None  # plain models: no counterpart, none named
-        assert "p_holm" in record and record["p_holm"] >= record["p_value"]
-        assert record["causal"] == (record["p_holm"] <= 0.5)
+        assert record["test"]["controls"] == list(controls) and record["test"]["random_head_sets"] == 3  # ceil(2 / 0.5) - 1
+        assert record["p_holm"] >= record["p_value"] and record["causal"] == (record["p_holm"] <= 0.5)
         if record["test"]["random_sets_skipped"]:
-            assert record["test"]["p_flip"] > 0.5 and "random_head_sets" not in record
+            assert record["test"]["p_value"] > 0.5 and "random_head_sets" not in record
         else:
-            assert len(record["random_head_sets"]["means"]) == 3 and record["test"]["n_random_sets"] == 3
-            assert record["p_value"] == max(record["test"]["p_flip"], record["test"]["p_rank"])
+            assert len(record["random_head_sets"]["effects"]) == 3
+            assert record["p_value"] == max(record["test"]["p_value"], record["test"]["p_rank"])
     (folder,) = (run / "interventions").iterdir()
     assert folder.name.startswith("self-mask-top2-heads-")
 
