@@ -1,5 +1,11 @@
 """The causal test of self-preference: a paired permutation test, a control judge, random head sets, Holm.
 
+Its sign-flip test stays as the within-judge test ("changes this judge's verdicts"). Against one control
+judge it cannot isolate self-preference: two null organisms of different seeds already differ (the measured
+false-positive rate is 0.50). The between-judge tests, with the judge as the unit (Crawford-Howell against
+k >= 3 control judges, two families, the multi-bootstrap, the share of the gap removed, R random head sets
+from alpha and Holm), are in `interp.metrics.judge_level`.
+
 Question. Does removing a judge's attention to its own answer lower its preference for that answer more than
 the same removal lowers the preference of a judge that reads the same two answers without having written
 one of them? Only that contrast isolates *self*-preference: any competent judge relies on an answer it can
