@@ -12,23 +12,10 @@ import numpy as np
 import pytest
 
 from interp.errors import InterpError
-from interp.metrics.causal_test import holm, rank_pvalue, sign_flip_pvalue
-from interp.metrics.judge_level import (
-    MIN_CONTROLS,
-    between_judge_test,
-    check_random_sets,
-    crawford_howell,
-    crawford_howell_size,
-    mean_difference,
-    min_random_sets,
-    smallest_permutation_p,
-    multi_bootstrap,
-    share_removed,
-    student_t_cdf,
-    student_t_two_sided_p,
-    two_family_test,
-    within_judge_effect,
-)
+from interp.metrics.causal_test import check_random_sets, holm, min_random_sets, rank_pvalue, sign_flip_pvalue
+from interp.metrics.families import mean_difference, multi_bootstrap, smallest_permutation_p, two_family_test
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, crawford_howell, crawford_howell_size, share_removed, within_judge_effect
+from interp.metrics.student_t import student_t_cdf, student_t_two_sided_p
 
 # --- Student's t ------------------------------------------------------------------------------------------
 
