@@ -14,6 +14,7 @@ What is here (each states its null hypothesis H0 in its docstring):
   claim is only that the intervention "changes this judge's verdicts", never "self-preference".
 - `crawford_howell`: one judge against k >= 3 control judges (Crawford and Howell 1998), on any judge-level
   statistic (Delta_J(I), or DBG itself). Fewer controls give `p_value` None with a `reason`.
+- `leave_one_out`: each judge of a null family against the others (the bench's false-positive replicates).
 - `between_judge_test`: the causal decision for one judge and intervention: Crawford-Howell on Delta(I),
   optionally with the random head sets' rank p, and the within-judge effect beside it.
 - `share_removed`: how much of a judge's self-preference gap over its controls an intervention removes,
@@ -165,6 +166,13 @@ def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> Crawfor
             reason=f"the {k} control judges agree exactly (SD 0): no spread to compare the judge with",
         )
     return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=t, df=k - 1, p_value=p, effect_sd=(float(x) - mean) / sd if sd else 0.0)
+
+
+def leave_one_out(values: Float[np.ndarray, "judge"]) -> list[CrawfordHowell]:
+    """Each judge of a null family against the other k - 1 (Crawford-Howell): under H0 every test is a null
+    replicate, so the share with p <= alpha estimates the false-positive rate on the family's own spread."""
+    v = finite_array(values, "leave_one_out", 1)
+    return [crawford_howell(float(v[i]), np.delete(v, i)) for i in range(v.size)]
 
 
 @dataclass(frozen=True)
