@@ -298,8 +298,8 @@ def causal_test(
             "one control judge: a rejection says the two judges depend on the masked answer differently; two null "
             "organisms of different seeds already do (docs/causal-test.md, measured error rates)"
         )
-    if p_rank is not None and 1 / (n_sets + 1) > alpha:
-        notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {math.ceil(1 / alpha) - 1}")
+    if p_rank is not None and n_sets < min_random_sets(alpha):
+        notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {min_random_sets(alpha)}")
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed)
     return CausalTest(
         causal=bool(p <= alpha),
