@@ -1,5 +1,12 @@
 """The causal test of self-preference: a paired permutation test, a control judge, random head sets, Holm.
 
+Its sign-flip test stays as the within-judge test ("changes this judge's verdicts"). Against one control
+judge it cannot isolate self-preference: two null organisms of different seeds already differ (the measured
+false-positive rate is 0.50). The between-judge tests, with the judge as the unit (Crawford-Howell against
+k >= 3 control judges, the share of the gap removed) are in `interp.metrics.judge_level`, two families and
+the multi-bootstrap in `interp.metrics.families`. The number R of random head sets follows from alpha and
+Holm here (`min_random_sets`, `check_random_sets`).
+
 Question. Does removing a judge's attention to its own answer lower its preference for that answer more than
 the same removal lowers the preference of a judge that reads the same two answers without having written
 one of them? Only that contrast isolates *self*-preference: any competent judge relies on an answer it can
@@ -59,7 +66,7 @@ from interp.metrics.stats import bootstrap_ci
 ALPHA = 0.05
 N_FLIPS = 10_000
 EXACT_UP_TO = 15  # 2**15 sign vectors: enumerate rather than sample
-_TOLERANCE = 1e-12  # flipped means equal to the observed one (up to float error) count as "as extreme"
+EXTREME_TOLERANCE = 1e-12  # flipped means equal to the observed one (up to float error) count as "as extreme"
 
 
 def _as_effects(values, name: str) -> np.ndarray:
@@ -71,12 +78,12 @@ def _as_effects(values, name: str) -> np.ndarray:
     return array
 
 
-def _as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
+def as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
     """Which permuted means are at least as extreme as the observed one (float ties count)."""
     if alternative == "two-sided":
-        return np.abs(means) >= np.abs(observed) - _TOLERANCE
+        return np.abs(means) >= np.abs(observed) - EXTREME_TOLERANCE
     if alternative == "less":
-        return means <= observed + _TOLERANCE
+        return means <= observed + EXTREME_TOLERANCE
     raise InterpError(f"alternative {alternative!r}: use 'two-sided' or 'less'")
 
 
@@ -87,14 +94,14 @@ def sign_flip_pvalue(d: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, se
     if d.size <= EXACT_UP_TO:
         signs = np.array(list(product((1.0, -1.0), repeat=d.size)))
         means = signs @ d / d.size
-        return float(np.mean(_as_extreme(means, observed, alternative)))
+        return float(np.mean(as_extreme(means, observed, alternative)))
     if n_flips < 1:
         raise InterpError("sign_flip_pvalue: n_flips must be at least 1")
     rng = np.random.default_rng(seed)
     count = 0
     for start in range(0, n_flips, 2048):  # chunks keep memory at ~2048 x n floats
         signs = rng.integers(0, 2, size=(min(2048, n_flips - start), d.size)) * 2.0 - 1.0
-        count += int(np.sum(_as_extreme(signs @ d / d.size, observed, alternative)))
+        count += int(np.sum(as_extreme(signs @ d / d.size, observed, alternative)))
     return (1 + count) / (1 + n_flips)
 
 
@@ -108,10 +115,10 @@ def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2
     observed = draws.mean(axis=1)
     if n <= EXACT_UP_TO:
         signs = np.array(list(product((1.0, -1.0), repeat=n)))
-        return np.mean(_as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
+        return np.mean(as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
     rng = np.random.default_rng(seed)
     signs = rng.integers(0, 2, size=(n_flips, n)) * 2.0 - 1.0
-    counts = np.sum(_as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
+    counts = np.sum(as_extreme(draws @ signs.T / n, observed[:, None], alternative), axis=1)
     return (1 + counts) / (1 + n_flips)
 
 
@@ -121,7 +128,39 @@ def rank_pvalue(observed: float, null_values: Sequence[float], alternative: str 
     values = np.asarray(null_values, dtype=float)
     if values.size == 0:
         raise InterpError("rank_pvalue: need at least one null value (a random head set)")
-    return float((1 + np.sum(_as_extreme(values, observed, alternative))) / (values.size + 1))
+    return float((1 + np.sum(as_extreme(values, observed, alternative))) / (values.size + 1))
+
+
+
+def min_random_sets(alpha: float = ALPHA, n_tests: int = 1) -> int:
+    """The fewest random head sets R whose smallest rank p, 1 / (R + 1), survives Holm over `n_tests` tests at
+    `alpha`: 1 / (R + 1) <= alpha / n_tests, i.e. R = ceil(n_tests / alpha) - 1 (19 for one test at 0.05,
+    39 for two)."""
+    if not 0 < alpha < 1:
+        raise InterpError(f"alpha = {alpha} must be in (0, 1)")
+    if n_tests < 1:
+        raise InterpError(f"n_tests = {n_tests} must be at least 1")
+    return math.ceil(n_tests / alpha - 1e-9) - 1
+
+
+def check_random_sets(n_sets: int, *, alpha: float = ALPHA, n_tests: int = 1, top_heads: bool = True) -> None:
+    """Refuse a design whose head-choice null cannot reject: one InterpError line, else None.
+
+    With heads chosen from data (`top_heads`) the random head sets are the localisation null, so R >= 1 is
+    required, and R must be at least `min_random_sets(alpha, n_tests)`: below it the decision p (at least
+    p_rank >= 1 / (R + 1)) can never reach alpha after Holm over the command's `n_tests` tests.
+    """
+    if not top_heads:
+        return
+    need = min_random_sets(alpha, n_tests)
+    over = f" after Holm over {n_tests} tests" if n_tests > 1 else ""
+    if n_sets < 1:
+        raise InterpError(f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (alpha {alpha:g}{over})")
+    if n_sets < need:
+        raise InterpError(
+            f"--random-head-sets {n_sets} can never reach alpha {alpha:g}{over}: the smallest rank p is 1/{n_sets + 1}; "
+            f"use --random-head-sets {need} or more"
+        )
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
@@ -259,8 +298,8 @@ def causal_test(
             "one control judge: a rejection says the two judges depend on the masked answer differently; two null "
             "organisms of different seeds already do (docs/causal-test.md, measured error rates)"
         )
-    if p_rank is not None and 1 / (n_sets + 1) > alpha:
-        notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {math.ceil(1 / alpha) - 1}")
+    if p_rank is not None and n_sets < min_random_sets(alpha):
+        notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {min_random_sets(alpha)}")
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed)
     return CausalTest(
         causal=bool(p <= alpha),

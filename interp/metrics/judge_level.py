@@ -1,13 +1,12 @@
-"""Tests with the judge as the unit of inference: items give each judge's estimate, the spread between judges
-decides.
+"""One judge against its control judges, with the judge as the unit of inference: items give each judge's
+estimate, the spread between judges decides.
 
 Why. Two null organisms that differ only in their training seed differ under the every-layer own-answer mask
 by as much as the planted organism differs from the null (docs/causal-test.md). A test whose only error is
 item noise, against one control judge, therefore finds that two judges differ, and calls half of the null
 replicates causal. Seed-to-seed variance of fine-tuned models is large (Sellam et al. 2022; Dodge et al.
 2020; McCoy et al. 2020), and ignoring between-group variance makes placebo treatments "significant"
-(Bertrand, Duflo and Mullainathan 2004). Each test here compares a judge, or a family of judges, with the
-spread between judges.
+(Bertrand, Duflo and Mullainathan 2004).
 
 What is here (each states its null hypothesis H0 in its docstring):
 
@@ -15,124 +14,40 @@ What is here (each states its null hypothesis H0 in its docstring):
   claim is only that the intervention "changes this judge's verdicts", never "self-preference".
 - `crawford_howell`: one judge against k >= 3 control judges (Crawford and Howell 1998), on any judge-level
   statistic (Delta_J(I), or DBG itself). Fewer controls give `p_value` None with a `reason`.
+- `leave_one_out`: each judge of a null family against the others (the bench's false-positive replicates).
 - `between_judge_test`: the causal decision for one judge and intervention: Crawford-Howell on Delta(I),
   optionally with the random head sets' rank p, and the within-judge effect beside it.
-- `two_family_test`: a planted family against a null family (permutation over judge labels, and Welch's t),
-  with a `multi_bootstrap` interval (Sellam et al. 2022: judges within each family and items, jointly).
 - `share_removed`: how much of a judge's self-preference gap over its controls an intervention removes,
-  1 - G_I / G, reported only where the gap before is itself significant.
-- `min_random_sets` / `check_random_sets`: enough random head sets for the rank p-value to reach alpha
-  after Holm over the command's tests.
+  1 - G_I / G, with a multi-bootstrap interval, reported only where the gap before is itself significant.
 - `crawford_howell_size`: the rejection rate of Crawford-Howell under null families drawn from normal,
   skewed and heavy-tailed distributions (what its normality assumption costs).
-- `student_t_cdf` / `student_t_two_sided_p`: Student's t distribution through the regularised incomplete beta
-  function (numpy only; scipy is not a dependency).
+
+Elsewhere: two families and the multi-bootstrap in `interp.metrics.families`; the random head sets' R
+(`min_random_sets`, `check_random_sets`) and Holm in `interp.metrics.causal_test`; Student's t in
+`interp.metrics.student_t`.
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from itertools import combinations
 
 import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, sign_flip_pvalue
-from interp.metrics.stats import bootstrap_ci, percentile_interval
+from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
+from interp.metrics.stats import bootstrap_ci
+from interp.metrics.student_t import student_t_two_sided_p
 
 MIN_CONTROLS = 3
 """Crawford-Howell needs at least 3 control judges: with k controls the spread has k - 1 degrees of freedom."""
 
 WITHIN_JUDGE_CLAIM = "changes this judge's verdicts"
-N_PERMUTATIONS = 10_000
-N_BOOT = 1000
-_TOLERANCE = 1e-12  # permuted statistics equal to the observed one (up to float error) count as "as extreme"
-
-
-# --- Student's t distribution -----------------------------------------------------------------------------
-
-_BETA_ITERATIONS = 2000
-_TINY = 1e-300
-
-
-def _lgamma(values: np.ndarray) -> np.ndarray:
-    return np.vectorize(math.lgamma, otypes=[float])(values)
-
-
-def _beta_continued_fraction(a: np.ndarray, b: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The continued fraction of I_x(a, b) (modified Lentz), elementwise; converges fast for x < (a+1)/(a+b+2)."""
-    qab, qap, qam = a + b, a + 1.0, a - 1.0
-    c = np.ones_like(x)
-    d = 1.0 - qab * x / qap
-    d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-    h = d.copy()
-    for m in range(1, _BETA_ITERATIONS + 1):
-        m2 = 2.0 * m
-        for aa in (m * (b - m) * x / ((qam + m2) * (a + m2)), -(a + m) * (qab + m) * x / ((a + m2) * (qap + m2))):
-            d = 1.0 + aa * d
-            d = 1.0 / np.where(np.abs(d) < _TINY, _TINY, d)
-            c = 1.0 + aa / c
-            c = np.where(np.abs(c) < _TINY, _TINY, c)
-            step = d * c
-            h = h * step
-        if np.all(np.abs(step - 1.0) < 1e-14):
-            break
-    return h
-
-
-def regularized_beta(x, a, b) -> np.ndarray:
-    """The regularised incomplete beta function I_x(a, b), elementwise (a, b > 0, 0 <= x <= 1)."""
-    x, a, b = np.broadcast_arrays(np.asarray(x, dtype=float), np.asarray(a, dtype=float), np.asarray(b, dtype=float))
-    if np.any(a <= 0) or np.any(b <= 0) or np.any(~np.isfinite(a)) or np.any(~np.isfinite(b)):
-        raise InterpError("regularized_beta: a and b must be positive finite numbers")
-    if np.any(~((x >= 0) & (x <= 1))):
-        raise InterpError("regularized_beta: x must be in [0, 1]")
-    inner = np.clip(x, 1e-300, 1 - 1e-16)
-    log_front = a * np.log(inner) + b * np.log1p(-inner) - (_lgamma(a) + _lgamma(b) - _lgamma(a + b))
-    front = np.exp(log_front)
-    direct = inner < (a + 1.0) / (a + b + 2.0)
-    out = np.where(
-        direct,
-        front * _beta_continued_fraction(a, b, np.where(direct, inner, 0.0)) / a,
-        1.0 - front * _beta_continued_fraction(b, a, np.where(direct, 0.0, 1.0 - inner)) / b,
-    )
-    out = np.where(x == 0, 0.0, np.where(x == 1, 1.0, out))
-    return np.clip(out, 0.0, 1.0)
-
-
-def student_t_two_sided_p(t, df) -> np.ndarray:
-    """P(|T| >= |t|) for Student's t with `df` degrees of freedom (any positive real df), elementwise:
-    I_{df / (df + t^2)}(df / 2, 1 / 2)."""
-    t, df = np.broadcast_arrays(np.asarray(t, dtype=float), np.asarray(df, dtype=float))
-    if np.any(~(df > 0)):
-        raise InterpError("student_t: degrees of freedom must be positive")
-    if np.any(np.isnan(t)):
-        raise InterpError("student_t: t must be a number (got NaN)")
-    with np.errstate(over="ignore", invalid="ignore"):
-        x = np.where(np.isinf(t), 0.0, df / (df + t * t))
-    return regularized_beta(x, df / 2.0, 0.5)
-
-
-def student_t_cdf(t, df) -> np.ndarray:
-    """P(T <= t) for Student's t with `df` degrees of freedom, elementwise."""
-    t = np.asarray(t, dtype=float)
-    half = student_t_two_sided_p(t, df) / 2.0
-    return np.where(t >= 0, 1.0 - half, half)
 
 
 # --- one judge: the within-judge effect -------------------------------------------------------------------
-
-
-def _finite(values, name: str, ndim: int) -> np.ndarray:
-    array = np.asarray(values, dtype=float)
-    if array.ndim != ndim or array.size == 0:
-        raise InterpError(f"{name}: need a non-empty {ndim}-D array, got shape {array.shape}")
-    if not np.all(np.isfinite(array)):
-        raise InterpError(f"{name}: values must be finite numbers (found NaN or inf)")
-    return array
 
 
 @dataclass(frozen=True)
@@ -159,7 +74,7 @@ def within_judge_effect(
     says the intervention changes this judge's verdicts; it says nothing about self-preference, since any
     judge moves when an answer it reads is hidden.
     """
-    d = _finite(delta, "within_judge_effect", 1)
+    d = finite_array(delta, "within_judge_effect", 1)
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed, level=level)
     return WithinJudge(effect=float(d.mean()), ci=(lo, hi), p_value=float(sign_flip_pvalue(d, n_flips=n_flips, seed=seed)), n_items=int(d.size))
 
@@ -253,6 +168,13 @@ def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> Crawfor
     return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=t, df=k - 1, p_value=p, effect_sd=(float(x) - mean) / sd if sd else 0.0)
 
 
+def leave_one_out(values: Float[np.ndarray, "judge"]) -> list[CrawfordHowell]:
+    """Each judge of a null family against the other k - 1 (Crawford-Howell): under H0 every test is a null
+    replicate, so the share with p <= alpha estimates the false-positive rate on the family's own spread."""
+    v = finite_array(values, "leave_one_out", 1)
+    return [crawford_howell(float(v[i]), np.delete(v, i)) for i in range(v.size)]
+
+
 @dataclass(frozen=True)
 class BetweenJudge:
     """The causal decision for one judge and one intervention, with the judge as the unit."""
@@ -309,7 +231,7 @@ def between_judge_test(
     causal iff p <= alpha; None with a reason when there are fewer than MIN_CONTROLS controls (or they agree
     exactly). The within-judge effect is always reported beside it.
     """
-    dj = _finite(delta_judge, "between_judge_test (delta_judge)", 1)
+    dj = finite_array(delta_judge, "between_judge_test (delta_judge)", 1)
     dc = np.asarray(delta_controls, dtype=float)
     if dc.size == 0:
         dc = np.empty((0, dj.size))
@@ -327,209 +249,6 @@ def between_judge_test(
         return BetweenJudge(causal=None, p_value=None, reason=test.reason, **common)
     p = test.p_value if p_rank is None else max(test.p_value, p_rank)
     return BetweenJudge(causal=bool(p <= alpha), p_value=float(p), reason=None, **common)
-
-
-# --- the multi-bootstrap ----------------------------------------------------------------------------------
-
-FamilyStatistic = Callable[[list[np.ndarray]], np.ndarray]
-"""Maps the families, each resampled to [draw, judge, *rest, item], to one value per draw ([draw])."""
-
-
-@dataclass(frozen=True)
-class Interval:
-    estimate: float
-    low: float
-    high: float
-    level: float
-    n_boot: int
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def _families(families: Sequence, name: str) -> list[np.ndarray]:
-    arrays = [np.asarray(f, dtype=float) for f in families]
-    if not arrays:
-        raise InterpError(f"{name}: need at least one family")
-    for a in arrays:
-        if a.ndim < 2 or a.shape[0] == 0 or a.shape[-1] == 0:
-            raise InterpError(f"{name}: each family is a [judge, ..., item] array with at least one judge and item, got shape {a.shape}")
-        if not np.all(np.isfinite(a)):
-            raise InterpError(f"{name}: values must be finite numbers (found NaN or inf)")
-    items = {a.shape[-1] for a in arrays}
-    if len(items) != 1:
-        raise InterpError(f"{name}: every judge must read the same items; the families have {sorted(items)} items")
-    return arrays
-
-
-def multi_bootstrap(
-    families: Sequence[Float[np.ndarray, "judge *rest item"]],
-    statistic: FamilyStatistic,
-    *,
-    n_boot: int = N_BOOT,
-    seed: int = 0,
-    level: float = 0.95,
-    chunk: int = 100,
-) -> Interval:
-    """A percentile interval that resamples judges within each family and items, jointly (Sellam et al. 2022).
-
-    `families[f]` holds family f's per-item values, judges on the first axis and the (shared) items on the
-    last; axes in between (e.g. before / after an intervention) travel with their judge. Each draw resamples
-    every family's judges with replacement (independently per family) and one set of items with replacement,
-    shared by all judges of all families (they read the same items). `statistic` is vectorised: it gets the
-    resampled families as [draw, judge, *rest, item] arrays and returns one value per draw; the estimate is
-    the statistic on the data as observed. Resamples where the statistic is not finite are dropped.
-    """
-    arrays = _families(families, "multi_bootstrap")
-    if n_boot < 1:
-        raise InterpError("multi_bootstrap: n_boot must be at least 1")
-    if not 0 < level < 1:
-        raise InterpError(f"multi_bootstrap: level must be in (0, 1), got {level}")
-    n_items = arrays[0].shape[-1]
-    estimate = float(np.asarray(statistic([a[None] for a in arrays])).reshape(-1)[0])
-    rng = np.random.default_rng(seed)
-    values = []
-    for start in range(0, n_boot, chunk):
-        b = min(chunk, n_boot - start)
-        judges = [rng.integers(0, a.shape[0], size=(b, a.shape[0])) for a in arrays]
-        items = rng.integers(0, n_items, size=(b, n_items))
-        resampled = []
-        for a, j in zip(arrays, judges):
-            picked = a[j]  # [draw, judge, *rest, item]
-            index = items.reshape((b,) + (1,) * (picked.ndim - 2) + (n_items,))
-            resampled.append(np.take_along_axis(picked, index, axis=-1))
-        values.append(np.asarray(statistic(resampled), dtype=float).reshape(b))
-    low, high = percentile_interval(np.concatenate(values), level)
-    return Interval(estimate=estimate, low=low, high=high, level=level, n_boot=n_boot)
-
-
-def mean_difference(families: list[np.ndarray]) -> np.ndarray:
-    """Family 0's mean minus family 1's (over judges and items), per draw: a `FamilyStatistic`."""
-    first, second = families
-    return first.mean(axis=(-1, -2)) - second.mean(axis=(-1, -2))
-
-
-# --- two families -----------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TwoFamily:
-    """A planted family of judges against a null family, on one judge-level statistic."""
-
-    difference: float  # mean planted - mean null
-    n_planted: int
-    n_null: int
-    p_permutation: float  # two-sided, over judge labels
-    n_permutations: int  # label assignments counted (all of them when exact)
-    exact: bool
-    min_p_permutation: float  # the smallest p the design can give (3 against 3 judges: 0.1, never <= 0.05)
-    welch_t: float | None
-    welch_df: float | None
-    p_welch: float | None
-    effect_null_sd: float | None  # difference / SD of the null family: in between-seed SDs
-    interval: Interval | None  # multi-bootstrap interval of the difference (per-item input only)
-    reason: str | None = None
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def welch_t(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judge"]) -> tuple[float | None, float | None, float | None]:
-    """Welch's t, its Welch-Satterthwaite df and two-sided p (None when both groups have zero variance)."""
-    va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
-    se2 = va + vb
-    if se2 == 0:
-        return None, None, None
-    t = float((a.mean() - b.mean()) / math.sqrt(se2))
-    df = float(se2**2 / (va**2 / (a.size - 1) + vb**2 / (b.size - 1)))
-    return t, df, float(student_t_two_sided_p(t, df))
-
-
-def permutation_pvalue(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judge"], *, n_perm: int = N_PERMUTATIONS, seed: int = 0) -> tuple[float, int, bool]:
-    """Two-sided p of mean(a) - mean(b) over reassignments of the judge labels: (p, assignments, exact).
-
-    Exact enumeration of all C(n, n_a) assignments when there are at most `n_perm` of them (the observed one
-    included, p = #{|diff| >= |observed|} / C(n, n_a)); else `n_perm` seeded random assignments and
-    p = (1 + #{as extreme}) / (1 + n_perm).
-    """
-    pooled = np.concatenate([a, b])
-    n, m = pooled.size, a.size
-    observed = abs(a.mean() - b.mean())
-    total = pooled.sum()
-    if math.comb(n, m) <= n_perm:
-        chosen = np.array(list(combinations(range(n), m)))
-        sums = pooled[chosen].sum(axis=1)
-        diffs = sums / m - (total - sums) / (n - m)
-        return float(np.mean(np.abs(diffs) >= observed - _TOLERANCE)), int(chosen.shape[0]), True
-    rng = np.random.default_rng(seed)
-    order = np.argsort(rng.random((n_perm, n)), axis=1)[:, :m]
-    sums = pooled[order].sum(axis=1)
-    diffs = sums / m - (total - sums) / (n - m)
-    count = int(np.sum(np.abs(diffs) >= observed - _TOLERANCE))
-    return (1 + count) / (1 + n_perm), n_perm, False
-
-
-def smallest_permutation_p(n_a: int, n_b: int, *, n_perm: int = N_PERMUTATIONS) -> float:
-    """The smallest two-sided p `permutation_pvalue` can return for families of n_a and n_b judges: the
-    observed labelling alone (1 / C(n, n_a)), or with its mirror image when the families are equally large
-    (2 / C(n, n_a)); 1 / (1 + n_perm) when sampled."""
-    total = math.comb(n_a + n_b, n_a)
-    if total > n_perm:
-        return 1 / (1 + n_perm)
-    return (2 if n_a == n_b else 1) / total
-
-
-def two_family_test(
-    planted: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
-    null: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
-    *,
-    n_perm: int = N_PERMUTATIONS,
-    seed: int = 0,
-    n_boot: int = N_BOOT,
-    level: float = 0.95,
-) -> TwoFamily:
-    """Does a planted procedure give judges whose statistic differs from a null procedure's?
-
-    H0: the judge labels are exchangeable: the planted and the null family's judge-level statistics come from
-    one distribution (permutation test, exact under H0 for any distribution), or from normal distributions
-    with one mean (Welch's t, unequal variances). Two-sided.
-
-    `planted`, `null`: judge-level statistics ([judge]), or per-item values ([judge, item], all judges on the
-    same items) whose item means are the statistics; the latter also gets a multi-bootstrap interval of the
-    difference. Each family needs at least 2 judges. Small families limit the permutation p: 3 judges
-    against 3 can give no p below 0.1 (`min_p_permutation`).
-    """
-    p_arr, n_arr = np.asarray(planted, dtype=float), np.asarray(null, dtype=float)
-    if p_arr.ndim != n_arr.ndim or p_arr.ndim not in (1, 2):
-        raise InterpError(f"two_family_test: give both families as [judge] statistics or both as [judge, item] values, got shapes {p_arr.shape} and {n_arr.shape}")
-    interval = None
-    if p_arr.ndim == 2:
-        _families([p_arr, n_arr], "two_family_test")
-        interval = multi_bootstrap([p_arr, n_arr], mean_difference, n_boot=n_boot, seed=seed, level=level)
-        p_arr, n_arr = p_arr.mean(axis=1), n_arr.mean(axis=1)
-    a, b = _finite(p_arr, "two_family_test (planted)", 1), _finite(n_arr, "two_family_test (null)", 1)
-    if a.size < 2 or b.size < 2:
-        raise InterpError(f"two_family_test: each family needs at least 2 judges (planted {a.size}, null {b.size})")
-    if n_perm < 1:
-        raise InterpError("two_family_test: n_perm must be at least 1")
-    p_perm, count, exact = permutation_pvalue(a, b, n_perm=n_perm, seed=seed)
-    t, df, p_welch = welch_t(a, b)
-    sd_null = float(b.std(ddof=1))
-    return TwoFamily(
-        difference=float(a.mean() - b.mean()),
-        n_planted=int(a.size),
-        n_null=int(b.size),
-        p_permutation=p_perm,
-        n_permutations=count,
-        exact=exact,
-        min_p_permutation=smallest_permutation_p(a.size, b.size, n_perm=n_perm),
-        welch_t=t,
-        welch_df=df,
-        p_welch=p_welch,
-        effect_null_sd=float((a.mean() - b.mean()) / sd_null) if sd_null > 0 else None,
-        interval=interval,
-        reason=None if t is not None else "both families are constant: Welch's t is undefined",
-    )
 
 
 # --- how much of the self-preference gap an intervention removes ------------------------------------------
@@ -585,8 +304,8 @@ def share_removed(
     otherwise `share_removed` is None with a reason and both gaps are reported. The gaps always carry their
     intervals.
     """
-    jb, ja = _finite(judge_before, "share_removed (judge_before)", 1), _finite(judge_after, "share_removed (judge_after)", 1)
-    cb, ca = _finite(controls_before, "share_removed (controls_before)", 2), _finite(controls_after, "share_removed (controls_after)", 2)
+    jb, ja = finite_array(judge_before, "share_removed (judge_before)", 1), finite_array(judge_after, "share_removed (judge_after)", 1)
+    cb, ca = finite_array(controls_before, "share_removed (controls_before)", 2), finite_array(controls_after, "share_removed (controls_after)", 2)
     if not (jb.shape == ja.shape and cb.shape == ca.shape and cb.shape[1] == jb.size):
         raise InterpError(f"share_removed: the judge and every control must read the same items before and after (shapes {jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})")
     if not 0 < alpha < 1:
@@ -607,40 +326,6 @@ def share_removed(
             **out,
         )
     return ShareRemoved(share_removed=multi_bootstrap(families, _share, **common), **out)
-
-
-# --- random head sets -------------------------------------------------------------------------------------
-
-
-def min_random_sets(alpha: float = ALPHA, n_tests: int = 1) -> int:
-    """The fewest random head sets R whose smallest rank p, 1 / (R + 1), survives Holm over `n_tests` tests at
-    `alpha`: 1 / (R + 1) <= alpha / n_tests, i.e. R = ceil(n_tests / alpha) - 1 (19 for one test at 0.05,
-    39 for two)."""
-    if not 0 < alpha < 1:
-        raise InterpError(f"alpha = {alpha} must be in (0, 1)")
-    if n_tests < 1:
-        raise InterpError(f"n_tests = {n_tests} must be at least 1")
-    return math.ceil(n_tests / alpha - 1e-9) - 1
-
-
-def check_random_sets(n_sets: int, *, alpha: float = ALPHA, n_tests: int = 1, top_heads: bool = True) -> None:
-    """Refuse a design whose head-choice null cannot reject: one InterpError line, else None.
-
-    With heads chosen from data (`top_heads`) the random head sets are the localisation null, so R >= 1 is
-    required, and R must be at least `min_random_sets(alpha, n_tests)`: below it the decision p (at least
-    p_rank >= 1 / (R + 1)) can never reach alpha after Holm over the command's `n_tests` tests.
-    """
-    if not top_heads:
-        return
-    need = min_random_sets(alpha, n_tests)
-    over = f" after Holm over {n_tests} tests" if n_tests > 1 else ""
-    if n_sets < 1:
-        raise InterpError(f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (alpha {alpha:g}{over})")
-    if n_sets < need:
-        raise InterpError(
-            f"--random-head-sets {n_sets} can never reach alpha {alpha:g}{over}: the smallest rank p is 1/{n_sets + 1}; "
-            f"use --random-head-sets {need} or more"
-        )
 
 
 # --- what skew and heavy tails do to Crawford-Howell ------------------------------------------------------

@@ -12,23 +12,10 @@ import numpy as np
 import pytest
 
 from interp.errors import InterpError
-from interp.metrics.causal_test import holm, rank_pvalue, sign_flip_pvalue
-from interp.metrics.judge_level import (
-    MIN_CONTROLS,
-    between_judge_test,
-    check_random_sets,
-    crawford_howell,
-    crawford_howell_size,
-    mean_difference,
-    min_random_sets,
-    smallest_permutation_p,
-    multi_bootstrap,
-    share_removed,
-    student_t_cdf,
-    student_t_two_sided_p,
-    two_family_test,
-    within_judge_effect,
-)
+from interp.metrics.causal_test import check_random_sets, holm, min_random_sets, rank_pvalue, sign_flip_pvalue
+from interp.metrics.families import mean_difference, multi_bootstrap, smallest_permutation_p, two_family_test
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, crawford_howell, crawford_howell_size, leave_one_out, share_removed, within_judge_effect
+from interp.metrics.student_t import student_t_cdf, student_t_two_sided_p
 
 # --- Student's t ------------------------------------------------------------------------------------------
 
@@ -106,6 +93,14 @@ def test_fewer_than_three_controls_give_no_p_value_and_a_reason(k: int) -> None:
     if k == 1:
         assert result.reason == "a single control judge cannot separate self-preference from judge-to-judge differences"
     assert MIN_CONTROLS == 3 and crawford_howell(0.3, np.array([0.0, 0.1, 0.2])).p_value is not None
+
+
+def test_leave_one_out_tests_each_judge_against_the_others() -> None:
+    values = np.array([0.1, -0.2, 0.05, 0.3, 0.0, -0.1])
+    results = leave_one_out(values)
+    assert [r.k for r in results] == [5] * 6
+    assert results[3].x == 0.3 and results[3].control_mean == pytest.approx(np.delete(values, 3).mean())
+    assert all(r.p_value is None for r in leave_one_out(values[:3]))  # 2 controls each
 
 
 def test_controls_that_agree_exactly() -> None:
