@@ -45,8 +45,8 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.metrics.causal_test import ALPHA, N_FLIPS, holm, rank_pvalue
-from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, check_random_sets, min_random_sets, share_removed
+from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.organisms.data import unit_hash
 from interp.run.store import Run, load_run
 from interp.storage import atomic_write_text
