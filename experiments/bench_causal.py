@@ -18,7 +18,9 @@ in two processes (one thread each). Analyse: prints one figure a line (`name: va
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
 import time
 from itertools import combinations
 from pathlib import Path
@@ -155,6 +157,157 @@ def collect(out: Path, families: tuple[str, ...], organisms: Path, extras: int, 
     for judge in judges[index::count]:
         collect_judge(out, judge, extras)
 
+# ---- analysis ------------------------------------------------------------------------------------------
+
+# For an answer o read as "own": which variant masks o's answer, which masks the other's, which o's top heads.
+OWN_VARIANTS = {
+    SMOLLM2: {"own": "mask_smollm2", "other": "mask_gemma", "top8": "top8_smollm2"},
+    GEMMA: {"own": "mask_gemma", "other": "mask_smollm2", "top8": "top8_gemma"},
+}
+SCORED = ("own", "other", "top8")
+
+
+def p_own(record: dict, variant: str, own: str) -> np.ndarray:
+    """The judge's P(own wins) per test item under a variant, with `own`'s answer read as own."""
+    p = np.asarray(record["p_smollm2"][variant])
+    return p if own == SMOLLM2 else 1 - p
+
+
+def gold_own(record: dict, own: str) -> np.ndarray:
+    g = np.asarray(record["gold_p_smollm2"])
+    return g if own == SMOLLM2 else 1 - g
+
+
+def delta(record: dict, variant: str, own: str) -> np.ndarray:
+    """Per item: P(own | variant) - P(own)."""
+    return p_own(record, variant, own) - p_own(record, "none", own)
+
+
+def ci_text(low: float, high: float) -> str:
+    return f"[{low:.3f}, {high:.3f}]"
+
+
+def analyse(out: Path) -> dict:
+    from interp.metrics.causal_test import clopper_pearson
+    from interp.metrics.families import multi_bootstrap, two_family_test
+    from interp.metrics.judge_level import crawford_howell, leave_one_out
+
+    records: dict[str, list[dict]] = {}
+    for path in sorted((out / "judges").glob("*.json")):
+        record = json.loads(path.read_text())
+        family = "planted" if "selfpref" in Path(record["judge"]).name else "null"
+        records.setdefault(family, []).append(record)
+    nulls, planted = records.get("null", []), records.get("planted", [])
+    result: dict = {"null_judges": [r["judge"] for r in nulls], "planted_judges": [r["judge"] for r in planted]}
+    print(f"causal_null_judges: {len(nulls)}")
+    print(f"causal_planted_judges: {len(planted)}")
+    if len(nulls) < 4:
+        print("causal_false_positive_rate: not run (fewer than 4 null judges collected)")
+        return result
+
+    # 1. leave-one-null-out Crawford-Howell over the registered interventions and both answers as "own"
+    rejections = []
+    for own in AUTHORS:
+        for name in SCORED:
+            variant = OWN_VARIANTS[own][name]
+            if not all(variant in r["p_smollm2"] for r in nulls):
+                continue
+            effects = np.array([delta(r, variant, own).mean() for r in nulls])
+            for test in leave_one_out(effects):
+                rejections.append(test.p_value is not None and test.p_value <= ALPHA)
+    k, n = int(np.sum(rejections)), len(rejections)
+    lo, hi = clopper_pearson(k, n)
+    print(f"causal_false_positive_rate: {k / n:.3f}")
+    print(f"causal_false_positive_rate_ci95: {ci_text(lo, hi)}")
+    print(f"causal_false_positive_replicates: {n}")
+    print(f"causal_false_positive_rejections: {k}")
+    result["false_positive"] = {"rejections": k, "replicates": n, "rate": k / n, "ci95": [lo, hi], "controls_per_test": len(nulls) - 1}
+
+    # 2. two families drawn from the null family: every split into halves, Welch (and the permutation p)
+    half = len(nulls) // 2
+    splits = [c for c in combinations(range(len(nulls)), half) if 0 in c] if len(nulls) == 2 * half else list(combinations(range(len(nulls)), half))
+    statistics = {f"{name}|{own}": [delta(r, OWN_VARIANTS[own][name], own) for r in nulls] for own in AUTHORS for name in SCORED if all(OWN_VARIANTS[own][name] in r["p_smollm2"] for r in nulls)}
+    statistics["dbg"] = [p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in nulls]
+    welch, perm = [], []
+    for split in splits:
+        rest = [i for i in range(len(nulls)) if i not in split]
+        for values in statistics.values():
+            test = two_family_test(np.array([values[i].mean() for i in split]), np.array([values[i].mean() for i in rest]), seed=0)
+            welch.append(test.p_welch is not None and test.p_welch <= ALPHA)
+            perm.append(test.p_permutation <= ALPHA)
+    k2, n2 = int(np.sum(welch)), len(welch)
+    lo2, hi2 = clopper_pearson(k2, n2)
+    print(f"causal_fpr_two_family: {k2 / n2:.3f}")
+    print(f"causal_fpr_two_family_ci95: {ci_text(lo2, hi2)}")
+    print(f"causal_fpr_two_family_replicates: {n2}")
+    print(f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {2 / math.comb(len(nulls), half) if len(nulls) == 2 * half else 1 / math.comb(len(nulls), half):.3f})")
+    result["fpr_two_family"] = {"welch_rejections": k2, "replicates": n2, "rate": k2 / n2, "ci95": [lo2, hi2], "permutation_rate": float(np.mean(perm))}
+
+    # 3. power on DBG: each planted seed against the whole null family
+    null_dbg = np.array([(p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2)).mean() for r in nulls])
+    print(f"causal_null_dbg_soft_mean_pts: {100 * null_dbg.mean():+.2f}")
+    print(f"causal_null_dbg_soft_sd_pts: {100 * null_dbg.std(ddof=1):.2f}")
+    if planted:
+        planted_dbg = np.array([(p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2)).mean() for r in planted])
+        tests = [crawford_howell(float(x), null_dbg) for x in planted_dbg]
+        hits = [t.p_value is not None and t.p_value <= ALPHA for t in tests]
+        print(f"causal_planted_dbg_soft_mean_pts: {100 * planted_dbg.mean():+.2f}")
+        print(f"causal_power_planted_dbg: {np.mean(hits):.3f}")
+        print(f"causal_power_planted_dbg_count: {int(np.sum(hits))} of {len(hits)}")
+        print("causal_power_planted_dbg_p: " + ", ".join(f"{t.p_value:.2g}" for t in tests))
+        result["power_planted_dbg"] = {"rate": float(np.mean(hits)), "p_values": [t.p_value for t in tests], "planted_dbg": planted_dbg.tolist(), "null_dbg": null_dbg.tolist()}
+
+        # 4. two families on DBG
+        per_item_p = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in planted])
+        per_item_n = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in nulls])
+        fam = two_family_test(per_item_p, per_item_n, seed=0)
+        print(f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)")
+        print(f"causal_two_family_dbg_p_welch: {fam.p_welch:.2g}")
+        print(f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]")
+        result["two_family_dbg"] = dataclasses.asdict(fam)
+
+        # 5. per intervention (SmolLM2 as own, the planted preference's answer): planted-minus-null effect in
+        #    null SDs, and the share of the family gap removed; reported, not scored
+        result["interventions"] = {}
+        variants = [v for v in ["mask_smollm2", "mask_gemma", "top8_smollm2", *EXTRAS] if all(v in r["p_smollm2"] for r in nulls + planted)]
+        for variant in variants:
+            dp = np.array([delta(r, variant, SMOLLM2) for r in planted])
+            dn = np.array([delta(r, variant, SMOLLM2) for r in nulls])
+            sd_units = multi_bootstrap([dp, dn], _sd_units, seed=0)
+            stages_p = np.stack([[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in planted])
+            stages_n = np.stack([[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in nulls])
+            share = multi_bootstrap([stages_p, stages_n], _share_removed, seed=0)
+            gap_after = multi_bootstrap([stages_p, stages_n], lambda f: _gap(f, 1), seed=0)
+            print(f"causal_effect_sd_units_{variant}: {sd_units.estimate:+.2f} [{sd_units.low:+.2f}, {sd_units.high:+.2f}]")
+            print(f"causal_share_removed_{variant}: {share.estimate:+.2f} [{share.low:+.2f}, {share.high:+.2f}] (gap after {100 * gap_after.estimate:+.1f} pts)")
+            result["interventions"][variant] = {"effect_null_sds": sd_units.to_dict(), "share_removed": share.to_dict(), "gap_after": gap_after.to_dict()}
+        gap = multi_bootstrap([stages_p, stages_n], lambda f: _gap(f, 0), seed=0) if variants else None
+        if gap is not None:
+            print(f"causal_family_gap_before_pts: {100 * gap.estimate:+.2f} [{100 * gap.low:+.2f}, {100 * gap.high:+.2f}]")
+            result["gap_before"] = gap.to_dict()
+    (out / "bench_causal.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
+    return result
+
+
+def _sd_units(families: list[np.ndarray]) -> np.ndarray:
+    """(mean planted Delta - mean null Delta) / SD of the null judges' mean Delta, per draw."""
+    planted, null = families  # [draw, judge, item]
+    null_means = null.mean(axis=-1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return (planted.mean(axis=(-1, -2)) - null_means.mean(axis=-1)) / null_means.std(axis=-1, ddof=1)
+
+
+def _gap(families: list[np.ndarray], stage: int) -> np.ndarray:
+    """Mean planted DBG minus mean null DBG at a stage (0 before, 1 after), per draw: [draw, judge, stage, item]."""
+    planted, null = families
+    return planted[:, :, stage].mean(axis=(-1, -2)) - null[:, :, stage].mean(axis=(-1, -2))
+
+
+def _share_removed(families: list[np.ndarray]) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return 1 - _gap(families, 1) / _gap(families, 0)
+
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -171,8 +324,6 @@ def main() -> None:
         index, count = (int(x) for x in args.shard.split("/"))
         collect(args.out, ("null", "planted") if args.family == "both" else (args.family,), args.organisms, args.extras, (index, count))
     if args.stage in ("analyse", "all"):
-        from experiments.causal_analysis import analyse
-
         analyse(args.out)
     print(f"bench_causal_minutes: {(time.time() - start) / 60:.1f}")
 
