@@ -17,12 +17,15 @@ def print_json(value) -> None:
 
 
 def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """List the built-in model aliases (source, pre/post-trained, layers, heads)."""
+    """List the built-in model aliases (source, pre/post-trained, layers, heads; for a shipped organism its
+    family, role and training seed)."""
     from interp.core.models import describe_aliases
     from interp.core.placement import resolve_placement
 
+    from interp.core.adapters import organism_family
+
     default = resolve_placement().record()  # where a model loads by default on this machine
-    rows = [row | {"device": default["device"], "dtype": default["dtype"]} for row in describe_aliases()]
+    rows = [row | {"device": default["device"], "dtype": default["dtype"]} | organism_family(row["alias"]) for row in describe_aliases()]
     if as_json:
         print_json(rows)
         return

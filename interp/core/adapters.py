@@ -125,6 +125,24 @@ def adapter_fingerprint(spec: str) -> str | None:
     return digest.hexdigest()[:16]
 
 
+def organism_family(spec: str) -> dict:
+    """For an organism: {"family": the config name its seeds share, "role": "null" | "planted", "seed": its
+    training seed}; {} for a plain model. Members are named <family>-seed<N>; the family's seed-0 member
+    carries the family's name."""
+    import re
+
+    folder = adapter_folder(spec)
+    if folder is None:
+        return {}
+    manifest = read_manifest(folder)
+    share = manifest.get("config", {}).get("planting", {}).get("share", 0.0)
+    return {
+        "family": manifest.get("family") or re.sub(r"-seed\d+$", "", manifest.get("name", Path(folder).name)),
+        "role": "planted" if share and share > 0 else "null",
+        "seed": manifest.get("seed"),
+    }
+
+
 def organism_base(spec: str) -> str | None:
     """The base model an organism (shipped alias or adapter folder) was trained on; None for a plain model."""
     folder = adapter_folder(spec)
