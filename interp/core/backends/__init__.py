@@ -42,14 +42,19 @@ __all__ = [
 
 def check_backend_fits(model: LoadedModel, backend: str) -> None:
     """What `backend`'s forward pass needs of the model, checked before any model work: hf and nnsight hook
-    every decoder layer's `self_attn` module (a model without them, e.g. GPT-2, is one line naming it)."""
+    every decoder layer's `self_attn` module (a model without them, e.g. GPT-2, is one line naming it), and
+    those modules must run the hooked attention function: a probe forward under a mask must change the
+    attention rows and the output (`probe.check_intervention_takes_effect`; XGLM's, for one, do not)."""
     if backend in ("hf", "nnsight"):
+        from interp.core.backends.hf import HFBackend
         from interp.core.backends.layers import attention_modules
+        from interp.core.backends.probe import check_intervention_takes_effect
 
         try:
             attention_modules(model.hf_model)
         except InterpError as exc:
             raise InterpError(f"model {model.name} cannot judge with the {backend} backend: {exc}") from None
+        check_intervention_takes_effect(HFBackend(model))  # nnsight runs the same attention function
 
 
 def make_backend(model: LoadedModel, backend: str = "hf", *, attention: AttentionMode = "sdpa") -> Backend:
