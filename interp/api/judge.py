@@ -27,6 +27,7 @@ from hooks.context import dampen
 from hooks.spec import AttentionIntervention, as_spec, validate_against
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, make_backend
+from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt
@@ -181,6 +182,22 @@ def _per_row(value, n: int, what: str) -> list:
     return values
 
 
+def _author_pair(value, what: str) -> Authors:
+    """(author of A, author of B): exactly two non-empty names."""
+    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2 or not all(isinstance(name, str) and name for name in value):
+        raise InterpError(f"authors{what} must be exactly two names, (author of A, author of B), not {value!r}")
+    return (value[0], value[1])
+
+
+def _author_rows(authors, n: int) -> list[Authors | None]:
+    """One (author A, author B) per pair: None, one pair for all, or a list of n pairs; anything else is one line."""
+    if authors is None:
+        return [None] * n
+    if isinstance(authors, str) or not isinstance(authors, Sequence) or not authors or isinstance(authors[0], str):
+        return [_author_pair(authors, "")] * n
+    return [_author_pair(pair, f" of pair {index}") for index, pair in enumerate(_per_row(list(authors), n, "author pairs"))]
+
+
 class Judge:
     """A judge model: call it on a query and two responses, read P(A), P(B) and its span attention.
 
@@ -204,6 +221,7 @@ class Judge:
             raise InterpError(f"unknown query set {queries!r}; use 'final' or 'after'")
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
+        check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
         self.backend = backend
         self.own = own if own is not None else own_model(backend.model.name)
         self.queries: QuerySet = queries
@@ -416,7 +434,7 @@ class Judge:
         if not n or len(responses_a) != n or len(responses_b) != n:
             raise InterpError(f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair")
         tasks = _per_row(task, n, "tasks")
-        rows = _per_row(tuple(authors) if authors is not None and isinstance(authors[0], str) else authors, n, "author pairs")
+        rows = _author_rows(authors, n)
         own = own if own is not None else self.own
         prompts = [self.prompt(q, a, b, task=t) for q, a, b, t in zip(queries, responses_a, responses_b, tasks)]
         verdicts: list[Verdict] = []

@@ -47,10 +47,20 @@ def one_line_errors(function: Callable) -> Callable:
         try:
             return function(*args, **kwargs)
         except InterpError as exc:
+            end_progress_bars()
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
 
     return wrapper
+
+
+def end_progress_bars() -> None:
+    """Close every progress bar still open (an error raised mid-loop leaves its bar's line ended by a \r,
+    not a newline): closing ends that line, so the error line starts a line of its own in a log."""
+    from tqdm import tqdm
+
+    for bar in list(getattr(tqdm, "_instances", ())):
+        bar.close()
 
 
 def command(target: typer.Typer, name: str, function: Callable) -> None:

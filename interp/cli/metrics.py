@@ -214,6 +214,10 @@ def run_command(
     JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...],
     "gold_lenses": {judge: {...}}}.
     """
+    from interp.run.store import RunDir, check_finished
+
+    if RunDir(run_dir).config.is_file():  # a run made by `interp dbg`: its lenses are over finished judging only
+        check_finished(run_dir)
     lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
     lenses = _percent_tree(lenses)
     if as_json:

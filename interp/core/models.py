@@ -241,6 +241,32 @@ def resolve_spec(spec: str) -> tuple[Path | str, Kind | None, str]:
     return hf_cached_folder(spec), None, f"hf:{spec}"
 
 
+def model_identity(spec: str) -> str:
+    """What a model spec loads, whatever its spelling: two specs with one identity are one model.
+
+    An organism (shipped alias or local adapter folder): its adapter folder, resolved. An alias: the folder
+    it is dequantised into (its source), so the alias and that folder are one model. A .gguf file or a model
+    folder: its resolved path (`./m`, `m/` and `/abs/m` alike). An HF id: its cached snapshot folder when it
+    is cached, else the id. Nothing is loaded or converted.
+    """
+    from interp.core.adapters import adapter_folder
+
+    adapter = adapter_folder(spec)
+    if adapter is not None:
+        return f"adapter:{adapter.resolve()}"
+    if spec in ALIASES:
+        return f"folder:{_alias_cache_dir(ALIASES[spec]).resolve()}"
+    path = Path(spec).expanduser()
+    if path.exists():
+        return f"{'gguf' if path.is_file() else 'folder'}:{path.resolve()}"
+    if "/" in spec and not spec.startswith((".", "/", "~")):
+        try:
+            return f"folder:{hf_cached_folder(spec).resolve()}"
+        except InterpError:
+            pass
+    return f"name:{spec}"
+
+
 def hf_cached_folder(repo_id: str) -> Path:
     """The local snapshot folder of an HF model id, looked up in the HF cache only (models load offline).
 

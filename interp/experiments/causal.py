@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,12 +33,14 @@ from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
 from interp.core.adapters import adapter_folder, organism_base, read_manifest
-from interp.core.models import ModelCache, own_model
+from interp.core.models import ModelCache, model_identity, own_model
 from interp.data import Item
 from interp.errors import InterpError
 from interp.experiments.engine import (
     Judges,
     Variant,
+    baseline,
+    check_spans,
     check_variants,
     digest,
     evaluate,
@@ -45,13 +48,14 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue
+from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.organisms.data import unit_hash
 from interp.run.store import Run, load_run
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
+MAX_RANDOM_HEAD_SETS = 999  # each set is a full re-judging of the test items; 999 resolves p_rank to 0.001
 Heads = Literal["spec", "all-layers", "top-heads"]
 
 
@@ -81,6 +85,11 @@ class TestDesign:
             raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
         if self.random_head_sets is not None and self.random_head_sets < 0:
             raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
+        if self.random_head_sets is not None and self.random_head_sets > MAX_RANDOM_HEAD_SETS:
+            raise InterpError(
+                f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set re-judges every test "
+                f"item; {MAX_RANDOM_HEAD_SETS} already resolves p_rank to {1 / (MAX_RANDOM_HEAD_SETS + 1):g}"
+            )
         if not 0 < self.alpha < 1:
             raise InterpError(f"--alpha {self.alpha} must be between 0 and 1")
         if self.n_flips < 1:
@@ -116,9 +125,12 @@ def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | 
 
 
 def split_items(item_ids: Sequence[str], share: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded selection / test split of item ids: an item's side depends only on (seed, its id)."""
-    selection = [i for i in item_ids if unit_hash(seed, "selection", i) < share]
-    chosen = set(selection)
+    """A seeded selection / test split of item ids, exact in count: round(share x n) items (half up) choose
+    heads, the rest test them. Which items: those with the smallest seeded hash of (seed, id), so the split
+    depends only on the seed and the ids, not on their order. Both lists keep the given order."""
+    count = math.floor(share * len(item_ids) + 0.5)
+    chosen = set(sorted(item_ids, key=lambda i: (unit_hash(seed, "selection", i), i))[:count])
+    selection = [i for i in item_ids if i in chosen]
     test = [i for i in item_ids if i not in chosen]
     if not selection or not test:
         raise InterpError(f"--selection-share {share} leaves {len(selection)} selection and {len(test)} test items of {len(item_ids)}; use a share that leaves both")
@@ -144,26 +156,32 @@ def automatic_controls(run: Run, judge: str) -> list[str]:
 
     if organism_role(judge) is not None:
         base = organism_base(judge)
-        seen, out = {_adapter_identity(judge)}, []
+        seen, out = {judge_identity(judge)}, []
         for other in dict.fromkeys([*run.config.judge_specs, *shipped_adapters()]):
-            if organism_role(other) == "null" and organism_base(other) == base and _adapter_identity(other) not in seen:
-                seen.add(_adapter_identity(other))
+            if organism_role(other) == "null" and organism_base(other) == base and judge_identity(other) not in seen:
+                seen.add(judge_identity(other))
                 out.append(other)
         return out
     return [other for other in run.config.judge_specs if other != judge and own_model(other) not in run.config.models]
 
 
-def _adapter_identity(spec: str) -> str:
-    """What makes two organism specs the same judge: the config and seed that trained the adapter (a shipped
-    alias and a folder copy of it are one judge)."""
-    manifest = read_manifest(adapter_folder(spec))
-    return f"{manifest.get('config_fingerprint')}|{manifest.get('seed')}"
+def judge_identity(spec: str) -> str:
+    """What makes two judge specs one judge: for an organism, the config and seed that trained its adapter (a
+    shipped alias and a folder copy of it are one judge); otherwise what the spec loads (`model_identity`:
+    `./m`, `m/` and `/abs/m` alike)."""
+    folder = adapter_folder(spec)
+    if folder is not None:
+        manifest = read_manifest(folder)
+        return f"organism|{manifest.get('config_fingerprint')}|{manifest.get('seed')}"
+    return model_identity(spec)
 
 
 def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
     controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
-    if judge in controls:
-        raise InterpError(f"--control-judge {judge!r} is the judge under test; name judges that read the same pairs and wrote neither answer")
+    for control in controls:
+        if judge_identity(control) == judge_identity(judge):
+            same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
+            raise InterpError(f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer")
     return controls
 
 
@@ -277,12 +295,11 @@ def intervene_run(
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
     pool = judge_pool(run, backend, where=where, models=models)
+    _check_top_k(pool, names, design)
     specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
-    for judge in names:  # every mask is checked against every model before any judging starts
-        for model in {judge, *controls[judge]}:
-            check_variants(pool.model(model), [Variant("self", attention=specs[judge])])
     backend_name = backend if backend is not None else run.config.backend
     variants = {judge: _variants(specs[judge], design.span_controls) for judge in names}
+    _check_inputs(run, pool, names, controls, variants, test_items)
     keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
     control_keys = {
         judge: {control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge)) for control in controls[judge]}
@@ -296,7 +313,7 @@ def intervene_run(
         "design": dataclasses.asdict(design),
         "run_dir": str(run.dir.root),
         "n_items": len(test),
-        "split": split or (f"test share {1 - design.selection_share:g} (split seed {design.split_seed})" if design.selection_share else "all items"),
+        "split": split or (f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})" if design.selection_share else "all items"),
         "selection_items": selection,
         "test_items": test,
         "backend": backend_name,
@@ -325,6 +342,36 @@ def intervene_run(
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))
     return result
+
+
+def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None:
+    """--top-heads K must leave heads unchosen: K >= layers x heads masks every head, and every random set
+    would be the chosen one (p_rank 1 by construction)."""
+    if design.heads != "top-heads":
+        return
+    for judge in names:
+        model = pool.model(judge)
+        total = model.n_layers * model.n_heads
+        if design.top_k >= total:
+            raise InterpError(
+                f"--top-heads {design.top_k} is not fewer than {judge}'s {model.n_layers} layers x {model.n_heads} heads = {total}: "
+                f"nothing would be left unchosen for the random head sets; use at most {total - 1}, or --all-layers"
+            )
+
+
+def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, variants: dict[str, dict[str, Variant]], items: list[Item]) -> None:
+    """Everything the test reads, read and checked before its first write: each mask fits each model and takes
+    effect on it, its target span exists in every test prompt (both orders), every baseline judgment is there,
+    and the run's summary (read again for the report at the end) is valid JSON."""
+    for judge in names:
+        for model in {judge, *controls[judge]}:
+            loaded = pool.model(model)
+            check_variants(loaded, list(variants[judge].values()))
+            check_spans(run, loaded, list(variants[judge].values()), items, own=own_model(judge))
+            if model in run.config.judge_specs:
+                baseline(run, model, items, own_model(judge))
+    if run.dir.summary.exists():
+        run.dir.read_summary()
 
 
 def _variants(spec: AttentionIntervention, span_controls: bool) -> dict[str, Variant]:
@@ -376,9 +423,11 @@ def _test_judge(
     control_mean = float(delta_controls.mean()) if controls else None
     out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
     out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
+    notes = [too_few_items(len(items), design.n_flips, design.alpha)] if smallest_flip_p(len(items), design.n_flips) > design.alpha else []
     out |= {
         "n_test": len(items),
-        "verdict": test.verdict(judge),
+        "notes": notes,
+        "verdict": "; ".join([test.verdict(judge), *notes]),
         "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
         "gap_before": gap.gap_before.to_dict() if gap else None,
         "gap_after": gap.gap_after.to_dict() if gap else None,

@@ -20,13 +20,14 @@ from typing import Sequence
 
 import numpy as np
 
-from hooks.compile import bias_builder
+from hooks.compile import bias_builder, resolve_target
 from hooks.spec import AttentionIntervention, validate_against
 from hooks.steering import ResidualSteering
 from interp.config import PlacementKeys, backend_placement_problem
-from interp.core.backends import Backend, make_backend
+from interp.core.backends import Backend, check_backend_fits, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
+from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.causal import behaviour, paired_effect
@@ -98,12 +99,30 @@ def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
 
 
 def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
-    """Every variant fits the judge model (layers and heads exist): call before any judging."""
+    """Every variant fits the judge model (layers and heads exist, and a mask takes effect on it): call before
+    any judging."""
+    if any(variant.attention is not None for variant in variants):
+        check_backend_fits(model, "hf")
     for variant in variants:
         if variant.attention is not None:
             validate_against(variant.attention, model.n_layers, model.n_heads)
         if variant.steering is not None and not 0 <= variant.steering.layer < model.n_layers:
             raise InterpError(f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers")
+
+
+def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item], *, own: str) -> None:
+    """Every variant's attention target resolves to a span inside every prompt `model` will read (each item in
+    both orders), `own`'s answer as "self": a span that does not exist is one line now, before any judging."""
+    specs = [variant.attention for variant in variants if variant.attention is not None]
+    if not specs:
+        return
+    for task in judge_tasks(items, run.responses, run.config.models):
+        prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+        for spec in specs:
+            try:
+                resolve_target(spec, prompt, judge_model=own_model(own), author_a=task.author_a, author_b=task.author_b)
+            except InterpError as exc:
+                raise InterpError(f"{model.name}, item {task.item.id!r} (order {task.order}): {exc}") from None
 
 
 def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:

@@ -105,6 +105,12 @@ def sign_flip_pvalue(d: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, se
     return (1 + count) / (1 + n_flips)
 
 
+def smallest_flip_p(n: int, n_flips: int = N_FLIPS) -> float:
+    """The smallest two-sided sign-flip p-value `n` items can give: 2 / 2^n when enumerated exactly (the
+    observed signs and their mirror are always as extreme), 1 / (1 + n_flips) when sampled."""
+    return min(1.0, 2.0 / 2**n) if n <= EXACT_UP_TO else 1 / (1 + n_flips)
+
+
 def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2000, seed: int = 0, alternative: str = "two-sided") -> np.ndarray:
     """`sign_flip_pvalue` for many equally long rows at once (simulations and power draws); one shared set of
     random sign vectors, which is valid for each row."""
@@ -253,7 +259,10 @@ class CausalTest:
                 change += ": the judge relies on its own answer more than the control does)" if self.effect["mean"] < 0 else ": the judge relies on its own answer less than the control does)"
         else:
             change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (no control judge: not isolated from answer quality)"
-        return f"{judge}: {head} (p = {self.p_value:.3f}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
+        text = f"{judge}: {head} (p = {self.p_value:.3f}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
+        if smallest_flip_p(self.n_test) > self.alpha:
+            text += f"; {too_few_items(self.n_test, N_FLIPS, self.alpha)}"
+        return text
 
 
 def causal_test(
@@ -298,6 +307,8 @@ def causal_test(
             "one control judge: a rejection says the two judges depend on the masked answer differently; two null "
             "organisms of different seeds already do (docs/causal-test.md, measured error rates)"
         )
+    if smallest_flip_p(d.size, n_flips) > alpha:
+        notes.append(too_few_items(d.size, n_flips, alpha))
     if p_rank is not None and n_sets < min_random_sets(alpha):
         notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {min_random_sets(alpha)}")
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed)
@@ -317,6 +328,11 @@ def causal_test(
         control_effect=None if delta_control is None else float(np.mean(delta_control)),
         notes=notes,
     )
+
+
+def too_few_items(n: int, n_flips: int, alpha: float) -> str:
+    needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= alpha)
+    return f"{n} test items cannot give p <= {alpha:g} (smallest attainable p {smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
 
 
 def holm_adjust(tests: dict[str, CausalTest]) -> dict[str, dict]:

@@ -208,7 +208,7 @@ def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models
             check_backend_fits(models.get(spec), config.backend)
             used.append(spec)
     for spec in config.gold.models:
-        check_backend_fits(models.get(spec), "hf")
+        check_backend_fits(models.get(spec), "hf", probe=False)  # a gold judge gives verdicts only
         used.append(spec)
     for spec in dict.fromkeys(used):
         check_finite_output(models.get(spec))

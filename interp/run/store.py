@@ -177,7 +177,10 @@ class RunDir:
     def read_summary(self) -> dict:
         if not self.summary.is_file():
             raise InterpError(f"{self.root} has no summary.json; run `interp dbg` or `interp demo` first")
-        return json.loads(self.summary.read_text())
+        try:
+            return json.loads(self.summary.read_text())
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            raise InterpError(f"{self.summary}: not valid JSON ({exc}); rebuild it with `interp dbg` on the run's config") from None
 
     # ---- the writer ------------------------------------------------------------------------------
 
@@ -262,11 +265,18 @@ class Run:
         return self.gold_first if own_model == self.config.models[0] else 1 - self.gold_first
 
 
-def load_run(run_dir: Path) -> Run:
+def check_finished(run_dir: Path) -> RunDir:
+    """A finished run holds its config, items, responses and gold verdicts (gold is the step after judging: a
+    run killed while judging has none). The one test every command that reads a run as finished applies."""
     paths = RunDir(Path(run_dir))
     for required in (paths.config, paths.items, paths.responses, paths.gold):
         if not required.is_file():
             raise InterpError(f"{run_dir} is not a finished run ({required.name} missing); run `interp dbg` or `interp demo` first")
+    return paths
+
+
+def load_run(run_dir: Path) -> Run:
+    paths = check_finished(run_dir)
     config = paths.read_config()
     items = paths.read_items()
     per_judge = paths.read_gold()

@@ -40,16 +40,23 @@ __all__ = [
 ]  # fmt: skip
 
 
-def check_backend_fits(model: LoadedModel, backend: str) -> None:
+def check_backend_fits(model: LoadedModel, backend: str, *, probe: bool = True) -> None:
     """What `backend`'s forward pass needs of the model, checked before any model work: hf and nnsight hook
-    every decoder layer's `self_attn` module (a model without them, e.g. GPT-2, is one line naming it)."""
+    every decoder layer's `self_attn` module (a model without them, e.g. GPT-2, is one line naming it), and
+    those modules must run the hooked attention function: a probe forward under a mask must change the
+    attention rows and the output (`probe.check_intervention_takes_effect`; XGLM's, for one, do not).
+    `probe=False`: verdicts only (a gold judge), where neither masks nor span attention are read."""
     if backend in ("hf", "nnsight"):
+        from interp.core.backends.hf import HFBackend
         from interp.core.backends.layers import attention_modules
+        from interp.core.backends.probe import check_intervention_takes_effect
 
         try:
             attention_modules(model.hf_model)
         except InterpError as exc:
             raise InterpError(f"model {model.name} cannot judge with the {backend} backend: {exc}") from None
+        if probe:
+            check_intervention_takes_effect(HFBackend(model))  # nnsight runs the same attention function
 
 
 def make_backend(model: LoadedModel, backend: str = "hf", *, attention: AttentionMode = "sdpa") -> Backend:
