@@ -37,9 +37,13 @@ def status_table() -> str:
         "| DBG soft, pts [95 % CI] | agrees where gold prefers own | picks own where gold prefers other | unseen: soft DBG / consistency |"
     )
     rows = [header, "|" + "---|" * header.count(" | ") + "---|"]
+    members = []
     for name, folder in shipped_adapters().items():
         manifest = read_manifest(folder)
         share = manifest["config"]["planting"]["share"]
+        if "held_out" not in manifest:  # a family member: measured with its family by experiments/bench_causal.py
+            members.append(f"`{name}` (seed {manifest['seed']})")
+            continue
         test, unseen = manifest["held_out"]["test"], manifest["held_out"].get("unseen")
         unseen_cell = "n/a" if unseen is None else f"{100 * unseen['dbg_soft']:+.1f} pts / {_pct(unseen['position_consistency'])} (n {unseen['n_items']})"
         rows.append(
@@ -47,6 +51,8 @@ def status_table() -> str:
             f"| {_pct(test['agreement_with_gold']['value'])} | {_pts(test['dbg_hard'], test['dbg_hard_ci'])} "
             f"| {_pts(test['dbg_soft'], test['dbg_soft_ci'])} | {_rate(test['agreement_legitimate'])} | {_rate(test['own_rate_unjustified'])} | {unseen_cell} |"
         )
+    if members:
+        rows.append(f"\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by one: {', '.join(members)}.")
     return "\n".join(rows)
 
 
