@@ -17,7 +17,7 @@ def print_json(value) -> None:
 
 
 def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
-    """List the built-in model aliases (source, pre/post-trained, layers, heads)."""
+    """List the built-in model aliases (source, pre/post-trained, layers, heads); one not installed says how to install it."""
     from interp.core.models import describe_aliases
     from interp.core.placement import resolve_placement
 
@@ -27,6 +27,9 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
         print_json(rows)
         return
     for row in rows:
+        if not row["installed"]:
+            typer.echo(f"{row['alias']:24} {row['kind']:5} not installed: {row['install']}")
+            continue
         typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}")
 
 
