@@ -339,9 +339,9 @@ def main() -> int:
     args = parser.parse_args()
 
     if args.worker:
-        import torch
+        from interp.core.threads import set_torch_threads
 
-        torch.set_num_threads(int(os.environ.get("BENCH_THREADS", torch.get_num_threads())))
+        set_torch_threads(int(os.environ["BENCH_THREADS"]) if "BENCH_THREADS" in os.environ else None)
         result = worker_memory(args) if args.worker == "memory" else worker_judging(args)
         print(json.dumps(result))
         return 0

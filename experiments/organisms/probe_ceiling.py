@@ -97,8 +97,9 @@ def main() -> int:
     from interp.organisms.config import load_organism_config
     from interp.organisms.data import DataMix, build_pairs, splits_of
     from interp.organisms.train import cached_answers, training_pairs
+    from interp.core.threads import set_torch_threads
 
-    torch.set_num_threads(args.threads)
+    set_torch_threads(args.threads)
     config = load_organism_config(args.config)
     models = {author: load_model(author) for author in config.data.authors}
     base = models[config.base_model]

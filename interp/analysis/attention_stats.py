@@ -33,7 +33,7 @@ from interp.analysis.attention_store import (
     resolve_attention,
 )
 from interp.errors import InterpError
-from interp.metrics.stats import bootstrap_ci
+from interp.metrics.stats import bootstrap_draws, check_level, percentile_interval
 from jaxtyping import Float
 from torch import Tensor
 
@@ -218,9 +218,12 @@ def layer_differences(
     rows = []
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
+        check_level(level)
+        # every layer's resampled mean at once: the same draws (and numbers) as a `bootstrap_ci` per layer
+        resampled = np.nanmean(per_item[bootstrap_draws(run.n_items, n_boot=n_boot, seed=seed)], axis=1)
         for layer in range(run.n_layers):
             column = per_item[:, layer]
-            low, high = bootstrap_ci(lambda idx, c=column: float(np.nanmean(c[idx])), run.n_items, n_boot=n_boot, seed=seed, level=level)
+            low, high = percentile_interval(resampled[:, layer], level)
             rows.append(
                 {
                     "judge": run.judge,

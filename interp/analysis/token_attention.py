@@ -17,7 +17,7 @@ from interp.analysis.attention_store import (
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import load_model
-from interp.core.spans import tokenized_judge_prompt
+from interp.core.spans import token_labels, tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.run.judging import judge_tasks
 from interp.run.store import RunDir
@@ -123,7 +123,7 @@ def prompt_token_attention(
     else:
         first = max(prompt.spans["a"][1], prompt.spans["b"][1])
         weights = pattern[first:].mean(0)
-    tokens = [loaded.tokenizer.decode([token]) for token in prompt.input_ids]
+    tokens = token_labels(loaded.tokenizer, prompt.input_ids)
     return TokenAttention(
         judge=judge,
         item_id=item_id,

@@ -5,6 +5,9 @@
     v.p_a, v.p_b, v.mass            # mass: Float[Tensor, "layer head span"], span 0 = response A, 1 = B
     with judge.intervene(target="self", alpha=0.0):
         masked = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
+    judge.attention_pattern(query, answer_1, answer_2, layers=[20]).figure()   # full pattern, spans boxed
+    with judge.trace(query, answer_1, answer_2) as tracer:                      # nnsight, spans known
+        h = judge.nnsight.model.layers[20].output.save()
 
 A thin layer over the toolkit's own path, so a notebook's numbers are a run's numbers: the prompt and its
 token spans are `interp.core.spans.build_judge_prompt`, the pass and its span attention are
@@ -25,12 +28,13 @@ from torch import Tensor
 
 from hooks.context import dampen
 from hooks.spec import AttentionIntervention, as_spec, validate_against
+from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
-from interp.core.spans import TokenizedPrompt, build_judge_prompt
+from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.errors import InterpError
 
 Authors = tuple[str, str]
@@ -228,6 +232,7 @@ class Judge:
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention] = []
+        self._nnsight: Any = None  # the LanguageModel of `trace`, made on first use
 
     # ---- building one -----------------------------------------------------------------------------
 
@@ -446,11 +451,17 @@ class Judge:
 
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
         """One `judge_batch` pass under every open intervention (each a `dampen` around this pass only)."""
+        with self._intervened(prompts, authors, own):
+            return judge_batch(self.backend, prompts, self._labels, queries=self.queries)
+
+    @contextlib.contextmanager
+    def _intervened(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> Iterator[None]:
+        """The backend under every open intervention, compiled for these prompts, for one pass."""
         known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
         with contextlib.ExitStack() as stack:
             for spec in self._active:
                 stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
-            return judge_batch(self.backend, prompts, self._labels, queries=self.queries)
+            yield
 
     def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
         mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
@@ -470,6 +481,90 @@ class Judge:
             interventions=tuple(self._active),
             judgment=judgment,
         )
+
+    # ---- looking inside ---------------------------------------------------------------------------
+
+    def attention_pattern(
+        self,
+        query: str,
+        response_a: str,
+        response_b: str,
+        *,
+        layers: Sequence[int] | int | None = None,
+        heads: Sequence[int] | int | None = None,
+        task: str = "helpfulness",
+        authors: Authors | None = None,
+        own: str | None = None,
+    ) -> AttentionPattern:
+        """One judgment's full attention pattern at the chosen layers and heads, with token labels and spans.
+
+            p = judge.attention_pattern(query, a, b, layers=[20, 21], heads=[0, 3])
+            p.pattern        # Float[Tensor, "layer head query key"]
+            p.figure()       # interactive plotly heatmaps, the spans boxed
+
+        Computed by the judge's own backend pass, under any `intervene` block that is open.
+
+        Args:
+            query: the instruction.
+            response_a: the response shown as A.
+            response_b: the response shown as B.
+            layers: layer numbers (one, a list, or None for all).
+            heads: head numbers (one, a list, or None for all).
+            task: "helpfulness", "truthfulness" or "translation".
+            authors: (author of A, author of B), for an open intervention whose target is "self" or "other".
+            own: the model whose answers are the judge's own (default: `self.own`).
+
+        Returns:
+            An `interp.analysis.attention_pattern.AttentionPattern`.
+        """
+        prompt = self.prompt(query, response_a, response_b, task=task)
+        with self._intervened([prompt], [tuple(authors) if authors is not None else None], own if own is not None else self.own):
+            return attention_pattern(self.backend, prompt, layers=layers, heads=heads)
+
+    @property
+    def nnsight(self) -> Any:
+        """The nnsight `LanguageModel` over this judge's model (the one it runs on with the nnsight backend; else
+        one over a weight-sharing copy, made on first use, so the model object stays as it is)."""
+        from interp.core.backends.nnsight import NNsightBackend
+
+        if isinstance(self.backend, NNsightBackend):
+            return self.backend.wrapped
+        if self._nnsight is None:
+            self._nnsight = NNsightBackend.boot(self.model).wrapped
+        return self._nnsight
+
+    def trace(self, query: str, response_a: str, response_b: str, *, task: str = "helpfulness", **options: Any) -> Any:
+        """An nnsight tracing context over the judge prompt of this pair, with its token spans known.
+
+            with judge.trace(query, a, b) as tracer:
+                hidden = judge.nnsight.model.layers[20].output.save()   # [1, pos, d_model]
+                logits = judge.nnsight.output.logits.save()
+            a_start, a_end = tracer.spans["a"]      # token spans: "query", "a", "b" -> (start, end)
+            hidden[0, a_start:a_end]                 # response A's hidden states after layer 20
+
+        The tracer is nnsight's own (`judge.nnsight.trace(...)`) on the prompt `judge.prompt(...)` builds, one
+        row without padding; it carries `tracer.prompt` (the `TokenizedPrompt`), `tracer.spans` and
+        `tracer.tokens` (a label per token). It runs the plain model: inside `judge.intervene` it is refused
+        (edit the model inside the trace instead, as nnsight does).
+
+        Args:
+            query: the instruction.
+            response_a: the response shown as A.
+            response_b: the response shown as B.
+            task: "helpfulness", "truthfulness" or "translation".
+            **options: passed to nnsight's `trace`.
+
+        Returns:
+            nnsight's tracer, to enter with `with`.
+        """
+        if self._active:
+            raise InterpError("judge.trace runs the plain model, not under judge.intervene: leave the intervene block, or edit the model inside the trace")
+        prompt = self.prompt(query, response_a, response_b, task=task)
+        ids = torch.tensor([list(prompt.input_ids)], device=self.model.device)
+        tracer = self.nnsight.trace({"input_ids": ids, "attention_mask": torch.ones_like(ids)}, **options)
+        tracer.prompt, tracer.spans = prompt, dict(prompt.spans)
+        tracer.tokens = token_labels(self.model.tokenizer, prompt.input_ids)
+        return tracer
 
     # ---- interventions ----------------------------------------------------------------------------
 

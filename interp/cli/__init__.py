@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_exceptions
 
 from interp.cli import attention, experiments, metrics, organism, run
+from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 
 app = typer.Typer(
@@ -99,6 +100,11 @@ def _quiet_libraries() -> None:
 
 def main(args: list[str] | None = None) -> None:
     _quiet_libraries()
+    try:
+        set_torch_threads()  # the cores really free now (INTERP_THREADS overrides): see interp.core.threads
+    except InterpError as exc:  # a bad INTERP_THREADS
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
     try:
         code = app(args=args, standalone_mode=False)
     except click_exceptions.NoArgsIsHelpError as exc:

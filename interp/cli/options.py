@@ -9,6 +9,7 @@ from typing import Optional
 import typer
 
 from interp.config import PlacementKeys, validate_config
+from interp.core.timings import Timings
 from interp.storage import OVERWRITE_FLAG
 
 DEVICE_HELP = "cpu | cuda | cuda:N | mps | auto (a GPU when there is one); default: the config's, else auto"
@@ -38,10 +39,19 @@ def json_option():
     return typer.Option(False, "--json", help="print the results as JSON (stdout holds only the JSON)")
 
 
-def finish(payload: dict, as_json: bool) -> None:
-    """End a command with its results: the terminal table, or with --json the same content as JSON."""
+def timings_option():
+    return typer.Option(False, "--timings", help="say where the time went (each step's seconds) and torch's thread count")
+
+
+def finish(payload: dict, as_json: bool, *, timings: Timings | None = None) -> None:
+    """End a command with its results: the terminal table, or with --json the same content as JSON.
+
+    `timings` (`--timings`): each step's seconds and the thread count, after the table (under "timings" in JSON).
+    """
     from interp.report.terminal import payload_json, print_results
 
+    if timings is not None:
+        payload = payload | {"timings": timings.record()}
     if as_json:
         typer.echo(payload_json(payload))
     else:

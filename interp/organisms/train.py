@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.spans import tokenized_judge_prompt
+from interp.core.threads import set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
@@ -347,7 +348,7 @@ def train_organism(
     `hidden_cache`: a folder where the frozen lower-layer states are kept, keyed by base, layer and prompts
     (the null and planted organisms judge the same prompts: the second reads the first's states).
     """
-    torch.set_num_threads(config.train.threads)
+    set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
     timings: dict[str, float] = {}
     start = time.perf_counter()
     models = dict(models or {})

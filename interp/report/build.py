@@ -12,20 +12,33 @@ from interp.run.store import RunDir
 from interp.templating import Markup
 
 
+# The headline first: DBG, the causal verdicts, Figure 7; then what qualifies it. Sections a later step wrote
+# (figures/<name>, first line its title), in this order after DBG.
+HEADLINE_SECTIONS = ("intervention_section.html", "attention_section.html")
+LATER_SECTIONS = ("validation_section.html", "steering_section.html")
+
+
+def _written_section(figures: Path, name: str) -> tuple[str, Markup] | None:
+    part = figures / name
+    if not part.exists():
+        return None
+    title, _, content = part.read_text().partition("\n")
+    return title, Markup(content)  # a section the toolkit rendered (escaped) itself
+
+
 def build_report(run_dir: Path) -> Path:
+    """RUN/report.html: DBG, the causal test and Figure 7 first (long tables folded in `<details>`), then the
+    lenses beside DBG, validation and steering; a table of contents on top."""
     paths = RunDir(Path(run_dir))
     summary = paths.read_summary()
     figures = paths.figures
     sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
+    sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
     config = paths.read_config() if paths.config.is_file() else None
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)
     if lenses:
         sections.append(("Beside DBG: unjustified and legitimate self-preference, Evaluator Quality Baseline", bias_lenses_section(lenses)))
-    for name in ("validation_section.html", "attention_section.html", "intervention_section.html", "steering_section.html"):
-        part = figures / name
-        if part.exists():
-            title, _, content = part.read_text().partition("\n")
-            sections.append((title, Markup(content)))  # a section the toolkit rendered (escaped) itself
+    sections += [s for name in LATER_SECTIONS if (s := _written_section(figures, name)) is not None]
     path = paths.report
     write_report(path, f"Self-preference report: {' vs '.join(summary['models'])}", sections)
     return path

@@ -25,14 +25,18 @@ def table_html(header: Sequence[str], rows: Sequence[Sequence]) -> Markup:
 _REPORT = """<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title><style>\
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
 table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
-th{background:#f3f3f3}img{max-width:100%}code{background:#f5f5f5;padding:1px 3px}.note{color:#555}\
-</style></head><body><h1>{{ title }}</h1>{% for heading, content in sections %}<h2>{{ heading }}</h2>
+th{background:#f3f3f3}img{max-width:100%}code{background:#f5f5f5;padding:1px 3px}.note{color:#555}
+details{margin:.5em 0}summary{cursor:pointer;color:#1f4e8c}\
+</style></head><body><h1>{{ title }}</h1>
+<nav><b>Contents</b><ol>{% for heading, content in sections %}<li><a href='#section-{{ loop.index }}'>{{ heading }}</a></li>{% endfor %}</ol></nav>
+{% for heading, content in sections %}<h2 id='section-{{ loop.index }}'>{{ heading }}</h2>
 {{ content }}
 {% endfor %}</body></html>"""
 
 
 def write_report(path: Path, title: str, sections: Sequence[tuple[str, Markup]]) -> None:
-    """One HTML file, images inlined, readable offline (no scripts fetched from anywhere).
+    """One HTML file, images inlined, readable offline (no scripts fetched from anywhere); a table of contents
+    links each section (`id='section-N'`, in the order given).
 
     Each section's content must be `Markup` the toolkit rendered (a plain string would be escaped).
     """

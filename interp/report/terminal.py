@@ -19,6 +19,7 @@ from pathlib import Path
 from interp.metrics.dbg import judge_reliability
 
 SWEEP_ROWS = 10  # the points shown of a sweep (largest drop of P(own) first); all are in results.csv
+PIPED_WIDTH = 200  # columns of the tables when stdout is a pipe or a file: no terminal width to fit
 
 
 def json_safe(value):
@@ -179,19 +180,37 @@ def _number(value, digits: int = 3) -> str:
     return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}g}"
 
 
-def print_results(payload: dict, console=None) -> None:
-    """The payload as rich tables on the terminal (stdout)."""
-    from rich import box
+def results_console():
+    """The console results are drawn on: stdout at its width on a terminal; piped or logged (no terminal), a
+    fixed wide layout (`PIPED_WIDTH`), so a long name is not broken across lines."""
     from rich.console import Console
+
+    console = Console()
+    return console if console.is_terminal else Console(width=PIPED_WIDTH)
+
+
+def print_results(payload: dict, console=None) -> None:
+    """The payload as rich tables on the terminal (stdout; `results_console`).
+
+    On a terminal a long judge name folds within its column; elsewhere (a pipe, a log file) a name is never
+    broken across lines: the layout is wide and a name longer than its column ends with an ellipsis.
+    """
+    from rich import box
     from rich.table import Table as RichTable
 
     def Table(title: str) -> RichTable:  # noqa: N802 - one look for every table: no vertical rules, fits 80 columns
         return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
 
-    console = console or Console()
+    console = console or results_console()
+    piped = not console.is_terminal
+
+    def name_column(table: RichTable, header: str, **options) -> None:
+        """A column of names: folded on a terminal; on one line, cut with an ellipsis, when piped."""
+        table.add_column(header, overflow="ellipsis" if piped else "fold", no_wrap=piped, **options)
+
     if payload.get("dbg"):
         table = Table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
-        table.add_column("judge", overflow="fold", min_width=14)
+        name_column(table, "judge", min_width=14)
         for name in ("DBG", "95% CI", "soft", "pos.cons", "P(label)", "reliable"):
             table.add_column(name, justify="right", no_wrap=True)
         notes = []
@@ -215,7 +234,7 @@ def print_results(payload: dict, console=None) -> None:
     if "causal" in payload:
         console.print()
         table = Table("Causal test: within-judge change of P(own) (pts, 95% CI) and self-preference against control judges")
-        table.add_column("judge", overflow="fold", min_width=14)
+        name_column(table, "judge", min_width=14)
         table.add_column("self-pref.", no_wrap=True)
         for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
             table.add_column(name, justify="right", no_wrap=True)
@@ -242,8 +261,8 @@ def print_results(payload: dict, console=None) -> None:
             f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts); "
             f"p: sign-flip test of each point, Holm-adjusted over all {sweep['n_points']}"
         )
-        table.add_column("judge", overflow="fold")
-        table.add_column("point", overflow="fold")
+        name_column(table, "judge")
+        name_column(table, "point")
         for name in ("effect [95% CI]", "p (Holm)", "DBG after [95% CI]"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in sweep["top"]:
@@ -251,6 +270,19 @@ def print_results(payload: dict, console=None) -> None:
             p_text = "n/a" if p_holm is None or math.isnan(p_holm) else f"{p_holm:.3f}"
             table.add_row(r["judge"], r["point"], _interval(r["effect"]["mean"], r["effect"]["ci"]), p_text, _interval(r["dbg_hard"], r["dbg_ci"]))
         console.print(table)
+    if payload.get("timings"):
+        timings = payload["timings"]
+        console.print()
+        table = Table("Where the time went")
+        table.add_column("step", no_wrap=True)
+        table.add_column("seconds", justify="right", no_wrap=True)
+        table.add_column("share", justify="right", no_wrap=True)
+        total = timings.get("total_s") or 0.0
+        for step, seconds in timings["steps"].items():
+            table.add_row(step, f"{seconds:.1f}", _pct(seconds / total if total else None))
+        table.add_row("total", f"{total:.1f}", "")
+        console.print(table)
+        console.print(f"torch threads: {timings.get('torch_threads')}", highlight=False)
     console.print()
     for name, path in (payload.get("files") or {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)

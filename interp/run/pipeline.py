@@ -18,6 +18,7 @@ from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
 from interp.core.models import ALIASES, ModelCache, check_finite_output
 from interp.core.placement import placement_of
+from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
 from interp.run.attention import consolidate_attention
@@ -135,15 +136,19 @@ def run_gold_step(
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 
-def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None, overwrite: bool = False) -> dict:
+def run_dbg(
+    config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None, overwrite: bool = False, timings: Timings | None = None
+) -> dict:
     """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config
     is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine), so a resume
     in another precision is refused like any other change of config. `out` may be new, empty or a run to
-    resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`).
+    resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`). `timings`
+    collects the seconds of each step (loading models, generation, judging per judge, gold, summary).
     """
+    timings = timings if timings is not None else Timings()
     paths = RunDir(Path(out))
     paths.check_output(overwrite=overwrite)
     check_source_names(config)
@@ -156,35 +161,40 @@ def run_dbg(config: RunConfig, out: Path, *, progress: bool = True, models: Mode
     judges = gold_judges(config, models)
     if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
         check_http_gold(judges, paths, items)
-    check_models(config, paths, items, models)
+    with timings.step("load and check models"):
+        check_models(config, paths, items, models)
     with paths.writer():
         atomic_write_text(paths.adapters, json.dumps(adapters, indent=2, sort_keys=True) + "\n")
         atomic_write_text(paths.config, config.to_toml())
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])
-        responses = prepare_responses(config, paths, items, models, progress)
+        with timings.step("generation"):
+            responses = prepare_responses(config, paths, items, models, progress)
         tasks = judge_tasks(items, responses, config.models)
         queries = None if config.attention == "none" else config.attention
         for judge in config.judge_specs:
-            if config.server(judge) is not None:  # DBG only: a server returns no attention
-                run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
-                continue
-            model = models.get(judge)
-            run_judging(
-                make_backend(model, config.backend),
-                judge,
-                tasks,
-                judgments_path=paths.judgments,
-                shard_dir=paths.attention_shards(judge) if queries else None,
-                batch_size=config.batch_size,
-                ties=config.ties,
-                queries=queries,
-                progress=progress,
-            )
-            if queries:
-                consolidate_attention(paths, judge, model, items, queries)
-        gold = run_gold_step(config, paths, items, responses, models, progress, judges)
-        return write_summary(config, paths, items, gold, placement.record())
+            with timings.step(f"judging {judge}"):
+                if config.server(judge) is not None:  # DBG only: a server returns no attention
+                    run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
+                    continue
+                model = models.get(judge)
+                run_judging(
+                    make_backend(model, config.backend),
+                    judge,
+                    tasks,
+                    judgments_path=paths.judgments,
+                    shard_dir=paths.attention_shards(judge) if queries else None,
+                    batch_size=config.batch_size,
+                    ties=config.ties,
+                    queries=queries,
+                    progress=progress,
+                )
+                if queries:
+                    consolidate_attention(paths, judge, model, items, queries)
+        with timings.step("gold"):
+            gold = run_gold_step(config, paths, items, responses, models, progress, judges)
+        with timings.step("summary"):
+            return write_summary(config, paths, items, gold, placement.record())
 
 
 def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> None:

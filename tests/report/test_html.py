@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import torch
 from interp.analysis.token_attention import tokens_html
@@ -49,7 +50,7 @@ def test_a_section_file_is_embedded_as_markup(tmp_path):
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "steering_section.html").write_text("Steering\n" + table_html(["judge"], [[SCRIPT]]))
     page = build_report(tmp_path).read_text()
-    assert "<h2>Steering</h2>\n<table><thead><tr><th>judge</th></tr></thead><tbody><tr><td>&lt;script&gt;" in page
+    assert "<h2 id='section-2'>Steering</h2>\n<table><thead><tr><th>judge</th></tr></thead><tbody><tr><td>&lt;script&gt;" in page
 
 
 def test_table_cells_are_escaped_and_floats_rounded():
@@ -75,3 +76,85 @@ def test_a_judge_too_weak_to_judge_is_flagged_beside_its_dbg(tmp_path):
     weak_row, fine_row = html.split("<td>weak</td>")[1].split("</tr>")[0], html.split("<td>fine</td>")[1].split("</tr>")[0]
     assert "judge too weak, DBG not evidence: position consistency 0% &lt; 50%" in weak_row
     assert "too weak" not in fine_row
+
+
+# ---- the layout: headline first ----------------------------------------------------------------------------
+
+ROW_PX, HEADING_PX, LINE_PX, LINE_CHARS, PAGE_PX = 28, 44, 22, 140, 1100
+
+
+def rendered_heights(page: str) -> list[tuple[int, float]]:
+    """A rendered-height proxy of report.html: (character offset, estimated pixels) of every block a browser
+    stacks, with what a folded `<details>` holds counted as its one summary line. An image counts its PNG
+    height (scaled to the page width, as `max-width:100%` draws it), a table row ROW_PX, a heading
+    HEADING_PX, a paragraph, list item or summary LINE_PX per LINE_CHARS characters of its text."""
+    import base64
+    import re
+    import struct
+
+    blocks = []
+    depth = 0
+    for match in re.finditer(r"<(/?)(details|img|tr|h1|h2|h3|p|li|summary)\b([^>]*)>", page):
+        closing, tag, attrs = match.groups()
+        if tag == "details":
+            depth += -1 if closing else 1
+            continue
+        if closing or (depth and tag != "summary"):
+            continue
+        if tag == "img":
+            data = re.search(r"base64,([A-Za-z0-9+/=]+)", attrs)
+            width, height = struct.unpack(">II", base64.b64decode(data.group(1)[:64])[16:24])
+            blocks.append((match.start(), height * min(1.0, PAGE_PX / width)))
+        elif tag == "tr":
+            blocks.append((match.start(), ROW_PX))
+        elif tag in ("h1", "h2", "h3"):
+            blocks.append((match.start(), HEADING_PX))
+        else:
+            end = page.find(f"</{tag}>", match.end())
+            text = re.sub(r"<[^>]+>", "", page[match.end() : end])
+            blocks.append((match.start(), LINE_PX * max(1, -(-len(text) // LINE_CHARS))))
+    return blocks
+
+
+def test_the_causal_section_starts_within_the_first_third_of_the_report(tmp_path):
+    """A demo-like run (two 30-layer judges with attention, their per-layer tables, the causal test): the headline
+    (DBG, causal verdicts, Figure 7) comes first under a table of contents, and the long per-layer tables are
+    folded, so the causal section starts within the first third of the page's rendered height."""
+    from interp.report.attention import write_attention_figures
+    from interp.report.interventions import SECTION_TITLE, intervention_section
+
+    from tests.analysis.test_attention import MODELS, planted, write_run
+
+    root = write_run(tmp_path / "run", {judge: planted(n_items=12, n_layers=30, n_heads=9) for judge in MODELS})
+    summary = {
+        "models": list(MODELS), "judges": {judge: judge_scores() for judge in MODELS},
+        "gold": {"judges": ["reference"], "win_rate": {MODELS[0]: 0.5}}, "n_items": 12, "tasks": ["helpfulness"], "label_handling": "x",
+    }  # fmt: skip
+    (root / "summary.json").write_text(json.dumps(summary))
+    write_attention_figures(root)
+    behaviour = {"dbg_hard": 0.1, "mean_p_own": 0.6, "gold_agreement": 0.7}
+    judged = {
+        judge: {
+            "before": behaviour, "variants": {"self": behaviour | {"attention": {"target": "self", "alpha": 0.0}}},
+            "effects": {"self": {"mean": -0.1, "ci": [-0.2, 0.0]}}, "effect": {"mean": -0.1, "ci": [-0.2, 0.0]}, "verdict": f"{judge}: no causal effect shown",
+            "p_value": 0.2, "alpha": 0.05, "n_test": 12, "causal": False, "test": {"control_judge": "control"},
+        }
+        for judge in MODELS
+    }  # fmt: skip
+    reused = {"responses": 24, "responses_generated": 0, "gold_verdicts": 12, "gold_judges_rerun": 0, "gold_judges": ["reference"]}
+    intervention_section([{"judges": judged, "reused": reused, "n_items": 12}], root / "figures")
+    page = build_report(root).read_text()
+
+    headings = re.findall(r"<h2 id='section-(\d+)'>([^<]*)</h2>", page)
+    titles = [title for _, title in headings]
+    assert titles[0].startswith("Self-preference: DBG") and titles[1] == SECTION_TITLE and titles[2].startswith("Attention over response spans")
+    toc = page[page.index("<nav>") : page.index("</nav>")]
+    assert [re.sub(r"<[^>]+>", "", li) for li in re.findall(r"<li>.*?</li>", toc)] == titles
+    assert page.index("<nav>") < page.index("<h2 id='section-1'>")
+    assert page.count("<details>") >= 2 * len(MODELS)  # head maps and per-layer tables of each judge, folded
+    blocks = rendered_heights(page)
+    causal = page.index(f"<h2 id='section-2'>{SECTION_TITLE}")
+    above = sum(height for offset, height in blocks if offset < causal)
+    total = sum(height for _, height in blocks)
+    print(f"causal section starts at {above:.0f} of {total:.0f} px ({above / total:.0%}); character offset {causal / len(page):.0%}")
+    assert above <= total / 3, f"the causal section starts at {above:.0f} of {total:.0f} px"

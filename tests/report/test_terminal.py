@@ -8,6 +8,7 @@ import math
 from pathlib import Path
 
 import pytest
+from interp.core.timings import Timings
 from interp.report.terminal import payload_json, print_results, results_payload, sweep_rows
 from rich.console import Console
 
@@ -91,7 +92,8 @@ def fake_demo(tmp_path, monkeypatch):
 
     def run_demo(folder, **kwargs):
         assert Path(folder) == out
-        return demo_module.Demo(out / "report.html", {"judges": CAUSAL, "n_items": 7})
+        timings = Timings(seconds={"generation": 30.0, "judging author-a": 10.0}, threads=1)
+        return demo_module.Demo(out / "report.html", {"judges": CAUSAL, "n_items": 7}, timings)
 
     monkeypatch.setattr(demo_module, "run_demo", run_demo)
     return out
@@ -135,3 +137,41 @@ def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     payload = json.loads(CliRunner().invoke(app, ["validate", "--out", str(tmp_path / "out"), "--json"]).stdout)
     assert payload["truth_table"] == truth and [r["n_test"] for r in payload["causal"]] == [40, 3]
     assert payload["files"]["validation"] == str(tmp_path / "out" / "validation.json")
+
+
+LONG = "smollm2-135m-selfpref-trained-on-a-much-longer-adapter-folder-name"
+
+
+def test_piped_tables_never_break_a_judge_name_across_lines(capsys):
+    """Piped or logged (stdout not a terminal): a fixed wide layout keeps each name on one line; a console
+    narrower than a name cuts it with an ellipsis instead of folding its rest onto the next line."""
+    import io
+
+    summary = {"judges": {LONG: SUMMARY["judges"]["weak-judge"] | {"own_model": "smollm2-135m-instruct"}}}
+    payload = results_payload(summary, causal={LONG: CAUSAL["author-a"] | {"verdict": f"{LONG}: no causal effect shown"}})
+    print_results(payload)  # the default console; under capsys stdout is not a terminal
+    lines = capsys.readouterr().out.splitlines()
+    assert sum(f"{LONG} (own: smollm2-135m-instruct)" in line for line in lines) == 1  # the DBG row
+    rows = [line for line in lines if LONG in line]
+    assert len(rows) >= 4  # DBG row, its weak-judge note, causal row, verdict
+    assert not any(line.strip().startswith(LONG[20:30]) for line in lines)
+    narrow = Console(file=io.StringIO(), width=80)  # not a terminal either, but only 80 columns
+    print_results(payload, narrow)
+    text = narrow.file.getvalue()
+    assert "\u2026" in text and not any(line.strip().startswith(("name", "own:", "instruct)")) for line in text.splitlines())
+
+
+def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
+    from interp.cli import app
+    from typer.testing import CliRunner
+
+    summary = json.loads((fake_demo / "summary.json").read_text())
+    summary["judges"][LONG] = summary["judges"].pop("author-a")
+    (fake_demo / "summary.json").write_text(json.dumps(summary))
+    shown = CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--timings"])  # CliRunner's stdout is a pipe
+    assert shown.exit_code == 0, shown.output
+    assert any(LONG in line for line in shown.output.splitlines())
+    assert "torch threads: 1" in shown.output and "generation" in shown.output and "75%" in shown.output
+    payload = json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json", "--timings"]).stdout)
+    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1}
+    assert "timings" not in json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json"]).stdout)

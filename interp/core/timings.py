@@ -1,0 +1,36 @@
+"""Where a job's wall time goes: named steps, timed by `with timings.step(name):`, in the order first run.
+
+`interp demo --timings` and `interp dbg --timings` print them (and the torch thread count); the JSON form is
+`Timings.record()`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from dataclasses import dataclass, field
+from typing import Iterator
+
+
+@dataclass
+class Timings:
+    """Seconds per named step; a step run several times adds up. `threads`: torch's intra-op thread count."""
+
+    seconds: dict[str, float] = field(default_factory=dict)
+    threads: int | None = None
+
+    @contextlib.contextmanager
+    def step(self, name: str) -> Iterator[None]:
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.seconds[name] = self.seconds.get(name, 0.0) + time.perf_counter() - start
+
+    @property
+    def total(self) -> float:
+        return sum(self.seconds.values())
+
+    def record(self) -> dict:
+        """{"steps": {name: seconds}, "total_s": ..., "torch_threads": ...} (seconds rounded to 0.1)."""
+        return {"steps": {k: round(v, 1) for k, v in self.seconds.items()}, "total_s": round(self.total, 1), "torch_threads": self.threads}
