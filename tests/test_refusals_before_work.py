@@ -154,7 +154,7 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.core.models import model_identity, resolve_spec
-    from interp.experiments.causal import TestDesign, resolve_control
+    from interp.experiments.causal import TestDesign, resolve_controls
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -162,8 +162,8 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
     judge = str(tiny_llama_dir)
     for spelling in (str(link), f"{tiny_llama_dir.name}/", f"./{tiny_llama_dir.name}/../{tiny_llama_dir.name}"):
         with pytest.raises(InterpError, match="spelled otherwise"):
-            resolve_control(None, judge, TestDesign(control_judge=spelling))
-    assert resolve_control(None, judge, TestDesign(control_judge=str(tmp_path))) == str(tmp_path)  # another folder
+            resolve_controls(None, judge, TestDesign(control_judges=(spelling,)))
+    assert resolve_controls(None, judge, TestDesign(control_judges=(str(tmp_path),))) == [str(tmp_path)]  # another folder
     alias = "smollm2-135m-instruct"  # an alias and the folder it is dequantised into are one model
     assert model_identity(alias) == model_identity(str(resolve_spec(alias)[0])) != model_identity("gemma3-270m")
 
@@ -314,7 +314,7 @@ def test_a_test_of_three_items_runs_and_says_it_cannot_reject(finished_run, tmp_
     assert "3 test items cannot give p <= 0.05" in " ".join(stdout.split())
     (result,) = [json.loads(p.read_text()) for p in run.glob("interventions/*/result.json")]
     (record,) = result["judges"].values()
-    assert "cannot reject" in record["verdict"] and any("cannot reject" in note for note in record["test"]["notes"])
+    assert "cannot reject" in record["verdict"] and any("cannot reject" in note for note in record["notes"])
 
 
 def _first_model(run: Path) -> str:
