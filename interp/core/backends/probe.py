@@ -66,7 +66,6 @@ def check_intervention_takes_effect(backend) -> None:
         found = len(attention_modules(model.hf_model))
         if found != model.n_layers:
             raise _refuse(model, f"its config says {model.n_layers} layers but it has {found} self_attn modules")
-    check_finite_output(model)  # NaN weights would fail every check below for another reason: say the real one
     batch, n = _probe_batch(model)
     key = n // 2  # a middle key, seen by the queries after it
     dtype = next(model.hf_model.parameters()).dtype
@@ -78,6 +77,8 @@ def check_intervention_takes_effect(backend) -> None:
     except (RuntimeError, ValueError, IndexError, AttributeError, TypeError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
         raise _refuse(model, f"a probe forward under a mask failed ({type(exc).__name__}: {first})") from None
+    if not bool(torch.isfinite(plain_logits).all()):
+        check_finite_output(model)  # NaN weights would fail every check below for another reason: say the real one
     layers = sorted(plain)
     if layers != list(range(model.n_layers)):
         raise _refuse(model, f"its config says {model.n_layers} layers but attention patterns came from {len(layers)}")
