@@ -128,6 +128,38 @@ def test_a_supported_architecture_passes_the_probe_and_its_mask_acts(smollm2_tok
     assert masked.mass[..., 0].abs().max() == 0 and plain.mass[..., 0].abs().max() > 0 and masked.p_a != plain.p_a
 
 
+class _Faulty:
+    """A backend around the hf one that loses the mask on its way to the reported rows or to the output."""
+
+    name = "transformer_lens"  # no self_attn bookkeeping: the probe sees only what forward returns
+
+    def __init__(self, model, *, rows: bool, output: bool):
+        from interp.core.backends.hf import HFBackend
+
+        self.model, self.inner, self.rows, self.output = model, HFBackend(model), rows, output
+
+    def forward(self, batch, *, on_pattern=None, score_bias=None, **_):
+        plain = self.inner.forward(batch, on_pattern=None if self.rows else on_pattern)
+        masked = self.inner.forward(batch, on_pattern=on_pattern if self.rows else None, score_bias=score_bias)
+        return masked if self.output else plain
+
+
+@pytest.mark.parametrize(
+    "rows, output, message",
+    [(False, True, "does not reach the attention rows"), (True, False, "changes its attention rows but not its output"), (False, False, "changes neither")],
+)
+def test_the_probe_names_what_the_mask_missed(tiny_llama, rows, output, message):
+    import dataclasses
+
+    from interp.core.backends.probe import check_intervention_takes_effect
+
+    model = dataclasses.replace(tiny_llama, meta={})
+    with pytest.raises(InterpError, match=message):
+        check_intervention_takes_effect(_Faulty(model, rows=rows, output=output))
+    check_intervention_takes_effect(_Faulty(model, rows=True, output=True))
+    assert model.meta["intervention_verified"] == ("transformer_lens",)  # verified once, then not probed again
+
+
 # ---- 8: authors are exactly two names --------------------------------------------------------------------
 
 

@@ -21,7 +21,7 @@ from torch import Tensor
 
 from interp.core.backends.layers import attention_modules
 from interp.core.backends.protocol import Batch, left_pad
-from interp.core.models import LoadedModel
+from interp.core.models import LoadedModel, check_finite_output
 from interp.errors import InterpError
 
 PROBE_TEXT = "Which of the two answers is better, A or B? The first one is."
@@ -77,6 +77,8 @@ def check_intervention_takes_effect(backend) -> None:
     except (RuntimeError, ValueError, IndexError, AttributeError, TypeError, KeyError) as exc:
         first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
         raise _refuse(model, f"a probe forward under a mask failed ({type(exc).__name__}: {first})") from None
+    if not bool(torch.isfinite(plain_logits).all()):
+        check_finite_output(model)  # NaN weights would fail every check below for another reason: say the real one
     layers = sorted(plain)
     if layers != list(range(model.n_layers)):
         raise _refuse(model, f"its config says {model.n_layers} layers but attention patterns came from {len(layers)}")
@@ -87,6 +89,13 @@ def check_intervention_takes_effect(backend) -> None:
         raise _refuse(model, f"its config says {model.n_heads} heads but its attention patterns have {sorted(s[1] for s in shapes)}")
     before = torch.stack([plain[layer][..., -(n - key - 1) :, key] for layer in layers])
     after = torch.stack([masked[layer][..., -(n - key - 1) :, key] for layer in layers])
-    if not bool((before > 0).any()) or bool((after.abs() > 1e-6).any()) or torch.equal(plain_logits, masked_logits):
-        raise _refuse(model, "a mask changes neither its attention rows nor its output (its layers do not run the hooked attention function)")
+    rows_masked = bool((before > 0).any()) and not bool((after.abs() > 1e-6).any())
+    output_moved = not torch.equal(plain_logits, masked_logits)
+    if not (rows_masked and output_moved):
+        what = {
+            (False, False): "a mask changes neither its attention rows nor its output",
+            (False, True): "a mask does not reach the attention rows its layers report",
+            (True, False): "a mask changes its attention rows but not its output",
+        }[rows_masked, output_moved]
+        raise _refuse(model, f"{what} (its layers do not run the hooked attention function)")
     model.meta[_VERIFIED] = (*model.meta.get(_VERIFIED, ()), backend.name)
