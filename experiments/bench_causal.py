@@ -116,11 +116,12 @@ def top_heads_mask(run_dir: Path, judge: str, selection: list[str], own: str) ->
     return AttentionIntervention(target=target, alpha=0.0, heads=heads, name=f"mask-{'smollm2' if own == SMOLLM2 else 'gemma'}-top{TOP_K}")
 
 
-def collect_judge(out: Path, judge: str, extras: int) -> dict:
+def collect_judge(out: Path, judge: str, extras: int, top8: bool = True) -> dict:
     """P(SmolLM2's answer wins) per test item under no intervention and every variant, for one judge; written to
-    OUT/judges/<label>.json (read back when it holds every variant asked for)."""
+    OUT/judges/<label>.json (read back when it holds every variant asked for). `top8` False: the every-layer
+    masks only (the first pass of the plan's amendment)."""
     path = out / "judges" / f"{Path(judge).name}.json"
-    wanted = list(REGISTERED) + ["top8_smollm2", "top8_gemma"] + list(EXTRAS)[:extras]
+    wanted = list(REGISTERED) + (["top8_smollm2", "top8_gemma"] if top8 else []) + list(EXTRAS)[:extras]
     if path.is_file():
         done = json.loads(path.read_text())
         if set(wanted) <= set(done["p_smollm2"]):
@@ -132,7 +133,7 @@ def collect_judge(out: Path, judge: str, extras: int) -> dict:
     test = [item for item in run.items if item.id in test_ids]
     gold = run.gold_own(SMOLLM2)[[run.items.index(item) for item in test]]
     heads = {own: top_heads_mask(run.dir.root, judge, selection, own) for own in AUTHORS}
-    variants = dict(REGISTERED) | {"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} | dict(list(EXTRAS.items())[:extras])
+    variants = dict(REGISTERED) | ({"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} if top8 else {}) | dict(list(EXTRAS.items())[:extras])
     pool = judge_pool(run)
     runner = pool.runner(judge, run)
     record: dict = {
@@ -154,8 +155,9 @@ def collect(out: Path, families: tuple[str, ...], organisms: Path, extras: int, 
     so n processes share the work."""
     judges = [judge for family in families for judge in members(family, organisms)]
     index, count = shard
-    for judge in judges[index::count]:
-        collect_judge(out, judge, extras)
+    for top8 in (False, True):  # the every-layer masks for every judge first, then the top-8 heads
+        for judge in judges[index::count]:
+            collect_judge(out, judge, extras, top8)
 
 # ---- analysis ------------------------------------------------------------------------------------------
 
