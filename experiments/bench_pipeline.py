@@ -8,14 +8,27 @@
   (the dequantised models are linked in: "after set-up");
 - responses/s generated through llama-cpp-python's OpenAI-compatible server (the packaged SmolLM2 GGUF,
   4 requests at a time) vs in-process HF generation of the same GGUF (dequantised, batch 4), the same
-  built-in instructions and greedy decoding, each from an empty response cache.
+  built-in instructions and greedy decoding, each from an empty response cache;
+- the demo's breakdown (`interp demo --timings --json`: loading, generation, judging per judge, the causal
+  test, figures) and torch's thread count, with `--full` for the full demo from an empty cache;
+- the judges that share SmolLM2's lower layers (the base and its organisms) judging the same prompts, each
+  its own full pass vs one lower-layer pass per batch (`shared_trunk`): wall and CPU seconds;
+- company on the machine (`--company`): `shared_slowdown_ratio`, two small `interp dbg` runs started together
+  against one alone (the slower of the two over the lone run; target <= 2.5), and `stream_slowdown_ratio`,
+  one small run beside a stream of short-lived CLI processes (`interp models --json`, one after another)
+  against alone; and why a crowded machine slows torch: a fixed forward workload at 1 and 2 threads, alone
+  and beside one busy process, with OpenMP's default (spinning) and passive wait policy.
 
-Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server]
+Every figure depends on what else runs: the load average before and after is printed with them.
+
+Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server] [--skip-judging]
+       [--skip-trunk] [--company] [--threads-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import statistics
 import subprocess
@@ -103,23 +116,193 @@ def judging_figures(repeats: int) -> None:
         del model, backend, padding_only
 
 
-def demo_seconds(n: int | None) -> float:
-    """`interp demo` from an empty response cache, with the dequantised models linked in."""
+def empty_cache(tmp: Path) -> Path:
+    """An INTERP_CACHE with no answers in it, the dequantised models linked in ("after set-up")."""
     from interp.core.models import cache_root
 
+    cache = Path(tmp) / "cache"
+    cache.mkdir(parents=True)
+    for sub in ("dequantized", "gguf"):
+        if (cache_root() / sub).exists():
+            os.symlink(cache_root() / sub, cache / sub)
+    return cache
+
+
+def cli_env(cache: Path) -> dict:
+    env = dict(os.environ, INTERP_CACHE=str(cache), TQDM_DISABLE="1")
+    env.pop("OMP_NUM_THREADS", None)  # the CLI sizes its threads itself (interp.core.threads)
+    return env
+
+
+def demo_run(n: int | None) -> tuple[float, dict]:
+    """`interp demo --timings --json` from an empty response cache: wall seconds (process start to exit) and
+    the timings it printed."""
     with tempfile.TemporaryDirectory() as tmp:
-        cache = Path(tmp) / "cache"
-        cache.mkdir()
-        for sub in ("dequantized", "gguf"):
-            if (cache_root() / sub).exists():
-                os.symlink(cache_root() / sub, cache / sub)
-        args = [sys.executable, "-m", "interp.cli", "demo", "--out", str(Path(tmp) / "demo")]
+        args = [sys.executable, "-m", "interp.cli", "demo", "--out", str(Path(tmp) / "demo"), "--timings", "--json"]
         if n is not None:
             args += ["--n", str(n)]
-        env = dict(os.environ, INTERP_CACHE=str(cache), TQDM_DISABLE="1")
         start = time.perf_counter()
-        subprocess.run(args, check=True, env=env, cwd=REPO, stdout=subprocess.DEVNULL)
-        return time.perf_counter() - start
+        done = subprocess.run(args, check=True, env=cli_env(empty_cache(Path(tmp))), cwd=REPO, capture_output=True, text=True)
+        return time.perf_counter() - start, json.loads(done.stdout)["timings"]
+
+
+def demo_figures(label: str, n: int | None) -> None:
+    seconds, timings = demo_run(n)
+    print(f"{label}_seconds: {seconds:.1f}")
+    print(f"{label}_startup_and_other_seconds: {seconds - timings['total_s']:.1f}")
+    for step, value in timings["steps"].items():
+        print(f"{label}_{_name(step)}_seconds: {value:.1f}")
+    print(f"{label}_torch_threads: {timings['torch_threads']}")
+
+
+def _name(step: str) -> str:
+    return "".join(c if c.isalnum() else "_" for c in step).strip("_")
+
+
+def load_average() -> str:
+    return " ".join(f"{x:.2f}" for x in os.getloadavg())
+
+
+# ---- judges sharing their lower layers ----------------------------------------------------------------
+
+
+def trunk_figures(n_prompts: int = 16) -> None:
+    """The base SmolLM2 and every installed organism judging the same prompts: each its own full pass (hf
+    backend, shared prefix) vs one lower-layer pass per batch shared by all (`trunk_backends`)."""
+    from interp.core.adapters import shipped_adapters
+    from interp.core.backends.hf import HFBackend
+    from interp.core.backends.shared_trunk import trunk_backends
+    from interp.core.judge import label_tokens
+    from interp.core.models import ALIASES, load_model
+
+    family = ["smollm2-135m-instruct", *[name for name, alias in ALIASES.items() if alias.base == "smollm2-135m-instruct" and name in shipped_adapters()]]
+    models = {name: load_model(name) for name in family}
+    first = models[family[0]]
+    prompts = judging_prompts(first, n_prompts)
+    labels = label_tokens(first.tokenizer)
+    plain = {name: HFBackend(model) for name, model in models.items()}
+    shared = trunk_backends(models)
+    time_judging(plain[family[0]], prompts[:2], labels, 2, 1)  # warm-up
+    results = {}
+    for label, backends in (("plain", plain), ("shared", shared)):
+        wall, cpu = time.perf_counter(), time.process_time()
+        for name in family:
+            time_judging(backends[name], prompts, labels, 8, 1)
+        results[label] = (time.perf_counter() - wall, time.process_time() - cpu)
+    trunk = next(iter(shared.values())).trunk
+    print(f"trunk_judges: {len(family)}")
+    print(f"trunk_shared_layers: {trunk.layers} of {first.n_layers}")
+    for label, (wall, cpu) in results.items():
+        print(f"trunk_{label}_judging_seconds: {wall:.1f}")
+        print(f"trunk_{label}_judging_cpu_seconds: {cpu:.1f}")
+    print(f"trunk_shared_speedup_ratio: {results['plain'][0] / results['shared'][0]:.2f}")
+    print(f"trunk_shared_cpu_speedup_ratio: {results['plain'][1] / results['shared'][1]:.2f}")
+
+
+# ---- company on the machine ---------------------------------------------------------------------------
+
+COMPANY_CONFIG = """name = "bench-company"
+data = "builtin"
+n = {n}
+models = ["smollm2-135m-instruct", "gemma3-270m"]
+judges = ["smollm2-135m-instruct"]
+max_words = 40
+max_new_tokens = 64
+n_boot = 200
+"""
+
+
+def dbg_process(tmp: Path, label: str, n: int) -> subprocess.Popen:
+    """A small `interp dbg` (n items, SmolLM2 judging, no report) with its own empty answer cache."""
+    config = tmp / f"{label}.toml"
+    config.write_text(COMPANY_CONFIG.format(n=n))
+    args = [sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(tmp / label), "--no-report", "--json"]
+    return subprocess.Popen(args, env=cli_env(empty_cache(tmp / f"{label}-cache")), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+
+def timed(processes: list[subprocess.Popen], start: float) -> list[float]:
+    seconds = []
+    for process in processes:
+        _, err = process.communicate()
+        if process.returncode != 0:
+            raise RuntimeError(f"interp dbg failed: {err.strip().splitlines()[-1] if err.strip() else process.returncode}")
+        seconds.append(time.perf_counter() - start)
+    return seconds
+
+
+def company_figures(n: int = 4) -> None:
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        print(f"company_load_average_before: {load_average()}")
+        start = time.perf_counter()
+        (alone,) = timed([dbg_process(tmp, "alone", n)], start)
+        start = time.perf_counter()
+        together = timed([dbg_process(tmp, "pair-1", n), dbg_process(tmp, "pair-2", n)], start)
+        print(f"company_dbg_n{n}_alone_seconds: {alone:.1f}")
+        print(f"company_dbg_n{n}_two_together_seconds: {max(together):.1f}")
+        print(f"shared_slowdown_ratio: {max(together) / alone:.2f}")
+        start = time.perf_counter()
+        run = dbg_process(tmp, "beside-stream", n)
+        started = 0
+        while run.poll() is None:  # short-lived CLI processes, one after another, while the run lasts
+            subprocess.run([sys.executable, "-m", "interp.cli", "models", "--json"], env=cli_env(tmp / "stream-cache"), cwd=REPO, capture_output=True)
+            started += 1
+        (beside,) = timed([run], start)
+        print(f"company_dbg_n{n}_beside_stream_seconds: {beside:.1f}")
+        print(f"company_stream_processes_started: {started}")
+        print(f"stream_slowdown_ratio: {beside / alone:.2f}")
+        print(f"company_load_average_after: {load_average()}")
+
+
+THREAD_WORKLOAD = """
+import json, os, sys, time, torch
+torch.set_num_threads(int(sys.argv[1]))
+from transformers import LlamaConfig, LlamaForCausalLM
+torch.manual_seed(0)
+config = LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=6, num_attention_heads=9, num_key_value_heads=3, vocab_size=49152)
+model = LlamaForCausalLM(config).eval()
+ids = torch.randint(0, 1000, (8, 256))
+with torch.inference_mode():
+    model(ids, logits_to_keep=1)
+    wall, cpu = time.perf_counter(), time.process_time()
+    for _ in range(3):
+        model(ids, logits_to_keep=1)
+    print(json.dumps({"wall": time.perf_counter() - wall, "cpu": time.process_time() - cpu}))
+"""
+
+BUSY = "import time\nend = time.time() + 600\nwhile time.time() < end:\n    pass\n"
+
+
+def thread_workload(threads: int, wait_policy: str | None = None) -> dict:
+    env = dict(os.environ)
+    env.pop("OMP_NUM_THREADS", None)
+    if wait_policy:
+        env["OMP_WAIT_POLICY"] = wait_policy
+    done = subprocess.run([sys.executable, "-c", THREAD_WORKLOAD, str(threads)], env=env, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout)
+
+
+def thread_figures() -> None:
+    """A SmolLM2-sized forward workload (6 layers, batch 8 x 256 tokens, 3 passes) at 1 and 2 threads, alone and
+    beside one busy process (a Python loop), OpenMP's default wait policy and PASSIVE."""
+    print(f"threads_load_average_before: {load_average()}")
+    cases = {"alone_1": (1, None), "alone_2": (2, None)}
+    results = {name: thread_workload(*case) for name, case in cases.items()}
+    busy = subprocess.Popen([sys.executable, "-c", BUSY])
+    try:
+        time.sleep(1.0)
+        for name, case in {"beside_busy_1": (1, None), "beside_busy_2": (2, None), "beside_busy_2_passive": (2, "PASSIVE")}.items():
+            results[name] = thread_workload(*case)
+    finally:
+        busy.kill()
+        busy.wait()
+    for name, r in results.items():
+        print(f"threads_{name}_wall_seconds: {r['wall']:.2f}")
+        print(f"threads_{name}_cpu_seconds: {r['cpu']:.2f}")
+    print(f"threads_two_vs_one_beside_busy_wall_ratio: {results['beside_busy_2']['wall'] / results['beside_busy_1']['wall']:.2f}")
+    print(f"threads_two_vs_one_alone_wall_ratio: {results['alone_2']['wall'] / results['alone_1']['wall']:.2f}")
+    print(f"threads_two_passive_vs_one_beside_busy_wall_ratio: {results['beside_busy_2_passive']['wall'] / results['beside_busy_1']['wall']:.2f}")
+    print(f"threads_load_average_after: {load_average()}")
 
 
 def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
@@ -165,16 +348,31 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--skip-judging", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
+    parser.add_argument("--skip-trunk", action="store_true")
+    parser.add_argument("--company", action="store_true", help="also the slowdowns beside other runs and a stream of CLI processes")
+    parser.add_argument("--threads-only", action="store_true", help="only the thread/wait-policy workload")
     args = parser.parse_args()
-    print(f"torch_threads: {torch.get_num_threads()}")
+    from interp.core.threads import set_torch_threads
+
+    print(f"load_average: {load_average()}")
+    print(f"torch_threads: {set_torch_threads()}")
+    if args.threads_only:
+        thread_figures()
+        return
     if not args.skip_server:
         server_figures()
     if not args.skip_judging:
         judging_figures(args.repeats)
+    if not args.skip_trunk:
+        trunk_figures()
     if not args.skip_demo:
-        print(f"demo_n12_seconds: {demo_seconds(12):.1f}")
+        demo_figures("demo_n12", 12)
         if args.full:
-            print(f"demo_full_seconds: {demo_seconds(None):.1f}")
+            demo_figures("demo_full", None)
+    if args.company:
+        thread_figures()
+        company_figures()
+    print(f"load_average_after: {load_average()}")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ from tqdm.auto import tqdm
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.spans import tokenized_judge_prompt
+from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.threads import set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
@@ -175,11 +176,6 @@ class _Stop(Exception):
     pass
 
 
-def _inner(hf_model: torch.nn.Module) -> torch.nn.Module:
-    base = hf_model.get_base_model() if hasattr(hf_model, "get_base_model") else hf_model
-    return base.model
-
-
 def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int) -> list[torch.Tensor]:
     """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
     captured: dict[str, torch.Tensor] = {}
@@ -194,7 +190,7 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
     for row, prompt in enumerate(prompts):
         ids[row, : len(prompt)] = torch.tensor(list(prompt))
         mask[row, : len(prompt)] = 1
-    handle = _inner(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
+    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
     try:
         with torch.inference_mode(), contextlib.suppress(_Stop):
             hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
@@ -228,16 +224,9 @@ def frozen_states(
     return hidden, False
 
 
-@contextlib.contextmanager
 def only_layers_from(hf_model: torch.nn.Module, start: int):
     """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
-    inner = _inner(hf_model)
-    full = inner.layers
-    inner.layers = torch.nn.ModuleList(list(full)[start:])
-    try:
-        yield
-    finally:
-        inner.layers = full
+    return layers_between(hf_model, start)
 
 
 def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:

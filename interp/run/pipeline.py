@@ -16,6 +16,7 @@ from tqdm.auto import tqdm
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
+from interp.core.backends.shared_trunk import trunk_backends
 from interp.core.models import ALIASES, ModelCache, check_finite_output
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
@@ -172,6 +173,7 @@ def run_dbg(
             responses = prepare_responses(config, paths, items, models, progress)
         tasks = judge_tasks(items, responses, config.models)
         queries = None if config.attention == "none" else config.attention
+        runners = judge_backends(config, models)
         for judge in config.judge_specs:
             with timings.step(f"judging {judge}"):
                 if config.server(judge) is not None:  # DBG only: a server returns no attention
@@ -179,7 +181,7 @@ def run_dbg(
                     continue
                 model = models.get(judge)
                 run_judging(
-                    make_backend(model, config.backend),
+                    runners[judge],
                     judge,
                     tasks,
                     judgments_path=paths.judgments,
@@ -195,6 +197,15 @@ def run_dbg(
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
             return write_summary(config, paths, items, gold, placement.record())
+
+
+def judge_backends(config: RunConfig, models: ModelCache) -> dict:
+    """The backend of each local judge. With the hf backend, judges whose lower layers hold the same weights (a
+    base model and its organisms) share those layers' pass (`shared_trunk.trunk_backends`)."""
+    local = {judge: models.get(judge) for judge in config.judge_specs if config.server(judge) is None}
+    if config.backend == "hf":
+        return trunk_backends(local)
+    return {judge: make_backend(model, config.backend) for judge, model in local.items()}
 
 
 def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> None:

@@ -1,0 +1,212 @@
+"""Judges whose lower layers hold the same weights run those layers once per batch.
+
+An organism is its base model with a LoRA adapter on its top layers only (SmolLM2's top 8 of 30), merged: its
+lower 22 layers and token embeddings are the base's, bit for bit. Judging the same prompts with the base and
+its organisms, the lower layers' hidden states (and their attention patterns) are the same for every one of
+them; `SharedTrunkBackend` computes them once per batch (`Trunk`, kept for the whole run) and runs each judge
+only through its own top layers, fed the trunk's hidden states (`inputs_embeds`), as organism training does
+with its frozen lower layers (`interp.organisms.train.frozen_states`).
+
+`shared_layers(a, b)` says how many bottom layers two models share (their weights compared, not their names);
+`trunk_backends` gives each judge of a run its backend: the shared one where another judge of the run
+shares at least half of its layers, the plain one otherwise. A pass with a score bias or a residual edit
+(an intervention: it may touch the lower layers) runs the plain backend. Results equal the plain pass up to
+float rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+from dataclasses import dataclass, field
+from typing import Iterator, Mapping
+
+import torch
+from torch import Tensor
+
+from interp.core.backends.hf import HFBackend
+from interp.core.backends.layers import attention_modules, final_logits
+from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias
+from interp.core.backends.span_rows import rows_for, span_rows_attention
+from interp.core.models import LoadedModel
+
+MIN_SHARED_SHARE = 0.5  # share at least half the layers, or a judge runs its plain backend
+
+
+def decoder_stack(hf_model: torch.nn.Module) -> torch.nn.Module:
+    """The module holding the decoder's `layers` and `embed_tokens` (peft's base model's, for a peft model)."""
+    base = hf_model.get_base_model() if hasattr(hf_model, "get_base_model") else hf_model
+    return base.model
+
+
+@contextlib.contextmanager
+def layers_between(hf_model: torch.nn.Module, start: int, stop: int | None = None) -> Iterator[None]:
+    """Run the model's forward through decoder layers `start:stop` only (feed layer `start`'s input as
+    `inputs_embeds` when start > 0); the config's per-layer `layer_types` are sliced alike. The full stack
+    is put back after."""
+    stack = decoder_stack(hf_model)
+    full = stack.layers
+    config = getattr(stack, "config", None)
+    types = getattr(config, "layer_types", None)  # per-layer attention kinds (Gemma-3), read by layer position
+    stack.layers = torch.nn.ModuleList(list(full)[start:stop])
+    if types is not None:
+        config.layer_types = list(types)[start:stop]
+    try:
+        yield
+    finally:
+        stack.layers = full
+        if types is not None:
+            config.layer_types = types
+
+
+def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
+    if a is b:
+        return True
+    ta = dict(a.named_parameters()) | dict(a.named_buffers())
+    tb = dict(b.named_parameters()) | dict(b.named_buffers())
+    return ta.keys() == tb.keys() and all(ta[k].shape == tb[k].shape and ta[k].dtype == tb[k].dtype and torch.equal(ta[k], tb[k]) for k in ta)
+
+
+def shared_layers(a: torch.nn.Module, b: torch.nn.Module) -> int:
+    """How many decoder layers, from the bottom, two models hold with the same weights (0 when their classes or
+    token embeddings differ)."""
+    if type(a) is not type(b):
+        return 0
+    try:
+        sa, sb = decoder_stack(a), decoder_stack(b)
+        if not _same_weights(sa.embed_tokens, sb.embed_tokens):
+            return 0
+        layers_a, layers_b = list(sa.layers), list(sb.layers)
+    except AttributeError:  # not a decoder stack with `embed_tokens` and `layers`
+        return 0
+    count = 0
+    for la, lb in zip(layers_a, layers_b):
+        if not _same_weights(la, lb):
+            break
+        count += 1
+    return count
+
+
+@dataclass
+class _Entry:
+    hidden: Tensor  # [batch, pos, d_model]: the output of the trunk's last layer
+    patterns: dict[int, Tensor]  # layer -> the pattern the trunk pass gave its hook (the rows asked for)
+    reads: int = 0
+
+
+@dataclass
+class Trunk:
+    """The lower `layers` of `model`, run once per batch: each batch's hidden states and patterns, kept until
+    all `readers` (the judges sharing them) have read them."""
+
+    model: LoadedModel
+    layers: int
+    readers: int = 1
+    entries: dict[tuple, _Entry] = field(default_factory=dict)
+    passes: int = 0  # trunk passes run (a test counts them)
+
+    def of(self, batch: Batch, rows: int | None) -> _Entry:
+        key = (hashlib.sha256(batch.input_ids.cpu().numpy().tobytes() + batch.attention_mask.cpu().numpy().tobytes()).hexdigest(), tuple(batch.input_ids.shape), rows)
+        if key not in self.entries:
+            self.entries[key] = self._run(batch, rows)
+            self.passes += 1
+        entry = self.entries[key]
+        entry.reads += 1
+        if entry.reads >= self.readers:  # every judge sharing it has read it: memory stays one run's batches at most
+            del self.entries[key]
+        return entry
+
+    def _run(self, batch: Batch, rows: int | None) -> _Entry:
+        hf_model = self.model.hf_model
+        batch = batch.to(self.model.device)
+        patterns: dict[int, Tensor] = {}
+        captured: dict[str, Tensor] = {}
+        with layers_between(hf_model, 0, self.layers):
+            modules = attention_modules(hf_model)
+            handles = []
+            if rows is not None:
+                for layer, (_, module) in enumerate(modules):
+                    handles.append(module.register_forward_hook(lambda _m, _i, out, layer=layer: patterns.__setitem__(layer, out[1].detach().clone())))
+            last = decoder_stack(hf_model).layers[self.layers - 1]
+            handles.append(last.register_forward_hook(lambda _m, _i, out: captured.__setitem__("h", (out[0] if isinstance(out, tuple) else out).detach().clone())))
+            try:
+                with torch.inference_mode(), span_rows_attention(hf_model, rows):
+                    hf_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
+            finally:
+                for handle in handles:
+                    handle.remove()
+        return _Entry(captured["h"], patterns)
+
+
+@dataclass
+class SharedTrunkBackend:
+    """The hf backend of a judge whose lower `trunk.layers` layers are `trunk.model`'s: those run once per
+    batch (shared with every judge on the same `Trunk`), this judge's own layers run on their output."""
+
+    model: LoadedModel
+    trunk: Trunk
+    plain: HFBackend
+    name: str = "hf"
+    shares_prefix: bool = True  # passed on to the plain backend, which runs biased and edited passes
+
+    def forward(
+        self,
+        batch: Batch,
+        *,
+        on_pattern: PatternHook | None = None,
+        score_bias: ScoreBias | None = None,
+        resid_edit: ResidEdit | None = None,
+        shared_prefix: int = 0,
+    ) -> Tensor:
+        if score_bias or resid_edit:  # an intervention may touch the lower layers: the plain pass
+            return self.plain.forward(batch, on_pattern=on_pattern, score_bias=score_bias, resid_edit=resid_edit, shared_prefix=shared_prefix)
+        rows = rows_for(on_pattern)
+        entry = self.trunk.of(batch, rows)
+        start = self.trunk.layers
+        if on_pattern is not None:
+            for layer in range(start):
+                on_pattern(layer, entry.patterns[layer])
+        hf_model = self.model.hf_model
+        batch = batch.to(self.model.device)
+        with layers_between(hf_model, start):
+            handles = []
+            if on_pattern is not None:
+                for offset, (_, module) in enumerate(attention_modules(hf_model)):
+                    handles.append(module.register_forward_hook(lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])))
+            try:
+                with torch.inference_mode(), span_rows_attention(hf_model, rows):
+                    out = hf_model(
+                        inputs_embeds=entry.hidden.to(self.model.device), attention_mask=batch.attention_mask, position_ids=batch.position_ids,
+                        use_cache=False, logits_to_keep=1,
+                    )  # fmt: skip
+            finally:
+                for handle in handles:
+                    handle.remove()
+        return final_logits(out.logits)
+
+
+def trunk_backends(models: Mapping[str, LoadedModel], *, min_share: float = MIN_SHARED_SHARE) -> dict[str, Backend]:
+    """An hf backend for each judge: a `SharedTrunkBackend` where another judge shares at least `min_share`
+    of its layers (every judge of such a group on one `Trunk`: the fewest layers any two of them share), a
+    plain `HFBackend` otherwise. Sharded models (a device map) always run plain."""
+    names = list(models)
+    groups: list[list[str]] = []
+    for name in names:
+        model = models[name]
+        for group in groups:
+            if model.placement.device_map is None and shared_layers(models[group[0]].hf_model, model.hf_model) >= min_share * model.n_layers:
+                group.append(name)
+                break
+        else:
+            groups.append([name])
+    backends: dict[str, Backend] = {}
+    for group in groups:
+        if len(group) < 2 or models[group[0]].placement.device_map is not None:
+            backends |= {name: HFBackend(models[name]) for name in group}
+            continue
+        first = models[group[0]]
+        depth = min(shared_layers(first.hf_model, models[name].hf_model) for name in group[1:])
+        depth = min(depth, *(models[name].n_layers - 1 for name in group))  # each judge runs a layer of its own
+        trunk = Trunk(first, depth, readers=len(group))
+        backends |= {name: SharedTrunkBackend(models[name], trunk, HFBackend(models[name])) for name in group}
+    return backends

@@ -1,0 +1,107 @@
+"""Judges that share their lower layers (a base model and its LoRA organisms) run them once per batch, with
+the same verdicts and span attention as each judge's own full pass."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import torch
+from interp.core.backends.hf import HFBackend
+from interp.core.backends.shared_trunk import SharedTrunkBackend, shared_layers, trunk_backends
+from interp.core.judge import judge_batch, label_tokens
+from interp.core.models import wrap_model
+from interp.core.spans import build_judge_prompt
+
+from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
+from tests.helpers.reference import BATCH_ITEMS, assert_close
+
+TOL = 1e-5  # float rounding only (the plain pass shares the instructions' prefix, the trunk pass does not)
+
+
+def family(config, model_class, tokenizer, kind: str, top: int = 1):
+    """A base model and two 'organisms': copies whose top `top` layers are changed, as a merged LoRA changes them."""
+    torch.manual_seed(0)
+    base = model_class(config).eval()
+    models = {"base": wrap_model(base, tokenizer, name="base", kind=kind)}
+    for seed in (1, 2):
+        organism = copy.deepcopy(base)
+        generator = torch.Generator().manual_seed(seed)
+        with torch.no_grad():
+            for layer in organism.model.layers[-top:]:
+                for p in layer.parameters():
+                    p.add_(0.3 * torch.randn(p.shape, generator=generator))
+        models[f"organism-{seed}"] = wrap_model(organism, tokenizer, name=f"organism-{seed}", kind=kind)
+    return models
+
+
+@pytest.fixture(params=["llama", "gemma3"])
+def judges(request, smollm2_tokenizer, gemma3_tokenizer):
+    from transformers import Gemma3ForCausalLM, LlamaForCausalLM
+
+    if request.param == "llama":
+        return family(tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4), LlamaForCausalLM, smollm2_tokenizer, "post")
+    config = tiny_gemma3_config(gemma3_tokenizer, num_hidden_layers=4, layer_types=["sliding_attention", "full_attention"] * 2)
+    return family(config, Gemma3ForCausalLM, gemma3_tokenizer, "pre")
+
+
+def test_shared_layers_compares_weights(judges):
+    base, organism = judges["base"].hf_model, judges["organism-1"].hf_model
+    assert shared_layers(base, organism) == 3 and shared_layers(base, base) == 4
+    assert shared_layers(judges["organism-1"].hf_model, judges["organism-2"].hf_model) == 3
+    other = copy.deepcopy(base)
+    with torch.no_grad():
+        other.model.layers[0].mlp.up_proj.weight[0, 0] += 1.0
+    assert shared_layers(base, other) == 0
+
+
+@pytest.mark.parametrize("queries", ["final", "after"])
+def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_batch(judges, queries):
+    backends = trunk_backends(judges)
+    assert all(isinstance(b, SharedTrunkBackend) for b in backends.values())
+    trunk = backends["base"].trunk
+    assert trunk.layers == 3 and all(b.trunk is trunk for b in backends.values())
+    tokenizer = judges["base"].tokenizer
+    labels = label_tokens(tokenizer)
+    prompts = [build_judge_prompt(judges["base"], "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
+    for name, model in judges.items():
+        shared = judge_batch(backends[name], prompts, labels, queries=queries)
+        plain = judge_batch(HFBackend(model), prompts, labels, queries=queries)
+        for s, p in zip(shared, plain):
+            assert s.probs["A"] == pytest.approx(p.probs["A"], abs=TOL) and s.label_mass == pytest.approx(p.label_mass, abs=TOL)
+            assert_close(s.mass, p.mass, TOL, f"{name}: span attention")
+    assert trunk.passes == 1  # one batch: its lower layers ran once for the three judges
+    # the organisms differ from the base (their own top layer ran): not one judge's numbers copied to all
+    p_a = {name: judge_batch(backends[name], prompts, labels, queries=queries)[0].probs["A"] for name in judges}
+    assert len({round(v, 6) for v in p_a.values()}) == 3
+    assert trunk.passes == 2 and not trunk.entries  # read by all three, then dropped: a new round runs it again
+
+
+def test_an_intervention_runs_the_plain_pass(judges):
+    from hooks.compile import bias_builder
+    from hooks.spec import AttentionIntervention
+
+    backends = trunk_backends(judges)
+    model = judges["organism-1"]
+    prompts = [build_judge_prompt(model, "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
+    bias = bias_builder(AttentionIntervention(target="a", alpha=0.0, layers=(0,)), model)
+    labels = label_tokens(model.tokenizer)
+    shared = judge_batch(backends["organism-1"], prompts, labels, bias=bias)
+    plain = judge_batch(HFBackend(model), prompts, labels, bias=bias)
+    assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
+    assert backends["organism-1"].trunk.passes == 0
+
+
+def test_unrelated_judges_run_plain(judges, tiny_llama):
+    backends = trunk_backends({"base": judges["base"], "stranger": tiny_llama})
+    assert all(type(b) is HFBackend for b in backends.values())
+
+
+def test_organism_training_splits_the_stack_with_the_same_function(judges):
+    """Training's frozen lower layers (`only_layers_from`) go through `layers_between` too: the cached hidden
+    states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are sliced)."""
+    from interp.organisms.train import check_frozen_split
+
+    model = judges["base"]
+    ids = model.tokenizer.encode("Which answer is better, A or B? Say it in one letter.")
+    assert check_frozen_split(model.hf_model, 2, ids, model.tokenizer.pad_token_id) < 1e-4
