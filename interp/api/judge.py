@@ -457,7 +457,7 @@ class Judge:
 
     @contextlib.contextmanager
     def intervene(
-        self, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, /, **keys: Any
+        self, /, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, **keys: Any
     ) -> Iterator[AttentionIntervention]:
         """Judge under an attention intervention for the duration of a `with` block.
 

@@ -13,18 +13,24 @@ instead of paths; the files the CLI writes are written the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from hooks.spec import KEYS as SPEC_KEYS
 from hooks.spec import AttentionIntervention, as_spec
+from interp.api.judge import Judge
 from interp.analysis.attention_stats import head_map as head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
+from interp.core.models import LoadedModel, ModelCache, own_model
+from interp.core.placement import placement_of
 from interp.errors import InterpError
+from interp.experiments.engine import judge_pool
 from interp.experiments.causal import intervene_run, design_from_options
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
@@ -98,19 +104,53 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
 
     Args:
         config: a `RunConfig`, its keys as a dict (`models`, `judges`, `n`, `data`, `imports`, ...; see
-            `interp.config.RunConfig`), or a run TOML file (the format `interp dbg` reads).
+            `interp.config.RunConfig`), or a run TOML file (the format `interp dbg` reads). In a dict,
+            `models` and `judges` may hold `Judge` objects: each is used as it is (never loaded again) and
+            stands in the run under its `name`.
         out: the run directory; a finished step is read back, not redone.
         progress: show progress bars.
 
     Returns:
         The finished run.
+
+    Raises:
+        InterpError: a bad config, or a held judge in another dtype than the run's.
     """
+    held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
-        config = run_config_from_dict(dict(config))
+        keys = dict(config)
+        for key in ("models", "judges"):
+            if keys.get(key) is not None:
+                keys[key] = [_hold(entry, held) for entry in keys[key]]
+        config = run_config_from_dict(keys)
     elif not isinstance(config, RunConfig):
         config = load_run_config(Path(config))
-    run_dbg(config, Path(out), progress=progress)
+    models = ModelCache(placement_of(config))
+    for name, model in held.items():
+        if model.placement.dtype != models.placement.dtype:
+            raise InterpError(
+                f"the judge {name} you hold runs in {model.placement.dtype}, the run in {models.placement.dtype}; "
+                f"give the run dtype = \"{model.placement.dtype}\" or convert the model"
+            )
+        models.models[name] = model
+    run_dbg(config, Path(out), progress=progress, models=models)
     return load_run(out)
+
+
+def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -> Any:
+    """A judge given as a `Judge`: its name in the run (recorded in `held` with its model); anything else as it is."""
+    if not isinstance(entry, Judge):
+        return entry
+    name = _judge_name(entry, known)
+    if entry.own != own_model(name):
+        raise InterpError(
+            f"the judge {name} you hold reads {entry.own!r} as its own answers, but a run reads {own_model(name)!r} "
+            "(interp.own_model of its name); wrap it without own= or under the name of the model it judges as"
+        )
+    if held.get(name, entry.model) is not entry.model:
+        raise InterpError(f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))")
+    held[name] = entry.model
+    return name
 
 
 def _root(run: Any) -> Path:
@@ -197,13 +237,14 @@ class JudgeIntervention:
 
     Attributes:
         judge: the judge.
-        causal: the test's decision (p_value <= alpha; Holm-adjusted when several judges were tested).
+        causal: the test's decision: p_holm <= test_alpha.
         verdict: the verdict in words, with its numbers.
         effects: variant name ("self"; "other", "random" with span controls) -> change of the judge's P(own).
         before: behaviour without the intervention (DBG, win rate, gold agreement).
         after: variant name -> behaviour under it.
-        p_value: the decision's p-value (see `interp.metrics.causal_test`).
-        alpha: the test's level.
+        p_value: the judge's own p-value, before any correction (see `interp.metrics.causal_test`).
+        p_holm: p_value Holm-adjusted over the judges tested together (= p_value for one judge): the decision's p.
+        test_alpha: the test's level.
         effect: the tested contrast (the judge's change minus the control judge's), with its interval.
         control_judge: the control judge, or None for a test within the judge.
         n_test: test items.
@@ -216,7 +257,8 @@ class JudgeIntervention:
     before: dict
     after: dict[str, dict]
     p_value: float
-    alpha: float
+    p_holm: float
+    test_alpha: float
     effect: Effect
     control_judge: str | None
     n_test: int
@@ -255,14 +297,14 @@ class InterventionResult:
 
 def intervene(
     run: Any,
-    spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None,
     /,
+    spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None,
     *,
     all_layers: bool = False,
     top_heads: int | None = None,
     selection_share: float | None = None,
     split_seed: int = 0,
-    control_judge: str | None = None,
+    control_judge: Any = None,
     random_head_sets: int = 19,
     test_alpha: float = 0.05,
     judges: Sequence[Any] | None = None,
@@ -278,7 +320,11 @@ def intervene(
     Masks the judge's own answer (`all_layers`, its `top_heads` chosen on a seeded `selection_share` of the
     items, or `spec`), compares the change of P(own) with a control judge's under the same mask
     (difference in differences; an organism's counterpart by default) and, for chosen heads, with random
-    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`).
+    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`),
+    Holm-adjusted over the judges tested.
+
+    Give exactly one mask: a spec (or its keys), `all_layers`, or `top_heads`. `alpha` is a spec key, the
+    mask's strength (0 masks); the test's level is `test_alpha`, as the CLI's `--test-alpha`.
 
     Args:
         run: a run directory or a loaded run.
@@ -287,44 +333,49 @@ def intervene(
         top_heads: mask the judge's K heads with the largest own-minus-other attention.
         selection_share: share of the items that choose heads; the rest test them.
         split_seed: seed of the selection / test split.
-        control_judge: a judge reading the same pairs ("" for none; default: an organism's counterpart).
+        control_judge: a judge reading the same pairs, as `judges` takes one (a name or a `Judge`); "" for
+            none; default: an organism's counterpart.
         random_head_sets: random head sets of the same size, for `top_heads`.
-        test_alpha: the test's level (`alpha` is the spec's mask strength).
-        judges: judges to test (default: every judge whose own answers are in the run).
+        test_alpha: the test's level.
+        judges: judges to test, by name in the run or as `Judge` objects (a held judge is used as it is, not
+            loaded again); default: every judge whose own answers are in the run.
         backend: "hf", "transformer_lens" or "nnsight" (default: the run's).
         with_controls: also the other-span and random-span masks (descriptive).
         items: split or test on these item ids only.
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
-        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`).
+        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`).
 
     Returns:
         The decision, its numbers and the effects per judge.
+
+    Raises:
+        InterpError: no mask or more than one, an unknown keyword, or a bad value.
     """
+    check_mask_choice(spec, keys, all_layers=all_layers, top_heads=top_heads)
     design = design_from_options(
-        spec_given=not all_layers and top_heads is None,
+        spec_given=spec is not None or bool(keys),
         all_layers=all_layers,
         top_heads=top_heads,
-        control_judge=control_judge,
+        control_judge=None,
         selection_share=selection_share,
         split_seed=split_seed,
         random_head_sets=random_head_sets,
-        alpha=test_alpha,
+        test_alpha=test_alpha,
         span_controls=with_controls,
     )
     spec = as_spec(spec, **keys) if design.heads == "spec" else None
     root = _root(run)
     known = load_run_inputs(root).config.judge_specs
-    result = intervene_run(
-        root,
-        spec,
-        design=design,
-        judges=[_judge_name(judge, known) for judge in judges] if judges is not None else None,
-        backend=backend,
-        progress=progress,
-        where=PlacementKeys(device=device),
-        items=items,
-    )
+    held: dict[str, LoadedModel] = {}
+    names = [_hold(judge, held, known) for judge in judges] if judges is not None else None
+    control = _hold(control_judge, held, known) if control_judge is not None else None
+    if control is not None and not isinstance(control, str):
+        raise InterpError(f"control_judge is a judge's name or a Judge, not {type(control).__name__}")
+    design = dataclasses.replace(design, control_judge="" if control in ("none", "") else control)
+    where = PlacementKeys(device=device)
+    models = judge_pool(load_run_inputs(root), backend, where=where, held=held).models if held else None
+    result = intervene_run(root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models)
     per_judge = {
         judge: JudgeIntervention(
             judge=judge,
@@ -334,7 +385,8 @@ def intervene(
             before=record["before"],
             after=record["variants"],
             p_value=record["p_value"],
-            alpha=record["alpha"],
+            p_holm=record.get("p_holm", record["p_value"]),
+            test_alpha=record["test_alpha"],
             effect=Effect(record["effect"]["mean"], tuple(record["effect"]["ci"])),
             control_judge=record["test"]["control_judge"],
             n_test=record["n_test"],
@@ -342,6 +394,27 @@ def intervene(
         for judge, record in result["judges"].items()
     }
     return InterventionResult(as_spec(result["spec"]), Path(result["run_dir"]), result["n_items"], result["backend"], per_judge, result)
+
+
+def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, top_heads: int | None) -> None:
+    """Exactly one mask, and every keyword known: nothing the caller passed is dropped without a word."""
+    unknown = sorted(set(keys) - set(SPEC_KEYS))
+    if unknown:
+        raise InterpError(
+            f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, selection_share, "
+            f"split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, items, device, progress; "
+            f"spec keys are {', '.join(SPEC_KEYS)}"
+        )
+    chosen = "all_layers=True" if all_layers else f"top_heads={top_heads}" if top_heads is not None else None
+    if chosen is None or (spec is None and not keys):
+        return
+    if "alpha" in keys:
+        raise InterpError(
+            f"alpha={keys['alpha']} is a spec's mask strength, and {chosen} takes no spec (it masks with alpha 0); "
+            "for the test's level pass test_alpha="
+        )
+    given = "a spec" if spec is not None else f"spec key {sorted(keys)[0]!r}"
+    raise InterpError(f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), all_layers or top_heads, one of them")
 
 
 def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: bool = True) -> pd.DataFrame:

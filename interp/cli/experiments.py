@@ -39,7 +39,8 @@ def intervene(
     split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
     control_judge: Optional[str] = typer.Option(None, "--control-judge", help="a judge that reads the same pairs (default: an organism's counterpart in the run); 'none' for no control"),
     random_head_sets: int = typer.Option(19, "--random-head-sets", help="random head sets of the same size for --top-heads (19 is the fewest that can reach p = 0.05)"),
-    alpha: float = typer.Option(0.05, "--alpha", help="the test's level"),
+    test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"),
+    alpha: Optional[float] = typer.Option(None, "--alpha", hidden=True),
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
@@ -50,11 +51,14 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer, against a control judge and random head sets (responses and gold held fixed)."""
     from hooks.spec import load_spec
+    from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
+    if alpha is not None:
+        raise InterpError(f"--alpha {alpha:g}: alpha is a spec's mask strength (0 masks); the test's level is --test-alpha {alpha:g}")
     design = design_from_options(
         spec_given=spec_path is not None,
         all_layers=all_layers,
@@ -63,7 +67,7 @@ def intervene(
         selection_share=selection_share,
         split_seed=split_seed,
         random_head_sets=random_head_sets,
-        alpha=alpha,
+        test_alpha=test_alpha,
         span_controls=controls,
     )
     where = placement_keys(device, dtype)

@@ -45,7 +45,7 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.metrics.causal_test import ALPHA, N_FLIPS, causal_test, holm
+from interp.metrics.causal_test import ALPHA, N_FLIPS, CausalTest, causal_test, holm
 from interp.organisms.data import unit_hash
 from interp.run.store import Run, load_run
 from interp.storage import atomic_write_text
@@ -65,7 +65,7 @@ class TestDesign:
     control_judge: str | None = None  # None: automatic (an organism's counterpart); "" : none
     random_head_sets: int = 19
     layer_matched: bool = True
-    alpha: float = ALPHA
+    test_alpha: float = ALPHA  # the test's level (a spec's `alpha` is its mask strength)
     n_flips: int = N_FLIPS
     span_controls: bool = False  # also the other-span and random-span masks (descriptive, not in the decision)
 
@@ -78,8 +78,8 @@ class TestDesign:
             raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
         if self.random_head_sets < 0:
             raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
-        if not 0 < self.alpha < 1:
-            raise InterpError(f"--alpha {self.alpha} must be between 0 and 1")
+        if not 0 < self.test_alpha < 1:
+            raise InterpError(f"--test-alpha {self.test_alpha} must be between 0 and 1")
         if self.n_flips < 1:
             raise InterpError("n_flips must be at least 1")
 
@@ -307,11 +307,11 @@ def _test_judge(
         control_result = evaluate(run, control, {"self": variants["self"]}, pool, items=items, progress=progress, own=own_model(judge))
         delta_control = _delta(control_result, "self")
     contrast = delta_judge - (delta_control if delta_control is not None else 0.0)
-    common = dict(control_judge=control, alpha=design.alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    common = dict(control_judge=control, alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     first = causal_test(delta_judge, delta_control, **common)
     test, random_effects = first, None
     if design.heads == "top-heads" and design.random_head_sets > 0:
-        if first.p_flip > design.alpha:  # the random sets cannot change the decision: the same test, marked
+        if first.p_flip > design.test_alpha:  # the random sets cannot change the decision: the same test, marked
             test = dataclasses.replace(first, random_sets_skipped=True)
         else:
             random_effects = _random_contrasts(run, judge, control, spec, design, pool, items, progress)
@@ -320,7 +320,8 @@ def _test_judge(
     out |= {
         "causal": test.causal,
         "p_value": test.p_value,
-        "alpha": test.alpha,
+        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`_holm`)
+        "test_alpha": test.alpha,
         "effect": test.effect,
         "n_test": test.n_test,
         "verdict": test.verdict(judge),
@@ -352,13 +353,13 @@ def _random_contrasts(run: Run, judge: str, control: str | None, spec: Attention
 
 
 def _holm(result: dict, names: Sequence[str]) -> None:
-    """Several judges in one command: Holm over their p-values decides; each keeps its raw p beside."""
-    if len(names) < 2:
-        return
+    """Holm over the judges of one command (one judge: p_holm = p_value): the decision is p_holm <= test_alpha,
+    and each record keeps its raw p beside the adjusted one."""
     adjusted = holm([result["judges"][judge]["p_value"] for judge in names])
     for judge, p in zip(names, adjusted):
         record = result["judges"][judge]
-        record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
-        record["causal"] = bool(p <= record["alpha"])
-        record["verdict"] += f"; Holm over {len(names)} judges: p {p:.3f} -> {'causal' if record['causal'] else 'not causal'}"
-    result["multiple_comparisons"] = f"Holm over {len(names)} judges"
+        record["p_holm"], record["causal_unadjusted"] = p, bool(record["p_value"] <= record["test_alpha"])
+        record["causal"] = bool(p <= record["test_alpha"])
+        test = CausalTest(**record["test"])
+        record["verdict"] = test.verdict(judge, p_holm=p if len(names) > 1 else None, n_family=len(names))
+    result["multiple_comparisons"] = f"Holm over {len(names)} judges" if len(names) > 1 else "none (one judge)"

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -190,14 +190,22 @@ class Judges:
         return self.runners[judge, name]
 
 
-def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Judges:
+def judge_pool(
+    run: Run,
+    backend: str | None = None,
+    *,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
+    held: Mapping[str, LoadedModel] | None = None,
+) -> Judges:
     """Judges to re-judge `run` with: in the dtype the run was judged in (its own judgments are every
     experiment's baseline, so another precision would compare two precisions); `where` (device, device_map)
-    may differ from the run's. A shared `models` cache is used as it is. A run judged with other adapter
-    weights than are installed now is refused (its judgments are the baseline of every comparison)."""
+    may differ from the run's. A shared `models` cache is used as it is. `held`: run judge name -> a model
+    the caller already holds (a `Judge`'s), used instead of loading that name again. A run judged with other
+    adapter weights than are installed now is refused (its judgments are the baseline of every comparison)."""
     check_adapters(run.config, run.dir)
+    recorded = run.config.dtype or "float32"
     if models is None:
-        recorded = run.config.dtype or "float32"
         where = where or PlacementKeys()
         problem = backend_placement_problem(run.config.backend if backend is None else backend, where.device_map)
         if problem:
@@ -208,6 +216,13 @@ def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | N
                 f"use dtype {recorded} or make a new run with dtype = \"{where.dtype}\""
             )
         models = ModelCache(resolve_placement(where.device, recorded, where.device_map))
+    for name, model in (held or {}).items():
+        if model.placement.dtype != recorded:
+            raise InterpError(
+                f"this run was judged in {recorded}; the judge {name} you hold runs in {model.placement.dtype}, which would "
+                f"compare two precisions; convert it (model.to(torch.{recorded})) or re-judge by name"
+            )
+        models.models[name] = model
     return Judges(models, backend)
 
 

@@ -60,8 +60,9 @@ def test_rows(results: Sequence[dict]) -> list[list[str]]:
                     judge,
                     test["control_judge"] or "none (within the judge)",
                     f"{_pts(effect['mean'])} [{_pts(effect['ci'][0])}, {_pts(effect['ci'][1])}]",
-                    f"{r['p_value']:.3f}" + (f" (Holm {r['p_holm']:.3f})" if "p_holm" in r else ""),
-                    f"{r['alpha']:g}",
+                    f"{r['p_value']:.3f}",
+                    f"{r.get('p_holm', r['p_value']):.3f}",
+                    f"{r.get('test_alpha', r.get('alpha')):g}",
                     str(r["n_test"]),
                     "n/a" if mass.get("share_to_other_answer") is None else f"{100 * mass['share_to_other_answer']:.0f}%",
                     "yes" if r["causal"] else "no",
@@ -94,7 +95,7 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
         reused = result["reused"]
         splits.append(f"{result.get('split', 'all items')}, {result['n_items']} items")
     table = table_html(["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"], rows)
-    header = ["judge", "control judge", "effect: change of P(own) beyond the control, pts (95% CI)", "p", "alpha", "test items", "masked mass moved to the other answer", "causal"]
+    header = ["judge", "control judge", "effect: change of P(own) beyond the control, pts (95% CI)", "p", "p (Holm; decides)", "alpha", "test items", "masked mass moved to the other answer", "causal"]
     tests = test_rows(results)
     body = render(_INTERVENTION_SECTION, tests=table_html(header, tests) if tests else "", image=png_data_uri(paths["png"]), table=table, verdicts=verdicts, splits=splits, reused=reused)
     path = figures / "intervention_section.html"

@@ -91,7 +91,8 @@ def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
                 "verdict": verdict[len(prefix) :] if verdict.startswith(prefix) else verdict,
                 "effect": _effect(r),
                 "p_value": r.get("p_value"),
-                "alpha": r.get("alpha"),
+                "p_holm": r.get("p_holm", r.get("p_value")),  # results written before every record had one
+                "test_alpha": r.get("test_alpha", r.get("alpha")),
                 "n_test": r.get("n_test", n_items),
             }
         )
@@ -204,16 +205,16 @@ def print_results(payload: dict, console=None) -> None:
             console.print(note, highlight=False, soft_wrap=True)
     if "causal" in payload:
         console.print()
-        table = Table("Causal test (change of P(own), pts, 95% interval)")
+        table = Table("Causal test (change of P(own), pts, 95% interval; the Holm-adjusted p decides)")
         table.add_column("judge", overflow="fold", min_width=14)
         table.add_column("causal", no_wrap=True)
-        for name in ("effect", "95% CI", "p", "alpha", "n"):
+        for name in ("effect", "95% CI", "p", "p (Holm)", "alpha", "n"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in payload["causal"]:
             effect = r["effect"] or {}
             causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
             n = "n/a" if r["n_test"] is None else str(r["n_test"])
-            table.add_row(r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r["p_value"]), _number(r["alpha"]), n)
+            table.add_row(r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r["p_value"]), _number(r["p_holm"]), _number(r["test_alpha"]), n)
         if not payload["causal"]:
             console.print("Causal test: not run (no item of the run in the split it needs).")
         else:

@@ -135,7 +135,7 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
     record = written["judges"][judge]
-    assert isinstance(record["causal"], bool) and 0 < record["p_value"] <= 1 and record["alpha"] == 0.05
+    assert isinstance(record["causal"], bool) and 0 < record["p_value"] <= 1 and record["test_alpha"] == 0.05 and record["p_holm"] == record["p_value"]
     assert record["test"]["control_judge"] == other and record["test"]["design"] == "difference in differences"
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
     assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
@@ -162,7 +162,7 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     a, b = load_run(run).config.models
-    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, random_head_sets=3, alpha=0.5)
+    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, random_head_sets=3, test_alpha=0.5)
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
     assert result["multiple_comparisons"] == "Holm over 2 judges"
     for judge in (a, b):
