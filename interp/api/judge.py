@@ -171,6 +171,17 @@ def _is_backend(obj) -> bool:
     return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
 
 
+def _refuse_unknown(options: Mapping[str, Any]) -> None:
+    """One error for an option a Judge does not take, with the hint for the renamed `queries`."""
+    if "queries" in options:
+        raise InterpError(
+            "Judge(queries=) is now readout= ('final' or 'after': where the span attention is read from); "
+            "`queries` is a spec's key, the positions a mask acts on ('outside' or 'final')"
+        )
+    if options:
+        raise InterpError(f"unknown Judge option {sorted(options)[0]!r}; options are own, readout, batch_size")
+
+
 def _per_row(value, n: int, what: str) -> list:
     """`value` for each of n rows: a list of n values, or one value repeated (strings and pairs are one value)."""
     if isinstance(value, (str, tuple)) or value is None:
@@ -194,19 +205,21 @@ class Judge:
         own: the model whose answers are the judge's own: what `target="self"` masks and what
             `Verdict.p_own` reads. Defaults to `interp.core.models.own_model(name)` (an organism's own
             answers are its base model's).
-        queries: the query set of the span attention: "final" (the verdict position) or "after" (every
-            position after both responses).
+        readout: the positions the span attention is read from: "final" (the verdict position) or "after"
+            (every position after both responses); a run config's `attention` key. (`queries` is a spec's key:
+            the positions a mask acts on.)
         batch_size: pairs per forward pass in `batch`.
     """
 
-    def __init__(self, backend: Backend, *, own: str | None = None, queries: QuerySet = "final", batch_size: int = 8):
-        if queries not in ("final", "after"):
-            raise InterpError(f"unknown query set {queries!r}; use 'final' or 'after'")
+    def __init__(self, backend: Backend, *, own: str | None = None, readout: QuerySet = "final", batch_size: int = 8, **unknown: Any):
+        _refuse_unknown(unknown)
+        if readout not in ("final", "after"):
+            raise InterpError(f"unknown readout {readout!r}; use 'final' or 'after'")
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
         self.backend = backend
         self.own = own if own is not None else own_model(backend.model.name)
-        self.queries: QuerySet = queries
+        self.readout: QuerySet = readout
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention] = []
@@ -225,8 +238,9 @@ class Judge:
         kind: Kind | None = None,
         attention: str = "sdpa",
         own: str | None = None,
-        queries: QuerySet = "final",
+        readout: QuerySet = "final",
         batch_size: int = 8,
+        **unknown: Any,
     ) -> "Judge":
         """Load a judge model offline and wrap it in a backend.
 
@@ -240,14 +254,15 @@ class Judge:
             kind: "pre" (few-shot prompts) or "post" (chat template); default: guessed from the tokenizer.
             attention: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
             own: the model whose answers are the judge's own (default: `own_model(spec)`).
-            queries: "final" or "after", the query set of the span attention.
+            readout: "final" or "after", the positions the span attention is read from.
             batch_size: pairs per forward pass in `batch`.
 
         Returns:
             The judge.
         """
+        _refuse_unknown(unknown)
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
-        return cls(make_backend(model, backend, attention=attention), own=own, queries=queries, batch_size=batch_size)
+        return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
 
     @classmethod
     def wrap(
@@ -261,7 +276,9 @@ class Judge:
         attention: str = "sdpa",
         **options: Any,
     ) -> "Judge":
-        """A judge around a model you already hold; the model object stays yours (it is put in eval mode).
+        """A judge around a model you already hold, used in place (never copied or loaded again). Judging needs
+        eval mode and a pad token: where your objects lack them they are set, with a warning that says so
+        (`interp.core.models.wrap_model`).
 
         Args:
             model: a Hugging Face causal LM (then pass `tokenizer`), a `LoadedModel`, a backend from
@@ -271,11 +288,12 @@ class Judge:
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             backend: "hf" (default), "transformer_lens" or "nnsight"; an nnsight model uses "nnsight".
             attention: "sdpa" or "eager", for the hf and nnsight backends.
-            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+            **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
             The judge.
         """
+        _refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
         if _is_nnsight(model):
             return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
         if _is_backend(model):
@@ -305,7 +323,7 @@ class Judge:
             name: the judge's name (default: the wrapped model's folder or id).
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             attention: "sdpa" or "eager".
-            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+            **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
             The judge.
@@ -432,7 +450,7 @@ class Judge:
         with contextlib.ExitStack() as stack:
             for spec in self._active:
                 stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
-            return judge_batch(self.backend, prompts, self._labels, queries=self.queries)
+            return judge_batch(self.backend, prompts, self._labels, queries=self.readout)
 
     def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
         mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]

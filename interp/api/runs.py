@@ -142,7 +142,7 @@ def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -
     if not isinstance(entry, Judge):
         return entry
     name = _judge_name(entry, known)
-    if entry.own != own_model(name):
+    if entry.own not in (own_model(name), own_model(entry.name)):  # an own= given that the run cannot follow
         raise InterpError(
             f"the judge {name} you hold reads {entry.own!r} as its own answers, but a run reads {own_model(name)!r} "
             "(interp.own_model of its name); wrap it without own= or under the name of the model it judges as"
@@ -423,16 +423,27 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
     Args:
         config: a sweep TOML file (the format `interp sweep` reads), its keys as a dict, or a `SweepConfig`.
             Keys: `run`, `name`, `judges`, `targets`, `alphas`, `queries`, `all_layers`, `[layers]`
-            (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`.
+            (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`. In a dict, `judges`
+            may hold `Judge` objects: each is used as it is, never loaded again.
         progress: show a progress bar.
 
     Returns:
         The sweep's table (also written to `RUN/sweeps/<name>-<key>/results.csv`, plots beside it; the
         path is in `frame.attrs["path"]`). A killed sweep resumes where it stopped.
     """
+    held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
-        config = validate_config(SweepConfig, dict(config), "sweep config")
-    path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress)
+        keys = dict(config)
+        if keys.get("judges") is not None and "run" in keys:
+            known = load_run_inputs(_root(keys["run"])).config.judge_specs
+            keys["judges"] = [_hold(judge, held, known) for judge in keys["judges"]]
+        if isinstance(keys.get("run"), (RunResult, Run, RunDir)):
+            keys["run"] = str(_root(keys["run"]))
+        config = validate_config(SweepConfig, keys, "sweep config")
+    models = None
+    if held:
+        models = judge_pool(load_run_inputs(Path(config.run)), config.backend, where=config, held=held).models
+    path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress, models=models)
     frame = pd.read_csv(path)
     frame.attrs["path"] = path
     return frame

@@ -176,3 +176,35 @@ def test_a_held_judge_runs_dbg_and_intervene_loaded_once(tmp_path, tiny_llama_di
     with pytest.raises(InterpError, match="is the judge under test"):
         interp.intervene(run, all_layers=True, judges=[judge], control_judge=judge, device="cpu", progress=False)
     assert loads == []
+
+
+def test_a_held_judge_runs_a_sweep_loaded_once(tiny_run, tiny_llama_dir, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import interp.core.models as models
+
+    root, judge_path = tiny_run
+    judge = interp.Judge.wrap(AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir))
+    loads: list = []
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(a) or pytest.fail("loaded by name"))
+    config = {"run": interp.load_run(root), "name": "held", "judges": [judge], "targets": ["self"], "alphas": [0.5], "all_layers": True, "device": "cpu"}
+    table = interp.sweep(config, progress=False)
+    assert set(table["judge"]) == {judge_path} and len(table) == 1 and loads == []
+
+
+def test_a_from_nnsight_judge_is_tested_as_it_is(tiny_run, tiny_llama_dir, monkeypatch):
+    """A judge made with Judge.from_nnsight is the judge the causal test runs: its model makes the passes, and
+    nothing is loaded by name."""
+    from nnsight import LanguageModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import interp.core.models as models
+
+    root, judge_path = tiny_run
+    hf_model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir)
+    judge = interp.Judge.from_nnsight(LanguageModel(hf_model, tokenizer=AutoTokenizer.from_pretrained(tiny_llama_dir)))
+    passes = []
+    hf_model.model.register_forward_hook(lambda *_: passes.append(1))
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded by name"))
+    held = interp.intervene(root, target="self", alpha=0.625, judges=[judge], device="cpu", progress=False)  # a new key: judged now
+    assert set(held.judges) == {judge_path} and held.judges[judge_path].n_test == len(ITEMS) and passes
