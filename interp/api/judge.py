@@ -26,9 +26,9 @@ from torch import Tensor
 from hooks.context import dampen
 from hooks.spec import AttentionIntervention, as_spec, validate_against
 from interp.core.attention import QuerySet, per_token_mean
-from interp.core.backends import Backend, make_backend
+from interp.core.backends import Backend, is_backend, make_backend
 from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
-from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
+from interp.core.models import Kind, LoadedModel, load_model, own_model, own_slot, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt
 from interp.errors import InterpError
 
@@ -76,9 +76,7 @@ class Verdict:
     @property
     def own_slot(self) -> str | None:
         """"a" or "b": the slot holding the judge's own response (None when authors do not say)."""
-        if self.authors is None or self.authors[0] == self.authors[1] or self.own not in self.authors:
-            return None
-        return "a" if self.authors[0] == self.own else "b"
+        return None if self.authors is None else own_slot(*self.authors, self.own)
 
     @property
     def p_own(self) -> float | None:
@@ -165,10 +163,6 @@ class Verdicts(Sequence[Verdict]):
 
 def _is_nnsight(obj) -> bool:
     return type(obj).__module__.startswith("nnsight")
-
-
-def _is_backend(obj) -> bool:
-    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
 
 
 def _refuse_unknown(options: Mapping[str, Any]) -> None:
@@ -296,7 +290,7 @@ class Judge:
         _refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
         if _is_nnsight(model):
             return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
-        if _is_backend(model):
+        if is_backend(model):
             return cls(model, **options)
         if isinstance(model, LoadedModel):
             loaded = model

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
-from interp.report.steering import interval_text, pct0
+from interp.formatting import pct, pts_interval
 
 
 def _refresh_report(run_dir: Path) -> Path | None:
@@ -123,15 +123,15 @@ def table_lines(table: dict) -> list[str]:
     for judge, p in table["probe"].items():
         acc = p["accuracy"]
         lines.append(
-            f"{judge}: direction at layer {p['layer']} ({p['position']}), probe accuracy train {100 * acc['train']:.0f}% "
-            f"(n={p['n']['train_examples']}), held-out {pct0(acc['heldout'])} (n={p['n']['heldout_examples']}); "
-            f"paired train {pct0(acc.get('train_paired'))}, held-out {pct0(acc.get('heldout_paired'))}; "
+            f"{judge}: direction at layer {p['layer']} ({p['position']}), probe accuracy train {pct(acc['train'])} "
+            f"(n={p['n']['train_examples']}), held-out {pct(acc['heldout'])} (n={p['n']['heldout_examples']}); "
+            f"paired train {pct(acc.get('train_paired'))}, held-out {pct(acc.get('heldout_paired'))}; "
             f"{p['n']['train_items']} train / {p['n']['heldout_items']} held-out items"
         )
     for r in table["rows"]:
         lines.append(
-            f"  {r['judge']} {r['intervention']:>18}: DBG {interval_text(r['dbg_hard'], r['dbg_ci'])} pts, P(own) {r['mean_p_own']:.3f}, "
-            f"change {interval_text(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement {100 * r['gold_agreement']:.0f}%"
+            f"  {r['judge']} {r['intervention']:>18}: DBG {pts_interval(r['dbg_hard'], r['dbg_ci'])} pts, P(own) {r['mean_p_own']:.3f}, "
+            f"change {pts_interval(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement {pct(r['gold_agreement'])}"
         )
     return lines
 

@@ -13,6 +13,7 @@ import typer
 from interp import metrics
 from interp.analysis.lenses import run_lenses
 from interp.errors import InterpError
+from interp.formatting import fixed
 from interp.report.terminal import payload_json
 
 
@@ -34,10 +35,8 @@ def _percent(value):
     return value * 100.0 if isinstance(value, float) else value
 
 
-def _fmt(value, width: int = 9) -> str:
-    if isinstance(value, float):
-        return f"{value:>{width}.2f}" if math.isfinite(value) else f"{'n/a':>{width}}"
-    return f"{value!s:>{width}}"
+def _cell(value, width: int = 9) -> str:
+    return f"{fixed(value) if isinstance(value, float) else value!s:>{width}}"
 
 
 def _emit_json(payload) -> None:
@@ -45,12 +44,12 @@ def _emit_json(payload) -> None:
 
 
 def _table(header: list[str], rows: list[list]) -> None:
-    widths = [max(len(h), *(len(_fmt(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    widths = [max(len(h), *(len(_cell(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     typer.echo("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
     for row in rows:
         cells = []
         for i, (cell, w) in enumerate(zip(row, widths)):
-            text = _fmt(cell).strip()
+            text = _cell(cell).strip()
             cells.append(text.rjust(w) if i else text.ljust(w))
         typer.echo("  ".join(cells))
 

@@ -114,6 +114,14 @@ def own_model(judge: str) -> str:
     return organism_base(judge) or judge
 
 
+def own_slot(author_a: str | None, author_b: str | None, own: str | None) -> Literal["a", "b"] | None:
+    """The slot ("a" or "b") holding `own`'s response: the one definition (the Judge's verdicts, the hooks'
+    "self"/"other" targets, steering directions, stored attention). None when no slot is, or both are."""
+    if own is None or author_a == author_b or own not in (author_a, author_b):
+        return None
+    return "a" if author_a == own else "b"
+
+
 def cache_root() -> Path:
     return Path(os.environ.get("INTERP_CACHE", Path.home() / ".cache" / "interp"))
 

@@ -34,6 +34,7 @@ from interp.config import PlacementKeys
 from interp.core.adapters import adapter_folder, organism_base, read_manifest
 from interp.core.models import ModelCache, own_model
 from interp.data import Item
+from interp.splits import split_ids
 from interp.errors import InterpError
 from interp.experiments.engine import (
     Judges,
@@ -46,7 +47,6 @@ from interp.experiments.engine import (
     variant_key,
 )
 from interp.metrics.causal_test import ALPHA, N_FLIPS, CausalTest, causal_test, holm
-from interp.organisms.data import unit_hash
 from interp.run.store import Run, load_run
 from interp.storage import atomic_write_text
 
@@ -93,16 +93,6 @@ def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | 
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
     control = "" if control_judge in ("none", "") else control_judge
     return TestDesign(heads=heads, top_k=top_heads, control_judge=control, **fields)
-
-
-def split_items(item_ids: Sequence[str], share: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded selection / test split of item ids: an item's side depends only on (seed, its id)."""
-    selection = [i for i in item_ids if unit_hash(seed, "selection", i) < share]
-    chosen = set(selection)
-    test = [i for i in item_ids if i not in chosen]
-    if not selection or not test:
-        raise InterpError(f"--selection-share {share} leaves {len(selection)} selection and {len(test)} test items of {len(item_ids)}; use a share that leaves both")
-    return selection, test
 
 
 def organism_role(spec: str) -> str | None:
@@ -207,7 +197,7 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     ids = [item.id for item in run.items if items is None or item.id in set(items)]
     if not ids:
         raise InterpError("no item of the run is in the items to test on")
-    selection, test = split_items(ids, design.selection_share, design.split_seed) if design.selection_share else ([], ids)
+    selection, test = split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share") if design.selection_share else ([], ids)
     names = self_judges(run, judges)
     controls = {judge: resolve_control(run, judge, design) for judge in names}
     if design.heads == "all-layers":

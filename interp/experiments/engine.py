@@ -30,11 +30,12 @@ from interp.core.placement import resolve_placement
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.causal import behaviour, paired_effect
+from interp.metrics.dbg import p_own_from_first
 from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
-from interp.run.summary import p_first_wins
+from interp.run.summary import p_first
 from interp.storage import atomic_write_text
 
 
@@ -108,9 +109,8 @@ def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
 
 def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:
     """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
-    ab, ba = p_first_wins(records, items if items is not None else run.items, run.config.models[0])
-    p_first = (ab + ba) / 2
-    return p_first if (own or own_model(judge)) == run.config.models[0] else 1 - p_first
+    first = p_first(records, items if items is not None else run.items, run.config.models[0])
+    return p_own_from_first(first, own or own_model(judge), run.config.models[0])
 
 
 def judge_variant(

@@ -32,7 +32,7 @@ from interp.experiments.directions import (
     SteeringDirection,
     check_layer,
     compute_direction,
-    split_items,
+    steering_split,
 )
 from interp.experiments.engine import (
     Variant,
@@ -153,7 +153,7 @@ def steering_table(
         raise InterpError(f"positions must be one of {', '.join(EDIT_POSITIONS)}, not {positions!r}")
     run = load_run(run_dir)
     names = self_judges(run, [judge] if isinstance(judge, str) else judge)
-    split_items([i.id for i in run.items], train_fraction, seed)  # bad fractions fail now
+    steering_split([i.id for i in run.items], train_fraction, seed)  # bad fractions fail now
     pool = judge_pool(run, backend, where=where, models=models)
     plans = {}
     for name in names:  # check everything before any model work beyond loading

@@ -47,7 +47,7 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
-from interp.experiments.directions import compute_direction, split_items
+from interp.experiments.directions import compute_direction, steering_split
 from interp.experiments.engine import (
     Judges,
     Variant,
@@ -230,7 +230,7 @@ def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKey
     if not config.coefficients and not config.project_out:
         raise InterpError("the steering sweep has no points: give coefficients or set project_out = true")
     run = load_run(Path(config.run))
-    split_items([i.id for i in run.items], config.train_fraction, config.seed)
+    steering_split([i.id for i in run.items], config.train_fraction, config.seed)
     pool = judge_pool(run, config.backend, where=where or config, models=models)
     judges = self_judges(run, config.judges)
     plan = [(judge, layer) for judge in judges for layer in sweep_layers(config, pool.model(judge).n_layers)]

@@ -54,6 +54,7 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
+from interp.formatting import pts, pts_ci
 from interp.metrics.stats import bootstrap_ci
 
 ALPHA = 0.05
@@ -213,12 +214,12 @@ class CausalTest:
         head = "causal effect on self-preference" if causal else "no causal effect shown"
         p_text = f"p = {self.p_value:.3f}" if p_holm is None else f"p = {self.p_value:.3f}, {p_holm:.3f} Holm-adjusted over {n_family} tests"
         if self.control_judge:
-            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] relative to control judge {self.control_judge}"
+            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} relative to control judge {self.control_judge}"
             if self.control_effect is not None:
-                change += f" ({100 * self.judge_effect:+.1f} vs {100 * self.control_effect:+.1f} pts"
+                change += f" ({pts(self.judge_effect)} vs {pts(self.control_effect)} pts"
                 change += ": the judge relies on its own answer more than the control does)" if self.effect["mean"] < 0 else ": the judge relies on its own answer less than the control does)"
         else:
-            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (no control judge: not isolated from answer quality)"
+            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} (no control judge: not isolated from answer quality)"
         return f"{judge}: {head} ({p_text}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from interp.formatting import pct, pts, pts_interval
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
@@ -42,10 +43,6 @@ def effect_figure(results: Sequence[dict]):
     return fig
 
 
-def _pts(value) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f}"
-
-
 def test_rows(results: Sequence[dict]) -> list[list[str]]:
     """One row per tested judge: the decision with its numbers (results written before the test have none)."""
     rows = []
@@ -59,12 +56,12 @@ def test_rows(results: Sequence[dict]) -> list[list[str]]:
                 [
                     judge,
                     test["control_judge"] or "none (within the judge)",
-                    f"{_pts(effect['mean'])} [{_pts(effect['ci'][0])}, {_pts(effect['ci'][1])}]",
+                    pts_interval(effect["mean"], effect["ci"]),
                     f"{r['p_value']:.3f}",
                     f"{r.get('p_holm', r['p_value']):.3f}",
                     f"{r.get('test_alpha', r.get('alpha')):g}",
                     str(r["n_test"]),
-                    "n/a" if mass.get("share_to_other_answer") is None else f"{100 * mass['share_to_other_answer']:.0f}%",
+                    pct(mass.get("share_to_other_answer")),
                     "yes" if r["causal"] else "no",
                 ]
             )
@@ -85,10 +82,10 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
                         judge,
                         name,
                         json.dumps({k: v for k, v in (after["attention"] or {}).items() if v is not None and k not in ("seed", "emphasis")}),
-                        f"{100 * before['dbg_hard']:+.1f} -> {100 * after['dbg_hard']:+.1f}",
+                        f"{pts(before['dbg_hard'])} -> {pts(after['dbg_hard'])}",
                         f"{before['mean_p_own']:.3f} -> {after['mean_p_own']:.3f}",
-                        f"{100 * effect['mean']:+.2f} [{100 * effect['ci'][0]:+.2f}, {100 * effect['ci'][1]:+.2f}]",
-                        f"{100 * before['gold_agreement']:.0f}% -> {100 * after['gold_agreement']:.0f}%",
+                        pts_interval(effect["mean"], effect["ci"], 2),
+                        f"{pct(before['gold_agreement'])} -> {pct(after['gold_agreement'])}",
                     ]
                 )
             verdicts.append(r["verdict"])

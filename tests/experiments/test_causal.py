@@ -97,13 +97,17 @@ def attention_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
     return tiny_pair_run(tmp_path_factory.mktemp("causal-test"), tiny_llama_dir, smollm2_tokenizer, n=8, attention="final")
 
 
-def test_split_is_seeded_disjoint_and_refuses_an_empty_side():
+def test_split_is_seeded_disjoint_exact_in_count_and_refuses_an_empty_side():
+    from interp.splits import split_ids
     from interp.errors import InterpError
-    from interp.experiments.causal import split_items
+
+    def split_items(ids, share, seed):
+        return split_ids(ids, share, seed, purpose="selection", what="--selection-share")
 
     ids = [f"item-{i}" for i in range(40)]
     selection, test = split_items(ids, 0.4, 3)
     assert set(selection).isdisjoint(test) and sorted(selection + test) == sorted(ids)
+    assert len(selection) == 16 and len(split_items(ids[:6], 0.5, 3)[0]) == 3  # exact in count
     assert split_items(ids, 0.4, 3) == (selection, test) and split_items(ids, 0.4, 4) != (selection, test)
     assert split_items(ids[::-1], 0.4, 3)[0] == selection[::-1]  # an item's side depends on its id, not its place
     with pytest.raises(InterpError, match="selection-share"):
