@@ -32,7 +32,7 @@ from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.metrics.causal_test import auroc, clopper_pearson, sign_flip_pvalue, sign_flip_pvalues
 from interp.organisms.data import write_items_jsonl
 from interp.run.pipeline import run_dbg
-from interp.run.store import load_run
+from interp.run.store import read_run
 
 ALPHA = 0.05
 BLOCK = 28
@@ -111,7 +111,7 @@ def main() -> None:
     args = parser.parse_args()
     start = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
-    run = load_run(base_run(args.out))
+    run = read_run(base_run(args.out))
     pool = judge_pool(run)
     smollm2, gemma = AUTHORS
     present = lambda folder: Path(folder).is_dir() and (Path(folder) / "adapter_config.json").is_file()  # noqa: E731

@@ -23,7 +23,7 @@ import pandas as pd
 from hooks.spec import KEYS as SPEC_KEYS
 from hooks.spec import AttentionIntervention, as_spec
 from interp.api.judge import Judge
-from interp.analysis.attention_stats import head_map as head_values
+from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
@@ -37,7 +37,7 @@ from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.run.pipeline import run_dbg
 from interp.run.store import Run, RunDir
-from interp.run.store import load_run as load_run_inputs
+from interp.run.store import read_run
 
 
 @dataclass(frozen=True)
@@ -95,7 +95,7 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
     """
     if isinstance(run_dir, RunResult):
         return run_dir
-    run = load_run_inputs(_root(run_dir))
+    run = read_run(_root(run_dir))
     return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else {})
 
 
@@ -366,7 +366,7 @@ def intervene(
     )
     spec = as_spec(spec, **keys) if design.heads == "spec" else None
     root = _root(run)
-    known = load_run_inputs(root).config.judge_specs
+    known = read_run(root).config.judge_specs
     held: dict[str, LoadedModel] = {}
     names = [_hold(judge, held, known) for judge in judges] if judges is not None else None
     control = _hold(control_judge, held, known) if control_judge is not None else None
@@ -374,7 +374,7 @@ def intervene(
         raise InterpError(f"control_judge is a judge's name or a Judge, not {type(control).__name__}")
     design = dataclasses.replace(design, control_judge="" if control in ("none", "") else control)
     where = PlacementKeys(device=device)
-    models = judge_pool(load_run_inputs(root), backend, where=where, held=held).models if held else None
+    models = judge_pool(read_run(root), backend, where=where, held=held).models if held else None
     result = intervene_run(root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models)
     per_judge = {
         judge: JudgeIntervention(
@@ -435,14 +435,14 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
     if isinstance(config, Mapping):
         keys = dict(config)
         if keys.get("judges") is not None and "run" in keys:
-            known = load_run_inputs(_root(keys["run"])).config.judge_specs
+            known = read_run(_root(keys["run"])).config.judge_specs
             keys["judges"] = [_hold(judge, held, known) for judge in keys["judges"]]
         if isinstance(keys.get("run"), (RunResult, Run, RunDir)):
             keys["run"] = str(_root(keys["run"]))
         config = validate_config(SweepConfig, keys, "sweep config")
     models = None
     if held:
-        models = judge_pool(load_run_inputs(Path(config.run)), config.backend, where=config, held=held).models
+        models = judge_pool(read_run(Path(config.run)), config.backend, where=config, held=held).models
     path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress, models=models)
     frame = pd.read_csv(path)
     frame.attrs["path"] = path

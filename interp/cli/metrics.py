@@ -17,7 +17,7 @@ from interp.formatting import fixed
 from interp.report.terminal import payload_json
 
 
-class Verdict(str, Enum):
+class VerdictRule(str, Enum):
     hard = "hard"
     soft = "soft"
     paper = "paper"
@@ -56,10 +56,10 @@ def _table(header: list[str], rows: list[list]) -> None:
 
 def chen2025_command(
     file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (the authors' released records; fields below)."),
-    verdict: Verdict = typer.Option(
-        Verdict.paper,
+    verdict: VerdictRule = typer.Option(
+        VerdictRule.paper,
         "--verdict",
-        help="Verdict per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
+        help="VerdictRule per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
     ),
     per_pair: bool = typer.Option(False, "--per-pair", help="Also print one row per (judge, evaluatee)."),
     confidence: bool = typer.Option(False, "--confidence", help="Also print the App. C.4 confidence analysis (Table 20)."),

@@ -47,7 +47,7 @@ from interp.experiments.engine import (
     variant_key,
 )
 from interp.metrics.causal_test import ALPHA, N_FLIPS, CausalTest, causal_test, holm
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
@@ -232,7 +232,7 @@ def intervene_run(
     design = design or TestDesign()
     if with_controls is not None:
         design = dataclasses.replace(design, span_controls=with_controls)
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
     pool = judge_pool(run, backend, where=where, models=models)

@@ -23,7 +23,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir, load_run
+from interp.run.store import RunDir, read_run
 
 # On a 2-core CPU a judge forward pass costs ~10 ms per prompt token, so the demo caps answers at 60 words
 # (the paper, and `interp dbg`'s default, use 200): judge prompts stay ~300 tokens and the whole demo,
@@ -53,7 +53,7 @@ def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> di
     test = [i.id for i in organism_splits(PLANTED)["test"] if i.id in run_ids]
     if len(test) < 2:
         return None
-    run = load_run(out)
+    run = read_run(out)
     judges = [name for name in (PLANTED, NULL) if counterpart(run, name) is not None]
     if not judges:
         return None

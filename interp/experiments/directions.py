@@ -48,7 +48,7 @@ from interp.experiments.engine import (
     self_judges,
 )
 from interp.run.judging import JudgeTask, judge_tasks
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import atomic_write_bytes, atomic_write_text, path_label
 
 DIRECTION_POSITIONS = ("spans", "final")
@@ -327,7 +327,7 @@ def compute_direction(
     """
     if position not in DIRECTION_POSITIONS:
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
-    run = run if isinstance(run, Run) else load_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     self_judges(run, [judge])
     if train_items is None:
         train_ids, heldout_ids = steering_split([item.id for item in run.items], train_fraction, seed)

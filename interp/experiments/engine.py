@@ -29,7 +29,7 @@ from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
 from interp.data import Item
 from interp.errors import InterpError
-from interp.metrics.causal import behaviour, paired_effect
+from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
 from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters

@@ -51,7 +51,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RUN_MARKERS, load_run
+from interp.run.store import RUN_MARKERS, read_run
 from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
@@ -253,7 +253,7 @@ def validate(
     models = models if models is not None else ModelCache(placement_of(config))
     run_dir = out / "run"
     run_dbg(config, run_dir, progress=progress, models=models, overwrite=overwrite)
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     pool = judge_pool(run, models=models)
     test_set = set(test_ids)
     test_items = [item for item in run.items if item.id in test_set]

@@ -77,7 +77,7 @@ def soft_win_rate(p: Sequence[float]) -> float:
     return float(probability_array(p, "soft_win_rate").mean())
 
 
-def dbg(
+def dbg_scores(
     judge_p_own: Sequence[float],
     gold_p_own: Sequence[float],
     *,

@@ -28,7 +28,7 @@ import pandas as pd
 from interp.analysis.attention_stats import (
     attention_judges,
     figure7_profiles,
-    head_map,
+    head_values,
     head_table,
     layer_differences,
     length_regression,
@@ -262,7 +262,7 @@ def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.Da
     sections.append(("Figure 7 grid", fig))
 
     for judge, run in runs.items():
-        values = head_map(run, stat="mean").numpy()
+        values = head_values(run, stat="mean").numpy()
         own = np.nanmean(run.own("mean").numpy(), axis=(0, 1))
         other = np.nanmean(run.other("mean").numpy(), axis=(0, 1))
         bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
@@ -417,7 +417,7 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
+        paths = save_figure(head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):

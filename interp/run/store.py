@@ -263,7 +263,9 @@ class Run:
         return p_own_from_first(self.gold_first, own_model, self.config.models[0])
 
 
-def load_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path) -> Run:
+    """The inputs every experiment over a finished run holds fixed (a `Run`; the notebook's `interp.load_run`
+    wraps it with the scores in a `RunResult`). Raises InterpError when a required file is missing."""
     paths = RunDir(Path(run_dir))
     for required in (paths.config, paths.items, paths.responses, paths.gold):
         if not required.is_file():

@@ -13,7 +13,7 @@ from interp.core.models import own_model
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import (
-    dbg,
+    dbg_scores,
     hard_win_rate,
     hard_wins,
     judge_reliability,
@@ -53,7 +53,7 @@ def p_first(records: Sequence[JudgmentRecord], items: Sequence[Item], first_mode
     return (ab + ba) / 2
 
 
-class Verdicts(NamedTuple):
+class JudgeVerdicts(NamedTuple):
     """One judge's verdicts on the items of a run, beside gold's."""
 
     own: str  # the judge's own model (`own_model`: an organism's base)
@@ -64,7 +64,7 @@ class Verdicts(NamedTuple):
     slot_a_rate: float  # share of all the judge's judgments in the run that pick slot A
 
 
-def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None) -> Verdicts:
+def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None) -> JudgeVerdicts:
     """`judge`'s verdicts in `run_dir`, on the items with ids `items` (all when None); judgments read once.
     The judge's own model must be one of the run's two authors, and the run must have gold."""
     paths = RunDir(Path(run_dir))
@@ -84,7 +84,7 @@ def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None
     p_own = p_own_from_first((ab + ba) / 2, own, first_model)
     gold_own = p_own_from_first(gold_first, own, first_model)
     slot_a = float(np.mean(hard_wins(np.array([r.p_a for r in judgments]))))  # a tie picks neither slot: half
-    return Verdicts(own, ab, ba, p_own, gold_own, slot_a)
+    return JudgeVerdicts(own, ab, ba, p_own, gold_own, slot_a)
 
 
 def judge_scores(
@@ -108,7 +108,7 @@ def judge_scores(
         p_own = p_own_from_first(first, own, models[0])
         gold_own = p_own_from_first(gold_first, own, models[0])
         scores["own_model"] = own
-        scores |= dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+        scores |= dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
         scores["dbg_ci"] = list(scores["dbg_ci"])
         scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
     return scores

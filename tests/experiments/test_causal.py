@@ -129,9 +129,9 @@ def test_random_head_sets_match_the_chosen_layers_and_size():
 def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
-    from interp.run.store import load_run
+    from interp.run.store import read_run
 
-    judge, other = load_run(run).config.models
+    judge, other = read_run(run).config.models
     refused = run_cli("intervene", str(run), "--all-layers", "--judge", judge, "--control-judge", "none")
     assert refused.returncode == 2 and refused.stderr.strip().startswith("error:") and "control judge" in refused.stderr
     assert not (run / "interventions").exists()  # refused before anything was written
@@ -148,7 +148,7 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
     from interp.experiments.engine import Variant, variant_key
     from hooks.spec import AttentionIntervention
 
-    loaded = load_run(run)
+    loaded = read_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]
     mask = Variant("self", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
     assert written["control_variant_keys"][judge] == variant_key(loaded, other, "hf", mask, items, judge)
@@ -161,11 +161,11 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
 
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path):
     from interp.experiments.causal import TestDesign, intervene_run
-    from interp.run.store import load_run
+    from interp.run.store import read_run
 
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
-    a, b = load_run(run).config.models
+    a, b = read_run(run).config.models
     design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, random_head_sets=3, test_alpha=0.5)
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
     assert result["multiple_comparisons"] == "Holm over 2 judges"

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from interp.metrics.dbg import dbg, hard_win_rate, tie_sign
+from interp.metrics.dbg import dbg_scores, hard_win_rate, tie_sign
 from interp.metrics.stats import bootstrap_ci
 
 
@@ -33,7 +33,7 @@ def paired_effect(before: np.ndarray, after: np.ndarray, *, n_boot: int, seed: i
 
 
 def behaviour(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int) -> dict:
-    scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+    scores = dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "dbg_hard": scores["dbg_hard"],
         "dbg_soft": scores["dbg_soft"],
