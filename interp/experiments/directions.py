@@ -72,7 +72,7 @@ def own_slot(task: JudgeTask, judge: str) -> str:
 
 def steering_split(item_ids: Sequence[str], train_fraction: float = 0.7, seed: int = 0) -> tuple[list[str], list[str]]:
     """The steering direction's train / held-out split: `interp.splits.split_ids` (purpose "steering-split")."""
-    return split_ids(item_ids, train_fraction, seed, purpose="steering-split", what="train_fraction")
+    return split_ids(item_ids, train_fraction, seed, purpose="steering-split", what="train_fraction", parts=("train", "held-out"))
 
 
 @dataclass(frozen=True)
