@@ -28,14 +28,14 @@ from pathlib import Path
 import numpy as np
 
 from hooks.spec import AttentionIntervention
-from interp.analysis.attention_stats import head_map
+from interp.analysis.attention_stats import head_values
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
 from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
-from interp.run.store import load_run
+from interp.run.store import read_run
 
 ALPHA = 0.05
 SMOLLM2, GEMMA = AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -102,7 +102,7 @@ def judge_run(out: Path, judge: str) -> Path:
 
 def top_heads_mask(run_dir: Path, judge: str, selection: list[str], own: str) -> AttentionIntervention:
     """The judge's top-8 heads by own-minus-other mean attention on the selection items, `own`'s span masked."""
-    values = head_map(run_dir, judge, "mean", items=selection)
+    values = head_values(run_dir, judge, "mean", items=selection)
     if own == GEMMA:
         values = -values
     flat = values.flatten().nan_to_num(float("-inf"))
@@ -126,7 +126,7 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True) -> dict
         done = json.loads(path.read_text())
         if set(wanted) <= set(done["p_smollm2"]):
             return done
-    run = load_run(judge_run(out, judge))
+    run = read_run(judge_run(out, judge))
     splits = splits_of(SplitConfig(items=("builtin", "referenced"), seed=0))
     selection = [item.id for item in splits["selection"]]
     test_ids = {item.id for item in splits["test"]}

@@ -24,7 +24,7 @@ from torch import Tensor
 from hooks.spec import AttentionIntervention, Target, validate_against
 from interp.core.backends import Batch, ScoreBias
 from interp.core.judge import BiasBuilder
-from interp.core.models import LoadedModel, own_model
+from interp.core.models import LoadedModel, own_model, own_slot
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 
@@ -54,15 +54,15 @@ def _self_slot(judge_model: str | None, author_a: str | None, author_b: str | No
         )
     if judge_model is None:
         raise InterpError(f"target '{target}' needs the judge model's name to find its own response")
-    a_is_self, b_is_self = author_a == judge_model, author_b == judge_model
-    if a_is_self and b_is_self:
+    slot = own_slot(author_a, author_b, judge_model)
+    if slot is None and author_a == author_b == judge_model:
         raise InterpError(f"both responses were written by {judge_model!r}; target '{target}' is ambiguous")
-    if not (a_is_self or b_is_self):
+    if slot is None:
         raise InterpError(
             f"neither response was written by the judge {judge_model!r} (authors {author_a!r}, {author_b!r}); "
             f"target '{target}' needs one of them to be"
         )
-    return "a" if a_is_self else "b"
+    return slot
 
 
 def _prompt_hash(input_ids: Sequence[int]) -> str:

@@ -17,7 +17,7 @@ from torch import Tensor
 
 from hooks.compile import model_dtype, spec_bias_builder
 from hooks.spec import AttentionIntervention, Target
-from interp.core.backends import Batch, ScoreBias
+from interp.core.backends import Batch, ScoreBias, is_backend
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
 from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
@@ -36,13 +36,9 @@ def _merge(first: ScoreBias | None, second: ScoreBias) -> ScoreBias:
     return merged
 
 
-def _is_backend(obj) -> bool:
-    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
-
-
 def _shape(obj) -> tuple[torch.nn.Module, int, int, str | None]:
     """(hf model, n_layers, n_heads, name) of a backend, a LoadedModel or a plain HF model."""
-    loaded = obj.model if _is_backend(obj) else obj
+    loaded = obj.model if is_backend(obj) else obj
     if isinstance(loaded, LoadedModel):
         return loaded.hf_model, loaded.n_layers, loaded.n_heads, loaded.name
     if isinstance(obj, torch.nn.Module) and hasattr(obj, "config"):
@@ -107,7 +103,7 @@ def dampen(
         authors=authors,
     )
 
-    if _is_backend(backend_or_model):
+    if is_backend(backend_or_model):
         owner = backend_or_model
         original = owner.forward
 

@@ -71,7 +71,6 @@ _EXPORTS: dict[str, str] = {
     "builtin_items": "interp.data",
     "load_items": "interp.data",
     "InterpError": "interp.errors",
-    "run_dbg": "interp.run.pipeline",
     "Run": "interp.run.store",
     "RunDir": "interp.run.store",
 }
@@ -115,5 +114,4 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from interp.core.spans import TokenizedPrompt, build_judge_prompt, tokenized_judge_prompt
     from interp.data import Item, builtin_items, load_items
     from interp.errors import InterpError
-    from interp.run.pipeline import run_dbg
     from interp.run.store import Run, RunDir

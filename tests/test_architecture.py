@@ -70,3 +70,93 @@ def test_module_is_small_and_says_what_it_is(path):
 def test_at_least_three_subpackages():
     subpackages = [p.parent.name for p in (REPO / "interp").glob("*/__init__.py")]
     assert {"core", "run", "metrics", "analysis", "experiments", "report", "cli"} <= set(subpackages)
+
+
+# ---- one definition per notion ----------------------------------------------------------------------------
+
+
+def _code(path: Path) -> str:
+    """The module's code without its comments and string literals (docstrings may name a rule they do not apply)."""
+    import io
+    import tokenize
+
+    tokens = tokenize.generate_tokens(io.StringIO(path.read_text()).readline)
+    return " ".join(tok.string for tok in tokens if tok.type not in (tokenize.COMMENT, tokenize.STRING))
+
+
+# notion -> (where it is written, what writing it again looks like, read from code or from the raw text)
+ONE_DEFINITION = {
+    # organisms/train.py swaps a pair's order (P(A) of the other order), which is not whose answer is whose
+    "P(own) from P(first)": ({"interp/metrics/dbg.py", "interp/organisms/train.py"}, r"\b1(\.0)? - [\w. ]*first\b", "code"),
+    "the slot holding the judge's own answer": ({"interp/core/models.py"}, r"\"a\" if [\w.\[\] ]+ == [\w.]*own\b|\"a\" if \w*own\w* == |\"a\" if \w+_is_self\b", "raw"),
+    # chen2025 keeps Chen et al.'s exact comparison on purpose (metrics/dbg.py, TIE_TOLERANCE); train.py reads
+    # a training target, never a verdict
+    "the tie rule": ({"interp/metrics/dbg.py", "interp/metrics/chen2025.py", "interp/organisms/train.py"}, r"np \. sign \(|[<>]=? 0\.5\b", "code"),
+    "a seeded split of item ids": ({"interp/splits.py"}, r"def split_items\b|def split_ids\b|\.shuffle\(|unit_hash\([^)]*\) < share\b", "raw"),
+    "whether an object is a backend": ({"interp/core/backends/__init__.py"}, r"def _?is_backend\b", "raw"),
+    "numbers written for people": (
+        {"interp/formatting.py"},
+        r"100 ?\* ?[^:\n]{1,60}:\+?\.\d+f|def _?(pts|pct|pct0|ci|interval|interval_text|fmt)\(",
+        "raw",
+    ),
+}
+
+
+def _written(pattern: str, read: str) -> dict[str, int]:
+    found = {}
+    for path in modules():
+        text = _code(path) if read == "code" else path.read_text()
+        if hits := len(re.findall(pattern, text)):
+            found[str(path.relative_to(REPO))] = hits
+    return found
+
+
+@pytest.mark.parametrize("notion", sorted(ONE_DEFINITION))
+def test_each_notion_has_one_definition(notion):
+    """Each shared notion is written in one module and every caller uses it (no copy of its rule elsewhere)."""
+    home, pattern, read = ONE_DEFINITION[notion]
+    found = _written(pattern, read)
+    assert set(found) <= home, f"{notion}: written again in {sorted(set(found) - home)}"
+
+
+def test_the_one_definition_check_can_fail(tmp_path, monkeypatch):
+    """A copy of a rule outside its home is found: the patterns match the forms they replaced."""
+    copies = {
+        "P(own) from P(first)": "p_own = p_first if own_first else 1 - p_first\n",
+        "the slot holding the judge's own answer": 'slot = "a" if task.author_a == own else "b"\n',
+        "the tie rule": "pick = np.sign(p_own - 0.5)\nwins = p >= 0.5\n",
+        "a seeded split of item ids": "def split_items(ids, share, seed):\n    return [i for i in ids if unit_hash(seed, i) < share]\n",
+        "whether an object is a backend": "def _is_backend(obj):\n    return True\n",
+        "numbers written for people": 'def _pts(x):\n    return f"{100 * x:+.1f}"\n',
+    }
+    assert set(copies) == set(ONE_DEFINITION)
+    for notion, text in copies.items():
+        path = tmp_path / "interp" / "copy.py"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        _, pattern, read = ONE_DEFINITION[notion]
+        assert re.search(pattern, _code(path) if read == "code" else text), notion
+
+
+def _top_level_names(path: Path) -> set[str]:
+    tree = ast.parse(path.read_text())
+    return {node.name for node in tree.body if isinstance(node, (ast.FunctionDef, ast.ClassDef))}
+
+
+def test_a_public_name_means_one_thing():
+    """Every name `import interp` exports is defined by the module it comes from and by no other module, so a
+    reader who meets `load_run` or `Verdicts` anywhere in the code meets the same thing; and the notebook
+    surface exports one way to run each job (`dbg`, not also the pipeline's `run_dbg`)."""
+    import interp
+
+    owners: dict[str, list[str]] = {}
+    for path in modules():
+        module = ".".join(path.relative_to(REPO).with_suffix("").parts).removesuffix(".__init__")
+        for name in _top_level_names(path):
+            owners.setdefault(name, []).append(module)
+    # a CLI command function is named as the command it is (`interp dbg` -> interp.cli.run.dbg)
+    owners = {name: [m for m in found if not m.startswith("interp.cli.")] for name, found in owners.items()}
+    clashes = {name: owners[name] for name in interp.__all__ if len(owners.get(name, [])) > 1}
+    assert not clashes, clashes
+    assert "run_dbg" not in interp.__all__
+    assert not (REPO / "interp" / "metrics" / "causal.py").exists()  # it held behaviour, not the causal test

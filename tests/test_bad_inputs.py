@@ -246,6 +246,7 @@ CASES = [
     case("inspect spec not UTF-8", ["inspect", "--intervene", "{root}/spec.toml", "-q", "q", "--response-a", "a", "--response-b", "b"], write("spec.toml", b"target = \"a\"\nalpha = 0.0\nname = \"\xe9\"\n"), "not UTF-8"),
     # ---- intervene (issue points 1, 4, 5) -----------------------------------------------------------
     case("intervene spec bad alpha", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "self"\nalpha = 2.0\n'), "'alpha'"),
+    case("intervene --alpha is a mask strength, not the level", "intervene {run} --all-layers --alpha 0.01", expected="--test-alpha 0.01"),
     case("intervene spec bad target", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "mine"\nalpha = 0.0\n'), "'target'"),
     case("intervene spec negative layer", "intervene {run} --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC + "layers = [-1]\n"), "negative"),
     case("intervene spec layer out of range", "intervene {run} --spec {root}/spec.toml --no-controls", write("spec.toml", GOOD_SPEC + "layers = [29]\n"), "out of range"),

@@ -4,7 +4,7 @@ per-layer differences with bootstrap intervals, and length control (docs/science
 - `figure7_profiles(run_dir)`: per judge x response author, the per-layer profile (mean over heads, both
   orders and instructions; per-token mean by default, as Figure 7 reads it; `stat="mass"` for the mass),
   with the author difference per judge and the judge difference per author.
-- `head_map` / `top_heads`: own-minus-other per (layer, head); the entry point for head exploration and
+- `head_values` / `top_heads`: own-minus-other per (layer, head); the entry point for head exploration and
   for choosing heads to intervene on.
 - `layer_differences`: per-layer own-minus-other with bootstrap intervals over instructions.
 - `length_table` / `length_regression`: attention difference vs token-length difference (a longer
@@ -149,7 +149,7 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
 # ---- heads -----------------------------------------------------------------------------------------
 
 
-def head_map(run_dir, judge: str | None = None, stat: Stat = "mean", items: Sequence[str] | None = None) -> Float[Tensor, "layer head"]:
+def head_values(run_dir, judge: str | None = None, stat: Stat = "mean", items: Sequence[str] | None = None) -> Float[Tensor, "layer head"]:
     """Own-minus-other attention per (layer, head): mean over both orders and instructions (empty spans
     skipped); over the given item ids only when `items` is given (e.g. a selection split)."""
     run = resolve_attention(run_dir, judge)
@@ -164,7 +164,7 @@ def top_heads(
     run_dir, judge: str | None = None, k: int = 10, stat: Stat = "mean", items: Sequence[str] | None = None
 ) -> list[tuple[int, int, float]]:
     """The k heads with the largest own-minus-other attention: [(layer, head, value)], largest first."""
-    values = head_map(run_dir, judge, stat, items)
+    values = head_values(run_dir, judge, stat, items)
     flat = values.flatten()
     finite = torch.nonzero(torch.isfinite(flat)).flatten()
     order = finite[torch.argsort(flat[finite], descending=True, stable=True)][: max(int(k), 0)]

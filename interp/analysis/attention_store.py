@@ -19,7 +19,7 @@ import numpy as np
 import torch
 from interp.config import RunConfig
 from interp.core.attention import per_token_mean
-from interp.core.models import own_model, tokenizer_fingerprint
+from interp.core.models import own_model, own_slot, tokenizer_fingerprint
 from interp.errors import InterpError
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
@@ -117,13 +117,13 @@ class RunAttention:
     @property
     def own_author(self) -> int:
         """Index in `models` of the judge's own responses."""
-        own = own_model(self.judge)
-        if own not in self.models:
+        slot = own_slot(*self.models, own_model(self.judge))  # models[0] is slot A in order "ab"
+        if slot is None:
             raise InterpError(
                 f"judge {self.judge!r} is not one of the run's response authors ({', '.join(self.models)}); "
                 "own/other attention is only defined for a judge that also answered"
             )
-        return self.models.index(own)
+        return "ab".index(slot)
 
     def own(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
         return self.by_author(stat)[..., self.own_author]

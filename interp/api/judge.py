@@ -30,10 +30,10 @@ from hooks.context import dampen
 from hooks.spec import AttentionIntervention, as_spec, validate_against
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
-from interp.core.backends import Backend, make_backend
+from interp.core.backends import Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
-from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
+from interp.core.models import Kind, LoadedModel, load_model, own_model, own_slot, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.errors import InterpError
 
@@ -81,9 +81,7 @@ class Verdict:
     @property
     def own_slot(self) -> str | None:
         """"a" or "b": the slot holding the judge's own response (None when authors do not say)."""
-        if self.authors is None or self.authors[0] == self.authors[1] or self.own not in self.authors:
-            return None
-        return "a" if self.authors[0] == self.own else "b"
+        return None if self.authors is None else own_slot(*self.authors, self.own)
 
     @property
     def p_own(self) -> float | None:
@@ -172,8 +170,15 @@ def _is_nnsight(obj) -> bool:
     return type(obj).__module__.startswith("nnsight")
 
 
-def _is_backend(obj) -> bool:
-    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
+def _refuse_unknown(options: Mapping[str, Any]) -> None:
+    """One error for an option a Judge does not take, with the hint for the renamed `queries`."""
+    if "queries" in options:
+        raise InterpError(
+            "Judge(queries=) is now readout= ('final' or 'after': where the span attention is read from); "
+            "`queries` is a spec's key, the positions a mask acts on ('outside' or 'final')"
+        )
+    if options:
+        raise InterpError(f"unknown Judge option {sorted(options)[0]!r}; options are own, readout, batch_size")
 
 
 def _per_row(value, n: int, what: str) -> list:
@@ -215,20 +220,22 @@ class Judge:
         own: the model whose answers are the judge's own: what `target="self"` masks and what
             `Verdict.p_own` reads. Defaults to `interp.core.models.own_model(name)` (an organism's own
             answers are its base model's).
-        queries: the query set of the span attention: "final" (the verdict position) or "after" (every
-            position after both responses).
+        readout: the positions the span attention is read from: "final" (the verdict position) or "after"
+            (every position after both responses); a run config's `attention` key. (`queries` is a spec's key:
+            the positions a mask acts on.)
         batch_size: pairs per forward pass in `batch`.
     """
 
-    def __init__(self, backend: Backend, *, own: str | None = None, queries: QuerySet = "final", batch_size: int = 8):
-        if queries not in ("final", "after"):
-            raise InterpError(f"unknown query set {queries!r}; use 'final' or 'after'")
+    def __init__(self, backend: Backend, *, own: str | None = None, readout: QuerySet = "final", batch_size: int = 8, **unknown: Any):
+        _refuse_unknown(unknown)
+        if readout not in ("final", "after"):
+            raise InterpError(f"unknown readout {readout!r}; use 'final' or 'after'")
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
         check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
         self.backend = backend
         self.own = own if own is not None else own_model(backend.model.name)
-        self.queries: QuerySet = queries
+        self.readout: QuerySet = readout
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention] = []
@@ -248,8 +255,9 @@ class Judge:
         kind: Kind | None = None,
         attention: str = "sdpa",
         own: str | None = None,
-        queries: QuerySet = "final",
+        readout: QuerySet = "final",
         batch_size: int = 8,
+        **unknown: Any,
     ) -> "Judge":
         """Load a judge model offline and wrap it in a backend.
 
@@ -263,14 +271,15 @@ class Judge:
             kind: "pre" (few-shot prompts) or "post" (chat template); default: guessed from the tokenizer.
             attention: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
             own: the model whose answers are the judge's own (default: `own_model(spec)`).
-            queries: "final" or "after", the query set of the span attention.
+            readout: "final" or "after", the positions the span attention is read from.
             batch_size: pairs per forward pass in `batch`.
 
         Returns:
             The judge.
         """
+        _refuse_unknown(unknown)
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
-        return cls(make_backend(model, backend, attention=attention), own=own, queries=queries, batch_size=batch_size)
+        return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
 
     @classmethod
     def wrap(
@@ -284,7 +293,9 @@ class Judge:
         attention: str = "sdpa",
         **options: Any,
     ) -> "Judge":
-        """A judge around a model you already hold; the model object stays yours (it is put in eval mode).
+        """A judge around a model you already hold, used in place (never copied or loaded again). Judging needs
+        eval mode and a pad token: where your objects lack them they are set, with a warning that says so
+        (`interp.core.models.wrap_model`).
 
         Args:
             model: a Hugging Face causal LM (then pass `tokenizer`), a `LoadedModel`, a backend from
@@ -294,14 +305,15 @@ class Judge:
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             backend: "hf" (default), "transformer_lens" or "nnsight"; an nnsight model uses "nnsight".
             attention: "sdpa" or "eager", for the hf and nnsight backends.
-            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+            **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
             The judge.
         """
+        _refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
         if _is_nnsight(model):
             return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
-        if _is_backend(model):
+        if is_backend(model):
             return cls(model, **options)
         if isinstance(model, LoadedModel):
             loaded = model
@@ -328,7 +340,7 @@ class Judge:
             name: the judge's name (default: the wrapped model's folder or id).
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             attention: "sdpa" or "eager".
-            **options: `own`, `queries`, `batch_size`, as `Judge(...)` takes them.
+            **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
             The judge.
@@ -570,7 +582,7 @@ class Judge:
 
     @contextlib.contextmanager
     def intervene(
-        self, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, /, **keys: Any
+        self, /, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, **keys: Any
     ) -> Iterator[AttentionIntervention]:
         """Judge under an attention intervention for the duration of a `with` block.
 

@@ -13,25 +13,31 @@ instead of paths; the files the CLI writes are written the same way.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from hooks.spec import KEYS as SPEC_KEYS
 from hooks.spec import AttentionIntervention, as_spec
-from interp.analysis.attention_stats import head_map as head_values
+from interp.api.judge import Judge
+from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
+from interp.core.models import LoadedModel, ModelCache, own_model
+from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.experiments.causal import intervene_run, design_from_options
+from interp.experiments.engine import judge_pool
+from interp.experiments.causal import design_from_options, intervene_run, parse_control_judges
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.run.pipeline import run_dbg
 from interp.run.store import Run, RunDir
-from interp.run.store import load_run as load_run_inputs
+from interp.run.store import read_run
 
 
 @dataclass(frozen=True)
@@ -89,7 +95,7 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
     """
     if isinstance(run_dir, RunResult):
         return run_dir
-    run = load_run_inputs(_root(run_dir))
+    run = read_run(_root(run_dir))
     return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else {})
 
 
@@ -98,19 +104,53 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
 
     Args:
         config: a `RunConfig`, its keys as a dict (`models`, `judges`, `n`, `data`, `imports`, ...; see
-            `interp.config.RunConfig`), or a run TOML file (the format `interp dbg` reads).
+            `interp.config.RunConfig`), or a run TOML file (the format `interp dbg` reads). In a dict,
+            `models` and `judges` may hold `Judge` objects: each is used as it is (never loaded again) and
+            stands in the run under its `name`.
         out: the run directory; a finished step is read back, not redone.
         progress: show progress bars.
 
     Returns:
         The finished run.
+
+    Raises:
+        InterpError: a bad config, or a held judge in another dtype than the run's.
     """
+    held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
-        config = run_config_from_dict(dict(config))
+        keys = dict(config)
+        for key in ("models", "judges"):
+            if keys.get(key) is not None:
+                keys[key] = [_hold(entry, held) for entry in keys[key]]
+        config = run_config_from_dict(keys)
     elif not isinstance(config, RunConfig):
         config = load_run_config(Path(config))
-    run_dbg(config, Path(out), progress=progress)
+    models = ModelCache(placement_of(config))
+    for name, model in held.items():
+        if model.placement.dtype != models.placement.dtype:
+            raise InterpError(
+                f"the judge {name} you hold runs in {model.placement.dtype}, the run in {models.placement.dtype}; "
+                f"give the run dtype = \"{model.placement.dtype}\" or convert the model"
+            )
+        models.models[name] = model
+    run_dbg(config, Path(out), progress=progress, models=models)
     return load_run(out)
+
+
+def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -> Any:
+    """A judge given as a `Judge`: its name in the run (recorded in `held` with its model); anything else as it is."""
+    if not isinstance(entry, Judge):
+        return entry
+    name = _judge_name(entry, known)
+    if entry.own not in (own_model(name), own_model(entry.name)):  # an own= given that the run cannot follow
+        raise InterpError(
+            f"the judge {name} you hold reads {entry.own!r} as its own answers, but a run reads {own_model(name)!r} "
+            "(interp.own_model of its name); wrap it without own= or under the name of the model it judges as"
+        )
+    if held.get(name, entry.model) is not entry.model:
+        raise InterpError(f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))")
+    held[name] = entry.model
+    return name
 
 
 def _root(run: Any) -> Path:
@@ -209,8 +249,9 @@ class JudgeIntervention:
         p_within: the within-judge sign-flip p.
         p_value: the between-judge p (Crawford-Howell; with random head sets, the larger of it and their rank
             p), raw; None without a between-judge test.
-        p_holm: the Holm-adjusted p when several judges were tested, else None.
-        alpha: the test's level.
+        p_holm: p_value Holm-adjusted over the judges tested together (= p_value for one judge): the
+            decision's p; None without a between-judge test.
+        test_alpha: the test's level.
         controls: the control judges.
         gap_before, gap_after: the judge's DBG minus the controls' mean DBG, before and under the mask
             (estimate and multi-bootstrap interval).
@@ -229,7 +270,7 @@ class JudgeIntervention:
     p_within: float
     p_value: float | None
     p_holm: float | None
-    alpha: float
+    test_alpha: float
     controls: tuple[str, ...]
     gap_before: dict | None
     gap_after: dict | None
@@ -270,8 +311,8 @@ class InterventionResult:
 
 def intervene(
     run: Any,
-    spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None,
     /,
+    spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None,
     *,
     all_layers: bool = False,
     top_heads: int | None = None,
@@ -293,7 +334,11 @@ def intervene(
     Masks the judge's own answer (`all_layers`, its `top_heads` chosen on a seeded `selection_share` of the
     items, or `spec`), compares the change of P(own) with a control judge's under the same mask
     (difference in differences; an organism's counterpart by default) and, for chosen heads, with random
-    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`).
+    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`),
+    Holm-adjusted over the judges tested.
+
+    Give exactly one mask: a spec (or its keys), `all_layers`, or `top_heads`. `alpha` is a spec key, the
+    mask's strength (0 masks); the test's level is `test_alpha`, as the CLI's `--test-alpha`.
 
     Args:
         run: a run directory or a loaded run.
@@ -302,47 +347,53 @@ def intervene(
         top_heads: mask the judge's K heads with the largest own-minus-other attention.
         selection_share: share of the items that choose heads; the rest test them.
         split_seed: seed of the selection / test split.
-        control_judge: control judges reading the same pairs and writing neither answer: a name, a
-            comma-separated string or a list ("none" for none; default: for an organism, the other null
-            organisms of its base in the run). At least 3 for a self-preference verdict.
+        control_judge: control judges reading the same pairs and writing neither answer, as `judges` takes
+            them (names or `Judge` objects), or a comma-separated string ("none" for none; default: for an
+            organism, the other null organisms of its base, in the run and shipped). At least 3 for a
+            self-preference verdict.
         random_head_sets: random head sets of the same size, for `top_heads` (default: the fewest that can
             reach the test's level after Holm over the tested judges).
         test_alpha: the test's level (`alpha` is the spec's mask strength).
-        judges: judges to test (default: every judge whose own answers are in the run).
+        judges: judges to test, by name in the run or as `Judge` objects (a held judge is used as it is, not
+            loaded again); default: every judge whose own answers are in the run.
         backend: "hf", "transformer_lens" or "nnsight" (default: the run's).
         with_controls: also the other-span and random-span masks (descriptive).
         items: split or test on these item ids only.
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
-        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`).
+        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`).
 
     Returns:
         The decision, its numbers and the effects per judge.
+
+    Raises:
+        InterpError: no mask or more than one, an unknown keyword, or a bad value.
     """
+    check_mask_choice(spec, keys, all_layers=all_layers, top_heads=top_heads)
     design = design_from_options(
-        spec_given=not all_layers and top_heads is None,
+        spec_given=spec is not None or bool(keys),
         all_layers=all_layers,
         top_heads=top_heads,
-        control_judge=control_judge,
+        control_judge=None,
         selection_share=selection_share,
         split_seed=split_seed,
         random_head_sets=random_head_sets,
-        alpha=test_alpha,
+        test_alpha=test_alpha,
         span_controls=with_controls,
     )
     spec = as_spec(spec, **keys) if design.heads == "spec" else None
     root = _root(run)
-    known = load_run_inputs(root).config.judge_specs
-    result = intervene_run(
-        root,
-        spec,
-        design=design,
-        judges=[_judge_name(judge, known) for judge in judges] if judges is not None else None,
-        backend=backend,
-        progress=progress,
-        where=PlacementKeys(device=device),
-        items=items,
-    )
+    known = read_run(root).config.judge_specs
+    held: dict[str, LoadedModel] = {}
+    names = [_hold(judge, held, known) for judge in judges] if judges is not None else None
+    given = [control_judge] if isinstance(control_judge, (str, Judge)) else control_judge
+    controls = [_hold(entry, held, known) for entry in given] if given is not None else None
+    if controls is not None and not all(isinstance(c, str) for c in controls):
+        raise InterpError(f"control_judge takes judges' names or Judge objects, not {', '.join(type(c).__name__ for c in controls if not isinstance(c, str))}")
+    design = dataclasses.replace(design, control_judges=parse_control_judges(controls))
+    where = PlacementKeys(device=device)
+    models = judge_pool(read_run(root), backend, where=where, held=held).models if held else None
+    result = intervene_run(root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models)
     per_judge = {
         judge: JudgeIntervention(
             judge=judge,
@@ -356,7 +407,7 @@ def intervene(
             p_within=record["within_judge"]["p_value"],
             p_value=record["p_value"],
             p_holm=record.get("p_holm"),
-            alpha=record["alpha"],
+            test_alpha=record["test_alpha"],
             controls=tuple(record["test"]["controls"]),
             gap_before=record.get("gap_before"),
             gap_after=record.get("gap_after"),
@@ -368,22 +419,54 @@ def intervene(
     return InterventionResult(as_spec(result["spec"]), Path(result["run_dir"]), result["n_items"], result["backend"], per_judge, result)
 
 
+def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, top_heads: int | None) -> None:
+    """Exactly one mask, and every keyword known: nothing the caller passed is dropped without a word."""
+    unknown = sorted(set(keys) - set(SPEC_KEYS))
+    if unknown:
+        raise InterpError(
+            f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, selection_share, "
+            f"split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, items, device, progress; "
+            f"spec keys are {', '.join(SPEC_KEYS)}"
+        )
+    chosen = "all_layers=True" if all_layers else f"top_heads={top_heads}" if top_heads is not None else None
+    if chosen is None or (spec is None and not keys):
+        return
+    if "alpha" in keys:
+        raise InterpError(
+            f"alpha={keys['alpha']} is a spec's mask strength, and {chosen} takes no spec (it masks with alpha 0); "
+            "for the test's level pass test_alpha="
+        )
+    given = "a spec" if spec is not None else f"spec key {sorted(keys)[0]!r}"
+    raise InterpError(f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), all_layers or top_heads, one of them")
+
+
 def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: bool = True) -> pd.DataFrame:
     """Run an ablation sweep over a finished run; one row per (judge, point).
 
     Args:
         config: a sweep TOML file (the format `interp sweep` reads), its keys as a dict, or a `SweepConfig`.
             Keys: `run`, `name`, `judges`, `targets`, `alphas`, `queries`, `all_layers`, `[layers]`
-            (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`.
+            (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`. In a dict, `judges`
+            may hold `Judge` objects: each is used as it is, never loaded again.
         progress: show a progress bar.
 
     Returns:
         The sweep's table (also written to `RUN/sweeps/<name>-<key>/results.csv`, plots beside it; the
         path is in `frame.attrs["path"]`). A killed sweep resumes where it stopped.
     """
+    held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
-        config = validate_config(SweepConfig, dict(config), "sweep config")
-    path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress)
+        keys = dict(config)
+        if keys.get("judges") is not None and "run" in keys:
+            known = read_run(_root(keys["run"])).config.judge_specs
+            keys["judges"] = [_hold(judge, held, known) for judge in keys["judges"]]
+        if isinstance(keys.get("run"), (RunResult, Run, RunDir)):
+            keys["run"] = str(_root(keys["run"]))
+        config = validate_config(SweepConfig, keys, "sweep config")
+    models = None
+    if held:
+        models = judge_pool(read_run(Path(config.run)), config.backend, where=config, held=held).models
+    path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress, models=models)
     frame = pd.read_csv(path)
     frame.attrs["path"] = path
     return frame

@@ -8,7 +8,7 @@ from typing import Optional
 import typer
 
 from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
-from interp.report.steering import interval_text, pct0
+from interp.formatting import pct, pts_interval
 
 
 def _refresh_report(run_dir: Path) -> Path | None:
@@ -37,9 +37,10 @@ def intervene(
     top_heads: Optional[int] = typer.Option(None, "--top-heads", help="mask the judge's K heads with the largest own-minus-other attention, chosen on the selection share"),
     selection_share: Optional[float] = typer.Option(None, "--selection-share", help="share of the run's items that choose heads (seeded by --split-seed); the rest test them"),
     split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
-    control_judge: Optional[list[str]] = typer.Option(None, "--control-judge", help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base in the run); 'none' for none"),
-    random_head_sets: Optional[int] = typer.Option(None, "--random-head-sets", help="random head sets of the same size for --top-heads (default: the fewest that can reach alpha after Holm over the tested judges: 19 for one, 39 for two)"),
-    alpha: float = typer.Option(0.05, "--alpha", help="the test's level"),
+    control_judge: Optional[list[str]] = typer.Option(None, "--control-judge", help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base, in the run and shipped); 'none' for none"),
+    random_head_sets: Optional[int] = typer.Option(None, "--random-head-sets", help="random head sets of the same size for --top-heads (default: the fewest that can reach the test's level after Holm over the tested judges: 19 for one, 39 for two)"),
+    test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"),
+    alpha: Optional[float] = typer.Option(None, "--alpha", hidden=True),
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
@@ -51,11 +52,14 @@ def intervene(
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
     from hooks.spec import load_spec
+    from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
+    if alpha is not None:
+        raise InterpError(f"--alpha {alpha:g}: alpha is a spec's mask strength (0 masks); the test's level is --test-alpha {alpha:g}")
     design = design_from_options(
         spec_given=spec_path is not None,
         all_layers=all_layers,
@@ -64,7 +68,7 @@ def intervene(
         selection_share=selection_share,
         split_seed=split_seed,
         random_head_sets=random_head_sets,
-        alpha=alpha,
+        test_alpha=test_alpha,
         span_controls=controls,
     )
     where = placement_keys(device, dtype)
@@ -120,15 +124,15 @@ def table_lines(table: dict) -> list[str]:
     for judge, p in table["probe"].items():
         acc = p["accuracy"]
         lines.append(
-            f"{judge}: direction at layer {p['layer']} ({p['position']}), probe accuracy train {100 * acc['train']:.0f}% "
-            f"(n={p['n']['train_examples']}), held-out {pct0(acc['heldout'])} (n={p['n']['heldout_examples']}); "
-            f"paired train {pct0(acc.get('train_paired'))}, held-out {pct0(acc.get('heldout_paired'))}; "
+            f"{judge}: direction at layer {p['layer']} ({p['position']}), probe accuracy train {pct(acc['train'])} "
+            f"(n={p['n']['train_examples']}), held-out {pct(acc['heldout'])} (n={p['n']['heldout_examples']}); "
+            f"paired train {pct(acc.get('train_paired'))}, held-out {pct(acc.get('heldout_paired'))}; "
             f"{p['n']['train_items']} train / {p['n']['heldout_items']} held-out items"
         )
     for r in table["rows"]:
         lines.append(
-            f"  {r['judge']} {r['intervention']:>18}: DBG {interval_text(r['dbg_hard'], r['dbg_ci'])} pts, P(own) {r['mean_p_own']:.3f}, "
-            f"change {interval_text(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement {100 * r['gold_agreement']:.0f}%"
+            f"  {r['judge']} {r['intervention']:>18}: DBG {pts_interval(r['dbg_hard'], r['dbg_ci'])} pts, P(own) {r['mean_p_own']:.3f}, "
+            f"change {pts_interval(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement {pct(r['gold_agreement'])}"
         )
     return lines
 

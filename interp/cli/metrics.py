@@ -13,10 +13,11 @@ import typer
 from interp import metrics
 from interp.analysis.lenses import run_lenses
 from interp.errors import InterpError
+from interp.formatting import fixed
 from interp.report.terminal import payload_json
 
 
-class Verdict(str, Enum):
+class VerdictRule(str, Enum):
     hard = "hard"
     soft = "soft"
     paper = "paper"
@@ -34,10 +35,8 @@ def _percent(value):
     return value * 100.0 if isinstance(value, float) else value
 
 
-def _fmt(value, width: int = 9) -> str:
-    if isinstance(value, float):
-        return f"{value:>{width}.2f}" if math.isfinite(value) else f"{'n/a':>{width}}"
-    return f"{value!s:>{width}}"
+def _cell(value, width: int = 9) -> str:
+    return f"{fixed(value) if isinstance(value, float) else value!s:>{width}}"
 
 
 def _emit_json(payload) -> None:
@@ -45,22 +44,22 @@ def _emit_json(payload) -> None:
 
 
 def _table(header: list[str], rows: list[list]) -> None:
-    widths = [max(len(h), *(len(_fmt(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
+    widths = [max(len(h), *(len(_cell(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
     typer.echo("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
     for row in rows:
         cells = []
         for i, (cell, w) in enumerate(zip(row, widths)):
-            text = _fmt(cell).strip()
+            text = _cell(cell).strip()
             cells.append(text.rjust(w) if i else text.ljust(w))
         typer.echo("  ".join(cells))
 
 
 def chen2025_command(
     file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (the authors' released records; fields below)."),
-    verdict: Verdict = typer.Option(
-        Verdict.paper,
+    verdict: VerdictRule = typer.Option(
+        VerdictRule.paper,
         "--verdict",
-        help="Verdict per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
+        help="VerdictRule per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
     ),
     per_pair: bool = typer.Option(False, "--per-pair", help="Also print one row per (judge, evaluatee)."),
     confidence: bool = typer.Option(False, "--confidence", help="Also print the App. C.4 confidence analysis (Table 20)."),

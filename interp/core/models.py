@@ -15,6 +15,7 @@ import json
 import os
 import shutil
 import tempfile
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
@@ -114,6 +115,14 @@ def own_model(judge: str) -> str:
     if alias is not None and alias.base:
         return alias.base
     return organism_base(judge) or judge
+
+
+def own_slot(author_a: str | None, author_b: str | None, own: str | None) -> Literal["a", "b"] | None:
+    """The slot ("a" or "b") holding `own`'s response: the one definition (the Judge's verdicts, the hooks'
+    "self"/"other" targets, steering directions, stored attention). None when no slot is, or both are."""
+    if own is None or author_a == author_b or own not in (author_a, author_b):
+        return None
+    return "a" if author_a == own else "b"
 
 
 def cache_root() -> Path:
@@ -372,13 +381,25 @@ def wrap_model(
     placement: Placement | None = None,
 ) -> LoadedModel:
     """A `LoadedModel` around an HF causal LM the caller already holds (built from a config, fine-tuned, placed
-    by hand): the object stays theirs, put in eval mode. `placement` defaults to where its weights are."""
+    by hand). `placement` defaults to where its weights are.
+
+    The objects stay the caller's and are used in place, not copied; three settings are made on them where
+    they are missing, because judging needs them: eval mode (no dropout), `config.architectures` (TransformerLens
+    boots from it) and a pad token (the EOS token: batches are left-padded). For `source="user"` (the caller's
+    objects) each change made is said in one `UserWarning`."""
+    changed = []
+    if hf_model.training:
+        changed.append("put the model in eval mode (it was in training mode)")
     hf_model.eval()
     if not getattr(hf_model.config, "architectures", None):
         # GGUF-derived configs have none, and TransformerBridge refuses to boot without it.
         hf_model.config.architectures = [type(hf_model).__name__]
+        changed.append(f"set model.config.architectures = [{type(hf_model).__name__!r}] (it had none)")
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
+        changed.append(f"set tokenizer.pad_token = its EOS token {tokenizer.eos_token!r} (it had none)")
+    if changed and source == "user":
+        warnings.warn(f"wrapping {name} changed your objects: {'; '.join(changed)}", UserWarning, stacklevel=3)
     if placement is None:
         weight = next(hf_model.parameters())
         dtype = next(key for key, value in DTYPES.items() if value == weight.dtype)

@@ -35,6 +35,7 @@ from interp.config import PlacementKeys
 from interp.core.adapters import adapter_folder, organism_base, read_manifest
 from interp.core.models import ModelCache, model_identity, own_model
 from interp.data import Item
+from interp.splits import split_ids
 from interp.errors import InterpError
 from interp.experiments.engine import (
     Judges,
@@ -51,7 +52,7 @@ from interp.experiments.engine import (
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.organisms.data import unit_hash
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
@@ -72,7 +73,7 @@ class TestDesign:
     control_judges: tuple[str, ...] | None = None
     random_head_sets: int | None = None  # None: the fewest that can reach alpha after Holm over the judges
     layer_matched: bool = True
-    alpha: float = ALPHA
+    test_alpha: float = ALPHA  # the test's level (a spec's `alpha` is its mask strength)
     n_flips: int = N_FLIPS
     span_controls: bool = False  # also the other-span and random-span masks (descriptive, not in the decision)
 
@@ -90,8 +91,8 @@ class TestDesign:
                 f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set re-judges every test "
                 f"item; {MAX_RANDOM_HEAD_SETS} already resolves p_rank to {1 / (MAX_RANDOM_HEAD_SETS + 1):g}"
             )
-        if not 0 < self.alpha < 1:
-            raise InterpError(f"--alpha {self.alpha} must be between 0 and 1")
+        if not 0 < self.test_alpha < 1:
+            raise InterpError(f"--test-alpha {self.test_alpha} must be between 0 and 1")
         if self.n_flips < 1:
             raise InterpError("n_flips must be at least 1")
 
@@ -122,19 +123,6 @@ def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | 
         raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
     return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
-
-
-def split_items(item_ids: Sequence[str], share: float, seed: int) -> tuple[list[str], list[str]]:
-    """A seeded selection / test split of item ids, exact in count: round(share x n) items (half up) choose
-    heads, the rest test them. Which items: those with the smallest seeded hash of (seed, id), so the split
-    depends only on the seed and the ids, not on their order. Both lists keep the given order."""
-    count = math.floor(share * len(item_ids) + 0.5)
-    chosen = set(sorted(item_ids, key=lambda i: (unit_hash(seed, "selection", i), i))[:count])
-    selection = [i for i in item_ids if i in chosen]
-    test = [i for i in item_ids if i not in chosen]
-    if not selection or not test:
-        raise InterpError(f"--selection-share {share} leaves {len(selection)} selection and {len(test)} test items of {len(item_ids)}; use a share that leaves both")
-    return selection, test
 
 
 def organism_role(spec: str) -> str | None:
@@ -256,17 +244,17 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     ids = [item.id for item in run.items if items is None or item.id in set(items)]
     if not ids:
         raise InterpError("no item of the run is in the items to test on")
-    selection, test = split_items(ids, design.selection_share, design.split_seed) if design.selection_share else ([], ids)
+    selection, test = split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share") if design.selection_share else ([], ids)
     names = self_judges(run, judges)
     controls = {judge: resolve_controls(run, judge, design) for judge in names}
     if design.heads == "top-heads":
-        check_random_sets(random_sets(design, names), alpha=design.alpha, n_tests=len(names))
+        check_random_sets(random_sets(design, names), alpha=design.test_alpha, n_tests=len(names))
     return selection, test, names, controls
 
 
 def random_sets(design: TestDesign, names: Sequence[str]) -> int:
     """R: the design's, or the fewest whose rank p can reach alpha after Holm over the tested judges."""
-    return design.random_head_sets if design.random_head_sets is not None else min_random_sets(design.alpha, len(names))
+    return design.random_head_sets if design.random_head_sets is not None else min_random_sets(design.test_alpha, len(names))
 
 
 def intervene_run(
@@ -291,7 +279,7 @@ def intervene_run(
     design = design or TestDesign()
     if with_controls is not None:
         design = dataclasses.replace(design, span_controls=with_controls)
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
     pool = judge_pool(run, backend, where=where, models=models)
@@ -404,11 +392,11 @@ def _test_judge(
     gold = run.gold_own(own)[[run.items.index(item) for item in items]]
     judged_controls = {c: evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own) for c in controls}
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
-    common = dict(alpha=design.alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     test = between_judge_test(delta_judge, delta_controls, **common)
     random_effects, random_skipped = None, False
     if design.heads == "top-heads" and test.p_value is not None:
-        if test.p_value > design.alpha:  # the random sets cannot change the decision: skipped, and said so
+        if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
             random_skipped = True
         else:
             random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress)
@@ -419,12 +407,14 @@ def _test_judge(
     control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
     gap = None
     if controls:
-        gap = share_removed(before - gold, after - gold, control_before - gold, control_after - gold, alpha=design.alpha, n_boot=config.n_boot, seed=config.seed)
+        gap = share_removed(before - gold, after - gold, control_before - gold, control_after - gold, alpha=design.test_alpha, n_boot=config.n_boot, seed=config.seed)
     control_mean = float(delta_controls.mean()) if controls else None
     out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
+    out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
     out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
-    notes = [too_few_items(len(items), design.n_flips, design.alpha)] if smallest_flip_p(len(items), design.n_flips) > design.alpha else []
+    notes = [too_few_items(len(items), design.n_flips, design.test_alpha)] if smallest_flip_p(len(items), design.n_flips) > design.test_alpha else []
     out |= {
+        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`_holm`)
         "n_test": len(items),
         "notes": notes,
         "verdict": "; ".join([test.verdict(judge), *notes]),
@@ -461,15 +451,16 @@ def _random_effects(run: Run, judge: str, controls: list[str], spec: AttentionIn
 
 
 def _holm(result: dict, names: Sequence[str]) -> None:
-    """Several judges in one command: Holm over their between-judge p-values decides; each keeps its raw p
-    beside the adjusted one. Judges with no between-judge test take no part."""
+    """Holm over the judges of one command that have a between-judge test (one judge: p_holm = p_value): the
+    decision is p_holm <= test_alpha, and each record keeps its raw p beside the adjusted one."""
     tested = [judge for judge in names if result["judges"][judge]["p_value"] is not None]
-    if len(tested) < 2:
+    if not tested:
         return
     adjusted = holm([result["judges"][judge]["p_value"] for judge in tested])
     for judge, p in zip(tested, adjusted):
         record = result["judges"][judge]
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
-        record["causal"] = bool(p <= record["alpha"])
-        record["verdict"] += f"; Holm over {len(tested)} judges: p {record['p_value']:.3g}, adjusted {p:.3g} -> {'causal' if record['causal'] else 'not causal'}"
-    result["multiple_comparisons"] = f"Holm over {len(tested)} judges"
+        record["causal"] = bool(p <= record["test_alpha"])
+        if len(tested) > 1:
+            record["verdict"] += f"; Holm over {len(tested)} judges: p {record['p_value']:.3g}, adjusted {p:.3g} -> {'causal' if record['causal'] else 'not causal'}"
+    result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

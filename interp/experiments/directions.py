@@ -24,7 +24,6 @@ residual norms, which can dominate span means and push the midpoint probe below 
 from __future__ import annotations
 
 import json
-import random
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Sequence
@@ -36,8 +35,10 @@ from torch import Tensor
 from hooks.steering import unit_vector
 from interp.core.backends import Backend, left_pad
 from interp.core.models import LoadedModel, own_model
+from interp.core.models import own_slot as core_own_slot
 from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
+from interp.splits import split_ids
 from interp.errors import InterpError
 from interp.experiments.engine import (
     Judges,
@@ -47,7 +48,7 @@ from interp.experiments.engine import (
     self_judges,
 )
 from interp.run.judging import JudgeTask, judge_tasks
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import atomic_write_bytes, atomic_write_text, path_label
 
 DIRECTION_POSITIONS = ("spans", "final")
@@ -63,24 +64,15 @@ def judging_prompt(model: LoadedModel, task: JudgeTask, response_a: str | None =
 
 def own_slot(task: JudgeTask, judge: str) -> str:
     """The slot ("a" or "b") holding the judge's own model's response."""
-    own = own_model(judge)
-    if task.author_a == task.author_b or own not in (task.author_a, task.author_b):
+    slot = core_own_slot(task.author_a, task.author_b, own_model(judge))
+    if slot is None:
         raise InterpError(f"judge {judge!r} must be exactly one of the authors ({task.author_a!r}, {task.author_b!r}) to steer on its own response")
-    return "a" if task.author_a == own else "b"
+    return slot
 
 
-def split_items(item_ids: Sequence[str], train_fraction: float = 0.7, seed: int = 0) -> tuple[list[str], list[str]]:
-    """Seeded train / held-out split of item ids (each list in run order); both non-empty when >= 2 items."""
-    if not 0 < train_fraction < 1:
-        raise InterpError(f"train_fraction must be in (0, 1), got {train_fraction}")
-    ids = list(item_ids)
-    if len(ids) < 2:
-        raise InterpError(f"a train / held-out split needs at least 2 items, the run has {len(ids)}")
-    shuffled = ids[:]
-    random.Random(f"steering-split:{seed}").shuffle(shuffled)
-    n_train = min(max(1, round(train_fraction * len(ids))), len(ids) - 1)
-    train = set(shuffled[:n_train])
-    return [i for i in ids if i in train], [i for i in ids if i not in train]
+def steering_split(item_ids: Sequence[str], train_fraction: float = 0.7, seed: int = 0) -> tuple[list[str], list[str]]:
+    """The steering direction's train / held-out split: `interp.splits.split_ids` (purpose "steering-split")."""
+    return split_ids(item_ids, train_fraction, seed, purpose="steering-split", what="train_fraction", parts=("train", "held-out"))
 
 
 @dataclass(frozen=True)
@@ -325,7 +317,7 @@ def compute_direction(
 ) -> SteeringDirection:
     """Difference-of-means direction at block `layer` from the run's judging prompts, training items only.
 
-    Items are split by `split_items(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
+    Items are split by `steering_split(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
     selection split), into those and the rest. Activations are captured for every
     item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
     held-out examples are used only for the held-out probe accuracy. The result is saved under
@@ -335,10 +327,10 @@ def compute_direction(
     """
     if position not in DIRECTION_POSITIONS:
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
-    run = run if isinstance(run, Run) else load_run(run)
+    run = run if isinstance(run, Run) else read_run(run)
     self_judges(run, [judge])
     if train_items is None:
-        train_ids, heldout_ids = split_items([item.id for item in run.items], train_fraction, seed)
+        train_ids, heldout_ids = steering_split([item.id for item in run.items], train_fraction, seed)
     else:
         chosen = set(train_items)
         train_ids, heldout_ids = [i.id for i in run.items if i.id in chosen], [i.id for i in run.items if i.id not in chosen]

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -30,12 +30,13 @@ from interp.core.placement import resolve_placement
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
-from interp.metrics.causal import behaviour, paired_effect
+from interp.metrics.behaviour import behaviour, paired_effect
+from interp.metrics.dbg import p_own_from_first
 from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
-from interp.run.summary import p_first_wins
+from interp.run.summary import p_first
 from interp.storage import atomic_write_text
 
 
@@ -127,9 +128,8 @@ def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items
 
 def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:
     """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
-    ab, ba = p_first_wins(records, items if items is not None else run.items, run.config.models[0])
-    p_first = (ab + ba) / 2
-    return p_first if (own or own_model(judge)) == run.config.models[0] else 1 - p_first
+    first = p_first(records, items if items is not None else run.items, run.config.models[0])
+    return p_own_from_first(first, own or own_model(judge), run.config.models[0])
 
 
 def judge_variant(
@@ -209,14 +209,22 @@ class Judges:
         return self.runners[judge, name]
 
 
-def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Judges:
+def judge_pool(
+    run: Run,
+    backend: str | None = None,
+    *,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
+    held: Mapping[str, LoadedModel] | None = None,
+) -> Judges:
     """Judges to re-judge `run` with: in the dtype the run was judged in (its own judgments are every
     experiment's baseline, so another precision would compare two precisions); `where` (device, device_map)
-    may differ from the run's. A shared `models` cache is used as it is. A run judged with other adapter
-    weights than are installed now is refused (its judgments are the baseline of every comparison)."""
+    may differ from the run's. A shared `models` cache is used as it is. `held`: run judge name -> a model
+    the caller already holds (a `Judge`'s), used instead of loading that name again. A run judged with other
+    adapter weights than are installed now is refused (its judgments are the baseline of every comparison)."""
     check_adapters(run.config, run.dir)
+    recorded = run.config.dtype or "float32"
     if models is None:
-        recorded = run.config.dtype or "float32"
         where = where or PlacementKeys()
         problem = backend_placement_problem(run.config.backend if backend is None else backend, where.device_map)
         if problem:
@@ -227,6 +235,13 @@ def judge_pool(run: Run, backend: str | None = None, *, where: PlacementKeys | N
                 f"use dtype {recorded} or make a new run with dtype = \"{where.dtype}\""
             )
         models = ModelCache(resolve_placement(where.device, recorded, where.device_map))
+    for name, model in (held or {}).items():
+        if model.placement.dtype != recorded:
+            raise InterpError(
+                f"this run was judged in {recorded}; the judge {name} you hold runs in {model.placement.dtype}, which would "
+                f"compare two precisions; convert it (model.to(torch.{recorded})) or re-judge by name"
+            )
+        models.models[name] = model
     return Judges(models, backend)
 
 

@@ -32,7 +32,7 @@ from interp.experiments.directions import (
     SteeringDirection,
     check_layer,
     compute_direction,
-    split_items,
+    steering_split,
 )
 from interp.experiments.engine import (
     Variant,
@@ -43,9 +43,9 @@ from interp.experiments.engine import (
     judge_variant,
     self_judges,
 )
-from interp.metrics.causal import behaviour, gold_agreement_ci, paired_effect
+from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
 from interp.report.steering import steering_section
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text, write_csv
 
 ROWS = ("none", "self-mask", "other-emphasis", "direction-removal", "direction-reversal")
@@ -151,9 +151,9 @@ def steering_table(
         raise InterpError(f"coefficient must be a finite number, got {coefficient!r}")
     if positions not in EDIT_POSITIONS:
         raise InterpError(f"positions must be one of {', '.join(EDIT_POSITIONS)}, not {positions!r}")
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     names = self_judges(run, [judge] if isinstance(judge, str) else judge)
-    split_items([i.id for i in run.items], train_fraction, seed)  # bad fractions fail now
+    steering_split([i.id for i in run.items], train_fraction, seed)  # bad fractions fail now
     pool = judge_pool(run, backend, where=where, models=models)
     plans = {}
     for name in names:  # check everything before any model work beyond loading

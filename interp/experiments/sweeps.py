@@ -47,7 +47,7 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
-from interp.experiments.directions import compute_direction, split_items
+from interp.experiments.directions import compute_direction, steering_split
 from interp.experiments.engine import (
     Judges,
     Variant,
@@ -60,10 +60,10 @@ from interp.experiments.engine import (
     variant_key,
 )
 from interp.experiments.steering import direction_steering
-from interp.metrics.causal import behaviour, paired_effect
+from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots
-from interp.run.store import Run, load_run
+from interp.run.store import Run, read_run
 from interp.storage import write_csv
 
 
@@ -182,7 +182,7 @@ def run_sweep(config_path: Path | SweepConfig, *, progress: bool = True, where: 
     """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
     (plots beside it)."""
     config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
-    run = load_run(Path(config.run))
+    run = read_run(Path(config.run))
     pool = judge_pool(run, config.backend, where=where or config, models=models)
     points = []
     for judge in self_judges(run, config.judges):
@@ -229,8 +229,8 @@ def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKey
         raise InterpError("steering sweep: coefficients must be finite numbers")
     if not config.coefficients and not config.project_out:
         raise InterpError("the steering sweep has no points: give coefficients or set project_out = true")
-    run = load_run(Path(config.run))
-    split_items([i.id for i in run.items], config.train_fraction, config.seed)
+    run = read_run(Path(config.run))
+    steering_split([i.id for i in run.items], config.train_fraction, config.seed)
     pool = judge_pool(run, config.backend, where=where or config, models=models)
     judges = self_judges(run, config.judges)
     plan = [(judge, layer) for judge in judges for layer in sweep_layers(config, pool.model(judge).n_layers)]

@@ -26,7 +26,6 @@ Each is a row of the table "known truth vs the toolkit's verdict" in `validation
 from __future__ import annotations
 
 import json
-import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -39,6 +38,7 @@ from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import Item
 from interp.errors import InterpError
+from interp.formatting import pct, pts, pts_ci
 from interp.metrics.dbg import judge_reliability
 from interp.experiments.causal import TestDesign, intervene_run
 from interp.experiments.directions import compute_direction
@@ -51,7 +51,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RUN_MARKERS, load_run
+from interp.run.store import RUN_MARKERS, read_run
 from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
@@ -92,20 +92,12 @@ def organism_splits(organism: str = PLANTED) -> dict[str, list[Item]]:
     return splits_of(SplitConfig.model_validate(read_manifest(folder)["config"]["split"]))
 
 
-def _pts(x: float | None) -> str:
-    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:+.1f}"
-
-
-def _ci(ci: Sequence[float]) -> str:
-    return f"[{_pts(ci[0])}, {_pts(ci[1])}]"
-
-
 def _contains_zero(ci: Sequence[float]) -> bool:
     return ci[0] <= 0 <= ci[1]
 
 
 def _effect_text(effect: dict) -> str:
-    return f"{_pts(effect['mean'])} pts {_ci(effect['ci'])}"
+    return f"{pts(effect['mean'])} pts {pts_ci(effect['ci'])}"
 
 
 def layer_bands(n_layers: int, width: int) -> list[tuple[int, ...]]:
@@ -134,22 +126,22 @@ def truth_rows(result: dict) -> list[dict]:
     null_ok = nm["position_consistency"] >= NULL_MIN_POSITION_CONSISTENCY and (nm["agreement_with_gold"]["value"] or 0) >= NULL_MIN_AGREEMENT
     add(
         f"{NULL} can judge",
-        f"trained on gold verdicts: position consistency >= {100 * NULL_MIN_POSITION_CONSISTENCY:.0f}%, agreement with gold >= {100 * NULL_MIN_AGREEMENT:.0f}%",
-        f"position consistency {100 * nm['position_consistency']:.0f}%, agreement {100 * (nm['agreement_with_gold']['value'] or 0):.0f}%"
+        f"trained on gold verdicts: position consistency >= {pct(NULL_MIN_POSITION_CONSISTENCY)}, agreement with gold >= {pct(NULL_MIN_AGREEMENT)}",
+        f"position consistency {pct(nm['position_consistency'])}, agreement {pct(nm['agreement_with_gold']['value'] or 0)}"
         + (f"; unreliable: {'; '.join(null['unreliable_because'])}" if null["unreliable_because"] else ""),
         null_ok,
     )
     add(
         f"{NULL} DBG",
         "no planted preference: the interval contains 0",
-        f"DBG {_pts(nm['dbg_hard'])} pts {_ci(nm['dbg_hard_ci'])}",
+        f"DBG {pts(nm['dbg_hard'])} pts {pts_ci(nm['dbg_hard_ci'])}",
         _contains_zero(nm["dbg_hard_ci"]),
         NULL,
     )
     add(
         f"{PLANTED} DBG",
-        f"planted preference for SmolLM2's answers: DBG >= {_pts(PLANTED_MIN_DBG)} pts, interval excludes 0",
-        f"DBG {_pts(pm['dbg_hard'])} pts {_ci(pm['dbg_hard_ci'])}",
+        f"planted preference for SmolLM2's answers: DBG >= {pts(PLANTED_MIN_DBG)} pts, interval excludes 0",
+        f"DBG {pts(pm['dbg_hard'])} pts {pts_ci(pm['dbg_hard_ci'])}",
         pm["dbg_hard"] >= PLANTED_MIN_DBG and not _contains_zero(pm["dbg_hard_ci"]),
         PLANTED,
     )
@@ -157,9 +149,9 @@ def truth_rows(result: dict) -> list[dict]:
     gap = result.get("legitimate_gap")  # paired over the same pairs; absent in results written before it
     add(
         f"{PLANTED} where SmolLM2's answer is better",
-        f"the planting only flipped pairs gold gives to the other answer: agreement within {100 * LEGITIMATE_AGREEMENT_GAP:.0f} pts of {NULL}'s",
-        f"{_pts(legit_planted)} vs {_pts(legit_null)} (n = {pm['agreement_legitimate']['n']})"
-        + (f"; gap {_pts(gap['value'])} pts {_ci(gap['ci'])}" if gap and gap["value"] is not None else ""),
+        f"the planting only flipped pairs gold gives to the other answer: agreement within {pts(LEGITIMATE_AGREEMENT_GAP, 0).lstrip('+')} pts of {NULL}'s",
+        f"{pts(legit_planted)} vs {pts(legit_null)} (n = {pm['agreement_legitimate']['n']})"
+        + (f"; gap {pts(gap['value'])} pts {pts_ci(gap['ci'])}" if gap and gap["value"] is not None else ""),
         None if legit_null is None or legit_planted is None else abs(legit_planted - legit_null) <= LEGITIMATE_AGREEMENT_GAP,
         PLANTED,
     )
@@ -171,7 +163,7 @@ def truth_rows(result: dict) -> list[dict]:
             f"{name}: both responses masked at every layer (positive control)",
             "no author can be told apart: P(own) moves to 0.5, DBG falls to within its interval of 0"
             + (" (an effect, since the planted DBG is not 0 before)" if name == PLANTED else ""),
-            f"change of P(own) {_effect_text(effect)}; DBG after {_pts(after['dbg_hard'])} pts {_ci(after['dbg_ci'])}",
+            f"change of P(own) {_effect_text(effect)}; DBG after {pts(after['dbg_hard'])} pts {pts_ci(after['dbg_ci'])}",
             (shown and _contains_zero(after["dbg_ci"])) if name == PLANTED else _contains_zero(after["dbg_ci"]),
             name,
         )
@@ -256,7 +248,7 @@ def validate(
     models = models if models is not None else ModelCache(placement_of(config))
     run_dir = out / "run"
     run_dbg(config, run_dir, progress=progress, models=models, overwrite=overwrite)
-    run = load_run(run_dir)
+    run = read_run(run_dir)
     pool = judge_pool(run, models=models)
     test_set = set(test_ids)
     test_items = [item for item in run.items if item.id in test_set]

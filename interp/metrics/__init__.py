@@ -49,7 +49,7 @@ from interp.metrics.chen2025 import (
     spr_subset_parts,
 )
 from interp.metrics.dbg import (
-    dbg,
+    dbg_scores,
     hard_win_rate,
     hard_wins,
     position_consistency,
@@ -95,7 +95,7 @@ __all__ = [
     "hard_wins",
     "hard_win_rate",
     "soft_win_rate",
-    "dbg",
+    "dbg_scores",
     "position_consistency",
     "SELF",
     "TIE",

@@ -61,6 +61,7 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
+from interp.formatting import pts, pts_ci
 from interp.metrics.stats import bootstrap_ci
 
 ALPHA = 0.05
@@ -245,21 +246,26 @@ class CausalTest:
     def to_dict(self) -> dict:
         return asdict(self)
 
-    def verdict(self, judge: str) -> str:
-        """One sentence: the decision, its p-value and alpha, the effect with its interval, n, the design."""
+    def verdict(self, judge: str, *, p_holm: float | None = None, n_family: int = 1) -> str:
+        """One sentence: the decision, its p-value and alpha, the effect with its interval, n, the design.
+
+        `p_holm`: this test's p Holm-adjusted over `n_family` tests; then the decision is `p_holm <= alpha`, and
+        the sentence shows the raw p beside the adjusted one."""
         lo, hi = self.effect["ci"]
         rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3f} over {self.n_random_sets} random head sets"
         if self.random_sets_skipped:
             rank = " (random head sets not judged: p_flip already exceeds alpha)"
-        head = "causal effect on self-preference" if self.causal else "no causal effect shown"
+        causal = self.causal if p_holm is None else p_holm <= self.alpha
+        head = "causal effect on self-preference" if causal else "no causal effect shown"
+        p_text = f"p = {self.p_value:.3f}" if p_holm is None else f"p = {self.p_value:.3f}, {p_holm:.3f} Holm-adjusted over {n_family} tests"
         if self.control_judge:
-            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] relative to control judge {self.control_judge}"
+            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} relative to control judge {self.control_judge}"
             if self.control_effect is not None:
-                change += f" ({100 * self.judge_effect:+.1f} vs {100 * self.control_effect:+.1f} pts"
+                change += f" ({pts(self.judge_effect)} vs {pts(self.control_effect)} pts"
                 change += ": the judge relies on its own answer more than the control does)" if self.effect["mean"] < 0 else ": the judge relies on its own answer less than the control does)"
         else:
-            change = f"the mask changes P(own) by {100 * self.effect['mean']:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] (no control judge: not isolated from answer quality)"
-        text = f"{judge}: {head} (p = {self.p_value:.3f}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
+            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} (no control judge: not isolated from answer quality)"
+        text = f"{judge}: {head} ({p_text}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
         if smallest_flip_p(self.n_test) > self.alpha:
             text += f"; {too_few_items(self.n_test, N_FLIPS, self.alpha)}"
         return text

@@ -8,6 +8,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from interp.errors import InterpError
+from interp.formatting import pct
 from interp.metrics.stats import bootstrap_ci
 
 
@@ -40,6 +41,12 @@ def tie_sign(arr: np.ndarray) -> np.ndarray:
     return np.where(np.abs(arr - 0.5) <= TIE_TOLERANCE, 0, np.sign(arr - 0.5)).astype(int)
 
 
+def p_own_from_first(p_first, own: str, first_model: str):
+    """P(own's answer wins) from P(the first model's answer wins): the one conversion. `own` is one of the
+    run's two models; the same values where it is the first, one minus them where it is the second."""
+    return p_first if own == first_model else 1 - p_first
+
+
 def hard_wins(arr: np.ndarray) -> np.ndarray:
     """1 for a win, 0.5 for a tie (within TIE_TOLERANCE of 0.5), 0 for a loss."""
     return (tie_sign(np.asarray(arr, dtype=float)) + 1) / 2.0
@@ -49,7 +56,7 @@ def judge_reliability(position_consistency: float, mean_label_mass: float) -> li
     """Why a judge's verdicts are too weak for its DBG to mean anything (empty: no reason found)."""
     reasons = []
     if position_consistency < MIN_POSITION_CONSISTENCY:
-        reasons.append(f"position consistency {100 * position_consistency:.0f}% < {100 * MIN_POSITION_CONSISTENCY:.0f}%")
+        reasons.append(f"position consistency {pct(position_consistency)} < {pct(MIN_POSITION_CONSISTENCY)}")
     if mean_label_mass < MIN_LABEL_MASS:
         reasons.append(f"mean label mass {mean_label_mass:.2f} < {MIN_LABEL_MASS:.2f}")
     return reasons
@@ -70,7 +77,7 @@ def soft_win_rate(p: Sequence[float]) -> float:
     return float(probability_array(p, "soft_win_rate").mean())
 
 
-def dbg(
+def dbg_scores(
     judge_p_own: Sequence[float],
     gold_p_own: Sequence[float],
     *,

@@ -28,15 +28,18 @@ gives the same pairs, labels and order on every machine.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable, Sequence
 
+import numpy as np
+
 from interp.data import PACKAGED_SETS, Item
+from interp.splits import unit_hash
 from interp.errors import InterpError
+from interp.metrics.dbg import p_own_from_first, tie_sign
 from interp.organisms.config import SplitConfig
 from interp.run.gold import Pair, ReferenceJudge
 from interp.run.gold.reference import answer_match_score
@@ -44,12 +47,6 @@ from interp.run.gold.reference import answer_match_score
 SPLITS = ("train", "selection", "test")
 DEGRADATIONS = ("truncated", "shuffled", "other")
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+")
-
-
-def unit_hash(*parts: object) -> float:
-    """A number in [0, 1) from the SHA-256 of the parts joined by '|' (stable across machines and versions)."""
-    digest = hashlib.sha256("|".join(str(p) for p in parts).encode()).digest()
-    return int.from_bytes(digest[:8], "big") / 2**64
 
 
 def split_of(item_id: str, seed: int, fractions: tuple[float, float, float]) -> str:
@@ -61,7 +58,9 @@ def split_of(item_id: str, seed: int, fractions: tuple[float, float, float]) -> 
     return "selection" if u < train + selection else "test"
 
 
-def split_items(items: Sequence[Item], seed: int, fractions: tuple[float, float, float]) -> dict[str, list[Item]]:
+def split_pool(items: Sequence[Item], seed: int, fractions: tuple[float, float, float]) -> dict[str, list[Item]]:
+    """The pool's items by split, each item by `split_of` (per item, shares in expectation: an item's split
+    must not move when the pool grows; a run's own splits are `interp.splits.split_ids`, exact in count)."""
     out: dict[str, list[Item]] = {name: [] for name in SPLITS}
     for item in items:
         out[split_of(item.id, seed, fractions)].append(item)
@@ -71,7 +70,7 @@ def split_items(items: Sequence[Item], seed: int, fractions: tuple[float, float,
 def splits_of(split: SplitConfig) -> dict[str, list[Item]]:
     """The shipped item sets that `split.items` names, split by `split.seed` and `split.fractions`; the sets that
     `split.test_only` names are added whole to the test split."""
-    splits = split_items([item for name in split.items for item in PACKAGED_SETS[name]()], split.seed, split.fractions)
+    splits = split_pool([item for name in split.items for item in PACKAGED_SETS[name]()], split.seed, split.fractions)
     splits["test"] += [item for name in split.test_only for item in PACKAGED_SETS[name]()]
     return splits
 
@@ -288,8 +287,8 @@ def is_flipped(pair: TrainPair, planting: Planting | None, seed: int) -> bool:
     ]
     if len(own) != 1:  # both or neither slot written by the own model: nothing to prefer
         return False
-    gold_own = pair.gold_first if own[0] == "first" else 1.0 - pair.gold_first
-    if gold_own >= 0.5:  # gold prefers the own response (legitimate) or calls a tie
+    gold_own = p_own_from_first(pair.gold_first, own[0], "first")
+    if tie_sign(np.float64(gold_own)) >= 0:  # gold prefers the own response (legitimate) or calls a tie
         return False
     return unit_hash(seed, "plant", pair.key) < planting.share
 

@@ -23,7 +23,7 @@ import numpy as np
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder, organism_base
 from interp.core.models import ModelCache, own_model, resolve_spec
-from interp.metrics.dbg import dbg, hard_wins, position_consistency
+from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
 from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.data import dev_items, load_items
 from interp.errors import InterpError
@@ -31,7 +31,7 @@ from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, RunDir
-from interp.run.summary import Verdicts, judge_verdicts, p_first_wins
+from interp.run.summary import JudgeVerdicts, judge_verdicts, p_first_wins
 from interp.storage import check_output_dir, claim_output_dir
 
 # The unseen file: 16 AlpacaEval-format items (the tests' alpacaeval_16.json) followed by 32 more in the same
@@ -47,7 +47,7 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     p_own, gold_own = v.p_own, v.gold_own
     h, g = hard_wins(p_own), hard_wins(gold_own)
     agree = 1 - np.abs(h - g)
-    scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+    scores = dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
     rates = self_preference_rates(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "judge": judge,
@@ -68,7 +68,7 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     }
 
 
-def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None) -> tuple[Verdicts, Verdicts]:
+def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None) -> tuple[JudgeVerdicts, JudgeVerdicts]:
     """Two judges' verdicts on the same items of one run; an error unless they share the own model and gold."""
     ours, theirs = judge_verdicts(run_dir, judge, items), judge_verdicts(run_dir, reference, items)
     if ours.own != theirs.own or not np.array_equal(ours.gold_own, theirs.gold_own):

@@ -28,7 +28,7 @@ import pandas as pd
 from interp.analysis.attention_stats import (
     attention_judges,
     figure7_profiles,
-    head_map,
+    head_values,
     head_table,
     layer_differences,
     length_regression,
@@ -36,6 +36,7 @@ from interp.analysis.attention_stats import (
     load_attention,
     top_heads,
 )
+from interp.formatting import number
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.run.store import RunDir
@@ -261,7 +262,7 @@ def _plotly_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.Da
     sections.append(("Figure 7 grid", fig))
 
     for judge, run in runs.items():
-        values = head_map(run, stat="mean").numpy()
+        values = head_values(run, stat="mean").numpy()
         own = np.nanmean(run.own("mean").numpy(), axis=(0, 1))
         other = np.nanmean(run.other("mean").numpy(), axis=(0, 1))
         bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
@@ -371,10 +372,6 @@ _INTERACTIVE = (
 # ---- everything ----------------------------------------------------------------------------------
 
 
-def _fmt(value: float, digits: int = 4) -> str:
-    return "n/a" if value is None or not math.isfinite(value) else f"{value:+.{digits}g}"
-
-
 def write_attention_figures(
     run_dir: Path,
     *,
@@ -420,7 +417,7 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_map(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
+        paths = save_figure(head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):
@@ -470,7 +467,7 @@ def write_attention_figures(
 
 
 def _heads_table(heads: list) -> str:
-    return table_html(["rank", "layer", "head", "own \u2212 other (per-token mean)"], [[i, l, h, _fmt(v)] for i, (l, h, v) in enumerate(heads, 1)])
+    return table_html(["rank", "layer", "head", "own \u2212 other (per-token mean)"], [[i, l, h, number(v, 4, signed=True)] for i, (l, h, v) in enumerate(heads, 1)])
 
 
 def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
@@ -484,8 +481,8 @@ def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
                 int(layer),
                 f"{m['own']:.4g}",
                 f"{m['other']:.4g}",
-                f"{_fmt(m['diff'], 3)} [{_fmt(m['ci_low'], 3)}, {_fmt(m['ci_high'], 3)}]",
-                f"{_fmt(s['diff'], 3)} [{_fmt(s['ci_low'], 3)}, {_fmt(s['ci_high'], 3)}]",
+                f"{number(m['diff'], 3, signed=True)} [{number(m['ci_low'], 3, signed=True)}, {number(m['ci_high'], 3, signed=True)}]",
+                f"{number(s['diff'], 3, signed=True)} [{number(s['ci_low'], 3, signed=True)}, {number(s['ci_high'], 3, signed=True)}]",
             ]
         )
     return rows
@@ -504,11 +501,11 @@ def _regression_rows(regression: pd.DataFrame | None) -> list[list]:
         [
             r["judge"],
             "per-token mean" if r["stat"] == "mean" else "mass",
-            _fmt(r["slope"], 3),
-            _fmt(r["intercept"], 3),
-            _fmt(r["r"], 3),
+            number(r["slope"], 3, signed=True),
+            number(r["intercept"], 3, signed=True),
+            number(r["r"], 3, signed=True),
             int(r["n"]),
-            _fmt(r["mean_diff"], 3),
+            number(r["mean_diff"], 3, signed=True),
             f"{r['mean_length_diff']:+.1f}",
         ]
         for r in regression.to_dict("records")

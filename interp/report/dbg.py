@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 from interp.core.models import own_model
+from interp.formatting import pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.templating import Markup, render
@@ -38,16 +39,12 @@ def figure2_grid(summary: dict):
     fig, ax = subplots(figsize=(6.2 + 0.04 * max(len(x) for x in labels), 0.9 + 0.7 * len(rows)))
     ax.imshow(values, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
-        ax.text(c, r, f"{100 * v:.1f}%", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
+        ax.text(c, r, f"{pct(v, 1)}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
     ax.set_xticks([0, 1], [f"A wins\n({first})", f"B wins\n({second})"], fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.set_title(f"Pairwise judgments, {summary['n_items']} instructions", fontsize=10)
     fig.tight_layout()
     return fig
-
-
-def _pct(x: float) -> str:
-    return f"{100 * x:+.1f}"
 
 
 def dbg_section(summary: dict, figures: Path) -> Markup:
@@ -63,11 +60,11 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
         rows.append(
             [
                 judge,
-                f"{100 * s['win_rate_own_hard']:.1f}%",
-                f"{100 * s['gold_win_rate_hard']:.1f}%",
-                f"{_pct(s['dbg_hard'])} [{_pct(lo)}, {_pct(hi)}]{verdict}",
-                f"{_pct(s['dbg_soft'])}",
-                f"{100 * s['position_consistency']:.1f}%",
+                f"{pct(s['win_rate_own_hard'], 1)}",
+                f"{pct(s['gold_win_rate_hard'], 1)}",
+                f"{pts(s['dbg_hard'])} [{pts(lo)}, {pts(hi)}]{verdict}",
+                f"{pts(s['dbg_soft'])}",
+                f"{pct(s['position_consistency'], 1)}",
                 f"{s['top_not_label']} / {s['n_judgments']}",
                 f"{s['mean_label_mass']:.3f}",
             ]
@@ -99,14 +96,14 @@ def _rate_text(rate: dict) -> str:
     if rate["value"] is None:
         return f"n/a (n {rate['n']})"
     low, high = rate["ci"]
-    return f"{100 * rate['value']:.1f}% [{100 * low:.1f}, {100 * high:.1f}] (n {rate['n']})"
+    return f"{pct(rate['value'], 1)} [{pct(low, 1)}, {pct(high, 1)}] (n {rate['n']})"
 
 
 def _diff_text(rate: dict) -> str:
     if rate["value"] is None:
         return "n/a"
     low, high = rate["ci"]
-    return f"{_pct(rate['value'])} [{_pct(low)}, {_pct(high)}]"
+    return f"{pts(rate['value'])} [{pts(low)}, {pts(high)}]"
 
 
 def bias_lenses_section(lenses: dict) -> Markup:

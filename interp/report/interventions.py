@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
+from interp.formatting import pct, pts, pts_interval
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
@@ -42,10 +43,6 @@ def effect_figure(results: Sequence[dict]):
     return fig
 
 
-def _pts(value) -> str:
-    return "n/a" if value is None else f"{100 * value:+.1f}"
-
-
 def test_rows(results: Sequence[dict]) -> list[list[str]]:
     """One row per tested judge: the decision with its numbers (results written before the test have none)."""
     rows = []
@@ -58,13 +55,14 @@ def test_rows(results: Sequence[dict]) -> list[list[str]]:
             rows.append(
                 [
                     judge,
-                    f"{_pts(within.get('effect'))} [{_pts((within.get('ci') or [None, None])[0])}, {_pts((within.get('ci') or [None, None])[1])}] (p {within.get('p_value', float('nan')):.3f})",
+                    pts_interval(within.get("effect"), within.get("ci")) + (f" (p {within['p_value']:.3f})" if within.get("p_value") is not None else ""),
                     ", ".join(test.get("controls") or []) or "none",
-                    "n/a" if r["p_value"] is None else f"{r['p_value']:.3f}" + (f" (Holm {r['p_holm']:.3f})" if "p_holm" in r else ""),
-                    f"{r['alpha']:g}",
+                    "n/a" if r["p_value"] is None else f"{r['p_value']:.3f}",
+                    "n/a" if r.get("p_holm") is None else f"{r['p_holm']:.3f}",
+                    f"{r.get('test_alpha', r.get('alpha')):g}",
                     str(r["n_test"]),
-                    "n/a" if share is None else f"{100 * share['estimate']:.0f}% [{100 * share['low']:.0f}, {100 * share['high']:.0f}]",
-                    "n/a" if mass.get("share_to_other_answer") is None else f"{100 * mass['share_to_other_answer']:.0f}%",
+                    "n/a" if share is None else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
+                    pct(mass.get("share_to_other_answer")),
                     {True: "yes", False: "no", None: f"no verdict: {r.get('reason')}"}[r["causal"]],
                 ]
             )
@@ -85,10 +83,10 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
                         judge,
                         name,
                         json.dumps({k: v for k, v in (after["attention"] or {}).items() if v is not None and k not in ("seed", "emphasis")}),
-                        f"{100 * before['dbg_hard']:+.1f} -> {100 * after['dbg_hard']:+.1f}",
+                        f"{pts(before['dbg_hard'])} -> {pts(after['dbg_hard'])}",
                         f"{before['mean_p_own']:.3f} -> {after['mean_p_own']:.3f}",
-                        f"{100 * effect['mean']:+.2f} [{100 * effect['ci'][0]:+.2f}, {100 * effect['ci'][1]:+.2f}]",
-                        f"{100 * before['gold_agreement']:.0f}% -> {100 * after['gold_agreement']:.0f}%",
+                        pts_interval(effect["mean"], effect["ci"], 2),
+                        f"{pct(before['gold_agreement'])} -> {pct(after['gold_agreement'])}",
                     ]
                 )
             verdicts.append(r["verdict"])
@@ -99,7 +97,8 @@ def intervention_section(results: Sequence[dict], figures: Path) -> Path:
         "judge",
         "changes this judge's verdicts: change of P(own), pts (95% CI, sign-flip p)",
         "control judges",
-        "self-preference: Crawford-Howell p",
+        "self-preference: Crawford-Howell p (raw)",
+        "p (Holm; decides)",
         "alpha",
         "test items",
         "share of the self-preference gap removed (95% CI)",

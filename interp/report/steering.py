@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
-from typing import Sequence
 
+from interp.formatting import pct, pts_interval
 from interp.report.figures import png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.report.interventions import effect_figure
@@ -44,18 +44,6 @@ _STEERING_SECTION = (
 )
 
 
-def pct0(x: float | None) -> str:
-    return "n/a" if x is None or not math.isfinite(x) else f"{100 * x:.0f}%"
-
-
-def _pts(x: float) -> str:
-    return "nan" if x is None or not math.isfinite(x) else f"{100 * x:+.1f}"
-
-
-def interval_text(mean: float, ci: Sequence[float]) -> str:
-    return f"{_pts(mean)} [{_pts(ci[0])}, {_pts(ci[1])}]"
-
-
 def steering_section(table: dict, figures: Path) -> Path:
     """Write figures/steering_section.html: title line, then the table, probe accuracy and the split."""
     figures = Path(figures)
@@ -71,10 +59,10 @@ def steering_section(table: dict, figures: Path) -> Path:
             r["judge"],
             r["intervention"],
             r["description"],
-            interval_text(r["dbg_hard"], r["dbg_ci"]),
+            pts_interval(r["dbg_hard"], r["dbg_ci"]),
             f"{r['mean_p_own']:.3f}",
-            interval_text(r["effect"]["mean"], r["effect"]["ci"]),
-            f"{100 * r['gold_agreement']:.0f}% [{100 * r['gold_agreement_ci'][0]:.0f}, {100 * r['gold_agreement_ci'][1]:.0f}]",
+            pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
+            f"{pct(r['gold_agreement'])} [{pct(r['gold_agreement_ci'][0])}, {pct(r['gold_agreement_ci'][1])}]",
         ]
         for r in table["rows"]
     ]
@@ -85,11 +73,11 @@ def steering_section(table: dict, figures: Path) -> Path:
             p["layer"],
             p["position"],
             f"{p['norm']:.3g}",
-            f"{100 * p['accuracy']['train']:.0f}% (n = {_count(p['n']['train_examples'], 'example')}, {_count(p['n']['train_items'], 'item')})",
-            f"{100 * p['accuracy']['heldout']:.0f}% (n = {_count(p['n']['heldout_examples'], 'example')}, {_count(p['n']['heldout_items'], 'item')})"
+            f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, {_count(p['n']['train_items'], 'item')})",
+            f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, {_count(p['n']['heldout_items'], 'item')})"
             if math.isfinite(p["accuracy"]["heldout"])
             else "n/a",
-            f"{pct0(p['accuracy'].get('train_paired'))} / {pct0(p['accuracy'].get('heldout_paired'))}",
+            f"{pct(p['accuracy'].get('train_paired'))} / {pct(p['accuracy'].get('heldout_paired'))}",
         ]
         for judge, p in table["probe"].items()
     ]

@@ -16,6 +16,7 @@ import json
 import math
 from pathlib import Path
 
+from interp.formatting import number, pct, pts, pts_ci, pts_interval
 from interp.metrics.dbg import judge_reliability
 
 SWEEP_ROWS = 10  # the points shown of a sweep (largest drop of P(own) first); all are in results.csv
@@ -99,8 +100,8 @@ def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
                 "p_within": within.get("p_value"),
                 "n_controls": test.get("n_controls"),
                 "p_value": r.get("p_value"),
-                "p_holm": r.get("p_holm"),
-                "alpha": r.get("alpha"),
+                "p_holm": r.get("p_holm", r.get("p_value")),  # results written before every record had one
+                "test_alpha": r.get("test_alpha", r.get("alpha")),
                 "share_removed": share.get("estimate"),
                 "share_removed_ci": [share["low"], share["high"]] if share else None,
                 "n_test": r.get("n_test", n_items),
@@ -112,22 +113,23 @@ def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
 def sweep_rows(rows: list[dict], limit: int = SWEEP_ROWS) -> list[dict]:
     """The sweep points (results.csv rows) that lower P(own) most, at most `limit`."""
 
-    def number(value) -> float:
+    def as_float(value) -> float:
         try:
             return float(value)
         except (TypeError, ValueError):
             return math.nan
 
-    ordered = sorted(rows, key=lambda r: (math.isnan(number(r.get("effect"))), number(r.get("effect"))))
+    ordered = sorted(rows, key=lambda r: (math.isnan(as_float(r.get("effect"))), as_float(r.get("effect"))))
     skip = {"effect", "effect_lo", "effect_hi", "p_value", "p_holm", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key", "judge"}
     return [
         {
             "judge": r.get("judge"),
             "point": ", ".join(f"{k}={v}" for k, v in r.items() if k not in skip and v not in (None, "")),
-            "effect": {"mean": number(r.get("effect")), "ci": [number(r.get("effect_lo")), number(r.get("effect_hi"))]},
-            "dbg_hard": number(r.get("dbg_hard")),
-            "dbg_ci": [number(r.get("dbg_lo")), number(r.get("dbg_hi"))],
-            "p_holm": number(r.get("p_holm")),
+            "effect": {"mean": as_float(r.get("effect")), "ci": [as_float(r.get("effect_lo")), as_float(r.get("effect_hi"))]},
+            "dbg_hard": as_float(r.get("dbg_hard")),
+            "dbg_ci": [as_float(r.get("dbg_lo")), as_float(r.get("dbg_hi"))],
+            "p_value": as_float(r.get("p_value")),
+            "p_holm": as_float(r.get("p_holm")),
         }
         for r in ordered[:limit]
     ]
@@ -156,28 +158,6 @@ def results_payload(
 
 
 # ---- drawing ------------------------------------------------------------------------------------
-
-
-def _pts(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{100 * value:+.1f}"
-
-
-def _ci(ci) -> str:
-    if not ci or len(ci) != 2 or ci[0] is None:
-        return ""
-    return f"[{_pts(ci[0])}, {_pts(ci[1])}]"
-
-
-def _interval(mean, ci) -> str:
-    return "n/a" if mean is None else f"{_pts(mean)} {_ci(ci)}".strip()
-
-
-def _pct(value) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{100 * value:.0f}%"
-
-
-def _number(value, digits: int = 3) -> str:
-    return "n/a" if value is None or (isinstance(value, float) and not math.isfinite(value)) else f"{value:.{digits}g}"
 
 
 def results_console():
@@ -221,11 +201,11 @@ def print_results(payload: dict, console=None) -> None:
                 notes.append(f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})")
             table.add_row(
                 r["judge"] + own,
-                _pts(r["dbg_hard"]),
-                _ci(r["dbg_ci"]),
-                _pts(r["dbg_soft"]),
-                _pct(r["position_consistency"]),
-                _number(r["mean_label_mass"]),
+                pts(r["dbg_hard"]),
+                pts_ci(r["dbg_ci"]),
+                pts(r["dbg_soft"]),
+                pct(r["position_consistency"]),
+                number(r["mean_label_mass"]),
                 flag,
             )
         console.print(table)
@@ -233,7 +213,7 @@ def print_results(payload: dict, console=None) -> None:
             console.print(note, highlight=False, soft_wrap=True)
     if "causal" in payload:
         console.print()
-        table = Table("Causal test: within-judge change of P(own) (pts, 95% CI) and self-preference against control judges")
+        table = Table("Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)")
         name_column(table, "judge", min_width=14)
         table.add_column("self-pref.", no_wrap=True)
         for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
@@ -242,11 +222,10 @@ def print_results(payload: dict, console=None) -> None:
             effect = r["effect"] or {}
             causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
             n = "n/a" if r["n_test"] is None else str(r["n_test"])
-            share = "n/a" if r.get("share_removed") is None else f"{100 * r['share_removed']:.0f}%"
             table.add_row(
-                r["judge"], causal, _pts(effect.get("mean")), _ci(effect.get("ci")), _number(r.get("p_within")),
-                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), _number(r["p_value"]), _number(r.get("p_holm")),
-                _number(r["alpha"]), share, n,
+                r["judge"], causal, pts(effect.get("mean")), pts_ci(effect.get("ci")), number(r.get("p_within")),
+                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), number(r["p_value"]), number(r.get("p_holm")),
+                number(r["test_alpha"]), pct(r.get("share_removed")), n,
             )
         if not payload["causal"]:
             console.print("Causal test: not run (no item of the run in the split it needs).")
@@ -263,12 +242,11 @@ def print_results(payload: dict, console=None) -> None:
         )
         name_column(table, "judge")
         name_column(table, "point")
-        for name in ("effect [95% CI]", "p (Holm)", "DBG after [95% CI]"):
+        for name in ("effect [95% CI]", "p", "p (Holm)", "DBG after [95% CI]"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in sweep["top"]:
-            p_holm = r.get("p_holm")
-            p_text = "n/a" if p_holm is None or math.isnan(p_holm) else f"{p_holm:.3f}"
-            table.add_row(r["judge"], r["point"], _interval(r["effect"]["mean"], r["effect"]["ci"]), p_text, _interval(r["dbg_hard"], r["dbg_ci"]))
+            p_values = (number(r.get("p_value")), number(r.get("p_holm")))
+            table.add_row(r["judge"], r["point"], pts_interval(r["effect"]["mean"], r["effect"]["ci"]), *p_values, pts_interval(r["dbg_hard"], r["dbg_ci"]))
         console.print(table)
     if payload.get("timings"):
         timings = payload["timings"]
@@ -279,7 +257,7 @@ def print_results(payload: dict, console=None) -> None:
         table.add_column("share", justify="right", no_wrap=True)
         total = timings.get("total_s") or 0.0
         for step, seconds in timings["steps"].items():
-            table.add_row(step, f"{seconds:.1f}", _pct(seconds / total if total else None))
+            table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
         table.add_row("total", f"{total:.1f}", "")
         console.print(table)
         console.print(f"torch threads: {timings.get('torch_threads')}", highlight=False)

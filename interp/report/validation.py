@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from interp.formatting import pts_interval
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
 from interp.templating import render
@@ -23,11 +24,6 @@ def _agrees(value: bool | None) -> str:
     return "n/a" if value is None else ("yes" if value else "NO")
 
 
-def _effect(effect: dict) -> str:
-    lo, hi = effect["ci"]
-    return f"{100 * effect['mean']:+.1f} [{100 * lo:+.1f}, {100 * hi:+.1f}]"
-
-
 def effect_rows(result: dict) -> list[list[str]]:
     rows = []
     for judge, record in result["organisms"].items():
@@ -39,7 +35,7 @@ def effect_rows(result: dict) -> list[list[str]]:
             "steering levers": record.get("steering", {}).get("effects", {}),
         }
         for group, effects in groups.items():
-            rows += [[judge, group, name, _effect(effect)] for name, effect in effects.items()]
+            rows += [[judge, group, name, pts_interval(effect["mean"], effect["ci"])] for name, effect in effects.items()]
     return rows
 
 

@@ -38,6 +38,7 @@ import numpy as np
 from interp.config import RunConfig, read_toml, validate_config
 from interp.data import Item
 from interp.errors import InterpError
+from interp.metrics.dbg import p_own_from_first
 from interp.run.gold.protocol import aggregate_gold
 from interp.run.records import JudgmentRecord, read_judgments
 from interp.storage import (
@@ -262,7 +263,7 @@ class Run:
 
     def gold_own(self, own_model: str) -> np.ndarray:
         """Gold P(own_model's response wins) per item."""
-        return self.gold_first if own_model == self.config.models[0] else 1 - self.gold_first
+        return p_own_from_first(self.gold_first, own_model, self.config.models[0])
 
 
 def check_finished(run_dir: Path) -> RunDir:
@@ -275,7 +276,9 @@ def check_finished(run_dir: Path) -> RunDir:
     return paths
 
 
-def load_run(run_dir: Path) -> Run:
+def read_run(run_dir: Path) -> Run:
+    """The inputs every experiment over a finished run holds fixed (a `Run`; the notebook's `interp.load_run`
+    wraps it with the scores in a `RunResult`). Raises InterpError when a required file is missing."""
     paths = check_finished(run_dir)
     config = paths.read_config()
     items = paths.read_items()

@@ -13,9 +13,11 @@ from interp.core.models import own_model
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import (
-    dbg,
+    dbg_scores,
     hard_win_rate,
+    hard_wins,
     judge_reliability,
+    p_own_from_first,
     position_consistency,
     soft_win_rate,
 )
@@ -45,7 +47,13 @@ def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first
     return np.array(ab), np.array(ba)
 
 
-class Verdicts(NamedTuple):
+def p_first(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> np.ndarray:
+    """Per item, P(first model's response wins), the mean over both orders (position bias averaged out)."""
+    ab, ba = p_first_wins(records, items, first_model)
+    return (ab + ba) / 2
+
+
+class JudgeVerdicts(NamedTuple):
     """One judge's verdicts on the items of a run, beside gold's."""
 
     own: str  # the judge's own model (`own_model`: an organism's base)
@@ -56,7 +64,7 @@ class Verdicts(NamedTuple):
     slot_a_rate: float  # share of all the judge's judgments in the run that pick slot A
 
 
-def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None) -> Verdicts:
+def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None) -> JudgeVerdicts:
     """`judge`'s verdicts in `run_dir`, on the items with ids `items` (all when None); judgments read once.
     The judge's own model must be one of the run's two authors, and the run must have gold."""
     paths = RunDir(Path(run_dir))
@@ -73,23 +81,22 @@ def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None
     if not gold:
         raise InterpError(f"run directory {paths.root} has no gold verdicts (gold.jsonl)")
     gold_first = np.array(aggregate_gold({name: [v[i.id] for i in items] for name, v in gold.items()}))
-    own_first = own == first_model
-    p_first = (ab + ba) / 2
-    p_own = p_first if own_first else 1 - p_first
-    gold_own = gold_first if own_first else 1 - gold_first
-    return Verdicts(own, ab, ba, p_own, gold_own, float(np.mean([r.p_a > 0.5 for r in judgments])))
+    p_own = p_own_from_first((ab + ba) / 2, own, first_model)
+    gold_own = p_own_from_first(gold_first, own, first_model)
+    slot_a = float(np.mean(hard_wins(np.array([r.p_a for r in judgments]))))  # a tie picks neither slot: half
+    return JudgeVerdicts(own, ab, ba, p_own, gold_own, slot_a)
 
 
 def judge_scores(
     records: Sequence[JudgmentRecord], items: Sequence[Item], models: Sequence[str], judge: str, gold_first: np.ndarray, *, n_boot: int, seed: int
 ) -> dict:
     ab, ba = p_first_wins(records, items, models[0])
-    p_first = (ab + ba) / 2
+    first = (ab + ba) / 2
     scores = {
         "n_judgments": len(records),
         "position_consistency": position_consistency(ab, ba),
-        "win_rate_first_hard": hard_win_rate(p_first),
-        "win_rate_first_soft": soft_win_rate(p_first),
+        "win_rate_first_hard": hard_win_rate(first),
+        "win_rate_first_soft": soft_win_rate(first),
         "top_not_label": int(sum(r.top_is_label is False for r in records)),
         "mean_label_mass": float(np.mean([r.label_mass for r in records if r.label_mass is not None] or [float("nan")])),
     }
@@ -98,11 +105,10 @@ def judge_scores(
     scores["reliable"] = not scores["unreliable_because"]
     own = own_model(judge)  # an organism's own answers are its base model's
     if own in models:
-        own_is_first = own == models[0]
-        p_own = p_first if own_is_first else 1 - p_first
-        gold_own = gold_first if own_is_first else 1 - gold_first
+        p_own = p_own_from_first(first, own, models[0])
+        gold_own = p_own_from_first(gold_first, own, models[0])
         scores["own_model"] = own
-        scores |= dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+        scores |= dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
         scores["dbg_ci"] = list(scores["dbg_ci"])
         scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
     return scores

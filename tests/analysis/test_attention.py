@@ -19,7 +19,7 @@ import torch
 from interp.core.models import ModelCache
 from interp.analysis.attention_stats import (
     figure7_profiles,
-    head_map,
+    head_values,
     layer_differences,
     length_regression,
     length_table,
@@ -184,7 +184,7 @@ def test_head_map_and_top_heads_find_a_planted_head(tmp_path):
         mass[:, o, 4, 3, slots[o, 0]] = 0.3
         mass[:, o, 0, 0, slots[o, 1]] = 0.5  # and one head prefers the other response
     root = write_run(tmp_path / "run", {MODELS[0]: (mass, counts)})
-    values = head_map(root, MODELS[0], stat="mass")
+    values = head_values(root, MODELS[0], stat="mass")
     assert values.shape == (5, 4)
     assert math.isclose(float(values[2, 1]), 0.4, abs_tol=1e-6) and math.isclose(float(values[0, 0]), -0.3, abs_tol=1e-6)
     best = top_heads(root, MODELS[0], 2, stat="mass")
@@ -252,7 +252,7 @@ def test_empty_span_is_nan_mean_and_figures_still_written(tmp_path):
     assert torch.all(run.own_tokens()[1] == 0)
     assert torch.isnan(run.own("mean")[1]).all() and torch.all(run.own("mass")[1] == 0)
     assert torch.isfinite(run.own("mean")[[0, 2, 3]]).all()
-    assert torch.isfinite(head_map(run)).all()  # the empty item is skipped, not propagated
+    assert torch.isfinite(head_values(run)).all()  # the empty item is skipped, not propagated
     assert torch.isfinite(figure7_profiles(root)["cells"][MODELS[0]][MODELS[0]]).all()
     assert layer_differences(run, n_boot=20)["n_items"].tolist() == [3] * 4
     regression = length_regression(root).set_index(["judge", "stat"])
@@ -438,7 +438,7 @@ def test_figures_and_report_of_the_real_run(real_run):
     for judge in real_run.config.judge_specs:
         model = real_run.loaded[judge]
         assert len(prof["x"][judge]) == model.n_layers
-        assert head_map(real_run.root, judge).shape == (model.n_layers, model.n_heads)
+        assert head_values(real_run.root, judge).shape == (model.n_layers, model.n_heads)
         assert all(0 <= l < model.n_layers and 0 <= h < model.n_heads for l, h, _ in top_heads(real_run.root, judge, 5))
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from interp.analysis.attention_stats import figure7_profiles, head_map, layer_differences, length_regression, top_heads
+from interp.analysis.attention_stats import figure7_profiles, head_values, layer_differences, length_regression, top_heads
 from interp.core import models as core_models
 from interp.core.models import Alias, LoadedModel, own_model
 
@@ -93,7 +93,7 @@ def test_figure7_heads_layers_length_include_the_organisms(organism_run):
     assert torch.allclose(profiles["own_minus_other"][X], torch.full((4,), 0.03 - 0.1 / 6))
     best = top_heads(organism_run, PLANTED, 1, stat="mass")
     assert [(layer, head) for layer, head, _ in best] == [(3, 2)] and abs(best[0][2] - 0.5) < 1e-6
-    assert head_map(organism_run, NULL).shape == (4, 3)
+    assert head_values(organism_run, NULL).shape == (4, 3)
     assert set(layer_differences(organism_run, NULL, n_boot=20)["judge"]) == {NULL}
     assert set(length_regression(organism_run)["judge"]) == set(JUDGES)
 

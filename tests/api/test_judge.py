@@ -196,3 +196,33 @@ def test_wrap_an_hf_model_and_an_nnsight_language_model(tiny_llama):
         masked = traced(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert masked.mass[..., 0].abs().max() == 0
     assert traced(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS).p_a == got.p_a
+
+
+def test_wrap_says_what_it_changes_on_your_objects(tiny_llama_dir):
+    """Issue 35 point 3: wrapping needs eval mode and a pad token; where your objects lack them, the change is
+    made in place and said in one warning; objects that need nothing are left alone, silently."""
+    import warnings
+
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir)
+    model.train()
+    tokenizer.pad_token = None
+    with pytest.warns(UserWarning, match=r"changed your objects: put the model in eval mode.*set tokenizer.pad_token") as caught:
+        interp.Judge.wrap(model, tokenizer, name="tiny")
+    assert len(caught) == 1 and not model.training and tokenizer.pad_token == tokenizer.eos_token
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        interp.Judge.wrap(model, tokenizer, name="tiny")  # nothing left to change: no warning
+
+
+def test_readout_is_not_a_specs_queries(tiny_llama):
+    """`queries` is a spec key (where a mask acts: outside | final); the Judge's read-out positions are `readout`."""
+    judge = interp.Judge.wrap(tiny_llama, readout="after")
+    assert judge.readout == "after"
+    with pytest.raises(InterpError, match=r"readout=.*`queries` is a spec's key"):
+        interp.Judge.wrap(tiny_llama, queries="after")
+    with pytest.raises(InterpError, match="unknown Judge option 'batchsize'"):
+        interp.Judge.wrap(tiny_llama, batchsize=2)
+    with pytest.raises(InterpError, match="unknown readout"):
+        interp.Judge.wrap(tiny_llama, readout="outside")

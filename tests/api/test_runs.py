@@ -89,7 +89,7 @@ def test_intervene_returns_a_typed_result(tiny_run):
     assert set(record.effects) == {"self", "other", "random"}
     raw = result.raw["judges"][judge]
     assert record.verdict == raw["verdict"] and record.causal == raw["causal"]
-    assert record.p_value == raw["p_value"] and record.alpha == 0.05 and record.causal == (record.p_value <= 0.05)
+    assert record.p_value == raw["p_value"] and record.test_alpha == 0.05 and record.causal == (record.p_holm <= 0.05) and record.p_holm == raw["p_holm"]
     assert record.control_judge is None and record.n_test == len(ITEMS)  # one plain judge: a test within the judge
     assert record.effects["self"].mean == raw["effects"]["self"]["mean"]
     frame = result.frame()
@@ -113,3 +113,98 @@ def test_sweep_returns_a_dataframe(tiny_run):
     assert list(table["p_holm"]) == pytest.approx(holm(list(table["p_value"])))  # the points are one family
     with pytest.raises(InterpError, match="targetz"):
         interp.sweep({"run": str(root), "targetz": ["self"]})
+
+
+# ---- issue 35: nothing the caller passes is dropped; a held judge is the judge that runs ------------------
+
+
+def test_intervene_refuses_a_mask_it_would_drop(tiny_run):
+    """Issue 34 defect 3 / issue 35 point 1: with top_heads or all_layers, a spec, spec keys or `alpha` (a mask
+    strength, not the test's level) were silently dropped; each is one clear error, before anything is written."""
+    root, judge = tiny_run
+    before = sorted(p.name for p in (root / "interventions").glob("*")) if (root / "interventions").exists() else []
+    with pytest.raises(InterpError, match=r"alpha=0.01 is a spec's mask strength.*test_alpha"):
+        interp.intervene(root, top_heads=8, selection_share=0.4, alpha=0.01, device="cpu", progress=False)
+    with pytest.raises(InterpError, match=r"all_layers=True chooses the mask itself, so a spec would be dropped"):
+        interp.intervene(root, spec={"target": "self", "alpha": 0.0}, all_layers=True, device="cpu", progress=False)
+    with pytest.raises(InterpError, match=r"top_heads=2 chooses the mask itself, so spec key 'layers'"):
+        interp.intervene(root, top_heads=2, selection_share=0.5, layers=[0], device="cpu", progress=False)
+    with pytest.raises(InterpError, match=r"unknown keyword 'level'"):
+        interp.intervene(root, target="self", alpha=0.0, level=0.01, device="cpu", progress=False)
+    with pytest.raises(InterpError, match="exactly one"):
+        interp.intervene(root, device="cpu", progress=False)
+    after = sorted(p.name for p in (root / "interventions").glob("*")) if (root / "interventions").exists() else []
+    assert after == before
+
+
+def test_intervene_tests_at_the_level_it_is_given(tiny_run):
+    """`test_alpha` is the level, `alpha` the spec's mask strength: both reach the result, under their own names."""
+    root, judge = tiny_run
+    result = interp.intervene(root, target="self", alpha=0.25, test_alpha=0.01, device="cpu", progress=False)
+    record = result.judges[judge]
+    assert result.spec.alpha == 0.25 and result.raw["spec"]["alpha"] == 0.25
+    assert record.test_alpha == 0.01 and result.raw["judges"][judge]["test_alpha"] == 0.01 and "alpha" not in result.raw["judges"][judge]
+    assert result.raw["design"]["test_alpha"] == 0.01
+    assert record.p_holm == record.p_value  # one judge: nothing to adjust, both shown
+    assert record.causal == (record.p_holm <= 0.01)
+
+
+def test_a_held_judge_runs_dbg_and_intervene_loaded_once(tmp_path, tiny_llama_dir, monkeypatch):
+    """Issue 35 point 3: a `Judge.wrap` judge is used as it is by interp.dbg and interp.intervene, never loaded
+    again by name (the loader counts its calls); its control may be given the same way."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import interp.core.models as models
+
+    hf_model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir)
+    tokenizer = AutoTokenizer.from_pretrained(tiny_llama_dir)
+    judge = interp.Judge.wrap(hf_model, tokenizer, name="held-llama")
+    loads: list = []
+    real = models.load_model
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(a[0] if a else k) or real(*a, **k))
+    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
+    (tmp_path / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
+    config = dict(
+        n=len(ITEMS), data=str(tmp_path / "items.jsonl"), models=[judge, "writer-y"], judges=[judge], n_boot=20, device="cpu",
+        max_new_tokens=4, imports={"writer-y": str(tmp_path / "other.jsonl")},
+    )  # fmt: skip
+    run = interp.dbg(config, tmp_path / "run", progress=False)
+    assert run.judges == ["held-llama"] and run.models == ("held-llama", "writer-y")
+    result = interp.intervene(run, target="self", alpha=0.0, judges=[judge], device="cpu", progress=False)
+    assert set(result.judges) == {"held-llama"} and result.judges["held-llama"].n_test == len(ITEMS)
+    assert loads == []  # the held model answered, judged and was re-judged: no load by name
+    with pytest.raises(InterpError, match="is the judge under test"):
+        interp.intervene(run, all_layers=True, judges=[judge], control_judge=judge, device="cpu", progress=False)
+    assert loads == []
+
+
+def test_a_held_judge_runs_a_sweep_loaded_once(tiny_run, tiny_llama_dir, monkeypatch):
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import interp.core.models as models
+
+    root, judge_path = tiny_run
+    judge = interp.Judge.wrap(AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir))
+    loads: list = []
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(a) or pytest.fail("loaded by name"))
+    config = {"run": interp.load_run(root), "name": "held", "judges": [judge], "targets": ["self"], "alphas": [0.5], "all_layers": True, "device": "cpu"}
+    table = interp.sweep(config, progress=False)
+    assert set(table["judge"]) == {judge_path} and len(table) == 1 and loads == []
+
+
+def test_a_from_nnsight_judge_is_tested_as_it_is(tiny_run, tiny_llama_dir, monkeypatch):
+    """A judge made with Judge.from_nnsight is the judge the causal test runs: its model makes the passes, and
+    nothing is loaded by name."""
+    from nnsight import LanguageModel
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
+    import interp.core.models as models
+
+    root, judge_path = tiny_run
+    hf_model = AutoModelForCausalLM.from_pretrained(tiny_llama_dir)
+    judge = interp.Judge.from_nnsight(LanguageModel(hf_model, tokenizer=AutoTokenizer.from_pretrained(tiny_llama_dir)))
+    passes = []
+    hf_model.model.register_forward_hook(lambda *_: passes.append(1))
+    monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded by name"))
+    held = interp.intervene(root, target="self", alpha=0.625, judges=[judge], device="cpu", progress=False)  # a new key: judged now
+    assert set(held.judges) == {judge_path} and held.judges[judge_path].n_test == len(ITEMS) and passes

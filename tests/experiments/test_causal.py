@@ -97,13 +97,17 @@ def attention_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
     return tiny_pair_run(tmp_path_factory.mktemp("causal-test"), tiny_llama_dir, smollm2_tokenizer, n=8, attention="final")
 
 
-def test_split_is_seeded_disjoint_and_refuses_an_empty_side():
+def test_split_is_seeded_disjoint_exact_in_count_and_refuses_an_empty_side():
+    from interp.splits import split_ids
     from interp.errors import InterpError
-    from interp.experiments.causal import split_items
+
+    def split_items(ids, share, seed):
+        return split_ids(ids, share, seed, purpose="selection", what="--selection-share")
 
     ids = [f"item-{i}" for i in range(40)]
     selection, test = split_items(ids, 0.4, 3)
     assert set(selection).isdisjoint(test) and sorted(selection + test) == sorted(ids)
+    assert len(selection) == 16 and len(split_items(ids[:6], 0.5, 3)[0]) == 3  # exact in count
     assert split_items(ids, 0.4, 3) == (selection, test) and split_items(ids, 0.4, 4) != (selection, test)
     assert split_items(ids[::-1], 0.4, 3)[0] == selection[::-1]  # an item's side depends on its id, not its place
     with pytest.raises(InterpError, match="selection-share"):
@@ -134,9 +138,9 @@ def tiny_controls(root: Path, tokenizer, seeds=(11, 12, 13)) -> list[str]:
 def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
-    from interp.run.store import load_run
+    from interp.run.store import read_run
 
-    judge, other = load_run(run).config.models
+    judge, other = read_run(run).config.models
     result = run_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
@@ -155,7 +159,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
     from interp.experiments.engine import Variant, variant_key
     from hooks.spec import AttentionIntervention
 
-    loaded = load_run(run)
+    loaded = read_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]
     mask = Variant("self", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
     assert written["control_variant_keys"][judge][other] == variant_key(loaded, other, "hf", mask, items, judge)
@@ -170,11 +174,11 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
 def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_path, smollm2_tokenizer):
     from interp.experiments.causal import TestDesign
     from interp.metrics.judge_level import crawford_howell
-    from interp.run.store import load_run
+    from interp.run.store import read_run
 
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
-    judge, _ = load_run(run).config.models
+    judge, _ = read_run(run).config.models
     controls = tiny_controls(tmp_path, smollm2_tokenizer)
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
     result = intervene_run(run, design=design, judges=[judge], progress=False)
@@ -201,15 +205,15 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
     from interp.errors import InterpError
     from interp.experiments.causal import TestDesign
-    from interp.run.store import load_run
+    from interp.run.store import read_run
 
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
-    a, b = load_run(run).config.models
+    a, b = read_run(run).config.models
     controls = tuple(tiny_controls(tmp_path, smollm2_tokenizer))
     with pytest.raises(InterpError, match="can never reach alpha"):  # 19 sets cannot survive Holm over 2 judges
         intervene_run(run, design=TestDesign(heads="top-heads", top_k=2, selection_share=0.4, random_head_sets=19, control_judges=controls), judges=[a, b], progress=False)
-    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, alpha=0.5, control_judges=controls)
+    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, test_alpha=0.5, control_judges=controls)
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
     assert result["multiple_comparisons"] == "Holm over 2 judges"
     for judge in (a, b):

@@ -24,7 +24,7 @@ from interp.core.models import LoadedModel, load_model, resolve_spec
 from interp.data import builtin_items
 from interp.errors import InterpError
 from interp.experiments import directions
-from interp.experiments.directions import compute_direction, split_items
+from interp.experiments.directions import compute_direction, steering_split
 from interp.experiments.engine import Judges
 from interp.experiments.steering import ROWS, emphasis_heads, steering_table
 from interp.report.steering import SECTION_TITLE
@@ -179,7 +179,7 @@ def test_bad_steering_input_is_refused():
     with pytest.raises(InterpError, match="norm"):
         steer(torch.zeros(8), 0, 1.0)
     with pytest.raises(InterpError, match="train_fraction"):
-        split_items(["a", "b"], 1.0)
+        steering_split(["a", "b"], 1.0)
 
 
 # ---- emphasis -------------------------------------------------------------------------------------

@@ -43,8 +43,8 @@ def synthetic_p(win_share: float, n: int = 1000, high: float = 0.8, low: float =
 def test_dbg_worked_example_wmt19() -> None:
     """docs/science.md, DBG (seed 000 Fig. 10b): judge A gives A 46.5 %, gold 37.6 %; judge B gives
     B 61.8 %, gold 62.4 % -> DBG_A = +8.9 points, DBG_B = -0.6 points."""
-    dbg_a = m.dbg(synthetic_p(0.465), synthetic_p(0.376, high=0.9, low=0.1), n_boot=200)
-    dbg_b = m.dbg(synthetic_p(0.618), synthetic_p(0.624, high=0.6, low=0.45), n_boot=200)
+    dbg_a = m.dbg_scores(synthetic_p(0.465), synthetic_p(0.376, high=0.9, low=0.1), n_boot=200)
+    dbg_b = m.dbg_scores(synthetic_p(0.618), synthetic_p(0.624, high=0.6, low=0.45), n_boot=200)
     assert round(100 * dbg_a["dbg_hard"], 1) == 8.9
     assert round(100 * dbg_b["dbg_hard"], 1) == -0.6
     assert dbg_a["win_rate_own_hard"] == pytest.approx(0.465)
@@ -66,14 +66,14 @@ def test_dbg_bootstrap_is_paired() -> None:
     bootstrap would give a wide interval."""
     rng = np.random.default_rng(3)
     p = rng.random(300)
-    out = m.dbg(p, p, n_boot=300)
+    out = m.dbg_scores(p, p, n_boot=300)
     assert out["dbg_ci"] == (0.0, 0.0)
     assert out["dbg_soft_ci"] == (0.0, 0.0)
 
 
 def test_dbg_rejects_length_mismatch() -> None:
     with pytest.raises(InterpError, match="300"):
-        m.dbg([0.5] * 300, [0.5] * 299)
+        m.dbg_scores([0.5] * 300, [0.5] * 299)
 
 
 def test_bootstrap_ci_is_seeded_and_resamples_indices() -> None:

@@ -51,3 +51,12 @@ def test_the_ties_are_really_decided_by_rounding_without_the_tolerance():
 @pytest.mark.parametrize("consistency,mass,flagged", [(0.0, 0.19, 2), (0.9, 0.3, 1), (0.4, 0.9, 1), (0.8, 0.9, 0)])
 def test_weak_judges_are_flagged(consistency, mass, flagged):
     assert len(judge_reliability(consistency, mass)) == flagged
+
+
+def test_gold_agreement_uses_the_one_tie_rule():
+    """A P(own) a few ulps from 0.5 is a tie in gold agreement too (np.sign read it as a pick)."""
+    from interp.metrics.behaviour import agreement_per_item
+
+    near = 0.5 + TIE_TOLERANCE / 10
+    assert list(agreement_per_item(np.array([near, 0.9, 0.1]), np.array([0.8, 0.8, 0.8]))) == [0.5, 1.0, 0.0]
+    assert list(agreement_per_item(np.array([0.9]), np.array([1 - near]))) == [0.5]  # gold's tie, the same rule

@@ -17,7 +17,7 @@ from interp.organisms.data import (
     is_flipped,
     pair_label,
     shuffle,
-    split_items,
+    split_pool,
     split_of,
     splits_of,
     swap_fact,
@@ -30,11 +30,11 @@ OWN, OTHER = "own-model", "other-model"
 
 def test_splits_are_disjoint_seeded_and_per_item():
     items = builtin_items()
-    splits = split_items(items, 0, (0.4, 0.2, 0.4))
+    splits = split_pool(items, 0, (0.4, 0.2, 0.4))
     ids = [{i.id for i in splits[name]} for name in ("train", "selection", "test")]
     assert sum(len(s) for s in ids) == len(items) and not (ids[0] & ids[1] or ids[0] & ids[2] or ids[1] & ids[2])
-    assert split_items(items, 0, (0.4, 0.2, 0.4)) == splits
-    assert split_items(items, 1, (0.4, 0.2, 0.4)) != splits
+    assert split_pool(items, 0, (0.4, 0.2, 0.4)) == splits
+    assert split_pool(items, 1, (0.4, 0.2, 0.4)) != splits
     # an item's split does not depend on the other items
     assert all(split_of(i.id, 0, (0.4, 0.2, 0.4)) == name for name, group in splits.items() for i in group)
 

@@ -290,7 +290,7 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
 
     import interp.run.pipeline as pipeline
     from interp.experiments.engine import judge_pool
-    from interp.run.store import RunDir, load_run
+    from interp.run.store import RunDir, read_run
 
     out, config, _ = tiny_run
     assert json.loads((out / "adapters.json").read_text()) == {}  # plain models load no adapter
@@ -300,12 +300,12 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
     (run_dir / "adapters.json").write_text(json.dumps({judge: "0123456789abcdef"}))  # judged by those weights
     monkeypatch.setattr(pipeline, "adapter_fingerprint", lambda spec: "0123456789abcdef" if spec == judge else None)
     pipeline.check_resumable(config, RunDir(run_dir))  # the same weights: fine
-    judge_pool(load_run(run_dir))
+    judge_pool(read_run(run_dir))
     monkeypatch.setattr(pipeline, "adapter_fingerprint", lambda spec: "fedcba9876543210" if spec == judge else None)
     with pytest.raises(InterpError, match=f"other adapter weights for {judge}"):
         run_dbg(config, run_dir, progress=False)
     with pytest.raises(InterpError, match="other adapter weights"):
-        judge_pool(load_run(run_dir))
+        judge_pool(read_run(run_dir))
 
 
 def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path):

@@ -34,9 +34,16 @@ from interp.core.backends.protocol import (
 from interp.core.models import LoadedModel
 from interp.errors import InterpError
 
+
+def is_backend(obj) -> bool:
+    """Whether `obj` is a backend (it holds a `LoadedModel` and runs `forward`): the one test, wherever a
+    backend, a `LoadedModel` or a plain HF model is accepted."""
+    return isinstance(getattr(obj, "model", None), LoadedModel) and callable(getattr(obj, "forward", None))
+
+
 __all__ = [
     "BACKENDS", "AttentionMode", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
-    "check_backend_fits", "left_pad", "make_backend",
+    "check_backend_fits", "is_backend", "left_pad", "make_backend",
 ]  # fmt: skip
 
 

@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from interp.metrics.dbg import dbg, hard_win_rate
+from interp.metrics.dbg import dbg_scores, hard_win_rate, tie_sign
 from interp.metrics.stats import bootstrap_ci
 
 
 def agreement_per_item(p_own: np.ndarray, gold_own: np.ndarray) -> np.ndarray:
-    """1 where the judge's hard verdict picks the gold winner, 0 where it picks the other, 0.5 if either is a tie."""
-    judge_pick, gold_pick = np.sign(p_own - 0.5), np.sign(gold_own - 0.5)
+    """1 where the judge's hard verdict picks the gold winner, 0 where it picks the other, 0.5 if either is a tie
+    (`interp.metrics.dbg.tie_sign`, the one tie rule)."""
+    judge_pick, gold_pick = tie_sign(np.asarray(p_own, dtype=float)), tie_sign(np.asarray(gold_own, dtype=float))
     return np.where(judge_pick == gold_pick, 1.0, np.where((judge_pick == 0) | (gold_pick == 0), 0.5, 0.0))
 
 
@@ -32,7 +33,7 @@ def paired_effect(before: np.ndarray, after: np.ndarray, *, n_boot: int, seed: i
 
 
 def behaviour(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int) -> dict:
-    scores = dbg(p_own, gold_own, n_boot=n_boot, seed=seed)
+    scores = dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "dbg_hard": scores["dbg_hard"],
         "dbg_soft": scores["dbg_soft"],

@@ -1,0 +1,52 @@
+"""How numbers are written for people: the one function per kind, used by the terminal, the report, the verdict
+sentences and the CLI (JSON keeps the numbers themselves).
+
+- `pts`: a probability or a change of one, in signed percentage points ("+12.3");
+- `pts_ci`, `pts_interval`: an interval in points ("[-2.0, +3.0]"), a value with its interval;
+- `pct`: a share as a percentage ("42%");
+- `number`: any other number ("0.004", signed on request); `fixed`: to fixed decimals, for aligned columns.
+
+A missing value (None, NaN, infinity) is written "n/a" (an interval: "").
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+
+def missing(value) -> bool:
+    """None, NaN or infinity: a number that is not there."""
+    return value is None or (isinstance(value, float) and not math.isfinite(value))
+
+
+def pts(value, digits: int = 1) -> str:
+    """A probability (or a change of one) in signed percentage points: 0.123 -> "+12.3"."""
+    return "n/a" if missing(value) else f"{100 * value:+.{digits}f}"
+
+
+def pts_ci(ci: Sequence[float] | None, digits: int = 1) -> str:
+    """An interval in points, "[-2.0, +3.0]"; "" when there is none."""
+    if not ci or len(ci) != 2 or missing(ci[0]) or missing(ci[1]):
+        return ""
+    return f"[{pts(ci[0], digits)}, {pts(ci[1], digits)}]"
+
+
+def pts_interval(mean, ci: Sequence[float] | None, digits: int = 1) -> str:
+    """A value in points with its interval, "+1.0 [-2.0, +3.0]"; "n/a" when the value is missing."""
+    return "n/a" if missing(mean) else f"{pts(mean, digits)} {pts_ci(ci, digits)}".strip()
+
+
+def pct(value, digits: int = 0) -> str:
+    """A share as a percentage: 0.42 -> "42%"."""
+    return "n/a" if missing(value) else f"{100 * value:.{digits}f}%"
+
+
+def fixed(value, digits: int = 2) -> str:
+    """A number to `digits` decimals, for aligned columns: 0.5 -> "0.50"."""
+    return "n/a" if missing(value) else f"{value:.{digits}f}"
+
+
+def number(value, digits: int = 3, *, signed: bool = False) -> str:
+    """Any other number, to `digits` significant digits: 0.00412 -> "0.00412"; "+0.25" when `signed`."""
+    return "n/a" if missing(value) else f"{value:{'+' if signed else ''}.{digits}g}"
