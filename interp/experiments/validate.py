@@ -206,7 +206,7 @@ def truth_rows(result: dict) -> list[dict]:
 def _judge_result(intervention: dict, judge: str) -> dict:
     r = intervention["judges"][judge]
     keys = (
-        "verdict", "causal", "reason", "p_value", "p_holm", "alpha", "effect", "n_test", "test", "within_judge", "gap_before", "gap_after",
+        "verdict", "causal", "reason", "p_value", "p_holm", "test_alpha", "effect", "n_test", "test", "within_judge", "gap_before", "gap_after",
         "share_removed", "share_removed_reason", "controls", "masked_mass", "before", "variants", "effects",
     )
     return {key: r[key] for key in keys if key in r}
