@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import math
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,7 +50,6 @@ from interp.experiments.engine import (
 )
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
-from interp.organisms.data import unit_hash
 from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 

@@ -26,7 +26,7 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
 from interp.run.pipeline import run_dbg
-from interp.run.store import RunDir, read_run
+from interp.run.store import RunDir
 
 # On a 2-core CPU a judge forward pass costs ~10 ms per prompt token, so the demo caps answers at 60 words
 # (the paper, and `interp dbg`'s default, use 200): judge prompts stay ~300 tokens and the whole demo,

@@ -1,59 +1,26 @@
-"""The causal test of self-preference: a paired permutation test, a control judge, random head sets, Holm.
+"""The permutation machinery of the causal test: sign flips, rank p-values, Holm, the number of random head
+sets, Clopper-Pearson and AUROC.
 
-Its sign-flip test stays as the within-judge test ("changes this judge's verdicts"). Against one control
-judge it cannot isolate self-preference: two null organisms of different seeds already differ (the measured
-false-positive rate is 0.50). The between-judge tests, with the judge as the unit (Crawford-Howell against
-k >= 3 control judges, the share of the gap removed) are in `interp.metrics.judge_level`, two families and
-the multi-bootstrap in `interp.metrics.families`. The number R of random head sets follows from alpha and
-Holm here (`min_random_sets`, `check_random_sets`).
+- `sign_flip_pvalue`: the within-judge test ("changes this judge's verdicts"). Per test item,
+  ``delta[i] = P_J(own | I) - P_J(own)`` (mean over both orders); H0: each ``delta[i]`` is as likely to be +x
+  as -x; two-sided p = (1 + #{|flipped mean| >= |observed|}) / (1 + n_flips), exact enumeration up to 15
+  items. Exact under H0 whatever the distribution of the ``|delta[i]|``; `smallest_flip_p` says when too few
+  items cannot reach alpha.
+- `rank_pvalue`: the head-choice null, the chosen heads' statistic among R random head sets of the same size;
+  `min_random_sets` / `check_random_sets` choose R so that the rank p can reach alpha after Holm.
+- `holm`: the one Holm step-down adjustment (several judges in one command, many sweep points).
 
-Question. Does removing a judge's attention to its own answer lower its preference for that answer more than
-the same removal lowers the preference of a judge that reads the same two answers without having written
-one of them? Only that contrast isolates *self*-preference: any competent judge relies on an answer it can
-read, and a judge whose own answers are better (or worse) than the other model's moves under a mask for
-that reason alone.
-
-Data, per test item i (P = probability that the judge's own answer wins, mean over both orders):
-
-- ``delta_judge[i]   = P_J(own | mask) - P_J(own)``: the tested judge J, the mask on J's own answer;
-- ``delta_control[i] = P_C(own | mask) - P_C(own)``: a control judge C on the same pair, the same mask on
-  the same answer (J's), where C did not write it (for an organism: its counterpart of the same base that
-  read the same answers);
-- the paired contrast ``d[i] = delta_judge[i] - delta_control[i]`` (a difference in differences), or
-  ``d[i] = delta_judge[i]`` when no control judge is available.
-
-Null hypothesis H0: within each item the tested judge and the control judge are exchangeable under the
-mask, so each ``d[i]`` is as likely to be +x as -x. Alternative H1: ``E[d] != 0``. Two-sided, because
-self-preference does not fix the sign: a preference that runs through reading the own answer makes the mask
-lower the judge's P(own) more than the control's (d < 0); one that runs through recognising the other
-model's answer survives the mask while the control, which compares contents, loses the answer it was
-comparing (d > 0). Measured on the planted organism, the second happens.
-
-Statistic and tests:
-
-1. ``mean(d)``, with a two-sided sign-flip permutation p-value ``p_flip`` (exact enumeration up to 15
-   items, else ``n_flips`` seeded random sign vectors, p = (1 + #{|flipped mean| >= |observed|}) /
-   (1 + n_flips)). It is exact under H0 whatever the distribution of the ``|d[i]|``.
-2. When the masked heads were chosen from data (top-k by own-minus-other attention), the head-choice null:
-   the same ``mean(d)`` for R random head sets of the same size (layer-matched by default), and the rank
-   p-value ``p_rank = (1 + #{|random mean| >= |chosen mean|}) / (R + 1)``. It asks whether the chosen heads are
-   unusual among heads of the same number, not only whether masking them does anything.
-3. One decision: ``p = max(p_flip, p_rank)`` (an intersection-union test: it rejects only when both reject,
-   so its false-positive rate is at most alpha without a correction); causal iff ``p <= alpha``
-   (default 0.05). When ``p_flip > alpha`` the random head sets cannot change the decision and may be
-   skipped (the result says so).
-4. Several judges in one command, or many sweep points: Holm's step-down adjustment of their p-values,
-   stated in the report.
-
-The effect size is ``mean(d)`` in probability points with a percentile bootstrap interval over items (the
-toolkit's one resampling scheme, `interp.metrics.stats.bootstrap_ci`). Error rates of the whole procedure,
-measured on model organisms whose truth is known, are printed by ``experiments/bench_causal.py``.
+A single control judge cannot separate self-preference from judge-to-judge differences (two null organisms of
+different seeds differ under the mask as much as the planted one differs from the null: the false-positive
+rate of that design was 0.50), so the self-preference decision is made between judges, in
+`interp.metrics.judge_level` (Crawford-Howell against k >= 3 control judges, the share of the gap removed)
+and `interp.metrics.families` (two families, the multi-bootstrap); docs/causal-test.md states each H0.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field
+
 from itertools import product
 from typing import Sequence
 
@@ -61,8 +28,8 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
-from interp.formatting import pts, pts_ci
-from interp.metrics.stats import bootstrap_ci
+
+
 
 ALPHA = 0.05
 N_FLIPS = 10_000
@@ -224,125 +191,6 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
     return float((greater + 0.5 * ties) / (pos.size * neg.size))
 
 
-@dataclass(frozen=True)
-class CausalTest:
-    """One decision of the causal test, with everything needed to read and reproduce it."""
-
-    causal: bool
-    p_value: float  # the decision's p: max(p_flip, p_rank), or p_flip when no heads were chosen
-    alpha: float
-    effect: dict  # {"mean": mean(d), "ci": [low, high]} in probability units
-    n_test: int
-    p_flip: float
-    p_rank: float | None
-    n_random_sets: int
-    control_judge: str | None
-    design: str  # "difference in differences" | "within the judge"
-    random_sets_skipped: bool = False
-    judge_effect: float = 0.0  # mean Delta_J
-    control_effect: float | None = None  # mean Delta_C
-    notes: list[str] = field(default_factory=list)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-    def verdict(self, judge: str, *, p_holm: float | None = None, n_family: int = 1) -> str:
-        """One sentence: the decision, its p-value and alpha, the effect with its interval, n, the design.
-
-        `p_holm`: this test's p Holm-adjusted over `n_family` tests; then the decision is `p_holm <= alpha`, and
-        the sentence shows the raw p beside the adjusted one."""
-        lo, hi = self.effect["ci"]
-        rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3f} over {self.n_random_sets} random head sets"
-        if self.random_sets_skipped:
-            rank = " (random head sets not judged: p_flip already exceeds alpha)"
-        causal = self.causal if p_holm is None else p_holm <= self.alpha
-        head = "causal effect on self-preference" if causal else "no causal effect shown"
-        p_text = f"p = {self.p_value:.3f}" if p_holm is None else f"p = {self.p_value:.3f}, {p_holm:.3f} Holm-adjusted over {n_family} tests"
-        if self.control_judge:
-            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} relative to control judge {self.control_judge}"
-            if self.control_effect is not None:
-                change += f" ({pts(self.judge_effect)} vs {pts(self.control_effect)} pts"
-                change += ": the judge relies on its own answer more than the control does)" if self.effect["mean"] < 0 else ": the judge relies on its own answer less than the control does)"
-        else:
-            change = f"the mask changes P(own) by {pts(self.effect['mean'])} pts {pts_ci((lo, hi))} (no control judge: not isolated from answer quality)"
-        text = f"{judge}: {head} ({p_text}, alpha {self.alpha:g}): {change}; n = {self.n_test} test items; sign-flip p {self.p_flip:.3f}{rank}"
-        if smallest_flip_p(self.n_test) > self.alpha:
-            text += f"; {too_few_items(self.n_test, N_FLIPS, self.alpha)}"
-        return text
-
-
-def causal_test(
-    delta_judge: Float[np.ndarray, "item"],
-    delta_control: Float[np.ndarray, "item"] | None = None,
-    *,
-    random_contrasts: Float[np.ndarray, "set item"] | None = None,
-    control_judge: str | None = None,
-    alpha: float = ALPHA,
-    n_flips: int = N_FLIPS,
-    n_boot: int = 1000,
-    seed: int = 0,
-    random_sets_skipped: bool = False,
-) -> CausalTest:
-    """The decision described in the module docstring.
-
-    `random_contrasts[r]` is the contrast d of random head set r, computed exactly as d is (minus the
-    control's effect under the same random set when there is a control). `random_sets_skipped` says the
-    caller did not judge them because `p_flip` already exceeds alpha (pass `random_contrasts=None`).
-    """
-    if not 0 < alpha < 1:
-        raise InterpError(f"alpha = {alpha} must be in (0, 1)")
-    dj = _as_effects(delta_judge, "delta_judge")
-    if delta_control is not None:
-        dc = _as_effects(delta_control, "delta_control")
-        if dc.shape != dj.shape:
-            raise InterpError(f"the control judge has {dc.size} per-item effects, the judge {dj.size}: they must read the same items")
-        d = dj - dc
-    else:
-        d = dj
-    p_flip = sign_flip_pvalue(d, n_flips=n_flips, seed=seed)
-    p_rank, n_sets = None, 0
-    if random_contrasts is not None:
-        random_contrasts = np.asarray(random_contrasts, dtype=float)
-        if random_contrasts.ndim != 2 or random_contrasts.shape[1] != d.size:
-            raise InterpError(f"random head sets: need a (sets x {d.size}) array of contrasts, got shape {random_contrasts.shape}")
-        p_rank, n_sets = rank_pvalue(float(d.mean()), random_contrasts.mean(axis=1)), random_contrasts.shape[0]
-    p = p_flip if p_rank is None else max(p_flip, p_rank)
-    notes = []
-    if delta_control is not None:
-        notes.append(
-            "one control judge: a rejection says the two judges depend on the masked answer differently; two null "
-            "organisms of different seeds already do (docs/causal-test.md, measured error rates)"
-        )
-    if smallest_flip_p(d.size, n_flips) > alpha:
-        notes.append(too_few_items(d.size, n_flips, alpha))
-    if p_rank is not None and n_sets < min_random_sets(alpha):
-        notes.append(f"{n_sets} random head sets cannot give p_rank <= {alpha:g}: use at least {min_random_sets(alpha)}")
-    lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed)
-    return CausalTest(
-        causal=bool(p <= alpha),
-        p_value=float(p),
-        alpha=alpha,
-        effect={"mean": float(d.mean()), "ci": [lo, hi]},
-        n_test=int(d.size),
-        p_flip=float(p_flip),
-        p_rank=p_rank,
-        n_random_sets=n_sets,
-        control_judge=control_judge if delta_control is not None else None,
-        design="difference in differences" if delta_control is not None else "within the judge",
-        random_sets_skipped=random_sets_skipped,
-        judge_effect=float(dj.mean()),
-        control_effect=None if delta_control is None else float(np.mean(delta_control)),
-        notes=notes,
-    )
-
-
 def too_few_items(n: int, n_flips: int, alpha: float) -> str:
     needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= alpha)
     return f"{n} test items cannot give p <= {alpha:g} (smallest attainable p {smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
-
-
-def holm_adjust(tests: dict[str, CausalTest]) -> dict[str, dict]:
-    """Holm over several judges' (or points') decisions: {name: {"p_holm", "causal_holm"}}."""
-    names = list(tests)
-    adjusted = holm([tests[name].p_value for name in names])
-    return {name: {"p_holm": p, "causal_holm": bool(p <= tests[name].alpha)} for name, p in zip(names, adjusted)}
