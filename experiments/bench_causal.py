@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.config import RunConfig
 from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
 from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits

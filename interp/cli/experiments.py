@@ -50,7 +50,7 @@ def intervene(
 ) -> None:
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer, against a control judge and random head sets (responses and gold held fixed)."""
-    from hooks.spec import load_spec
+    from interp.hooks.spec import load_spec
     from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.experiments.causal import intervene_run
 from interp.storage import read_jsonl
 
@@ -146,7 +146,7 @@ def test_all_layers_against_a_control_judge_from_the_cli(attention_run, tmp_path
     assert record["selection_items"] == written["selection_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
     from interp.experiments.engine import Variant, variant_key
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.spec import AttentionIntervention
 
     loaded = read_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]
