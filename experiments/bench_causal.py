@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import head_values
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder

@@ -87,8 +87,8 @@ def forward_cost_figures(model, short: str) -> None:
 
 
 def judging_figures(repeats: int) -> None:
-    from hooks.compile import bias_builder
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends.hf import HFBackend
     from interp.core.judge import label_tokens
     from interp.core.models import load_model

@@ -21,7 +21,7 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
-from hooks.spec import AttentionIntervention, Target, validate_against
+from interp.hooks.spec import AttentionIntervention, Target, validate_against
 from interp.core.backends import Batch, ScoreBias
 from interp.core.judge import BiasBuilder
 from interp.core.models import LoadedModel, own_model, own_slot

@@ -3,7 +3,7 @@
     with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
         logits = backend.forward(batch)
 
-The block's forward passes run with the spec compiled by `hooks.compile` (the same `compile_bias` as every
+The block's forward passes run with the spec compiled by `interp.hooks.compile` (the same `compile_bias` as every
 run: no second code path); the backend or model is restored on exit, also on an exception.
 """
 
@@ -15,8 +15,8 @@ from typing import Iterator, Literal, Sequence
 import torch
 from torch import Tensor
 
-from hooks.compile import model_dtype, spec_bias_builder
-from hooks.spec import AttentionIntervention, Target
+from interp.hooks.compile import model_dtype, spec_bias_builder
+from interp.hooks.spec import AttentionIntervention, Target
 from interp.core.backends import Batch, ScoreBias, is_backend
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
 from interp.core.models import LoadedModel, own_model

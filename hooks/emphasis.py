@@ -7,7 +7,7 @@ every key *except* the other response by c < 1 and renormalise. The two are the 
 c = 1/k: scaling the non-target keys by c and renormalising gives p'_j = c p_j / (c S_rest + S_T) for j not
 in T and p_j / (c S_rest + S_T) on T; dividing numerator and denominator by c gives p_j / (S_rest + k S_T)
 and k p_j / (S_rest + k S_T), i.e. exactly "target times k, renormalised". So `pasta_spec(c)` returns the
-emphasis spec with alpha = 1/c and both compile (`hooks.compile.compile_bias`) to the same bias, +log k on the
+emphasis spec with alpha = 1/c and both compile (`interp.hooks.compile.compile_bias`) to the same bias, +log k on the
 other span. `complement_bias` writes the PASTA form literally (-log k on every other key of the same query
 rows); it differs from the compiled bias by a constant per row, which the softmax ignores (the tests show
 equal logits).
@@ -21,7 +21,7 @@ from typing import Literal, Sequence
 import torch
 from torch import Tensor
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.errors import InterpError
 
 

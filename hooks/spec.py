@@ -1,6 +1,6 @@
 """Attention intervention specs: small frozen dataclasses, serialisable to TOML/JSON (docs/science.md, Interventions).
 
-A spec says *where* to dampen attention, never how: `hooks.compile` compiles it to the one mechanism every
+A spec says *where* to dampen attention, never how: `interp.hooks.compile` compiles it to the one mechanism every
 backend understands, an additive pre-softmax score bias.
 
 TOML keys (see `experiments/ablation_example.toml`):

@@ -19,7 +19,7 @@ The package is layered; a module imports only from its own layer or the layers b
 - `interp.report`       figures and report sections
 - `interp.analysis`     views of a finished run: stored span attention, Figure 7, heads, metric lenses
 - `interp.run`          a DBG run: its directory, records, responses, judging, gold, summary, pipeline
-- `hooks`               interventions as data and the one mechanism that applies them (uses `interp.core`)
+- `interp.hooks`        interventions as data and the one mechanism that applies them (uses `interp.core`)
 - `interp.core`         models, prompts, token spans, backends, span attention, judging one batch
 - base                  `interp.metrics` (pure functions), `interp.data`, `interp.config`, `interp.storage`,
                         `interp.errors`
@@ -48,7 +48,7 @@ _EXPORTS: dict[str, str] = {
     "head_map": "interp.api.runs",
     "intervene": "interp.api.runs",
     "sweep": "interp.api.runs",
-    "AttentionIntervention": "hooks.spec",
+    "AttentionIntervention": "interp.hooks.spec",
     # the layers below, for scripts that compose them
     "RunConfig": "interp.config",
     "BACKENDS": "interp.core.backends",
@@ -93,7 +93,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.spec import AttentionIntervention
     from interp.api.judge import Judge, Verdict, Verdicts
     from interp.api.runs import (
         Effect,

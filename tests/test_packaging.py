@@ -60,14 +60,13 @@ def test_no_module_reads_the_tests_or_experiments_folders():
     assert not offenders
 
 
-def _new_venv_with_the_wheel(tmp_path: Path) -> Path:
-    """A virtualenv holding only the built wheel; the test runner's site-packages (torch, transformers, the
-    GGUF packages, ...) on its path through a .pth, so nothing is downloaded. Returns its `bin`."""
-    source = tmp_path / "src"  # build from a copy: the build writes build/ and *.egg-info beside the sources
+def _build_wheel(tmp_path: Path) -> Path:
+    """The non-editable wheel, built from a copy of the sources (the build writes build/ and *.egg-info)."""
+    source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
-    for package in ("interp", "hooks"):
+    for package in ("interp", "hooks"):  # interp/hooks, a link in the repository, is copied as a folder
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp_path / "wheels"
     build = subprocess.run(
@@ -76,6 +75,35 @@ def _new_venv_with_the_wheel(tmp_path: Path) -> Path:
     )  # fmt: skip
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = wheels.glob("interp_selfpref-*.whl")
+    return wheel
+
+
+def test_the_wheel_installs_the_hooks_inside_interp_only(tmp_path):
+    """The repository's hooks/ folder ships as interp.hooks: the wheel has no top-level `hooks` package, which
+    would clash with any other distribution's."""
+    import zipfile
+
+    wheel = zipfile.ZipFile(_build_wheel(tmp_path))
+    names = wheel.namelist()
+    assert {"interp/hooks/__init__.py", "interp/hooks/spec.py", "interp/hooks/compile.py"} <= set(names)
+    assert not [name for name in names if name.startswith("hooks/")]
+    for top_level in [name for name in names if name.endswith(".dist-info/top_level.txt")]:
+        assert wheel.read(top_level).decode().split() == ["interp"]
+
+
+def test_interp_hooks_imports_from_the_source_tree():
+    import interp
+    import interp.hooks.spec
+
+    assert interp.AttentionIntervention is interp.hooks.spec.AttentionIntervention
+    result = subprocess.run([sys.executable, "-c", "import interp.hooks.context, sys; assert 'hooks' not in sys.modules"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+
+
+def _new_venv_with_the_wheel(tmp_path: Path) -> Path:
+    """A virtualenv holding only the built wheel; the test runner's site-packages (torch, transformers, the
+    GGUF packages, ...) on its path through a .pth, so nothing is downloaded. Returns its `bin`."""
+    wheel = _build_wheel(tmp_path)
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
@@ -101,7 +129,7 @@ def test_a_wheel_installed_without_the_source_tree_runs_models_and_organism_eval
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*args], capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
 
-    where = run(str(bin_dir / "python"), "-c", "import interp, hooks; print(interp.__file__); print(hooks.__file__)")
+    where = run(str(bin_dir / "python"), "-c", "import interp, interp.hooks; print(interp.__file__); print(interp.hooks.__file__)")
     assert where.returncode == 0, where.stderr
     assert all(Path(line).is_relative_to(bin_dir.parent) for line in where.stdout.split()), where.stdout  # not the source tree
 

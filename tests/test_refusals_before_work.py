@@ -96,7 +96,7 @@ def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, 
     from interp.core.backends import check_backend_fits
     from interp.core.models import wrap_model
     from interp.experiments.engine import Variant, check_variants
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.spec import AttentionIntervention
 
     build, architecture, why = UNSUPPORTED[name]
     model = build(smollm2_tokenizer).eval()

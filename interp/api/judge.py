@@ -11,7 +11,7 @@
 
 A thin layer over the toolkit's own path, so a notebook's numbers are a run's numbers: the prompt and its
 token spans are `interp.core.spans.build_judge_prompt`, the pass and its span attention are
-`interp.core.judge.judge_batch`, and an intervention is `hooks.context.dampen` (the `compile_bias` every run
+`interp.core.judge.judge_batch`, and an intervention is `interp.hooks.context.dampen` (the `compile_bias` every run
 uses), entered around each call and left after it.
 """
 
@@ -26,8 +26,8 @@ import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from hooks.context import dampen
-from hooks.spec import AttentionIntervention, as_spec, validate_against
+from interp.hooks.context import dampen
+from interp.hooks.spec import AttentionIntervention, as_spec, validate_against
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
@@ -590,7 +590,7 @@ class Judge:
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         Every call inside the block compiles the spec against that call's prompts and authors (target
-        "self" is the slot written by `judge.own`) and applies it through `hooks.context.dampen`, which
+        "self" is the slot written by `judge.own`) and applies it through `interp.hooks.context.dampen`, which
         restores the backend after each pass; leaving the block (also by an exception) drops the spec.
         Blocks nest: the inner pass runs under both specs.
 

@@ -20,8 +20,8 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from hooks.spec import KEYS as SPEC_KEYS
-from hooks.spec import AttentionIntervention, as_spec
+from interp.hooks.spec import KEYS as SPEC_KEYS
+from interp.hooks.spec import AttentionIntervention, as_spec
 from interp.api.judge import Judge
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads

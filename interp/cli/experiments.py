@@ -51,7 +51,7 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
-    from hooks.spec import load_spec
+    from interp.hooks.spec import load_spec
     from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section

@@ -49,8 +49,8 @@ def inspect(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
-    from hooks.compile import bias_builder
-    from hooks.spec import load_spec
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import load_spec
     from interp.core.backends import check_backend_fits, make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model

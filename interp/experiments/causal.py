@@ -27,7 +27,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys

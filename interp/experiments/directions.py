@@ -32,7 +32,7 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from hooks.steering import unit_vector
+from interp.hooks.steering import unit_vector
 from interp.core.backends import Backend, left_pad
 from interp.core.models import LoadedModel, own_model
 from interp.core.models import own_slot as core_own_slot

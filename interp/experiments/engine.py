@@ -1,7 +1,7 @@
 """The one causal-test loop: re-judge a finished run under variants, with responses and gold held fixed.
 
-A `Variant` is data: an attention intervention (`hooks.spec.AttentionIntervention`, compiled to score
-biases), a residual-stream steering (`hooks.steering.ResidualSteering`), both, or neither (the run's own
+A `Variant` is data: an attention intervention (`interp.hooks.spec.AttentionIntervention`, compiled to score
+biases), a residual-stream steering (`interp.hooks.steering.ResidualSteering`), both, or neither (the run's own
 judging). Its judgments are kept under `RUN/variants/<key>/judgments.jsonl`, where the key is a hash of
 everything that determines them: the run's identity (config, items, responses), the judge, the backend, the
 items judged, and the variant's data (its readable name is a label beside the key, never part of it). A
@@ -20,9 +20,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from hooks.compile import bias_builder, resolve_target
-from hooks.spec import AttentionIntervention, validate_against
-from hooks.steering import ResidualSteering
+from interp.hooks.compile import bias_builder, resolve_target
+from interp.hooks.spec import AttentionIntervention, validate_against
+from interp.hooks.steering import ResidualSteering
 from interp.config import PlacementKeys, backend_placement_problem
 from interp.core.backends import Backend, check_backend_fits, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model

@@ -2,7 +2,7 @@
 
 Masking asks "what if the judge looked less at its own answer?"; steering asks "can we push it to be fair?".
 `steering_table` re-judges the run under: no intervention (the run's own judgments), self-mask (alpha 0 on
-the self span, every layer and head), other-emphasis (`hooks.emphasis`: alpha `emphasis_alpha` on the other
+the self span, every layer and head), other-emphasis (`interp.hooks.emphasis`: alpha `emphasis_alpha` on the other
 span, top-k heads by own-minus-other attention or all), direction removal (project_out, coefficient 1) and
 direction reversal (add, `coefficient` times the direction's norm: the default -1 moves a typical own-span
 activation onto the other-span class mean along u), the direction from `interp.experiments.directions`.
@@ -10,7 +10,7 @@ Each row has DBG (hard, with its bootstrap CI), mean P(own), the paired change o
 intervention with its bootstrap CI, and agreement with gold (with a bootstrap CI over items). Written to
 RUN/steering/table.json and table.csv and the report section RUN/figures/steering_section.html.
 Coefficients given here and to the steering sweep are in units of the direction's norm (scale-free across
-layers); `hooks.steering.steer` itself takes the absolute coefficient on the unit direction.
+layers); `interp.hooks.steering.steer` itself takes the absolute coefficient on the unit direction.
 """
 
 from __future__ import annotations
@@ -20,9 +20,9 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from hooks.emphasis import emphasis_spec
-from hooks.spec import AttentionIntervention
-from hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.spec import AttentionIntervention
+from interp.hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model

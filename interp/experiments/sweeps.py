@@ -37,7 +37,7 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
 from interp.config import (
     PlacementKeys,

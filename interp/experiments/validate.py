@@ -30,7 +30,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, layer_differences, top_heads
 from interp.config import PlacementKeys, RunConfig
 from interp.core.adapters import adapter_folder, read_manifest

@@ -160,8 +160,8 @@ def _stub(name: str) -> LoadedModel:
 
 
 def test_bias_builder_self_target_defaults_to_the_organisms_own_model(organisms):
-    from hooks.compile import bias_builder
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends import Batch
     from interp.core.spans import TokenizedPrompt
 
@@ -181,7 +181,7 @@ def test_bias_builder_self_target_defaults_to_the_organisms_own_model(organisms)
 
 
 def test_dampen_self_target_defaults_to_the_organisms_own_model(organisms, tiny_llama):
-    from hooks.context import dampen
+    from interp.hooks.context import dampen
     from interp.core.spans import TokenizedPrompt
 
     organism = dataclasses.replace(tiny_llama, name=PLANTED)

@@ -10,7 +10,7 @@ from interp.core.spans import build_judge_prompt
 from interp.errors import InterpError
 
 import interp
-from hooks.spec import AttentionIntervention, as_spec
+from interp.hooks.spec import AttentionIntervention, as_spec
 from tests.helpers.reference import BATCH_ITEMS, BATCH_TOL, QUERY, ANSWER_A, ANSWER_B, TINY, assert_close, plain_hf
 
 AUTHORS = ("writer-x", "writer-y")

@@ -162,8 +162,8 @@ SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; 
 def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, queries, target):
     """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
-    from hooks.compile import bias_builder
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends.hf import HFBackend
     from interp.core.judge import shared_prefix_length
 
@@ -197,7 +197,7 @@ def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, sha
 def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, shares):
     """Steering edits that leave the prefix alone run on the shared-prefix pass; one at every position
     (the prefix included) falls back to the plain pass. Either way batched == one at a time."""
-    from hooks.steering import steer
+    from interp.hooks.steering import steer
     from interp.core.backends.hf import HFBackend
 
     backend = make_backend(tiny_llama, "hf")

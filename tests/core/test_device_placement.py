@@ -19,11 +19,11 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from hooks.compile import bias_builder
-from hooks.context import dampen
-from hooks.emphasis import emphasis_spec
-from hooks.spec import AttentionIntervention
-from hooks.steering import ResidualSteering
+from interp.hooks.compile import bias_builder
+from interp.hooks.context import dampen
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.spec import AttentionIntervention
+from interp.hooks.steering import ResidualSteering
 from interp.core.attention import span_reducer
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens

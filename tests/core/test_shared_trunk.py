@@ -78,8 +78,8 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
 
 
 def test_an_intervention_runs_the_plain_pass(judges):
-    from hooks.compile import bias_builder
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
 
     backends = trunk_backends(judges)
     model = judges["organism-1"]

@@ -7,7 +7,7 @@ import shutil
 from pathlib import Path
 
 import pytest
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.experiments.causal import intervene_run
 from interp.storage import read_jsonl
 
@@ -157,7 +157,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
     assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
     from interp.experiments.engine import Variant, variant_key
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.spec import AttentionIntervention
 
     loaded = read_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]

@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 import torch
-from hooks.compile import bias_builder, scale_and_renormalise
-from hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
-from hooks.steering import position_mask, steer
+from interp.hooks.compile import bias_builder, scale_and_renormalise
+from interp.hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
+from interp.hooks.steering import position_mask, steer
 from interp.core.models import ModelCache
 from interp.config import RunConfig
 from interp.core.backends import BACKENDS, left_pad

@@ -14,14 +14,14 @@ from dataclasses import dataclass, field
 
 import pytest
 import torch
-from hooks.compile import (
+from interp.hooks.compile import (
     bias_builder,
     compile_bias,
     resolve_target,
     scale_and_renormalise,
 )
-from hooks.context import dampen
-from hooks.spec import AttentionIntervention, load_spec, validate_against
+from interp.hooks.context import dampen
+from interp.hooks.spec import AttentionIntervention, load_spec, validate_against
 from hypothesis import given, settings
 from hypothesis import strategies as st
 from interp.core.backends import BACKENDS, left_pad

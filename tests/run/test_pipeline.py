@@ -215,7 +215,7 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
 
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
-    from hooks.spec import AttentionIntervention
+    from interp.hooks.spec import AttentionIntervention
     from interp.experiments.causal import intervene_run
 
     def refuse(*args, **kwargs):
