@@ -42,6 +42,11 @@ def shipped_adapters() -> dict[str, Path]:
 
 def read_manifest(folder: Path) -> dict:
     folder = Path(folder)
+    if start_reference(folder) is not None:  # a planted-heads organism shipped without a copy of its start's LoRA
+        manifest = _json_object(folder / "manifest.json")
+        if not isinstance(manifest.get("base_model"), str):
+            raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
+        return manifest
     for name in ADAPTER_FILES:
         if not (folder / name).is_file():
             raise InterpError(f"{folder}: not an organism adapter folder (no {name})")
@@ -90,6 +95,23 @@ def check_base(folder: Path, manifest: dict, hf_config) -> None:
         raise InterpError(f"{folder}: adapter trained on {manifest['base_model']!r} does not match the loaded base ({detail})")
 
 
+def start_reference(folder: Path) -> Path | None:
+    """For a planted-heads organism kept without its LoRA (only `manifest.json` and the head delta: the shipped
+    form), the folder of the organism it starts from (`heads_start` in the manifest, a shipped alias); the
+    start's adapter must still be the one it was trained on (`heads_start_fingerprint`). None otherwise."""
+    folder = Path(folder)
+    if (folder / "adapter_model.safetensors").exists() or not ((folder / HEAD_DELTA_FILE).is_file() and (folder / "manifest.json").is_file()):
+        return None
+    manifest = _json_object(folder / "manifest.json")
+    start = manifest.get("heads_start")
+    shipped = shipped_adapters()
+    if not isinstance(start, str) or start not in shipped:
+        raise InterpError(f"{folder}: a head delta without its LoRA must name a shipped start organism (heads_start); got {start!r}")
+    if adapter_fingerprint(start) != manifest.get("heads_start_fingerprint"):
+        raise InterpError(f"{folder}: its start organism {start!r} is not the adapter it was trained on (fingerprint differs)")
+    return shipped[start]
+
+
 def apply_adapter(hf_model, folder: Path):
     """The HF model with the adapter in `folder` merged into its weights (checked first); returns the merged model."""
     from peft import PeftModel
@@ -97,9 +119,11 @@ def apply_adapter(hf_model, folder: Path):
     folder = Path(folder)
     manifest = read_manifest(folder)
     check_base(folder, manifest, hf_model.config)
-    _check_safetensors(folder / "adapter_model.safetensors")
+    start = start_reference(folder)
+    lora = start if start is not None else folder
+    _check_safetensors(lora / "adapter_model.safetensors")
     try:
-        merged = PeftModel.from_pretrained(hf_model, str(folder)).merge_and_unload()
+        merged = PeftModel.from_pretrained(hf_model, str(lora)).merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as exc:
         raise InterpError(f"{folder}: adapter does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
     delta = folder / HEAD_DELTA_FILE
@@ -156,7 +180,7 @@ def adapter_folder(spec: str) -> Path | None:
     if spec in shipped:
         return shipped[spec]
     path = Path(spec).expanduser()
-    if path.is_dir() and (path / "adapter_config.json").is_file():
+    if path.is_dir() and ((path / "adapter_config.json").is_file() or (path / HEAD_DELTA_FILE).is_file()):
         read_manifest(path)  # an adapter folder without its manifest cannot name its base: say so here
         return path
     return None
@@ -169,10 +193,10 @@ def adapter_fingerprint(spec: str) -> str | None:
     if folder is None:
         return None
     digest = hashlib.sha256()
-    for name in ("adapter_model.safetensors", HEAD_DELTA_FILE):  # the delta only where there is one
-        if name == HEAD_DELTA_FILE and not (folder / name).is_file():
-            continue
-        with open(folder / name, "rb") as handle:
+    start = start_reference(folder)
+    files = [(start or folder) / "adapter_model.safetensors"] + [folder / HEAD_DELTA_FILE] * (folder / HEAD_DELTA_FILE).is_file()
+    for path in files:  # a kept-apart start's LoRA hashes as the copy would: both forms have one fingerprint
+        with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):
                 digest.update(block)
     return digest.hexdigest()[:16]

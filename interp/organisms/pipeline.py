@@ -155,10 +155,16 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     if "held_out" not in manifest:
         raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate it before shipping")
     target = Path(target_root or ADAPTERS_DIR) / path_label(manifest["name"])
+    start = adapter_folder(manifest["heads_start"]) if "heads_start" in manifest else None
+    compact = start is not None and (folder / HEAD_DELTA_FILE).is_file() and (start / "adapter_model.safetensors").read_bytes() == (folder / "adapter_model.safetensors").read_bytes()
     with atomic_folder(target) as tmp:
-        for name in ADAPTER_FILES + ((HEAD_DELTA_FILE,) if (folder / HEAD_DELTA_FILE).is_file() else ()):
-            shutil.copyfile(folder / name, tmp / name)
-        portable_adapter_config(tmp, manifest["base_model"])
+        if compact:  # a planted-heads organism ships as its manifest and head delta; its LoRA is the shipped start's
+            for name in ("manifest.json", HEAD_DELTA_FILE):
+                shutil.copyfile(folder / name, tmp / name)
+        else:
+            for name in ADAPTER_FILES + ((HEAD_DELTA_FILE,) if (folder / HEAD_DELTA_FILE).is_file() else ()):
+                shutil.copyfile(folder / name, tmp / name)
+            portable_adapter_config(tmp, manifest["base_model"])
     return target
 
 

@@ -99,3 +99,39 @@ def test_head_delta_that_does_not_fit_is_one_error(tiny_authors, tmp_path):  # n
         add_head_delta(model, {head_delta_key(0, "q", 0): torch.zeros(3, 3)})
     with pytest.raises(ValueError, match="unknown tensor name"):
         add_head_delta(model, {"layers.0.k.0": torch.zeros(16, 64)})
+
+
+def test_compact_form_loads_the_start_and_keeps_the_fingerprint(tiny_authors, tmp_path, monkeypatch):  # noqa: F811
+    """Shipped, a planted-heads organism is its manifest and head delta only; its LoRA is read from the shipped
+    start organism. Same weights, same fingerprint as the self-contained folder; a changed start is refused."""
+    import shutil
+
+    from interp.core import adapters
+    from interp.organisms.pipeline import ship
+
+    folder, fresh = tiny_authors
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(adapters, "ADAPTERS_DIR", shipped)
+    train_to_folder(OrganismConfig.model_validate(TINY | {"name": "tiny-null", "lora": {"rank": 4, "top_layers": 2}}), shipped / "tiny-null", progress=False, models=fresh())
+    out = tmp_path / "heads"
+    train_to_folder(_heads_config("tiny-null"), out, progress=False, models=fresh())
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["held_out"] = {}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    target = ship(out, shipped)
+    assert sorted(p.name for p in target.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
+    assert adapters.adapter_fingerprint(str(target)) == adapters.adapter_fingerprint(str(out))
+    assert adapters.adapter_fingerprint("tiny-heads") == adapters.adapter_fingerprint(str(out))
+    full = dict(apply_adapter(load_model(str(folder)).hf_model, out).named_parameters())
+    compact = dict(apply_adapter(load_model(str(folder)).hf_model, target).named_parameters())
+    assert all(torch.equal(full[k], compact[k]) for k in full)
+    lora = shipped / "tiny-null" / "adapter_model.safetensors"
+    tensors = load_file(lora)
+    from safetensors.torch import save_file
+
+    save_file({k: v + 1 for k, v in tensors.items()}, str(lora))
+    with pytest.raises(InterpError, match="not the adapter it was trained on"):
+        apply_adapter(load_model(str(folder)).hf_model, target)
+    shutil.rmtree(shipped / "tiny-null")
+    with pytest.raises(InterpError, match="shipped start organism"):
+        apply_adapter(load_model(str(folder)).hf_model, target)
