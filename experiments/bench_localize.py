@@ -91,16 +91,14 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
         after = judge_variant(run, judge, runner, mask_variant(heads, name), progress=False)
         return float(np.mean(before - after)) / gap if gap else float("nan")
 
-    figures["gap_removed_true"] = removed(truth, "mask-true-heads")
     for method in args.methods:
         scores = score_map(table, method)
         found = top_k(scores, len(truth))
-        figures[method] = {
-            "auroc": ranking_auroc(scores, truth),
-            "precision": precision_at_k(scores, truth),
-            "top": [list(h) for h in found],
-            "gap_removed": removed(found, f"mask-top-{method}"),
-        }
+        figures[method] = {"auroc": ranking_auroc(scores, truth), "precision": precision_at_k(scores, truth), "top": [list(h) for h in found]}
+    print(f"# seed {seed} H={figures['planted_heads']} gap={gap:+.3f} " + " ".join(f"{m}: auroc {figures[m]['auroc']:.3f} top {figures[m]['top']}" for m in args.methods), flush=True)
+    figures["gap_removed_true"] = removed(truth, "mask-true-heads")
+    for method in args.methods:
+        figures[method]["gap_removed"] = removed([tuple(h) for h in figures[method]["top"]], f"mask-top-{method}")
     atomic_write_text(result_file, json.dumps(figures, indent=2) + "\n")
     return figures
 
