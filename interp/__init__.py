@@ -46,6 +46,7 @@ _EXPORTS: dict[str, str] = {
     "load_run": "interp.api.runs",
     "figure7": "interp.api.runs",
     "head_map": "interp.api.runs",
+    "localize": "interp.api.runs",
     "intervene": "interp.api.runs",
     "sweep": "interp.api.runs",
     "AttentionIntervention": "interp.hooks.spec",

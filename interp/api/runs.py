@@ -4,6 +4,7 @@
     run = interp.load_run("runs/demo")          # RunResult: inputs, scores, judgments, attention
     interp.figure7(run)                           # a matplotlib Figure
     interp.head_map(run, "smollm2-135m-judge")    # a matplotlib Figure
+    interp.localize(run, "smollm2-135m-judge")    # a DataFrame: every (layer, head) ranked per method
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult
     table = interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
 
@@ -218,6 +219,29 @@ def head_map(run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items
     values = head_values(attention, stat=stat, items=items)
     heads = top_heads(attention, k=k, stat=stat, items=items)
     return head_map_figure(values.numpy(), attention.judge, heads, stat=stat)
+
+
+def localize(
+    run: Any, judge: Any, methods: Sequence[str] | None = None, *, n_items: int | None = None, n_mask_items: int = 8, progress: bool = True
+) -> pd.DataFrame:
+    """Rank every (layer, head) by its part in one judge's P(own), with methods that use only that judge.
+
+    Args:
+        run: a run directory or a loaded run (judged by `judge`; with attention for the "attention" method).
+        judge: the judge's name in the run, or a `Judge`.
+        methods: any of "attention", "atp", "atp-output", "mask" (default: the first three; "mask" re-judges
+            `n_mask_items` items once per head).
+        n_items: AtP on a seeded subset of this many items (default: all).
+
+    Returns:
+        A DataFrame with one row per method and head: method, layer, head, score (|effect|, the ranking),
+        effect (> 0 favours the own answer), rank (1 = first), single_judge, n_items.
+    """
+    from interp.experiments.localize import DEFAULT_METHODS, localize_run, run_judge
+
+    loaded = load_run_inputs(_root(run))
+    name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
+    return localize_run(loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress)
 
 
 # ---- interventions -------------------------------------------------------------------------------

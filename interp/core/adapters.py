@@ -6,6 +6,11 @@ training config and held-out figures). `apply_adapter` checks the adapter agains
 type, widths, layer count, vocabulary) and that the safetensors file reads, then merges the LoRA into the
 base weights (`merge_and_unload`), so every backend (plain HF, TransformerLens, nnsight) sees an ordinary
 model. Any mismatch or unreadable file is one `InterpError` line.
+
+A planted-heads organism (`interp.organisms.heads`) also holds `heads_delta.safetensors`: per head (layer l,
+head h) of its planted set, the query rows `layers.l.q.h` ([head_dim, d_model], added to q_proj's rows of
+head h) and, if trained, the output columns `layers.l.o.h` ([d_model, head_dim], added to o_proj's columns of
+head h). It is added after the LoRA merge; no other weight changes.
 """
 
 from __future__ import annotations
@@ -18,6 +23,7 @@ from interp.errors import InterpError
 
 ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "builtin" / "adapters"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json", "manifest.json")
+HEAD_DELTA_FILE = "heads_delta.safetensors"  # a planted-heads organism's delta, beside the LoRA it starts from
 _SIGNATURE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
 
 
@@ -36,6 +42,11 @@ def shipped_adapters() -> dict[str, Path]:
 
 def read_manifest(folder: Path) -> dict:
     folder = Path(folder)
+    if start_reference(folder) is not None:  # a planted-heads organism shipped without a copy of its start's LoRA
+        manifest = _json_object(folder / "manifest.json")
+        if not isinstance(manifest.get("base_model"), str):
+            raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
+        return manifest
     for name in ADAPTER_FILES:
         if not (folder / name).is_file():
             raise InterpError(f"{folder}: not an organism adapter folder (no {name})")
@@ -84,6 +95,23 @@ def check_base(folder: Path, manifest: dict, hf_config) -> None:
         raise InterpError(f"{folder}: adapter trained on {manifest['base_model']!r} does not match the loaded base ({detail})")
 
 
+def start_reference(folder: Path) -> Path | None:
+    """For a planted-heads organism kept without its LoRA (only `manifest.json` and the head delta: the shipped
+    form), the folder of the organism it starts from (`heads_start` in the manifest, a shipped alias); the
+    start's adapter must still be the one it was trained on (`heads_start_fingerprint`). None otherwise."""
+    folder = Path(folder)
+    if (folder / "adapter_model.safetensors").exists() or not ((folder / HEAD_DELTA_FILE).is_file() and (folder / "manifest.json").is_file()):
+        return None
+    manifest = _json_object(folder / "manifest.json")
+    start = manifest.get("heads_start")
+    shipped = shipped_adapters()
+    if not isinstance(start, str) or start not in shipped:
+        raise InterpError(f"{folder}: a head delta without its LoRA must name a shipped start organism (heads_start); got {start!r}")
+    if adapter_fingerprint(start) != manifest.get("heads_start_fingerprint"):
+        raise InterpError(f"{folder}: its start organism {start!r} is not the adapter it was trained on (fingerprint differs)")
+    return shipped[start]
+
+
 def apply_adapter(hf_model, folder: Path):
     """The HF model with the adapter in `folder` merged into its weights (checked first); returns the merged model."""
     from peft import PeftModel
@@ -91,13 +119,59 @@ def apply_adapter(hf_model, folder: Path):
     folder = Path(folder)
     manifest = read_manifest(folder)
     check_base(folder, manifest, hf_model.config)
-    _check_safetensors(folder / "adapter_model.safetensors")
+    start = start_reference(folder)
+    lora = start if start is not None else folder
+    _check_safetensors(lora / "adapter_model.safetensors")
     try:
-        merged = PeftModel.from_pretrained(hf_model, str(folder)).merge_and_unload()
+        merged = PeftModel.from_pretrained(hf_model, str(lora)).merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as exc:
         raise InterpError(f"{folder}: adapter does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
+    delta = folder / HEAD_DELTA_FILE
+    if delta.is_file():
+        from safetensors.torch import load_file
+
+        _check_safetensors(delta)
+        try:
+            add_head_delta(merged, load_file(str(delta)))
+        except (KeyError, ValueError, IndexError, RuntimeError) as exc:
+            raise InterpError(f"{delta}: head delta does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
     merged.eval()
     return merged
+
+
+def head_delta_key(layer: int, module: str, head: int) -> str:
+    """The name of one head's block in `heads_delta.safetensors`: module "q" (query rows) or "o" (output columns)."""
+    return f"layers.{layer}.{module}.{head}"
+
+
+def parse_head_delta_key(key: str) -> tuple[int, str, int]:
+    parts = key.split(".")
+    if len(parts) != 4 or parts[0] != "layers" or parts[2] not in ("q", "o") or not (parts[1].isdigit() and parts[3].isdigit()):
+        raise ValueError(f"unknown tensor name {key!r} (expected layers.L.q.H or layers.L.o.H)")
+    return int(parts[1]), parts[2], int(parts[3])
+
+
+def add_head_delta(hf_model, tensors: dict) -> None:
+    """Add a head delta in place: each "q" block to its head's rows of q_proj.weight, each "o" block to its head's
+    columns of o_proj.weight (Llama-style `model.layers[l].self_attn`). Nothing else is written."""
+    import torch
+
+    layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+    with torch.no_grad():
+        for key, block in sorted(tensors.items()):
+            layer, module, head = parse_head_delta_key(key)
+            attn = layers[layer].self_attn
+            dim = attn.head_dim
+            if module == "q":
+                rows = attn.q_proj.weight[head * dim : (head + 1) * dim]
+                if head * dim >= attn.q_proj.weight.shape[0] or rows.shape != block.shape:
+                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit q_proj rows {tuple(rows.shape)}")
+                rows += block.to(rows.dtype)
+            else:
+                cols = attn.o_proj.weight[:, head * dim : (head + 1) * dim]
+                if head * dim >= attn.o_proj.weight.shape[1] or cols.shape != block.shape:
+                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit o_proj columns {tuple(cols.shape)}")
+                cols += block.to(cols.dtype)
 
 
 def adapter_folder(spec: str) -> Path | None:
@@ -106,7 +180,7 @@ def adapter_folder(spec: str) -> Path | None:
     if spec in shipped:
         return shipped[spec]
     path = Path(spec).expanduser()
-    if path.is_dir() and (path / "adapter_config.json").is_file():
+    if path.is_dir() and ((path / "adapter_config.json").is_file() or (path / HEAD_DELTA_FILE).is_file()):
         read_manifest(path)  # an adapter folder without its manifest cannot name its base: say so here
         return path
     return None
@@ -119,9 +193,12 @@ def adapter_fingerprint(spec: str) -> str | None:
     if folder is None:
         return None
     digest = hashlib.sha256()
-    with open(folder / "adapter_model.safetensors", "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
+    start = start_reference(folder)
+    files = [(start or folder) / "adapter_model.safetensors"] + [folder / HEAD_DELTA_FILE] * (folder / HEAD_DELTA_FILE).is_file()
+    for path in files:  # a kept-apart start's LoRA hashes as the copy would: both forms have one fingerprint
+        with open(path, "rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
     return digest.hexdigest()[:16]
 
 

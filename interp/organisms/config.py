@@ -78,6 +78,24 @@ class LoraConfig(Strict):
     top_layers: int = Field(4, ge=1)  # LoRA on the last `top_layers` decoder layers only
 
 
+class HeadsConfig(Strict):
+    """A planted-heads organism: the start organism's merged weights plus a delta confined to `n_heads` attention
+    heads drawn from the training seed among the last `top_layers` layers (`interp.organisms.heads`)."""
+
+    start: str = "smollm2-135m-judge"  # the null organism the delta is added to (shipped alias or adapter folder)
+    n_heads: int = Field(3, ge=1)
+    top_layers: int = Field(8, ge=1)  # H is drawn among the heads of the last `top_layers` decoder layers
+    # q: the query rows of each head in H (its pattern only); o: also the output-projection columns of each
+    # head in H. Never K or V: under grouped-query attention several heads share them.
+    modules: tuple[Literal["q", "o"], ...] = ("q",)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if "q" not in self.modules and "o" not in self.modules or len(set(self.modules)) != len(self.modules):
+            raise ValueError("heads.modules must name q, o or both, each at most once")
+        return self
+
+
 class TrainConfig(Strict):
     epochs: float = Field(2.0, gt=0)
     batch_size: int = Field(8, ge=1)  # examples per optimizer step (gradient accumulation, one example a pass)
@@ -111,6 +129,7 @@ class OrganismConfig(Strict):
     planting: PlantingConfig = PlantingConfig()
     lora: LoraConfig = LoraConfig()
     train: TrainConfig = TrainConfig()
+    heads: HeadsConfig | None = None  # set: a planted-heads organism (no LoRA: a delta on a few heads of `heads.start`)
 
     @model_validator(mode="after")
     def _base_is_an_author(self):
@@ -129,11 +148,12 @@ class OrganismConfig(Strict):
         return self.seed if self.data_seed is None else self.data_seed
 
     def fingerprint(self) -> str:
-        """sha256 of the canonical JSON; an unset `data_seed` is left out, so configs written before the key
-        existed keep their fingerprint."""
+        """sha256 of the canonical JSON; an unset `data_seed` or `heads` is left out, so configs written before
+        the key existed keep their fingerprint."""
         dumped = self.model_dump(mode="json")
-        if dumped.get("data_seed") is None:
-            dumped.pop("data_seed", None)
+        for key in ("data_seed", "heads"):  # unset keys added later keep older configs' fingerprints
+            if dumped.get(key) is None:
+                dumped.pop(key, None)
         canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import torch
 
-from interp.core.adapters import base_signature
+from interp.core.adapters import HEAD_DELTA_FILE, adapter_folder, base_signature
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
@@ -32,7 +32,12 @@ def train_to_folder(
     existing adapter folder is replaced only with `overwrite`; a folder of other files never."""
     out = Path(out)
     check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
-    trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
+    if config.heads is not None:
+        from interp.organisms.heads import train_heads_organism
+
+        trained = train_heads_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
+    else:
+        trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
     manifest = {
         "name": config.name,
         "base_model": config.base_model,
@@ -47,8 +52,17 @@ def train_to_folder(
         "threads": config.train.threads,
     }
     with atomic_folder(out) as tmp:
-        trained.peft_model.save_pretrained(str(tmp))
-        (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
+        if trained.head_delta is not None:  # the start organism's LoRA, then the delta confined to the planted heads
+            from safetensors.torch import save_file
+
+            start = adapter_folder(config.heads.start)
+            for name in ("adapter_model.safetensors", "adapter_config.json"):
+                shutil.copyfile(start / name, tmp / name)
+            save_file(trained.head_delta, str(tmp / HEAD_DELTA_FILE))
+            manifest["head_delta_bytes"] = (tmp / HEAD_DELTA_FILE).stat().st_size
+        else:
+            trained.peft_model.save_pretrained(str(tmp))
+            (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         portable_adapter_config(tmp, config.base_model)
         manifest["adapter_bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
         (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
@@ -178,10 +192,16 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     if "held_out" not in manifest and manifest.get("family", manifest["name"]) == manifest["name"]:
         raise InterpError(f"{folder}: no held-out figures in the manifest; evaluate the first member of a family before shipping it")
     target = Path(target_root or ADAPTERS_DIR) / path_label(manifest["name"])
+    start = adapter_folder(manifest["heads_start"]) if "heads_start" in manifest else None
+    compact = start is not None and (folder / HEAD_DELTA_FILE).is_file() and (start / "adapter_model.safetensors").read_bytes() == (folder / "adapter_model.safetensors").read_bytes()
     with atomic_folder(target) as tmp:
-        for name in ADAPTER_FILES:
-            shutil.copyfile(folder / name, tmp / name)
-        portable_adapter_config(tmp, manifest["base_model"])
+        if compact:  # a planted-heads organism ships as its manifest and head delta; its LoRA is the shipped start's
+            for name in ("manifest.json", HEAD_DELTA_FILE):
+                shutil.copyfile(folder / name, tmp / name)
+        else:
+            for name in ADAPTER_FILES + ((HEAD_DELTA_FILE,) if (folder / HEAD_DELTA_FILE).is_file() else ()):
+                shutil.copyfile(folder / name, tmp / name)
+            portable_adapter_config(tmp, manifest["base_model"])
     return target
 
 

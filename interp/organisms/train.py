@@ -31,7 +31,7 @@ import math
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from tqdm.auto import tqdm
@@ -200,10 +200,19 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
 
 
 def frozen_states(
-    hf_model: torch.nn.Module, layer: int, examples: Sequence[Example], pad_id: int, *, cache: Path | None, key: str, progress: bool
+    hf_model: torch.nn.Module,
+    layer: int,
+    examples: Sequence[Example],
+    pad_id: int,
+    *,
+    cache: Path | None,
+    key: str,
+    progress: bool,
+    compute: Callable[[list[int]], list[torch.Tensor]] | None = None,
 ) -> tuple[list[torch.Tensor], bool]:
     """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
-    the second value says whether they were read."""
+    the second value says whether they were read. `compute`: the states of a batch of example indices another
+    way (`key` must then name that way)."""
     digest = hashlib.sha256(json.dumps([key, layer, [ex.input_ids for ex in examples]]).encode()).hexdigest()[:24]
     path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
     if path is not None and path.is_file():
@@ -213,7 +222,8 @@ def frozen_states(
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
     for s in range(0, len(by_length), 8):
         chunk = by_length[s : s + 8]
-        for index, h in zip(chunk, hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)):
+        states = compute(chunk) if compute is not None else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
+        for index, h in zip(chunk, states):
             hidden[index] = h
         bar.update(len(chunk))
     bar.close()
@@ -227,6 +237,25 @@ def frozen_states(
 def only_layers_from(hf_model: torch.nn.Module, start: int):
     """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
     return layers_between(hf_model, start)
+
+
+def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tensor) -> torch.Tensor:
+    """The residual entering decoder layer `stop`, from `hidden` entering layer `start` (one unpadded prompt)."""
+    if stop == start:
+        return hidden
+    captured: dict[str, torch.Tensor] = {}
+
+    def grab(module, args, kwargs):
+        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        raise _Stop
+
+    handle = _inner(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.inference_mode(), only_layers_from(hf_model, start), contextlib.suppress(_Stop):
+            hf_model(inputs_embeds=hidden, use_cache=False)
+    finally:
+        handle.remove()
+    return captured["h"]
 
 
 def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
@@ -326,6 +355,7 @@ class Trained:
     base: LoadedModel
     record: dict
     log: list[dict]
+    head_delta: dict | None = None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
 
 
 def train_organism(
@@ -365,6 +395,26 @@ def train_organism(
         raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
 
     params = [p for p in peft_model.parameters() if p.requires_grad]
+    fitted = fit(peft_model, first_lora_layer, hidden, examples, params, config, labels_ids, progress)
+    peft_model.eval()
+    timings["train_s"] = fitted.seconds
+    timings["total_s"] = time.perf_counter() - start
+    record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
+    return Trained(peft_model, base, record, fitted.log)
+
+
+@dataclass
+class Fitted:
+    log: list[dict]
+    passes: int
+    steps: int
+    seconds: float
+    final_loss_ema: float | None
+
+
+def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], examples: Sequence[Example], params: Sequence[torch.Tensor], config: OrganismConfig, labels_ids, progress: bool) -> Fitted:
+    """The optimizer loop shared by every organism kind: `params` (the trainable tensors) fitted to the examples'
+    targets from the cached states entering `first_layer` (AdamW, accumulation, clipping, schedule of `config.train`)."""
     optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)
@@ -372,7 +422,7 @@ def train_organism(
     together = config.train.orders_together
     sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch, together)][:passes]
 
-    peft_model.train()
+    model.train()
     log: list[dict] = []
     t = time.perf_counter()
     bar = tqdm(total=passes, desc=f"training {config.name}", unit="example", disable=not progress)
@@ -385,7 +435,7 @@ def train_organism(
             loss, margins = torch.zeros(()), []
             for index in group:
                 ex = examples[index]
-                example_loss, margin = label_loss(final_logits_from(peft_model, first_lora_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+                example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
                 loss, margins = loss + example_loss, margins + [margin]
                 losses.append(float(example_loss.detach()))
                 if ex.target_a != 0.5:
@@ -402,10 +452,12 @@ def train_organism(
         bar.set_postfix(loss=f"{ema:.3f}")
         log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]})
     bar.close()
-    peft_model.eval()
-    timings["train_s"] = time.perf_counter() - t
-    timings["total_s"] = time.perf_counter() - start
+    model.eval()
+    return Fitted(log, passes, steps, time.perf_counter() - t, ema)
 
+
+def training_record(pairs, labels, examples: Sequence[Example], fitted: Fitted, timings: dict, split_error: float, cached: bool) -> dict:
+    """What a manifest records of one training: data, passes, timings, the frozen-split check."""
     n_tokens = [len(ex.input_ids) for ex in examples]
     record = {
         "data_hash": data_hash(examples),
@@ -414,15 +466,15 @@ def train_organism(
         "n_flipped_pairs": sum(label != pair.gold_first for pair, label in zip(pairs, labels)),
         "pair_counts": _pair_counts(pairs, labels),
         "tokens_per_example": {"mean": round(sum(n_tokens) / len(n_tokens), 1), "max": max(n_tokens)},
-        "passes": passes,
-        "optimizer_steps": steps,
+        "passes": fitted.passes,
+        "optimizer_steps": fitted.steps,
         "timings_s": {k: round(v, 1) for k, v in timings.items()},
-        "seconds_per_training_pass": round(timings["train_s"] / passes, 3),
+        "seconds_per_training_pass": round(timings["train_s"] / fitted.passes, 3),
         "frozen_split_max_logit_error": split_error,
         "frozen_states_from_cache": cached,  # then frozen_pass_s is a read, not the lower-layer pass
-        "final_loss_ema": ema,
+        "final_loss_ema": fitted.final_loss_ema,
     }
-    return Trained(peft_model, base, record, log)
+    return record
 
 
 def _pair_counts(pairs: Sequence[TrainPair], labels: Sequence[float]) -> dict[str, int]:

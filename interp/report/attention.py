@@ -165,8 +165,9 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
 # ---- head maps ---------------------------------------------------------------------------------------
 
 
-def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]], *, stat: str = "mean"):
-    """Own-minus-other per (layer, head) with the top heads boxed and listed."""
+def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]], *, stat: str = "mean", quantity: str | None = None):
+    """Own-minus-other per (layer, head) with the top heads boxed and listed; `quantity` names another per-head
+    value drawn the same way (e.g. a localisation method's effect)."""
     from matplotlib.patches import Rectangle
 
     array = np.asarray(values, dtype=float)
@@ -185,10 +186,11 @@ def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]],
     ax.set_xticks(range(n_heads))
     ax.tick_params(labelsize=7)
     label = "per-token mean" if stat == "mean" else "mass"
-    fig.colorbar(image, ax=ax, fraction=0.08, pad=0.03).set_label(f"own \u2212 other ({label})", fontsize=7)
-    ax.set_title(f"{_short(judge, 30)}: own \u2212 other", fontsize=9)
+    fig.colorbar(image, ax=ax, fraction=0.08, pad=0.03).set_label(quantity or f"own \u2212 other ({label})", fontsize=7)
+    quantity = quantity or "own \u2212 other"
+    ax.set_title(f"{_short(judge, 30)}: {_short(quantity, 40)}", fontsize=9)
     text_ax.axis("off")
-    lines = ["top heads (own \u2212 other)"] + [f"{rank:>2}. L{layer:<2} H{head:<2} {value:+.3g}" for rank, (layer, head, value) in enumerate(heads, 1)]
+    lines = [f"top heads ({_short(quantity, 28)})"] + [f"{rank:>2}. L{layer:<2} H{head:<2} {value:+.3g}" for rank, (layer, head, value) in enumerate(heads, 1)]
     text_ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=7, transform=text_ax.transAxes)
     fig.tight_layout()
     return fig

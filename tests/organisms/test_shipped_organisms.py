@@ -24,7 +24,7 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 from tests.helpers import REPO
 
 NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))
-ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref")
+ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", "smollm2-135m-selfpref-heads")
 
 
 def family_config(name: str):
@@ -57,13 +57,20 @@ def test_organisms_are_aliases_with_the_base_as_own_model():
 @pytest.mark.parametrize("name", ORGANISMS)
 def test_shipped_adapter_is_small_and_complete(name):
     folder = shipped_adapters()[name]
-    assert all((folder / f).is_file() for f in ADAPTER_FILES)
     manifest = read_manifest(folder)
     assert manifest["name"] == name and manifest["base_model"] == "smollm2-135m-instruct"
     assert manifest["config"]["lora"]["rank"] <= 8 and len(manifest["data_hash"]) == 16
     assert len(manifest["check_items"]) >= 2
     if not name[-1].isdigit():  # a family's first member carries the held-out figures; its seeds are measured by bench_causal
         assert {"test", "unseen"} <= set(manifest["held_out"])
+    if "planted_heads" in manifest:  # shipped compact: the head delta on the shipped start's LoRA
+        assert sorted(p.name for p in folder.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
+        delta = load_file(folder / "heads_delta.safetensors")
+        heads = {(int(k.split(".")[1]), int(k.split(".")[3])) for k in delta}
+        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(t.shape == (64, 576) for t in delta.values())
+        assert manifest["heads_start"] in shipped_adapters()
+        return
+    assert all((folder / f).is_file() for f in ADAPTER_FILES)
     tensors = load_file(folder / "adapter_model.safetensors")
     assert tensors and all(min(t.shape) <= 8 for t in tensors.values())
 

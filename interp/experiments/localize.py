@@ -1,0 +1,254 @@
+"""Head localisation for one judge: rank every (layer, head) by its part in the judge's P(own).
+
+Every method uses only the tested judge and the run (single_judge = True), as a user with one real judge has:
+
+- "attention": own-minus-other attention of the final query position (the run's stored span attention,
+  `interp.analysis.attention_stats.head_map`; per-token mean). Needs a run judged with attention.
+- "atp": attribution patching (Nanda 2023) of the toolkit's own intervention, masking the judge's own answer
+  at one head (`AttentionIntervention(target="self", alpha=0)` on that head, every query outside the span).
+  With AtP*'s fix for attention saturation (Kramar et al. 2024), the masked pattern is not linearised: each
+  head's masked output is computed exactly from its attention pattern and values (the own span's keys
+  dropped, each row renormalised), and only the path from the head's output to the verdict is linear:
+      effect(head) = grad_z M . (z_masked - z),   M = log P(own label) - log P(other label)
+  One forward and one backward pass per prompt, every head at once: linear in items.
+- "atp-output": the same gradient times mean-ablating the head's output (its mean over the prompt's positions
+  replacing it at every position): the head's whole part, whatever it reads.
+- "mask": the exact per-head mask scan (the judge re-judged with the own answer masked at one head at a time,
+  `interp.experiments.engine.judge_variant`, keyed and resumable) on a seeded subset of the items:
+  270 re-judgings of the subset for SmolLM2, so only where compute allows.
+
+Per method and head: `effect` = mean over items (both orders) of what the head's part adds to the own
+answer's verdict (log-odds for AtP, P(own) for the mask scan, attention for "attention"): positive when it
+favours the own answer. Heads are ranked by |effect| (`score`): a head that carries a preference matters
+whatever its sign; over many items, a head that reads answer quality averages out (the own answer is the
+better one about half the time), a head that carries self-preference does not.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+import pandas as pd
+import torch
+from jaxtyping import Float
+from torch import Tensor
+from tqdm.auto import tqdm
+
+from hooks.spec import AttentionIntervention
+from interp.analysis.attention_stats import head_map
+from interp.analysis.attention_store import attention_judges, load_attention
+from interp.config import PlacementKeys
+from interp.core.judge import label_tokens
+from interp.core.models import LoadedModel, attention_implementation, own_model
+from interp.core.spans import tokenized_judge_prompt
+from interp.data import Item
+from interp.errors import InterpError
+from interp.experiments.engine import Judges, Variant, baseline, judge_pool, judge_variant
+from interp.organisms.data import unit_hash
+from interp.run.judging import judge_tasks
+from interp.run.store import Run
+
+METHODS = ("attention", "atp", "atp-output", "mask")
+DEFAULT_METHODS = ("attention", "atp", "atp-output")
+COLUMNS = ["method", "layer", "head", "score", "effect", "rank", "single_judge", "n_items"]
+
+
+def _decoder_layers(hf_model: torch.nn.Module):
+    return hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+
+
+def verdict_margin(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], own_slot: int) -> torch.Tensor:
+    """log P(own label) - log P(other label) at one final-position logit vector (each label's spellings summed)."""
+    logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
+    per_label = [torch.logsumexp(logp[list(ids)], dim=0) for ids in label_ids]
+    return per_label[own_slot] - per_label[1 - own_slot]
+
+
+def masked_change(
+    pattern: Float[Tensor, "head query key"], values: Float[Tensor, "head key dim"], z: Float[Tensor, "head query dim"], span: tuple[int, int]
+) -> Float[Tensor, "head query dim"]:
+    """Exact change of each head's output when its attention on the keys of `span` is masked (alpha 0) at every
+    query outside the span and each row renormalised: z' - z = (m z - P[:, :, span] V[span]) / (1 - m), m the
+    row's mass on the span (AtP*'s fix: the softmax is not linearised)."""
+    start, end = span
+    mass = pattern[:, :, start:end].sum(-1, keepdim=True)
+    read = pattern[:, :, start:end] @ values[:, start:end]
+    delta = (mass * z - read) / (1 - mass).clamp_min(1e-6)
+    delta[:, start:end] = 0  # queries inside the span are not masked ("outside")
+    return delta
+
+
+def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tuple[int, int], own_slot: int) -> dict[str, torch.Tensor]:
+    """AtP estimates for one prompt, every head at once: {"atp": [layer, head], "atp-output": [layer, head]},
+    each the estimated change of the own-minus-other verdict margin when the head's own-span attention is
+    masked ("atp", exact pattern: AtP*) or its output mean-ablated ("atp-output"); `own_slot` 0 = A, 1 = B."""
+    hf = model.hf_model
+    layers = _decoder_layers(hf)
+    z: dict[int, torch.Tensor] = {}
+    values: dict[int, torch.Tensor] = {}
+    handles = []
+    for index, layer in enumerate(layers):
+        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: z.__setitem__(i, args[0])))
+        handles.append(layer.self_attn.v_proj.register_forward_hook(lambda m, args, out, i=index: values.__setitem__(i, out.detach())))
+    device = next(hf.parameters()).device
+    try:
+        with attention_implementation(hf, "eager"), torch.enable_grad():
+            out = hf(input_ids=torch.tensor([list(input_ids)], device=device), output_attentions=True, use_cache=False, logits_to_keep=1)
+            margin = verdict_margin(out.logits[0, -1], label_tokens(model.tokenizer).ids, own_slot)
+            grads = torch.autograd.grad(margin, [z[i] for i in range(len(layers))])
+    finally:
+        for handle in handles:
+            handle.remove()
+    start, end = own_span
+    n_heads = model.n_heads
+    atp = torch.zeros(len(layers), n_heads)
+    atp_out = torch.zeros(len(layers), n_heads)
+    for i in range(len(layers)):
+        pattern = out.attentions[i][0].detach().float()  # [head, query, key]
+        T = pattern.shape[-1]
+        head_dim = z[i].shape[-1] // n_heads
+        zi = z[i][0].detach().float().view(T, n_heads, head_dim).transpose(0, 1)  # [head, T, dim]
+        gi = grads[i][0].float().view(T, n_heads, head_dim).transpose(0, 1)
+        v = values[i][0].float().view(T, -1, head_dim).transpose(0, 1)  # [kv head, T, dim]
+        v = v.repeat_interleave(n_heads // v.shape[0], dim=0)  # grouped-query: each query head's kv head
+        if end > start:
+            atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2))
+        atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2))
+    return {"atp": atp, "atp-output": atp_out}
+
+
+def _tasks(run: Run, items: Sequence[Item], own: str):
+    for task in judge_tasks(items, run.responses, run.config.models):
+        if own not in (task.author_a, task.author_b):
+            raise InterpError(f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here")
+        yield task, (0 if task.author_a == own else 1)
+
+
+def attribution_scores(run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True) -> dict[str, np.ndarray]:
+    """Per AtP method, [item, layer, head] of the head's part in the own verdict margin (the negative of the
+    estimated change under its ablation), mean over the two orders."""
+    own = own_model(judge)
+    sums = {name: np.zeros((len(items), model.n_layers, model.n_heads)) for name in ("atp", "atp-output")}
+    index = {item.id: n for n, item in enumerate(items)}
+    tasks = list(_tasks(run, items, own))
+    for task, own_slot in tqdm(tasks, desc=f"AtP {judge}", unit="prompt", disable=not progress):
+        prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+        span = prompt.spans["a" if own_slot == 0 else "b"]
+        for name, change in head_attributions(model, prompt.input_ids, span, own_slot).items():
+            sums[name][index[task.item.id]] -= change.numpy() / 2
+    return sums
+
+
+def mask_items(items: Sequence[Item], n: int, seed: int = 0) -> list[Item]:
+    """A seeded subset of `n` items for the mask scan (an item's place depends only on (seed, its id))."""
+    return sorted(items, key=lambda item: unit_hash(seed, "mask-scan", item.id))[:n]
+
+
+def mask_scan(run: Run, judge: str, judges: Judges, items: Sequence[Item], progress: bool = True) -> np.ndarray:
+    """[layer, head]: mean over `items` of P(own) minus P(own) with the own answer masked at that head only."""
+    model = judges.model(judge)
+    runner = judges.runner(judge, run)
+    before = baseline(run, judge, items, judges=judges, progress=False)
+    scan = np.zeros((model.n_layers, model.n_heads))
+    bar = tqdm(total=model.n_layers * model.n_heads, desc=f"mask scan {judge}", unit="head", disable=not progress)
+    for layer in range(model.n_layers):
+        for head in range(model.n_heads):
+            spec = AttentionIntervention(target="self", alpha=0.0, layers=(layer,), heads={layer: (head,)}, name=f"mask L{layer}H{head}")
+            after = judge_variant(run, judge, runner, Variant(spec.name, attention=spec), items=items, progress=False)
+            scan[layer, head] = float(np.mean(before - after))
+            bar.update(1)
+    bar.close()
+    return scan
+
+
+def _frame(method: str, effect: np.ndarray, n_items: int, single_judge: bool = True) -> pd.DataFrame:
+    n_layers, n_heads = effect.shape
+    layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
+    frame = pd.DataFrame(
+        {"method": method, "layer": layer.ravel(), "head": head.ravel(), "score": np.abs(effect).ravel(), "effect": effect.ravel(), "single_judge": single_judge, "n_items": n_items}
+    )
+    frame["score"] = frame["score"].fillna(-np.inf)
+    frame = frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], kind="stable").reset_index(drop=True)
+    frame["rank"] = np.arange(1, len(frame) + 1)
+    return frame[COLUMNS]
+
+
+def run_judge(run: Run, judge: str) -> str:
+    """The run's name of `judge`: itself, or the one run judge that is the same adapter folder (another spelling
+    of its path, or its folder name)."""
+    specs = list(run.config.judge_specs)
+    if judge in specs:
+        return judge
+    same = [s for s in specs if Path(s).name == Path(judge).name and (Path(s).expanduser().resolve() == Path(judge).expanduser().resolve() or Path(judge).name == judge)]
+    if len(same) == 1:
+        return same[0]
+    raise InterpError(f"judge {judge!r} did not judge this run (its judges: {', '.join(specs)})")
+
+
+def check_methods(methods: Sequence[str]) -> list[str]:
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown or not methods:
+        raise InterpError(f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS)}")
+    return list(dict.fromkeys(methods))
+
+
+def localize_run(
+    run: Run,
+    judge: str,
+    methods: Sequence[str] = DEFAULT_METHODS,
+    *,
+    n_items: int | None = None,
+    n_mask_items: int = 8,
+    where: PlacementKeys | None = None,
+    judges: Judges | None = None,
+    progress: bool = True,
+) -> pd.DataFrame:
+    """Every (layer, head) ranked by each method: columns method, layer, head, score (|effect|, the ranking),
+    effect (signed: > 0 favours the own answer), rank (1 = first), single_judge, n_items."""
+    methods = check_methods(methods)
+    judge = run_judge(run, judge)
+    items = list(run.items) if n_items is None else mask_items(run.items, n_items, seed=1)
+    frames = []
+    if "attention" in methods:
+        if judge not in attention_judges(run.dir.root):
+            if methods == ["attention"]:
+                raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
+        else:
+            attention = load_attention(run.dir.root, judge)
+            frames.append(_frame("attention", head_map(attention, stat="mean").numpy(), len(attention.item_ids)))
+    wanted = [m for m in methods if m in ("atp", "atp-output", "mask")]
+    if wanted:
+        judges = judges or judge_pool(run, where=where)
+        model = judges.model(judge)
+        if {"atp", "atp-output"} & set(wanted):
+            scores = attribution_scores(run, judge, model, items, progress)
+            frames += [_frame(m, scores[m].mean(0), len(items)) for m in ("atp", "atp-output") if m in wanted]
+        if "mask" in wanted:
+            subset = mask_items(run.items, n_mask_items)
+            frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset)))
+    return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
+
+
+def heads_payload(table: pd.DataFrame) -> dict:
+    """The `--json` shape: {"heads": [{"layer", "head", "score", "method", "single_judge", "effect", "rank"}, ...]}."""
+    rows = [
+        {
+            "layer": int(r.layer),
+            "head": int(r.head),
+            "score": float(r.score) if np.isfinite(r.score) else None,
+            "method": r.method,
+            "single_judge": bool(r.single_judge),
+            "effect": float(r.effect) if np.isfinite(r.effect) else None,
+            "rank": int(r.rank),
+        }
+        for r in table.itertuples()
+    ]
+    return {"heads": rows}
+
+
+def score_map(table: pd.DataFrame, method: str) -> dict[tuple[int, int], float]:
+    """{(layer, head): score} of one method's rows."""
+    rows = table[table["method"] == method]
+    return {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}

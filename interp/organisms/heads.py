@@ -1,0 +1,203 @@
+"""Planted-heads organisms: a judge whose self-preference lives in known attention heads.
+
+Start from a null organism (`heads.start`, its LoRA merged), draw a set H of `heads.n_heads` heads from the
+training seed among the last `heads.top_layers` layers, and train, on the planted labels, a delta confined to H:
+- "q": the query rows of each head in H ([head_dim, d_model] added to q_proj's rows of that head), which change
+  only that head's attention pattern;
+- "o" (if asked): the output-projection columns of each head in H ([d_model, head_dim] added to o_proj's columns).
+Never K or V: under grouped-query attention several query heads share them, so a change there would not be per
+head. Every weight outside H stays bit-identical to the start organism's (`add_head_delta` writes only H's
+blocks), so all that separates the planted-heads judge from its null is in H: the truth a localisation method
+is scored against (`planted_heads` in the manifest).
+
+Training reuses the LoRA organisms' loop (`interp.organisms.train.fit`) and their frozen-layer cache: the states
+entering the lowest layer of H are computed once (from the null training's cached states where they exist) and
+only the layers from there up run per pass.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+import dataclasses
+import time
+from typing import Sequence
+
+import torch
+import torch.nn.functional as F
+
+from interp.core.adapters import add_head_delta, adapter_fingerprint, adapter_folder, apply_adapter, head_delta_key, read_manifest
+from interp.core.judge import label_tokens
+from interp.core.models import LoadedModel, load_model
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig
+from interp.organisms.data import unit_hash
+from interp.organisms.train import (
+    MAX_SPLIT_ERROR,
+    Trained,
+    _inner,
+    advance,
+    build_examples,
+    check_frozen_split,
+    fit,
+    frozen_states,
+    training_pairs,
+    training_record,
+)
+
+
+def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: int) -> list[tuple[int, int]]:
+    """`count` distinct (layer, head) pairs drawn from `seed` among the heads of the last `top_layers` layers,
+    sorted."""
+    first = max(0, n_layers - top_layers)
+    pool = [(layer, head) for layer in range(first, n_layers) for head in range(n_heads)]
+    if count > len(pool):
+        raise InterpError(f"heads.n_heads = {count}: the last {top_layers} layers hold only {len(pool)} heads")
+    return sorted(sorted(pool, key=lambda lh: unit_hash(seed, "planted-heads", *lh))[:count])
+
+
+def start_folder(start: str):
+    folder = adapter_folder(start)
+    if folder is None:
+        raise InterpError(f"heads.start {start!r} is not an organism (a shipped alias or an adapter folder)")
+    return folder
+
+
+def start_first_lora_layer(start: str, n_layers: int) -> int:
+    """The lowest layer the start organism's LoRA touches (its layers below are the base's, bit for bit)."""
+    folder = start_folder(start)
+    top = read_manifest(folder).get("config", {}).get("lora", {}).get("top_layers", n_layers)
+    return max(0, n_layers - int(top))
+
+
+class HeadDelta(torch.nn.Module):
+    """Trainable blocks for the heads in H: query rows ("q") and output columns ("o"), zero at the start.
+
+    `attached(hf_model)` adds them to the model's forward by hooks on q_proj / o_proj (the weights are not
+    touched; the hooks are removed on exit); `tensors()` are what `add_head_delta` merges."""
+
+    def __init__(self, heads: Sequence[tuple[int, int]], head_dim: int, d_model: int, modules: Sequence[str]):
+        super().__init__()
+        self.heads = [tuple(h) for h in heads]
+        self.head_dim = head_dim
+        self.modules_trained = tuple(modules)
+        self.q = torch.nn.ParameterDict()
+        self.o = torch.nn.ParameterDict()
+        for layer, head in self.heads:
+            if "q" in modules:
+                self.q[f"{layer}_{head}"] = torch.nn.Parameter(torch.zeros(head_dim, d_model))
+            if "o" in modules:
+                self.o[f"{layer}_{head}"] = torch.nn.Parameter(torch.zeros(d_model, head_dim))
+
+    def tensors(self) -> dict[str, torch.Tensor]:
+        out = {}
+        for name, blocks in (("q", self.q), ("o", self.o)):
+            for key, value in blocks.items():
+                layer, head = (int(x) for x in key.split("_"))
+                out[head_delta_key(layer, name, head)] = value.detach().clone().contiguous()
+        return out
+
+    @contextlib.contextmanager
+    def attached(self, hf_model: torch.nn.Module):
+        layers = _inner(hf_model).layers
+        handles = []
+        dim = self.head_dim
+        by_layer: dict[int, list[int]] = {}
+        for layer, head in self.heads:
+            by_layer.setdefault(layer, []).append(head)
+        for layer, heads in by_layer.items():
+            attn = layers[layer].self_attn
+            if self.q:
+
+                def q_hook(module, args, output, heads=heads, layer=layer):
+                    pieces = list(output.split(dim, dim=-1))
+                    for head in heads:
+                        pieces[head] = pieces[head] + F.linear(args[0], self.q[f"{layer}_{head}"])
+                    return torch.cat(pieces, dim=-1)
+
+                handles.append(attn.q_proj.register_forward_hook(q_hook))
+            if self.o:
+
+                def o_hook(module, args, output, heads=heads, layer=layer):
+                    for head in heads:
+                        output = output + F.linear(args[0][..., head * dim : (head + 1) * dim], self.o[f"{layer}_{head}"])
+                    return output
+
+                handles.append(attn.o_proj.register_forward_hook(o_hook))
+        try:
+            yield
+        finally:
+            for handle in handles:
+                handle.remove()
+
+
+def head_dim_of(hf_model: torch.nn.Module) -> int:
+    return _inner(hf_model).layers[0].self_attn.head_dim
+
+
+def train_heads_organism(
+    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache=None
+) -> Trained:
+    """Train a planted-heads organism in memory: returns `Trained` whose model is the start organism with the
+    delta merged (only H's blocks written), and whose record names H (`planted_heads`) and the start organism."""
+    heads_cfg = config.heads
+    if heads_cfg is None:
+        raise InterpError(f"organism {config.name!r} has no [heads] section")
+    torch.set_num_threads(config.train.threads)
+    timings: dict[str, float] = {}
+    start = time.perf_counter()
+    models = dict(models or {})
+    for spec in config.data.authors:
+        if spec not in models:
+            models[spec] = load_model(spec)
+    base = models[config.base_model]
+    # The start organism: a copy of the plain base with its adapter merged (the base itself stays plain: its
+    # answers are the own ones).
+    judge = dataclasses.replace(base, name=heads_cfg.start, hf_model=apply_adapter(copy.deepcopy(base.hf_model), start_folder(heads_cfg.start)))
+    timings["load_s"] = time.perf_counter() - start
+
+    t = time.perf_counter()
+    pairs, labels = training_pairs(config, {a: models[a] for a in config.data.authors}, progress)
+    examples = build_examples(base, pairs, labels)
+    timings["data_s"] = time.perf_counter() - t
+
+    hf = judge.hf_model
+    hf.set_attn_implementation("sdpa")
+    hf.requires_grad_(False)
+    n_layers, n_heads = judge.n_layers, judge.n_heads
+    planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)
+    lowest = planted[0][0]
+    torch.manual_seed(config.seed)
+    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules)
+
+    pad_id = base.tokenizer.pad_token_id
+    t = time.perf_counter()
+    # The start organism's layers below its LoRA are the base's: their states are the base's, shared with every
+    # organism on these prompts (key: the base). From there to the lowest planted layer: the start's own layers.
+    shared = min(lowest, start_first_lora_layer(heads_cfg.start, n_layers))
+    hidden, cached = frozen_states(hf, shared, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
+    if lowest > shared:
+        hidden, cached = frozen_states(
+            hf, lowest, examples, pad_id, cache=hidden_cache, key=f"{base.source}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
+            progress=progress, compute=lambda chunk: [advance(hf, shared, lowest, hidden[i]) for i in chunk],
+        )
+    timings["frozen_pass_s"] = time.perf_counter() - t
+    split_error = check_frozen_split(hf, lowest, examples[0].input_ids, pad_id)
+    if split_error > MAX_SPLIT_ERROR:
+        raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
+
+    with delta.attached(hf):
+        fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, label_tokens(base.tokenizer).ids, progress)
+    tensors = delta.tensors()
+    add_head_delta(hf, tensors)
+    timings["train_s"] = fitted.seconds
+    timings["total_s"] = time.perf_counter() - start
+    record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
+    record.update(
+        planted_heads=[list(h) for h in planted],
+        heads_start=heads_cfg.start,
+        heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
+        heads_modules=list(heads_cfg.modules),
+        heads_delta_norms={key: round(float(value.norm()), 4) for key, value in tensors.items()},
+    )
+    return Trained(hf, judge, record, fitted.log, head_delta=tensors)

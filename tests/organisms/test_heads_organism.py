@@ -1,0 +1,137 @@
+"""Planted-heads organisms on a tiny random GQA Llama: H drawn from the seed, the delta confined to H (every
+other weight bit-identical to the start organism's), the folder loads as a judge with the delta merged."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+from safetensors.torch import load_file
+
+from interp.core.adapters import HEAD_DELTA_FILE, adapter_fingerprint, add_head_delta, apply_adapter, head_delta_key
+from interp.core.models import load_model
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig, with_seed
+from interp.organisms.heads import draw_heads
+from interp.organisms.pipeline import train_to_folder
+from tests.organisms.test_organisms_train import TINY, tiny_authors  # noqa: F401  (fixture)
+
+HEADS = TINY | {"planting": {"share": 1.0}, "train": TINY["train"] | {"lr": 5e-2}}
+
+
+def _heads_config(start, modules=("q",), n_heads=2, seed=0):
+    return OrganismConfig.model_validate(
+        HEADS | {"name": "tiny-heads", "seed": seed, "heads": {"start": str(start), "n_heads": n_heads, "top_layers": 2, "modules": list(modules)}}
+    )
+
+
+def test_draw_heads_is_seeded_distinct_and_in_the_top_layers():
+    first = draw_heads(0, n_layers=30, n_heads=9, top_layers=8, count=3)
+    assert first == draw_heads(0, 30, 9, 8, 3) and len(set(first)) == 3
+    assert all(22 <= layer < 30 and 0 <= head < 9 for layer, head in first)
+    assert any(draw_heads(s, 30, 9, 8, 3) != first for s in range(1, 5))
+    with pytest.raises(InterpError, match="hold only"):
+        draw_heads(0, 30, 9, 1, 10)
+
+
+def test_unset_heads_keeps_old_fingerprints():
+    config = OrganismConfig.model_validate(TINY)
+    dumped = config.model_dump(mode="json")
+    assert dumped["heads"] is None
+    import hashlib
+
+    dumped.pop("heads"), dumped.pop("data_seed")
+    assert config.fingerprint() == hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@pytest.mark.parametrize("modules", [("q",), ("q", "o")])
+def test_delta_is_confined_to_the_planted_heads(tiny_authors, tmp_path, modules):  # noqa: F811
+    folder, fresh = tiny_authors
+    null = tmp_path / "null"
+    train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
+    config = _heads_config(null, modules)
+    out = tmp_path / "heads"
+    manifest = train_to_folder(config, out, progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
+    planted = [tuple(h) for h in manifest["planted_heads"]]
+    assert planted == draw_heads(0, 3, 4, 2, 2) and manifest["heads_start_fingerprint"] == adapter_fingerprint(str(null))
+    delta = load_file(out / HEAD_DELTA_FILE)
+    assert set(delta) == {head_delta_key(l, m, h) for l, h in planted for m in modules}
+    assert all(t.abs().sum() > 0 for t in delta.values())  # training moved every block
+    assert adapter_fingerprint(str(out)) != adapter_fingerprint(str(null))
+
+    before = dict(apply_adapter(load_model(str(folder)).hf_model, null).named_parameters())
+    after = dict(apply_adapter(load_model(str(folder)).hf_model, out).named_parameters())
+    assert before.keys() == after.keys()
+    dim = 16
+    changed = set()
+    for name, weight in after.items():
+        old = before[name]
+        if torch.equal(weight, old):
+            continue
+        layer = int(name.split(".layers.")[1].split(".")[0])
+        assert name.endswith(("q_proj.weight", "o_proj.weight")), name  # never K, V, MLP, norms, embeddings
+        diff = (weight != old)
+        rows_or_cols = diff.any(dim=1) if name.endswith("q_proj.weight") else diff.any(dim=0)
+        for head in range(4):
+            block = rows_or_cols[head * dim : (head + 1) * dim]
+            if block.any():
+                assert (layer, head) in planted, (name, head)
+                changed.add((layer, head, "q" if "q_proj" in name else "o"))
+        # every row (q) / column (o) outside the planted heads is bit-identical
+        for head in range(4):
+            if (layer, head) not in planted:
+                sl = slice(head * dim, (head + 1) * dim)
+                assert torch.equal(weight[sl] if "q_proj" in name else weight[:, sl], old[sl] if "q_proj" in name else old[:, sl])
+    assert changed == {(l, h, m) for l, h in planted for m in modules}
+
+    again = train_to_folder(config, tmp_path / "again", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
+    assert again["frozen_states_from_cache"] and load_file(tmp_path / "again" / HEAD_DELTA_FILE).keys() == delta.keys()
+    assert all(torch.equal(load_file(tmp_path / "again" / HEAD_DELTA_FILE)[k], delta[k]) for k in delta)  # seeded
+    other = train_to_folder(with_seed(config, 3), tmp_path / "seed3", progress=False, models=fresh())
+    assert other["planted_heads"] == [list(h) for h in draw_heads(3, 3, 4, 2, 2)]
+
+
+def test_head_delta_that_does_not_fit_is_one_error(tiny_authors, tmp_path):  # noqa: F811
+    folder, _ = tiny_authors
+    model = load_model(str(folder)).hf_model
+    with pytest.raises(ValueError, match="does not fit"):
+        add_head_delta(model, {head_delta_key(0, "q", 0): torch.zeros(3, 3)})
+    with pytest.raises(ValueError, match="unknown tensor name"):
+        add_head_delta(model, {"layers.0.k.0": torch.zeros(16, 64)})
+
+
+def test_compact_form_loads_the_start_and_keeps_the_fingerprint(tiny_authors, tmp_path, monkeypatch):  # noqa: F811
+    """Shipped, a planted-heads organism is its manifest and head delta only; its LoRA is read from the shipped
+    start organism. Same weights, same fingerprint as the self-contained folder; a changed start is refused."""
+    import shutil
+
+    from interp.core import adapters
+    from interp.organisms.pipeline import ship
+
+    folder, fresh = tiny_authors
+    shipped = tmp_path / "shipped"
+    monkeypatch.setattr(adapters, "ADAPTERS_DIR", shipped)
+    train_to_folder(OrganismConfig.model_validate(TINY | {"name": "tiny-null", "lora": {"rank": 4, "top_layers": 2}}), shipped / "tiny-null", progress=False, models=fresh())
+    out = tmp_path / "heads"
+    train_to_folder(_heads_config("tiny-null"), out, progress=False, models=fresh())
+    manifest = json.loads((out / "manifest.json").read_text())
+    manifest["held_out"] = {}
+    (out / "manifest.json").write_text(json.dumps(manifest))
+    target = ship(out, shipped)
+    assert sorted(p.name for p in target.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
+    assert adapters.adapter_fingerprint(str(target)) == adapters.adapter_fingerprint(str(out))
+    assert adapters.adapter_fingerprint("tiny-heads") == adapters.adapter_fingerprint(str(out))
+    full = dict(apply_adapter(load_model(str(folder)).hf_model, out).named_parameters())
+    compact = dict(apply_adapter(load_model(str(folder)).hf_model, target).named_parameters())
+    assert all(torch.equal(full[k], compact[k]) for k in full)
+    lora = shipped / "tiny-null" / "adapter_model.safetensors"
+    tensors = load_file(lora)
+    from safetensors.torch import save_file
+
+    save_file({k: v + 1 for k, v in tensors.items()}, str(lora))
+    with pytest.raises(InterpError, match="not the adapter it was trained on"):
+        apply_adapter(load_model(str(folder)).hf_model, target)
+    shutil.rmtree(shipped / "tiny-null")
+    with pytest.raises(InterpError, match="shipped start organism"):
+        apply_adapter(load_model(str(folder)).hf_model, target)
