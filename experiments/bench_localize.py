@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.config import RunConfig
 from interp.core.models import cache_root
 from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
@@ -36,7 +36,7 @@ from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from interp.organisms.config import load_organism_config, parse_seeds, with_seed
 from interp.organisms.pipeline import train_to_folder, trained_member
 from interp.run.pipeline import run_dbg
-from interp.run.store import load_run
+from interp.run.store import read_run
 from interp.storage import atomic_write_text, path_label
 
 CONFIG = Path(__file__).resolve().parent / "organisms" / "smollm2-135m-selfpref-heads.toml"
@@ -75,7 +75,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     manifest = json.loads((folder / "manifest.json").read_text())
     truth = [tuple(h) for h in manifest["planted_heads"]]
     judge = str(folder)
-    run = load_run(heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress))
+    run = read_run(heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress))
     judges = judge_pool(run)
     t = time.perf_counter()
     table = localize_run(run, judge, args.methods, judges=judges, progress=args.progress)
@@ -106,7 +106,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
 def null_probabilities(args) -> dict[str, float]:
     """P(own) per held-out item of the start organism (the planted-heads organisms' null)."""
     start = load_organism_config(CONFIG).heads.start
-    run = load_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress))
+    run = read_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress))
     return dict(zip([item.id for item in run.items], baseline(run, start).tolist()))
 
 

@@ -213,7 +213,10 @@ def test_random_head_sets_are_bounded():
 
 @pytest.mark.parametrize("n, share, selected", [(7, 0.3, 2), (10, 0.25, 3), (9, 0.6, 5), (40, 0.4, 16)])
 def test_the_selection_test_split_is_exact_in_count_for_every_seed(n, share, selected):
-    from interp.experiments.causal import split_items
+    from interp.splits import split_ids
+
+    def split_items(ids, share, seed):
+        return split_ids(ids, share, seed, purpose="selection", what="--selection-share")
 
     ids = [f"item-{i:03d}" for i in range(n)]
     for seed in range(12):
@@ -225,15 +228,13 @@ def test_the_selection_test_split_is_exact_in_count_for_every_seed(n, share, sel
 
 @pytest.mark.parametrize("n", [2, 3, 5])
 def test_a_test_that_cannot_reject_says_so(n):
-    from interp.metrics.causal_test import causal_test
+    from interp.metrics.causal_test import sign_flip_pvalue, smallest_flip_p, too_few_items
 
     strong = -0.4 - 0.01 * torch.arange(n).numpy()  # every item moved the same way: the strongest evidence n items give
-    test = causal_test(strong, n_boot=20)
-    assert test.p_flip == pytest.approx(2 / 2**n) and not test.causal
-    assert any("cannot reject" in note for note in test.notes)
-    assert f"{n} test items cannot give p <= 0.05" in test.verdict("j") and "at least 6" in test.verdict("j")
-    enough = causal_test(-0.4 - 0.01 * torch.arange(6).numpy(), n_boot=20)
-    assert enough.causal and not any("cannot reject" in note for note in enough.notes)
+    assert sign_flip_pvalue(strong) == pytest.approx(2 / 2**n) == pytest.approx(smallest_flip_p(n)) and smallest_flip_p(n) > 0.05
+    note = too_few_items(n, 10_000, 0.05)
+    assert f"{n} test items cannot give p <= 0.05" in note and "cannot reject" in note and "at least 6" in note
+    assert smallest_flip_p(6) <= 0.05 and sign_flip_pvalue(-0.4 - 0.01 * torch.arange(6).numpy()) <= 0.05
 
 
 # ---- 10: a progress bar ends before the error line ------------------------------------------------------------

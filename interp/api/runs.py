@@ -239,7 +239,7 @@ def localize(
     """
     from interp.experiments.localize import DEFAULT_METHODS, localize_run, run_judge
 
-    loaded = load_run_inputs(_root(run))
+    loaded = read_run(_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
     return localize_run(loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress)
 

@@ -28,10 +28,10 @@ def localize(
 
     from interp.experiments.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
     from interp.report.localize import write_localize_figures
-    from interp.run.store import RunDir, load_run
+    from interp.run.store import RunDir, read_run
 
     methods = check_methods(method or DEFAULT_METHODS)
-    run = load_run(Path(run_dir))
+    run = read_run(Path(run_dir))
     name = run_judge(run, judge)
     table = localize_run(run, name, methods, n_items=items, n_mask_items=mask_items, where=placement_keys(device, dtype), progress=progress and not as_json)
     with RunDir(Path(run_dir)).writer():

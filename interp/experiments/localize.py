@@ -3,7 +3,7 @@
 Every method uses only the tested judge and the run (single_judge = True), as a user with one real judge has:
 
 - "attention": own-minus-other attention of the final query position (the run's stored span attention,
-  `interp.analysis.attention_stats.head_map`; per-token mean). Needs a run judged with attention.
+  `interp.analysis.attention_stats.head_values`; per-token mean). Needs a run judged with attention.
 - "atp": attribution patching (Nanda 2023) of the toolkit's own intervention, masking the judge's own answer
   at one head (`AttentionIntervention(target="self", alpha=0)` on that head, every query outside the span).
   With AtP*'s fix for attention saturation (Kramar et al. 2024), the masked pattern is not linearised: each
@@ -36,8 +36,8 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from hooks.spec import AttentionIntervention
-from interp.analysis.attention_stats import head_map
+from interp.hooks.spec import AttentionIntervention
+from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
 from interp.core.judge import label_tokens
@@ -46,7 +46,7 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.experiments.engine import Judges, Variant, baseline, judge_pool, judge_variant
-from interp.organisms.data import unit_hash
+from interp.splits import unit_hash
 from interp.run.judging import judge_tasks
 from interp.run.store import Run
 
@@ -217,7 +217,7 @@ def localize_run(
                 raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
         else:
             attention = load_attention(run.dir.root, judge)
-            frames.append(_frame("attention", head_map(attention, stat="mean").numpy(), len(attention.item_ids)))
+            frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids)))
     wanted = [m for m in methods if m in ("atp", "atp-output", "mask")]
     if wanted:
         judges = judges or judge_pool(run, where=where)

@@ -31,7 +31,7 @@ from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
-from interp.organisms.data import unit_hash
+from interp.splits import unit_hash
 from interp.organisms.train import (
     MAX_SPLIT_ERROR,
     Trained,

@@ -10,7 +10,7 @@ import pytest
 import torch
 
 import interp
-from hooks.context import dampen
+from interp.hooks.context import dampen
 from interp.core.models import attention_implementation
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
