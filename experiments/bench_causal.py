@@ -116,12 +116,12 @@ def top_heads_mask(run_dir: Path, judge: str, selection: list[str], own: str) ->
     return AttentionIntervention(target=target, alpha=0.0, heads=heads, name=f"mask-{'smollm2' if own == SMOLLM2 else 'gemma'}-top{TOP_K}")
 
 
-def collect_judge(out: Path, judge: str, extras: int, top8: bool = True) -> dict:
+def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: bool = True) -> dict:
     """P(SmolLM2's answer wins) per test item under no intervention and every variant, for one judge; written to
     OUT/judges/<label>.json (read back when it holds every variant asked for). `top8` False: the every-layer
-    masks only (the first pass of the plan's amendment)."""
+    masks only (the first pass of the plan's amendment); `masks` False: the run alone (DBG, no intervention)."""
     path = out / "judges" / f"{Path(judge).name}.json"
-    wanted = list(REGISTERED) + (["top8_smollm2", "top8_gemma"] if top8 else []) + list(EXTRAS)[:extras]
+    wanted = (list(REGISTERED) + (["top8_smollm2", "top8_gemma"] if top8 else []) + list(EXTRAS)[:extras]) if masks else []
     if path.is_file():
         done = json.loads(path.read_text())
         if set(wanted) <= set(done["p_smollm2"]):
@@ -134,6 +134,7 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True) -> dict
     gold = run.gold_own(SMOLLM2)[[run.items.index(item) for item in test]]
     heads = {own: top_heads_mask(run.dir.root, judge, selection, own) for own in AUTHORS}
     variants = dict(REGISTERED) | ({"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} if top8 else {}) | dict(list(EXTRAS.items())[:extras])
+    variants = variants if masks else {}
     pool = judge_pool(run)
     runner = pool.runner(judge, run)
     record: dict = {
@@ -143,10 +144,13 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True) -> dict
         "heads": {own: [[layer, list(hs)] for layer, hs in spec.heads_table.items()] for own, spec in heads.items()},
         "p_smollm2": {"none": baseline(run, judge, test, SMOLLM2).tolist()},
     }
+    path.parent.mkdir(parents=True, exist_ok=True)
     for name, spec in variants.items():
         record["p_smollm2"][name] = judge_variant(run, judge, runner, Variant(name, attention=spec), items=test, own=SMOLLM2).tolist()
-        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(record, indent=1) + "\n")
+    if done := (json.loads(path.read_text())["p_smollm2"] if path.is_file() else {}):
+        record["p_smollm2"] = done | record["p_smollm2"]  # a run-only pass never drops masks judged before
+    path.write_text(json.dumps(record, indent=1) + "\n")
     return record
 
 
