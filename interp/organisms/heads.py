@@ -30,12 +30,12 @@ from interp.core.adapters import add_head_delta, adapter_fingerprint, adapter_fo
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.errors import InterpError
+from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig
 from interp.splits import unit_hash
 from interp.organisms.train import (
     MAX_SPLIT_ERROR,
     Trained,
-    _inner,
     advance,
     build_examples,
     check_frozen_split,
@@ -99,7 +99,7 @@ class HeadDelta(torch.nn.Module):
 
     @contextlib.contextmanager
     def attached(self, hf_model: torch.nn.Module):
-        layers = _inner(hf_model).layers
+        layers = decoder_stack(hf_model).layers
         handles = []
         dim = self.head_dim
         by_layer: dict[int, list[int]] = {}
@@ -132,7 +132,7 @@ class HeadDelta(torch.nn.Module):
 
 
 def head_dim_of(hf_model: torch.nn.Module) -> int:
-    return _inner(hf_model).layers[0].self_attn.head_dim
+    return decoder_stack(hf_model).layers[0].self_attn.head_dim
 
 
 def train_heads_organism(

@@ -249,7 +249,7 @@ def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tens
         captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
         raise _Stop
 
-    handle = _inner(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
+    handle = decoder_stack(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
     try:
         with torch.inference_mode(), only_layers_from(hf_model, start), contextlib.suppress(_Stop):
             hf_model(inputs_embeds=hidden, use_cache=False)
