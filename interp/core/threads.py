@@ -3,8 +3,12 @@
 torch's default is one thread per core of the machine. Beside another busy process that is too many: a
 parallel region (every matmul of every layer) ends in a barrier that waits for its slowest thread, and a
 thread whose core is taken waits a whole scheduler time slice; OpenMP's threads also spin while they wait,
-taking CPU from the process beside them. Measured on 2 cores with one of them busy: 2 threads ran a
-SmolLM2-sized forward pass 1.6x slower than 1 thread and used 1.6x its CPU (experiments/bench_pipeline.py).
+taking CPU from the process beside them. Measured on 2 cores with one of them busy (an organism training):
+2 threads ran a SmolLM2-sized forward pass (6 layers, 8 x 300 tokens) 1.6x slower than 1 thread (6.9 s vs
+4.4 s) and used 1.6x its CPU (`experiments/bench_pipeline.py --threads-only` repeats it). Generation, token by
+token, is many small parallel regions, each a barrier: it suffers most.
+
+The count is decided once, when a command starts; company that arrives later is not seen.
 
 `torch_threads()` is the count: `INTERP_THREADS` when set, else the cores this process may run on (its
 affinity mask) less the other processes' load (the 1-minute load average, rounded), at least 1.
