@@ -464,7 +464,7 @@ class Judge:
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
         """One `judge_batch` pass under every open intervention (each a `dampen` around this pass only)."""
         with self._intervened(prompts, authors, own):
-            return judge_batch(self.backend, prompts, self._labels, queries=self.queries)
+            return judge_batch(self.backend, prompts, self._labels, queries=self.readout)
 
     @contextlib.contextmanager
     def _intervened(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> Iterator[None]:
