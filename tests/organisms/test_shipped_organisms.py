@@ -24,7 +24,7 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 from tests.helpers import REPO
 
 NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))
-ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", "smollm2-135m-selfpref-heads")
+ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref")
 
 
 def family_config(name: str):
