@@ -58,6 +58,8 @@ def organism_run(tmp_path, organisms) -> Path:
     _judgments_with_verdicts(root)
     gold = [0.9, 0.1, 0.8, 0.3, 0.5, 0.7, 0.2, 0.6]
     (root / "gold.jsonl").write_text("".join(json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first": p}) + "\n" for i, p in enumerate(gold)))
+    if not (root / "responses.jsonl").exists():  # a finished run holds its answers (commands that read one check it)
+        (root / "responses.jsonl").write_text("".join(json.dumps({"model": m, "item_id": f"item-{i:02d}", "text": f"answer {i} of {m}"}) + "\n" for m in (X, Y) for i in range(8)))
     from interp.run.store import RunDir
     from interp.run.summary import write_summary
 

@@ -89,8 +89,10 @@ def test_intervene_returns_a_typed_result(tiny_run):
     assert set(record.effects) == {"self", "other", "random"}
     raw = result.raw["judges"][judge]
     assert record.verdict == raw["verdict"] and record.causal == raw["causal"]
-    assert record.p_value == raw["p_value"] and record.test_alpha == 0.05 and record.causal == (record.p_holm <= 0.05) and record.p_holm == raw["p_holm"]
-    assert record.control_judge is None and record.n_test == len(ITEMS)  # one plain judge: a test within the judge
+    assert record.p_value == raw["p_value"] and record.test_alpha == 0.05 and record.p_holm == raw["p_holm"]
+    # one plain judge and no judge that wrote neither answer: no control, so no self-preference verdict
+    assert record.controls == () and record.causal is None and record.p_value is None and "no control judge" in record.reason
+    assert record.within.mean == raw["within_judge"]["effect"] and 0 < record.p_within <= 1 and record.n_test == len(ITEMS)
     assert record.effects["self"].mean == raw["effects"]["self"]["mean"]
     frame = result.frame()
     assert len(frame) == 3 and (frame["ci_low"] <= frame["effect"] + 1e-12).all()
@@ -145,8 +147,8 @@ def test_intervene_tests_at_the_level_it_is_given(tiny_run):
     assert result.spec.alpha == 0.25 and result.raw["spec"]["alpha"] == 0.25
     assert record.test_alpha == 0.01 and result.raw["judges"][judge]["test_alpha"] == 0.01 and "alpha" not in result.raw["judges"][judge]
     assert result.raw["design"]["test_alpha"] == 0.01
-    assert record.p_holm == record.p_value  # one judge: nothing to adjust, both shown
-    assert record.causal == (record.p_holm <= 0.01)
+    assert record.p_holm == record.p_value  # one judge: nothing to adjust, both shown (None: no controls)
+    assert record.causal is None and record.reason
 
 
 def test_a_held_judge_runs_dbg_and_intervene_loaded_once(tmp_path, tiny_llama_dir, monkeypatch):

@@ -26,7 +26,8 @@ SUMMARY = {
 }  # fmt: skip
 CAUSAL = {
     "author-a": {"causal": True, "verdict": "author-a: causal effect on self-preference: ...", "p_value": 0.004, "p_holm": 0.008,
-                 "test_alpha": 0.05, "effect": {"mean": -0.21, "ci": [-0.3, -0.12]}, "n_test": 40},
+                 "test_alpha": 0.05, "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001}, "n_test": 40,
+                 "test": {"n_controls": 5}, "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7}},
     "weak-judge": {"causal": False, "verdict": "weak-judge: no causal effect shown", "effects": {"self": {"mean": -0.01, "ci": [-0.05, 0.03]}}},
 }  # fmt: skip
 
@@ -51,12 +52,13 @@ def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
 
 def test_causal_rows_read_the_numbers_a_result_has():
     rows = {r["judge"]: r for r in results_payload(causal=CAUSAL, n_items=12)["causal"]}
-    assert rows["author-a"] == {"judge": "author-a", "causal": True, "verdict": "causal effect on self-preference: ...", "effect": {"mean": -0.21, "ci": [-0.3, -0.12]},
-                                "p_value": 0.004, "p_holm": 0.008, "test_alpha": 0.05, "n_test": 40}  # fmt: skip
+    assert rows["author-a"] == {"judge": "author-a", "causal": True, "reason": None, "verdict": "causal effect on self-preference: ...",
+                                "effect": {"mean": -0.21, "ci": [-0.3, -0.12]}, "p_within": 0.001, "n_controls": 5, "p_value": 0.004,
+                                "p_holm": 0.008, "test_alpha": 0.05, "share_removed": 0.4, "share_removed_ci": [0.1, 0.7], "n_test": 40}  # fmt: skip
     weak = rows["weak-judge"]
     assert weak["effect"] == {"mean": -0.01, "ci": [-0.05, 0.03]} and weak["p_value"] is None and weak["n_test"] == 12
     text = _drawn(results_payload(SUMMARY, causal=CAUSAL, n_items=12, files={"report": Path("runs/x/report.html")}))
-    assert "p (Holm)" in text and re.search(r"0\.004 +0\.008", text)  # the raw and the adjusted p side by side
+    assert "p Holm" in text and re.search(r"0\.004 +0\.008", text) and "40%" in text  # the raw and the adjusted p side by side
     assert "-21.0" in text and "[-30.0, -12.0]" in text and "0.004" in text and "0.05" in text and "weak-judge: no causal effect shown" in text
     assert "report: runs/x/report.html" in text
     assert "not run" in _drawn(results_payload(SUMMARY, causal={}))
