@@ -266,11 +266,14 @@ def analyse(out: Path) -> dict:
         # 4. two families on DBG
         per_item_p = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in planted])
         per_item_n = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in nulls])
-        fam = two_family_test(per_item_p, per_item_n, seed=0)
-        print(f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)")
-        print(f"causal_two_family_dbg_p_welch: {fam.p_welch:.2g}")
-        print(f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]")
-        result["two_family_dbg"] = dataclasses.asdict(fam)
+        if len(planted) >= 2:
+            fam = two_family_test(per_item_p, per_item_n, seed=0)
+            print(f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)")
+            print(f"causal_two_family_dbg_p_welch: {fam.p_welch:.2g}")
+            print(f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]")
+            result["two_family_dbg"] = dataclasses.asdict(fam)
+        else:
+            print(f"causal_two_family_dbg: not run ({len(planted)} planted seed collected; a family needs at least 2)")
 
         # 5. per intervention (SmolLM2 as own, the planted preference's answer): planted-minus-null effect in
         #    null SDs, and the share of the family gap removed; reported, not scored
