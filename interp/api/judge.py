@@ -35,9 +35,8 @@ from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, own_slot, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
+from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.errors import InterpError
-
-Authors = tuple[str, str]
 
 
 @dataclass(frozen=True, eq=False)  # tensors have no single truth value: verdicts compare by identity
@@ -166,47 +165,6 @@ class Verdicts(Sequence[Verdict]):
         )  # fmt: skip
 
 
-def _is_nnsight(obj) -> bool:
-    return type(obj).__module__.startswith("nnsight")
-
-
-def _refuse_unknown(options: Mapping[str, Any]) -> None:
-    """One error for an option a Judge does not take, with the hint for the renamed `queries`."""
-    if "queries" in options:
-        raise InterpError(
-            "Judge(queries=) is now readout= ('final' or 'after': where the span attention is read from); "
-            "`queries` is a spec's key, the positions a mask acts on ('outside' or 'final')"
-        )
-    if options:
-        raise InterpError(f"unknown Judge option {sorted(options)[0]!r}; options are own, readout, batch_size")
-
-
-def _per_row(value, n: int, what: str) -> list:
-    """`value` for each of n rows: a list of n values, or one value repeated (strings and pairs are one value)."""
-    if isinstance(value, (str, tuple)) or value is None:
-        return [value] * n
-    values = list(value)
-    if len(values) != n:
-        raise InterpError(f"got {len(values)} {what} for {n} pairs; pass one per pair or a single one for all")
-    return values
-
-
-def _author_pair(value, what: str) -> Authors:
-    """(author of A, author of B): exactly two non-empty names."""
-    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2 or not all(isinstance(name, str) and name for name in value):
-        raise InterpError(f"authors{what} must be exactly two names, (author of A, author of B), not {value!r}")
-    return (value[0], value[1])
-
-
-def _author_rows(authors, n: int) -> list[Authors | None]:
-    """One (author A, author B) per pair: None, one pair for all, or a list of n pairs; anything else is one line."""
-    if authors is None:
-        return [None] * n
-    if isinstance(authors, str) or not isinstance(authors, Sequence) or not authors or isinstance(authors[0], str):
-        return [_author_pair(authors, "")] * n
-    return [_author_pair(pair, f" of pair {index}") for index, pair in enumerate(_per_row(list(authors), n, "author pairs"))]
-
-
 class Judge:
     """A judge model: call it on a query and two responses, read P(A), P(B) and its span attention.
 
@@ -227,7 +185,7 @@ class Judge:
     """
 
     def __init__(self, backend: Backend, *, own: str | None = None, readout: QuerySet = "final", batch_size: int = 8, **unknown: Any):
-        _refuse_unknown(unknown)
+        refuse_unknown(unknown)
         if readout not in ("final", "after"):
             raise InterpError(f"unknown readout {readout!r}; use 'final' or 'after'")
         if batch_size < 1:
@@ -277,7 +235,7 @@ class Judge:
         Returns:
             The judge.
         """
-        _refuse_unknown(unknown)
+        refuse_unknown(unknown)
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
         return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
 
@@ -310,8 +268,8 @@ class Judge:
         Returns:
             The judge.
         """
-        _refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
-        if _is_nnsight(model):
+        refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
+        if is_nnsight(model):
             return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
         if is_backend(model):
             return cls(model, **options)
@@ -320,7 +278,7 @@ class Judge:
         else:
             if tokenizer is None:
                 raise InterpError("Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)")
-            loaded = wrap_model(model, tokenizer, name=name or _model_name(model), kind=kind)
+            loaded = wrap_model(model, tokenizer, name=name or model_name(model), kind=kind)
         return cls(make_backend(loaded, backend or "hf", attention=attention), **options)
 
     @classmethod
@@ -353,7 +311,7 @@ class Judge:
             raise InterpError("from_nnsight needs an nnsight LanguageModel with a tokenizer")
         if any(p.is_meta for p in hf_model.parameters()):
             raise InterpError("this LanguageModel has no weights loaded yet; create it with dispatch=True")
-        loaded = wrap_model(hf_model, tokenizer, name=name or _model_name(hf_model), kind=kind)
+        loaded = wrap_model(hf_model, tokenizer, name=name or model_name(hf_model), kind=kind)
         backend = NNsightBackend(loaded, language_model, hf_model, attention=attention)
         return cls(backend, **options)
 
@@ -450,8 +408,8 @@ class Judge:
         n = len(queries)
         if not n or len(responses_a) != n or len(responses_b) != n:
             raise InterpError(f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair")
-        tasks = _per_row(task, n, "tasks")
-        rows = _author_rows(authors, n)
+        tasks = per_row(task, n, "tasks")
+        rows = author_rows(authors, n)
         own = own if own is not None else self.own
         prompts = [self.prompt(q, a, b, task=t) for q, a, b, t in zip(queries, responses_a, responses_b, tasks)]
         verdicts: list[Verdict] = []
@@ -611,8 +569,3 @@ class Judge:
             yield spec
         finally:
             del self._active[depth:]
-
-
-def _model_name(hf_model: torch.nn.Module) -> str:
-    source = str(getattr(getattr(hf_model, "config", None), "_name_or_path", "") or "")
-    return Path(source).name or source or type(hf_model).__name__

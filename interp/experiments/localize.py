@@ -41,7 +41,7 @@ from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
 from interp.core.judge import label_tokens
-from interp.core.models import LoadedModel, attention_implementation, own_model
+from interp.core.models import LoadedModel, attention_implementation, own_model, own_slot
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
@@ -123,7 +123,7 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
     for task in judge_tasks(items, run.responses, run.config.models):
         if own not in (task.author_a, task.author_b):
             raise InterpError(f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here")
-        yield task, (0 if task.author_a == own else 1)
+        yield task, own_slot(task.author_a, task.author_b, own) or "a"
 
 
 def attribution_scores(run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True) -> dict[str, np.ndarray]:
@@ -133,10 +133,9 @@ def attribution_scores(run: Run, judge: str, model: LoadedModel, items: Sequence
     sums = {name: np.zeros((len(items), model.n_layers, model.n_heads)) for name in ("atp", "atp-output")}
     index = {item.id: n for n, item in enumerate(items)}
     tasks = list(_tasks(run, items, own))
-    for task, own_slot in tqdm(tasks, desc=f"AtP {judge}", unit="prompt", disable=not progress):
+    for task, slot in tqdm(tasks, desc=f"AtP {judge}", unit="prompt", disable=not progress):
         prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
-        span = prompt.spans["a" if own_slot == 0 else "b"]
-        for name, change in head_attributions(model, prompt.input_ids, span, own_slot).items():
+        for name, change in head_attributions(model, prompt.input_ids, prompt.spans[slot], "ab".index(slot)).items():
             sums[name][index[task.item.id]] -= change.numpy() / 2
     return sums
 

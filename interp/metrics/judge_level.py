@@ -36,6 +36,7 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
+from interp.formatting import fixed, pts, pts_ci
 from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, sign_flip_pvalue
 from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
 from interp.metrics.stats import bootstrap_ci
@@ -128,7 +129,7 @@ def crawford_howell_t(x: Float[np.ndarray, "draw"], controls: Float[np.ndarray, 
     diff = x - controls.mean(axis=1)
     scale = controls.std(axis=1, ddof=1) * math.sqrt((k + 1) / k)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.where(diff == 0, 0.0, np.sign(diff) * np.inf))
+        t = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
     return t, student_t_two_sided_p(t, k - 1)
 
 
@@ -199,14 +200,14 @@ class BetweenJudge:
         """One sentence that says which claim it makes: between judges (self-preference) or within the judge."""
         lo, hi = self.within.ci
         within = (
-            f"the intervention {WITHIN_JUDGE_CLAIM} by {100 * self.within.effect:+.1f} pts [{100 * lo:+.1f}, {100 * hi:+.1f}] "
+            f"the intervention {WITHIN_JUDGE_CLAIM} by {pts(self.within.effect)} pts {pts_ci((lo, hi))} "
             f"(sign-flip p {self.within.p_value:.3g}, n = {self.within.n_items} items)"
         )
         if self.causal is None:
             return f"{judge}: no between-judge test ({self.reason}); {within}"
         head = "causal effect on self-preference" if self.causal else "no causal effect on self-preference shown"
         t = self.test
-        spread = f"{100 * t.control_mean:+.1f} pts mean, SD {100 * t.control_sd:.1f}"
+        spread = f"{pts(t.control_mean)} pts mean, SD {fixed(100 * t.control_sd, 1)}"
         rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3g}"
         stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
         return f"{judge}: {head} (p = {self.p_value:.3g}, alpha {self.alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {t.p_value:.3g}{rank}); {within}"

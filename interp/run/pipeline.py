@@ -16,7 +16,6 @@ from tqdm.auto import tqdm
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
-from interp.core.backends.shared_trunk import trunk_backends
 from interp.core.models import ALIASES, ModelCache, check_finite_output
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
@@ -204,6 +203,10 @@ def judge_backends(config: RunConfig, models: ModelCache) -> dict:
     base model and its organisms) share those layers' pass (`shared_trunk.trunk_backends`)."""
     local = {judge: models.get(judge) for judge in config.judge_specs if config.server(judge) is None}
     if config.backend == "hf":
+        # imported here: the hf backend loads transformers, which must not configure its logging before the CLI
+        # quiets it (`import interp.run.pipeline` stays light)
+        from interp.core.backends.shared_trunk import trunk_backends
+
         return trunk_backends(local)
     return {judge: make_backend(model, config.backend) for judge, model in local.items()}
 
