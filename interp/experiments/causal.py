@@ -410,7 +410,7 @@ def _test_judge(
     out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
     out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
     out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
-    notes = [too_few_items(len(items), design.n_flips, design.test_alpha)] if smallest_flip_p(len(items), design.n_flips) > design.test_alpha else []
+    notes = ["within the judge: " + too_few_items(len(items), design.n_flips, design.test_alpha)] if smallest_flip_p(len(items), design.n_flips) > design.test_alpha else []
     out |= {
         "p_holm": test.p_value,  # one judge; Holm over several replaces it (`_holm`)
         "n_test": len(items),
