@@ -20,7 +20,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import json
-import math
 import time
 from itertools import combinations
 from pathlib import Path
@@ -193,9 +192,21 @@ def ci_text(low: float, high: float) -> str:
     return f"[{low:.3f}, {high:.3f}]"
 
 
-def analyse(out: Path) -> dict:
+def print_rate(name: str, rejections: list[bool]) -> dict:
+    """A rejection rate, its Clopper-Pearson 95 % interval and its counts, printed one figure a line."""
     from interp.metrics.causal_test import clopper_pearson
-    from interp.metrics.families import multi_bootstrap, two_family_test
+
+    k, n = int(np.sum(rejections)), len(rejections)
+    lo, hi = clopper_pearson(k, n)
+    print(f"{name}: {k / n:.3f}")
+    print(f"{name}_ci95: {ci_text(lo, hi)}")
+    print(f"{name}_replicates: {n}")
+    print(f"{name}_rejections: {k}")
+    return {"rejections": k, "replicates": n, "rate": k / n, "ci95": [lo, hi]}
+
+
+def analyse(out: Path) -> dict:
+    from interp.metrics.families import multi_bootstrap, smallest_permutation_p, two_family_test
     from interp.metrics.judge_level import crawford_howell, leave_one_out
 
     records: dict[str, list[dict]] = {}
@@ -221,13 +232,7 @@ def analyse(out: Path) -> dict:
             effects = np.array([delta(r, variant, own).mean() for r in nulls])
             for test in leave_one_out(effects):
                 rejections.append(test.p_value is not None and test.p_value <= ALPHA)
-    k, n = int(np.sum(rejections)), len(rejections)
-    lo, hi = clopper_pearson(k, n)
-    print(f"causal_false_positive_rate: {k / n:.3f}")
-    print(f"causal_false_positive_rate_ci95: {ci_text(lo, hi)}")
-    print(f"causal_false_positive_replicates: {n}")
-    print(f"causal_false_positive_rejections: {k}")
-    result["false_positive"] = {"rejections": k, "replicates": n, "rate": k / n, "ci95": [lo, hi], "controls_per_test": len(nulls) - 1}
+    result["false_positive"] = print_rate("causal_false_positive_rate", rejections) | {"controls_per_test": len(nulls) - 1}
 
     # 2. two families drawn from the null family: every split into halves, Welch (and the permutation p)
     half = len(nulls) // 2
@@ -241,13 +246,8 @@ def analyse(out: Path) -> dict:
             test = two_family_test(np.array([values[i].mean() for i in split]), np.array([values[i].mean() for i in rest]), seed=0)
             welch.append(test.p_welch is not None and test.p_welch <= ALPHA)
             perm.append(test.p_permutation <= ALPHA)
-    k2, n2 = int(np.sum(welch)), len(welch)
-    lo2, hi2 = clopper_pearson(k2, n2)
-    print(f"causal_fpr_two_family: {k2 / n2:.3f}")
-    print(f"causal_fpr_two_family_ci95: {ci_text(lo2, hi2)}")
-    print(f"causal_fpr_two_family_replicates: {n2}")
-    print(f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {2 / math.comb(len(nulls), half) if len(nulls) == 2 * half else 1 / math.comb(len(nulls), half):.3f})")
-    result["fpr_two_family"] = {"welch_rejections": k2, "replicates": n2, "rate": k2 / n2, "ci95": [lo2, hi2], "permutation_rate": float(np.mean(perm))}
+    result["fpr_two_family"] = print_rate("causal_fpr_two_family", welch) | {"permutation_rate": float(np.mean(perm))}
+    print(f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {smallest_permutation_p(half, len(nulls) - half):.3f})")
 
     # 3. power on DBG: each planted seed against the whole null family
     null_dbg = np.array([(p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2)).mean() for r in nulls])
