@@ -28,12 +28,14 @@ import torch.nn.functional as F
 
 from interp.core.adapters import add_head_delta, adapter_fingerprint, adapter_folder, apply_adapter, head_delta_key, read_manifest
 from interp.core.judge import label_tokens
-from interp.core.models import LoadedModel, load_model
+from interp.core.models import LoadedModel
 from interp.errors import InterpError
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig
 from interp.splits import unit_hash
+from interp.core.threads import set_torch_threads
 from interp.organisms.train import (
+    author_models,
     MAX_SPLIT_ERROR,
     Trained,
     advance,
@@ -143,13 +145,10 @@ def train_heads_organism(
     heads_cfg = config.heads
     if heads_cfg is None:
         raise InterpError(f"organism {config.name!r} has no [heads] section")
-    torch.set_num_threads(config.train.threads)
+    set_torch_threads(config.train.threads)  # fixed, as for the LoRA organisms
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    models = dict(models or {})
-    for spec in config.data.authors:
-        if spec not in models:
-            models[spec] = load_model(spec)
+    models = author_models(config, models)
     base = models[config.base_model]
     # The start organism: a copy of the plain base with its adapter merged (the base itself stays plain: its
     # answers are the own ones).

@@ -358,6 +358,15 @@ class Trained:
     head_delta: dict | None = None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
 
 
+def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None) -> dict[str, LoadedModel]:
+    """The authors' plain loaded models: those given, the others loaded."""
+    models = dict(models or {})
+    for spec in config.data.authors:
+        if spec not in models:
+            models[spec] = load_model(spec)
+    return models
+
+
 def train_organism(
     config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None
 ) -> Trained:
@@ -370,10 +379,7 @@ def train_organism(
     set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    models = dict(models or {})
-    for spec in config.data.authors:
-        if spec not in models:
-            models[spec] = load_model(spec)
+    models = author_models(config, models)
     timings["load_s"] = time.perf_counter() - start
 
     t = time.perf_counter()
