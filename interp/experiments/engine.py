@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass, field
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
 
@@ -38,6 +38,9 @@ from interp.run.records import read_judgments
 from interp.run.store import Run
 from interp.run.summary import p_first
 from interp.storage import atomic_write_text
+
+if TYPE_CHECKING:
+    from interp.core.backends.shared_trunk import TrunkPool
 
 
 @dataclass(frozen=True)
@@ -198,14 +201,24 @@ class Judges:
     models: ModelCache = field(default_factory=ModelCache)
     backend: str | None = None
     runners: dict = field(default_factory=dict)
+    trunks: TrunkPool | None = None  # made at the first hf runner (its import loads transformers)
 
     def model(self, judge: str) -> LoadedModel:
         return self.models.get(judge)
 
     def runner(self, judge: str, run: Run) -> Backend:
+        """The judge's backend; with hf, judges whose lower layers are another held model's (organisms of one
+        base) share those layers' passes (`shared_trunk.TrunkPool`: equal to the plain pass up to rounding)."""
         name = run.config.backend if self.backend is None else self.backend
         if (judge, name) not in self.runners:
-            self.runners[judge, name] = make_backend(self.model(judge), name)
+            model = self.model(judge)
+            if name == "hf":
+                from interp.core.backends.shared_trunk import TrunkPool
+
+                self.trunks = self.trunks or TrunkPool()
+                self.runners[judge, name] = self.trunks.backend(model, self.models.models.values())
+            else:
+                self.runners[judge, name] = make_backend(model, name)
         return self.runners[judge, name]
 
 

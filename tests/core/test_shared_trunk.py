@@ -8,7 +8,7 @@ import copy
 import pytest
 import torch
 from interp.core.backends.hf import HFBackend
-from interp.core.backends.shared_trunk import SharedTrunkBackend, shared_layers, trunk_backends
+from interp.core.backends.shared_trunk import SharedTrunkBackend, TrunkPool, shared_layers, trunk_backends
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
 from interp.core.spans import build_judge_prompt
@@ -77,19 +77,58 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
     assert trunk.passes == 2 and not trunk.entries  # read by all three, then dropped: a new round runs it again
 
 
-def test_an_intervention_runs_the_plain_pass(judges):
+@pytest.mark.parametrize("layers", [(0,), (3,), (0, 1, 2, 3)])
+def test_a_score_bias_is_split_between_the_trunk_and_each_judges_own_layers(judges, layers):
+    """A mask (score bias) on the trunk's layers, on a judge's own layer, or on both: each judge's verdict equals
+    its plain pass under the same mask; the trunk pass is keyed by its layers' bias (a new mask runs it again)."""
     from interp.hooks.compile import bias_builder
     from interp.hooks.spec import AttentionIntervention
 
     backends = trunk_backends(judges)
+    trunk = backends["base"].trunk
+    prompts = [build_judge_prompt(judges["base"], "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
+    labels = label_tokens(judges["base"].tokenizer)
+    for name, model in judges.items():
+        bias = bias_builder(AttentionIntervention(target="a", alpha=0.0, layers=layers), model)
+        shared = judge_batch(backends[name], prompts, labels, bias=bias)
+        plain = judge_batch(HFBackend(model), prompts, labels, bias=bias)
+        unmasked = judge_batch(HFBackend(model), prompts, labels)
+        assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
+        assert any(abs(p.probs["A"] - u.probs["A"]) > 1e-4 for p, u in zip(plain, unmasked))  # the mask acts
+    assert trunk.passes == 1
+
+
+def test_steering_runs_the_plain_pass(judges):
+    backends = trunk_backends(judges)
     model = judges["organism-1"]
     prompts = [build_judge_prompt(model, "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
-    bias = bias_builder(AttentionIntervention(target="a", alpha=0.0, layers=(0,)), model)
     labels = label_tokens(model.tokenizer)
-    shared = judge_batch(backends["organism-1"], prompts, labels, bias=bias)
-    plain = judge_batch(HFBackend(model), prompts, labels, bias=bias)
+    edit = lambda batch, offsets, prompts: {0: lambda h: h + 0.5}  # noqa: E731
+    shared = judge_batch(backends["organism-1"], prompts, labels, edit=edit)
+    plain = judge_batch(HFBackend(model), prompts, labels, edit=edit)
     assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
     assert backends["organism-1"].trunk.passes == 0
+
+
+def test_a_pool_shares_the_trunk_between_judges_that_come_one_at_a_time(judges):
+    """The causal test judges each judge over all items in turn: the pool keeps the trunk's entries for the
+    judges after the first, and every verdict equals the judge's plain pass."""
+    pool = TrunkPool()
+    held = list(judges.values())
+    labels = label_tokens(judges["base"].tokenizer)
+    for name, model in judges.items():
+        backend = pool.backend(model, held)
+        assert isinstance(backend, SharedTrunkBackend)
+        for rows in (BATCH_ITEMS[:2], BATCH_ITEMS[2:]):
+            batch = [build_judge_prompt(model, "helpfulness", q, a, b) for q, a, b in rows]
+            shared = judge_batch(backend, batch, labels)
+            plain = judge_batch(HFBackend(model), batch, labels)
+            assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
+    assert len(pool.trunks) == 1 and pool.trunks[0].passes == 2  # two batches, three judges: two trunk passes
+
+
+def test_a_pool_gives_an_unrelated_judge_the_plain_backend(judges, tiny_llama):
+    assert type(TrunkPool().backend(tiny_llama, list(judges.values()))) is HFBackend
 
 
 def test_unrelated_judges_run_plain(judges, tiny_llama):

@@ -5,12 +5,15 @@ lower 22 layers and token embeddings are the base's, bit for bit. Judging the sa
 its organisms, the lower layers' hidden states (and their attention patterns) are the same for every one of
 them; `SharedTrunkBackend` computes them once per batch (`Trunk`, kept for the whole run) and runs each judge
 only through its own top layers, fed the trunk's hidden states (`inputs_embeds`), as organism training does
-with its frozen lower layers (`interp.organisms.train.frozen_states`).
+with its frozen lower layers (`interp.organisms.train.frozen_states`). A score bias (an attention mask or
+dampening) is the same for every judge of the group when their prompts are the same: the trunk applies its
+lower layers' part, keyed by the bias, and each judge its own layers' part.
 
 `shared_layers(a, b)` says how many bottom layers two models share (their weights compared, not their names);
 `trunk_backends` gives each judge of a run its backend: the shared one where another judge of the run
-shares at least half of its layers, the plain one otherwise. A pass with a score bias or a residual edit
-(an intervention: it may touch the lower layers) runs the plain backend. Results equal the plain pass up to
+shares at least half of its layers, the plain one otherwise; `TrunkPool` does the same for judges that come
+one at a time (the causal test's tested and control judges). A pass with a residual edit (steering) runs the
+plain backend. Results equal the plain pass up to
 float rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
 """
 
@@ -19,7 +22,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 from dataclasses import dataclass, field
-from typing import Iterator, Mapping
+from typing import Iterable, Iterator, Mapping
 
 import torch
 from torch import Tensor
@@ -93,30 +96,52 @@ class _Entry:
     patterns: dict[int, Tensor]  # layer -> the pattern the trunk pass gave its hook (the rows asked for)
     reads: int = 0
 
+    @property
+    def nbytes(self) -> int:
+        return self.hidden.nbytes + sum(p.nbytes for p in self.patterns.values())
+
+
+def _digest(batch: Batch, rows: int | None, score_bias: ScoreBias) -> tuple:
+    """The key of a trunk pass: the batch's tokens and mask, the rows asked for, and the lower layers' bias
+    (a tensor shared by several layers is hashed once)."""
+    h = hashlib.sha256(batch.input_ids.cpu().numpy().tobytes() + batch.attention_mask.cpu().numpy().tobytes())
+    seen: dict[int, str] = {}
+    for layer in sorted(score_bias):
+        bias = score_bias[layer]
+        if id(bias) not in seen:
+            seen[id(bias)] = hashlib.sha256(bias.detach().cpu().contiguous().numpy().tobytes() + str(tuple(bias.shape)).encode()).hexdigest()
+        h.update(f"|{layer}:{seen[id(bias)]}".encode())
+    return (h.hexdigest(), tuple(batch.input_ids.shape), rows)
+
 
 @dataclass
 class Trunk:
-    """The lower `layers` of `model`, run once per batch: each batch's hidden states and patterns, kept until
-    all `readers` (the judges sharing them) have read them."""
+    """The lower `layers` of `model`, run once per batch (and score bias): each batch's hidden states and
+    patterns, kept until all `readers` (the judges sharing them) have read them. `readers=None` (judges that
+    come one at a time, each over all the batches): kept while they fit in `max_bytes`, the oldest dropped first."""
 
     model: LoadedModel
     layers: int
-    readers: int = 1
+    readers: int | None = 1
+    max_bytes: int = 1 << 30
     entries: dict[tuple, _Entry] = field(default_factory=dict)
     passes: int = 0  # trunk passes run (a test counts them)
 
-    def of(self, batch: Batch, rows: int | None) -> _Entry:
-        key = (hashlib.sha256(batch.input_ids.cpu().numpy().tobytes() + batch.attention_mask.cpu().numpy().tobytes()).hexdigest(), tuple(batch.input_ids.shape), rows)
+    def of(self, batch: Batch, rows: int | None, score_bias: ScoreBias | None = None) -> _Entry:
+        key = _digest(batch, rows, score_bias or {})
         if key not in self.entries:
-            self.entries[key] = self._run(batch, rows)
+            self.entries[key] = self._run(batch, rows, score_bias or {})
             self.passes += 1
         entry = self.entries[key]
         entry.reads += 1
-        if entry.reads >= self.readers:  # every judge sharing it has read it: memory stays one run's batches at most
+        if self.readers is not None and entry.reads >= self.readers:  # every judge sharing it has read it
             del self.entries[key]
+        elif self.readers is None:
+            while len(self.entries) > 1 and sum(e.nbytes for e in self.entries.values()) > self.max_bytes:
+                del self.entries[next(iter(self.entries))]
         return entry
 
-    def _run(self, batch: Batch, rows: int | None) -> _Entry:
+    def _run(self, batch: Batch, rows: int | None, score_bias: ScoreBias) -> _Entry:
         hf_model = self.model.hf_model
         batch = batch.to(self.model.device)
         patterns: dict[int, Tensor] = {}
@@ -130,7 +155,7 @@ class Trunk:
             last = decoder_stack(hf_model).layers[self.layers - 1]
             handles.append(last.register_forward_hook(lambda _m, _i, out: captured.__setitem__("h", (out[0] if isinstance(out, tuple) else out).detach().clone())))
             try:
-                with torch.inference_mode(), span_rows_attention(hf_model, rows):
+                with torch.inference_mode(), span_rows_attention(hf_model, rows, score_bias):
                     hf_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
             finally:
                 for handle in handles:
@@ -158,11 +183,13 @@ class SharedTrunkBackend:
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
     ) -> Tensor:
-        if score_bias or resid_edit:  # an intervention may touch the lower layers: the plain pass
+        if resid_edit:  # an edit of the residual stream may touch the lower layers: the plain pass
             return self.plain.forward(batch, on_pattern=on_pattern, score_bias=score_bias, resid_edit=resid_edit, shared_prefix=shared_prefix)
         rows = rows_for(on_pattern)
-        entry = self.trunk.of(batch, rows)
         start = self.trunk.layers
+        score_bias = score_bias or {}
+        entry = self.trunk.of(batch, rows, {layer: bias for layer, bias in score_bias.items() if layer < start})
+        own_bias = {layer - start: bias for layer, bias in score_bias.items() if layer >= start}  # this judge's layers, counted from its first
         if on_pattern is not None:
             for layer in range(start):
                 on_pattern(layer, entry.patterns[layer])
@@ -174,7 +201,7 @@ class SharedTrunkBackend:
                 for offset, (_, module) in enumerate(attention_modules(hf_model)):
                     handles.append(module.register_forward_hook(lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])))
             try:
-                with torch.inference_mode(), span_rows_attention(hf_model, rows):
+                with torch.inference_mode(), span_rows_attention(hf_model, rows, own_bias):
                     out = hf_model(
                         inputs_embeds=entry.hidden.to(self.model.device), attention_mask=batch.attention_mask, position_ids=batch.position_ids,
                         use_cache=False, logits_to_keep=1,
@@ -210,3 +237,30 @@ def trunk_backends(models: Mapping[str, LoadedModel], *, min_share: float = MIN_
         trunk = Trunk(first, depth, readers=len(group))
         backends |= {name: SharedTrunkBackend(models[name], trunk, HFBackend(models[name])) for name in group}
     return backends
+
+
+@dataclass
+class TrunkPool:
+    """Hf backends for judges that come one at a time (a job's tested and control judges, each judged over all
+    the items in turn): a judge sharing at least `min_share` of its layers with a model already held gets a
+    `SharedTrunkBackend` on one `Trunk` with it, whose entries are kept for the later judges (`readers=None`)."""
+
+    min_share: float = MIN_SHARED_SHARE
+    trunks: list[Trunk] = field(default_factory=list)
+
+    def backend(self, model: LoadedModel, held: Iterable[LoadedModel]) -> Backend:
+        plain = HFBackend(model)
+        if model.placement.device_map is not None:
+            return plain
+        for trunk in self.trunks:
+            if trunk.layers < model.n_layers and (trunk.model is model or shared_layers(trunk.model.hf_model, model.hf_model) >= trunk.layers):
+                return SharedTrunkBackend(model, trunk, plain)
+        for other in held:
+            if other is model or other.placement.device_map is not None:
+                continue
+            depth = shared_layers(other.hf_model, model.hf_model)
+            if depth >= self.min_share * model.n_layers:
+                trunk = Trunk(other, min(depth, model.n_layers - 1, other.n_layers - 1), readers=None)
+                self.trunks.append(trunk)
+                return SharedTrunkBackend(model, trunk, plain)
+        return plain
