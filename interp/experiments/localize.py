@@ -114,8 +114,8 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
         v = values[i][0].float().view(T, -1, head_dim).transpose(0, 1)  # [kv head, T, dim]
         v = v.repeat_interleave(n_heads // v.shape[0], dim=0)  # grouped-query: each query head's kv head
         if end > start:
-            atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2))
-        atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2))
+            atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2)).cpu()
+        atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2)).cpu()
     return {"atp": atp, "atp-output": atp_out}
 
 
