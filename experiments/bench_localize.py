@@ -1,7 +1,7 @@
 """Head localisation scored against the truth: planted-heads organisms of several seeds (so H differs).
 
     python experiments/bench_localize.py [--seeds 1-5] [--organisms organisms/selfpref-heads] [--out runs/bench_localize]
-        [--n 150] [--methods attention,atp,atp-output] [--json]
+        [--n 150] [--methods attention,atp,atp-output] [--device cpu] [--json]
 
 Per seed: train the member of experiments/organisms/smollm2-135m-selfpref-heads.toml (kept if already trained),
 judge the held-out set with it (a DBG run, attention = "final", the organisms' answer settings), rank every head
@@ -16,6 +16,10 @@ with `interp.experiments.localize` (single-judge methods only), and score the ra
 
 Every judging is a keyed variant of a run, each seed's figures are written to OUT/<member>/bench.json: the bench
 resumes where it stopped, and a seed whose figures exist is read back, not redone.
+
+`--device` (cpu, cuda, cuda:N): where the members are trained and every judging runs, always in float32 (the
+answers' settings: the cached answers are float32 ones). A GPU's figures differ from the CPU's by rounding;
+each seed's bench.json records its device.
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ from pathlib import Path
 import numpy as np
 
 from interp.hooks.spec import AttentionIntervention
-from interp.config import RunConfig
+from interp.config import PlacementKeys, RunConfig
 from interp.core.models import cache_root
 from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
 from interp.experiments.localize import DEFAULT_METHODS, check_methods, localize_run, score_map
@@ -43,10 +47,11 @@ CONFIG = Path(__file__).resolve().parent / "organisms" / "smollm2-135m-selfpref-
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
-def heldout_run(out: Path, judge: str, n: int, progress: bool) -> Path:
-    """A DBG run of one judge over the first `n` held-out items (organism answer settings), resumable."""
+def heldout_run(out: Path, judge: str, n: int, progress: bool, device: str = "cpu") -> Path:
+    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`), resumable."""
     config = RunConfig(
-        name=out.name, data="heldout", n=n, seed=0, models=AUTHORS, judges=[judge], max_words=60, max_new_tokens=96, attention="final", n_boot=200
+        name=out.name, data="heldout", n=n, seed=0, models=AUTHORS, judges=[judge], max_words=60, max_new_tokens=96, attention="final", n_boot=200,
+        device=device, dtype="float32",
     )
     run_dbg(config, out, progress=progress)
     return out
@@ -65,18 +70,18 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     folder = Path(args.organisms) / path_label(config.name)
     if not trained_member(folder, config):
         t = time.perf_counter()
-        train_to_folder(config, folder, progress=args.progress, overwrite=folder.exists(), hidden_cache=cache_root() / "frozen")
-        print(f"# trained {folder} in {(time.perf_counter() - t) / 60:.1f} min", flush=True)
+        train_to_folder(config, folder, progress=args.progress, overwrite=folder.exists(), hidden_cache=cache_root() / "frozen", device=args.device)
+        print(f"# trained {folder} on {args.device} in {(time.perf_counter() - t) / 60:.1f} min", flush=True)
     result_file = Path(args.out) / path_label(config.name) / "bench.json"
     if result_file.is_file():
         saved = json.loads(result_file.read_text())
-        if saved.get("methods") == args.methods and saved.get("n") == args.n:
+        if saved.get("methods") == args.methods and saved.get("n") == args.n and saved.get("device", "cpu") == args.device:
             return saved
     manifest = json.loads((folder / "manifest.json").read_text())
     truth = [tuple(h) for h in manifest["planted_heads"]]
     judge = str(folder)
-    run = read_run(heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress))
-    judges = judge_pool(run)
+    run = read_run(heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress, args.device))
+    judges = judge_pool(run, where=PlacementKeys(device=args.device))
     t = time.perf_counter()
     table = localize_run(run, judge, args.methods, judges=judges, progress=args.progress)
     localize_s = time.perf_counter() - t
@@ -85,7 +90,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     ids = [item.id for item in run.items]
     null = np.array([null_p[i] for i in ids])
     gap = float(np.mean(before - null))
-    figures = {"seed": seed, "planted_heads": [list(h) for h in truth], "n": args.n, "methods": args.methods, "gap": gap, "localize_s": round(localize_s, 1)}
+    figures = {"seed": seed, "planted_heads": [list(h) for h in truth], "n": args.n, "methods": args.methods, "device": args.device, "gap": gap, "localize_s": round(localize_s, 1)}
 
     def removed(heads, name):
         after = judge_variant(run, judge, runner, mask_variant(heads, name), progress=False)
@@ -106,7 +111,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
 def null_probabilities(args) -> dict[str, float]:
     """P(own) per held-out item of the start organism (the planted-heads organisms' null)."""
     start = load_organism_config(CONFIG).heads.start
-    run = read_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress))
+    run = read_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress, args.device))
     return dict(zip([item.id for item in run.items], baseline(run, start).tolist()))
 
 
@@ -132,6 +137,7 @@ def main() -> None:
     parser.add_argument("--out", default="runs/bench_localize", help="folder of the runs and per-seed figures")
     parser.add_argument("--n", type=int, default=150, help="held-out items judged and localised on")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="single-judge methods, comma-separated")
+    parser.add_argument("--device", default="cpu", help="where members are trained and judgings run (float32): cpu, cuda or cuda:N")
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args()

@@ -19,10 +19,11 @@ def train(
     seeds: Optional[str] = typer.Option(None, "--seeds", help="train several members, e.g. 0-5 or 0,2,7; members already trained (same config and seed) are kept"),
     overwrite: bool = typer.Option(False, "--overwrite", help="replace an existing adapter folder (a folder of other files is never replaced)"),
     evaluate: bool = typer.Option(False, "--evaluate", help="also judge the test split and the unseen file; figures go into the manifest"),
+    device: str = typer.Option("cpu", "--device", help="where training runs: cpu (default), cuda or cuda:N (float32; recorded in the manifest as \"device\")"),
     progress: bool = typer.Option(True, help="progress bars"),
 ) -> None:
-    """Train a LoRA judge organism on the CPU (seeded) and write its adapter folder with a manifest. With --seed or
-    --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its name)."""
+    """Train a LoRA judge organism (seeded; on the CPU unless --device) and write its adapter folder with a manifest.
+    With --seed or --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its name)."""
     from interp.core.models import cache_root
     from interp.errors import InterpError
     from interp.organisms.config import load_organism_config, parse_seeds, with_seed
@@ -43,7 +44,7 @@ def train(
         if seeds is not None and not overwrite and trained_member(folder, member):
             typer.echo(f"adapter: {folder} (already trained: config {member.fingerprint()}, seed {member.seed})")
             continue
-        manifest = train_to_folder(member, folder, progress=progress, overwrite=overwrite, hidden_cache=cache_root() / "frozen")
+        manifest = train_to_folder(member, folder, progress=progress, overwrite=overwrite, hidden_cache=cache_root() / "frozen", device=device)
         typer.echo(f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of {manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})")
         if evaluate:
             manifest = add_held_out(member, folder)

@@ -166,12 +166,12 @@ def add_head_delta(hf_model, tensors: dict) -> None:
                 rows = attn.q_proj.weight[head * dim : (head + 1) * dim]
                 if head * dim >= attn.q_proj.weight.shape[0] or rows.shape != block.shape:
                     raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit q_proj rows {tuple(rows.shape)}")
-                rows += block.to(rows.dtype)
+                rows += block.to(rows.device, rows.dtype)
             else:
                 cols = attn.o_proj.weight[:, head * dim : (head + 1) * dim]
                 if head * dim >= attn.o_proj.weight.shape[1] or cols.shape != block.shape:
                     raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit o_proj columns {tuple(cols.shape)}")
-                cols += block.to(cols.dtype)
+                cols += block.to(cols.device, cols.dtype)
 
 
 def adapter_folder(spec: str) -> Path | None:

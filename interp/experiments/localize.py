@@ -89,8 +89,15 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
     z: dict[int, torch.Tensor] = {}
     values: dict[int, torch.Tensor] = {}
     handles = []
+    def grab(module, args, i):
+        head_outputs = args[0]
+        if not head_outputs.requires_grad:  # a frozen judge (an organism's merged LoRA leaves every weight frozen): the graph starts here
+            head_outputs = head_outputs.detach().requires_grad_(True)
+        z[i] = head_outputs
+        return (head_outputs, *args[1:])
+
     for index, layer in enumerate(layers):
-        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: z.__setitem__(i, args[0])))
+        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: grab(m, args, i)))
         handles.append(layer.self_attn.v_proj.register_forward_hook(lambda m, args, out, i=index: values.__setitem__(i, out.detach())))
     device = next(hf.parameters()).device
     try:
@@ -114,8 +121,8 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
         v = values[i][0].float().view(T, -1, head_dim).transpose(0, 1)  # [kv head, T, dim]
         v = v.repeat_interleave(n_heads // v.shape[0], dim=0)  # grouped-query: each query head's kv head
         if end > start:
-            atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2))
-        atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2))
+            atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2)).cpu()
+        atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2)).cpu()
     return {"atp": atp, "atp-output": atp_out}
 
 

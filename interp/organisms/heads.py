@@ -43,6 +43,7 @@ from interp.organisms.train import (
     check_frozen_split,
     fit,
     frozen_states,
+    model_device,
     training_pairs,
     training_record,
 )
@@ -96,7 +97,7 @@ class HeadDelta(torch.nn.Module):
         for name, blocks in (("q", self.q), ("o", self.o)):
             for key, value in blocks.items():
                 layer, head = (int(x) for x in key.split("_"))
-                out[head_delta_key(layer, name, head)] = value.detach().clone().contiguous()
+                out[head_delta_key(layer, name, head)] = value.detach().cpu().clone().contiguous()
         return out
 
     @contextlib.contextmanager
@@ -138,17 +139,18 @@ def head_dim_of(hf_model: torch.nn.Module) -> int:
 
 
 def train_heads_organism(
-    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache=None
+    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache=None, device: str = "cpu"
 ) -> Trained:
     """Train a planted-heads organism in memory: returns `Trained` whose model is the start organism with the
-    delta merged (only H's blocks written), and whose record names H (`planted_heads`) and the start organism."""
+    delta merged (only H's blocks written), and whose record names H (`planted_heads`) and the start organism.
+    `device`: where the authors not given are loaded and the training runs (cpu, cuda, cuda:N)."""
     heads_cfg = config.heads
     if heads_cfg is None:
         raise InterpError(f"organism {config.name!r} has no [heads] section")
     set_torch_threads(config.train.threads)  # fixed, as for the LoRA organisms
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    models = author_models(config, models)
+    models = author_models(config, models, device)
     base = models[config.base_model]
     # The start organism: a copy of the plain base with its adapter merged (the base itself stays plain: its
     # answers are the own ones).
@@ -167,7 +169,7 @@ def train_heads_organism(
     planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)
     lowest = planted[0][0]
     torch.manual_seed(config.seed)
-    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules)
+    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules).to(model_device(hf))
 
     pad_id = base.tokenizer.pad_token_id
     t = time.perf_counter()

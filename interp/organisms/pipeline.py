@@ -18,6 +18,7 @@ from pathlib import Path
 import torch
 
 from interp.core.adapters import HEAD_DELTA_FILE, adapter_folder, base_signature
+from interp.core.placement import resolve_placement
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig
@@ -26,18 +27,28 @@ from interp.storage import check_output_dir, path_label
 
 
 def train_to_folder(
-    config: OrganismConfig, out: Path, *, progress: bool = True, overwrite: bool = False, models: dict | None = None, hidden_cache: Path | None = None
+    config: OrganismConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    overwrite: bool = False,
+    models: dict | None = None,
+    hidden_cache: Path | None = None,
+    device: str = "cpu",
 ) -> dict:
     """Train `config` and write the adapter folder `out`; returns the manifest. Nothing is half-written. An
-    existing adapter folder is replaced only with `overwrite`; a folder of other files never."""
+    existing adapter folder is replaced only with `overwrite`; a folder of other files never. `device` (cpu,
+    cuda, cuda:N): where the training runs (float32); the manifest records it (`"device"`). It is not part of
+    the config: the same config trained on a GPU is the same member, with other rounding."""
     out = Path(out)
+    device = resolve_placement(device, "float32").device  # a device this machine lacks: one error, nothing written
     check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
     if config.heads is not None:
         from interp.organisms.heads import train_heads_organism
 
-        trained = train_heads_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
+        trained = train_heads_organism(config, models=models, progress=progress, hidden_cache=hidden_cache, device=device)
     else:
-        trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache)
+        trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache, device=device)
     manifest = {
         "name": config.name,
         "base_model": config.base_model,
@@ -50,6 +61,7 @@ def train_to_folder(
         **trained.record,
         "torch": torch.__version__,
         "threads": config.train.threads,
+        "device": str(trained.base.device),  # where the training ran (given models: where they were)
     }
     with atomic_folder(out) as tmp:
         if trained.head_delta is not None:  # the start organism's LoRA, then the delta confined to the planted heads

@@ -185,8 +185,8 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
         raise _Stop
 
     width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long)
-    mask = torch.zeros((len(prompts), width), dtype=torch.long)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=model_device(hf_model))
+    mask = torch.zeros((len(prompts), width), dtype=torch.long, device=model_device(hf_model))
     for row, prompt in enumerate(prompts):
         ids[row, : len(prompt)] = torch.tensor(list(prompt))
         mask[row, : len(prompt)] = 1
@@ -212,11 +212,14 @@ def frozen_states(
 ) -> tuple[list[torch.Tensor], bool]:
     """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
     the second value says whether they were read. `compute`: the states of a batch of example indices another
-    way (`key` must then name that way)."""
-    digest = hashlib.sha256(json.dumps([key, layer, [ex.input_ids for ex in examples]]).encode()).hexdigest()[:24]
+    way (`key` must then name that way). States computed off the CPU are keyed by their device type too (other
+    kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the model's device."""
+    device = model_device(hf_model)
+    keyed = [key, layer, [ex.input_ids for ex in examples]] + ([device.type] if device.type != "cpu" else [])
+    digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
     path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
     if path is not None and path.is_file():
-        return torch.load(path), True
+        return torch.load(path, map_location=device), True
     hidden: list[torch.Tensor | None] = [None] * len(examples)
     by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
@@ -229,7 +232,7 @@ def frozen_states(
     bar.close()
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save(hidden, path.with_suffix(".tmp"))
+        torch.save([h.cpu() for h in hidden], path.with_suffix(".tmp"))
         path.with_suffix(".tmp").replace(path)
     return hidden, False
 
@@ -267,7 +270,7 @@ def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tenso
 def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
     """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
     with torch.inference_mode():
-        full = hf_model(input_ids=torch.tensor([list(input_ids)]), use_cache=False, logits_to_keep=1).logits[:, -1]
+        full = hf_model(input_ids=torch.tensor([list(input_ids)], device=model_device(hf_model)), use_cache=False, logits_to_keep=1).logits[:, -1]
         (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
         split = final_logits_from(hf_model, start, hidden)
     return float((full - split).abs().max())
@@ -358,28 +361,34 @@ class Trained:
     head_delta: dict | None = None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
 
 
-def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None) -> dict[str, LoadedModel]:
-    """The authors' plain loaded models: those given, the others loaded."""
+def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None, device: str = "cpu") -> dict[str, LoadedModel]:
+    """The authors' plain loaded models: those given (used where they are), the others loaded in float32 on
+    `device` (training runs where the base model is: its tensors follow the model's device)."""
     models = dict(models or {})
     for spec in config.data.authors:
         if spec not in models:
-            models[spec] = load_model(spec)
+            models[spec] = load_model(spec, device=device, dtype="float32")
     return models
 
 
+def model_device(hf_model: torch.nn.Module) -> torch.device:
+    return next(hf_model.parameters()).device
+
+
 def train_organism(
-    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None
+    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None, device: str = "cpu"
 ) -> Trained:
     """Train one organism in memory (nothing written); `models`: the authors' plain loaded models if at hand.
 
     The base model's entry is wrapped with the adapter in place, so pass a fresh load if it is needed plain.
     `hidden_cache`: a folder where the frozen lower-layer states are kept, keyed by base, layer and prompts
     (the null and planted organisms judge the same prompts: the second reads the first's states).
+    `device`: where the authors not given are loaded and the training runs (cpu, cuda, cuda:N).
     """
     set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
     timings: dict[str, float] = {}
     start = time.perf_counter()
-    models = author_models(config, models)
+    models = author_models(config, models, device)
     timings["load_s"] = time.perf_counter() - start
 
     t = time.perf_counter()
@@ -438,7 +447,7 @@ def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor]
         optimizer.zero_grad(set_to_none=True)
         losses, correct = [], []
         for group in _pair_groups(chunk, together and config.train.symmetry_weight > 0):
-            loss, margins = torch.zeros(()), []
+            loss, margins = torch.zeros((), device=model_device(model)), []
             for index in group:
                 ex = examples[index]
                 example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)

@@ -113,6 +113,21 @@ def test_head_attributions_are_first_order_estimates(tiny_llama):
     assert float(estimates["atp-output"][last, head]) == pytest.approx(exact, rel=2e-2, abs=1e-4)
 
 
+def test_head_attributions_of_a_frozen_judge_are_those_of_the_same_judge_unfrozen(tiny_llama):
+    """An organism's judge comes out of peft's merge with every weight frozen (requires_grad False): AtP still
+    differentiates through the head outputs, and gives the same estimates as with trainable weights."""
+    prompt = tokenized_judge_prompt(tiny_llama, "helpfulness", "Name a colour.", "Blue is a colour.", "A chair.")
+    trainable = head_attributions(tiny_llama, prompt.input_ids, prompt.spans["a"], 0)
+    tiny_llama.hf_model.requires_grad_(False)
+    try:
+        frozen = head_attributions(tiny_llama, prompt.input_ids, prompt.spans["a"], 0)
+    finally:
+        tiny_llama.hf_model.requires_grad_(True)
+    for name in ("atp", "atp-output"):
+        assert torch.allclose(frozen[name], trainable[name], atol=1e-6)
+        assert frozen[name].abs().sum() > 0
+
+
 # ---- the command and the API on a tiny run ------------------------------------------------------------
 
 

@@ -111,6 +111,15 @@ def test_planted_labels_flip_some_pairs(tiny_authors):
     )
 
 
+def test_training_on_a_device_this_machine_lacks_is_one_error_and_writes_nothing(tmp_path):
+    if torch.cuda.device_count() > 7:
+        pytest.skip("this machine has a cuda:7")
+    out = tmp_path / "adapter"
+    with pytest.raises(InterpError, match="cuda:7"):
+        train_to_folder(OrganismConfig.model_validate(TINY), out, progress=False, device="cuda:7")
+    assert not out.exists()
+
+
 def test_adapter_folder_loads_merged_and_rejects_bad_input(tiny_authors, tmp_path, smollm2_tokenizer):
     folder, fresh = tiny_authors
     config = OrganismConfig.model_validate(TINY)
@@ -119,6 +128,7 @@ def test_adapter_folder_loads_merged_and_rejects_bad_input(tiny_authors, tmp_pat
     manifest = train_to_folder(config, out, progress=False, models=models)
     assert {p.name for p in out.iterdir()} >= {"adapter_model.safetensors", "adapter_config.json", "manifest.json"}
     assert manifest["config_fingerprint"] == config.fingerprint() and len(manifest["data_hash"]) == 16
+    assert manifest["device"] == "cpu"  # the default: training where it always ran
     assert all(t.shape[0] <= 8 or t.shape[1] <= 8 for t in load_file(out / "adapter_model.safetensors").values())
     with pytest.raises(InterpError, match="exists"):
         train_to_folder(config, out, progress=False, models=models)
