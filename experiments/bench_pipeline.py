@@ -136,19 +136,22 @@ def cli_env(cache: Path) -> dict:
 
 def demo_run(n: int | None) -> tuple[float, dict]:
     """`interp demo --timings --json` from an empty response cache: wall seconds (process start to exit) and
-    the timings it printed."""
+    the JSON it printed (timings, causal verdicts)."""
     with tempfile.TemporaryDirectory() as tmp:
         args = [sys.executable, "-m", "interp.cli", "demo", "--out", str(Path(tmp) / "demo"), "--timings", "--json"]
         if n is not None:
             args += ["--n", str(n)]
         start = time.perf_counter()
         done = subprocess.run(args, check=True, env=cli_env(empty_cache(Path(tmp))), cwd=REPO, capture_output=True, text=True)
-        return time.perf_counter() - start, json.loads(done.stdout)["timings"]
+        return time.perf_counter() - start, json.loads(done.stdout)
 
 
 def demo_figures(label: str, n: int | None) -> None:
-    seconds, timings = demo_run(n)
+    seconds, payload = demo_run(n)
+    timings = payload["timings"]
     print(f"{label}_seconds: {seconds:.1f}")
+    for row in payload.get("causal") or []:  # what the demo concluded, beside its time
+        print(f"{label}_causal_{_name(row['judge'])}: {row.get('causal')} (p {row.get('p_value')}, Holm {row.get('p_holm')}, n_test {row.get('n_test')})")
     print(f"{label}_startup_and_other_seconds: {seconds - timings['total_s']:.1f}")
     for step, value in timings["steps"].items():
         print(f"{label}_{_name(step)}_seconds: {value:.1f}")
