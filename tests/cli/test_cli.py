@@ -106,7 +106,7 @@ def test_cli_models_json_lists_the_aliases_with_their_placement():
     result = run_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {row["alias"]: row for row in json.loads(result.stdout)}
-    assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref", *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6))}
+    assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-selfpref-heads-seed4", *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6))}
     here = resolve_placement()  # cpu/float32 on a machine without a GPU
     assert all((row["device"], row["dtype"]) == (here.device, here.dtype) for row in rows.values())
     assert (rows["smollm2-135m-instruct"]["kind"], rows["smollm2-135m-instruct"]["layers"], rows["smollm2-135m-instruct"]["heads"]) == ("post", 30, 9)
