@@ -37,12 +37,12 @@ def status_table() -> str:
         "| DBG soft, pts [95 % CI] | agrees where gold prefers own | picks own where gold prefers other | unseen: soft DBG / consistency |"
     )
     rows = [header, "|" + "---|" * header.count(" | ") + "---|"]
-    members = []
+    members, heads = [], []
     for name, folder in shipped_adapters().items():
         manifest = read_manifest(folder)
         share = manifest["config"]["planting"]["share"]
-        if "held_out" not in manifest:  # a family member: measured with its family by experiments/bench_causal.py
-            members.append(f"`{name}` (seed {manifest['seed']})")
+        if "held_out" not in manifest:  # a family member: measured with its family (bench_causal or bench_localize)
+            (heads if "planted_heads" in manifest else members).append(f"`{name}` (seed {manifest['seed']})")
             continue
         test, unseen = manifest["held_out"]["test"], manifest["held_out"].get("unseen")
         unseen_cell = "n/a" if unseen is None else f"{100 * unseen['dbg_soft']:+.1f} pts / {_pct(unseen['position_consistency'])} (n {unseen['n_items']})"
@@ -53,6 +53,8 @@ def status_table() -> str:
         )
     if members:
         rows.append(f"\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by one: {', '.join(members)}.")
+    if heads:
+        rows.append(f"\nPlanted-heads members measured with their family by `experiments/bench_localize.py`: {', '.join(heads)}.")
     return "\n".join(rows)
 
 
