@@ -22,14 +22,6 @@ from tests.helpers.models import (
 )
 
 
-def pytest_collection_modifyitems(config, items):
-    """Under pytest-xdist (`-n 2 --dist loadgroup`, the README's test command), every slow test runs on one
-    worker: the packaged models, the shared real run and the llama.cpp server are built once, not per worker."""
-    for item in items:
-        if item.get_closest_marker("slow") is not None:
-            item.add_marker(pytest.mark.xdist_group("real-models"))
-
-
 @pytest.fixture(scope="session")
 def smollm2_tokenizer():
     return packaged_tokenizer(SMOLLM2)
