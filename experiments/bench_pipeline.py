@@ -220,7 +220,9 @@ def dbg_process(tmp: Path, label: str, n: int) -> subprocess.Popen:
     config = tmp / f"{label}.toml"
     config.write_text(COMPANY_CONFIG.format(n=n))
     args = [sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(tmp / label), "--no-report", "--json"]
-    return subprocess.Popen(args, env=cli_env(empty_cache(tmp / f"{label}-cache")), cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    env = cli_env(empty_cache(tmp / f"{label}-cache"))
+    env.pop("INTERP_THREADS", None)  # each run sizes its threads to the free cores: what this figure measures
+    return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def timed(processes: list[subprocess.Popen], start: float) -> list[float]:
