@@ -29,6 +29,7 @@ import torch.nn.functional as F
 from interp.core.adapters import add_head_delta, adapter_fingerprint, adapter_folder, apply_adapter, head_delta_key, read_manifest
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel
+from interp.core.placement import input_device
 from interp.errors import InterpError
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig
@@ -43,7 +44,6 @@ from interp.organisms.train import (
     check_frozen_split,
     fit,
     frozen_states,
-    model_device,
     training_pairs,
     training_record,
 )
@@ -169,7 +169,7 @@ def train_heads_organism(
     planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)
     lowest = planted[0][0]
     torch.manual_seed(config.seed)
-    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules).to(model_device(hf))
+    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules).to(input_device(hf))
 
     pad_id = base.tokenizer.pad_token_id
     t = time.perf_counter()

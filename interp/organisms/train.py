@@ -38,6 +38,7 @@ from tqdm.auto import tqdm
 
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
+from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
 from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.threads import set_torch_threads
@@ -185,8 +186,8 @@ def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Seque
         raise _Stop
 
     width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=model_device(hf_model))
-    mask = torch.zeros((len(prompts), width), dtype=torch.long, device=model_device(hf_model))
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=input_device(hf_model))
+    mask = torch.zeros((len(prompts), width), dtype=torch.long, device=input_device(hf_model))
     for row, prompt in enumerate(prompts):
         ids[row, : len(prompt)] = torch.tensor(list(prompt))
         mask[row, : len(prompt)] = 1
@@ -214,7 +215,7 @@ def frozen_states(
     the second value says whether they were read. `compute`: the states of a batch of example indices another
     way (`key` must then name that way). States computed off the CPU are keyed by their device type too (other
     kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the model's device."""
-    device = model_device(hf_model)
+    device = input_device(hf_model)
     keyed = [key, layer, [ex.input_ids for ex in examples]] + ([device.type] if device.type != "cpu" else [])
     digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
     path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
@@ -270,7 +271,7 @@ def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tenso
 def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
     """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
     with torch.inference_mode():
-        full = hf_model(input_ids=torch.tensor([list(input_ids)], device=model_device(hf_model)), use_cache=False, logits_to_keep=1).logits[:, -1]
+        full = hf_model(input_ids=torch.tensor([list(input_ids)], device=input_device(hf_model)), use_cache=False, logits_to_keep=1).logits[:, -1]
         (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
         split = final_logits_from(hf_model, start, hidden)
     return float((full - split).abs().max())
@@ -371,9 +372,6 @@ def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None,
     return models
 
 
-def model_device(hf_model: torch.nn.Module) -> torch.device:
-    return next(hf_model.parameters()).device
-
 
 def train_organism(
     config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None, device: str = "cpu"
@@ -447,7 +445,7 @@ def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor]
         optimizer.zero_grad(set_to_none=True)
         losses, correct = [], []
         for group in _pair_groups(chunk, together and config.train.symmetry_weight > 0):
-            loss, margins = torch.zeros((), device=model_device(model)), []
+            loss, margins = torch.zeros((), device=input_device(model)), []
             for index in group:
                 ex = examples[index]
                 example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
