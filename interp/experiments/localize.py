@@ -40,8 +40,10 @@ from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
+from interp.core.backends.shared_trunk import decoder_stack
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, attention_implementation, own_model, own_slot
+from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
@@ -53,10 +55,6 @@ from interp.run.store import Run
 METHODS = ("attention", "atp", "atp-output", "mask")
 DEFAULT_METHODS = ("attention", "atp", "atp-output")
 COLUMNS = ["method", "layer", "head", "score", "effect", "rank", "single_judge", "n_items"]
-
-
-def _decoder_layers(hf_model: torch.nn.Module):
-    return hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
 
 
 def verdict_margin(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], own_slot: int) -> torch.Tensor:
@@ -85,7 +83,7 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
     each the estimated change of the own-minus-other verdict margin when the head's own-span attention is
     masked ("atp", exact pattern: AtP*) or its output mean-ablated ("atp-output"); `own_slot` 0 = A, 1 = B."""
     hf = model.hf_model
-    layers = _decoder_layers(hf)
+    layers = decoder_stack(hf).layers
     z: dict[int, torch.Tensor] = {}
     values: dict[int, torch.Tensor] = {}
     handles = []
@@ -99,7 +97,7 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
     for index, layer in enumerate(layers):
         handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: grab(m, args, i)))
         handles.append(layer.self_attn.v_proj.register_forward_hook(lambda m, args, out, i=index: values.__setitem__(i, out.detach())))
-    device = next(hf.parameters()).device
+    device = input_device(hf)
     try:
         with attention_implementation(hf, "eager"), torch.enable_grad():
             out = hf(input_ids=torch.tensor([list(input_ids)], device=device), output_attentions=True, use_cache=False, logits_to_keep=1)
