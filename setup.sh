@@ -31,8 +31,10 @@ if [ -n "$EXTRAS" ] && ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/
   # llama.cpp's server (test extra) has no wheel here and compiles. Built for the host CPU it segfaults on its
   # first completion on CPUs with AMX (measured: exit -11 on this machine's Xeon), so it is built portable,
   # without AMX, from source, bypassing pip's wheel cache (whose key ignores CMAKE_ARGS: a cached host build
-  # would come back).
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF" \
+  # would come back). Its multimodal library (mtmd, LLAVA_BUILD) is not built: the server loads it only for image
+  # chat handlers, which the tests never use; with a parallel build, the compile took 199 s here against 325 s before (that one partly beside other work).
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF" \
     "$VENV/bin/python" -m pip install --quiet --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]==0.3.36"
 fi
 "$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"

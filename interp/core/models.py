@@ -23,6 +23,7 @@ from typing import Literal
 import torch
 
 from interp.core.adapters import organism_base
+from interp.core.gguf_header import gguf_architecture, gguf_shape
 from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
 from interp.errors import InterpError
 
@@ -173,18 +174,9 @@ def _alias_cache_dir(alias: Alias) -> Path:
     return cache_root() / "dequantized" / f"{alias.name}-{version(alias.package)}"
 
 
-def _gguf_architecture(path: Path) -> str:
-    from gguf import GGUFReader
-
-    reader = GGUFReader(str(path))
-    if "general.architecture" not in reader.fields:
-        raise InterpError(f"{path}: not a GGUF model file (no general.architecture field)")
-    return _gguf_field(reader, "general.architecture")
-
-
 def _check_gguf_readable(path: Path) -> None:
     try:
-        _gguf_architecture(path)
+        gguf_architecture(path)
     except InterpError:
         raise
     except Exception as exc:  # the gguf reader raises ValueError/struct errors on foreign files
@@ -214,7 +206,7 @@ def dequantized_folder(path: Path, target: Path | None = None) -> Path:
         except ValueError as exc:
             if "not supported" not in str(exc):
                 raise
-            arch = _gguf_architecture(path)
+            arch = gguf_architecture(path)
             raise InterpError(f"{path}: GGUF architecture {arch!r} is not supported by transformers' GGUF loader") from exc
         # The weights are already dequantised float32: drop the GGUF "quantizer" so the folder loads as plain.
         model.hf_quantizer = None
@@ -433,22 +425,15 @@ def check_finite_output(model: LoadedModel) -> None:
         raise InterpError(f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its adapter's, corrupt?")
 
 
-def _gguf_field(reader, key: str):
-    field = reader.fields[key]
-    value = field.parts[field.data[0]]
-    return bytes(value).decode() if field.types and field.types[0].name == "STRING" else value.tolist()[0]
-
-
 def describe_aliases() -> list[dict]:
     """Alias table for `interp models`: every alias, with layers and heads read from the GGUF header (no
     dequantisation) where its package is installed. An alias whose package (or organism adapter) is missing
     is listed all the same, `installed` False, with `install` saying how to get it and None for what only the
     weights can tell."""
-    from gguf import GGUFReader
-
     from interp.core.adapters import shipped_adapters
 
     rows = []
+    shapes: dict[Path, tuple] = {}  # the organisms share their base's file: read each header once
     for alias in ALIASES.values():
         row = {"alias": alias.name, "kind": alias.kind, "description": alias.description, "installed": True, "install": None}
         adapter = f" + LoRA adapter {alias.name}" if alias.base else ""
@@ -457,14 +442,10 @@ def describe_aliases() -> list[dict]:
         except InterpError:
             rows.append(row | {"source": f"pypi:{alias.package}{adapter}", "architecture": None, "layers": None, "heads": None, "installed": False, "install": install_command(alias)})
             continue
-        reader = GGUFReader(str(path))
-        arch = _gguf_field(reader, "general.architecture")
-        row |= {
-            "source": f"pypi:{alias.package} ({path.name}){adapter}",
-            "architecture": arch,
-            "layers": _gguf_field(reader, f"{arch}.block_count"),
-            "heads": _gguf_field(reader, f"{arch}.attention.head_count"),
-        }
+        if path not in shapes:
+            shapes[path] = gguf_shape(path)
+        arch, layers, heads = shapes[path]
+        row |= {"source": f"pypi:{alias.package} ({path.name}){adapter}", "architecture": arch, "layers": layers, "heads": heads}
         if alias.base and alias.name not in shipped_adapters():
             row |= {"installed": False, "install": f"its adapter is not installed (interp/builtin/adapters/{alias.name}/): reinstall interp"}
         rows.append(row)

@@ -1,0 +1,100 @@
+"""Read named metadata values from a GGUF file's header, stopping as soon as they are found.
+
+`gguf.GGUFReader` parses every field and every tensor's info into numpy views before it answers: on the
+packaged models that is ~11 s per file (Gemma's 262k-token vocabulary is one array of strings), and `interp
+models` asked it ten times. The metadata keys we need (`general.architecture`, `<arch>.block_count`, ...)
+come first in the files llama.cpp's and transformers' writers produce, so a sequential read that skips what
+it does not need ends after a few hundred bytes. Layout (GGUF v2/v3, little-endian): magic "GGUF", uint32
+version, uint64 tensor count, uint64 key-value count, then key (uint64 length + UTF-8), uint32 value type,
+value; an array is uint32 item type, uint64 count, items.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterable
+from pathlib import Path
+from typing import BinaryIO
+
+from interp.errors import InterpError
+
+# value type -> struct format of one scalar (GGUF's GGUFValueType numbering)
+_SCALARS = {0: "B", 1: "b", 2: "H", 3: "h", 4: "I", 5: "i", 6: "f", 7: "?", 10: "Q", 11: "q", 12: "d"}
+_STRING, _ARRAY = 8, 9
+
+
+class _Reader:
+    def __init__(self, stream: BinaryIO, path: Path):
+        self.stream, self.path = stream, path
+
+    def take(self, size: int) -> bytes:
+        data = self.stream.read(size)
+        if len(data) != size:
+            raise InterpError(f"{self.path}: cannot read as GGUF (the header ends early); pass a valid .gguf file")
+        return data
+
+    def unpack(self, fmt: str):
+        return struct.unpack("<" + fmt, self.take(struct.calcsize(fmt)))[0]
+
+    def string(self) -> str:
+        return self.take(self.unpack("Q")).decode("utf-8", errors="replace")
+
+    def value(self, kind: int, keep: bool):
+        """The value of type `kind`; skipped (None returned) when not `keep`."""
+        if kind in _SCALARS:
+            return self.unpack(_SCALARS[kind])
+        if kind == _STRING:
+            size = self.unpack("Q")
+            if not keep:
+                self.stream.seek(size, 1)
+                return None
+            return self.take(size).decode("utf-8", errors="replace")
+        if kind == _ARRAY:
+            item_kind, count = self.unpack("I"), self.unpack("Q")
+            if not keep and item_kind in _SCALARS:
+                self.stream.seek(count * struct.calcsize(_SCALARS[item_kind]), 1)
+                return None
+            items = [self.value(item_kind, keep) for _ in range(count)]
+            return items if keep else None
+        raise InterpError(f"{self.path}: cannot read as GGUF (unknown value type {kind}); pass a valid .gguf file")
+
+
+def gguf_metadata(path: str | Path, keys: Iterable[str] | None = None) -> dict:
+    """The metadata values of `keys` (all of them when None) that the GGUF file at `path` holds; a key the file
+    lacks is absent from the result. Reads no further than the last wanted key. A file that is not GGUF is one
+    InterpError line."""
+    path = Path(path)
+    wanted = None if keys is None else set(keys)
+    found: dict = {}
+    with path.open("rb") as stream:
+        reader = _Reader(stream, path)
+        if stream.read(4) != b"GGUF":
+            raise InterpError(f"{path}: cannot read as GGUF (no GGUF magic); pass a valid .gguf file")
+        version = reader.unpack("I")
+        if version not in (2, 3):
+            raise InterpError(f"{path}: GGUF version {version} is not supported (2 and 3 are)")
+        reader.unpack("Q")  # tensor count
+        for _ in range(reader.unpack("Q")):
+            key = reader.string()
+            keep = wanted is None or key in wanted
+            value = reader.value(reader.unpack("I"), keep)
+            if keep:
+                found[key] = value
+                if wanted is not None and wanted <= found.keys():
+                    break
+    return found
+
+
+def gguf_architecture(path: str | Path) -> str:
+    """`general.architecture` of a GGUF model file; one InterpError line when it is not one."""
+    architecture = gguf_metadata(path, ["general.architecture"]).get("general.architecture")
+    if not isinstance(architecture, str):
+        raise InterpError(f"{path}: not a GGUF model file (no general.architecture field)")
+    return architecture
+
+
+def gguf_shape(path: str | Path) -> tuple[str, int | None, int | None]:
+    """(architecture, layers, attention heads) from the header; None for a count the file does not hold."""
+    architecture = gguf_architecture(path)
+    values = gguf_metadata(path, [f"{architecture}.block_count", f"{architecture}.attention.head_count"])
+    return architecture, values.get(f"{architecture}.block_count"), values.get(f"{architecture}.attention.head_count")

@@ -1,0 +1,66 @@
+"""The header reader against gguf's own writer and reader, on a small file with the value types models use."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from interp.core.gguf_header import gguf_architecture, gguf_metadata, gguf_shape
+from interp.errors import InterpError
+
+
+def _write(path, *, architecture: str | None = "llama", tokens_first: bool = True):
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), architecture or "llama")
+    if architecture is None:  # a file with no general.architecture: drop what the writer adds by itself
+        writer.kv_data[0].pop("general.architecture")
+    if tokens_first:  # arrays of strings and of numbers before the keys asked for: they must be skipped right
+        writer.add_token_list([f"tok{i}" for i in range(300)] + ["émoji 🙂"])
+        writer.add_token_scores([float(i) / 7 for i in range(301)])
+        writer.add_array("test.nested", [[1, 2], [3]])
+    writer.add_block_count(30)
+    writer.add_head_count(9)
+    writer.add_float32("test.scale", 0.25)
+    writer.add_bool("test.flag", True)
+    writer.add_uint64("test.big", 2**40)
+    writer.add_string("test.text", "héllo")
+    writer.add_tensor("w", np.zeros((2, 3), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
+
+
+def test_every_value_equals_gguf_readers(tmp_path):
+    from gguf import GGUFReader
+
+    path = _write(tmp_path / "m.gguf")
+    ours = gguf_metadata(path)
+    reader = GGUFReader(str(path))
+    assert set(ours) == {key for key in reader.fields if not key.startswith("GGUF.")}
+    assert ours.pop("test.nested") == [[1, 2], [3]]  # gguf's reader flattens nested arrays: [1, 2, 3]
+    for key, value in ours.items():
+        expected = reader.fields[key].contents()
+        if isinstance(value, float):
+            assert value == pytest.approx(expected)
+        elif isinstance(value, list) and value and isinstance(value[0], float):
+            assert value == pytest.approx(expected)
+        else:
+            assert value == expected, key
+    assert gguf_shape(path) == ("llama", 30, 9)
+    assert gguf_metadata(path, ["llama.block_count", "absent.key"]) == {"llama.block_count": 30}
+
+
+def test_a_file_that_is_not_gguf_is_one_line(tmp_path):
+    text = tmp_path / "notes.gguf"
+    text.write_text("not a model\n")
+    with pytest.raises(InterpError, match="no GGUF magic"):
+        gguf_architecture(text)
+    truncated = tmp_path / "cut.gguf"
+    truncated.write_bytes(_write(tmp_path / "full.gguf").read_bytes()[:40])
+    with pytest.raises(InterpError, match="ends early"):
+        gguf_metadata(truncated)
+    with pytest.raises(InterpError, match="no general.architecture"):
+        gguf_architecture(_write(tmp_path / "noarch.gguf", architecture=None, tokens_first=False))
