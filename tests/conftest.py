@@ -130,3 +130,12 @@ def llama_server(tmp_path_factory):
 
     with serve(tmp_path_factory.mktemp("llama-server")) as base_url:
         yield base_url
+
+
+@pytest.fixture(scope="session")
+def forked_cli():
+    """One fork server for the session's CLI cases (`tests.helpers.forked_cli`): the toolkit imported once."""
+    from tests.helpers.forked_cli import ForkedCLI
+
+    with ForkedCLI() as cli:
+        yield cli

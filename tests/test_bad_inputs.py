@@ -23,7 +23,6 @@ import tomli_w
 import tomllib
 
 from tests.helpers import REPO
-from tests.helpers.forked_cli import run_forked
 
 GOOD_SPEC = 'target = "self"\nalpha = 0.0\n'
 LONG_ITEM = '{"id": "very-long-1", "task": "helpfulness", "query": "%s"}\n' % ("word " * 5000)
@@ -343,7 +342,7 @@ def prepared_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory, prepared_run) -> dict[str, tuple]:
+def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
     """Run every case (three at a time, each forked from one interpreter that imported the CLI once:
     `tests.helpers.forked_cli`); per case: exit code, stdout, stderr, before, after."""
     base = tmp_path_factory.mktemp("cases")
@@ -356,7 +355,7 @@ def outcomes(tmp_path_factory, prepared_run) -> dict[str, tuple]:
         prepared[c.id] = (root, args, snapshot(root))
     names = list(prepared)
     try:
-        ran = run_forked([(prepared[name][1], REPO) for name in names], parallel=3, env={"HF_HUB_OFFLINE": "1"})
+        ran = forked_cli.run([(prepared[name][1], REPO) for name in names], parallel=3)
     finally:
         for root, _, _ in prepared.values():
             unlock(root)
@@ -418,31 +417,31 @@ def _outside_run(root: Path, run: Path) -> dict:
     return {k: v for k, v in snapshot(root).items() if k != inside and not k.startswith(inside + "/")}
 
 
-def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(tmp_path, prepared_run):
+def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(tmp_path, prepared_run, forked_cli):
     root = tmp_path / "a" / "b" / "c"
     shutil.copytree(prepared_run, root / "run")
     (root / "sweep.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nall_layers = true\n')
     (root / "steer.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nlayers = [0]\ncoefficients = [1.0]\nproject_out = false\n')
     before = _outside_run(tmp_path, root / "run")
     for command in (["sweep", str(root / "sweep.toml")], ["steer-sweep", str(root / "steer.toml")]):
-        ((code, _, stderr),) = run_forked([(command, REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+        ((code, _, stderr),) = forked_cli.run([(command, REPO)], parallel=1)
         assert code == 0, stderr[-3000:]
     assert _outside_run(tmp_path, root / "run") == before  # nothing written beside the run, nor three levels up
     folders = sorted(str(p.parent.relative_to(root / "run")) for p in (root / "run").rglob("results.csv"))
     assert len(folders) == 2 and folders[0].startswith("steering/sweeps/esc-") and folders[1].startswith("sweeps/esc-"), folders
 
 
-def test_dbg_writes_into_a_folder_of_other_files_only_with_overwrite(tmp_path, prepared_run):
+def test_dbg_writes_into_a_folder_of_other_files_only_with_overwrite(tmp_path, prepared_run, forked_cli):
     (tmp_path / "good.toml").write_text((prepared_run / "config.toml").read_text())
     user_folder("mine")(tmp_path)
     report = (tmp_path / "mine" / "report.html").read_bytes()
-    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1)
     assert code == 2 and "--overwrite" in stderr and (tmp_path / "mine" / "report.html").read_bytes() == report
-    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1)
     assert code == 0, stderr[-3000:]
     assert (tmp_path / "mine" / "report.html").read_bytes() != report and (tmp_path / "mine" / ".interp-output").is_file()
     # now a run of its own: resumed without the flag
-    ((code, _, stderr),) = run_forked([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1)
     assert code == 0, stderr[-3000:]
 
 

@@ -18,7 +18,6 @@ import torch
 import interp
 from interp.errors import InterpError
 from tests.helpers import REPO
-from tests.helpers.forked_cli import run_forked
 
 QUERY, ANSWER_A, ANSWER_B = "Name a primary colour.", "Blue is one.", "Green, I think."
 
@@ -304,7 +303,7 @@ CLI_CASES = {
 
 
 @pytest.fixture(scope="module")
-def cli_outcomes(finished_run, tmp_path_factory) -> dict:
+def cli_outcomes(finished_run, tmp_path_factory, forked_cli) -> dict:
     """Every CLI case on its own copy of the run (forked, two at a time): exit code, stderr, files before, after."""
     jobs, roots = [], {}
     for index, (name, (args, setup, _)) in enumerate(CLI_CASES.items()):
@@ -316,7 +315,7 @@ def cli_outcomes(finished_run, tmp_path_factory) -> dict:
             setup(root / "run")
         roots[name] = (root, snapshot(root))
         jobs.append(([a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in args], REPO))
-    ran = run_forked(jobs, parallel=2, env={"HF_HUB_OFFLINE": "1"})
+    ran = forked_cli.run(jobs, parallel=2)
     return {name: (code, stderr, roots[name][1], snapshot(roots[name][0])) for name, (code, _, stderr) in zip(CLI_CASES, ran)}
 
 
@@ -328,21 +327,21 @@ def test_the_cli_refuses_before_writing_anything(cli_outcomes, name):
     assert all(before[k] == after[k] for k in before)
 
 
-def test_inspect_refuses_a_model_whose_attention_bypasses_the_hooks(tmp_path, smollm2_tokenizer):
+def test_inspect_refuses_a_model_whose_attention_bypasses_the_hooks(tmp_path, smollm2_tokenizer, forked_cli):
     folder = tmp_path / "mvp"
     mvp_decoder(smollm2_tokenizer).save_pretrained(folder)
     smollm2_tokenizer.save_pretrained(folder)
     before = snapshot(tmp_path)
-    ((code, _, stderr),) = run_forked([(["inspect", "-m", str(folder), "-q", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    ((code, _, stderr),) = forked_cli.run([(["inspect", "-m", str(folder), "-q", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B], REPO)], parallel=1)
     one_error_line(code, stderr, "(MvpForCausalLM) is not supported")
     assert snapshot(tmp_path) == before
 
 
-def test_a_test_of_three_items_runs_and_says_it_cannot_reject(finished_run, tmp_path):
+def test_a_test_of_three_items_runs_and_says_it_cannot_reject(finished_run, tmp_path, forked_cli):
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     (tmp_path / "spec.toml").write_text('target = "self"\nalpha = 0.0\nlayers = [0]\n')
-    ((code, stdout, stderr),) = run_forked([(["intervene", str(run), "--spec", str(tmp_path / "spec.toml"), "--judge", _first_model(run)], REPO)], parallel=1, env={"HF_HUB_OFFLINE": "1"})
+    ((code, stdout, stderr),) = forked_cli.run([(["intervene", str(run), "--spec", str(tmp_path / "spec.toml"), "--judge", _first_model(run)], REPO)], parallel=1)
     assert code == 0, stderr[-3000:]
     assert "3 test items cannot give p <= 0.05" in " ".join(stdout.split())
     (result,) = [json.loads(p.read_text()) for p in run.glob("interventions/*/result.json")]

@@ -96,6 +96,11 @@ def _quiet_libraries() -> None:
     from transformers.utils import logging as hf_logging
 
     hf_logging.disable_progress_bar()
+    # transformers reads TRANSFORMERS_VERBOSITY once, when first imported: where it was imported before `main`
+    # (a notebook, a test's forked CLI), the variable alone would change nothing
+    level = hf_logging.log_levels.get(os.environ["TRANSFORMERS_VERBOSITY"].lower())
+    if level is not None:
+        hf_logging.set_verbosity(level)
     warnings.filterwarnings("ignore")
 
 

@@ -11,8 +11,9 @@ value; an array is uint32 item type, uint64 count, items.
 
 from __future__ import annotations
 
+import contextlib
 import struct
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import BinaryIO
 
@@ -98,3 +99,30 @@ def gguf_shape(path: str | Path) -> tuple[str, int | None, int | None]:
     architecture = gguf_architecture(path)
     values = gguf_metadata(path, [f"{architecture}.block_count", f"{architecture}.attention.head_count"])
     return architecture, values.get(f"{architecture}.block_count"), values.get(f"{architecture}.attention.head_count")
+
+
+@contextlib.contextmanager
+def one_parse_per_file() -> Iterator[None]:
+    """Within the block, `gguf.GGUFReader(path)` parses each file once and hands the same reader back after.
+
+    transformers' GGUF loader builds a new reader for the config, another for the tokenizer and a third for the
+    weights, and each parses the whole header (Gemma-3-270M's: 17 s, most of its 50 s dequantisation). A
+    reader memory-maps the file read-only and is not changed by reading, so one serves all three. The module
+    attribute is put back on exit, whatever happens inside.
+    """
+    import gguf
+
+    original = gguf.GGUFReader
+    readers: dict[tuple[str, str], object] = {}
+
+    def shared(path, mode="r"):
+        key = (str(Path(path).resolve()), mode)
+        if key not in readers:
+            readers[key] = original(path, mode)
+        return readers[key]
+
+    gguf.GGUFReader = shared
+    try:
+        yield
+    finally:
+        gguf.GGUFReader = original

@@ -23,7 +23,7 @@ from typing import Literal
 import torch
 
 from interp.core.adapters import organism_base
-from interp.core.gguf_header import gguf_architecture, gguf_shape
+from interp.core.gguf_header import gguf_architecture, gguf_shape, one_parse_per_file
 from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
 from interp.errors import InterpError
 
@@ -201,8 +201,9 @@ def dequantized_folder(path: Path, target: Path | None = None) -> Path:
     tmp = Path(tempfile.mkdtemp(prefix=target.name + ".", dir=target.parent))
     try:
         try:
-            tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
-            model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
+            with one_parse_per_file():
+                tokenizer = AutoTokenizer.from_pretrained(path.parent, gguf_file=path.name)
+                model = AutoModelForCausalLM.from_pretrained(path.parent, gguf_file=path.name, dtype=torch.float32)
         except ValueError as exc:
             if "not supported" not in str(exc):
                 raise

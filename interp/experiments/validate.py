@@ -78,10 +78,13 @@ class ValidationPlan:
     coefficient: float = -1.0  # the direction reversal, in units of the direction's norm
     emphasis_alpha: float = 4.0
     n_boot: int = 1000
+    max_words: int = 60  # the answers' length: the organisms were trained on answers of this length
+    max_new_tokens: int = 96
 
     @classmethod
     def small(cls) -> ValidationPlan:
-        return cls(n_selection=2, n_test=3, top_k=2, band=15, n_boot=200)
+        # short answers too: generating and judging them is most of the slice's time (96 tokens: 122 s in all)
+        return cls(n_selection=2, n_test=3, top_k=2, band=15, n_boot=200, max_words=24, max_new_tokens=32)
 
 
 def organism_splits(organism: str = PLANTED) -> dict[str, list[Item]]:
@@ -239,8 +242,8 @@ def validate(
         n=len(selection) + len(test),
         models=AUTHORS,
         judges=list(organisms),
-        max_words=60,
-        max_new_tokens=96,
+        max_words=plan.max_words,
+        max_new_tokens=plan.max_new_tokens,
         attention="final",
         n_boot=plan.n_boot,
         **where.model_dump(exclude_none=True),

@@ -64,3 +64,22 @@ def test_a_file_that_is_not_gguf_is_one_line(tmp_path):
         gguf_metadata(truncated)
     with pytest.raises(InterpError, match="no general.architecture"):
         gguf_architecture(_write(tmp_path / "noarch.gguf", architecture=None, tokens_first=False))
+
+
+def test_one_parse_per_file_shares_a_reader_inside_the_block_only(tmp_path):
+    import gguf
+
+    from interp.core.gguf_header import one_parse_per_file
+
+    path, other = _write(tmp_path / "m.gguf"), _write(tmp_path / "n.gguf", tokens_first=False)
+    original = gguf.GGUFReader
+    with one_parse_per_file():
+        first = gguf.GGUFReader(str(path))
+        assert gguf.GGUFReader(path) is first  # the same file, however spelled
+        assert gguf.GGUFReader(other) is not first
+        assert first.fields["llama.block_count"].contents() == 30
+    assert gguf.GGUFReader is original
+    with pytest.raises(RuntimeError), one_parse_per_file():
+        raise RuntimeError("inside")
+    assert gguf.GGUFReader is original  # put back on an error too
+    assert gguf.GGUFReader(path) is not first

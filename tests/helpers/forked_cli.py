@@ -1,11 +1,14 @@
-"""Many `interp` command lines at the price of one import: a server process imports `interp.cli` once, then
+"""Many `interp` command lines at the price of one import: a server process imports the toolkit once, then
 forks one child per command line, which runs `interp.cli.main` with its stdout and stderr sent to files and
 exits with its code. A child is a process of its own, as `python -m interp.cli` would be (its state dies with
-it), minus the ~5 s of imports a fresh interpreter pays on the 2-core CI machine.
+it), minus the seconds of imports a fresh interpreter pays on the 2-core CI machine.
 
-    results = run_forked([(args, cwd), ...], parallel=3)   # [(exit code, stdout, stderr), ...] in order
+    with ForkedCLI() as cli:                                  # the `forked_cli` session fixture holds one
+        results = cli.run([(args, cwd), ...], parallel=3)     # [(exit code, stdout, stderr), ...] in order
 
-The server is this module run as `python -m tests.helpers.forked_cli`, reading the jobs as JSON on stdin.
+The server is this module run as `python -m tests.helpers.forked_cli`: it reads one batch of jobs per line of
+JSON on stdin and answers each with one line of exit codes. It runs with HF_HUB_OFFLINE=1, as every caller
+wants: the hub's settings are read when huggingface_hub is imported, which the server does once.
 """
 
 from __future__ import annotations
@@ -21,22 +24,44 @@ from typing import Sequence
 from tests.helpers import REPO
 
 
-def run_forked(jobs: Sequence[tuple[Sequence[str], Path]], *, parallel: int = 3, env: dict | None = None) -> list[tuple[int, str, str]]:
-    with tempfile.TemporaryDirectory(prefix="forked-cli-") as folder:
-        spec = [{"args": list(args), "cwd": str(cwd), "out": f"{folder}/{i}.out", "err": f"{folder}/{i}.err"} for i, (args, cwd) in enumerate(jobs)]
-        server = subprocess.run(
-            [sys.executable, "-m", "tests.helpers.forked_cli", str(parallel)],
-            input=json.dumps(spec),
-            capture_output=True,
+class ForkedCLI:
+    """A running fork server (started on entering, stopped on exit)."""
+
+    def __enter__(self) -> ForkedCLI:
+        self._folder = tempfile.TemporaryDirectory(prefix="forked-cli-")
+        self._batches = 0
+        self._server = subprocess.Popen(
+            [sys.executable, "-m", "tests.helpers.forked_cli"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=open(Path(self._folder.name) / "server.err", "w"),  # noqa: SIM115 (closed with the folder)
             text=True,
             cwd=REPO,
-            env={**os.environ, **(env or {})},
-            timeout=1800,
+            env={**os.environ, "HF_HUB_OFFLINE": "1"},
         )
-        if server.returncode != 0:
-            raise RuntimeError(f"forked-cli server failed ({server.returncode}):\n{server.stderr[-3000:]}")
-        codes = json.loads(server.stdout.strip().splitlines()[-1])
+        return self
+
+    def run(self, jobs: Sequence[tuple[Sequence[str], Path]], *, parallel: int = 3) -> list[tuple[int, str, str]]:
+        self._batches += 1
+        prefix = f"{self._folder.name}/{self._batches}-"
+        spec = [{"args": list(args), "cwd": str(cwd), "out": f"{prefix}{i}.out", "err": f"{prefix}{i}.err"} for i, (args, cwd) in enumerate(jobs)]
+        self._server.stdin.write(json.dumps({"jobs": spec, "parallel": parallel}) + "\n")
+        self._server.stdin.flush()
+        line = self._server.stdout.readline()
+        if not line:
+            error = (Path(self._folder.name) / "server.err").read_text()
+            raise RuntimeError(f"forked-cli server failed ({self._server.poll()}):\n{error[-3000:]}")
+        codes = json.loads(line)
         return [(code, Path(job["out"]).read_text(), Path(job["err"]).read_text()) for code, job in zip(codes, spec)]
+
+    def __exit__(self, *exc) -> None:
+        self._server.stdin.close()
+        try:
+            self._server.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            self._server.kill()
+            self._server.wait()
+        self._folder.cleanup()
 
 
 def _child(job: dict) -> None:
@@ -67,10 +92,27 @@ def _child(job: dict) -> None:
         os._exit(code)
 
 
-def _serve(jobs: list[dict], parallel: int) -> list[int]:
-    import interp.cli  # noqa: F401  (imported once, before any fork; so is what most commands load next)
-    import interp.run.pipeline  # noqa: F401
+def _import_what_commands_load() -> None:
+    """Every module of the toolkit, and the libraries' parts the commands reach lazily (transformers' model
+    classes, matplotlib's pyplot, peft), imported once before any fork: a child that imported them itself paid
+    ~0.8 s a command line, 70 s over the bad-input catalogue."""
+    import importlib
+    import pkgutil
 
+    import interp
+
+    for module in pkgutil.walk_packages(interp.__path__, "interp."):
+        if not module.name.endswith("__main__"):  # `python -m interp.cli` would run the CLI
+            importlib.import_module(module.name)
+    import matplotlib.pyplot  # noqa: F401
+    import peft  # noqa: F401
+    import transformers
+
+    for name in ("AutoConfig", "AutoTokenizer", "AutoModelForCausalLM", "LlamaForCausalLM", "Gemma3ForCausalLM", "PreTrainedTokenizerFast"):
+        getattr(transformers, name)
+
+
+def _serve(jobs: list[dict], parallel: int) -> list[int]:
     codes: dict[int, int] = {}
     running: dict[int, int] = {}  # pid -> job index
     pending = list(range(len(jobs)))
@@ -89,4 +131,7 @@ def _serve(jobs: list[dict], parallel: int) -> list[int]:
 
 
 if __name__ == "__main__":
-    print(json.dumps(_serve(json.loads(sys.stdin.read()), int(sys.argv[1]))))
+    _import_what_commands_load()
+    for line in sys.stdin:
+        batch = json.loads(line)
+        print(json.dumps(_serve(batch["jobs"], batch["parallel"])), flush=True)
