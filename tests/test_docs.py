@@ -10,7 +10,6 @@ import re
 import runpy
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 from interp.core.adapters import shipped_adapters

@@ -21,8 +21,8 @@ from typing import Sequence
 import numpy as np
 
 from interp.config import RunConfig
-from interp.core.adapters import adapter_folder, organism_base
-from interp.core.models import ModelCache, own_model, resolve_spec
+from interp.core.adapters import adapter_folder
+from interp.core.models import ModelCache, resolve_spec
 from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
 from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.data import dev_items, load_items
@@ -31,7 +31,7 @@ from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, RunDir
-from interp.run.summary import JudgeVerdicts, judge_verdicts, p_first_wins
+from interp.run.summary import JudgeVerdicts, judge_verdicts
 from interp.storage import check_output_dir, claim_output_dir
 
 # The unseen file: 16 AlpacaEval-format items (the tests' alpacaeval_16.json) followed by 32 more in the same

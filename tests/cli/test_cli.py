@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +10,6 @@ from interp.core.judge import (
     inspect_judgment,
 )
 
-from tests.helpers import run_cli
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,
@@ -44,8 +40,8 @@ def write_gguf(path: Path, architecture: str) -> Path:
 
 
 @pytest.fixture(scope="module")
-def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_dir):
-    """Run every bad-input case through the CLI at once (each one is a fresh interpreter); gather results.
+def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_dir, forked_cli):
+    """Run every bad-input case through the CLI (each one a forked process of its own); gather results.
 
     Each case gets its own empty INTERP_CACHE so "nothing cached half-way" can be checked; none of them
     needs a packaged model.
@@ -65,23 +61,14 @@ def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_di
             "context",
         ),
     }
-    running = {}
+    jobs, caches = [], {}
     for case, (args, _) in cases.items():
-        cache = root / case.replace(" ", "-") / "cache"
+        caches[case] = cache = root / case.replace(" ", "-") / "cache"
         cache.mkdir(parents=True)
-        process = subprocess.Popen(
-            [sys.executable, "-m", "interp.cli", "inspect", *args],
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            text=True,
-            cwd=cache.parent,  # ./nope is resolved here, where it certainly does not exist
-            env={**os.environ, "INTERP_CACHE": str(cache)},
-        )
-        running[case] = (process, cache)
-    results = {}
-    for case, (process, cache) in running.items():
-        stdout, stderr = process.communicate(timeout=600)
-        results[case] = (process.returncode, stdout, stderr, cache, cases[case][1])
+        # run in the cache's parent, where ./nope certainly does not exist
+        jobs.append((["inspect", *args], cache.parent, {"INTERP_CACHE": str(cache)}))
+    ran = forked_cli.run(jobs, parallel=2)
+    results = {case: (code, stdout, stderr, caches[case], cases[case][1]) for case, (code, stdout, stderr) in zip(cases, ran)}
     return results
 
 
@@ -100,10 +87,10 @@ def test_cli_bad_input_is_one_clear_line_and_exit_2(bad_input_runs, case):
 
 
 @slow
-def test_cli_models_json_lists_the_aliases_with_their_placement():
+def test_cli_models_json_lists_the_aliases_with_their_placement(forked_cli):
     from interp.core.placement import resolve_placement
 
-    result = run_cli("models", "--json")
+    result = forked_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {row["alias"]: row for row in json.loads(result.stdout)}
     assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-selfpref-heads-seed4", *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6))}
@@ -115,10 +102,10 @@ def test_cli_models_json_lists_the_aliases_with_their_placement():
 
 
 @slow
-def test_cli_inspect_json_matches_python_api(backends):
+def test_cli_inspect_json_matches_python_api(backends, forked_cli):
     bset = backends("smollm2")
     model = bset.model
-    result = run_cli(
+    result = forked_cli(
         "inspect", "--model", "smollm2-135m-instruct", "--backend", "nnsight",
         "--query", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B, "--json",
     )  # fmt: skip

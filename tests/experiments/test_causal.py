@@ -11,7 +11,6 @@ from interp.hooks.spec import AttentionIntervention
 from interp.experiments.causal import intervene_run
 from interp.storage import read_jsonl
 
-from tests.helpers import run_cli
 
 
 def tiny_pair_run(root: Path, tiny_llama_dir: Path, tokenizer, *, n: int, attention: str) -> Path:
@@ -49,14 +48,14 @@ def comparable(result: dict) -> dict:
     return {k: v for k, v in result.items() if k != "run_dir"}
 
 
-def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_run, tmp_path):
+def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_run, tmp_path, forked_cli):
     """The two-spec repro: mask layer 0, then the same spec on the last layer (--no-controls), on one run."""
     both, alone = tmp_path / "both", tmp_path / "alone"
     shutil.copytree(small_run, both)
     shutil.copytree(small_run, alone)
     first, last = spec_file(tmp_path, 0), spec_file(tmp_path, 1)
     for spec in (first, last):
-        result = run_cli("intervene", str(both), "--spec", str(spec), "--no-controls")
+        result = forked_cli("intervene", str(both), "--spec", str(spec), "--no-controls")
         assert result.returncode == 0, result.stderr[-3000:]
     results = result_of(both)
     assert len(results) == 2  # two folders: same label, different keys
@@ -70,7 +69,7 @@ def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_ru
         assert sorted((r["item_id"], r["order"]) for r in records if r["judge"] == judge) == sorted(
             (i, o) for i in {r["item_id"] for r in records} for o in ("ab", "ba")
         ) and len(records) == 6
-    result = run_cli("intervene", str(alone), "--spec", str(last), "--no-controls")
+    result = forked_cli("intervene", str(alone), "--spec", str(last), "--no-controls")
     assert result.returncode == 0, result.stderr[-3000:]
     (fresh,) = result_of(alone).values()
     assert comparable(fresh) == comparable(by_layer[(1,)])
@@ -135,13 +134,13 @@ def tiny_controls(root: Path, tokenizer, seeds=(11, 12, 13)) -> list[str]:
     return [str(save_tiny(root / f"control_{seed}", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=seed)) for seed in seeds]
 
 
-def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path):
+def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path, forked_cli):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     from interp.run.store import read_run
 
     judge, other = read_run(run).config.models
-    result = run_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
+    result = forked_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
     assert list(written["judges"]) == [judge]  # the tested judges only; the controls are listed under test
@@ -229,26 +228,26 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
     assert folder.name.startswith("self-mask-top2-heads-")
 
 
-def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path):
+def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path, forked_cli):
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
-    no_share = run_cli("intervene", str(run), "--top-heads", "2")
+    no_share = forked_cli("intervene", str(run), "--top-heads", "2")
     assert no_share.returncode == 2 and "--selection-share" in no_share.stderr
-    no_attention = run_cli("intervene", str(run), "--top-heads", "2", "--selection-share", "0.5", "--split-seed", "2")
+    no_attention = forked_cli("intervene", str(run), "--top-heads", "2", "--selection-share", "0.5", "--split-seed", "2")
     assert no_attention.returncode == 2 and "attention" in no_attention.stderr
-    two = run_cli("intervene", str(run), "--all-layers", "--top-heads", "2")
+    two = forked_cli("intervene", str(run), "--all-layers", "--top-heads", "2")
     assert two.returncode == 2 and "exactly one" in two.stderr
     assert not (run / "interventions").exists()
 
 
-def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_path):
+def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_path, forked_cli):
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
     spec = spec_file(tmp_path, 0)
-    shown = run_cli("intervene", str(run), "--spec", str(spec), "--no-controls")
+    shown = forked_cli("intervene", str(run), "--spec", str(spec), "--no-controls")
     assert shown.returncode == 0, shown.stderr[-3000:]
     assert "DBG per judge" in shown.stdout and "Causal test" in shown.stdout and "report: " in shown.stdout
-    as_json = run_cli("intervene", str(run), "--spec", str(spec), "--no-controls", "--json")
+    as_json = forked_cli("intervene", str(run), "--spec", str(spec), "--no-controls", "--json")
     assert as_json.returncode == 0, as_json.stderr[-3000:]
     payload = json.loads(as_json.stdout)  # stdout holds only the JSON
     (stored,) = result_of(run).values()
@@ -262,12 +261,12 @@ def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_p
 
     config = tmp_path / "sweep.toml"
     config.write_text(f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n')
-    swept = run_cli("sweep", str(config), "--json")
+    swept = forked_cli("sweep", str(config), "--json")
     assert swept.returncode == 0, swept.stderr[-3000:]
     payload = json.loads(swept.stdout)
     rows = Path(payload["files"]["results"]).read_text().splitlines()
     assert payload["sweep"]["n_points"] == len(rows) - 1 > 0 and payload["files"]["results"].endswith("results.csv")
     effects = [r["effect"]["mean"] for r in payload["sweep"]["top"]]
     assert effects == sorted(effects)
-    shown = run_cli("sweep", str(config))
+    shown = forked_cli("sweep", str(config))
     assert shown.returncode == 0 and "Sweep:" in shown.stdout and "DBG per judge" in shown.stdout

@@ -17,7 +17,6 @@ from interp.errors import InterpError
 from interp.experiments.localize import METHODS, head_attributions, masked_change, score_map
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from tests.api.test_runs import tiny_run  # noqa: F401  (fixture)
-from tests.helpers import run_cli
 
 
 # ---- scoring on hand-made rankings ----------------------------------------------------------------------
@@ -144,16 +143,16 @@ def test_localize_ranks_every_head_per_method(tiny_run, tiny_llama):  # noqa: F8
     assert table[table["method"] != "attention"]["effect"].abs().sum() > 0
 
 
-def test_localize_cli_json(tiny_run, tiny_llama):  # noqa: F811
+def test_localize_cli_json(tiny_run, tiny_llama, forked_cli):  # noqa: F811
     root, judge = tiny_run
-    result = run_cli("localize", str(root), "--judge", judge, "--method", "atp", "--method", "attention", "--json", "--no-progress")
+    result = forked_cli("localize", str(root), "--judge", judge, "--method", "atp", "--method", "attention", "--json", "--no-progress")
     assert result.returncode == 0, result.stderr
     heads = json.loads(result.stdout)["heads"]
     n = tiny_llama.n_layers * tiny_llama.n_heads
     assert len(heads) == 2 * n and {h["method"] for h in heads} == {"atp", "attention"}
     assert all(set(h) >= {"layer", "head", "score", "method", "single_judge"} and h["single_judge"] is True for h in heads)
     assert (root / "figures" / f"localize_{__import__('interp.storage', fromlist=['path_label']).path_label(judge)}_atp.png").is_file()
-    bad = run_cli("localize", str(root), "--judge", judge, "--method", "guess")
+    bad = forked_cli("localize", str(root), "--judge", judge, "--method", "guess")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "guess" in bad.stderr
-    other = run_cli("localize", str(root), "--judge", "nobody")
+    other = forked_cli("localize", str(root), "--judge", "nobody")
     assert other.returncode == 2 and "did not judge this run" in other.stderr

@@ -5,6 +5,7 @@ it), minus the seconds of imports a fresh interpreter pays on the 2-core CI mach
 
     with ForkedCLI() as cli:                                  # the `forked_cli` session fixture holds one
         results = cli.run([(args, cwd), ...], parallel=3)     # [(exit code, stdout, stderr), ...] in order
+        result = cli("models", "--json")                      # one command: .returncode, .stdout, .stderr
 
 The server is this module run as `python -m tests.helpers.forked_cli`: it reads one batch of jobs per line of
 JSON on stdin and answers each with one line of exit codes. It runs with HF_HUB_OFFLINE=1, as every caller
@@ -41,10 +42,15 @@ class ForkedCLI:
         )
         return self
 
-    def run(self, jobs: Sequence[tuple[Sequence[str], Path]], *, parallel: int = 3) -> list[tuple[int, str, str]]:
+    def run(self, jobs: Sequence[tuple], *, parallel: int = 3) -> list[tuple[int, str, str]]:
+        """Each job is (args, cwd) or (args, cwd, env): variables the child sets before it runs (read at run time
+        by the toolkit, as INTERP_CACHE is; not by what the server imported)."""
         self._batches += 1
         prefix = f"{self._folder.name}/{self._batches}-"
-        spec = [{"args": list(args), "cwd": str(cwd), "out": f"{prefix}{i}.out", "err": f"{prefix}{i}.err"} for i, (args, cwd) in enumerate(jobs)]
+        spec = [
+            {"args": list(job[0]), "cwd": str(job[1]), "env": dict(job[2]) if len(job) > 2 else {}, "out": f"{prefix}{i}.out", "err": f"{prefix}{i}.err"}
+            for i, job in enumerate(jobs)
+        ]
         self._server.stdin.write(json.dumps({"jobs": spec, "parallel": parallel}) + "\n")
         self._server.stdin.flush()
         line = self._server.stdout.readline()
@@ -53,6 +59,12 @@ class ForkedCLI:
             raise RuntimeError(f"forked-cli server failed ({self._server.poll()}):\n{error[-3000:]}")
         codes = json.loads(line)
         return [(code, Path(job["out"]).read_text(), Path(job["err"]).read_text()) for code, job in zip(codes, spec)]
+
+    def __call__(self, *args, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
+        """One command line (paths welcome), run as `interp ARGS` would be: .returncode, .stdout, .stderr."""
+        args = [str(arg) for arg in args]
+        ((code, stdout, stderr),) = self.run([(args, cwd, env or {})], parallel=1)
+        return subprocess.CompletedProcess(["interp", *args], code, stdout, stderr)
 
     def __exit__(self, *exc) -> None:
         self._server.stdin.close()
@@ -69,6 +81,7 @@ def _child(job: dict) -> None:
     code = 1
     try:
         os.chdir(job["cwd"])
+        os.environ.update(job["env"])
         for fd, path in ((1, job["out"]), (2, job["err"])):
             target = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
             os.dup2(target, fd)

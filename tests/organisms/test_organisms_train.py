@@ -17,7 +17,6 @@ from interp.organisms import train as train_module
 from interp.organisms.config import OrganismConfig, load_organism_config
 from interp.organisms.data import splits_of
 from interp.organisms.pipeline import train_to_folder
-from tests.helpers import run_cli
 from tests.helpers.models import save_tiny, tiny_llama_config
 
 CONFIGS = Path(__file__).resolve().parents[2] / "experiments" / "organisms"
@@ -71,12 +70,12 @@ def test_every_organism_config_in_experiments_parses():
     assert len(paths) >= 6 and len({load_organism_config(p).name for p in paths}) == len(paths)  # no variant ships as an alias
 
 
-def test_unknown_config_key_is_one_line_exit_2(tmp_path):
+def test_unknown_config_key_is_one_line_exit_2(tmp_path, forked_cli):
     path = tmp_path / "bad.toml"
     path.write_text('name = "x"\n[train]\nepochs = 1\nlearning_rate = 0.1\n')
     with pytest.raises(InterpError, match=r"train\.learning_rate: unknown key"):
         load_organism_config(path)
-    result = run_cli("organism", "train", str(path), "--out", str(tmp_path / "out"))
+    result = forked_cli("organism", "train", str(path), "--out", str(tmp_path / "out"))
     assert result.returncode == 2 and result.stderr.strip().count("\n") == 0
     assert result.stderr.startswith("error: ") and "learning_rate" in result.stderr
     assert not (tmp_path / "out").exists()

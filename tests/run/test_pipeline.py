@@ -48,10 +48,6 @@ def write_config(path: Path, config: RunConfig) -> Path:
     return path
 
 
-def cli(*args, env=None, timeout=600) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "interp.cli", *map(str, args)], capture_output=True, text=True, env=env, timeout=timeout)
-
-
 @pytest.fixture(scope="module")
 def tiny_run(tmp_path_factory, tiny_llama_dir, tiny_gemma3_dir):
     out = tmp_path_factory.mktemp("run")
@@ -111,7 +107,7 @@ def test_rerun_reuses_cached_responses_without_generating(tmp_path, tiny_run, ti
     assert responses  # the module under test was imported
 
 
-def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
     config = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=30, batch_size=1, attention="final")
     path = write_config(tmp_path / "run.toml", config)
     killed = tmp_path / "killed"
@@ -133,7 +129,7 @@ def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tin
     before = {(r["judge"], r["item_id"], r["order"]): r for r in read_jsonl(judgments)}
     assert 0 < len(before) < 120
 
-    result = cli("dbg", path, "--out", killed, "--no-report", env=env)
+    result = forked_cli("dbg", path, "--out", killed, "--no-report")
     assert result.returncode == 0, result.stderr
     after = read_jsonl(judgments)
     keys = [(r["judge"], r["item_id"], r["order"]) for r in after]
@@ -144,7 +140,7 @@ def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tin
         json.loads(line)
 
     clean = tmp_path / "clean"
-    assert cli("dbg", path, "--out", clean, "--no-report", env=env).returncode == 0
+    assert forked_cli("dbg", path, "--out", clean, "--no-report").returncode == 0
     reference = {(r["judge"], r["item_id"], r["order"]): r for r in read_jsonl(clean / "judgments.jsonl")}
     assert set(reference) == set(keys)
     for record in after:
@@ -154,22 +150,22 @@ def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tin
     assert json.loads((killed / "summary.json").read_text())["judges"] == json.loads((clean / "summary.json").read_text())["judges"]
 
 
-def test_unknown_config_key_is_one_line_error(tmp_path):
+def test_unknown_config_key_is_one_line_error(tmp_path, forked_cli):
     path = tmp_path / "bad.toml"
     path.write_text('models = ["a/b", "c/d"]\nbatchsize = 4\n')
     with pytest.raises(InterpError, match="batchsize: unknown key"):
         load_run_config(path)
-    result = cli("dbg", path, "--out", tmp_path / "out")
+    result = forked_cli("dbg", path, "--out", tmp_path / "out")
     assert result.returncode == 2
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("error:")
     assert not (tmp_path / "out").exists()
 
 
-def test_malformed_dataset_line_names_file_and_line(tmp_path, tiny_llama_dir, tiny_gemma3_dir):
+def test_malformed_dataset_line_names_file_and_line(tmp_path, tiny_llama_dir, tiny_gemma3_dir, forked_cli):
     data = tmp_path / "items.jsonl"
     data.write_text('{"id": "x1", "task": "truthfulness", "query": "What is 2+2?", "reference": "4"}\n{"id": "x2", "task": \n')
     config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, data=str(data))
-    result = cli("dbg", write_config(tmp_path / "run.toml", config), "--out", tmp_path / "out")
+    result = forked_cli("dbg", write_config(tmp_path / "run.toml", config), "--out", tmp_path / "out")
     assert result.returncode == 2
     assert "items.jsonl:2" in result.stderr and result.stderr.count("\n") == 1
 
@@ -235,21 +231,21 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
         assert len([r for r in records if r["judge"] == judge]) == 12
 
 
-def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_llama_dir, tiny_gemma3_dir):
+def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_llama_dir, tiny_gemma3_dir, forked_cli):
     from interp.report.attention import SECTION_TITLE
 
     config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, n=4, attention="final")
     out = tmp_path / "out"
-    result = cli("dbg", write_config(tmp_path / "run.toml", config), "--out", out)
+    result = forked_cli("dbg", write_config(tmp_path / "run.toml", config), "--out", out)
     assert result.returncode == 0, result.stderr
     default = (out / "figures" / "attention_figure7.png").read_bytes()
     assert SECTION_TITLE in (out / "report.html").read_text()
-    result = cli("attention", out, "--paper-layout")
+    result = forked_cli("attention", out, "--paper-layout")
     assert result.returncode == 0, result.stderr
     assert (out / "figures" / "attention_figure7.png").read_bytes() != default  # authors in rows now
 
 
-def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
     config = write_config(tmp_path / "run.toml", tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=6))
     out = tmp_path / "out"
     first = subprocess.Popen([sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
@@ -257,7 +253,7 @@ def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid
         while not (out / "config.toml").exists():  # the first holds the lock once it writes
             assert first.poll() is None, first.communicate()[1][-3000:]
             time.sleep(0.05)
-        second = cli("dbg", config, "--out", out)
+        second = forked_cli("dbg", config, "--out", out)
         assert first.poll() is None  # the second gave up while the first was still writing
     finally:
         stdout, stderr = first.communicate(timeout=600)
@@ -272,14 +268,14 @@ def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid
     assert all(s["n_judgments"] == 12 for s in summary["judges"].values())
 
 
-def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_out(tmp_path, tiny_llama_dir, tiny_llama_b_dir):
+def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_out(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
     out = tmp_path / "out"
     wrong = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2, models=("no-such-alias", str(tiny_llama_b_dir)))
-    result = cli("dbg", write_config(tmp_path / "wrong.toml", wrong), "--out", out)
+    result = forked_cli("dbg", write_config(tmp_path / "wrong.toml", wrong), "--out", out)
     assert result.returncode == 2 and result.stderr.startswith("error: unknown model alias"), result.stderr
     assert not out.exists()
     fixed = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2)
-    result = cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
+    result = forked_cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
     assert result.returncode == 0, result.stderr[-3000:]
     assert load_run_config(out / "config.toml") == fixed.model_copy(update={"dtype": "float32"}) and len(read_jsonl(out / "judgments.jsonl")) == 8
 
@@ -308,7 +304,7 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
         judge_pool(read_run(run_dir))
 
 
-def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path):
+def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path, forked_cli):
     """A finished run resumed: nothing is judged again, the command ends with DBG per judge (or its JSON)."""
     import shutil
 
@@ -316,10 +312,10 @@ def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path):
     run = tmp_path / "run"
     shutil.copytree(out, run)
     path = write_config(tmp_path / "run.toml", config)
-    shown = cli("dbg", path, "--out", run, "--no-report")
+    shown = forked_cli("dbg", path, "--out", run, "--no-report")
     assert shown.returncode == 0, shown.stderr
     assert "DBG per judge" in shown.stdout and "reliable" in shown.stdout
-    as_json = cli("dbg", path, "--out", run, "--no-report", "--json")
+    as_json = forked_cli("dbg", path, "--out", run, "--no-report", "--json")
     assert as_json.returncode == 0, as_json.stderr
     payload = json.loads(as_json.stdout)
     assert [r["judge"] for r in payload["dbg"]] == list(summary["judges"])
