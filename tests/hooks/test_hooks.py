@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 import math
-import subprocess
-import sys
 from dataclasses import dataclass, field
 
 import pytest
@@ -511,17 +509,12 @@ def test_real_models_exact_oracle_single_head(request, model_name, backend_name)
 
 
 @pytest.mark.slow
-def test_cli_bad_spec_exits_2_with_one_error_line(tmp_path):
+def test_cli_bad_spec_exits_2_with_one_error_line(tmp_path, forked_cli):
     cases = {"alpha.toml": 'target = "a"\nalpha = 1.5\n', "layer.toml": 'target = "a"\nalpha = 0.0\nlayers = [99]\n'}
     for name, text in cases.items():
         path = tmp_path / name
         path.write_text(text)
-        result = subprocess.run(
-            [sys.executable, "-m", "interp.cli", "inspect", "--model", "smollm2-135m-instruct", "--query", "q", "--response-a", "x", "--response-b", "y", "--intervene", str(path)],
-            capture_output=True,
-            text=True,
-            timeout=300,
-        )
+        result = forked_cli("inspect", "--model", "smollm2-135m-instruct", "--query", "q", "--response-a", "x", "--response-b", "y", "--intervene", path)
         assert result.returncode == 2, result.stderr
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len([line for line in lines if line.startswith("error:")]) == 1, result.stderr
