@@ -179,7 +179,7 @@ def _check_gguf_readable(path: Path) -> None:
         gguf_architecture(path)
     except InterpError:
         raise
-    except Exception as exc:  # the gguf reader raises ValueError/struct errors on foreign files
+    except Exception as exc:  # what gguf_header does not word itself (an unreadable file, a length too big to read)
         raise InterpError(f"{path}: cannot read as GGUF ({type(exc).__name__}); pass a valid .gguf file") from exc
 
 

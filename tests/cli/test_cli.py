@@ -10,6 +10,7 @@ from interp.core.judge import (
     inspect_judgment,
 )
 
+from tests.helpers.models import write_gguf
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,
@@ -23,22 +24,6 @@ from tests.helpers.reference import (
 # ---- the command line ------------------------------------------------------------------------------
 
 
-def write_gguf(path: Path, architecture: str) -> Path:
-    """A small but valid GGUF file (header, metadata, one tensor) declaring the given architecture."""
-    import numpy as np
-    from gguf import GGUFWriter
-
-    writer = GGUFWriter(str(path), architecture)
-    writer.add_block_count(2)
-    writer.add_context_length(64)
-    writer.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
-
-
 @pytest.fixture(scope="module")
 def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_dir, forked_cli):
     """Run every bad-input case through the CLI (each one a forked process of its own); gather results.
@@ -47,7 +32,7 @@ def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_di
     needs a packaged model.
     """
     root = tmp_path_factory.mktemp("bad-input")
-    bad_gguf = write_gguf(root / "tiny-bert-unknown.gguf", "bert-unknown")
+    bad_gguf = write_gguf(root / "tiny-bert-unknown.gguf", "bert-unknown", lambda writer: (writer.add_block_count(2), writer.add_context_length(64)))
     assert not Path("/tmp/nope.gguf").exists()
     pair = ["--query", "What is 2+2?", "--response-b", "4"]
     cases = {

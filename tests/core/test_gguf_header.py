@@ -2,35 +2,30 @@
 
 from __future__ import annotations
 
-import numpy as np
 import pytest
 
 from interp.core.gguf_header import gguf_architecture, gguf_metadata, gguf_shape
 from interp.errors import InterpError
 
+from tests.helpers.models import write_gguf
+
 
 def _write(path, *, architecture: str | None = "llama", tokens_first: bool = True):
-    from gguf import GGUFWriter
+    def metadata(writer):
+        if architecture is None:  # a file with no general.architecture: drop what the writer adds by itself
+            writer.kv_data[0].pop("general.architecture")
+        if tokens_first:  # arrays of strings and of numbers before the keys asked for: they must be skipped right
+            writer.add_token_list([f"tok{i}" for i in range(300)] + ["émoji 🙂"])
+            writer.add_token_scores([float(i) / 7 for i in range(301)])
+            writer.add_array("test.nested", [[1, 2], [3]])
+        writer.add_block_count(30)
+        writer.add_head_count(9)
+        writer.add_float32("test.scale", 0.25)
+        writer.add_bool("test.flag", True)
+        writer.add_uint64("test.big", 2**40)
+        writer.add_string("test.text", "héllo")
 
-    writer = GGUFWriter(str(path), architecture or "llama")
-    if architecture is None:  # a file with no general.architecture: drop what the writer adds by itself
-        writer.kv_data[0].pop("general.architecture")
-    if tokens_first:  # arrays of strings and of numbers before the keys asked for: they must be skipped right
-        writer.add_token_list([f"tok{i}" for i in range(300)] + ["émoji 🙂"])
-        writer.add_token_scores([float(i) / 7 for i in range(301)])
-        writer.add_array("test.nested", [[1, 2], [3]])
-    writer.add_block_count(30)
-    writer.add_head_count(9)
-    writer.add_float32("test.scale", 0.25)
-    writer.add_bool("test.flag", True)
-    writer.add_uint64("test.big", 2**40)
-    writer.add_string("test.text", "héllo")
-    writer.add_tensor("w", np.zeros((2, 3), dtype=np.float32))
-    writer.write_header_to_file()
-    writer.write_kv_data_to_file()
-    writer.write_tensors_to_file()
-    writer.close()
-    return path
+    return write_gguf(path, architecture or "llama", metadata)
 
 
 def test_every_value_equals_gguf_readers(tmp_path):

@@ -31,11 +31,12 @@ class ForkedCLI:
     def __enter__(self) -> ForkedCLI:
         self._folder = tempfile.TemporaryDirectory(prefix="forked-cli-")
         self._batches = 0
+        self._server_err = open(Path(self._folder.name) / "server.err", "w")  # noqa: SIM115 (closed on exit)
         self._server = subprocess.Popen(
             [sys.executable, "-m", "tests.helpers.forked_cli"],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
-            stderr=open(Path(self._folder.name) / "server.err", "w"),  # noqa: SIM115 (closed with the folder)
+            stderr=self._server_err,
             text=True,
             cwd=REPO,
             env={**os.environ, "HF_HUB_OFFLINE": "1"},
@@ -55,7 +56,7 @@ class ForkedCLI:
         self._server.stdin.flush()
         line = self._server.stdout.readline()
         if not line:
-            error = (Path(self._folder.name) / "server.err").read_text()
+            error = Path(self._server_err.name).read_text()
             raise RuntimeError(f"forked-cli server failed ({self._server.poll()}):\n{error[-3000:]}")
         codes = json.loads(line)
         return [(code, Path(job["out"]).read_text(), Path(job["err"]).read_text()) for code, job in zip(codes, spec)]
@@ -73,6 +74,7 @@ class ForkedCLI:
         except subprocess.TimeoutExpired:
             self._server.kill()
             self._server.wait()
+        self._server_err.close()
         self._folder.cleanup()
 
 

@@ -7,6 +7,7 @@ milliseconds.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -23,6 +24,22 @@ def packaged_tokenizer(alias: str):
     from transformers import AutoTokenizer
 
     return AutoTokenizer.from_pretrained(resolve_spec(alias)[0])
+
+
+def write_gguf(path: Path, architecture: str, metadata: Callable = lambda writer: None) -> Path:
+    """A small but valid GGUF file: header, the metadata `metadata(writer)` adds to a `gguf.GGUFWriter` declaring
+    `architecture`, and one tensor."""
+    import numpy as np
+    from gguf import GGUFWriter
+
+    writer = GGUFWriter(str(path), architecture)
+    metadata(writer)
+    writer.add_tensor("token_embd.weight", np.zeros((8, 4), dtype=np.float32))
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    return path
 
 
 def save_tiny(folder: Path, config, model_class, tokenizer, seed: int) -> Path:
