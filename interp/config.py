@@ -10,6 +10,7 @@ not be empty.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from pathlib import Path
@@ -176,6 +177,9 @@ class RunConfig(PlacementKeys):
     attention: Literal["final", "after", "none"] = "final"
     n_boot: int = Field(1000, ge=10)
     gold: GoldConfig = GoldConfig()
+    # An empty or white-space answer: "refuse" the run before any judging (naming the model and the items), or
+    # "judge" it as it is (an empty span; a model that says nothing should lose), counted in summary.json.
+    empty_answers: Literal["refuse", "judge"] = "refuse"
     # A name in `models`/`judges` that is a server's name is that OpenAI-compatible endpoint (answers and
     # DBG judging, no attention); a name in `imports` has its answers read from that file (it cannot judge).
     servers: list[HTTPJudgeConfig] = Field(default_factory=list)
@@ -231,7 +235,13 @@ class RunConfig(PlacementKeys):
             data.pop("servers")
         if not data["imports"]:
             data.pop("imports")
+        if data["empty_answers"] == "refuse":  # the default: runs made before the option keep their identity
+            data.pop("empty_answers")
         return data
+
+    def identity_hash(self) -> str:
+        """A hash of `identity()`: what a run directory records apart from its editable config.toml."""
+        return hashlib.sha256(json.dumps(self.identity(), sort_keys=True, default=str).encode()).hexdigest()[:24]
 
 
 def load_run_config(path: Path) -> RunConfig:
@@ -268,6 +278,11 @@ class SweepConfig(PlacementKeys):
     heads: HeadAxes = HeadAxes()
     all_layers: bool = False  # also one point on every layer and head
     backend: str | None = None
+    # Node interventions (`interp.hooks.nodes`): "attention" is the mask/dampen of targets x alphas above;
+    # head_output, mlp_output and residual take every op x position below at the same layer and head points.
+    sites: list[str] = Field(default_factory=lambda: ["attention"], min_length=1)
+    ops: list[str] = Field(default_factory=lambda: ["zero"], min_length=1)
+    positions: list[str] = Field(default_factory=lambda: ["all"], min_length=1)
 
     _check_backend = field_validator("backend")(_known_backend)
 

@@ -155,6 +155,12 @@ def path_label(name: str) -> str:
     return label
 
 
+def keyed_label(name: str) -> str:
+    """A file or folder name that is a key: `path_label(name)` plus a short hash of the exact name, so two names
+    that share a label (`tq/x` and `tq_x`) never share a file. For one judge's stored files and figures."""
+    return f"{path_label(name)}-{hashlib.sha256(str(name).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
 # ---- output folders --------------------------------------------------------------------------------
 
 OUTPUT_MARKER = ".interp-output"  # written into every output folder the toolkit makes or takes over

@@ -191,10 +191,13 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
     link.symlink_to(tiny_llama_dir)
     monkeypatch.chdir(tiny_llama_dir.parent)
     judge = str(tiny_llama_dir)
+    from types import SimpleNamespace
+
+    run = SimpleNamespace(config=SimpleNamespace(models=(judge, "imported-writer")))  # what resolve_controls reads
     for spelling in (str(link), f"{tiny_llama_dir.name}/", f"./{tiny_llama_dir.name}/../{tiny_llama_dir.name}"):
         with pytest.raises(InterpError, match="spelled otherwise"):
-            resolve_controls(None, judge, TestDesign(control_judges=(spelling,)))
-    assert resolve_controls(None, judge, TestDesign(control_judges=(str(tmp_path),))) == [str(tmp_path)]  # another folder
+            resolve_controls(run, judge, TestDesign(control_judges=(spelling,)))
+    assert resolve_controls(run, judge, TestDesign(control_judges=(str(tmp_path),))) == [str(tmp_path)]  # another folder
     alias = "smollm2-135m-instruct"  # an alias and the folder it is dequantised into are one model
     assert model_identity(alias) == model_identity(str(resolve_spec(alias)[0])) != model_identity("gemma3-270m")
 

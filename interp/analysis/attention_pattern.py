@@ -93,15 +93,34 @@ def _hover(labels: list[str]) -> list[list[list[str]]]:
     return [[[query, key] for key in labels] for query in labels]
 
 
+def _is_int(value) -> bool:
+    """A layer or head number: an int (numpy's too), never a bool."""
+    import numbers
+
+    return isinstance(value, numbers.Integral) and not isinstance(value, bool)
+
+
 def chosen(values: Sequence[int] | int | None, count: int, what: str) -> tuple[int, ...]:
-    """The layer (or head) numbers asked for: all of them for None, one int, or a list; each in 0..count-1."""
-    picked = tuple(range(count)) if values is None else (values,) if isinstance(values, int) else tuple(values)
+    """The layer (or head) numbers asked for: all of them for None, one int, or a list (tuple, range) of ints;
+    each in 0..count-1. Any other type (a float, a string, a bool) is one `InterpError` naming the argument."""
+    expected = f"{what}s= takes a {what} number (int), a list of them, or None for all {count}"
+    if values is None:
+        picked: tuple = tuple(range(count))
+    elif _is_int(values):
+        picked = (values,)
+    elif isinstance(values, (list, tuple, range)) or (hasattr(values, "__iter__") and hasattr(values, "__len__") and not isinstance(values, (str, bytes, dict, set, frozenset))):
+        picked = tuple(values)
+    else:
+        raise InterpError(f"{expected}, not {type(values).__name__} {values!r}")
     if not picked:
         raise InterpError(f"no {what} asked for; pass at least one, or leave {what}s out for all {count}")
-    bad = [v for v in picked if not isinstance(v, int) or isinstance(v, bool) or not 0 <= v < count]
+    wrong = [v for v in picked if not _is_int(v)]
+    if wrong:
+        raise InterpError(f"{expected}, not a list holding {type(wrong[0]).__name__} {wrong[0]!r}")
+    bad = [v for v in picked if not 0 <= v < count]
     if bad:
         raise InterpError(f"{what} {bad[0]!r} is out of range: this model has {count} {what}s (0..{count - 1})")
-    return tuple(dict.fromkeys(picked))
+    return tuple(dict.fromkeys(int(v) for v in picked))
 
 
 def attention_pattern(

@@ -19,7 +19,8 @@ import numpy as np
 import torch
 from interp.config import RunConfig
 from interp.core.attention import per_token_mean
-from interp.core.models import own_model, own_slot, tokenizer_fingerprint
+from interp.core.fingerprint import tokenizer_fingerprint
+from interp.core.models import own_model, own_slot
 from interp.errors import InterpError
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
@@ -198,7 +199,7 @@ def attention_judges(run_dir: Path) -> list[str]:
     paths = _check_run_dir(run_dir)
     config = run_config(paths)
     specs = config.judge_specs if config is not None else []
-    found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file()]
+    found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file() and _index_judge(paths.attention_index(spec)) in (spec, None)]
     known = {paths.attention_index(spec).stem for spec in found}
     for index_path in sorted(paths.attention_dir.glob("*.json")):
         if index_path.stem in known or not index_path.with_suffix(".safetensors").is_file():
@@ -213,6 +214,14 @@ def attention_judges(run_dir: Path) -> list[str]:
             "(or \"after\") to record it"
         )
     return found
+
+
+def _index_judge(index_path: Path) -> str | None:
+    """The judge an attention index names (None when it cannot be read: the loader reports that)."""
+    try:
+        return json.loads(index_path.read_text()).get("judge")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention:
@@ -230,6 +239,11 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
         raise InterpError(
             f"run directory {paths.root} has no attention for judge {judge!r} (judges with attention: {available}); "
             "run `interp dbg` with attention enabled"
+        )
+    if _index_judge(index_path) not in (judge, None):  # an older run's file of a judge with the same label
+        raise InterpError(
+            f"run directory {paths.root} has no attention for judge {judge!r}: {index_path.name} holds judge "
+            f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); re-run the judging step"
         )
     try:
         index = json.loads(index_path.read_text())

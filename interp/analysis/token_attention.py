@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import numbers
+import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -91,6 +93,15 @@ def prompt_token_attention(
     reloading the judge. The token weights are that head's row at the final position ("final" runs) or the
     mean over every position after both responses ("after" runs).
     """
+    for value, what in ((judge, "judge"), (item_id, "item_id"), (order, "order"), (backend, "backend")):
+        if not isinstance(value, str):
+            raise InterpError(f"{what} must be a string, not {type(value).__name__} {value!r:.60}")
+    for value, what in ((layer, "layer"), (head, "head")):
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool):
+            raise InterpError(f"{what} must be an int ({what} number), not {type(value).__name__} {value!r:.60}")
+    if not isinstance(run_dir, (str, os.PathLike)):
+        raise InterpError(f"run_dir must be a run directory (str or Path), not {type(run_dir).__name__}")
+    layer, head = int(layer), int(head)
     run = load_attention(run_dir, judge)
     if order not in ORDERS:
         raise InterpError(f"order must be one of {', '.join(ORDERS)}, not {order!r}")

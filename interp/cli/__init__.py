@@ -21,6 +21,7 @@ except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_exceptions
 
 from interp.cli import attention, experiments, localize, metrics, organism, run
+from interp.core.cache_dir import check_cache_root
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 
@@ -41,11 +42,15 @@ organism_app = typer.Typer(help="Model organisms: judges with a known answer (tr
 
 
 def one_line_errors(function: Callable) -> Callable:
-    """An `InterpError` from the command becomes "error: ..." on stderr and exit code 2."""
+    """An `InterpError` from the command becomes "error: ..." on stderr and exit code 2. Before the command runs
+    (its arguments parsed, so `--help` and usage errors come first), the cache folder is checked: an
+    INTERP_CACHE that is a file, lies under a file or cannot be written is refused before anything is written
+    (`interp.core.cache_dir.check_cache_root`)."""
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         try:
+            check_cache_root()
             return function(*args, **kwargs)
         except InterpError as exc:
             end_progress_bars()

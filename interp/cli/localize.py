@@ -23,7 +23,7 @@ def localize(
     as_json: bool = json_option(),
 ) -> None:
     """Which heads carry the judge's preference for its own answers: every (layer, head) ranked per method, one
-    heatmap per method with the top heads boxed (RUN/figures/localize_<judge>_<method>.png), the table as CSV."""
+    heatmap per method with the top heads boxed (RUN/figures/localize_<judge>-<hash>_<method>.png), the table as CSV."""
     import json
 
     from interp.experiments.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge

@@ -26,13 +26,14 @@ def train(
     With --seed or --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its name)."""
     from interp.core.models import cache_root
     from interp.errors import InterpError
-    from interp.organisms.config import load_organism_config, parse_seeds, with_seed
+    from interp.organisms.config import check_config_fits, load_organism_config, parse_seeds, with_seed
     from interp.organisms.pipeline import add_held_out, trained_member, train_to_folder
     from interp.storage import path_label
 
     if seed is not None and seeds is not None:
         raise InterpError("give --seed or --seeds, not both")
     config = load_organism_config(config_path)
+    check_config_fits(config)  # [heads] n_heads / top_layers against the base's shape: before any answer or folder
     if seeds is not None:
         root = out if out is not None else Path("organisms")
         members = [with_seed(config, s) for s in parse_seeds(seeds)]

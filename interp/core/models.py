@@ -23,6 +23,7 @@ from typing import Literal
 import torch
 
 from interp.core.adapters import organism_base
+from interp.core.fingerprint import model_fingerprint
 from interp.core.gguf_header import gguf_architecture, gguf_shape, one_parse_per_file
 from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
 from interp.errors import InterpError
@@ -81,6 +82,11 @@ class LoadedModel:
     def device(self) -> torch.device:
         """Where input ids go (the token embedding's device); a sharded model's layers may be elsewhere."""
         return input_device(self.hf_model)
+
+    def fingerprint(self) -> str:
+        """A hash of what the model holds now (weights, generation config, tokenizer): the key of every cache
+        its weights determine (`interp.core.fingerprint`), never its name or folder."""
+        return model_fingerprint(self.hf_model, self.tokenizer)
 
 
 @dataclass
@@ -451,10 +457,3 @@ def describe_aliases() -> list[dict]:
             row |= {"installed": False, "install": f"its adapter is not installed (interp/builtin/adapters/{alias.name}/): reinstall interp"}
         rows.append(row)
     return rows
-
-
-def tokenizer_fingerprint(tokenizer) -> str:
-    """A short hash of a tokenizer's vocabulary: token spans stored with it are only valid for the same one."""
-    vocab = tokenizer.get_vocab()
-    digest = hashlib.sha256(json.dumps(sorted(vocab.items())[:5000]).encode() + str(len(vocab)).encode())
-    return digest.hexdigest()[:16]

@@ -42,28 +42,50 @@ def check_fits_context(n_tokens: int, context_length: int | None, what: str = "p
         raise InterpError(f"{what} has {n_tokens} tokens but the model's context is {context_length}; {hint}")
 
 
+def _prompt_parts(prompt: Prompt) -> list[tuple[int, int, bool]]:
+    """(start, end, in a slot) of each part of the text, cut at every slot boundary."""
+    cuts = sorted({0, len(prompt.text)} | {i for span in prompt.char_spans.values() for i in span})
+    slots = prompt.char_spans.values()
+    return [(start, end, any(s <= start and end <= e for s, e in slots)) for start, end in zip(cuts, cuts[1:])]
+
+
+def _encode_part(tokenizer, prompt: Prompt, start: int, end: int, in_slot: bool, first: bool, **kwargs):
+    """One part's encoding. A slot holds user text (query, response, reference): its chat-control strings
+    ("<|im_end|>", "<start_of_turn>", "<bos>") must stay text, or the text could close its turn and forge
+    another, so special tokens are split there. Template parts keep their special tokens.
+
+    `split_special_tokens` splits every added token in a slow tokenizer but only the special ones in a fast
+    tokenizer; both packaged models mark all their chat-control tokens special.
+    """
+    text, add_special_tokens = prompt.text[start:end], prompt.add_special_tokens and first
+    return tokenizer(text, add_special_tokens=add_special_tokens, split_special_tokens=in_slot, **kwargs)
+
+
 def tokenize_prompt(tokenizer, prompt: Prompt, *, max_length: int | None = None) -> TokenizedPrompt:
     """Tokenize part by part, cutting at every slot boundary, so no token straddles a response edge.
 
     (Some vocabularies merge a response's last character with the template after it, e.g. Gemma's ".</".)
-    Offsets still come from each part's offset mapping, shifted to the whole prompt.
+    Slot text is encoded with special tokens split (see `_encode_part`). Offsets still come from each part's
+    offset mapping, shifted to the whole prompt.
     """
-    cuts = sorted({0, len(prompt.text)} | {i for span in prompt.char_spans.values() for i in span})
     ids: list[int] = []
     offsets: list[tuple[int, int]] = []
-    for index, (start, end) in enumerate(zip(cuts, cuts[1:])):
-        if start == end:
-            continue
-        encoding = tokenizer(
-            prompt.text[start:end],
-            add_special_tokens=prompt.add_special_tokens and index == 0,
-            return_offsets_mapping=True,
-        )
+    for index, (start, end, in_slot) in enumerate(_prompt_parts(prompt)):
+        encoding = _encode_part(tokenizer, prompt, start, end, in_slot, index == 0, return_offsets_mapping=True)
         ids += encoding["input_ids"]
         offsets += [(s + start, e + start) if e > s else (s, e) for s, e in encoding["offset_mapping"]]
     check_fits_context(len(ids), max_length)
     spans = {slot: char_to_token_span(offsets, start, end) for slot, (start, end) in prompt.char_spans.items()}
     return TokenizedPrompt(ids, spans, prompt.text)
+
+
+def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
+    """The ids of `tokenize_prompt(tokenizer, prompt).input_ids`, without offsets, so a slow tokenizer works too:
+    the one encoding of a prompt with user text in it (generation prompts included), slots encoded as text."""
+    ids: list[int] = []
+    for index, (start, end, in_slot) in enumerate(_prompt_parts(prompt)):
+        ids += _encode_part(tokenizer, prompt, start, end, in_slot, index == 0)["input_ids"]
+    return ids
 
 
 def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:

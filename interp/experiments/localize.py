@@ -167,13 +167,30 @@ def mask_scan(run: Run, judge: str, judges: Judges, items: Sequence[Item], progr
     return scan
 
 
-def _frame(method: str, effect: np.ndarray, n_items: int, single_judge: bool = True) -> pd.DataFrame:
+def check_finite_effects(effect: np.ndarray, judge: str, method: str) -> None:
+    """A ranking needs a finite effect for every head: a NaN (or infinite) effect, from empty answers (a span
+    of no tokens has no per-token attention) or from a judge computing NaN, is one `InterpError` line naming
+    the judge and the method, before any head is ranked or drawn."""
+    effect = np.asarray(effect, dtype=float)
+    if effect.size == 0:
+        raise InterpError(f"localize: judge {judge!r}, method {method!r}: no head has an effect, so no ranking is made")
+    bad = np.argwhere(~np.isfinite(effect))
+    if len(bad):
+        first = f", first layer {int(bad[0][0])} head {int(bad[0][1])}" if effect.ndim == 2 else ""
+        raise InterpError(
+            f"localize: judge {judge!r}, method {method!r}: {len(bad)} of {effect.size} heads have a non-finite effect "
+            f"(NaN or infinity{first}), so no ranking is made; are some of the run's answers empty (a span of no "
+            "tokens), or does the judge compute NaN?"
+        )
+
+
+def _frame(method: str, effect: np.ndarray, n_items: int, single_judge: bool = True, *, judge: str) -> pd.DataFrame:
+    check_finite_effects(effect, judge, method)
     n_layers, n_heads = effect.shape
     layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     frame = pd.DataFrame(
         {"method": method, "layer": layer.ravel(), "head": head.ravel(), "score": np.abs(effect).ravel(), "effect": effect.ravel(), "single_judge": single_judge, "n_items": n_items}
     )
-    frame["score"] = frame["score"].fillna(-np.inf)
     frame = frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], kind="stable").reset_index(drop=True)
     frame["rank"] = np.arange(1, len(frame) + 1)
     return frame[COLUMNS]
@@ -221,17 +238,17 @@ def localize_run(
                 raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
         else:
             attention = load_attention(run.dir.root, judge)
-            frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids)))
+            frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids), judge=judge))
     wanted = [m for m in methods if m in ("atp", "atp-output", "mask")]
     if wanted:
         judges = judges or judge_pool(run, where=where)
         model = judges.model(judge)
         if {"atp", "atp-output"} & set(wanted):
             scores = attribution_scores(run, judge, model, items, progress)
-            frames += [_frame(m, scores[m].mean(0), len(items)) for m in ("atp", "atp-output") if m in wanted]
+            frames += [_frame(m, scores[m].mean(0), len(items), judge=judge) for m in ("atp", "atp-output") if m in wanted]
         if "mask" in wanted:
             subset = mask_items(run.items, n_mask_items)
-            frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset)))
+            frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset), judge=judge))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 
 

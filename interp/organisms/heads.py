@@ -26,13 +26,13 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from interp.core.adapters import add_head_delta, adapter_fingerprint, adapter_folder, apply_adapter, head_delta_key, read_manifest
+from interp.core.adapters import add_head_delta, adapter_fingerprint, apply_adapter, head_delta_key, read_manifest
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel
 from interp.core.placement import input_device
 from interp.errors import InterpError
 from interp.core.backends.shared_trunk import decoder_stack
-from interp.organisms.config import OrganismConfig
+from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
 from interp.splits import unit_hash
 from interp.core.threads import set_torch_threads
 from interp.organisms.train import (
@@ -51,19 +51,15 @@ from interp.organisms.train import (
 
 def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: int) -> list[tuple[int, int]]:
     """`count` distinct (layer, head) pairs drawn from `seed` among the heads of the last `top_layers` layers,
-    sorted."""
-    first = max(0, n_layers - top_layers)
+    sorted. `top_layers` beyond the model's `n_layers` is refused (never clipped: it is most likely a typo), as
+    is a `count` beyond the heads of those layers."""
+    if top_layers > n_layers:
+        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+    first = n_layers - top_layers
     pool = [(layer, head) for layer in range(first, n_layers) for head in range(n_heads)]
     if count > len(pool):
         raise InterpError(f"heads.n_heads = {count}: the last {top_layers} layers hold only {len(pool)} heads")
     return sorted(sorted(pool, key=lambda lh: unit_hash(seed, "planted-heads", *lh))[:count])
-
-
-def start_folder(start: str):
-    folder = adapter_folder(start)
-    if folder is None:
-        raise InterpError(f"heads.start {start!r} is not an organism (a shipped alias or an adapter folder)")
-    return folder
 
 
 def start_first_lora_layer(start: str, n_layers: int) -> int:
@@ -148,14 +144,20 @@ def train_heads_organism(
     if heads_cfg is None:
         raise InterpError(f"organism {config.name!r} has no [heads] section")
     set_torch_threads(config.train.threads)  # fixed, as for the LoRA organisms
+    check_config_fits(config, models)  # n_heads and top_layers against the base's shape, before anything is loaded
     timings: dict[str, float] = {}
     start = time.perf_counter()
     models = author_models(config, models, device)
     base = models[config.base_model]
+    check_fits_model(config, base.n_layers, base.n_heads)  # the loaded base itself, before any answer is generated
     # The start organism: a copy of the plain base with its adapter merged (the base itself stays plain: its
     # answers are the own ones).
     judge = dataclasses.replace(base, name=heads_cfg.start, hf_model=apply_adapter(copy.deepcopy(base.hf_model), start_folder(heads_cfg.start)))
     timings["load_s"] = time.perf_counter() - start
+
+    n_layers, n_heads = judge.n_layers, judge.n_heads
+    planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)  # before generation
+    lowest = planted[0][0]
 
     t = time.perf_counter()
     pairs, labels = training_pairs(config, {a: models[a] for a in config.data.authors}, progress)
@@ -165,9 +167,6 @@ def train_heads_organism(
     hf = judge.hf_model
     hf.set_attn_implementation("sdpa")
     hf.requires_grad_(False)
-    n_layers, n_heads = judge.n_layers, judge.n_heads
-    planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)
-    lowest = planted[0][0]
     torch.manual_seed(config.seed)
     delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules).to(input_device(hf))
 
@@ -176,10 +175,10 @@ def train_heads_organism(
     # The start organism's layers below its LoRA are the base's: their states are the base's, shared with every
     # organism on these prompts (key: the base). From there to the lowest planted layer: the start's own layers.
     shared = min(lowest, start_first_lora_layer(heads_cfg.start, n_layers))
-    hidden, cached = frozen_states(hf, shared, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
+    hidden, cached = frozen_states(hf, shared, examples, pad_id, cache=hidden_cache, key=base.fingerprint(), progress=progress)
     if lowest > shared:
         hidden, cached = frozen_states(
-            hf, lowest, examples, pad_id, cache=hidden_cache, key=f"{base.source}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
+            hf, lowest, examples, pad_id, cache=hidden_cache, key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
             progress=progress, compute=lambda chunk: [advance(hf, shared, lowest, hidden[i]) for i in chunk],
         )
     timings["frozen_pass_s"] = time.perf_counter() - t

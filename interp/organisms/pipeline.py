@@ -21,7 +21,7 @@ from interp.core.adapters import HEAD_DELTA_FILE, adapter_folder, base_signature
 from interp.core.placement import resolve_placement
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
-from interp.organisms.config import OrganismConfig
+from interp.organisms.config import OrganismConfig, check_config_fits
 from interp.organisms.train import train_organism
 from interp.storage import check_output_dir, path_label
 
@@ -42,6 +42,7 @@ def train_to_folder(
     the config: the same config trained on a GPU is the same member, with other rounding."""
     out = Path(out)
     device = resolve_placement(device, "float32").device  # a device this machine lacks: one error, nothing written
+    check_config_fits(config, models)  # top_layers and heads.n_heads against the base's shape: one error, nothing written
     check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
     if config.heads is not None:
         from interp.organisms.heads import train_heads_organism

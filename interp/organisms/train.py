@@ -44,7 +44,7 @@ from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.threads import set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
-from interp.organisms.config import OrganismConfig
+from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model
 from interp.organisms.data import (
     DataMix,
     Planting,
@@ -308,7 +308,8 @@ def lora_model(model: LoadedModel, config: OrganismConfig):
     from peft import LoraConfig, get_peft_model
 
     n_layers = model.n_layers
-    top = min(config.lora.top_layers, n_layers)
+    check_fits_model(config, n_layers, model.n_heads)  # top_layers beyond the model is refused, never clipped
+    top = config.lora.top_layers
     torch.manual_seed(config.seed)
     lora = LoraConfig(
         r=config.lora.rank,
@@ -372,7 +373,6 @@ def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None,
     return models
 
 
-
 def train_organism(
     config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None, device: str = "cpu"
 ) -> Trained:
@@ -384,24 +384,28 @@ def train_organism(
     `device`: where the authors not given are loaded and the training runs (cpu, cuda, cuda:N).
     """
     set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
+    check_config_fits(config, models)  # lora.top_layers against the base's shape, before anything is loaded
     timings: dict[str, float] = {}
     start = time.perf_counter()
     models = author_models(config, models, device)
     timings["load_s"] = time.perf_counter() - start
 
+    base = models[config.base_model]
+    check_fits_model(config, base.n_layers, base.n_heads)  # the loaded model itself, before any answer is generated
+
     t = time.perf_counter()
     pairs, labels = training_pairs(config, {a: models[a] for a in config.data.authors}, progress)
-    base = models[config.base_model]
     examples = build_examples(base, pairs, labels)
     timings["data_s"] = time.perf_counter() - t
 
     labels_ids = label_tokens(base.tokenizer).ids
     pad_id = base.tokenizer.pad_token_id
     base.hf_model.set_attn_implementation("sdpa")  # training needs no attention patterns; sdpa is faster on the CPU
+    base_key = base.fingerprint()  # before LoRA wraps the base in place: the frozen layers are the base's
     peft_model, first_lora_layer = lora_model(base, config)
 
     t = time.perf_counter()
-    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base.source, progress=progress)
+    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base_key, progress=progress)
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:

@@ -4,7 +4,7 @@ Writes into RUN_DIR/figures/:
   attention_figure7.png/.pdf        the Figure 7 grid (rows: judges + judge-difference row; columns:
                                     response authors + author-difference column; each cell a per-layer
                                     profile of the per-token mean; bottom-right: own minus other per judge)
-  attention_heads_<judge>.png/.pdf  own-minus-other per (layer, head), top heads boxed and listed
+  attention_heads_<judge>-<hash>.png/.pdf  own-minus-other per (layer, head), top heads boxed and listed
   attention_layer_differences.csv   per judge, statistic and layer: own, other, difference, bootstrap CI
   attention_heads.csv               per judge, layer and head: own, other, difference (mean and mass)
   attention_length_items.csv        per judge and instruction: length and attention differences
@@ -40,7 +40,7 @@ from interp.formatting import number
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.run.store import RunDir
-from interp.storage import atomic_write_text, path_label
+from interp.storage import atomic_write_text, keyed_label
 from interp.templating import Markup, render
 
 SECTION_TITLE = "Attention over response spans (Figure 7)"
@@ -419,7 +419,7 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{path_label(judge)}")
+        paths = save_figure(head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{keyed_label(judge)}")
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):

@@ -19,7 +19,8 @@ from safetensors import safe_open
 from safetensors.torch import save
 
 from interp.core.judge import Judgment
-from interp.core.models import LoadedModel, tokenizer_fingerprint
+from interp.core.fingerprint import tokenizer_fingerprint
+from interp.core.models import LoadedModel
 from interp.data import Item
 from interp.errors import InterpError
 from interp.run.records import ORDERS
@@ -81,5 +82,5 @@ def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: 
             for item in items
         ],
     }
-    atomic_write_bytes(paths.attention(judge), save({"mass": mass, "span_tokens": counts}))
-    atomic_write_text(paths.attention_index(judge), json.dumps(index))
+    atomic_write_bytes(paths.attention(judge, write=True), save({"mass": mass, "span_tokens": counts}))
+    atomic_write_text(paths.attention_index(judge, write=True), json.dumps(index))

@@ -83,6 +83,8 @@ def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
 def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, progress: bool) -> dict[str, dict[str, str]]:
     existing = paths.read_responses()
     if all(set(existing.get(m, {})) >= {i.id for i in items} for m in config.models):
+        if config.empty_answers == "refuse":
+            check_answers_not_empty(existing, items)
         return existing
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     records = []
@@ -93,8 +95,36 @@ def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], m
             records += server_responses(config.server(spec), items, decoding, progress=progress)
         else:
             records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress)
+    if config.empty_answers == "refuse":
+        check_answers_not_empty(_by_model(records), items)
     write_jsonl_atomic(paths.responses, [asdict(r) for r in records])
     return paths.read_responses()
+
+
+def _by_model(records) -> dict[str, dict[str, str]]:
+    answers: dict[str, dict[str, str]] = {}
+    for record in records:
+        answers.setdefault(record.model, {})[record.item_id] = record.text
+    return answers
+
+
+def empty_answers(responses: dict[str, dict[str, str]], items: Sequence[Item]) -> dict[str, list[str]]:
+    """model -> the ids of the items it answered with nothing (white space only)."""
+    found = {model: [i.id for i in items if i.id in answers and not answers[i.id].strip()] for model, answers in responses.items()}
+    return {model: ids for model, ids in found.items() if ids}
+
+
+def check_answers_not_empty(responses: dict[str, dict[str, str]], items: Sequence[Item]) -> None:
+    """Every answer to be judged holds text: an empty (or white-space) answer gives empty spans, a verdict on
+    nothing and a DBG of +0.0 that means nothing, so it is refused before any judging, naming the model and items."""
+    for model, empty in empty_answers(responses, items).items():
+        if empty:
+            shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+            raise InterpError(
+                f"{model} gave an empty answer to {len(empty)} of the run's {len(items)} items ({shown}); nothing was "
+                "judged: raise max_new_tokens, fix the model's generation (its EOS, its chat template), drop those items, "
+                "or set empty_answers = \"judge\" to judge them as they are"
+            )
 
 
 def gold_judges(config: RunConfig, models: ModelCache) -> list[GoldJudge]:
@@ -163,9 +193,13 @@ def run_dbg(
         check_http_gold(judges, paths, items)
     with timings.step("load and check models"):
         check_models(config, paths, items, models)
+    for judge in judges:  # a missing reference answer is found here, not after responses and judgments are written
+        if isinstance(judge, ReferenceJudge):
+            judge.check_items(items)
     with paths.writer():
         atomic_write_text(paths.adapters, json.dumps(adapters, indent=2, sort_keys=True) + "\n")
         atomic_write_text(paths.config, config.to_toml())
+        atomic_write_text(paths.identity, json.dumps({"config_identity": config.identity_hash()}) + "\n")
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])
         with timings.step("generation"):

@@ -1,8 +1,9 @@
 """Responses: the paper's generation prompts (Tables 4-6), greedy (or seeded sampling), batched, capped at a
 word limit.
 
-Each response is cached on disk under a key made of the model's source, the exact prompt text and the
-decoding settings, so a re-run (or another run with the same models) reuses it. Cache files are written
+Each response is cached on disk under a key made of the model's content (its weights, generation config and
+tokenizer: `interp.core.fingerprint`), the exact prompt text and the decoding settings, so a re-run (or another
+run with the same weights) reuses it, and other weights under the same name or folder never do. Cache files are written
 atomically (temp file + rename): an interrupted run never leaves a truncated entry.
 """
 
@@ -21,7 +22,7 @@ from tqdm.auto import tqdm
 from interp.core.backends import left_pad
 from interp.core.models import LoadedModel, attention_implementation, cache_root
 from interp.core.prompts import FEWSHOT_STOP, Prompt, generation_prompt
-from interp.core.spans import check_fits_context
+from interp.core.spans import check_fits_context, encode_prompt
 from interp.data import Item
 from interp.storage import atomic_write_text
 
@@ -65,14 +66,13 @@ def clean_generation(text: str, *, fewshot: bool) -> str:
     return text.strip()
 
 
-def _cache_key(model: LoadedModel, prompt_text: str, decoding: Decoding) -> str:
+def _cache_key(model_fingerprint: str, prompt_text: str, decoding: Decoding) -> str:
+    """An answer's key: what the model holds (`LoadedModel.fingerprint`: weights, generation config, tokenizer;
+    never its name, folder or `source`), the exact prompt text and the decoding."""
     settings = asdict(decoding) | {"batch_size": None}
-    if not decoding.sampled:  # greedy keys predate sampling
+    if not decoding.sampled:
         del settings["temperature"], settings["seed"]
-    payload = {"model": model.source, "prompt": prompt_text, "decoding": settings}
-    if model.placement.dtype != "float32":  # another precision gives other greedy text (float32 keys predate this)
-        payload["dtype"] = model.placement.dtype
-    payload = json.dumps(payload, sort_keys=True)
+    payload = json.dumps({"model": model_fingerprint, "prompt": prompt_text, "decoding": settings}, sort_keys=True)
     return hashlib.sha256(payload.encode()).hexdigest()[:24]
 
 
@@ -90,7 +90,8 @@ def _prompts(model: LoadedModel, items: Sequence[Item], decoding: Decoding) -> l
 
 
 def _encode(tokenizer, prompt: Prompt) -> list[int]:
-    return tokenizer(prompt.text, add_special_tokens=prompt.add_special_tokens)["input_ids"]
+    """The prompt's ids, its query encoded as text (chat tokens in an instruction stay text: `encode_prompt`)."""
+    return encode_prompt(tokenizer, prompt)
 
 
 def check_generation_lengths(model: LoadedModel, items: Sequence[Item], decoding: Decoding, *, name: str | None = None) -> None:
@@ -128,7 +129,8 @@ def generate_responses(
     in item order."""
     tokenizer = model.tokenizer
     prompts = _prompts(model, items, decoding)
-    prompt_keys = [_cache_key(model, p.text, decoding) for p in prompts]
+    fingerprint = model.fingerprint()
+    prompt_keys = [_cache_key(fingerprint, p.text, decoding) for p in prompts]
     # Sampled: batches fixed by the item list, each answer keyed by its batch-mates too (`_batch_key`).
     fixed = _length_batches(range(len(prompts)), prompts, decoding.batch_size) if decoding.sampled else []
     mates = {i: [prompt_keys[j] for j in batch] for batch in fixed for i in batch}

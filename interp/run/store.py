@@ -2,12 +2,15 @@
 
 A run directory holds everything in open formats and can be resumed after a kill:
   config.toml            the validated config (a re-run whose results would differ is refused)
+  identity.json          a hash of the config as run (`RunConfig.identity_hash`), kept apart from config.toml:
+                         a config.toml edited after the run no longer matches it, and the run is refused
   adapters.json          model spec -> fingerprint of the adapter weights it loaded (organisms; a re-run or
                          re-judging with other weights under the same name is refused)
   items.jsonl            the sampled instructions
   responses.jsonl        both models' answers (also cached across runs, see interp.run.responses)
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
   attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
+                         (<judge>: `keyed_label`, the judge's label plus a hash of its exact name)
   gold.jsonl             one line per (gold judge, item): P(models[0]'s response wins)
   gold_checks.json       counters of judges that report them (HTTP judges: missing logprobs, non-labels)
   summary.json           win rates, DBG with bootstrap intervals, position consistency, label checks
@@ -20,7 +23,7 @@ A run directory holds everything in open formats and can be resumed after a kill
                          holding other files is not written into without --overwrite
 
 Names given by the user (judges, intervention and sweep names) become file names through
-`interp.storage.path_label` only.
+`interp.storage.path_label` only; where the name is the file's key (a judge's attention), `keyed_label`.
 
 Readers never write; a torn last line left by a killed writer is skipped until the writer repairs it.
 """
@@ -45,6 +48,7 @@ from interp.storage import (
     check_output_dir,
     check_writable_dir,
     claim_output_dir,
+    keyed_label,
     path_label,
     read_jsonl,
 )
@@ -56,11 +60,16 @@ RUN_MARKERS = (LOCK_NAME, "adapters.json")
 
 
 def _attention_file(folder: Path, judge: str, suffix: str) -> Path:
-    """folder/<label><suffix>; a run written before `path_label` may hold the older label (ASCII-only,
-    leading dots kept), which is read when it is the one there."""
-    path = folder / f"{path_label(judge)}{suffix}"
-    older = folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}"
-    return older if not path.exists() and older.name not in ("", ".", "..") and older.exists() else path
+    """folder/<label>-<hash><suffix>. A run written before the hash holds folder/<label><suffix> (or, before
+    `path_label`, an ASCII-only label), read when it is the one there; `load_attention` then checks that its
+    index names this judge, since two judges could share that older name."""
+    path = folder / f"{keyed_label(judge)}{suffix}"
+    if path.exists():
+        return path
+    for older in (folder / f"{path_label(judge)}{suffix}", folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}"):
+        if older.name not in ("", ".", "..") and older.exists():
+            return older
+    return path
 
 
 @dataclass(frozen=True)
@@ -75,6 +84,10 @@ class RunDir:
     @property
     def config(self) -> Path:
         return self.root / "config.toml"
+
+    @property
+    def identity(self) -> Path:
+        return self.root / "identity.json"
 
     @property
     def adapters(self) -> Path:
@@ -123,11 +136,12 @@ class RunDir:
     def attention_shards(self, judge: str) -> Path:
         return _attention_file(self.attention_dir, judge, "")
 
-    def attention(self, judge: str) -> Path:
-        return _attention_file(self.attention_dir, judge, ".safetensors")
+    def attention(self, judge: str, *, write: bool = False) -> Path:
+        """The judge's attention arrays; `write`: the current layout's name, never an older run's file."""
+        return self.attention_dir / f"{keyed_label(judge)}.safetensors" if write else _attention_file(self.attention_dir, judge, ".safetensors")
 
-    def attention_index(self, judge: str) -> Path:
-        return _attention_file(self.attention_dir, judge, ".json")
+    def attention_index(self, judge: str, *, write: bool = False) -> Path:
+        return self.attention_dir / f"{keyed_label(judge)}.json" if write else _attention_file(self.attention_dir, judge, ".json")
 
     def variant(self, key: str) -> Path:
         """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""
@@ -153,7 +167,25 @@ class RunDir:
     # ---- readers ----------------------------------------------------------------------------------
 
     def read_config(self) -> RunConfig:
-        return validate_config(RunConfig, read_toml(self.config, "run config"), str(self.config))
+        """The run's config; refused when config.toml was edited after the run (its identity no longer matches
+        identity.json), since the results in the folder were made under the config as it was."""
+        config = validate_config(RunConfig, read_toml(self.config, "run config"), str(self.config))
+        recorded = self.read_identity()
+        if recorded is not None and recorded != config.identity_hash():
+            raise InterpError(
+                f"{self.config} was edited after the run was made (it no longer matches {self.identity.name}); its results "
+                "were made under the config as run: restore config.toml, or run the new config with another --out"
+            )
+        return config
+
+    def read_identity(self) -> str | None:
+        """The recorded hash of the config as run; None for a run written before it was recorded."""
+        if not self.identity.is_file():
+            return None
+        try:
+            return json.loads(self.identity.read_text())["config_identity"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            raise InterpError(f"{self.identity}: not a run identity file; it is written by `interp dbg` (use another --out)") from None
 
     def read_items(self) -> list[Item]:
         return [Item(**record) for record in read_jsonl(self.items)]
@@ -193,6 +225,7 @@ class RunDir:
         is re-entrant within a process (a step that writes calls it too, under a job that already holds it).
         """
         check_writable_dir(self.root)
+        self.check_layout()
         claim_output_dir(self.root, RUN_MARKERS)
         lock = self._acquire()
         try:
@@ -204,6 +237,16 @@ class RunDir:
         """`--out` for a run (`interp.storage.check_output_dir`): a new or empty folder, or a run to resume;
         a folder of other files only with `overwrite`."""
         check_output_dir(self.root, markers=RUN_MARKERS, overwrite=overwrite)
+        self.check_layout()
+
+    def check_layout(self) -> None:
+        """Each of the run's sub-folders is a folder where it exists: a file in its place is one line, before
+        anything is written (not a NotADirectoryError once work has been done)."""
+        folders = [self.attention_dir, self.figures, self.steering, self.steering / "sweeps", self.steering / "directions"]
+        folders += [self.root / name for name in ("variants", "interventions", "sweeps")]
+        for folder in folders:
+            if folder.exists() and not folder.is_dir():
+                raise InterpError(f"{folder} is a file where the run keeps a folder; move it away, or use another run directory")
 
     def check_not_locked(self) -> None:
         """Fail at once, naming the holder, when another process writes the run; writes nothing.
@@ -280,6 +323,7 @@ def read_run(run_dir: Path) -> Run:
     """The inputs every experiment over a finished run holds fixed (a `Run`; the notebook's `interp.load_run`
     wraps it with the scores in a `RunResult`). Raises InterpError when a required file is missing."""
     paths = check_finished(run_dir)
+    paths.check_layout()
     config = paths.read_config()
     items = paths.read_items()
     per_judge = paths.read_gold()

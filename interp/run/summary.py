@@ -146,5 +146,9 @@ def write_summary(
         summary["placement"] = placement
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
+    if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
+        ids = {i.id for i in items}
+        empty = {m: sorted(i for i, text in answers.items() if i in ids and not text.strip()) for m, answers in paths.read_responses().items()}
+        summary["empty_answers"] = {m: found for m, found in empty.items() if found}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
     return summary

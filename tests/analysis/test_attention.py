@@ -32,7 +32,7 @@ from interp.analysis.attention_store import (
     load_attention,
 )
 from interp.analysis.token_attention import prompt_token_attention, tokens_html
-from interp.core.models import tokenizer_fingerprint
+from interp.core.fingerprint import tokenizer_fingerprint
 from interp.errors import InterpError
 from interp.report.attention import SECTION_TITLE, write_attention_figures
 from interp.run.records import ORDERS
@@ -481,7 +481,9 @@ def test_notebook_runs_top_to_bottom(real_run, monkeypatch):
 
 @slow
 def test_empty_response_in_a_real_run(real_run, tmp_path):
-    """An empty response: 0 tokens, zero mass, NaN per-token mean, strict JSON elsewhere, figures written."""
+    """An empty response is refused by default, before any judging; with empty_answers = "judge": 0 tokens, zero
+    mass, NaN per-token mean, strict JSON elsewhere, figures written, and the empty answer counted."""
+    from interp.errors import InterpError
     from interp.run.pipeline import run_dbg
     from interp.storage import OUTPUT_MARKER, read_jsonl
 
@@ -493,7 +495,13 @@ def test_empty_response_in_a_real_run(real_run, tmp_path):
     emptied = next(r for r in responses if r["model"] == real_run.config.models[1])
     emptied["text"] = ""
     (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
-    run_dbg(real_run.config, root, progress=False, models=ModelCache(models=real_run.loaded))
+    with pytest.raises(InterpError, match=f"gave an empty answer to 1 of the run's .* items \\({emptied['item_id']}\\)"):
+        run_dbg(real_run.config, root, progress=False, models=ModelCache(models=real_run.loaded))
+    assert not (root / "judgments.jsonl").exists()
+    config = real_run.config.model_copy(update={"empty_answers": "judge"})
+    (root / "config.toml").unlink()
+    run_dbg(config, root, progress=False, models=ModelCache(models=real_run.loaded))
+    assert json.loads((root / "summary.json").read_text())["empty_answers"] == {real_run.config.models[1]: [emptied["item_id"]]}
     for judge in real_run.config.judge_specs:
         run = load_attention(root, judge)
         i = run.item_ids.index(emptied["item_id"])

@@ -134,12 +134,15 @@ def tiny_controls(root: Path, tokenizer, seeds=(11, 12, 13)) -> list[str]:
     return [str(save_tiny(root / f"control_{seed}", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=seed)) for seed in seeds]
 
 
-def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path, forked_cli):
+def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path, smollm2_tokenizer, forked_cli):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     from interp.run.store import read_run
 
-    judge, other = read_run(run).config.models
+    judge, author = read_run(run).config.models
+    refused = forked_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--judge", judge, "--control-judge", author)
+    assert refused.returncode == 2 and "wrote one of the run's answers" in refused.stderr  # the other author owns an answer
+    (other,) = tiny_controls(tmp_path, smollm2_tokenizer, seeds=(11,))
     result = forked_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]

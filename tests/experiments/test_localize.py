@@ -151,7 +151,7 @@ def test_localize_cli_json(tiny_run, tiny_llama, forked_cli):  # noqa: F811
     n = tiny_llama.n_layers * tiny_llama.n_heads
     assert len(heads) == 2 * n and {h["method"] for h in heads} == {"atp", "attention"}
     assert all(set(h) >= {"layer", "head", "score", "method", "single_judge"} and h["single_judge"] is True for h in heads)
-    assert (root / "figures" / f"localize_{__import__('interp.storage', fromlist=['path_label']).path_label(judge)}_atp.png").is_file()
+    assert (root / "figures" / f"localize_{__import__('interp.storage', fromlist=['keyed_label']).keyed_label(judge)}_atp.png").is_file()
     bad = forked_cli("localize", str(root), "--judge", judge, "--method", "guess")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "guess" in bad.stderr
     other = forked_cli("localize", str(root), "--judge", "nobody")

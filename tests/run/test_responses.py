@@ -32,6 +32,6 @@ def test_sampled_answers_are_seeded_and_the_same_whatever_the_cache_held(tiny_ll
 
 def test_greedy_cache_keys_leave_out_the_sampling_settings(tiny_llama):
     prompt = "a prompt"
-    assert _cache_key(tiny_llama, prompt, Decoding()) == _cache_key(tiny_llama, prompt, Decoding(seed=3))
-    assert _cache_key(tiny_llama, prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama, prompt, Decoding())
-    assert _cache_key(tiny_llama, prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama, prompt, Decoding(temperature=0.7, seed=1))
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding()) == _cache_key(tiny_llama.fingerprint(), prompt, Decoding(seed=3))
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama.fingerprint(), prompt, Decoding())
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7, seed=1))
