@@ -156,8 +156,30 @@ def _is_table(heads) -> bool:
     return bool(heads) and isinstance(heads[0], tuple)
 
 
+class HeadSelection:
+    """Reading a spec's `layers` and `heads` (a tuple for every chosen layer, or (layer, heads) pairs): the one
+    definition for attention and node specs."""
+
+    layers: tuple[int, ...] | None
+    heads: tuple[int, ...] | HeadsTable | None
+
+    @property
+    def heads_table(self) -> dict[int, tuple[int, ...]] | None:
+        """The layer -> heads table when `heads` was given as one, else None."""
+        return dict(self.heads) if _is_table(self.heads) else None
+
+    def selection(self, n_layers: int) -> dict[int, tuple[int, ...] | None]:
+        """layer -> heads to intervene on (None = every head, or a site without heads), for `n_layers` layers."""
+        table = self.heads_table
+        if table is not None:
+            layers = self.layers if self.layers is not None else tuple(sorted(table))
+            return {layer: table[layer] for layer in layers}
+        layers = self.layers if self.layers is not None else tuple(range(n_layers))
+        return {layer: self.heads for layer in layers}
+
+
 @dataclass(frozen=True)
-class AttentionIntervention:
+class AttentionIntervention(HeadSelection):
     """Multiply the post-softmax attention on `target`'s keys by `alpha` and renormalise each query row.
 
     `target`: "self" | "other" (the judge's own / the other response: needs authors), "a" | "b" (a response
@@ -202,22 +224,6 @@ class AttentionIntervention:
         if _is_table(heads):
             return {layer: list(hs) for layer, hs in heads}
         return list(heads)
-
-    # ---- reading the head selection ----------------------------------------------------------------
-
-    @property
-    def heads_table(self) -> dict[int, tuple[int, ...]] | None:
-        """The layer -> heads table when `heads` was given as one, else None."""
-        return dict(self.heads) if _is_table(self.heads) else None
-
-    def selection(self, n_layers: int) -> dict[int, tuple[int, ...] | None]:
-        """layer -> heads to intervene on (None = every head), for a model with `n_layers` layers."""
-        table = self.heads_table
-        if table is not None:
-            layers = self.layers if self.layers is not None else tuple(sorted(table))
-            return {layer: table[layer] for layer in layers}
-        layers = self.layers if self.layers is not None else tuple(range(n_layers))
-        return {layer: self.heads for layer in layers}
 
     @property
     def label(self) -> str:

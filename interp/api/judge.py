@@ -18,151 +18,39 @@ uses), entered around each call and left after it.
 from __future__ import annotations
 
 import contextlib
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
 import torch
-from jaxtyping import Float
-from torch import Tensor
 
 from interp.hooks.context import dampen
-from interp.hooks.spec import AttentionIntervention, as_spec, validate_against
+from interp.hooks.node_data import node_edit_builder, reference_means
+from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
+from interp.hooks.spec import AttentionIntervention, validate_against
+from interp.core.sites import check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
-from interp.core.judge import Judgment, judge_batch, judgment_record, label_tokens
-from interp.core.models import Kind, LoadedModel, load_model, own_model, own_slot, wrap_model
+from interp.core.judge import Judgment, judge_batch, label_tokens
+from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
+from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
+from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
 from interp.errors import InterpError
 
 
-@dataclass(frozen=True, eq=False)  # tensors have no single truth value: verdicts compare by identity
-class Verdict:
-    """One judged pair: the verdict's label probabilities and the judge's attention to each response.
+def _then(first, second):
+    """Two hook functions at one point, in order (None from either keeps the activation it was given)."""
 
-    Attributes:
-        p_a: P(response A is better), renormalised over the labels A and B (`p_a + p_b == 1`).
-        p_b: P(response B is better).
-        label_mass: probability on the label tokens before renormalising: how much the judge answered
-            with a label at all.
-        top_is_label: whether the single most likely next token is a label.
-        spans: token spans of the prompt, `"query"`, `"a"`, `"b"` -> `(start, end)`, end exclusive.
-        mass: attention mass from the query set (the final position by default) onto each response span,
-            dims `[layer, head, span]`, span 0 = response A, 1 = response B: the summed weights on the
-            span's tokens, averaged over the query positions.
-        mean: per-token mean, `mass / span_tokens` (NaN for an empty span), dims `[layer, head, span]`.
-        span_tokens: the number of tokens of each response span, dims `[span]`.
-        prompt: the tokenized prompt (input ids, text and spans).
-        task: the judging task ("helpfulness", "truthfulness" or "translation").
-        authors: (author of A, author of B), when given.
-        own: the model whose answers are the judge's own (what target "self" means).
-        interventions: the intervention specs active while the pair was judged.
-    """
+    def both(activation):
+        edited = first(activation)
+        activation = activation if edited is None else edited
+        again = second(activation)
+        return activation if again is None else again
 
-    p_a: float
-    p_b: float
-    label_mass: float
-    top_is_label: bool
-    spans: dict[str, tuple[int, int]]
-    mass: Float[Tensor, "layer head span"]
-    mean: Float[Tensor, "layer head span"]
-    span_tokens: Float[Tensor, " span"]
-    prompt: TokenizedPrompt = field(repr=False)
-    task: str = "helpfulness"
-    authors: Authors | None = None
-    own: str | None = None
-    interventions: tuple[AttentionIntervention, ...] = ()
-    judgment: Judgment = field(default=None, repr=False)  # type: ignore[assignment]
-
-    @property
-    def own_slot(self) -> str | None:
-        """"a" or "b": the slot holding the judge's own response (None when authors do not say)."""
-        return None if self.authors is None else own_slot(*self.authors, self.own)
-
-    @property
-    def p_own(self) -> float | None:
-        """P(the judge's own response is better), when one slot is its own."""
-        slot = self.own_slot
-        return None if slot is None else (self.p_a if slot == "a" else self.p_b)
-
-    def own_minus_other(self, stat: str = "mean") -> Float[Tensor, "layer head"]:
-        """Attention to the judge's own response minus attention to the other, per (layer, head).
-
-        Args:
-            stat: "mean" (per token) or "mass".
-
-        Raises:
-            InterpError: when no slot is the judge's own (pass `authors=` naming its own model once).
-        """
-        slot = self.own_slot
-        if slot is None:
-            raise InterpError(f"no response is the judge's own ({self.own!r}); pass authors= naming it in one slot")
-        values = {"mean": self.mean, "mass": self.mass}[stat]
-        own, other = (0, 1) if slot == "a" else (1, 0)
-        return values[..., own] - values[..., other]
-
-    def to_dict(self) -> dict:
-        """The JSON record `interp inspect` prints (probabilities, spans, per-layer attention), plus task and authors."""
-        return judgment_record(self.judgment) | {"task": self.task, "authors": list(self.authors) if self.authors else None}
-
-
-@dataclass(frozen=True, eq=False)
-class Verdicts(Sequence[Verdict]):
-    """Verdicts of a batch of pairs, in input order; index it for one `Verdict`.
-
-    The stacked views put the pair first: `p_a` is `[pair]`, `mass` and `mean` are `[pair, layer, head, span]`.
-    """
-
-    verdicts: tuple[Verdict, ...]
-
-    def __len__(self) -> int:
-        return len(self.verdicts)
-
-    def __getitem__(self, index):
-        return self.verdicts[index]
-
-    @property
-    def p_a(self) -> Float[Tensor, " pair"]:
-        """P(A is better) per pair."""
-        return torch.tensor([v.p_a for v in self.verdicts], dtype=torch.float64)
-
-    @property
-    def p_b(self) -> Float[Tensor, " pair"]:
-        """P(B is better) per pair."""
-        return torch.tensor([v.p_b for v in self.verdicts], dtype=torch.float64)
-
-    @property
-    def label_mass(self) -> Float[Tensor, " pair"]:
-        """Probability on the label tokens before renormalising, per pair."""
-        return torch.tensor([v.label_mass for v in self.verdicts], dtype=torch.float64)
-
-    @property
-    def mass(self) -> Float[Tensor, "pair layer head span"]:
-        """Attention mass onto each response span, per pair."""
-        return torch.stack([v.mass for v in self.verdicts])
-
-    @property
-    def mean(self) -> Float[Tensor, "pair layer head span"]:
-        """Per-token mean attention onto each response span, per pair."""
-        return torch.stack([v.mean for v in self.verdicts])
-
-    def frame(self):
-        """A pandas DataFrame, one row per pair: probabilities, label mass, span lengths, authors, P(own)."""
-        import pandas as pd
-
-        return pd.DataFrame(
-            [
-                {
-                    "task": v.task, "author_a": v.authors[0] if v.authors else None, "author_b": v.authors[1] if v.authors else None,
-                    "p_a": v.p_a, "p_b": v.p_b, "p_own": v.p_own, "label_mass": v.label_mass, "top_is_label": v.top_is_label,
-                    "tokens_a": int(v.span_tokens[0]), "tokens_b": int(v.span_tokens[1]),
-                }
-                for v in self.verdicts
-            ]
-        )  # fmt: skip
+    return both
 
 
 class Judge:
@@ -188,6 +76,10 @@ class Judge:
         refuse_unknown(unknown)
         if readout not in ("final", "after"):
             raise InterpError(f"unknown readout {readout!r}; use 'final' or 'after'")
+        if own is not None:
+            _text(own, "own")
+        if not isinstance(batch_size, int) or isinstance(batch_size, bool):
+            raise InterpError(f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} {_shown(batch_size)}")
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
         check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
@@ -196,7 +88,10 @@ class Judge:
         self.readout: QuerySet = readout
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
-        self._active: list[AttentionIntervention] = []
+        self._active: list[AttentionIntervention | NodeIntervention] = []
+        self._means: dict[int, dict] = {}  # id(node spec) -> its reference means
+        self._pools: dict[int, list] = {}  # id(node spec) -> its reference prompts (resample's donors)
+        self._hooks: list[dict] = []  # the open `hooks` blocks' functions
         self._nnsight: Any = None  # the LanguageModel of `trace`, made on first use
 
     # ---- building one -----------------------------------------------------------------------------
@@ -236,6 +131,7 @@ class Judge:
             The judge.
         """
         refuse_unknown(unknown)
+        spec = _text(str(spec) if isinstance(spec, Path) else spec, "spec (the model to load)")
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
         return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
 
@@ -352,6 +248,8 @@ class Judge:
 
     def prompt(self, query: str, response_a: str, response_b: str, *, task: str = "helpfulness") -> TokenizedPrompt:
         """The tokenized judge prompt this judge reads (its text, input ids and token spans)."""
+        for value, what in ((query, "query"), (response_a, "response_a"), (response_b, "response_b"), (task, "task")):
+            _text(value, what)
         return build_judge_prompt(self.model, task, query, response_a, response_b)
 
     def __call__(
@@ -378,7 +276,11 @@ class Judge:
             A `Verdict` for strings, `Verdicts` for lists.
         """
         if isinstance(query, str):
+            _text(response_a, "response_a")
+            _text(response_b, "response_b")
             return self.batch([query], [response_a], [response_b], task=task, authors=authors, own=own)[0]
+        if isinstance(query, (bytes, Mapping)) or not hasattr(query, "__iter__"):
+            raise InterpError(f"query must be a string (one pair) or a list of strings (a batch), not {type(query).__name__} {_shown(query)}")
         return self.batch(query, response_a, response_b, task=task, authors=authors, own=own)
 
     def batch(
@@ -404,7 +306,13 @@ class Judge:
         Returns:
             The verdicts, in input order.
         """
-        queries, responses_a, responses_b = list(queries), list(responses_a), list(responses_b)
+        queries, responses_a, responses_b = _texts(queries, "queries"), _texts(responses_a, "responses_a"), _texts(responses_b, "responses_b")
+        if not isinstance(task, str):
+            if isinstance(task, (bytes, Mapping)) or not hasattr(task, "__iter__"):
+                raise InterpError(f"task must be a task name (a string) or a list of them, one per pair, not {type(task).__name__} {_shown(task)}")
+            task = _texts(task, "task")
+        if own is not None:
+            _text(own, "own")
         n = len(queries)
         if not n or len(responses_a) != n or len(responses_b) != n:
             raise InterpError(f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair")
@@ -420,9 +328,26 @@ class Judge:
         return Verdicts(tuple(verdicts))
 
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
-        """One `judge_batch` pass under every open intervention (each a `dampen` around this pass only)."""
+        """One `judge_batch` pass under every open intervention (an attention spec: a `dampen` around this pass
+        only; node specs and `hooks`: edits at their hook points, compiled for these prompts)."""
+        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
+        nodes = [spec for spec in self._active if isinstance(spec, NodeIntervention)]
+        edit = None
+        if nodes or self._hooks:
+            means = {i: self._means[id(spec)] for i, spec in enumerate(nodes) if id(spec) in self._means}
+            pool = next((self._pools[id(spec)] for spec in nodes if id(spec) in self._pools), None)
+            build = node_edit_builder(nodes, self.backend, own=own, authors=known, means=means, pool=pool) if nodes else None
+            hooks = [dict(h) for h in self._hooks]
+
+            def edit(batch, offsets, chunk):
+                edits = dict(build(batch, offsets, chunk)) if build is not None else {}
+                for table in hooks:  # the user's functions run after the interventions at the same point
+                    for name, fn in table.items():
+                        edits[name] = _then(edits[name], fn) if name in edits else fn
+                return edits
+
         with self._intervened(prompts, authors, own):
-            return judge_batch(self.backend, prompts, self._labels, queries=self.readout)
+            return judge_batch(self.backend, prompts, self._labels, queries=self.readout, edit=edit)
 
     @contextlib.contextmanager
     def _intervened(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> Iterator[None]:
@@ -430,7 +355,8 @@ class Judge:
         known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
         with contextlib.ExitStack() as stack:
             for spec in self._active:
-                stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
+                if isinstance(spec, AttentionIntervention):
+                    stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
             yield
 
     def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
@@ -540,9 +466,16 @@ class Judge:
 
     @contextlib.contextmanager
     def intervene(
-        self, /, spec: AttentionIntervention | Mapping[str, Any] | str | Path | None = None, **keys: Any
-    ) -> Iterator[AttentionIntervention]:
-        """Judge under an attention intervention for the duration of a `with` block.
+        self, /, spec: AttentionIntervention | NodeIntervention | Mapping[str, Any] | str | Path | None = None, *, reference: Any = None, **keys: Any
+    ) -> Iterator[AttentionIntervention | NodeIntervention]:
+        """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
+        spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
+
+            with judge.intervene(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
+                v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
+
+        `reference`: for `mean` and `resample`, the prompts the means or donors come from: a run (its items in
+        both orders, as `interp intervene` uses without a selection split) or a list of pairs.
 
             with judge.intervene(target="self", alpha=0.0, layers=[20, 21]):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
@@ -561,11 +494,78 @@ class Judge:
         Yields:
             The spec, validated against this model's layers and heads.
         """
-        spec = as_spec(spec, **keys)
-        validate_against(spec, self.n_layers, self.n_heads)
+        spec = as_intervention(spec, **keys)
+        if isinstance(spec, NodeIntervention):
+            validate_node(spec, self.n_layers, self.n_heads)
+            check_hook_names(self.model.hf_model, spec.hook_names(self.n_layers))
+            if spec.needs in ("mean", "donor"):
+                self._reference_data(spec, reference)
+        else:
+            validate_against(spec, self.n_layers, self.n_heads)
+        if reference is not None and not (isinstance(spec, NodeIntervention) and spec.needs in ("mean", "donor")):
+            raise InterpError("reference= gives a mean ablation its means, or resample its donors; this spec reads neither")
         depth = len(self._active)
         self._active.append(spec)
         try:
             yield spec
         finally:
             del self._active[depth:]
+            self._means.pop(id(spec), None)
+            self._pools.pop(id(spec), None)
+
+    def _reference_data(self, spec: NodeIntervention, reference: Any) -> None:
+        """The reference prompts of a mean or resample spec: a run (every item, both orders, as `interp intervene`
+        uses when no selection split is given) or a list of (query, response_a, response_b[, authors])."""
+        if reference is None:
+            raise InterpError(f"a {spec.op} intervention needs reference=: a run (its items) or a list of (query, response_a, response_b[, authors]) pairs")
+        prompts, authors = self._reference_prompts(reference)
+        if spec.needs == "mean":
+            with torch.inference_mode():
+                self._means[id(spec)] = reference_means(self.backend, spec, prompts, own=self.own, authors=authors, batch_size=self.batch_size)
+        self._pools[id(spec)] = prompts
+
+    def _reference_prompts(self, reference: Any) -> tuple[list[TokenizedPrompt], list | None]:
+        from interp.run.judging import judge_tasks
+        from interp.run.store import read_run
+
+        root = getattr(reference, "path", reference)
+        if isinstance(root, (str, Path)):
+            run = read_run(Path(root))
+            tasks = judge_tasks(run.items, run.responses, run.config.models)
+            return [self.prompt(t.item.query, t.response_a, t.response_b, task=t.item.task) for t in tasks], [(t.author_a, t.author_b) for t in tasks]
+        if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
+            raise InterpError(f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}")
+        prompts, authors = [], []
+        for entry in reference:
+            if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
+                raise InterpError("each reference entry is (query, response_a, response_b) or (query, response_a, response_b, authors)")
+            prompts.append(self.prompt(*entry[:3]))
+            authors.append(tuple(entry[3]) if len(entry) == 4 else None)
+        return prompts, (None if any(a is None for a in authors) else authors)
+
+    @contextlib.contextmanager
+    def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:
+        """Run your functions at named hook points during every judgment in the block (TransformerLens'
+        `run_with_hooks`, baukit's `Trace`):
+
+            kept = {}
+            with judge.hooks({"blocks.3.attn.hook_z": lambda z: kept.setdefault("z", z.clone()) and None}):
+                judge(query, a, b)
+
+        A function gets the activation (`hook_z`: [batch, pos, head, d_head]; the others [batch, pos, d_model])
+        and returns a tensor of the same shape to replace it, or None to leave it. The names are
+        `judge.hook_names()` (`interp.core.sites`); every backend runs them, through forward-hook handles that
+        are gone after each pass, so the model is as it was on exit, on errors too."""
+        if not isinstance(functions, Mapping) or not all(isinstance(k, str) and callable(v) for k, v in functions.items()):
+            raise InterpError("hooks() takes a mapping of hook point name -> function (see judge.hook_names())")
+        check_hook_names(self.model.hf_model, functions)
+        depth = len(self._hooks)
+        self._hooks.append(dict(functions))
+        try:
+            yield
+        finally:
+            del self._hooks[depth:]
+
+    def hook_names(self) -> list[str]:
+        """The hook point names this judge's model offers (`interp.core.sites`), layer by layer."""
+        return hook_names(self.model.hf_model)

@@ -15,6 +15,7 @@ instead of paths; the files the CLI writes are written the same way.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Mapping, Sequence
@@ -22,12 +23,15 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 
 from interp.hooks.spec import KEYS as SPEC_KEYS
-from interp.hooks.spec import AttentionIntervention, as_spec
+from interp.hooks.nodes import as_intervention, node_keys
+from interp.hooks.spec import AttentionIntervention
+from interp.api.argument_types import check_flag, check_int, check_list, check_number, check_text
 from interp.api.judge import Judge
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
+from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
@@ -117,6 +121,11 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
     Raises:
         InterpError: a bad config, or a held judge in another dtype than the run's.
     """
+    if not isinstance(config, (RunConfig, Mapping, str, os.PathLike)):
+        raise InterpError(f"config must be a RunConfig, a dict of its keys or a run TOML file, not {type(config).__name__}")
+    if not isinstance(out, (str, os.PathLike)):
+        raise InterpError(f"out must be the run directory (a str or Path), not {type(out).__name__}")
+    check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before the run folder is made
     held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
         keys = dict(config)
@@ -152,6 +161,12 @@ def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -
         raise InterpError(f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))")
     held[name] = entry.model
     return name
+
+
+def _check_judge(judge: Any) -> None:
+    """A judge argument: its name in the run (a string) or a `Judge`."""
+    if not isinstance(judge, (str, Judge)):
+        raise InterpError(f"judge must be the judge's name in the run (a string) or a Judge, not {type(judge).__name__} {judge!r:.60}")
 
 
 def _root(run: Any) -> Path:
@@ -193,6 +208,10 @@ def figure7(
     Returns:
         A matplotlib Figure (save it with `fig.savefig(...)`; a notebook shows it).
     """
+    check_text(stat, "stat")
+    check_list(judges, "judges", objects=(Judge,))
+    check_flag(relative_depth, "relative_depth")
+    check_flag(transpose, "transpose")
     root = _root(run)
     known = attention_judges(root)
     names = [_judge_name(judge, known) for judge in judges] if judges is not None else known
@@ -213,6 +232,10 @@ def head_map(run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items
     Returns:
         A matplotlib Figure.
     """
+    _check_judge(judge)
+    check_text(stat, "stat")
+    check_int(top_k, "top_k", minimum=1)
+    check_list(items, "items")
     root = _root(run)
     attention = load_attention(root, _judge_name(judge, attention_judges(root)))
     k = min(top_k, attention.n_layers * attention.n_heads)
@@ -239,6 +262,10 @@ def localize(
     """
     from interp.experiments.localize import DEFAULT_METHODS, localize_run, run_judge
 
+    _check_judge(judge)
+    check_list(methods, "methods")
+    check_int(n_items, "n_items", minimum=1, optional=True)
+    check_int(n_mask_items, "n_mask_items", minimum=1)
     loaded = read_run(_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
     return localize_run(loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress)
@@ -385,7 +412,8 @@ def intervene(
         items: split or test on these item ids only.
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
-        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`).
+        **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`), or a node
+            spec's (`site`, `op`, `layers`, `heads`, `positions`, ...: `interp.hooks.nodes`).
 
     Returns:
         The decision, its numbers and the effects per judge.
@@ -393,6 +421,18 @@ def intervene(
     Raises:
         InterpError: no mask or more than one, an unknown keyword, or a bad value.
     """
+    check_flag(all_layers, "all_layers")
+    check_int(top_heads, "top_heads", minimum=1, optional=True)
+    check_number(selection_share, "selection_share", optional=True)
+    check_int(split_seed, "split_seed")
+    check_int(random_head_sets, "random_head_sets", minimum=0, optional=True)
+    check_number(test_alpha, "test_alpha")
+    check_list(judges, "judges", objects=(Judge,))
+    check_text(backend, "backend", optional=True)
+    check_flag(with_controls, "with_controls")
+    check_list(items, "items")
+    check_text(device, "device")
+    check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
     check_mask_choice(spec, keys, all_layers=all_layers, top_heads=top_heads)
     design = design_from_options(
         spec_given=spec is not None or bool(keys),
@@ -405,7 +445,7 @@ def intervene(
         test_alpha=test_alpha,
         span_controls=with_controls,
     )
-    spec = as_spec(spec, **keys) if design.heads == "spec" else None
+    spec = as_intervention(spec, **keys) if design.heads == "spec" else None
     root = _root(run)
     known = read_run(root).config.judge_specs
     held: dict[str, LoadedModel] = {}
@@ -440,17 +480,18 @@ def intervene(
         )
         for judge, record in result["judges"].items()
     }
-    return InterventionResult(as_spec(result["spec"]), Path(result["run_dir"]), result["n_items"], result["backend"], per_judge, result)
+    return InterventionResult(as_intervention(result["spec"]), Path(result["run_dir"]), result["n_items"], result["backend"], per_judge, result)
 
 
 def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, top_heads: int | None) -> None:
     """Exactly one mask, and every keyword known: nothing the caller passed is dropped without a word."""
-    unknown = sorted(set(keys) - set(SPEC_KEYS))
+    allowed = set(SPEC_KEYS) | set(node_keys(keys.get("op")))
+    unknown = sorted(set(keys) - allowed)
     if unknown:
         raise InterpError(
             f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, selection_share, "
             f"split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, items, device, progress; "
-            f"spec keys are {', '.join(SPEC_KEYS)}"
+            f"spec keys are {', '.join(SPEC_KEYS)}; a node spec's are {', '.join(node_keys(keys.get('op')))}"
         )
     chosen = "all_layers=True" if all_layers else f"top_heads={top_heads}" if top_heads is not None else None
     if chosen is None or (spec is None and not keys):
@@ -478,6 +519,9 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
         The sweep's table (also written to `RUN/sweeps/<name>-<key>/results.csv`, plots beside it; the
         path is in `frame.attrs["path"]`). A killed sweep resumes where it stopped.
     """
+    if not isinstance(config, (SweepConfig, Mapping, str, os.PathLike)):
+        raise InterpError(f"config must be a SweepConfig, a dict of its keys or a sweep TOML file, not {type(config).__name__}")
+    check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
     held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):
         keys = dict(config)

@@ -44,6 +44,8 @@ def intervene(
     judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
+    site: str = typer.Option("attention", "--site", help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)"),
+    op: str = typer.Option("mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
@@ -51,7 +53,7 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
-    from interp.hooks.spec import load_spec
+    from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
     from interp.report.interventions import intervention_section
@@ -70,9 +72,11 @@ def intervene(
         random_head_sets=random_head_sets,
         test_alpha=test_alpha,
         span_controls=controls,
+        site=site,
+        op=op,
     )
     where = placement_keys(device, dtype)
-    spec = load_spec(spec_path) if spec_path is not None else None
+    spec = as_intervention(spec_path) if spec_path is not None else None
     result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)

@@ -50,7 +50,7 @@ def inspect(
 ) -> None:
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
     from interp.hooks.compile import bias_builder
-    from interp.hooks.spec import load_spec
+    from interp.hooks.nodes import NodeIntervention, as_intervention
     from interp.core.backends import check_backend_fits, make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model
@@ -59,7 +59,9 @@ def inspect(
     if queries not in ("final", "after"):
         raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
     where = placement_keys(device, dtype)
-    spec = load_spec(intervene) if intervene is not None else None
+    spec = as_intervention(intervene) if intervene is not None else None
+    if isinstance(spec, NodeIntervention):
+        raise InterpError(f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.intervene()")
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
     check_backend_fits(loaded, backend)

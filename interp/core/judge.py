@@ -25,7 +25,7 @@ from interp.core.attention import (
     span_reducer,
     span_token_counts,
 )
-from interp.core.backends.protocol import Backend, Batch, ResidEdit, ScoreBias, left_pad
+from interp.core.backends.protocol import Backend, Batch, ResidEdit, ScoreBias, SiteEdit, left_pad
 from interp.core.spans import TokenizedPrompt, build_judge_prompt
 from interp.errors import InterpError
 
@@ -63,7 +63,7 @@ class Judgment:
 
 
 BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]
-EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ResidEdit | None]
+EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], "ResidEdit | SiteEdit | None"]
 
 
 MIN_SHARED_PREFIX = 16  # below this, a separate prefix pass costs more than it saves
@@ -110,8 +110,9 @@ def judge_batch(
 ) -> list[Judgment]:
     """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
 
-    `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> residual
-    stream edits (layer -> function, see `Backend.forward`); either may return None for "no change".
+    `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> edits: a layer
+    (int) -> function of that layer's residual output (steering), and a hook point name (str, `interp.core.sites`)
+    -> function of that activation (node interventions); either may return None for "no change".
     A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
     `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item).
     """
@@ -125,9 +126,12 @@ def judge_batch(
         else None
     )
     score_bias = bias(batch, offsets, prompts) if bias is not None else None
-    resid_edit = edit(batch, offsets, prompts) if edit is not None else None
+    edits = edit(batch, offsets, prompts) if edit is not None else None
+    resid_edit = {key: fn for key, fn in (edits or {}).items() if isinstance(key, int)}
+    site_edit = {key: fn for key, fn in (edits or {}).items() if isinstance(key, str)}
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
-    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared)
+    extra = {"site_edit": site_edit} if site_edit else {}  # a named hook point: a node intervention
+    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared, **extra)
     probs, normalised, label_mass = label_probabilities(logits, labels)
     check_finite(normalised, label_mass, judge or model.name, names)
     top = probs.argmax(-1)

@@ -27,6 +27,7 @@ from typing import Literal, Sequence
 
 import numpy as np
 
+from interp.hooks.nodes import NodeIntervention, node_from_dict, registered_ops
 from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
@@ -40,6 +41,7 @@ from interp.experiments.engine import (
     Judges,
     Variant,
     baseline,
+    check_nodes_take_effect,
     check_spans,
     check_variants,
     digest,
@@ -50,6 +52,7 @@ from interp.experiments.engine import (
 )
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
+from interp.metrics.mirror import mirror_shares
 from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
@@ -74,8 +77,26 @@ class TestDesign:
     test_alpha: float = ALPHA  # the test's level (a spec's `alpha` is its mask strength)
     n_flips: int = N_FLIPS
     span_controls: bool = False  # also the other-span and random-span masks (descriptive, not in the decision)
+    # --top-heads / --all-layers: what the chosen heads get. "attention": the own-answer mask; "head_output": `op`
+    # (a node kind, `interp.hooks.nodes`) on those heads' outputs at every position.
+    site: str = "attention"
+    op: str = "mean"
+
+    def record(self) -> dict:
+        """The design as data (result.json, the result's key); site and op only when they are not the mask, so
+        the keys of mask designs stay what they were."""
+        data = dataclasses.asdict(self)
+        if self.site == "attention":
+            del data["site"], data["op"]
+        return data
 
     def __post_init__(self) -> None:
+        if self.site not in ("attention", "head_output"):
+            raise InterpError(f"--site {self.site!r}: --top-heads and --all-layers act on 'attention' (the mask) or 'head_output'")
+        if self.site == "head_output" and self.heads == "spec":
+            raise InterpError("--site head_output goes with --top-heads or --all-layers; a spec names its own site")
+        if self.site == "head_output" and self.op not in registered_ops():
+            raise InterpError(f"--op {self.op!r} is not a node intervention kind; use one of {', '.join(registered_ops())}")
         if self.heads == "top-heads" and (self.top_k is None or self.top_k < 1):
             raise InterpError("--top-heads needs a number of heads of at least 1")
         if self.selection_share is not None and not 0 < self.selection_share < 1:
@@ -163,11 +184,22 @@ def judge_identity(spec: str) -> str:
 
 
 def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
+    """The control judges (named, or `automatic_controls`). Refused: the judge itself under another spelling, and a
+    judge that owns one of the run's answers other than the tested judge's own (`own_model`: an author, or an
+    organism of an author's base; an organism of the tested judge's own base, as the null family is, stays)."""
     controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
+    authors = {model_identity(m) for m in run.config.models}
     for control in controls:
         if judge_identity(control) == judge_identity(judge):
             same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
             raise InterpError(f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer")
+        owner = model_identity(own_model(control))
+        if owner in authors and owner != model_identity(own_model(judge)):
+            wrote = "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
+            raise InterpError(
+                f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own neither answer "
+                "(it would carry a self-preference of its own)"
+            )
     return controls
 
 
@@ -201,7 +233,7 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
     where the mask acts first; later layers see changed inputs, which this does not follow. None when the
     run holds no span attention for the judge, or the spec is not a mask of the own answer.
     """
-    if spec.target != "self" or not has_attention(run, judge):
+    if not isinstance(spec, AttentionIntervention) or spec.target != "self" or not has_attention(run, judge):
         return None
     attention = load_attention(run.dir.root, judge)
     rows = [attention.item_ids.index(i) for i in item_ids if i in attention.item_ids]
@@ -221,13 +253,18 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
     }
 
 
-def _mask_spec(run: Run, judge: str, design: TestDesign, spec: AttentionIntervention | None, selection: list[str]) -> AttentionIntervention:
+def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[str]):
     if design.heads == "all-layers":
+        if design.site == "head_output":
+            return node_from_dict({"site": "head_output", "op": design.op, "name": f"head-output-{design.op}-all-layers"})
         return AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers")
     if design.heads == "top-heads":
         if not has_attention(run, judge):
             raise InterpError(f"--top-heads reads {judge}'s span attention, which this run did not record; make the run with attention = \"final\"")
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
+        if design.site == "head_output":
+            table = {layer: list(hs) for layer, hs in heads.items()}
+            return node_from_dict({"site": "head_output", "op": design.op, "heads": table, "name": f"head-output-{design.op}-top{design.top_k}-heads"})
         return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
     if spec is None:
         raise InterpError("give an intervention: --all-layers, --top-heads K or --spec FILE")
@@ -284,19 +321,19 @@ def intervene_run(
     _check_top_k(pool, names, design)
     specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
     backend_name = backend if backend is not None else run.config.backend
-    variants = {judge: _variants(specs[judge], design.span_controls) for judge in names}
+    variants = {judge: _variants(specs[judge], design.span_controls, selection) for judge in names}
     _check_inputs(run, pool, names, controls, variants, test_items)
     keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
     control_keys = {
         judge: {control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge)) for control in controls[judge]}
         for judge in names
     }
-    identity = {"keys": keys, "control_keys": control_keys, "design": dataclasses.asdict(design), "selection": selection, "test": test}
+    identity = {"keys": keys, "control_keys": control_keys, "design": design.record(), "selection": selection, "test": test}
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
     out_dir = run.dir.intervention(label, digest(identity))
     result: dict = {
         "spec": specs[names[0]].to_dict(),
-        "design": dataclasses.asdict(design),
+        "design": design.record(),
         "run_dir": str(run.dir.root),
         "n_items": len(test),
         "split": split or (f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})" if design.selection_share else "all items"),
@@ -354,15 +391,24 @@ def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, 
             loaded = pool.model(model)
             check_variants(loaded, list(variants[judge].values()))
             check_spans(run, loaded, list(variants[judge].values()), items, own=own_model(judge))
+            check_nodes_take_effect(run, loaded, list(variants[judge].values()), items)
             if model in run.config.judge_specs:
                 baseline(run, model, items, own_model(judge))
     if run.dir.summary.exists():
         run.dir.read_summary()
 
 
-def _variants(spec: AttentionIntervention, span_controls: bool) -> dict[str, Variant]:
-    variants = {"self": Variant("self", attention=spec)}
-    if span_controls and spec.target == "self":
+def variant_of(name: str, spec: AttentionIntervention | NodeIntervention, reference: Sequence[str] | None = None) -> Variant:
+    """The variant that applies one spec: an attention spec as a score bias, a node spec at its hook points
+    (`reference`: the items whose prompts give its means or donors)."""
+    if isinstance(spec, NodeIntervention):
+        return Variant(name, nodes=(spec,), reference=tuple(reference) if reference else None)
+    return Variant(name, attention=spec)
+
+
+def _variants(spec: AttentionIntervention | NodeIntervention, span_controls: bool, reference: Sequence[str] | None = None) -> dict[str, Variant]:
+    variants = {"self": variant_of("self", spec, reference)}
+    if span_controls and isinstance(spec, AttentionIntervention) and spec.target == "self":
         variants |= {target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS}
     return variants
 
@@ -397,7 +443,7 @@ def _test_judge(
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
             random_skipped = True
         else:
-            random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress)
+            random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
@@ -424,6 +470,7 @@ def _test_judge(
         "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
+        "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
         "controls": {c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]} for c, r in judged_controls.items()},
     }
     if random_effects is not None:
@@ -431,7 +478,9 @@ def _test_judge(
     return out
 
 
-def _random_effects(run: Run, judge: str, controls: list[str], spec: AttentionIntervention, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool) -> np.ndarray:
+def _random_effects(
+    run: Run, judge: str, controls: list[str], spec, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool, reference=None
+) -> np.ndarray:
     """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change."""
     model = pool.model(judge)
     table = spec.heads_table
@@ -439,7 +488,10 @@ def _random_effects(run: Run, judge: str, controls: list[str], spec: AttentionIn
     if chosen is None:
         raise InterpError("random head sets need the chosen heads as a layer -> heads table")
     tables = random_head_sets(chosen, model.n_layers, model.n_heads, n_random, seed_key=f"{judge}|{design.split_seed}", layer_matched=design.layer_matched)
-    variants = {f"random-{r}": Variant(f"random-{r}", attention=dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}")) for r, t in enumerate(tables)}
+    variants = {
+        f"random-{r}": variant_of(f"random-{r}", dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"), reference)
+        for r, t in enumerate(tables)
+    }
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     effects = np.array([_delta(judged, name).mean() for name in variants])
     if controls:

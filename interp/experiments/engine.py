@@ -19,14 +19,18 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
 
 import numpy as np
+import torch
 
 from interp.hooks.compile import bias_builder, resolve_target
+from interp.hooks.node_data import node_edit_builder, reference_means
+from interp.hooks.nodes import NodeIntervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
 from interp.hooks.steering import ResidualSteering
 from interp.config import PlacementKeys, backend_placement_problem
-from interp.core.backends import Backend, check_backend_fits, make_backend
+from interp.core.backends import Backend, check_backend_fits, left_pad, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
+from interp.core.sites import check_hook_names
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
@@ -45,16 +49,27 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class Variant:
+    """What one re-judging does: an attention intervention, a steering, node interventions (applied in order), or
+    nothing. `reference`: the item ids whose prompts give `mean` ablations their means and `resample` its donors
+    (None: every item of the run)."""
+
     name: str  # a label for tables and plots
     attention: AttentionIntervention | None = None
     steering: ResidualSteering | None = None
     description: str = ""
+    nodes: tuple[NodeIntervention, ...] = ()
+    reference: tuple[str, ...] | None = None
 
     def identity(self) -> dict:
         attention = None
         if self.attention is not None:
             attention = {k: v for k, v in self.attention.to_dict().items() if k != "name"}
-        return {"attention": attention, "steering": self.steering.identity() if self.steering else None}
+        identity = {"attention": attention, "steering": self.steering.identity() if self.steering else None}
+        if self.nodes:  # absent otherwise, so the keys of attention and steering variants stay what they were
+            identity["nodes"] = [node.identity() for node in self.nodes]
+            if any(node.needs in ("mean", "donor") for node in self.nodes):
+                identity["reference"] = list(self.reference) if self.reference is not None else "all"
+        return identity
 
     def record(self) -> dict:
         """What the variant is, for result files."""
@@ -110,6 +125,9 @@ def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
     for variant in variants:
         if variant.attention is not None:
             validate_against(variant.attention, model.n_layers, model.n_heads)
+        for node in variant.nodes:
+            validate_node(node, model.n_layers, model.n_heads)
+            check_hook_names(model.hf_model, node.hook_names(model.n_layers))
         if variant.steering is not None and not 0 <= variant.steering.layer < model.n_layers:
             raise InterpError(f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers")
 
@@ -127,6 +145,28 @@ def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items
                 resolve_target(spec, prompt, judge_model=own_model(own), author_a=task.author_a, author_b=task.author_b)
             except InterpError as exc:
                 raise InterpError(f"{model.name}, item {task.item.id!r} (order {task.order}): {exc}") from None
+
+
+def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item]) -> None:
+    """A node intervention's hook points must be connected: zeroing each spec's selection on the first prompt
+    `model` will read changes its logits, else one line before any judging (a site the architecture exposes
+    but never runs would otherwise be a silent no-op). Zero, whatever the op: its data (means, donors) could
+    equal the activation by chance, zero does not."""
+    from interp.hooks.nodes import Zero, node_edits
+
+    nodes = [node for variant in variants for node in variant.nodes]
+    if not nodes or not items:
+        return
+    task = judge_tasks(list(items)[:1], run.responses, run.config.models)[0]
+    prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+    runner = make_backend(model, "hf")
+    batch, offsets = left_pad([prompt.input_ids], model.tokenizer.pad_token_id)
+    plain = runner.forward(batch)
+    for node in nodes:
+        probe = Zero(site=node.site, layers=node.layers, heads=node.heads, positions="all")
+        edits = node_edits([probe], model.n_layers, batch, offsets, [prompt])
+        if torch.equal(runner.forward(batch, site_edit=edits), plain):
+            raise InterpError(f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook points are not connected in this model")
 
 
 def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:
@@ -156,7 +196,7 @@ def judge_variant(
     folder = run.dir.variant(key)
     record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
     atomic_write_text(folder / "variant.json", json.dumps(record, indent=2))
-    spec, steering = variant.attention, variant.steering
+    spec = variant.attention
     run_judging(
         runner,
         judge,
@@ -171,10 +211,71 @@ def judge_variant(
             if spec is not None
             else None
         ),
-        edit_for=(lambda chunk, build=steering.builder(): build) if steering is not None else None,
+        edit_for=_edit_for(run, runner, variant, own, folder) if variant.steering is not None or variant.nodes else None,
         progress=progress,
     )
     return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
+
+
+def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
+    """The per-batch edit builder of a variant's steering and node interventions (one dict of edits: layers for
+    steering, hook points for nodes). Means are made on the first batch that needs them, once, and kept in the
+    variant's folder (`means.safetensors`), so a resumed variant reads them back."""
+    steering = variant.steering.builder() if variant.steering is not None else None
+    state: dict = {}
+
+    def reference_data():
+        if "means" not in state:
+            state["means"], state["pool"] = _reference_data(run, runner, variant, own, folder)
+        return state["means"], state["pool"]
+
+    def edit_for(chunk):
+        means, pool = reference_data() if any(n.needs in ("mean", "donor") for n in variant.nodes) else ({}, [])
+        nodes = (
+            node_edit_builder(
+                variant.nodes, runner, own=own, authors=[(t.author_a, t.author_b) for t in chunk],
+                references=[t.item.reference for t in chunk], means=means, pool=pool,
+            )
+            if variant.nodes
+            else None
+        )  # fmt: skip
+
+        def build(batch, offsets, prompts):
+            edits = dict(steering(batch, offsets, prompts) or {}) if steering is not None else {}
+            return edits | (nodes(batch, offsets, prompts) if nodes is not None else {})
+
+        return build
+
+    return edit_for
+
+
+def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder):
+    """Spec index -> {hook point: mean} for every `mean` node, and the reference prompts (resample's donors)."""
+    from safetensors.torch import load_file, save_file
+
+    ids = set(variant.reference) if variant.reference is not None else None
+    items = [item for item in run.items if ids is None or item.id in ids]
+    tasks = judge_tasks(items, run.responses, run.config.models)
+    model = runner.model
+    prompts = [tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b) for t in tasks]
+    authors = [(t.author_a, t.author_b) for t in tasks]
+    path = folder / "means.safetensors"
+    stored = load_file(str(path)) if path.is_file() else {}
+    means: dict[int, dict] = {}
+    for index, node in enumerate(variant.nodes):
+        if node.needs != "mean":
+            continue
+        names = node.hook_names(model.n_layers)
+        if all(f"{index}|{name}" in stored for name in names):
+            means[index] = {name: stored[f"{index}|{name}"] for name in names}
+        else:
+            means[index] = reference_means(runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size)
+            stored |= {f"{index}|{name}": tensor.cpu().contiguous() for name, tensor in means[index].items()}
+    if stored and not path.is_file():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file(stored, str(path.with_suffix(".tmp")))
+        path.with_suffix(".tmp").replace(path)
+    return means, prompts
 
 
 NO_INTERVENTION = Variant("none", description="no intervention: the judge's plain verdicts")

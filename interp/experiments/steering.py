@@ -44,6 +44,7 @@ from interp.experiments.engine import (
     self_judges,
 )
 from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
+from interp.metrics.mirror import mirror_shares
 from interp.report.steering import steering_section
 from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text, write_csv
@@ -118,6 +119,7 @@ def row(judge: str, variant: Variant | None, before, after, run: Run) -> dict:
         "gold_agreement": scores["gold_agreement"],
         "gold_agreement_ci": gold_agreement_ci(after, gold_own, n_boot=n_boot, seed=seed),
         "n_items": int(len(after)),
+        "mirror": mirror_shares(before, after, gold_own),
     }
 
 
@@ -205,6 +207,7 @@ def steering_table(
 CSV_FIELDS = (
     "judge", "intervention", "description", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "effect",
     "effect_lo", "effect_hi", "gold_agreement", "gold_agreement_lo", "gold_agreement_hi", "n_items",
+    "unjustified_flipped_share", "legitimate_kept_share",
 )  # fmt: skip
 
 
@@ -225,6 +228,8 @@ def _csv_row(r: dict) -> dict:
         "gold_agreement_lo": r["gold_agreement_ci"][0],
         "gold_agreement_hi": r["gold_agreement_ci"][1],
         "n_items": r["n_items"],
+        "unjustified_flipped_share": r["mirror"]["unjustified_flipped_share"],
+        "legitimate_kept_share": r["mirror"]["legitimate_kept_share"],
     }
 
 

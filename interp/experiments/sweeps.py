@@ -117,7 +117,11 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
 
 def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
     """RUN/sweeps/<name>-<hash of the sweep's axes and judges> (steering sweeps under RUN/steering/sweeps/)."""
-    key = digest(config.model_dump(exclude={"run", "name"}))
+    data = config.model_dump(exclude={"run", "name"})
+    if isinstance(config, SweepConfig) and config.sites == ["attention"]:  # an attention-only sweep keeps its key
+        for axis in ("sites", "ops", "positions"):
+            data.pop(axis)
+    key = digest(data)
     return run.dir.sweep(config.name, key) if isinstance(config, SweepConfig) else run.dir.steering_sweep(config.name, key)
 
 
@@ -178,21 +182,66 @@ def point_spec(point: Point, target: str, alpha: float, queries: str) -> Attenti
     return AttentionIntervention(target=target, alpha=alpha, layers=point.layers, heads=heads, queries=queries)
 
 
+def check_node_axes(config: SweepConfig) -> None:
+    """The sweep's sites, ops and positions name what exists, before anything is loaded."""
+    from interp.hooks.nodes import POSITIONS, SITES, registered_ops
+
+    for site in config.sites:
+        if site != "attention" and site not in SITES:
+            raise InterpError(f"sweep: unknown site {site!r}; use attention, {', '.join(SITES)}")
+    if any(site != "attention" for site in config.sites):
+        for op in config.ops:
+            if op not in registered_ops():
+                raise InterpError(f"sweep: unknown op {op!r}; use one of {', '.join(registered_ops())}")
+        for positions in config.positions:
+            if positions not in POSITIONS:
+                raise InterpError(f"sweep: unknown positions {positions!r}; use one of {', '.join(POSITIONS)}")
+
+
+def point_node(point: Point, site: str, op: str, positions: str):
+    """The node spec of a sweep point at a site, or None where the point does not apply (head sets at a site
+    without heads). Ops that need a direction or a counterfactual take their defaults; a registered kind its own."""
+    from interp.hooks.nodes import node_from_dict
+
+    if point.heads is not None and site != "head_output":
+        return None
+    keys: dict = {"site": site, "op": op, "positions": positions}
+    if point.heads is not None:
+        keys["heads"] = {layer: list(heads) for layer, heads in point.heads}
+    elif point.layers is not None:
+        keys["layers"] = list(point.layers)
+    return node_from_dict(keys, where="sweep: ")
+
+
 def run_sweep(config_path: Path | SweepConfig, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
     """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
     (plots beside it)."""
     config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
     run = read_run(Path(config.run))
     pool = judge_pool(run, config.backend, where=where or config, models=models)
+    node_sites = [site for site in config.sites if site != "attention"]
+    check_node_axes(config)
     points = []
     for judge in self_judges(run, config.judges):
         model = pool.model(judge)
         for point in sweep_points(config, run.dir.root, judge, model.n_layers, model.n_heads):
-            for target in config.targets:
-                for alpha in config.alphas:
-                    variant = Variant(f"{point.family}:{target}:{alpha:g}", attention=point_spec(point, target, alpha, config.queries))
-                    check_variants(model, [variant])
-                    points.append(SweepPoint(judge, variant, {"target": target, "alpha": alpha} | point.describe()))
+            if "attention" in config.sites:
+                for target in config.targets:
+                    for alpha in config.alphas:
+                        variant = Variant(f"{point.family}:{target}:{alpha:g}", attention=point_spec(point, target, alpha, config.queries))
+                        check_variants(model, [variant])
+                        site = {"site": "attention", "op": "mask" if alpha == 0 else "dampen", "positions": ""} if node_sites else {}
+                        points.append(SweepPoint(judge, variant, {"target": target, "alpha": alpha} | site | point.describe()))
+            for site in node_sites:
+                for op in config.ops:
+                    for positions in config.positions:
+                        node = point_node(point, site, op, positions)
+                        if node is None:
+                            continue
+                        variant = Variant(f"{point.family}:{site}:{op}:{positions}", nodes=(node,))
+                        check_variants(model, [variant])
+                        columns = {"target": "", "alpha": "", "site": site, "op": op, "positions": positions}
+                        points.append(SweepPoint(judge, variant, columns | point.describe()))
     out = sweep_folder(run, config)
     rows = run_points(run, points, pool, out, desc=f"sweep {config.name}", progress=progress)
     write_sweep_plots(rows, out)

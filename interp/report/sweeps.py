@@ -23,9 +23,9 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     if layer_rows:
         fig, axes = panel("Effect of the intervention vs layer (change of P(own wins))")
         for ax, judge in zip(axes, judges):
-            for (target, alpha), group in _groups([r for r in layer_rows if r["judge"] == judge], ("target", "alpha")):
+            for _, group in _groups([r for r in layer_rows if r["judge"] == judge], SERIES):
                 xs = [int(r["layers"]) for r in group]
-                _line(ax, xs, group, f"{target}, alpha={alpha:g}")
+                _line(ax, xs, group, _series_label(group[0]))
             ax.set_title(judge, fontsize=9), ax.set_xlabel("layer"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=7)
         written += save_figure(fig, out / "effect_vs_layer").values()
     k_rows = [r for r in rows if r["family"] in ("top_k", "random_k")]
@@ -33,21 +33,21 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
         fig, axes = panel("Effect vs number of heads: top-k by own-minus-other attention vs random k heads")
         for ax, judge in zip(axes, judges):
             mine = [r for r in k_rows if r["judge"] == judge]
-            for (target, alpha), group in _groups([r for r in mine if r["family"] == "top_k"], ("target", "alpha")):
-                _line(ax, [int(r["k"]) for r in group], group, f"top-k {target}, alpha={alpha:g}")
-                randoms = [r for r in mine if r["family"] == "random_k" and r["target"] == target and r["alpha"] == alpha]
+            for series, group in _groups([r for r in mine if r["family"] == "top_k"], SERIES):
+                _line(ax, [int(r["k"]) for r in group], group, f"top-k {_series_label(group[0])}")
+                randoms = [r for r in mine if r["family"] == "random_k" and tuple(r.get(k, "") for k in SERIES) == series]
                 if randoms:
                     ks = sorted({int(r["k"]) for r in randoms})
                     lo = [100 * min(r["effect"] for r in randoms if int(r["k"]) == k) for k in ks]
                     hi = [100 * max(r["effect"] for r in randoms if int(r["k"]) == k) for k in ks]
-                    ax.fill_between(ks, lo, hi, alpha=0.2, label=f"random k ({target}), min-max over seeds")
+                    ax.fill_between(ks, lo, hi, alpha=0.2, label=f"random k ({_series_label(group[0])}), min-max over seeds")
             ax.set_title(judge, fontsize=9), ax.set_xlabel("k heads"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=7)
         written += save_figure(fig, out / "effect_vs_k").values()
-    alphas = {r["alpha"] for r in rows}
+    alphas = {r["alpha"] for r in rows if r["alpha"] != ""}  # node rows have no alpha
     if len(alphas) > 1:
         fig, axes = panel("Effect vs alpha")
         for ax, judge in zip(axes, judges):
-            for (target, family, layers, heads), group in _groups([r for r in rows if r["judge"] == judge], ("target", "family", "layers", "heads")):
+            for (target, family, layers, heads), group in _groups([r for r in rows if r["judge"] == judge and r["alpha"] != ""], ("target", "family", "layers", "heads")):
                 if len({r["alpha"] for r in group}) > 1:
                     _line(ax, [r["alpha"] for r in group], group, f"{target} {family} {layers or heads or 'all'}"[:40])
             ax.set_title(judge, fontsize=9), ax.set_xlabel("alpha"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=6)
@@ -55,10 +55,20 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     return written
 
 
+SERIES = ("target", "alpha", "site", "op", "positions")  # what one line of a figure holds fixed
+
+
+def _series_label(row: dict) -> str:
+    """An attention row: its target and alpha; a node row: its site, op and positions."""
+    if row.get("site") not in (None, "", "attention"):
+        return f"{row['site']} {row['op']} ({row['positions']})"
+    return f"{row['target']}, alpha={row['alpha']:g}"
+
+
 def _groups(rows: list[dict], keys: tuple[str, ...]) -> Iterator[tuple[tuple, list[dict]]]:
     groups: dict[tuple, list[dict]] = {}
     for row in rows:
-        groups.setdefault(tuple(row[k] for k in keys), []).append(row)
+        groups.setdefault(tuple(row.get(k, "") for k in keys), []).append(row)
     for key, group in groups.items():
         yield key, group
 

@@ -29,6 +29,7 @@ from interp.core.backends.protocol import (
     PatternHook,
     ResidEdit,
     ScoreBias,
+    SiteEdit,
     left_pad,
 )
 from interp.core.models import LoadedModel
@@ -43,7 +44,7 @@ def is_backend(obj) -> bool:
 
 __all__ = [
     "BACKENDS", "AttentionMode", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
-    "check_backend_fits", "is_backend", "left_pad", "make_backend",
+    "SiteEdit", "check_backend_fits", "is_backend", "left_pad", "make_backend",
 ]  # fmt: skip
 
 

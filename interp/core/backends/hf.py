@@ -33,6 +33,7 @@ from interp.core.backends.shared_prefix import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
+from interp.core.sites import SiteEdit, site_hooks
 
 
 def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Callable[[Tensor], Tensor] | None = None):
@@ -87,6 +88,7 @@ class HFBackend:
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
+        site_edit: SiteEdit | None = None,
     ):
         """`shared_prefix=n`: every row starts with the same n tokens; compute their keys and values once.
 
@@ -94,7 +96,7 @@ class HFBackend:
         (keys in the batch's columns). Falls back to the plain pass when a bias or a residual edit touches the
         prefix, or a sliding window is shorter than the batch.
         """
-        if shared_prefix > 0 and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
+        if shared_prefix > 0 and not site_edit and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
             layout = SharedPrefixLayout.of(batch, shared_prefix)  # bookkeeping stays on the CPU
             suffix_bias = suffix_biases(layout, score_bias)
             if suffix_bias is not None and layout.edits_spare_prefix(resid_edit, self.model.hf_model):
@@ -102,10 +104,13 @@ class HFBackend:
         batch = batch.to(self.model.device)
         handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
         handles += _edit_hooks(self.model.hf_model, resid_edit or {})
+        attention = span_rows_attention(self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager")
+        if site_edit:
+            attention = _both(site_hooks(self.model.hf_model, site_edit), attention)
         return _call_hooked(
             self.model.hf_model,
             handles,
-            span_rows_attention(self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"),
+            attention,
             input_ids=batch.input_ids,
             attention_mask=batch.attention_mask,
             position_ids=batch.position_ids,
@@ -140,6 +145,12 @@ class HFBackend:
             past_key_values=cache,
             use_cache=True,
         )
+
+
+@contextlib.contextmanager
+def _both(first: contextlib.AbstractContextManager, second: contextlib.AbstractContextManager):
+    with first, second:
+        yield
 
 
 def _call_hooked(hf_model: torch.nn.Module, handles: list, attention: contextlib.AbstractContextManager, **inputs) -> Tensor:

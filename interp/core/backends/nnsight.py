@@ -17,6 +17,7 @@ from interp.core.backends.protocol import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
+from interp.core.sites import SiteEdit, site_hooks
 from interp.core.placement import to_host
 
 
@@ -49,11 +50,16 @@ class NNsightBackend:
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
+        site_edit: SiteEdit | None = None,
     ):
         from interp.core.backends.nnsight_trace import traced_forward
 
         paths = [path for path, _ in attention_modules(self.traced_model)]
         batch = batch.to(self.model.device)
-        with torch.inference_mode(), span_rows_attention(self.traced_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"):
+        with (
+            torch.inference_mode(),
+            span_rows_attention(self.traced_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"),
+            site_hooks(self.traced_model, site_edit or {}),  # forward hooks on the modules nnsight runs
+        ):
             logits = traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit or None)
         return to_host(logits)

@@ -8,6 +8,9 @@ reduce it at once and never keep it. `score_bias` maps a layer to an additive pr
 maps a layer to a function applied to that layer's residual-stream output (`Float[Tensor, "batch pos
 d_model"]` -> same shape): activation steering. `shared_prefix=n` says every row starts with the same n
 tokens; a backend whose `shares_prefix` is True computes their keys and values once (others ignore it).
+`site_edit` maps a named hook point (`interp.core.sites`: `blocks.{l}.attn.hook_z`, `blocks.{l}.hook_mlp_out`, ...)
+to a function of its activation (the node interventions and `Judge.hooks`); a pass with site edits is a plain
+pass (no shared prefix, no shared trunk).
 """
 
 from __future__ import annotations
@@ -21,10 +24,11 @@ from torch import Tensor
 
 from interp.config import BACKENDS, BackendName
 from interp.core.models import LoadedModel
+from interp.core.sites import SiteEdit
 
 __all__ = [
     "BACKENDS", "AttentionMode", "BackendName", "Backend", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit",
-    "RowAwareHook", "ScoreBias", "left_pad",
+    "RowAwareHook", "ScoreBias", "SiteEdit", "left_pad",
 ]  # fmt: skip
 
 PatternHook = Callable[[int, Tensor], None]
@@ -98,4 +102,5 @@ class Backend(Protocol):
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
+        site_edit: SiteEdit | None = None,
     ) -> Float[Tensor, "batch vocab"]: ...

@@ -29,7 +29,7 @@ from torch import Tensor
 
 from interp.core.backends.hf import HFBackend
 from interp.core.backends.layers import attention_modules, final_logits
-from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias
+from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias, SiteEdit
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 
@@ -182,9 +182,12 @@ class SharedTrunkBackend:
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
+        site_edit: SiteEdit | None = None,
     ) -> Tensor:
-        if resid_edit:  # an edit of the residual stream may touch the lower layers: the plain pass
-            return self.plain.forward(batch, on_pattern=on_pattern, score_bias=score_bias, resid_edit=resid_edit, shared_prefix=shared_prefix)
+        if resid_edit or site_edit:  # an edit of the residual stream or a node may touch the lower layers: the plain pass
+            return self.plain.forward(
+                batch, on_pattern=on_pattern, score_bias=score_bias, resid_edit=resid_edit, shared_prefix=shared_prefix, site_edit=site_edit
+            )
         rows = rows_for(on_pattern)
         start = self.trunk.layers
         score_bias = score_bias or {}

@@ -1,5 +1,6 @@
 """TransformerLens' TransformerBridge booted on (a weight-sharing copy of) the user's HF model:
-`blocks.{l}.attn.hook_pattern`, `blocks.{l}.attn.hook_attn_scores` and `blocks.{l}.hook_resid_post`."""
+`blocks.{l}.attn.hook_pattern`, `blocks.{l}.attn.hook_attn_scores`, `blocks.{l}.hook_resid_post`, and for site
+edits the bridge's own hook points of the same names (`interp.core.sites`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,12 @@ import torch
 from interp.core.backends.layers import final_logits, shared_weight_copy
 from interp.core.backends.protocol import Batch, PatternHook, ResidEdit, ScoreBias
 from interp.core.models import LoadedModel
+from interp.core.sites import SiteEdit
+from interp.errors import InterpError
+
+
+def _or_same(edited, activation):
+    return activation if edited is None else edited.to(activation.dtype)
 
 
 @dataclass
@@ -38,8 +45,13 @@ class TransformerLensBackend:
         score_bias: ScoreBias | None = None,
         resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
+        site_edit: SiteEdit | None = None,
     ):
         hooks = []
+        for name, fn in (site_edit or {}).items():  # the same names as TransformerLens' own hook points
+            if name not in self.bridge.hook_dict:
+                raise InterpError(f"hook point {name!r} does not exist on this TransformerLens bridge; use the hf backend")
+            hooks.append((name, lambda act, hook, fn=fn: _or_same(fn(act), act)))
         for layer, bias in (score_bias or {}).items():
             hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias.to(scores.device)))
         for layer, edit in (resid_edit or {}).items():

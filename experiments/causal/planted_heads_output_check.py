@@ -1,0 +1,84 @@
+"""Issue 45's check: does ablating what the planted heads *write* remove the planted organism's self-preference,
+where masking where they attend did not? On instructions no one here wrote.
+
+    python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json] [--out runs/planted-heads-output]
+
+Steps, each an `interp` command (printed before it runs; every judgment is keyed, so a rerun resumes):
+1. `interp dbg`: SmolLM2 and Gemma-3 answer, the shipped planted-heads organism judges (no attention recorded);
+2. `interp intervene RUN --spec` with a head_output mean ablation at the manifest's `planted_heads` (every
+   position; the means over the run's items), against the organism's null family (6 shipped null organisms);
+3. the same heads' own-answer attention mask, for contrast (what issue 36 measured: about 3 % of the gap).
+Prints one figure a line (`name: value`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+AUTHORS = ["smollm2-135m-instruct", "gemma3-270m"]
+ORGANISM = "smollm2-135m-selfpref-heads-seed4"
+
+
+def interp(*args: str) -> str:
+    command = [sys.executable, "-m", "interp.cli", *args]
+    print("$ interp " + " ".join(args), file=sys.stderr, flush=True)
+    done = subprocess.run(command, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"failed: {' '.join(args)}\n{done.stderr[-2000:]}")
+    return done.stdout
+
+
+def table(heads: list[list[int]]) -> str:
+    by_layer: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by_layer.setdefault(layer, []).append(head)
+    return "{ " + ", ".join(f"{layer} = {sorted(hs)}" for layer, hs in sorted(by_layer.items())) + " }"
+
+
+def report(name: str, payload: dict) -> None:
+    (row,) = [r for r in payload["causal"] if r["judge"] == ORGANISM]
+    print(f"{name}_causal: {row['causal']}")
+    print(f"{name}_p_value: {row['p_value']}")
+    print(f"{name}_share_removed: {row['share_removed']}")
+    print(f"{name}_share_removed_ci: {row['share_removed_ci']}")
+    print(f"{name}_within_judge_change: {row['effect']['mean']:+.4f}")
+
+
+def main() -> None:
+    from interp.core.adapters import adapter_folder, read_manifest
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--data", default="interp/builtin/alpacaeval_unseen_48.json")
+    parser.add_argument("--out", type=Path, default=Path("runs/planted-heads-output"))
+    args = parser.parse_args()
+    args.out.mkdir(parents=True, exist_ok=True)
+    planted = read_manifest(adapter_folder(ORGANISM))["planted_heads"]
+    config = args.out / "config.toml"
+    config.write_text(
+        f'name = "planted-heads-output"\ndata = "{Path(args.data).resolve()}"\nn = 500\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
+        f'judges = ["{ORGANISM}"]\nmax_words = 60\nmax_new_tokens = 96\nattention = "none"\n'
+    )
+    run = args.out / "run"
+    if not (run / "summary.json").exists():
+        interp("dbg", str(config), "--out", str(run), "--json")
+    output_spec = args.out / "planted_heads_mean.toml"
+    output_spec.write_text(f'site = "head_output"\nop = "mean"\nheads = {table(planted)}\npositions = "all"\nname = "planted-heads-output-mean"\n')
+    mask_spec = args.out / "planted_heads_mask.toml"
+    mask_spec.write_text(f'target = "self"\nalpha = 0.0\nheads = {table(planted)}\nname = "planted-heads-own-mask"\n')
+    print(f"planted_heads: {planted}")
+    output = json.loads(interp("intervene", str(run), "--spec", str(output_spec), "--judge", ORGANISM, "--json"))
+    report("head_output_mean", output)
+    (result,) = [json.loads(p.read_text()) for p in (run / "interventions").glob("planted-heads-output-mean-*/result.json")]
+    mirror = result["judges"][ORGANISM]["mirror"]
+    print(f"head_output_mean_unjustified_flipped: {mirror['unjustified_flipped']} of {mirror['unjustified']} ({mirror['unjustified_flipped_ci']})")
+    print(f"head_output_mean_legitimate_kept: {mirror['legitimate_kept']} of {mirror['legitimate']} ({mirror['legitimate_kept_ci']})")
+    print(f"n_test: {result['n_items']}, controls: {len(result['test']['controls'][ORGANISM])}")
+    report("own_answer_mask", json.loads(interp("intervene", str(run), "--spec", str(mask_spec), "--judge", ORGANISM, "--json")))
+
+
+if __name__ == "__main__":
+    main()

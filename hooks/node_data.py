@@ -1,0 +1,165 @@
+"""What node interventions read besides the activation, made by extra passes of the same judge: the reference
+means (`mean`), the donors' final positions (`resample`) and the counterfactual prompt's activations (`patch`).
+
+Every pass records only the hook points the specs name (read-only site hooks), so a mean or a patch keeps one
+tensor per asked-for point, never a whole cache. `node_edit_builder` puts it together into the `edit` builder
+that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.intervene`, the engine) uses.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Sequence
+
+import torch
+from torch import Tensor
+
+from interp.core.backends import Backend, Batch, left_pad
+from interp.core.judge import EditBuilder
+from interp.core.models import own_slot
+from interp.core.spans import TokenizedPrompt
+from interp.errors import InterpError
+from interp.hooks.nodes import NodeData, NodeIntervention, node_edits, position_rows
+
+Authors = Sequence[tuple[str, str]] | None
+
+
+def record_sites(runner: Backend, batch: Batch, names: Sequence[str]) -> dict[str, Tensor]:
+    """One forward pass that keeps the activation at each named point (nothing is edited)."""
+    kept: dict[str, Tensor] = {}
+
+    def keep(name: str):
+        def fn(activation: Tensor) -> None:
+            kept[name] = activation.detach().clone()
+
+        return fn
+
+    runner.forward(batch, site_edit={name: keep(name) for name in names})
+    return kept
+
+
+def reference_means(
+    runner: Backend, spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], *, own: str | None, authors: Authors, batch_size: int = 8
+) -> dict[str, Tensor]:
+    """Per hook point of `spec`, the mean activation over `prompts` at positions of the spec's kind (float32)."""
+    if not prompts:
+        raise InterpError("a mean ablation needs a reference set of at least one prompt")
+    names = spec.hook_names(runner.model.n_layers)
+    sums: dict[str, Tensor] = {}
+    count = 0
+    pad = runner.model.tokenizer.pad_token_id
+    for start in range(0, len(prompts), batch_size):
+        chunk = prompts[start : start + batch_size]
+        batch, offsets = left_pad([p.input_ids for p in chunk], pad)
+        rows = position_rows(spec, batch, offsets, chunk, own=own, authors=authors[start : start + batch_size] if authors else None)
+        kept = record_sites(runner, batch, names)
+        for name in names:
+            total = kept[name][rows.to(kept[name].device)].double().sum(0)
+            sums[name] = sums[name] + total if name in sums else total
+        count += int(rows.sum())
+    if count == 0:
+        raise InterpError(f"the reference prompts hold no position of kind {spec.positions!r} to average over")
+    return {name: (total / count).float() for name, total in sums.items()}
+
+
+def _swap(prompt: TokenizedPrompt) -> list[int]:
+    """The pair in the other order, token for token: responses A and B trade places (the part between them stays)."""
+    (a0, a1), (b0, b1) = prompt.spans["a"], prompt.spans["b"]
+    if a1 > b0:
+        raise InterpError("counterfactual 'swap' needs response A before response B in the prompt")
+    ids = prompt.input_ids
+    return ids[:a0] + ids[b0:b1] + ids[a1:b0] + ids[a0:a1] + ids[b1:]
+
+
+def _with_reference(prompt: TokenizedPrompt, slot: str, reference: list[int]) -> list[int]:
+    """The own answer's tokens replaced by the reference answer's, cut, or repeated from its start, to the own
+    answer's token length (so every position stays where it was)."""
+    start, end = prompt.spans[slot]
+    if not reference:
+        raise InterpError("counterfactual 'reference' needs a non-empty reference answer")
+    length = end - start
+    filled = (reference * (length // len(reference) + 1))[:length]
+    return prompt.input_ids[:start] + filled + prompt.input_ids[end:]
+
+
+def counterfactual_ids(
+    spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], *, tokenizer, own: str | None, authors: Authors, references: Sequence[str | None] | None
+) -> list[list[int]]:
+    """Each prompt's counterfactual (`spec.counterfactual`), as token ids of the same length."""
+    kind = spec.counterfactual
+    if kind == "same":
+        return [list(p.input_ids) for p in prompts]
+    if kind == "swap":
+        return [_swap(p) for p in prompts]
+    out = []
+    for row, prompt in enumerate(prompts):
+        author_a, author_b = authors[row] if authors is not None else (None, None)
+        slot = own_slot(author_a, author_b, own)
+        if slot is None:
+            raise InterpError("counterfactual 'reference' replaces the judge's own answer: it needs the authors of both answers and a judge that wrote one")
+        reference = references[row] if references is not None else None
+        if not reference or not reference.strip():
+            raise InterpError("counterfactual 'reference' needs each item's reference answer; this item has none")
+        out.append(_with_reference(prompt, slot, tokenizer(reference, add_special_tokens=False, split_special_tokens=True)["input_ids"]))
+    return out
+
+
+def counterfactual_donors(
+    runner: Backend, spec: NodeIntervention, batch: Batch, prompts: Sequence[TokenizedPrompt], *, own: str | None, authors: Authors, references
+) -> dict[str, Tensor]:
+    """The counterfactual prompts' activations at the spec's points, aligned position by position with `batch`."""
+    ids = counterfactual_ids(spec, prompts, tokenizer=runner.model.tokenizer, own=own, authors=authors, references=references)
+    counter, _ = left_pad(ids, runner.model.tokenizer.pad_token_id)
+    if counter.input_ids.shape != batch.input_ids.shape:
+        raise InterpError("the counterfactual prompts do not have the prompts' lengths; patching needs them aligned")
+    return record_sites(runner, counter, spec.hook_names(runner.model.n_layers))
+
+
+def _donor_index(spec: NodeIntervention, prompt: TokenizedPrompt, pool: Sequence[TokenizedPrompt]) -> int:
+    key = hashlib.sha256(f"{spec.seed}|{','.join(map(str, prompt.input_ids))}".encode()).hexdigest()
+    index = int(key[:12], 16) % len(pool)
+    for step in range(len(pool)):  # never the prompt itself
+        candidate = (index + step) % len(pool)
+        if pool[candidate].input_ids != prompt.input_ids:
+            return candidate
+    raise InterpError("resample needs a reference set with a prompt other than the one judged")
+
+
+def resample_donors(runner: Backend, spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], pool: Sequence[TokenizedPrompt]) -> dict[str, Tensor]:
+    """Each row's donor (a prompt of the pool drawn by a hash of the seed and the row's tokens): its final
+    position's activation at the spec's points, as [batch, 1, ...] (broadcast over positions)."""
+    if not pool:
+        raise InterpError("resample needs a reference set of prompts to draw donors from")
+    donors = [pool[_donor_index(spec, p, pool)] for p in prompts]
+    batch, _ = left_pad([d.input_ids for d in donors], runner.model.tokenizer.pad_token_id)
+    return {name: activation[:, -1:] for name, activation in record_sites(runner, batch, spec.hook_names(runner.model.n_layers)).items()}
+
+
+def node_edit_builder(
+    specs: Sequence[NodeIntervention],
+    runner: Backend,
+    *,
+    own: str | None,
+    authors: Authors = None,
+    references: Sequence[str | None] | None = None,
+    means: dict[int, dict[str, Tensor]] | None = None,
+    pool: Sequence[TokenizedPrompt] | None = None,
+) -> EditBuilder:
+    """The `edit` builder of `specs` for one batch of prompts (`authors`/`references`: per row). `means[i]`: spec
+    i's reference means (`reference_means`); `pool`: the reference prompts resample draws from."""
+
+    def build(batch: Batch, offsets: list[int], prompts: Sequence[TokenizedPrompt]):
+        data: dict[int, NodeData] = {}
+        with torch.inference_mode():
+            for index, spec in enumerate(specs):
+                if spec.needs == "mean":
+                    if not means or index not in means:
+                        raise InterpError(f"{spec.label}: a mean ablation needs its reference means; give a reference set")
+                    data[index] = NodeData(means=means[index])
+                elif spec.needs == "counterfactual":
+                    data[index] = NodeData(donors=counterfactual_donors(runner, spec, batch, prompts, own=own, authors=authors, references=references))
+                elif spec.needs == "donor":
+                    data[index] = NodeData(donors=resample_donors(runner, spec, prompts, pool or ()))
+        return node_edits(specs, runner.model.n_layers, batch, offsets, prompts, own=own, authors=authors, data=data)
+
+    return build

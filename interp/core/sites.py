@@ -1,0 +1,165 @@
+"""Named hook points on a plain Hugging Face decoder: one documented scheme, PyTorch forward-hook handles.
+
+The names follow TransformerLens, so a reader of either toolkit reads both:
+
+    blocks.{l}.hook_resid_pre    the residual stream entering layer l           [batch, pos, d_model]
+    blocks.{l}.attn.hook_z       each head's output before the output projection [batch, pos, head, d_head]
+    blocks.{l}.hook_attn_out     the attention block's output (after o_proj)     [batch, pos, d_model]
+    blocks.{l}.hook_mlp_out      the MLP block's output                          [batch, pos, d_model]
+    blocks.{l}.hook_resid_post   the residual stream leaving layer l            [batch, pos, d_model]
+
+`site_hooks(hf_model, {name: fn})` calls `fn(tensor)` at each named point during every forward pass in the block;
+`fn` returns a tensor of the same shape to replace the activation, or None to leave it as it is (a reader). The
+hooks are `register_forward_hook` / `register_forward_pre_hook` handles (baukit's `Trace`, not a replaced
+`forward`): the model object is the caller's, untouched, and is restored on exit, on errors too.
+
+Where the modules are: the decoder layers are the `ModuleList` as long as the config's layer count; in each, the
+attention module (`self_attn`, `attn`, `attention`, `self_attention`), its output projection (`o_proj`, `c_proj`,
+`dense`, `out_proj`: its input is the heads' outputs side by side, so `hook_z` reads and edits that input) and
+the MLP (`mlp`, `feed_forward`). An architecture without one of them does not offer the names that need it:
+`hook_names` lists what the loaded model has, and an unknown name is one line, never a silent no-op.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from typing import Callable, Iterator, Literal, Mapping
+
+import torch
+from torch import Tensor
+
+from interp.errors import InterpError
+
+SiteFn = Callable[[Tensor], Tensor | None]
+SiteEdit = dict[str, SiteFn]  # hook name -> function of the activation (None: read only)
+
+_ATTENTION = ("self_attn", "attn", "attention", "self_attention")
+_OUT_PROJ = ("o_proj", "c_proj", "dense", "out_proj")
+_MLP = ("mlp", "feed_forward")
+POINTS = ("hook_resid_pre", "attn.hook_z", "hook_attn_out", "hook_mlp_out", "hook_resid_post")
+
+
+def hook_name(point: str, layer: int) -> str:
+    """The name of `point` (one of `POINTS`) at decoder layer `layer`."""
+    return f"blocks.{layer}.{point}"
+
+
+@dataclass(frozen=True)
+class HookPoint:
+    module: torch.nn.Module
+    when: Literal["input", "output"]  # which tensor of the module the point is
+    n_heads: int | None = None  # hook_z: the input is split into heads
+
+
+def decoder_layers(hf_model: torch.nn.Module) -> list[torch.nn.Module]:
+    """The decoder layers, in order: the model's ModuleList as long as its configured layer count."""
+    config = hf_model.config.get_text_config()
+    n_layers = config.num_hidden_layers
+    for _, module in hf_model.named_modules():
+        if isinstance(module, torch.nn.ModuleList) and len(module) == n_layers and n_layers > 0:
+            return list(module)
+    raise InterpError(f"{type(hf_model).__name__}: found no list of {n_layers} decoder layers to hook")
+
+
+def _child(module: torch.nn.Module, names: tuple[str, ...]) -> torch.nn.Module | None:
+    return next((getattr(module, name) for name in names if isinstance(getattr(module, name, None), torch.nn.Module)), None)
+
+
+def _in_features(projection: torch.nn.Module) -> int | None:
+    if isinstance(projection, torch.nn.Linear):
+        return projection.in_features
+    weight = getattr(projection, "weight", None)  # GPT-2's Conv1D holds [in, out]
+    if type(projection).__name__ == "Conv1D" and weight is not None:
+        return int(weight.shape[0])
+    return None
+
+
+def hook_points(hf_model: torch.nn.Module) -> dict[str, HookPoint]:
+    """Every named point the loaded model offers (see the module docstring)."""
+    config = hf_model.config.get_text_config()
+    n_heads = config.num_attention_heads
+    points: dict[str, HookPoint] = {}
+    for layer, block in enumerate(decoder_layers(hf_model)):
+        points[hook_name("hook_resid_pre", layer)] = HookPoint(block, "input")
+        attention = _child(block, _ATTENTION)
+        if attention is not None:
+            points[hook_name("hook_attn_out", layer)] = HookPoint(attention, "output")
+            projection = _child(attention, _OUT_PROJ)
+            width = _in_features(projection) if projection is not None else None
+            if width is not None and width % n_heads == 0:
+                points[hook_name("attn.hook_z", layer)] = HookPoint(projection, "input", n_heads)
+        mlp = _child(block, _MLP)
+        if mlp is not None:
+            points[hook_name("hook_mlp_out", layer)] = HookPoint(mlp, "output")
+        points[hook_name("hook_resid_post", layer)] = HookPoint(block, "output")
+    return points
+
+
+def hook_names(hf_model: torch.nn.Module) -> list[str]:
+    """The names `site_hooks` accepts on this model, layer by layer."""
+    return list(hook_points(hf_model))
+
+
+def check_hook_names(hf_model: torch.nn.Module, names) -> None:
+    """Every name is a point of this model: else one line naming it and what the model offers."""
+    points = hook_points(hf_model)
+    for name in names:
+        if name not in points:
+            layer_zero = [n.split(".", 2)[2] for n in points if n.startswith("blocks.0.")]
+            raise InterpError(
+                f"hook point {name!r} does not exist on {type(hf_model).__name__}"
+                f"{' (its attention exposes no per-head output to hook)' if name.endswith('attn.hook_z') else ''}; "
+                f"it offers blocks.<layer>.{{{', '.join(layer_zero)}}} for layers 0-{len(decoder_layers(hf_model)) - 1}"
+            )
+
+
+def _apply(fn: SiteFn, tensor: Tensor, n_heads: int | None) -> Tensor | None:
+    if n_heads is None:
+        edited = fn(tensor)
+        return None if edited is None else edited.to(tensor.dtype)
+    split = tensor.reshape(*tensor.shape[:-1], n_heads, tensor.shape[-1] // n_heads)
+    edited = fn(split)
+    return None if edited is None else edited.reshape(tensor.shape).to(tensor.dtype)
+
+
+def _input_hook(fn: SiteFn, n_heads: int | None):
+    def hook(_module, args, kwargs):
+        if args:
+            edited = _apply(fn, args[0], n_heads)
+            return None if edited is None else ((edited, *args[1:]), kwargs)
+        key = "hidden_states" if "hidden_states" in kwargs else next(iter(kwargs))
+        edited = _apply(fn, kwargs[key], n_heads)
+        return None if edited is None else (args, {**kwargs, key: edited})
+
+    return hook
+
+
+def _output_hook(fn: SiteFn):
+    def hook(_module, _args, output):
+        first = output[0] if isinstance(output, tuple) else output
+        edited = _apply(fn, first, None)
+        if edited is None:
+            return None
+        return (edited, *output[1:]) if isinstance(output, tuple) else edited
+
+    return hook
+
+
+@contextlib.contextmanager
+def site_hooks(hf_model: torch.nn.Module, edits: Mapping[str, SiteFn]) -> Iterator[None]:
+    """Run `edits` (hook name -> function) at their points during the block; every handle is removed on exit."""
+    points = hook_points(hf_model)
+    check_hook_names(hf_model, edits)
+    handles = []
+    try:
+        for name, fn in edits.items():
+            point = points[name]
+            if point.when == "input":
+                handles.append(point.module.register_forward_pre_hook(_input_hook(fn, point.n_heads), with_kwargs=True))
+            else:
+                handles.append(point.module.register_forward_hook(_output_hook(fn)))
+        yield
+    finally:
+        for handle in handles:
+            handle.remove()
