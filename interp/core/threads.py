@@ -1,4 +1,5 @@
-"""How many CPU threads torch runs on: the cores that are really free, decided in one place.
+"""How many CPU threads torch runs on: the cores that are really free, decided in one place and re-decided as
+company comes and goes.
 
 torch's default is one thread per core of the machine. Beside another busy process that is too many: a
 parallel region (every matmul of every layer) ends in a barrier that waits for its slowest thread, and a
@@ -8,22 +9,31 @@ taking CPU from the process beside them. Measured on 2 cores with one of them bu
 4.4 s) and used 1.6x its CPU (`experiments/bench_pipeline.py --threads-only` repeats it). Generation, token by
 token, is many small parallel regions, each a barrier: it suffers most.
 
-The count is decided once, when a command starts; company that arrives later is not seen.
+What "free" means: the cores this process may run on (its affinity mask) less the cores the *other* processes
+kept busy over a recent interval, read from the kernel's counters (`/proc/stat`: every core's busy time;
+`/proc/self/stat`: this process's own), never the 1-minute load average. That average lags: right after
+`setup.sh` (pip, for a minute) it still said 1.5 on an idle 2-core machine, and the README's demo ran its
+whole life on one thread (12.4 min against 7). At start the interval is a 0.2 s sample; `rebalance_threads()`
+(called between batches of judging and generation) measures the interval since its last call, so company that
+arrives or leaves is seen within one batch. Where /proc is missing, the load average is the fallback.
 
-`torch_threads()` is the count: `INTERP_THREADS` when set, else the cores this process may run on (its
-affinity mask) less the other processes' load (the 1-minute load average, rounded), at least 1.
-`set_torch_threads()` applies it; the CLI calls it once at start, and anything that sets torch's threads
-goes through it.
+`INTERP_THREADS` pins the count (never re-decided), and so does a fixed count given to `set_torch_threads`
+(organism training, for reproducible reductions). torch's thread count is itself process-wide, so the record of
+what was decided (`threads_used`, printed by `--timings`) lives here, beside it.
 """
 
 from __future__ import annotations
 
 import os
+import time
+from dataclasses import dataclass, field
 from typing import Mapping
 
 from interp.errors import InterpError
 
 ENV = "INTERP_THREADS"
+FIRST_SAMPLE_S = 0.2  # the start's sample of the other processes' use
+MIN_INTERVAL_S = 0.5  # shorter intervals between batches are too noisy to decide on
 
 
 def allowed_cores() -> int:
@@ -34,7 +44,7 @@ def allowed_cores() -> int:
 
 
 def system_load() -> float:
-    """Runnable processes, averaged over the last minute (0 where the platform does not say)."""
+    """Runnable processes, averaged over the last minute (0 where the platform does not say): the fallback."""
     try:
         return os.getloadavg()[0]
     except (AttributeError, OSError):
@@ -42,36 +52,137 @@ def system_load() -> float:
 
 
 def free_cores(cores: int, load: float) -> int:
-    """Of `cores`, those the load leaves free (at least 1): a load of 1.4 on 2 cores leaves 1."""
+    """Of `cores`, those the others' load leaves free (at least 1): a load of 1.4 on 2 cores leaves 1."""
     return max(1, cores - round(load))
 
 
-def torch_threads(env: Mapping[str, str] | None = None, *, cores: int | None = None, load: float | None = None) -> int:
-    """The thread count for torch: `INTERP_THREADS` (a whole number >= 1) when set, else the free cores.
+@dataclass(frozen=True)
+class CpuSample:
+    """Cumulative CPU seconds at one moment: every core's busy time, and this process's own (all its threads)."""
 
-    `cores` and `load` default to this process's affinity mask and the system's 1-minute load average.
-    """
+    wall: float
+    busy: float
+    own: float
+
+    @classmethod
+    def now(cls) -> "CpuSample | None":
+        """The counters now, over the cores this process may run on (`/proc/stat`'s per-core lines), or None."""
+        allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+        try:
+            busy = 0
+            with open("/proc/stat") as stat:
+                for line in stat:
+                    name, *fields = line.split()
+                    if not name.startswith("cpu") or name == "cpu":
+                        continue
+                    if not name[3:].isdigit():
+                        break
+                    if allowed is not None and int(name[3:]) not in allowed:
+                        continue
+                    ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+                    busy += sum(ticks) - ticks[3] - ticks[4]
+            own = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+        except (OSError, ValueError, IndexError):
+            return None
+        hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+        return cls(time.monotonic(), busy / hz, (int(own[11]) + int(own[12])) / hz)  # utime + stime
+
+
+def others_busy(before: CpuSample, after: CpuSample) -> float:
+    """Cores the other processes kept busy between two samples (every core's busy time less this process's)."""
+    elapsed = after.wall - before.wall
+    if elapsed <= 0:
+        return 0.0
+    return max(0.0, ((after.busy - before.busy) - (after.own - before.own)) / elapsed)
+
+
+def pinned_threads(env: Mapping[str, str] | None = None) -> int | None:
+    """`INTERP_THREADS` as a whole number >= 1, or None when unset; anything else is one line."""
     env = os.environ if env is None else env
     value = env.get(ENV, "").strip()
-    if value:
-        try:
-            count = int(value)
-        except ValueError:
-            count = 0
-        if count < 1:
-            raise InterpError(f"{ENV} must be a whole number of threads, at least 1, not {value!r}")
-        return count
+    if not value:
+        return None
+    try:
+        count = int(value)
+    except ValueError:
+        count = 0
+    if count < 1:
+        raise InterpError(f"{ENV} must be a whole number of threads, at least 1, not {value!r}")
+    return count
+
+
+def torch_threads(env: Mapping[str, str] | None = None, *, cores: int | None = None, load: float | None = None) -> int:
+    """The thread count for torch: `INTERP_THREADS` when set, else the free cores.
+
+    `load`: the other processes' busy cores (default: a short sample of the kernel's counters, or the 1-minute
+    load average where there are none); `cores`: this process's affinity mask.
+    """
+    pinned = pinned_threads(env)
+    if pinned is not None:
+        return pinned
     cores = allowed_cores() if cores is None else cores
-    return free_cores(cores, system_load() if load is None else load)
+    if load is None:
+        before = CpuSample.now()
+        if before is None:
+            load = system_load()
+        else:
+            time.sleep(FIRST_SAMPLE_S)
+            load = others_busy(before, CpuSample.now() or before)
+    return free_cores(cores, load)
+
+
+@dataclass
+class _Decision:
+    """What `set_torch_threads` decided last: whether the count follows the free cores, the sample the next
+    decision measures from, and every count used (in order, without repeats)."""
+
+    automatic: bool = False
+    since: CpuSample | None = None
+    used: list[int] = field(default_factory=list)
+
+
+_DECISION = _Decision()
+
+
+def _record(count: int) -> None:
+    if not _DECISION.used or _DECISION.used[-1] != count:
+        _DECISION.used.append(count)
 
 
 def set_torch_threads(count: int | None = None) -> int:
-    """Set torch's intra-op threads to `count` (a fixed count, e.g. a training's, for reproducible reductions),
-    or to `torch_threads()` when None; returns the count set."""
+    """Set torch's intra-op threads to `count` (a fixed count, e.g. a training's, for reproducible reductions:
+    never re-decided), or to `torch_threads()` when None (re-decided by `rebalance_threads` unless
+    `INTERP_THREADS` pins it); returns the count set."""
     import torch
 
+    automatic = count is None and pinned_threads() is None
     count = torch_threads() if count is None else count
     if count < 1:
         raise InterpError(f"thread count must be at least 1, not {count}")
     torch.set_num_threads(count)
+    _DECISION.automatic, _DECISION.since = automatic, CpuSample.now() if automatic else None
+    _record(count)
     return count
+
+
+def rebalance_threads() -> int:
+    """Between batches: when the count follows the free cores, decide it again from the other processes' use
+    since the last decision (at least `MIN_INTERVAL_S` ago) and set it; returns torch's count."""
+    import torch
+
+    if not _DECISION.automatic or _DECISION.since is None:
+        return torch.get_num_threads()
+    now = CpuSample.now()
+    if now is None or now.wall - _DECISION.since.wall < MIN_INTERVAL_S:
+        return torch.get_num_threads()
+    count = free_cores(allowed_cores(), others_busy(_DECISION.since, now))
+    _DECISION.since = now
+    if count != torch.get_num_threads():
+        torch.set_num_threads(count)
+    _record(count)
+    return count
+
+
+def threads_used() -> list[int]:
+    """The counts torch ran on since the process started deciding, in order (e.g. [1, 2]: company left)."""
+    return list(_DECISION.used)

@@ -1,6 +1,6 @@
 """Where a job's wall time goes: named steps, timed by `with timings.step(name):`, in the order first run.
 
-`interp demo --timings` and `interp dbg --timings` print them (and the torch thread count); the JSON form is
+`interp demo --timings` and `interp dbg --timings` print them (and the torch thread counts used); the JSON form is
 `Timings.record()`.
 """
 
@@ -32,5 +32,14 @@ class Timings:
         return sum(self.seconds.values())
 
     def record(self) -> dict:
-        """{"steps": {name: seconds}, "total_s": ..., "torch_threads": ...} (seconds rounded to 0.1)."""
-        return {"steps": {k: round(v, 1) for k, v in self.seconds.items()}, "total_s": round(self.total, 1), "torch_threads": self.threads}
+        """{"steps": {name: seconds}, "total_s": ..., "torch_threads": ..., "torch_threads_used": [...]} (seconds
+        rounded to 0.1); `torch_threads_used`: every count the job ran on, in order (`interp.core.threads`)."""
+        from interp.core.threads import threads_used
+
+        used = threads_used() or ([self.threads] if self.threads is not None else [])
+        return {
+            "steps": {k: round(v, 1) for k, v in self.seconds.items()},
+            "total_s": round(self.total, 1),
+            "torch_threads": self.threads,
+            "torch_threads_used": used,
+        }

@@ -260,7 +260,8 @@ def print_results(payload: dict, console=None) -> None:
             table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
         table.add_row("total", f"{total:.1f}", "")
         console.print(table)
-        console.print(f"torch threads: {timings.get('torch_threads')}", highlight=False)
+        used = timings.get("torch_threads_used") or [timings.get("torch_threads")]
+        console.print(f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)", highlight=False)
     console.print()
     for name, path in (payload.get("files") or {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)

@@ -8,6 +8,7 @@ from typing import Callable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
+from interp.core.threads import rebalance_threads
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
 from interp.core.spans import tokenized_judge_prompt
@@ -76,6 +77,7 @@ def run_judging(
     todo.sort(key=lambda t: (t.item.task, len(prompts[t.key])))
     bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
     for chunk in batches(todo, batch_size):
+        rebalance_threads()  # company that came or went since the last batch
         chunk_prompts = [prompts[t.key] for t in chunk]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None

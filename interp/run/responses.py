@@ -23,6 +23,7 @@ from interp.core.backends import left_pad
 from interp.core.models import LoadedModel, attention_implementation, cache_root
 from interp.core.prompts import FEWSHOT_STOP, Prompt, generation_prompt
 from interp.core.spans import check_fits_context, encode_prompt
+from interp.core.threads import rebalance_threads
 from interp.data import Item
 from interp.storage import atomic_write_text
 
@@ -143,6 +144,7 @@ def generate_responses(
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
     sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}
     for chunk in chunks:
+        rebalance_threads()  # company that came or went since the last batch
         encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
         with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"), _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]):

@@ -46,3 +46,55 @@ def test_the_cli_sizes_its_threads_and_refuses_a_bad_override():
     probe = "import torch; from interp.cli import main\ntry:\n    main(['models', '--help'])\nexcept SystemExit:\n    pass\nprint('threads', torch.get_num_threads())"
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert run.stdout.strip().endswith("threads 2"), run.stdout + run.stderr
+
+
+def _scripted(monkeypatch, samples):
+    """CpuSample.now returns these in turn (wall, busy, own seconds); 2 cores allowed; no real sleep."""
+    from interp.core import threads
+
+    queue = [threads.CpuSample(*values) for values in samples]
+    monkeypatch.setattr(threads.CpuSample, "now", classmethod(lambda cls: queue.pop(0)))
+    monkeypatch.setattr(threads, "allowed_cores", lambda: 2)
+    monkeypatch.setattr(threads.time, "sleep", lambda seconds: None)
+    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+    return queue
+
+
+def test_the_count_follows_the_other_processes_and_is_decided_again_between_batches(monkeypatch):
+    """A sample, not the lagging load average: another process on one of two cores gives 1 thread; once it has
+    left, the next decision (a batch later) gives 2; this process's own use never counts as company."""
+    import torch
+    from interp.core.threads import others_busy, rebalance_threads, threads_used
+
+    monkeypatch.delenv(ENV, raising=False)
+    before = torch.get_num_threads()
+    try:
+        # start: 0.2 s during which the machine was busy 0.2 core-s, none of it ours -> 1 busy core -> 1 thread
+        _scripted(monkeypatch, [(0.0, 10.0, 1.0), (0.2, 10.2, 1.0), (0.2, 10.2, 1.0), (0.4, 10.3, 1.1), (2.2, 12.2, 3.0), (5.0, 17.6, 5.6)])
+        assert set_torch_threads() == 1 and torch.get_num_threads() == 1
+        assert rebalance_threads() == 1  # 0.2 s later: too short an interval to decide on, kept
+        # 2.0 s later: 2.0 core-s busy, 2.0 of them ours (our two threads) -> nobody else -> 2 threads
+        assert rebalance_threads() == 2 and torch.get_num_threads() == 2
+        # 2.8 s later: 5.4 core-s busy, 2.6 ours -> another process on one core -> 1 thread again
+        assert rebalance_threads() == 1
+        assert threads_used() == [1, 2, 1]
+    finally:
+        torch.set_num_threads(before)
+    from interp.core.threads import CpuSample
+
+    assert others_busy(CpuSample(0.0, 0.0, 0.0), CpuSample(1.0, 1.5, 0.5)) == 1.0
+
+
+def test_a_pinned_or_fixed_count_is_never_decided_again(monkeypatch):
+    import torch
+    from interp.core.threads import rebalance_threads
+
+    before = torch.get_num_threads()
+    try:
+        _scripted(monkeypatch, [(0.0, 0.0, 0.0), (9.0, 18.0, 0.0)] * 3)
+        monkeypatch.setenv(ENV, "2")
+        assert set_torch_threads() == 2 and rebalance_threads() == 2  # the machine is full, but the user said 2
+        monkeypatch.delenv(ENV)
+        assert set_torch_threads(2) == 2 and rebalance_threads() == 2  # a training's fixed count
+    finally:
+        torch.set_num_threads(before)
