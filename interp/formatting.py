@@ -4,6 +4,7 @@ sentences and the CLI (JSON keeps the numbers themselves).
 - `pts`: a probability or a change of one, in signed percentage points ("+12.3");
 - `pts_ci`, `pts_interval`: an interval in points ("[-2.0, +3.0]"), a value with its interval;
 - `pct`: a share as a percentage ("42%");
+- `p_value`: a p-value, three decimals, and "< 0.001" below that (never "0.000");
 - `number`: any other number ("0.004", signed on request); `fixed`: to fixed decimals, for aligned columns.
 
 A missing value (None, NaN, infinity) is written "n/a" (an interval: "").
@@ -50,3 +51,10 @@ def fixed(value, digits: int = 2) -> str:
 def number(value, digits: int = 3, *, signed: bool = False) -> str:
     """Any other number, to `digits` significant digits: 0.00412 -> "0.00412"; "+0.25" when `signed`."""
     return "n/a" if missing(value) else f"{value:{'+' if signed else ''}.{digits}g}"
+
+
+def p_value(value) -> str:
+    """A p-value: 0.0423 -> "0.042"; below 0.001 "< 0.001" (a p is never zero, so never "0.000")."""
+    if missing(value):
+        return "n/a"
+    return "< 0.001" if value < 0.001 else f"{value:.3f}"

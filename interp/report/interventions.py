@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 from typing import Sequence
 
-from interp.formatting import pct, pts, pts_interval
+from interp.formatting import p_value, pct, pts, pts_interval
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.storage import atomic_write_text
@@ -55,10 +55,10 @@ def test_rows(results: Sequence[dict]) -> list[list[str]]:
             rows.append(
                 [
                     judge,
-                    pts_interval(within.get("effect"), within.get("ci")) + (f" (p {within['p_value']:.3f})" if within.get("p_value") is not None else ""),
+                    pts_interval(within.get("effect"), within.get("ci")) + (f" (p {p_value(within['p_value'])})" if within.get("p_value") is not None else ""),
                     ", ".join(test.get("controls") or []) or "none",
-                    "n/a" if r["p_value"] is None else f"{r['p_value']:.3f}",
-                    "n/a" if r.get("p_holm") is None else f"{r['p_holm']:.3f}",
+                    p_value(r["p_value"]),
+                    p_value(r.get("p_holm")),
                     f"{r.get('test_alpha', r.get('alpha')):g}",
                     str(r["n_test"]),
                     "n/a" if share is None else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
