@@ -46,6 +46,7 @@ def intervene(
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
     site: str = typer.Option("attention", "--site", help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)"),
     op: str = typer.Option("mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"),
+    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=0.0, help="GB of judge models held at once: controls beyond it are let go once judged (default: half the memory available)"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
@@ -77,7 +78,8 @@ def intervene(
     )
     where = placement_keys(device, dtype)
     spec = as_intervention(spec_path) if spec_path is not None else None
-    result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where)
+    budget = int(max_memory * 2**30) if max_memory is not None else None
+    result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where, max_memory=budget)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
     reused = result["reused"]

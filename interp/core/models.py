@@ -95,6 +95,7 @@ class ModelCache:
 
     placement: Placement = Placement()
     models: dict[str, LoadedModel] = field(default_factory=dict)
+    held: set[str] = field(default_factory=set)  # names of models the caller put in (never to be loaded by name)
 
     def get(self, spec: str) -> LoadedModel:
         if spec not in self.models:

@@ -305,11 +305,13 @@ def intervene_run(
     models: ModelCache | None = None,
     items: Sequence[str] | None = None,
     split: str | None = None,
+    max_memory: int | None = None,
 ) -> dict:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
-    `design.span_controls`. Returns the result written to result.json.
+    `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
+    (None: half the memory available; `Judges.release`). Returns the result written to result.json.
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -318,6 +320,8 @@ def intervene_run(
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
     pool = judge_pool(run, backend, where=where, models=models)
+    pool.keep |= set(names)  # the tested judges stay loaded; controls are loaded in turn and let go
+    pool.max_memory = max_memory if max_memory is not None else pool.max_memory
     _check_top_k(pool, names, design)
     specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
     backend_name = backend if backend is not None else run.config.backend
@@ -387,13 +391,14 @@ def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, 
     effect on it, its target span exists in every test prompt (both orders), every baseline judgment is there,
     and the run's summary (read again for the report at the end) is valid JSON."""
     for judge in names:
-        for model in {judge, *controls[judge]}:
+        for model in [judge, *controls[judge]]:
             loaded = pool.model(model)
             check_variants(loaded, list(variants[judge].values()))
             check_spans(run, loaded, list(variants[judge].values()), items, own=own_model(judge))
             check_nodes_take_effect(run, loaded, list(variants[judge].values()), items)
             if model in run.config.judge_specs:
                 baseline(run, model, items, own_model(judge))
+            pool.release(model)  # checked: let it go until its turn comes (a tested judge is kept)
     if run.dir.summary.exists():
         run.dir.read_summary()
 
@@ -434,7 +439,10 @@ def _test_judge(
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     delta_judge = _delta(judged, "self")
     gold = run.gold_own(own)[[run.items.index(item) for item in items]]
-    judged_controls = {c: evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own) for c in controls}
+    judged_controls = {}
+    for c in controls:  # one at a time, each let go once judged: the peak holds one control, not all
+        judged_controls[c] = evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own)
+        pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
     common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     test = between_judge_test(delta_judge, delta_controls, **common)

@@ -278,6 +278,27 @@ def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folde
     return means, prompts
 
 
+def model_bytes(model: LoadedModel) -> int:
+    """What a model's weights take: its parameters and buffers, in bytes."""
+    tensors = [*model.hf_model.parameters(), *model.hf_model.buffers()]
+    return sum(t.numel() * t.element_size() for t in {id(t): t for t in tensors}.values())
+
+
+def memory_budget(model: LoadedModel) -> int:
+    """Half the memory available now where the model lives: the GPU's free memory for a CUDA model, else the
+    host's (MemAvailable)."""
+    if model.device.type == "cuda":
+        free, _ = torch.cuda.mem_get_info(model.device)
+        return free // 2
+    try:
+        for line in open("/proc/meminfo"):
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024 // 2
+    except OSError:
+        pass
+    return 8 * 2**30
+
+
 NO_INTERVENTION = Variant("none", description="no intervention: the judge's plain verdicts")
 
 
@@ -303,9 +324,37 @@ class Judges:
     backend: str | None = None
     runners: dict = field(default_factory=dict)
     trunks: TrunkPool | None = None  # made at the first hf runner (its import loads transformers)
+    keep: set[str] = field(default_factory=set)  # never released: the judges a command tests (and `models.held`)
+    max_memory: int | None = None  # bytes of models held before controls are let go (None: see `release`)
 
     def model(self, judge: str) -> LoadedModel:
         return self.models.get(judge)
+
+    def held_bytes(self) -> int:
+        """The bytes of every model held now (parameters and buffers)."""
+        return sum(model_bytes(model) for model in self.models.models.values())
+
+    def release(self, judge: str) -> None:
+        """Let go of a judge's model and backends once its work is done (a control judge, judged one at a time)
+        when the models held exceed the memory budget (`max_memory` bytes; None: half the memory available when
+        the first release is asked, on the models' device), so a test with k controls holds about two models at
+        a time, not k + 1; it is loaded again if asked for. Under the budget nothing is let go (no reload cost).
+        A model the caller holds is kept, and so is one whose lower layers other judges share (a trunk)."""
+        if judge in self.keep or judge in self.models.held or judge not in self.models.models:
+            return
+        if self.max_memory is None:
+            self.max_memory = memory_budget(self.models.models[judge])
+        if self.held_bytes() <= self.max_memory:
+            return
+        model = self.models.models[judge]
+        if self.trunks is not None and any(trunk.model is model for trunk in self.trunks.trunks):
+            return
+        del self.models.models[judge]
+        for key in [key for key in self.runners if key[0] == judge]:
+            del self.runners[key]
+        import gc
+
+        gc.collect()
 
     def runner(self, judge: str, run: Run) -> Backend:
         """The judge's backend; with hf, judges whose lower layers are another held model's (organisms of one
@@ -356,6 +405,7 @@ def judge_pool(
                 f"compare two precisions; convert it (model.to(torch.{recorded})) or re-judge by name"
             )
         models.models[name] = model
+        models.held.add(name)
     return Judges(models, backend)
 
 

@@ -166,3 +166,34 @@ def test_top_heads_on_their_outputs_from_the_cli(tmp_path, tiny_llama_dir, smoll
     assert "site" not in TestDesign(heads="top-heads", top_k=2, selection_share=0.5).record()
     bad = forked_cli("intervene", str(run), *options, "--site", "head_output", "--op", "melt")
     assert bad.returncode == 2 and "not a node intervention kind" in bad.stderr
+
+
+def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tmp_path, monkeypatch):
+    """max_memory = 0: every control is let go once judged (and loaded again when the random sets need it);
+    the result is the same as with every model kept, and no more than the tested judge and one control are
+    ever held at once."""
+    from interp.experiments import engine
+    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.run.store import read_run
+
+    source, controls = node_run
+    kept_run, released_run = tmp_path / "kept", tmp_path / "released"
+    shutil.copytree(source, kept_run)
+    shutil.copytree(source, released_run)
+    judge, _ = read_run(kept_run).config.models
+    design = TestDesign(heads="all-layers", control_judges=tuple(controls))
+    kept = intervene_run(kept_run, design=design, judges=[judge], progress=False, max_memory=2**50)
+    most = []
+    real = engine.Judges.model
+
+    def counting(self, name):
+        model = real(self, name)
+        most.append(len(self.models.models))
+        return model
+
+    monkeypatch.setattr(engine.Judges, "model", counting)
+    released = intervene_run(released_run, design=design, judges=[judge], progress=False, max_memory=0)
+    assert max(most) <= 2
+    strip = lambda r: {k: v for k, v in r["judges"][judge].items() if k not in ("controls",)}  # noqa: E731
+    assert strip(released) == strip(kept)
+    assert released["judges"][judge]["controls"] == kept["judges"][judge]["controls"]
