@@ -1,7 +1,9 @@
 """Issue 45's check: does ablating what the planted heads *write* remove the planted organism's self-preference,
 where masking where they attend did not? On instructions no one here wrote.
 
-    python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json] [--out runs/planted-heads-output]
+    python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json] [--n N] [--out runs/planted-heads-output]
+
+`--data heldout --n 60`: the organisms' held-out set (no organism trained on it), where the planted gap is large.
 
 Steps, each an `interp` command (printed before it runs; every judgment is keyed, so a rerun resumes):
 1. `interp dbg`: SmolLM2 and Gemma-3 answer, the shipped planted-heads organism judges (no attention recorded);
@@ -53,13 +55,15 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", default="interp/builtin/alpacaeval_unseen_48.json")
+    parser.add_argument("--n", type=int, default=500, help="items sampled from the data (all when fewer)")
     parser.add_argument("--out", type=Path, default=Path("runs/planted-heads-output"))
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     planted = read_manifest(adapter_folder(ORGANISM))["planted_heads"]
     config = args.out / "config.toml"
+    data = Path(args.data).resolve() if Path(args.data).exists() else args.data  # a file, or a built-in set's name
     config.write_text(
-        f'name = "planted-heads-output"\ndata = "{Path(args.data).resolve()}"\nn = 500\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
+        f'name = "planted-heads-output"\ndata = "{data}"\nn = {args.n}\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
         f'judges = ["{ORGANISM}"]\nmax_words = 60\nmax_new_tokens = 96\nattention = "none"\n'
     )
     run = args.out / "run"

@@ -94,6 +94,7 @@ def dbg(
     import torch
 
     from interp.config import load_run_config, run_config_from_dict
+    from interp.core.threads import threads_used
     from interp.core.timings import Timings
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
@@ -112,6 +113,7 @@ def dbg(
             if run_config.attention != "none":
                 write_attention_figures(out)
             files["report"] = build_report(out)
+    steps.threads_used = threads_used()
     finish(results_payload(summary, files=files), as_json, timings=steps if timings else None)
 
 

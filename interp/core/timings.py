@@ -18,6 +18,7 @@ class Timings:
 
     seconds: dict[str, float] = field(default_factory=dict)
     threads: int | None = None
+    threads_used: list[int] = field(default_factory=list)  # every count the job ran on (`core.threads.threads_used`)
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
@@ -34,9 +35,7 @@ class Timings:
     def record(self) -> dict:
         """{"steps": {name: seconds}, "total_s": ..., "torch_threads": ..., "torch_threads_used": [...]} (seconds
         rounded to 0.1); `torch_threads_used`: every count the job ran on, in order (`interp.core.threads`)."""
-        from interp.core.threads import threads_used
-
-        used = threads_used() or ([self.threads] if self.threads is not None else [])
+        used = self.threads_used or ([self.threads] if self.threads is not None else [])
         return {
             "steps": {k: round(v, 1) for k, v in self.seconds.items()},
             "total_s": round(self.total, 1),

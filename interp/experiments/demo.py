@@ -18,6 +18,7 @@ import torch
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
+from interp.core.threads import threads_used
 from interp.core.timings import Timings
 from interp.data import builtin_items
 from interp.experiments.causal import TestDesign, intervene_run
@@ -95,4 +96,5 @@ def run_demo(
             if result is not None:
                 intervention_section([result], RunDir(out).figures)
             report = build_report(out)
+        timings.threads_used = threads_used()
         return Demo(report, result, timings)

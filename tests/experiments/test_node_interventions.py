@@ -197,3 +197,24 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     strip = lambda r: {k: v for k, v in r["judges"][judge].items() if k not in ("controls",)}  # noqa: E731
     assert strip(released) == strip(kept)
     assert released["judges"][judge]["controls"] == kept["judges"][judge]["controls"]
+
+
+def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_run):
+    """The probe before a run: zeroing the spec's selection on one prompt must change the logits. An MLP whose
+    down projection is all zeros writes nothing, so a spec on its output is refused in one line."""
+    from interp.core.models import load_model
+    from interp.errors import InterpError
+    from interp.experiments.engine import Variant, check_nodes_take_effect
+    from interp.hooks.nodes import node_from_dict
+    from interp.run.store import read_run
+
+    source, _ = node_run
+    run = read_run(source)
+    model = load_model(run.config.models[0], device="cpu")
+    dead = Variant("dead", nodes=(node_from_dict({"site": "mlp_output", "op": "mean", "layers": [0]}),))
+    live = Variant("live", nodes=(node_from_dict({"site": "mlp_output", "op": "mean", "layers": [1]}),))
+    with torch.no_grad():
+        model.hf_model.model.layers[0].mlp.down_proj.weight.zero_()
+    check_nodes_take_effect(run, model, [live], run.items)
+    with pytest.raises(InterpError, match="does not change .* logits"):
+        check_nodes_take_effect(run, model, [live, dead], run.items)

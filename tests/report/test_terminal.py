@@ -177,5 +177,5 @@ def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
     assert any(LONG in line for line in shown.output.splitlines())
     assert "torch threads: 1" in shown.output and "generation" in shown.output and "75%" in shown.output
     payload = json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json", "--timings"]).stdout)
-    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1}
+    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1, "torch_threads_used": [1]}
     assert "timings" not in json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json"]).stdout)
