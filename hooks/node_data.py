@@ -24,17 +24,29 @@ from interp.hooks.nodes import NodeData, NodeIntervention, node_edits, position_
 Authors = Sequence[tuple[str, str]] | None
 
 
+class _AllKept(Exception):
+    """Raised by the last recorder: the layers above the last point asked for are not run."""
+
+
 def record_sites(runner: Backend, batch: Batch, names: Sequence[str]) -> dict[str, Tensor]:
-    """One forward pass that keeps the activation at each named point (nothing is edited)."""
+    """One forward pass that keeps the activation at each named point (nothing is edited). On the hf backend
+    the pass stops once the last point is kept (a patch at layer 20 of 30 runs two thirds of a pass)."""
     kept: dict[str, Tensor] = {}
+    wanted = set(names)
+    stop = runner.name == "hf"  # an exception through nnsight's or TransformerLens' hooks is theirs to wrap
 
     def keep(name: str):
         def fn(activation: Tensor) -> None:
             kept[name] = activation.detach().clone()
+            if stop and wanted <= set(kept):
+                raise _AllKept
 
         return fn
 
-    runner.forward(batch, site_edit={name: keep(name) for name in names})
+    try:
+        runner.forward(batch, site_edit={name: keep(name) for name in names})
+    except _AllKept:
+        pass
     return kept
 
 
