@@ -13,9 +13,11 @@ What "free" means: the cores this process may run on (its affinity mask) less th
 kept busy over a recent interval, read from the kernel's counters (`/proc/stat`: every core's busy time;
 `/proc/self/stat`: this process's own), never the 1-minute load average. That average lags: right after
 `setup.sh` (pip, for a minute) it still said 1.5 on an idle 2-core machine, and the README's demo ran its
-whole life on one thread (12.4 min against 7). At start the interval is a 0.2 s sample; `rebalance_threads()`
+whole life on one thread (12.4 min against 7). `rebalance_threads()`
 (called between batches of judging and generation) measures the interval since its last call, so company that
-arrives or leaves is seen within one batch. Where /proc is missing, the load average is the fallback.
+arrives or leaves is seen within one batch. At start there is no interval yet, and a command must not wait for
+one: the estimate is the other processes' threads runnable now (`procs_running`), corrected at the first batch.
+Where /proc is missing, the load average is the fallback.
 
 `INTERP_THREADS` pins the count (never re-decided), and so does a fixed count given to `set_torch_threads`
 (organism training, for reproducible reductions). torch's thread count is itself process-wide, so the record of
@@ -32,7 +34,6 @@ from typing import Mapping
 from interp.errors import InterpError
 
 ENV = "INTERP_THREADS"
-FIRST_SAMPLE_S = 0.2  # the start's sample of the other processes' use
 MIN_INTERVAL_S = 0.5  # shorter intervals between batches are too noisy to decide on
 
 
@@ -114,21 +115,30 @@ def pinned_threads(env: Mapping[str, str] | None = None) -> int | None:
 def torch_threads(env: Mapping[str, str] | None = None, *, cores: int | None = None, load: float | None = None) -> int:
     """The thread count for torch: `INTERP_THREADS` when set, else the free cores.
 
-    `load`: the other processes' busy cores (default: a short sample of the kernel's counters, or the 1-minute
-    load average where there are none); `cores`: this process's affinity mask.
+    `load`: the other processes' busy cores (default: `runnable_others`, their runnable threads now); `cores`:
+    this process's affinity mask.
     """
     pinned = pinned_threads(env)
     if pinned is not None:
         return pinned
     cores = allowed_cores() if cores is None else cores
     if load is None:
-        before = CpuSample.now()
-        if before is None:
-            load = system_load()
-        else:
-            time.sleep(FIRST_SAMPLE_S)
-            load = others_busy(before, CpuSample.now() or before)
+        load = runnable_others()
     return free_cores(cores, load)
+
+
+def runnable_others() -> float:
+    """Threads of other processes runnable now (`/proc/stat`'s procs_running, less this one's main thread): an
+    instant estimate for the start, with no wait; `rebalance_threads` measures properly from the first batch on.
+    The 1-minute load average where there is no /proc."""
+    try:
+        with open("/proc/stat") as stat:
+            for line in stat:
+                if line.startswith("procs_running"):
+                    return max(0.0, float(line.split()[1]) - 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    return system_load()
 
 
 @dataclass

@@ -55,22 +55,24 @@ def _scripted(monkeypatch, samples):
     queue = [threads.CpuSample(*values) for values in samples]
     monkeypatch.setattr(threads.CpuSample, "now", classmethod(lambda cls: queue.pop(0)))
     monkeypatch.setattr(threads, "allowed_cores", lambda: 2)
-    monkeypatch.setattr(threads.time, "sleep", lambda seconds: None)
     monkeypatch.setattr(threads, "_DECISION", threads._Decision())
     return queue
 
 
 def test_the_count_follows_the_other_processes_and_is_decided_again_between_batches(monkeypatch):
-    """A sample, not the lagging load average: another process on one of two cores gives 1 thread; once it has
-    left, the next decision (a batch later) gives 2; this process's own use never counts as company."""
+    """Not the lagging load average: at start another process's runnable thread on one of two cores gives 1
+    thread; once it has left, the next decision (a batch later, from the kernel's busy counters) gives 2; this
+    process's own use never counts as company."""
     import torch
+    from interp.core import threads
     from interp.core.threads import others_busy, rebalance_threads, threads_used
 
     monkeypatch.delenv(ENV, raising=False)
     before = torch.get_num_threads()
     try:
-        # start: 0.2 s during which the machine was busy 0.2 core-s, none of it ours -> 1 busy core -> 1 thread
-        _scripted(monkeypatch, [(0.0, 10.0, 1.0), (0.2, 10.2, 1.0), (0.2, 10.2, 1.0), (0.4, 10.3, 1.1), (2.2, 12.2, 3.0), (5.0, 17.6, 5.6)])
+        # start: one other process runnable now -> 1 thread; the decision measures from this sample on
+        _scripted(monkeypatch, [(0.2, 10.2, 1.0), (0.4, 10.3, 1.1), (2.2, 12.2, 3.0), (5.0, 17.6, 5.6)])
+        monkeypatch.setattr(threads, "runnable_others", lambda: 1.0)
         assert set_torch_threads() == 1 and torch.get_num_threads() == 1
         assert rebalance_threads() == 1  # 0.2 s later: too short an interval to decide on, kept
         # 2.0 s later: 2.0 core-s busy, 2.0 of them ours (our two threads) -> nobody else -> 2 threads
