@@ -46,7 +46,7 @@ from torch import Tensor
 
 from interp.config import read_toml, to_toml
 from interp.core.backends import Batch
-from interp.core.sites import POINTS, SiteEdit, hook_name
+from interp.core.sites import POINTS, SiteEdit, chain, hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable
@@ -495,7 +495,7 @@ def node_edits(
         for layer, heads in spec.selection(n_layers).items():
             name = hook_name(SITES[spec.site], layer)
             chained.setdefault(name, []).append(_edit(spec, name, layer, heads, rows, made))
-    return {name: _chain(fns) for name, fns in chained.items()}
+    return {name: chain(fns) for name, fns in chained.items()}
 
 
 def _edit(spec: NodeIntervention, name: str, layer: int, heads: tuple[int, ...] | None, rows: Tensor, data: NodeData):
@@ -512,15 +512,3 @@ def _edit(spec: NodeIntervention, name: str, layer: int, heads: tuple[int, ...] 
         return torch.where(where, new.to(activation.dtype), activation)
 
     return edit
-
-
-def _chain(fns: list[Callable[[Tensor], Tensor]]) -> Callable[[Tensor], Tensor]:
-    if len(fns) == 1:
-        return fns[0]
-
-    def chained(activation: Tensor) -> Tensor:
-        for fn in fns:
-            activation = fn(activation)
-        return activation
-
-    return chained

@@ -17,21 +17,11 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
 from pathlib import Path
 
-AUTHORS = ["smollm2-135m-instruct", "gemma3-270m"]
+from null_family_check import AUTHORS, interp  # the script beside this one: each step an `interp` command
+
 ORGANISM = "smollm2-135m-selfpref-heads-seed4"
-
-
-def interp(*args: str) -> str:
-    command = [sys.executable, "-m", "interp.cli", *args]
-    print("$ interp " + " ".join(args), file=sys.stderr, flush=True)
-    done = subprocess.run(command, capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"failed: {' '.join(args)}\n{done.stderr[-2000:]}")
-    return done.stdout
 
 
 def table(heads: list[list[int]]) -> str:

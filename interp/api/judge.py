@@ -27,7 +27,7 @@ from interp.hooks.context import dampen
 from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.core.sites import check_hook_names, hook_names
+from interp.core.sites import chain, check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
@@ -39,18 +39,6 @@ from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
 from interp.errors import InterpError
-
-
-def _then(first, second):
-    """Two hook functions at one point, in order (None from either keeps the activation it was given)."""
-
-    def both(activation):
-        edited = first(activation)
-        activation = activation if edited is None else edited
-        again = second(activation)
-        return activation if again is None else again
-
-    return both
 
 
 class Judge:
@@ -343,7 +331,7 @@ class Judge:
                 edits = dict(build(batch, offsets, chunk)) if build is not None else {}
                 for table in hooks:  # the user's functions run after the interventions at the same point
                     for name, fn in table.items():
-                        edits[name] = _then(edits[name], fn) if name in edits else fn
+                        edits[name] = chain([edits[name], fn]) if name in edits else fn
                 return edits
 
         with self._intervened(prompts, authors, own):

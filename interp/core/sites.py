@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import contextlib
 from dataclasses import dataclass
-from typing import Callable, Iterator, Literal, Mapping
+from typing import Callable, Iterator, Literal, Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -101,16 +101,17 @@ def hook_names(hf_model: torch.nn.Module) -> list[str]:
     return list(hook_points(hf_model))
 
 
-def check_hook_names(hf_model: torch.nn.Module, names) -> None:
-    """Every name is a point of this model: else one line naming it and what the model offers."""
-    points = hook_points(hf_model)
+def check_hook_names(hf_model: torch.nn.Module, names, points: Mapping[str, HookPoint] | None = None) -> None:
+    """Every name is a point of this model (`points`: its `hook_points`, when already read): else one line
+    naming it and what the model offers."""
+    points = hook_points(hf_model) if points is None else points
     for name in names:
         if name not in points:
             layer_zero = [n.split(".", 2)[2] for n in points if n.startswith("blocks.0.")]
             raise InterpError(
                 f"hook point {name!r} does not exist on {type(hf_model).__name__}"
                 f"{' (its attention exposes no per-head output to hook)' if name.endswith('attn.hook_z') else ''}; "
-                f"it offers blocks.<layer>.{{{', '.join(layer_zero)}}} for layers 0-{len(decoder_layers(hf_model)) - 1}"
+                f"it offers blocks.<layer>.{{{', '.join(layer_zero)}}} for layers 0-{hf_model.config.get_text_config().num_hidden_layers - 1}"
             )
 
 
@@ -146,11 +147,26 @@ def _output_hook(fn: SiteFn):
     return hook
 
 
+def chain(functions: Sequence[SiteFn]) -> SiteFn:
+    """Several functions at one point, in order, as one: each gets the activation the one before it left (None
+    from any of them keeps the activation it was given)."""
+    if len(functions) == 1:
+        return functions[0]
+
+    def chained(activation: Tensor) -> Tensor:
+        for fn in functions:
+            edited = fn(activation)
+            activation = activation if edited is None else edited
+        return activation
+
+    return chained
+
+
 @contextlib.contextmanager
 def site_hooks(hf_model: torch.nn.Module, edits: Mapping[str, SiteFn]) -> Iterator[None]:
     """Run `edits` (hook name -> function) at their points during the block; every handle is removed on exit."""
     points = hook_points(hf_model)
-    check_hook_names(hf_model, edits)
+    check_hook_names(hf_model, edits, points)
     handles = []
     try:
         for name, fn in edits.items():

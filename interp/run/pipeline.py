@@ -37,7 +37,7 @@ from interp.run.judging import batches, judge_tasks, run_judging
 from interp.run.responses import Decoding, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
-from interp.run.store import RunDir
+from interp.run.store import RunDir, empty_answers
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
@@ -108,23 +108,16 @@ def _by_model(records) -> dict[str, dict[str, str]]:
     return answers
 
 
-def empty_answers(responses: dict[str, dict[str, str]], items: Sequence[Item]) -> dict[str, list[str]]:
-    """model -> the ids of the items it answered with nothing (white space only)."""
-    found = {model: [i.id for i in items if i.id in answers and not answers[i.id].strip()] for model, answers in responses.items()}
-    return {model: ids for model, ids in found.items() if ids}
-
-
 def check_answers_not_empty(responses: dict[str, dict[str, str]], items: Sequence[Item]) -> None:
     """Every answer to be judged holds text: an empty (or white-space) answer gives empty spans, a verdict on
     nothing and a DBG of +0.0 that means nothing, so it is refused before any judging, naming the model and items."""
     for model, empty in empty_answers(responses, items).items():
-        if empty:
-            shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
-            raise InterpError(
-                f"{model} gave an empty answer to {len(empty)} of the run's {len(items)} items ({shown}); nothing was "
-                "judged: raise max_new_tokens, fix the model's generation (its EOS, its chat template), drop those items, "
-                "or set empty_answers = \"judge\" to judge them as they are"
-            )
+        shown = ", ".join(empty[:5]) + (", ..." if len(empty) > 5 else "")
+        raise InterpError(
+            f"{model} gave an empty answer to {len(empty)} of the run's {len(items)} items ({shown}); nothing was "
+            "judged: raise max_new_tokens, fix the model's generation (its EOS, its chat template), drop those items, "
+            "or set empty_answers = \"judge\" to judge them as they are"
+        )
 
 
 def gold_judges(config: RunConfig, models: ModelCache) -> list[GoldJudge]:

@@ -59,12 +59,12 @@ LOCK_NAME = ".interp.lock"
 RUN_MARKERS = (LOCK_NAME, "adapters.json")
 
 
-def _attention_file(folder: Path, judge: str, suffix: str) -> Path:
+def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = False) -> Path:
     """folder/<label>-<hash><suffix>. A run written before the hash holds folder/<label><suffix> (or, before
     `path_label`, an ASCII-only label), read when it is the one there; `load_attention` then checks that its
     index names this judge, since two judges could share that older name."""
     path = folder / f"{keyed_label(judge)}{suffix}"
-    if path.exists():
+    if write or path.exists():  # a writer always uses the current name, never an older run's file
         return path
     for older in (folder / f"{path_label(judge)}{suffix}", folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}"):
         if older.name not in ("", ".", "..") and older.exists():
@@ -138,10 +138,10 @@ class RunDir:
 
     def attention(self, judge: str, *, write: bool = False) -> Path:
         """The judge's attention arrays; `write`: the current layout's name, never an older run's file."""
-        return self.attention_dir / f"{keyed_label(judge)}.safetensors" if write else _attention_file(self.attention_dir, judge, ".safetensors")
+        return _attention_file(self.attention_dir, judge, ".safetensors", write=write)
 
     def attention_index(self, judge: str, *, write: bool = False) -> Path:
-        return self.attention_dir / f"{keyed_label(judge)}.json" if write else _attention_file(self.attention_dir, judge, ".json")
+        return _attention_file(self.attention_dir, judge, ".json", write=write)
 
     def variant(self, key: str) -> Path:
         """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""
@@ -307,6 +307,13 @@ class Run:
     def gold_own(self, own_model: str) -> np.ndarray:
         """Gold P(own_model's response wins) per item."""
         return p_own_from_first(self.gold_first, own_model, self.config.models[0])
+
+
+def empty_answers(responses: dict[str, dict[str, str]], items) -> dict[str, list[str]]:
+    """model -> the ids of the run's items it answered with nothing (white space only), for models with any;
+    `responses` as `RunDir.read_responses` gives them."""
+    found = {model: [i.id for i in items if i.id in answers and not answers[i.id].strip()] for model, answers in responses.items()}
+    return {model: ids for model, ids in found.items() if ids}
 
 
 def check_finished(run_dir: Path) -> RunDir:

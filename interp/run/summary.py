@@ -23,7 +23,7 @@ from interp.metrics.dbg import (
 )
 from interp.run.gold import aggregate_gold
 from interp.run.records import JudgmentRecord
-from interp.run.store import RunDir
+from interp.run.store import RunDir, empty_answers
 from interp.storage import atomic_write_text
 
 
@@ -147,8 +147,6 @@ def write_summary(
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
-        ids = {i.id for i in items}
-        empty = {m: sorted(i for i, text in answers.items() if i in ids and not text.strip()) for m, answers in paths.read_responses().items()}
-        summary["empty_answers"] = {m: found for m, found in empty.items() if found}
+        summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
     return summary
