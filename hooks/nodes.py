@@ -3,6 +3,7 @@
 A spec names a site, an operation, where (layers, heads, positions) and the operation's own keys:
 
     site      = "head_output" | "mlp_output" | "residual"       # attention sites: `interp.hooks.spec`
+                | "head_pattern" | "head_values"                 # a head's two routes (patch, zero): where it looks, what it reads
     op        = "zero" | "mean" | "resample" | "patch" | "project_out" | "add" | a registered kind
     layers    = [23, 27]                                         # omitted: every layer (or the heads table's)
     heads     = { 23 = [3, 8], 27 = [1] }                        # head_output only: a list, or layer -> heads
@@ -51,7 +52,15 @@ from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable
 
-SITES: dict[str, str] = {"head_output": "attn.hook_z", "mlp_output": "hook_mlp_out", "residual": "hook_resid_post"}
+SITES: dict[str, str] = {
+    "head_output": "attn.hook_z",
+    "mlp_output": "hook_mlp_out",
+    "residual": "hook_resid_post",
+    "head_pattern": "attn.hook_pattern",  # a head's route: where it looks (patch only)
+    "head_values": "attn.hook_v",  # a head's route: what it reads (patch only)
+}
+HEAD_SITES = ("head_output", "head_pattern", "head_values")
+ROUTE_SITES = ("head_pattern", "head_values")
 POSITIONS = ("all", "final", "self", "other", "a", "b", "random")
 COUNTERFACTUALS = ("swap", "reference", "same")
 _BASE_KEYS = ("site", "op", "layers", "heads", "positions", "seed", "name")
@@ -97,7 +106,7 @@ class NodeIntervention(HeadSelection):
     """Base class of node interventions (see the module docstring). Subclasses add their own keys as fields."""
 
     op: ClassVar[str] = ""
-    sites: ClassVar[tuple[str, ...]] = tuple(SITES)
+    sites: ClassVar[tuple[str, ...]] = tuple(site for site in SITES if site not in ROUTE_SITES)
     needs: ClassVar[str | None] = None  # "mean" | "donor" | "counterfactual": data made before the pass
 
     site: str = "head_output"
@@ -175,8 +184,8 @@ def _check_common(spec: NodeIntervention) -> None:
     object.__setattr__(spec, "layers", layers)
     heads = spec.heads
     if heads is not None:
-        if spec.site != "head_output":
-            raise InterpError(f"{where}'heads' applies to site head_output only, not {spec.site!r}")
+        if spec.site not in HEAD_SITES:
+            raise InterpError(f"{where}'heads' applies to the head sites ({', '.join(HEAD_SITES)}) only, not {spec.site!r}")
         if isinstance(heads, Mapping):
             heads = tuple((_layer(k, where), _indices(v, "heads", where)) for k, v in sorted(heads.items(), key=lambda kv: _layer(kv[0], where)))
         elif _is_table(tuple(heads)):
@@ -251,6 +260,7 @@ def _read_direction(path: Path, where: str) -> list[float]:
 @dataclass(frozen=True)
 class Zero(NodeIntervention):
     op: ClassVar[str] = "zero"
+    sites: ClassVar[tuple[str, ...]] = tuple(SITES)  # a zero pattern or zero values: the head reads nothing
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
         return torch.zeros((), dtype=activation.dtype, device=activation.device)
@@ -293,6 +303,7 @@ class Resample(_FromDonor):
 class Patch(_FromDonor):
     op: ClassVar[str] = "patch"
     needs: ClassVar[str | None] = "counterfactual"
+    sites: ClassVar[tuple[str, ...]] = tuple(SITES)
     counterfactual: str = "swap"
 
     def __post_init__(self) -> None:
@@ -505,10 +516,11 @@ def _edit(spec: NodeIntervention, name: str, layer: int, heads: tuple[int, ...] 
             raise InterpError(f"{name}: a {spec.op} intervention needs its {spec.needs} pass; run it through the judge or the engine")
         new = spec.replacement(activation, context)
         where = rows.to(activation.device)[:, :, None]
-        if activation.ndim == 4:  # [batch, pos, head, d_head]
-            chosen = torch.zeros(activation.shape[2], dtype=torch.bool, device=activation.device)
+        if activation.ndim == 4:  # [batch, pos, head, d_head]; the pattern: [batch, head, query, key], rows = queries
+            pattern = spec.site == "head_pattern"
+            chosen = torch.zeros(activation.shape[1 if pattern else 2], dtype=torch.bool, device=activation.device)
             chosen[list(heads) if heads is not None else slice(None)] = True
-            where = where[..., None] & chosen[None, None, :, None]
+            where = rows.to(activation.device)[:, None, :, None] & chosen[None, :, None, None] if pattern else where[..., None] & chosen[None, None, :, None]
         return torch.where(where, new.to(activation.dtype), activation)
 
     return edit

@@ -3,6 +3,9 @@
 The names follow TransformerLens, so a reader of either toolkit reads both:
 
     blocks.{l}.hook_resid_pre    the residual stream entering layer l           [batch, pos, d_model]
+    blocks.{l}.attn.hook_pattern each head's attention pattern (post-softmax)    [batch, head, query, key]
+    blocks.{l}.attn.hook_v       the values each head reads (a key/value head's  [batch, pos, head, d_head]
+                                 values repeated for every query head that shares it, so a per-head edit stays per head)
     blocks.{l}.attn.hook_z       each head's output before the output projection [batch, pos, head, d_head]
     blocks.{l}.hook_attn_out     the attention block's output (after o_proj)     [batch, pos, d_model]
     blocks.{l}.hook_mlp_out      the MLP block's output                          [batch, pos, d_model]
@@ -18,6 +21,12 @@ attention module (`self_attn`, `attn`, `attention`, `self_attention`), its outpu
 `dense`, `out_proj`: its input is the heads' outputs side by side, so `hook_z` reads and edits that input) and
 the MLP (`mlp`, `feed_forward`). An architecture without one of them does not offer the names that need it:
 `hook_names` lists what the loaded model has, and an unknown name is one line, never a silent no-op.
+
+The pattern and the values exist only inside the attention function, so their functions are handed to it
+(`InnerSites`, one per attention module, as an attribute the toolkit's attention function reads:
+`interp.core.backends.span_rows`), which then computes the layer's output as pattern x values from the edited
+tensors: hook_z at those heads is exactly the edited pattern times the edited values. A pass whose attention
+does not run that function (another attention implementation) stops with one line, never a silent no-op.
 """
 
 from __future__ import annotations
@@ -37,7 +46,9 @@ SiteEdit = dict[str, SiteFn]  # hook name -> function of the activation (None: r
 _ATTENTION = ("self_attn", "attn", "attention", "self_attention")
 _OUT_PROJ = ("o_proj", "c_proj", "dense", "out_proj")
 _MLP = ("mlp", "feed_forward")
-POINTS = ("hook_resid_pre", "attn.hook_z", "hook_attn_out", "hook_mlp_out", "hook_resid_post")
+POINTS = ("hook_resid_pre", "attn.hook_pattern", "attn.hook_v", "attn.hook_z", "hook_attn_out", "hook_mlp_out", "hook_resid_post")
+INNER = {"attn.hook_pattern": "pattern", "attn.hook_v": "v"}  # points computed inside the attention function
+INNER_ATTR = "_interp_inner_sites"
 
 
 def hook_name(point: str, layer: int) -> str:
@@ -48,8 +59,25 @@ def hook_name(point: str, layer: int) -> str:
 @dataclass(frozen=True)
 class HookPoint:
     module: torch.nn.Module
-    when: Literal["input", "output"]  # which tensor of the module the point is
+    when: Literal["input", "output", "inner"]  # which tensor of the module the point is ("inner": in its attention function)
     n_heads: int | None = None  # hook_z: the input is split into heads
+
+
+class InnerSites:
+    """The functions at one attention module's inner points ("pattern", "v"), and how often its attention
+    function ran them (the check that they ran)."""
+
+    def __init__(self) -> None:
+        self.fns: dict[str, SiteFn] = {}
+        self.calls = 0
+
+    def run(self, point: str, tensor: Tensor) -> Tensor:
+        """`tensor` after the function at `point` (itself when there is none, or it only reads)."""
+        fn = self.fns.get(point)
+        if fn is None:
+            return tensor
+        edited = fn(tensor)
+        return tensor if edited is None else edited.to(tensor.dtype)
 
 
 def decoder_layers(hf_model: torch.nn.Module) -> list[torch.nn.Module]:
@@ -85,6 +113,8 @@ def hook_points(hf_model: torch.nn.Module) -> dict[str, HookPoint]:
         attention = _child(block, _ATTENTION)
         if attention is not None:
             points[hook_name("hook_attn_out", layer)] = HookPoint(attention, "output")
+            for point in INNER:
+                points[hook_name(point, layer)] = HookPoint(attention, "inner")
             projection = _child(attention, _OUT_PROJ)
             width = _in_features(projection) if projection is not None else None
             if width is not None and width % n_heads == 0:
@@ -168,10 +198,18 @@ def site_hooks(hf_model: torch.nn.Module, edits: Mapping[str, SiteFn]) -> Iterat
     points = hook_points(hf_model)
     check_hook_names(hf_model, edits, points)
     handles = []
+    inner: dict[int, tuple[torch.nn.Module, InnerSites]] = {}
     try:
         for name, fn in edits.items():
             point = points[name]
-            if point.when == "input":
+            if point.when == "inner":
+                module = point.module
+                if id(module) not in inner:
+                    inner[id(module)] = (module, InnerSites())
+                    setattr(module, INNER_ATTR, inner[id(module)][1])
+                    handles += _inner_check(module, inner[id(module)][1], name.rsplit(".", 2)[0])
+                inner[id(module)][1].fns[INNER[name.split(".", 2)[2]]] = fn
+            elif point.when == "input":
                 handles.append(point.module.register_forward_pre_hook(_input_hook(fn, point.n_heads), with_kwargs=True))
             else:
                 handles.append(point.module.register_forward_hook(_output_hook(fn)))
@@ -179,3 +217,23 @@ def site_hooks(hf_model: torch.nn.Module, edits: Mapping[str, SiteFn]) -> Iterat
     finally:
         for handle in handles:
             handle.remove()
+        for module, _ in inner.values():
+            if hasattr(module, INNER_ATTR):
+                delattr(module, INNER_ATTR)
+
+
+def _inner_check(module: torch.nn.Module, sites: InnerSites, where: str) -> list:
+    """Hooks that stop the pass when the module's attention ran without running its inner points."""
+    seen = {}
+
+    def before(_module, _args):
+        seen["calls"] = sites.calls
+
+    def after(_module, _args, _output):
+        if sites.calls == seen.get("calls"):
+            raise InterpError(
+                f"{where}: the attention pattern and values are hooked inside the toolkit's attention function, which this pass did not run; "
+                "use the hf or nnsight backend (a plain model: run it through Judge or interp.core.backends)"
+            )
+
+    return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]

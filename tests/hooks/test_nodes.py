@@ -226,7 +226,7 @@ def test_hooks_are_removed_on_exit_and_on_error(smollm2_tokenizer):
 
 def test_unknown_or_missing_hook_points_are_one_line(smollm2_tokenizer):
     model = _llama(smollm2_tokenizer)
-    assert "blocks.1.attn.hook_z" in hook_names(model) and len(hook_names(model)) == 2 * 5
+    assert "blocks.1.attn.hook_z" in hook_names(model) and len(hook_names(model)) == 2 * 7  # 5 module points, the pattern and the values
     with pytest.raises(InterpError, match="does not exist"):
         check_hook_names(model, ["blocks.7.hook_mlp_out"])
 
@@ -256,7 +256,7 @@ def test_specs_are_data(tmp_path):
     assert load_node_spec(path) == spec
     for bad, message in [
         (dict(site="head_output", op="zero", heads=[1.5]), "non-negative integers"),
-        (dict(site="mlp_output", op="zero", heads=[1]), "head_output only"),
+        (dict(site="mlp_output", op="zero", heads=[1]), "the head sites"),
         (dict(site="head_output", op="melt"), "unknown op"),
         (dict(site="head_output", op="zero", wobble=1), "unknown key 'wobble'"),
         (dict(site="head_output", op="project_out", direction=[1.0]), "acts on mlp_output, residual"),

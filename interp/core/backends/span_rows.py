@@ -43,6 +43,7 @@ from torch import Tensor
 
 from interp.core.backends.layers import attention_modules
 from interp.core.backends.protocol import PatternHook, RowAwareHook
+from interp.core.sites import INNER_ATTR, InnerSites
 
 IMPLEMENTATION = "interp_span_rows"
 ALL_ROWS = sys.maxsize  # `rows=ALL_ROWS`: every query row (the layer then runs eager attention alone)
@@ -96,6 +97,11 @@ def span_rows_attention_forward(
 
     request = getattr(module, _REQUEST_ATTR, None) or _Request(None, None)
     rows, bias, softcap = request.rows, request.bias, kwargs.get("softcap")
+    inner = getattr(module, INNER_ATTR, None)
+    if inner is not None:
+        if attention_mask is None:
+            raise RuntimeError(f"{type(module).__name__}: no attention mask reached the layer to compute its pattern with")
+        return _with_inner_sites(module, inner, query, key, value, _additive(attention_mask, bias, query.dtype), rows, **kwargs)
     if rows is None and bias is None and softcap is None and not request.eager:  # nothing asked: transformers' SDPA
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if attention_mask is None:
@@ -116,6 +122,23 @@ def span_rows_attention_forward(
         row_mask = mask[:, :, -rows:]
     _, weights = eager(module, query[:, :, -rows:], key, value, row_mask, **kwargs)
     return output, weights.float()
+
+
+def _with_inner_sites(
+    module: torch.nn.Module, inner: InnerSites, query: Tensor, key: Tensor, value: Tensor, mask: Tensor, rows: int | None, **kwargs
+) -> tuple[Tensor, Tensor | None]:
+    """The layer as pattern x values, each through its hook point (`interp.core.sites`, "attn.hook_pattern" and
+    "attn.hook_v"): the pattern is the family's eager one (scaling, softcapping, the mask and bias), the values
+    are the key/value heads' repeated per query head, so the output equals eager attention's where nothing is
+    edited."""
+    _, weights = _family_eager(module)(module, query, key, value, mask, **kwargs)
+    groups = query.shape[1] // value.shape[1]
+    values = value.repeat_interleave(groups, dim=1) if groups > 1 else value  # head h reads key/value head h // groups
+    values = inner.run("v", values.transpose(1, 2)).transpose(1, 2)  # the point's layout: [batch, pos, head, d_head]
+    weights = inner.run("pattern", weights)
+    inner.calls += 1
+    output = torch.matmul(weights.to(values.dtype), values).transpose(1, 2).contiguous()
+    return output, None if rows is None else weights[:, :, -min(rows, query.shape[2]) :].float()
 
 
 def register() -> None:
