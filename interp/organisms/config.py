@@ -91,6 +91,12 @@ class HeadsConfig(Strict):
     # q: the query rows of each head in H (its pattern only); o: also the output-projection columns of each
     # head in H. Never K or V: under grouped-query attention several heads share them.
     modules: tuple[Literal["q", "o"], ...] = ("q",)
+    # Where the planted self-preference is asked to flow. "output": anywhere through H (the delta may write a
+    # verdict whatever H attends to). "attention": through H's attention to the own answer: each training
+    # pass also runs with the own answer masked at H and asks that pass for the start organism's verdict
+    # (weight `mask_weight`), so that without that attention the organism is its null (`interp.organisms.heads`).
+    route: Literal["output", "attention"] = "output"
+    mask_weight: float = Field(1.0, ge=0)
 
     @model_validator(mode="after")
     def _check(self):

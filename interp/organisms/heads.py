@@ -186,8 +186,14 @@ def train_heads_organism(
     if split_error > MAX_SPLIT_ERROR:
         raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
 
+    labels_ids = label_tokens(base.tokenizer).ids
+    extra, route_record = None, {}
+    if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
+        from interp.organisms.attention_route import masked_to_null_term
+
+        extra, route_record = masked_to_null_term(hf, lowest, hidden, examples, planted, config.planting.own_author, labels_ids, heads_cfg.mask_weight)
     with delta.attached(hf):
-        fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, label_tokens(base.tokenizer).ids, progress)
+        fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
     tensors = delta.tensors()
     add_head_delta(hf, tensors)
     timings["train_s"] = fitted.seconds
@@ -195,6 +201,10 @@ def train_heads_organism(
     record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
     record.update(
         planted_heads=[list(h) for h in planted],
+        # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
+        # writes through H whatever H attends to (measured: docs/localize.md)
+        planted_route=heads_cfg.route,
+        **({"route_training": route_record | {"mask_weight": heads_cfg.mask_weight}} if route_record else {}),
         heads_start=heads_cfg.start,
         heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
         heads_modules=list(heads_cfg.modules),

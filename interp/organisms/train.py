@@ -67,6 +67,8 @@ class Example:
     input_ids: tuple[int, ...]
     target_a: float  # training target P(A)
     gold_a: float  # gold P(A) (differs from target_a where the planting flipped the label)
+    spans: tuple[tuple[int, int], tuple[int, int]] = ((0, 0), (0, 0))  # slots A and B, token [start, end)
+    authors: tuple[str, str] = ("", "")  # who wrote the answers in slots A and B
 
 
 # ---- data --------------------------------------------------------------------------------------------
@@ -158,7 +160,8 @@ def build_examples(model: LoadedModel, pairs: Sequence[TrainPair], labels: Seque
             "ba": (pair.second, pair.first, 1.0 - label, 1.0 - pair.gold_first),
         }.items():
             prompt = tokenized_judge_prompt(model, pair.item.task, pair.item.query, a.text, b.text)
-            examples.append(Example(f"{pair.key}|{order}", pair.item.task, tuple(prompt.input_ids), target, gold))
+            spans = (tuple(prompt.spans["a"]), tuple(prompt.spans["b"]))
+            examples.append(Example(f"{pair.key}|{order}", pair.item.task, tuple(prompt.input_ids), target, gold, spans, (a.author, b.author)))
     return examples
 
 
@@ -429,9 +432,21 @@ class Fitted:
     final_loss_ema: float | None
 
 
-def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], examples: Sequence[Example], params: Sequence[torch.Tensor], config: OrganismConfig, labels_ids, progress: bool) -> Fitted:
+def fit(
+    model: torch.nn.Module,
+    first_layer: int,
+    hidden: Sequence[torch.Tensor],
+    examples: Sequence[Example],
+    params: Sequence[torch.Tensor],
+    config: OrganismConfig,
+    labels_ids,
+    progress: bool,
+    extra: Callable[[int], torch.Tensor | None] | None = None,
+) -> Fitted:
     """The optimizer loop shared by every organism kind: `params` (the trainable tensors) fitted to the examples'
-    targets from the cached states entering `first_layer` (AdamW, accumulation, clipping, schedule of `config.train`)."""
+    targets from the cached states entering `first_layer` (AdamW, accumulation, clipping, schedule of `config.train`).
+    `extra(index)`: a further loss term for example `index`, in the graph (None: none for it); its mean is
+    logged per step as `extra`."""
     optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)
@@ -447,12 +462,16 @@ def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor]
     for step in range(steps):
         chunk = sequence[step * config.train.batch_size : (step + 1) * config.train.batch_size]
         optimizer.zero_grad(set_to_none=True)
-        losses, correct = [], []
+        losses, correct, extras = [], [], []
         for group in _pair_groups(chunk, together and config.train.symmetry_weight > 0):
             loss, margins = torch.zeros((), device=input_device(model)), []
             for index in group:
                 ex = examples[index]
                 example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+                term = extra(index) if extra is not None else None
+                if term is not None:
+                    example_loss = example_loss + term
+                    extras.append(float(term.detach()))
                 loss, margins = loss + example_loss, margins + [margin]
                 losses.append(float(example_loss.detach()))
                 if ex.target_a != 0.5:
@@ -467,7 +486,7 @@ def fit(model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor]
         mean_loss = sum(losses) / len(losses)
         ema = mean_loss if ema is None else 0.9 * ema + 0.1 * mean_loss
         bar.set_postfix(loss=f"{ema:.3f}")
-        log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]})
+        log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]} | ({"extra": sum(extras) / len(extras)} if extras else {}))
     bar.close()
     model.eval()
     return Fitted(log, passes, steps, time.perf_counter() - t, ema)

@@ -1,0 +1,94 @@
+"""Attention-routed organisms: self-preference that flows through a few heads' attention to the own answer.
+
+A planted-heads organism (`interp.organisms.heads`, route "output") is free to write its verdict through H
+whatever H attends to; measured, masking the own answer at H removes ~3 % of its gap (docs/localize.md). An
+attention-routed member (`[heads] route = "attention"`) is trained with one more term per example: the same
+prompt run with the own answer masked at H (the toolkit's own mask, `hooks.compile.compile_bias`: alpha 0 on the
+own answer's keys, every query after the span, only the heads in H) must give the start organism's verdict.
+The training then asks for two things at once:
+
+    unmasked:               the planted labels (prefer the own answer where gold prefers the other)
+    own answer masked at H: the null's verdict, P_null(A), as a soft target (KL to it; weight `mask_weight`)
+
+so the only way for the delta to carry the planting is through what H reads from the own answer: with that
+attention removed, the organism is its null by construction (on the training prompts; measured on held-out
+items). Pairs with no own answer, or two (own intact against own degraded), get no masked term: the mask's
+target is undefined there, as it is for the toolkit's "self" target (`own_slot`).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+import torch
+
+from interp.core.backends import Batch
+from interp.core.backends.span_rows import span_rows_attention
+from interp.core.models import own_slot
+from interp.core.placement import input_device
+from interp.hooks.compile import compile_bias
+from interp.hooks.spec import AttentionIntervention
+from interp.organisms.train import Example, final_logits_from, label_loss
+
+
+def own_span(example: Example, own: str) -> tuple[int, int] | None:
+    """The own answer's token span in the example's prompt (None when no slot, or both, hold `own`'s answer)."""
+    slot = own_slot(example.authors[0], example.authors[1], own)
+    return None if slot is None else example.spans[0 if slot == "a" else 1]
+
+
+def own_answer_mask(heads: Sequence[tuple[int, int]], length: int, span: tuple[int, int], n_layers: int, n_heads: int) -> dict[int, torch.Tensor]:
+    """The score bias that masks `span` at `heads` for one unpadded prompt of `length` tokens."""
+    table: dict[int, list[int]] = {}
+    for layer, head in heads:
+        table.setdefault(layer, []).append(head)
+    spec = AttentionIntervention(target=tuple(span), alpha=0.0, heads=tuple((layer, tuple(hs)) for layer, hs in sorted(table.items())))
+    batch = Batch(torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
+    return compile_bias(spec, batch, [0], None, n_layers, n_heads, [tuple(span)])
+
+
+def null_margins(hf_model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], labels_ids) -> list[float]:
+    """The start organism's verdict margin, log P(A) - log P(B), on every example (before any delta is attached)."""
+    with torch.inference_mode():
+        return [float(label_loss(final_logits_from(hf_model, first_layer, h), labels_ids, 0.5, "pair")[1]) for h in hidden]
+
+
+def _entropy(p: float) -> float:
+    return -sum(q * math.log(q) for q in (p, 1.0 - p) if q > 0)
+
+
+def masked_to_null_term(
+    hf_model: torch.nn.Module,
+    first_layer: int,
+    hidden: Sequence[torch.Tensor],
+    examples: Sequence[Example],
+    heads: Sequence[tuple[int, int]],
+    own: str,
+    labels_ids,
+    weight: float,
+) -> tuple[Callable[[int], torch.Tensor | None], dict]:
+    """The extra loss of `train.fit` for an attention-routed member, and what it was built from.
+
+    term(i) = weight * KL(P_null(A) || P_masked(A)) over the two labels, P_masked the verdict with the own answer
+    masked at `heads`; None for an example without exactly one own answer."""
+    config = hf_model.config.get_text_config()
+    n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
+    margins = null_margins(hf_model, first_layer, hidden, labels_ids)
+    spans = [own_span(example, own) for example in examples]
+    device = input_device(hf_model)
+
+    def term(index: int) -> torch.Tensor | None:
+        span = spans[index]
+        if span is None or span[1] <= span[0]:
+            return None
+        length = hidden[index].shape[1]
+        bias = {layer: tensor.to(device) for layer, tensor in own_answer_mask(heads, length, span, n_layers, n_heads).items()}
+        with span_rows_attention(hf_model, None, bias):
+            logits = final_logits_from(hf_model, first_layer, hidden[index])
+        target = 1.0 / (1.0 + math.exp(-margins[index]))
+        cross, _ = label_loss(logits, labels_ids, target, "pair")
+        return weight * (cross - _entropy(target))
+
+    masked = sum(span is not None for span in spans)
+    return term, {"masked_examples": masked, "null_margin_mean": round(sum(margins) / max(len(margins), 1), 4)}
