@@ -49,6 +49,8 @@ _EXPORTS: dict[str, str] = {
     "localize": "interp.api.runs",
     "intervene": "interp.api.runs",
     "sweep": "interp.api.runs",
+    "explain": "interp.api.explain",
+    "routes": "interp.api.explain",
     "AttentionIntervention": "interp.hooks.spec",
     # the layers below, for scripts that compose them
     "RunConfig": "interp.config",
@@ -95,6 +97,7 @@ def __dir__() -> list[str]:
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
     from interp.hooks.spec import AttentionIntervention
+    from interp.api.explain import explain, routes
     from interp.api.judge import Judge, Verdict, Verdicts
     from interp.api.runs import (
         Effect,

@@ -13,7 +13,7 @@ from interp.cli.options import device_option, dtype_option, json_option, placeme
 def localize(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory whose judges include J"),
     judge: str = typer.Option(..., "--judge", help="the judge to localise (its name in the run: alias or adapter folder)"),
-    method: Optional[list[str]] = typer.Option(None, "--method", "-m", help="attention | atp | atp-output | mask (repeatable; default: attention, atp, atp-output)"),
+    method: Optional[list[str]] = typer.Option(None, "--method", "-m", help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, atp-output)"),
     items: Optional[int] = typer.Option(None, "--items", min=1, help="AtP on a seeded subset of N items (default: every item of the run)"),
     mask_items: int = typer.Option(8, "--mask-items", min=1, help="items of the per-head mask scan (one re-judging of them per head)"),
     top_k: int = typer.Option(10, "--top-k", min=1, help="heads boxed in each heatmap"),

@@ -191,6 +191,19 @@ def collect_examples(
     prompt (label 1) and of the prompt with the own response replaced by the item's reference (label 0);
     tasks whose item has no reference are skipped.
     """
+    return collect_examples_at(runner, judge, tasks, [layer], position, batch_size=batch_size)[layer]
+
+
+def collect_examples_at(
+    runner: Backend,
+    judge: str,
+    tasks: Sequence[JudgeTask],
+    layers: Sequence[int],
+    position: DirectionPosition,
+    *,
+    batch_size: int = 8,
+) -> dict[int, list[Example]]:
+    """`collect_examples` at several blocks from the same passes: layer -> examples."""
     if position not in DIRECTION_POSITIONS:
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
     model = runner.model
@@ -203,43 +216,78 @@ def collect_examples(
             replaced = {"response_a" if slot == "a" else "response_b": task.item.reference}
             jobs.append((task, 1, judging_prompt(model, task)))
             jobs.append((task, 0, judging_prompt(model, task, **replaced)))
-    examples: list[Example] = []
+    examples: dict[int, list[Example]] = {layer: [] for layer in layers}
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start : start + batch_size]
         batch, offsets = left_pad([p.input_ids for _, _, p in chunk], model.tokenizer.pad_token_id)
-        captured: list[Tensor] = []
+        captured: dict[int, list] = {layer: [] for layer in layers}
 
-        def record(h: Tensor) -> Tensor:
-            if position == "final":
-                captured.append(to_host(h[:, -1].detach().float()))
-            else:
-                rows = []
-                for row, (task, _, prompt) in enumerate(chunk):
-                    own = own_slot(task, judge)
-                    other = "b" if own == "a" else "a"
-                    off = offsets[row]
-                    rows.append(
-                        (
-                            _span_means(h[row], off + prompt.spans[own][0], off + prompt.spans[own][1]),
-                            _span_means(h[row], off + prompt.spans[other][0], off + prompt.spans[other][1]),
+        def recorder(layer: int):
+            def record(h: Tensor) -> Tensor:
+                if position == "final":
+                    captured[layer].append(to_host(h[:, -1].detach().float()))
+                else:
+                    rows = []
+                    for row, (task, _, prompt) in enumerate(chunk):
+                        own = own_slot(task, judge)
+                        other = "b" if own == "a" else "a"
+                        off = offsets[row]
+                        rows.append(
+                            (
+                                _span_means(h[row], off + prompt.spans[own][0], off + prompt.spans[own][1]),
+                                _span_means(h[row], off + prompt.spans[other][0], off + prompt.spans[other][1]),
+                            )
                         )
-                    )
-                captured.append(rows)
-            return h
+                    captured[layer].append(rows)
+                return h
 
-        runner.forward(batch, resid_edit={layer: record})
-        if len(captured) != 1:
-            raise InterpError(f"layer {layer} output was captured {len(captured)} times in one forward pass")
-        for row, (task, label, _) in enumerate(chunk):
-            if position == "final":
-                examples.append(Example(task.item.id, task.order, int(label), captured[0][row]))
-            else:
-                own_vec, other_vec = captured[0][row]
-                if own_vec is not None:
-                    examples.append(Example(task.item.id, task.order, 1, own_vec))
-                if other_vec is not None:
-                    examples.append(Example(task.item.id, task.order, 0, other_vec))
+            return record
+
+        runner.forward(batch, resid_edit={layer: recorder(layer) for layer in layers})
+        for layer in layers:
+            if len(captured[layer]) != 1:
+                raise InterpError(f"layer {layer} output was captured {len(captured[layer])} times in one forward pass")
+            for row, (task, label, _) in enumerate(chunk):
+                if position == "final":
+                    examples[layer].append(Example(task.item.id, task.order, int(label), captured[layer][0][row]))
+                else:
+                    own_vec, other_vec = captured[layer][0][row]
+                    if own_vec is not None:
+                        examples[layer].append(Example(task.item.id, task.order, 1, own_vec))
+                    if other_vec is not None:
+                        examples[layer].append(Example(task.item.id, task.order, 0, other_vec))
     return examples
+
+
+@dataclass(frozen=True)
+class LayerDirection:
+    """A self-recognition direction at one layer (own-span mean minus other-span mean on the fitting items) and
+    how well it tells the own answer from the other on the scoring items (paired accuracy)."""
+
+    layer: int
+    vector: Tensor
+    paired_accuracy: float
+    n_fit: int
+    n_scored: int
+
+
+def layer_directions(
+    runner: Backend, judge: str, tasks: Sequence[JudgeTask], layers: Sequence[int], fit_ids: Sequence[str], score_ids: Sequence[str], *, batch_size: int = 8
+) -> list[LayerDirection]:
+    """Per layer, the "spans" direction from `fit_ids`' prompts scored on `score_ids`' prompts (one pass per batch
+    of prompts for every layer): the residual candidates of `interp.experiments.explain`."""
+    fit, scored = set(fit_ids), set(score_ids)
+    wanted = [task for task in tasks if task.item.id in fit | scored]
+    out = []
+    for layer, examples in collect_examples_at(runner, judge, wanted, layers, "spans", batch_size=batch_size).items():
+        train = [e for e in examples if e.item_id in fit]
+        test = [e for e in examples if e.item_id in scored]
+        if not {e.label for e in train} >= {0, 1}:
+            raise InterpError(f"layer {layer}: the fitting items give no own and other span to take a direction from")
+        vector, _, _ = _difference_of_means(train)
+        accuracy = _paired_accuracy(test, unit_vector(vector)) if test else float("nan")
+        out.append(LayerDirection(layer, vector, accuracy, len(train), len(test)))
+    return out
 
 
 def direction_path(

@@ -52,7 +52,8 @@ from interp.splits import unit_hash
 from interp.run.judging import judge_tasks
 from interp.run.store import Run
 
-METHODS = ("attention", "atp", "atp-output", "mask")
+METHODS = ("attention", "atp", "atp-output", "mask")  # rank heads
+LAYER_METHODS = ("atp-mlp",)  # rank layers: their rows have head = -1
 DEFAULT_METHODS = ("attention", "atp", "atp-output")
 COLUMNS = ["method", "layer", "head", "score", "effect", "rank", "single_judge", "n_items"]
 
@@ -79,14 +80,23 @@ def masked_change(
 
 
 def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tuple[int, int], own_slot: int) -> dict[str, torch.Tensor]:
-    """AtP estimates for one prompt, every head at once: {"atp": [layer, head], "atp-output": [layer, head]},
-    each the estimated change of the own-minus-other verdict margin when the head's own-span attention is
-    masked ("atp", exact pattern: AtP*) or its output mean-ablated ("atp-output"); `own_slot` 0 = A, 1 = B."""
+    """AtP estimates for one prompt, every head at once: {"atp": [layer, head], "atp-output": [layer, head],
+    "atp-mlp": [layer]}, each the estimated change of the own-minus-other verdict margin when the head's
+    own-span attention is masked ("atp", exact pattern: AtP*), its output mean-ablated ("atp-output"), or the
+    layer's MLP output mean-ablated ("atp-mlp"; its mean over the prompt's positions); `own_slot` 0 = A, 1 = B."""
     hf = model.hf_model
     layers = decoder_stack(hf).layers
     z: dict[int, torch.Tensor] = {}
     values: dict[int, torch.Tensor] = {}
+    mlp: dict[int, torch.Tensor] = {}
+    mlp_grad: dict[int, torch.Tensor] = {}  # a zero leaf added to each MLP output: its gradient is the output's
     handles = []
+
+    def grab_mlp(module, args, output, i):
+        mlp[i] = output.detach()
+        mlp_grad[i] = torch.zeros_like(output, requires_grad=True)
+        return output + mlp_grad[i]
+
     def grab(module, args, i):
         head_outputs = args[0]
         if not head_outputs.requires_grad:  # a frozen judge (an organism's merged LoRA leaves every weight frozen): the graph starts here
@@ -97,12 +107,13 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
     for index, layer in enumerate(layers):
         handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: grab(m, args, i)))
         handles.append(layer.self_attn.v_proj.register_forward_hook(lambda m, args, out, i=index: values.__setitem__(i, out.detach())))
+        handles.append(layer.mlp.register_forward_hook(lambda m, args, out, i=index: grab_mlp(m, args, out, i)))
     device = input_device(hf)
     try:
         with attention_implementation(hf, "eager"), torch.enable_grad():
             out = hf(input_ids=torch.tensor([list(input_ids)], device=device), output_attentions=True, use_cache=False, logits_to_keep=1)
             margin = verdict_margin(out.logits[0, -1], label_tokens(model.tokenizer).ids, own_slot)
-            grads = torch.autograd.grad(margin, [z[i] for i in range(len(layers))])
+            grads = torch.autograd.grad(margin, [z[i] for i in range(len(layers))] + [mlp_grad[i] for i in range(len(layers))])
     finally:
         for handle in handles:
             handle.remove()
@@ -110,7 +121,10 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
     n_heads = model.n_heads
     atp = torch.zeros(len(layers), n_heads)
     atp_out = torch.zeros(len(layers), n_heads)
+    atp_mlp = torch.zeros(len(layers))
     for i in range(len(layers)):
+        h, gh = mlp[i][0].float(), grads[len(layers) + i][0].float()  # [T, d_model]
+        atp_mlp[i] = float((gh * (h.mean(0, keepdim=True) - h)).sum())
         pattern = out.attentions[i][0].detach().float()  # [head, query, key]
         T = pattern.shape[-1]
         head_dim = z[i].shape[-1] // n_heads
@@ -121,7 +135,7 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
         if end > start:
             atp[i] = (gi * masked_change(pattern, v, zi, own_span)).sum((1, 2)).cpu()
         atp_out[i] = (gi * (zi.mean(1, keepdim=True) - zi)).sum((1, 2)).cpu()
-    return {"atp": atp, "atp-output": atp_out}
+    return {"atp": atp, "atp-output": atp_out, "atp-mlp": atp_mlp}
 
 
 def _tasks(run: Run, items: Sequence[Item], own: str):
@@ -132,10 +146,11 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
 
 
 def attribution_scores(run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True) -> dict[str, np.ndarray]:
-    """Per AtP method, [item, layer, head] of the head's part in the own verdict margin (the negative of the
-    estimated change under its ablation), mean over the two orders."""
+    """Per AtP method, [item, layer, head] ([item, layer] for "atp-mlp") of the node's part in the own verdict
+    margin (the negative of the estimated change under its ablation), mean over the two orders."""
     own = own_model(judge)
     sums = {name: np.zeros((len(items), model.n_layers, model.n_heads)) for name in ("atp", "atp-output")}
+    sums["atp-mlp"] = np.zeros((len(items), model.n_layers))
     index = {item.id: n for n, item in enumerate(items)}
     tasks = list(_tasks(run, items, own))
     for task, slot in tqdm(tasks, desc=f"AtP {judge}", unit="prompt", disable=not progress):
@@ -209,9 +224,9 @@ def run_judge(run: Run, judge: str) -> str:
 
 
 def check_methods(methods: Sequence[str]) -> list[str]:
-    unknown = [m for m in methods if m not in METHODS]
+    unknown = [m for m in methods if m not in METHODS + LAYER_METHODS]
     if unknown or not methods:
-        raise InterpError(f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS)}")
+        raise InterpError(f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS + LAYER_METHODS)}")
     return list(dict.fromkeys(methods))
 
 
@@ -225,12 +240,18 @@ def localize_run(
     where: PlacementKeys | None = None,
     judges: Judges | None = None,
     progress: bool = True,
+    items: Sequence[str] | None = None,
 ) -> pd.DataFrame:
     """Every (layer, head) ranked by each method: columns method, layer, head, score (|effect|, the ranking),
-    effect (signed: > 0 favours the own answer), rank (1 = first), single_judge, n_items."""
+    effect (signed: > 0 favours the own answer), rank (1 = first), single_judge, n_items. A layer method
+    ("atp-mlp") ranks layers: its rows have head = -1. `items` (ids): localise on those items only (a
+    selection split); `n_items`: a seeded subset of them."""
     methods = check_methods(methods)
     judge = run_judge(run, judge)
-    items = list(run.items) if n_items is None else mask_items(run.items, n_items, seed=1)
+    pool = [item for item in run.items if items is None or item.id in set(items)]
+    if not pool:
+        raise InterpError("localize: none of the given items is in the run")
+    items = pool if n_items is None else mask_items(pool, n_items, seed=1)
     frames = []
     if "attention" in methods:
         if judge not in attention_judges(run.dir.root):
@@ -238,16 +259,19 @@ def localize_run(
                 raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
         else:
             attention = load_attention(run.dir.root, judge)
-            frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids), judge=judge))
-    wanted = [m for m in methods if m in ("atp", "atp-output", "mask")]
+            ids = [item.id for item in items]
+            frames.append(_frame("attention", head_values(attention, stat="mean", items=ids).numpy(), len(set(ids) & set(attention.item_ids)), judge=judge))
+    wanted = [m for m in methods if m in ("atp", "atp-output", "mask", "atp-mlp")]
     if wanted:
         judges = judges or judge_pool(run, where=where)
         model = judges.model(judge)
-        if {"atp", "atp-output"} & set(wanted):
+        if {"atp", "atp-output", "atp-mlp"} & set(wanted):
             scores = attribution_scores(run, judge, model, items, progress)
             frames += [_frame(m, scores[m].mean(0), len(items), judge=judge) for m in ("atp", "atp-output") if m in wanted]
+            if "atp-mlp" in wanted:
+                frames.append(_frame("atp-mlp", scores["atp-mlp"].mean(0)[:, None], len(items), judge=judge).assign(head=-1))
         if "mask" in wanted:
-            subset = mask_items(run.items, n_mask_items)
+            subset = mask_items(pool, n_mask_items)
             frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset), judge=judge))
     return pd.concat(frames, ignore_index=True) if frames else pd.DataFrame(columns=COLUMNS)
 

@@ -1,0 +1,78 @@
+"""The ladder from a notebook: `interp.explain(run, judge)` and `interp.routes(run, judge, heads)`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+from interp.api.argument_types import check_int, check_list, check_number
+from interp.experiments.causal import TestDesign, parse_control_judges
+from interp.experiments.explain import EXPLAIN_METHODS, Explanation, explain_run
+from interp.experiments.localize import run_judge
+from interp.experiments.routes import RouteAnalysis, route_analysis
+from interp.errors import InterpError
+from interp.run.store import read_run
+
+
+def _root(run: Any) -> Path:
+    root = getattr(run, "root", None) or getattr(getattr(run, "dir", None), "root", None) or run
+    return Path(root)
+
+
+def explain(
+    run: Any,
+    judge: str,
+    *,
+    top_k: int = 3,
+    mlp_k: int = 2,
+    selection_share: float = 0.4,
+    split_seed: int = 0,
+    control_judges: str | Sequence[str] | None = None,
+    methods: Sequence[str] = EXPLAIN_METHODS,
+    routes: bool = True,
+    random_sets: int = 1,
+    test_alpha: float = 0.05,
+    progress: bool = True,
+) -> Explanation:
+    """Where `judge`'s self-preference lives (`interp explain`): localise on the selection split with every
+    single-judge method, test each method's top candidates and random sets of the same size on the test split
+    under the judge-level causal test (Holm over the candidates), and name each head set's route.
+
+    Returns an `Explanation`: `candidates` (site, heads, layers, selected_by, route, share_removed, ci, causal,
+    p_value, p_holm) and `answer`, the paragraph. Written to RUN/explain/<judge>-<key>/explain.json (keyed:
+    a second call re-judges nothing).
+    """
+    check_int(top_k, "top_k", minimum=1)
+    check_int(mlp_k, "mlp_k", minimum=1)
+    check_number(selection_share, "selection_share")
+    check_int(split_seed, "split_seed")
+    check_list(methods, "methods")
+    root = _root(run)
+    loaded = read_run(root)
+    return explain_run(
+        root, run_judge(loaded, judge), top_k=top_k, mlp_k=mlp_k, selection_share=selection_share, split_seed=split_seed,
+        control_judges=parse_control_judges(control_judges), methods=list(methods), routes=routes, random_sets=random_sets,
+        test_alpha=test_alpha, progress=progress,
+    )  # fmt: skip
+
+
+def routes(
+    run: Any,
+    judge: str,
+    heads: Mapping[int, Sequence[int]],
+    *,
+    selection_share: float = 0.4,
+    split_seed: int = 0,
+    control_judges: str | Sequence[str] | None = None,
+    progress: bool = True,
+) -> RouteAnalysis:
+    """The route head set `heads` (layer -> heads) uses for `judge`'s self-preference: its output, pattern and
+    values patched from the counterfactual (own answer replaced by the reference, same token length), each
+    under the causal test on the test split; `route` is "pattern", "content" or "neither"."""
+    if not isinstance(heads, Mapping) or not heads:
+        raise InterpError("heads: give a table of layer -> head indices, e.g. {23: [3, 8]}")
+    root = _root(run)
+    loaded = read_run(root)
+    design = TestDesign(heads="spec", selection_share=selection_share, split_seed=split_seed, control_judges=parse_control_judges(control_judges))
+    table = {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}
+    return route_analysis(root, run_judge(loaded, judge), table, design=design, progress=progress)

@@ -1,0 +1,111 @@
+"""`interp explain`'s result in the report and the terminal: the share of the gap each candidate removes, with
+its interval, and the test that decided it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+from interp.formatting import p_value, pct
+from interp.report.figures import png_data_uri, save_figure, subplots
+from interp.report.html import table_html
+from interp.storage import atomic_write_text
+from interp.templating import render
+
+SECTION_FILE = "explain_section.html"
+SECTION_TITLE = "Where self-preference lives: the ladder under the causal test"
+HEADER = ["candidate", "site", "selected by", "route", "share of the gap removed (95% CI)", "p (raw)", "p (Holm)", "causal"]
+
+_SECTION = (
+    "<p><b>{{ answer }}</b></p><p><img src='{{ image }}' alt='share of the gap removed per candidate'></p>{{ table }}"
+    "<p class='note'>{{ test }}</p>"
+)
+
+
+def where(candidate: dict) -> str:
+    if candidate.get("heads"):
+        return ", ".join(f"L{layer}H{head}" for layer, head in candidate["heads"])
+    return ", ".join(f"L{layer}" for layer in candidate.get("layers") or [])
+
+
+def share_text(candidate: dict) -> str:
+    if candidate.get("share_removed") is None:
+        return f"n/a: {candidate.get('reason') or 'no test'}"
+    low, high = candidate["ci"]
+    return f"{pct(candidate['share_removed'])} [{pct(low)}, {pct(high)}]"
+
+
+def rows(result: dict) -> list[list[str]]:
+    return [
+        [
+            where(c),
+            c["site"],
+            c["selected_by"],
+            c.get("route") or "",
+            share_text(c),
+            p_value(c.get("p_value")),
+            p_value(c.get("p_holm")),
+            {True: "yes", False: "no", None: "no test"}[c.get("causal")],
+        ]
+        for c in result["candidates"]
+    ]
+
+
+def test_text(result: dict) -> str:
+    """What decided each row, from the settings that ran."""
+    settings = result["settings"]
+    controls = result["controls"]
+    return (
+        f"Each row is one causal test on the {len(result['test_items'])} test items (localised on the other {len(result['selection_items'])}, "
+        f"selection share {settings['selection_share']:g}, split seed {settings['split_seed']}): the judge's change of its self-preference gap "
+        f"under the candidate's intervention against the changes of {len(controls)} control judges that read the same answers and wrote neither "
+        f"(Crawford-Howell, H0: the judge's change is one more draw from the controls'; df = {max(len(controls) - 1, 0)}). "
+        f"The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the controls' mean, multi-bootstrap interval "
+        f"(controls and items resampled). p is corrected with Holm over the {sum(c.get('p_value') is not None for c in result['candidates'])} "
+        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g}. Random rows: head or layer sets of the same size, drawn "
+        "from a seed: they should not be causal. Route: the head set's output, pattern or values patched from the prompt with the own answer "
+        "replaced by the reference answer (its token length kept); the route that removes at least half of the total with an interval clear "
+        "of the other's, else neither."
+    )
+
+
+def share_figure(candidates: Sequence[dict]):
+    fig, ax = subplots(figsize=(6.5, 0.6 + 0.42 * max(len(candidates), 1)))
+    for y, c in enumerate(candidates):
+        if c.get("share_removed") is None:
+            ax.plot([0], [y], "x", color="tab:gray")
+            continue
+        low, high = c["ci"]
+        color = "tab:gray" if c["selected_by"] == "random" else ("tab:red" if c.get("causal") else "tab:blue")
+        ax.errorbar(c["share_removed"], y, xerr=[[c["share_removed"] - low], [high - c["share_removed"]]], fmt="o", color=color, capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.axvline(1, color="black", lw=0.5, ls=":")
+    ax.set_yticks(range(len(candidates)), [f"{c['site']} by {c['selected_by']}: {where(c)}" for c in candidates], fontsize=7)
+    ax.set_xlabel("share of the self-preference gap removed (95% CI; red: causal after Holm; x: no share)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
+
+
+def explain_section(result: dict, figures: Path) -> Path:
+    """Write figures/explain_section.html (title line + body) and the share figure as PNG and PDF."""
+    paths = save_figure(share_figure(result["candidates"]), figures / "explain_shares")
+    body = render(_SECTION, answer=result["answer"], image=png_data_uri(paths["png"]), table=table_html(HEADER, rows(result)), test=test_text(result))
+    path = figures / SECTION_FILE
+    atomic_write_text(path, f"{SECTION_TITLE}: {result['judge']}\n{body}")
+    return path
+
+
+def print_explanation(result: dict) -> None:
+    from rich import box
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title=f"{SECTION_TITLE}: {result['judge']}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    for name in HEADER:
+        table.add_column(name)
+    for row in rows(result):
+        table.add_row(*row)
+    console = Console()
+    console.print(table)
+    console.print(result["answer"])

@@ -1,0 +1,87 @@
+"""`interp explain`: the ladder (localise on the selection split, test on the test split) on a tiny run, and the
+route verdict's rule on known shares.
+
+The run: two tiny 2-layer Llamas over 6 built-in items (with references: the route counterfactual needs them),
+judged with span attention; three control judges outside it.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from interp.experiments.routes import PartShare, route_verdict
+from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+
+
+@pytest.fixture(scope="module")
+def explain_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Path, list[str]]:
+    root = tmp_path_factory.mktemp("explain")
+    run = tiny_pair_run(root, tiny_llama_dir, smollm2_tokenizer, n=6, attention="final")
+    return run, tiny_controls(root, smollm2_tokenizer)
+
+
+def _part(name, share, low, high):
+    return PartShare(name, share, (low, high), 0.01, True)
+
+
+def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_the_other():
+    parts = {"total": _part("total", 0.9, 0.7, 1.1), "pattern": _part("pattern", 0.8, 0.6, 1.0), "content": _part("content", 0.1, -0.1, 0.3)}
+    assert route_verdict(parts)[0] == "pattern"
+    parts |= {"pattern": _part("pattern", 0.1, -0.1, 0.3), "content": _part("content", 0.7, 0.5, 0.9)}
+    assert route_verdict(parts)[0] == "content"
+    parts |= {"pattern": _part("pattern", 0.5, 0.2, 0.8), "content": _part("content", 0.6, 0.3, 0.9)}  # overlapping intervals
+    assert route_verdict(parts)[0] == "neither"
+    parts |= {"pattern": _part("pattern", 0.3, 0.25, 0.35), "content": _part("content", 0.0, -0.1, 0.1)}  # clear, but under half of total
+    assert route_verdict(parts)[0] == "neither"
+    parts |= {"total": PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")}
+    route, reason = route_verdict(parts)
+    assert route == "neither" and "not significant" in reason
+
+
+def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_answer(explain_run, tmp_path, forked_cli):
+    source, controls = explain_run
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    from interp.run.store import read_run
+
+    judge = read_run(run).config.models[0]
+    args = ("explain", str(run), "--judge", judge, "--control-judge", ",".join(controls), "--top-k", "2", "--mlp-k", "1", "--selection-share", "0.5", "--json")
+    result = forked_cli(*args)
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed = json.loads(result.stdout)
+    (written,) = [json.loads(p.read_text()) for p in (run / "explain").glob("*/explain.json")]
+    assert printed["candidates"] == written["candidates"] and printed["answer"] == written["answer"]
+    assert set(written["selection_items"]).isdisjoint(written["test_items"]) and len(written["test_items"]) == 3
+    by = {(c["site"], c["selected_by"]) for c in written["candidates"]}
+    assert {("attention", "attention"), ("attention", "atp"), ("head_output", "atp-output"), ("mlp_output", "atp-mlp"), ("residual", "direction")} <= by
+    assert {("attention", "random"), ("head_output", "random"), ("mlp_output", "random")} <= by
+    for c in written["candidates"]:
+        assert set(c) >= {"site", "heads", "layers", "route", "selected_by", "share_removed", "ci", "causal", "p_value", "p_holm"}
+        if c["site"] in ("attention", "head_output"):
+            assert len(c["heads"]) == 2 and all(len(h) == 2 for h in c["heads"])
+            if c["selected_by"] != "random":
+                assert c["route"] in ("pattern", "content", "neither")
+                assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
+        else:
+            assert c["route"] is None and c["heads"] is None and c["layers"]
+        if c["p_value"] is not None:
+            assert c["p_holm"] >= c["p_value"] - 1e-12 and c["causal"] == (c["p_holm"] <= 0.05)
+        assert (c["share_removed"] is None) == (c["ci"] is None)
+    assert written["answer"].startswith("Attention to its own answer carries")
+    # every test is keyed: a second command re-judges nothing
+    variants = sorted(p.name for p in (run / "variants").iterdir())
+    again = forked_cli(*args)
+    assert again.returncode == 0, again.stderr[-3000:]
+    assert sorted(p.name for p in (run / "variants").iterdir()) == variants
+    assert json.loads(again.stdout)["candidates"] == written["candidates"]
+
+
+def test_explain_refuses_a_judge_that_did_not_judge_the_run(explain_run, forked_cli):
+    source, _ = explain_run
+    result = forked_cli("explain", str(source), "--judge", "nobody")
+    assert result.returncode == 2 and "did not judge this run" in result.stderr
+    assert not (source / "explain").exists()
