@@ -22,6 +22,7 @@ from interp.metrics.dbg import (
     soft_win_rate,
 )
 from interp.run.gold import aggregate_gold
+from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
 from interp.run.store import RunDir, empty_answers
 from interp.storage import atomic_write_text
@@ -146,6 +147,9 @@ def write_summary(
         summary["placement"] = placement
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
+    reasoning = reasoning_summary(paths.read_reasoning(), len(items))
+    if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
+        summary["reasoning"] = reasoning
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
