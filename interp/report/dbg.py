@@ -47,6 +47,14 @@ def figure2_grid(summary: dict):
     return fig
 
 
+def _ties_text(s: dict) -> str:
+    """Figure 8: the judge's and gold's tie share, and DBG over the items each decided ("n/a" in a summary
+    written before ties were counted)."""
+    if "tie_share" not in s:
+        return "n/a"
+    return f"{pct(s['tie_share'], 1)} / {pct(s['gold_tie_share'], 1)}; {pts(s['dbg_no_ties'])}"
+
+
 def dbg_section(summary: dict, figures: Path) -> Markup:
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []
@@ -64,13 +72,14 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
                 f"{pct(s['gold_win_rate_hard'], 1)}",
                 f"{pts(s['dbg_hard'])} [{pts(lo)}, {pts(hi)}]{verdict}",
                 f"{pts(s['dbg_soft'])}",
+                _ties_text(s),
                 f"{pct(s['position_consistency'], 1)}",
                 f"{s['top_not_label']} / {s['n_judgments']}",
                 f"{s['mean_label_mass']:.3f}",
             ]
         )
     table = table_html(
-        ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "position consistency", "top token not a label", "mean label mass"],
+        ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "ties: judge / gold; DBG without ties (pts)", "position consistency", "top token not a label", "mean label mass"],
         rows,
     )
     return render(

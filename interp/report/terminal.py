@@ -59,6 +59,8 @@ def dbg_rows(summary: dict) -> list[dict]:
                 "dbg_hard": s.get("dbg_hard"),
                 "dbg_ci": s.get("dbg_ci"),
                 "dbg_soft": s.get("dbg_soft"),
+                "tie_share": s.get("tie_share"),  # Figure 8: a verdict that changes when the answers swap
+                "dbg_no_ties": s.get("dbg_no_ties"),
                 "position_consistency": s.get("position_consistency"),
                 "mean_label_mass": s.get("mean_label_mass"),
                 "reliable": not weak,
@@ -191,7 +193,7 @@ def print_results(payload: dict, console=None) -> None:
     if payload.get("dbg"):
         table = Table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
         name_column(table, "judge", min_width=14)
-        for name in ("DBG", "95% CI", "soft", "pos.cons", "P(label)", "reliable"):
+        for name in ("DBG", "95% CI", "soft", "ties", "w/o ties", "pos.cons", "P(label)", "reliable"):
             table.add_column(name, justify="right", no_wrap=True)
         notes = []
         for r in payload["dbg"]:
@@ -204,11 +206,14 @@ def print_results(payload: dict, console=None) -> None:
                 pts(r["dbg_hard"]),
                 pts_ci(r["dbg_ci"]),
                 pts(r["dbg_soft"]),
+                pct(r.get("tie_share")),
+                pts(r.get("dbg_no_ties")),
                 pct(r["position_consistency"]),
                 number(r["mean_label_mass"]),
                 flag,
             )
         console.print(table)
+        console.print("ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)", highlight=False, soft_wrap=True)
         for note in notes:
             console.print(note, highlight=False, soft_wrap=True)
     if "causal" in payload:

@@ -20,6 +20,8 @@ from interp.metrics.dbg import (
     p_own_from_first,
     position_consistency,
     soft_win_rate,
+    swap_verdicts,
+    tie_scores,
 )
 from interp.run.gold import aggregate_gold
 from interp.run.reasoning import reasoning_summary
@@ -110,6 +112,8 @@ def judge_scores(
         gold_own = p_own_from_first(gold_first, own, models[0])
         scores["own_model"] = own
         scores |= dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
+        own_orders = p_own_from_first(ab, own, models[0]), p_own_from_first(ba, own, models[0])
+        scores |= tie_scores(swap_verdicts(*own_orders), gold_own)  # Figure 8: ties, and the rates without them
         scores["dbg_ci"] = list(scores["dbg_ci"])
         scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
     return scores
