@@ -38,7 +38,7 @@ def json_safe(value):
     return value
 
 
-def payload_json(payload: dict) -> str:
+def payload_json(payload: dict | list) -> str:
     return json.dumps(json_safe(payload), indent=2, allow_nan=False)
 
 

@@ -238,7 +238,8 @@ def run_dbg(
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
-            return write_summary(config, paths, items, gold, placement.record())
+            sizes = {spec: models.models[spec].n_parameters for spec in (*config.models, *config.judge_specs) if spec in models.models}
+            return write_summary(config, paths, items, gold, placement.record(), sizes)
 
 
 def judge_backends(config: RunConfig, models: ModelCache) -> dict:

@@ -143,12 +143,20 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
 
 
 def write_summary(
-    config: RunConfig, paths: RunDir, items: Sequence[Item], gold: dict[str, list[float]], placement: dict | None = None
+    config: RunConfig,
+    paths: RunDir,
+    items: Sequence[Item],
+    gold: dict[str, list[float]],
+    placement: dict | None = None,
+    sizes: dict[str, int] | None = None,
 ) -> dict:
-    """summary.json; `placement` records where the run's local models ran (device, dtype, device map)."""
+    """summary.json; `placement` records where the run's local models ran (device, dtype, device map), `sizes`
+    the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
         summary["placement"] = placement
+    if sizes:
+        summary["model_sizes"] = dict(sizes)
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
     reasoning = reasoning_summary(paths.read_reasoning(), len(items))
