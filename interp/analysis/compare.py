@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -38,7 +39,7 @@ def size_from_name(name: str) -> int | None:
     if not found:
         return None
     number, unit = found[-1]
-    return int(round(float(number) * _UNITS[unit.lower()]))
+    return round(float(number) * _UNITS[unit.lower()])
 
 
 @dataclass(frozen=True)

@@ -9,9 +9,15 @@ The same code as `interp compare RUN... [--by KEY] [--out DIR] [--json]`.
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
-from interp.analysis.compare import SIZE_KEY, RunComparison, compare_runs, own_minus_other_profiles
+from interp.analysis.compare import (
+    SIZE_KEY,
+    RunComparison,
+    compare_runs,
+    own_minus_other_profiles,
+)
 from interp.api.runs import _root
 from interp.errors import InterpError
 from interp.report.compare import dbg_by_figure, depth_profiles_figure

@@ -7,8 +7,9 @@ reads as one line per side of the pair."""
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from interp.analysis.compare import SIZE_KEY, ComparisonRow, DepthProfile, RunComparison
 from interp.report.figures import Figure, save_figure, subplots

@@ -24,8 +24,8 @@ What was removed is kept: `ReasoningSplit.removed` (blocks joined by a blank lin
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Sequence
 
 THINK = ("<think>", "</think>")
 KNOWN_MARKERS: tuple[tuple[str, str], ...] = (

@@ -7,11 +7,11 @@ import json
 from pathlib import Path
 
 import pytest
+
+import interp
 from interp.analysis.compare import size_from_name
 from interp.errors import InterpError
 from interp.report.figures import Figure
-
-import interp
 
 ITEMS = [  # id, query, reference, the other writer's answer
     ("capital", "What is the capital of France?", "The capital of France is Paris.", "I think it is Lyon."),

@@ -5,10 +5,11 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from interp.config import RunConfig
+from interp.data import Item
 from interp.errors import InterpError
 from interp.run.imported import imported_responses
-from interp.data import Item
 from interp.run.pipeline import run_dbg
 from interp.run.reasoning import KNOWN_MARKERS, markers_for_template, split_reasoning
 from interp.run.store import RunDir
@@ -68,7 +69,7 @@ def test_reasoning_does_not_count_against_the_word_cap(tmp_path):
 
 
 def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path, tiny_llama_dir, monkeypatch):
-    import interp.run.judging as judging
+    from interp.run import judging
 
     (tmp_path / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
     (tmp_path / "model_outputs.json").write_text(json.dumps([{"instruction": q, "output": raw, "generator": "r1"} for _, q, _, raw in ITEMS]))
@@ -95,3 +96,41 @@ def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path
     rows = {(r["model"], r["item_id"]): r for r in read_jsonl(paths.responses)}
     assert rows[("r1-distill", "legs")]["reasoning_words"] == 2 and rows[("r1-distill", "sky")]["reasoning_chars"] == 0
     assert summary["reasoning"]["r1-distill"]["n_answers"] == 3 and judge not in summary["reasoning"]
+
+
+def test_a_served_reasoning_model_is_judged_on_its_answer_and_its_reasoning_kept(tmp_path, monkeypatch):
+    """A server that returns the reasoning apart (`reasoning_content`) and one that leaves `<think>` in the text."""
+    from interp.config import HTTPJudgeConfig
+    from interp.data import builtin_items, sample_items
+    from interp.run.responses import Decoding
+    from interp.run.server_responses import server_responses
+    from tests.run.test_gold_http import FakeServer
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    items = sample_items(builtin_items(), n=2, seed=0)
+    server = FakeServer()
+    message = {"content": "<think>draft</think>\nThe answer.", "reasoning_content": "apart"}
+    server.handler = lambda path, headers, body: (200, {"choices": [{"message": message}], "usage": {"completion_tokens": 9}}, {})
+    endpoint = HTTPJudgeConfig(name="served-r1", base_url=server.url, model="m", concurrency=1)
+    answers = server_responses(endpoint, items, Decoding(), progress=False)
+    assert [r.text for r in answers] == ["The answer."] * 2 and [r.reasoning for r in answers] == ["apart\n\ndraft"] * 2
+    again = server_responses(endpoint, items, Decoding(), progress=False)  # from the cache: the same split
+    assert again == answers and len(server.requests) == 2
+
+
+def test_a_cached_answer_written_before_the_rule_loses_its_reasoning_when_read(tmp_path, monkeypatch):
+    from types import SimpleNamespace
+
+    from interp.run.reasoning import model_markers
+    from interp.run.responses import cached_responses, response_cache_path
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    path = response_cache_path("k1")
+    path.parent.mkdir(parents=True)
+    old = {"item_id": "q", "model": "m", "text": "<seed:think>plan</seed:think>Final.", "n_new_tokens": 5, "cache_key": "k1"}  # no "reasoning" key
+    path.write_text(json.dumps(old))
+    markers = model_markers(SimpleNamespace(chat_template="{{ '<seed:think>' }}{{ '</seed:think>' }}"))
+    found, todo = cached_responses(["k1", "k2"], "m", markers)
+    assert todo == [1] and (found[0].text, found[0].reasoning) == ("Final.", "plan")
+    plain, _ = cached_responses(["k1"], "m", model_markers(SimpleNamespace(chat_template=None)))
+    assert plain[0].text == old["text"]  # a model whose template names no such tag keeps it: the tags are the family's
