@@ -206,6 +206,7 @@ def case(id: str, args: str | list[str], setup: Callable[[Path], None] = nothing
 
 CASES = [
     # ---- dbg: output location (issue point 4) ---------------------------------------------------
+    case("dbg human labels missing", "dbg {root}/h.toml --out {root}/new", config_from_run("h.toml", gold={"human": "/nonexistent/human.jsonl"}), "no such file of human labels"),
     case("dbg out is a file", "dbg {root}/good.toml --out {root}/afile", both(config_from_run("good.toml"), write("afile", "x")), "is a file"),
     case("dbg out under a file", "dbg {root}/good.toml --out {root}/afile/run", both(config_from_run("good.toml"), write("afile", "x")), "which is a file"),
     case("dbg out read-only", "dbg {root}/good.toml --out {root}/locked/run", both(config_from_run("good.toml"), read_only_dir), "not writable"),

@@ -136,3 +136,20 @@ _LENSES_SECTION = (
     "for its own wrong answer (gold's loser) against the rate of voting for the other model's wrong answer; a "
     "difference near 0 is a judge that errs alike on both, whatever its own-win rate.</p>{{ table }}"
 )
+
+
+def human_section(human: dict) -> Markup:
+    """Table 1 of the DBG paper: gold against human labels, per gold judge and for the ensemble
+    (`summary["gold"]["human"]`)."""
+    rows = []
+    for name, r in [*human["judges"].items(), ("ensemble", human["ensemble"])]:
+        low, high = r["agreement_ci"]
+        rows.append([name, str(r["n"]), f"{pct(r['agreement'], 1)} [{pct(low, 1)}, {pct(high, 1)}]", pct(r["gold_win_rate_first"], 1), pct(r["human_win_rate_first"], 1), pct(r["human_tie_share"], 1)])
+    header = ["gold", "labelled items", "agreement (95% CI)", "gold: first answer wins", "people: first answer wins", "people: tie"]
+    return render(_HUMAN_SECTION, table=table_html(header, rows))
+
+
+_HUMAN_SECTION = (
+    "<p class='note'>A verdict per pair on each side (a tie where P(first wins) is 0.5: judges or annotators split "
+    "evenly); they agree where the verdicts are equal. The paper: 74% agreement, 66% against 63% win rate.</p>{{ table }}"
+)

@@ -70,6 +70,14 @@ def dbg_rows(summary: dict) -> list[dict]:
     return rows
 
 
+def human_rows(human: dict) -> list[dict]:
+    """Per gold judge and for the ensemble (last): agreement with human labels, with its interval and both win
+    rates of the first answer (`summary["gold"]["human"]`)."""
+    named = [*human["judges"].items(), ("ensemble", human["ensemble"])]
+    keys = ("n", "agreement", "agreement_ci", "gold_win_rate_first", "human_win_rate_first", "human_tie_share")
+    return [{"gold": name, **{key: r.get(key) for key in keys}} for name, r in named]
+
+
 def _effect(r: dict) -> dict | None:
     """The effect on P(own) a judge's causal result reports: its own "effect", else the self variant's."""
     effect = r.get("effect")
@@ -150,6 +158,8 @@ def results_payload(
     payload: dict = {}
     if summary is not None:
         payload["dbg"] = dbg_rows(summary)
+        if (summary.get("gold") or {}).get("human"):  # Table 1: gold against human labels
+            payload["gold_human"] = human_rows(summary["gold"]["human"])
     if causal is not None:
         payload["causal"] = causal_rows(causal, n_items)
     if sweep is not None:
@@ -216,6 +226,16 @@ def print_results(payload: dict, console=None) -> None:
         console.print("ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)", highlight=False, soft_wrap=True)
         for note in notes:
             console.print(note, highlight=False, soft_wrap=True)
+    if payload.get("gold_human"):
+        console.print()
+        table = Table("Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer")
+        name_column(table, "gold", min_width=14)
+        for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in payload["gold_human"]:
+            ci = r.get("agreement_ci") or [None, None]
+            table.add_row(r["gold"], str(r["n"]), pct(r["agreement"]), f"[{pct(ci[0])}, {pct(ci[1])}]", pct(r["gold_win_rate_first"]), pct(r["human_win_rate_first"]), pct(r["human_tie_share"]))
+        console.print(table)
     if "causal" in payload:
         console.print()
         table = Table("Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)")

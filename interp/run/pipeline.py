@@ -31,6 +31,7 @@ from interp.run.gold import (
     check_gold_judges,
     gold_verdicts,
 )
+from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_tasks, run_judging
@@ -198,6 +199,8 @@ def run_dbg(
     items = sampled_items(config, paths)
     models = models if models is not None else ModelCache(placement)
     judges = gold_judges(config, models)
+    if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
+        human_labels(config.gold.human, items, config.models)
     if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
         check_http_gold(judges, paths, items)
     with timings.step("load and check models"):

@@ -23,7 +23,9 @@ from interp.metrics.dbg import (
     swap_verdicts,
     tie_scores,
 )
+from interp.metrics.human import human_agreement
 from interp.run.gold import aggregate_gold
+from interp.run.gold.human import human_labels
 from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
 from interp.run.store import RunDir, empty_answers
@@ -127,7 +129,7 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
         judge_records = [r for r in records if r.judge == judge]
         judges[judge] = judge_scores(judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed)
     gold_hard = hard_win_rate(gold_first)
-    return {
+    summary = {
         "n_items": len(items),
         "models": models,
         "max_words": config.max_words,
@@ -140,6 +142,18 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
         },
         "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
     }
+    if config.gold.human:
+        summary["gold"]["human"] = gold_against_humans(gold, human_labels(config.gold.human, items, models), items, n_boot=config.n_boot, seed=config.seed)
+    return summary
+
+
+def gold_against_humans(gold: dict[str, list[float]], human: dict[str, float], items: Sequence[Item], *, n_boot: int, seed: int) -> dict:
+    """Table 1: on the items people labelled, each gold judge's and the ensemble's agreement with them."""
+    rows = [index for index, item in enumerate(items) if item.id in human]
+    labels = [human[items[index].id] for index in rows]
+    picked = {name: [values[index] for index in rows] for name, values in gold.items()}
+    per_judge = {name: human_agreement(values, labels, n_boot=n_boot, seed=seed) for name, values in picked.items()}
+    return {"n_items": len(rows), "judges": per_judge, "ensemble": human_agreement(aggregate_gold(picked), labels, n_boot=n_boot, seed=seed)}
 
 
 def write_summary(
