@@ -9,6 +9,7 @@ from interp.core.models import own_model
 from interp.formatting import pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
+from interp.report.terminal import reasoning_lines
 from interp.templating import Markup, render
 
 
@@ -89,6 +90,7 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
         summary=summary,
         tasks=", ".join(summary["tasks"]),
         table=table,
+        reasoning=reasoning_lines(summary),
     )
 
 
@@ -96,7 +98,8 @@ _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
     "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
     "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}. "
-    "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>{{ table }}"
+    "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>"
+    "{% for line in reasoning %}<p class='note'>{{ line }}</p>{% endfor %}{{ table }}"
 )
 
 

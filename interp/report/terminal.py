@@ -70,6 +70,15 @@ def dbg_rows(summary: dict) -> list[dict]:
     return rows
 
 
+def reasoning_lines(summary: dict) -> list[str]:
+    """Per author whose answers lost reasoning before judging (`summary["reasoning"]`), one sentence."""
+    return [
+        f"{model}: reasoning removed before judging from {r['n_answers']} of {r['n_items']} answers "
+        f"(mean {r['mean_chars']:.0f} characters, {r['mean_words']:.0f} words per answer; reasoning/ in the run)"
+        for model, r in (summary.get("reasoning") or {}).items()
+    ]
+
+
 def human_rows(human: dict) -> list[dict]:
     """Per gold judge and for the ensemble (last): agreement with human labels, with its interval and both win
     rates of the first answer (`summary["gold"]["human"]`)."""
@@ -158,6 +167,8 @@ def results_payload(
     payload: dict = {}
     if summary is not None:
         payload["dbg"] = dbg_rows(summary)
+        if summary.get("reasoning"):
+            payload["reasoning"] = reasoning_lines(summary)
         if (summary.get("gold") or {}).get("human"):  # Table 1: gold against human labels
             payload["gold_human"] = human_rows(summary["gold"]["human"])
     if causal is not None:
@@ -224,7 +235,7 @@ def print_results(payload: dict, console=None) -> None:
             )
         console.print(table)
         console.print("ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)", highlight=False, soft_wrap=True)
-        for note in notes:
+        for note in [*notes, *payload.get("reasoning", [])]:
             console.print(note, highlight=False, soft_wrap=True)
     if payload.get("gold_human"):
         console.print()
