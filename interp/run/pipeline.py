@@ -35,7 +35,7 @@ from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_tasks, run_judging
-from interp.run.reasoning import reasoning_rows
+from interp.run.reasoning import reasoning_row
 from interp.run.responses import Decoding, Response, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
@@ -109,7 +109,7 @@ def write_responses(paths: RunDir, records: Sequence[Response]) -> None:
     rows = []
     removed: dict[str, list[dict]] = {}
     for record in records:
-        line = reasoning_rows(record.item_id, record.reasoning)
+        line = reasoning_row(record.item_id, record.reasoning)
         rows.append({k: v for k, v in asdict(record).items() if k != "reasoning"} | {"reasoning_chars": line["chars"], "reasoning_words": line["words"]})
         if record.reasoning:
             removed.setdefault(record.model, []).append(line)

@@ -53,14 +53,6 @@ class ReasoningSplit:
     answer: str
     removed: str
 
-    @property
-    def chars(self) -> int:
-        return len(self.removed)
-
-    @property
-    def words(self) -> int:
-        return len(self.removed.split())
-
 
 def markers_for_template(template: str | None) -> tuple[tuple[str, str], ...]:
     """The reasoning tags of a model family, read from its chat template: `<think>`, every known pair the
@@ -115,7 +107,7 @@ def split_reasoning(text: str, markers: Sequence[tuple[str, str]] = KNOWN_MARKER
     return ReasoningSplit(answer.strip() if removed else answer, "\n\n".join(blocks))
 
 
-def reasoning_rows(item_id: str, removed: str) -> dict:
+def reasoning_row(item_id: str, removed: str) -> dict:
     """One line of `reasoning/<author>.jsonl`: the item, the removed text and its length."""
     return {"item_id": item_id, "text": removed, "chars": len(removed), "words": len(removed.split())}
 
