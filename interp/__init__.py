@@ -51,6 +51,10 @@ _EXPORTS: dict[str, str] = {
     "sweep": "interp.api.runs",
     "explain": "interp.api.explain",
     "routes": "interp.api.explain",
+    "compare": "interp.api.compare",
+    "compare_figure": "interp.api.compare",
+    "figure7_across_runs": "interp.api.compare",
+    "RunComparison": "interp.analysis.compare",
     "AttentionIntervention": "interp.hooks.spec",
     # the layers below, for scripts that compose them
     "RunConfig": "interp.config",
@@ -111,6 +115,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         load_run,
         sweep,
     )
+    from interp.api.compare import compare, compare_figure, figure7_across_runs
+    from interp.analysis.compare import RunComparison
     from interp.config import RunConfig
     from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend
     from interp.core.judge import Judgment, inspect_judgment, judge_batch, label_tokens

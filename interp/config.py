@@ -160,6 +160,7 @@ class GoldConfig(Strict):
     models: list[str] = Field(default_factory=list)  # local model judges outside the pair
     http: list[HTTPJudgeConfig] = Field(default_factory=list)
     recorded: list[str] = Field(default_factory=list)
+    human: str | None = None  # human preference labels that check gold, never make it (Table 1; interp.run.gold.human)
 
 
 class RunConfig(PlacementKeys):

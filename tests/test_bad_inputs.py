@@ -206,6 +206,7 @@ def case(id: str, args: str | list[str], setup: Callable[[Path], None] = nothing
 
 CASES = [
     # ---- dbg: output location (issue point 4) ---------------------------------------------------
+    case("dbg human labels missing", "dbg {root}/h.toml --out {root}/new", config_from_run("h.toml", gold={"human": "/nonexistent/human.jsonl"}), "no such file of human labels"),
     case("dbg out is a file", "dbg {root}/good.toml --out {root}/afile", both(config_from_run("good.toml"), write("afile", "x")), "is a file"),
     case("dbg out under a file", "dbg {root}/good.toml --out {root}/afile/run", both(config_from_run("good.toml"), write("afile", "x")), "which is a file"),
     case("dbg out read-only", "dbg {root}/good.toml --out {root}/locked/run", both(config_from_run("good.toml"), read_only_dir), "not writable"),
@@ -275,6 +276,10 @@ CASES = [
     case("attention corrupt judgments line", "attention {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
     case("attention run missing", "attention {root}/norun", nothing, "not found"),
     case("attention run without judgments", "attention {root}/empty", write("empty/config.toml", 'models = ["a", "b"]\n'), "has no judgments"),
+    # ---- compare -------------------------------------------------------------------------------------
+    case("compare run missing", "compare {run} {root}/norun", nothing, "not a finished run"),
+    case("compare by a key that does not differ", "compare {run} {run} --by seed --out {root}/cmp", nothing, "not a key that differs"),
+    case("compare out is a file", "compare {run} --out {root}/taken", write("taken", "x"), "taken"),
     # ---- metrics, models -----------------------------------------------------------------------------
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
     case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
@@ -365,7 +370,7 @@ def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
 def test_the_catalogue_is_large_and_covers_every_command():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
     commands = {c.args[0] for c in CASES}
-    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "metrics", "models"}
+    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

@@ -83,6 +83,11 @@ class LoadedModel:
         """Where input ids go (the token embedding's device); a sharded model's layers may be elsewhere."""
         return input_device(self.hf_model)
 
+    @property
+    def n_parameters(self) -> int:
+        """How many parameters the model holds (its size, for runs compared across sizes)."""
+        return int(sum(parameter.numel() for parameter in self.hf_model.parameters()))
+
     def fingerprint(self) -> str:
         """A hash of what the model holds now (weights, generation config, tokenizer): the key of every cache
         its weights determine (`interp.core.fingerprint`), never its name or folder."""

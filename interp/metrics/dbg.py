@@ -120,6 +120,50 @@ def dbg_scores(
     }
 
 
+def swap_verdicts(p_own_order1: Sequence[float], p_own_order2: Sequence[float]) -> np.ndarray:
+    """Per item, the verdict over both orders: +1 own, 0 tie, -1 other (DBG paper Figure 8, seed 000 A.1).
+
+    ``p_own_order1[i]`` = P(own wins) with the own answer in slot A, ``p_own_order2[i]`` with it in slot B.
+    Each order's verdict is `tie_sign`'s; both agree -> that verdict, one tie -> the decisive one, a verdict
+    that changes when the answers swap -> a tie (the paper's rule for judges without probabilities). With
+    the integer coding this is ``sign(v1 + v2)``, Chen et al.'s aggregation too.
+    """
+    first = probability_array(p_own_order1, "p_own_order1")
+    second = probability_array(p_own_order2, "p_own_order2")
+    if first.size != second.size:
+        raise InterpError(f"swap_verdicts: {first.size} items in order 1 but {second.size} in order 2")
+    return np.sign(tie_sign(first) + tie_sign(second)).astype(int)
+
+
+def _no_ties_rate(verdicts: np.ndarray) -> float | None:
+    """Own wins over the items decided; None when every item is a tie (no rate: JSON null, never NaN)."""
+    decided = int(np.sum(verdicts != 0))
+    return float(np.sum(verdicts > 0) / decided) if decided else None
+
+
+def tie_scores(judge_verdicts: Sequence[int], gold_p_own: Sequence[float]) -> dict:
+    """Figure 8 of the DBG paper: the tie share and the win rates with ties left out.
+
+    ``judge_verdicts`` per item (`swap_verdicts`: +1 own, 0 tie, -1 other); ``gold_p_own`` gold's P(own
+    wins) per item, a tie where `tie_sign` says so. Returns the judge's and gold's tie share, own-win share
+    and own-win rate over the items each decided (None when it decided none), and ``dbg_no_ties``, the
+    difference of the two rates (None where either is; the paper: Claude-3.5-Haiku 96.6 % against gold 88.0 %).
+    """
+    judge = np.asarray(judge_verdicts, dtype=int).reshape(-1)
+    gold = tie_sign(probability_array(gold_p_own, "gold_p_own"))
+    if judge.size != gold.size:
+        raise InterpError(f"tie_scores: {judge.size} judge verdicts but {gold.size} gold verdicts")
+    judge_rate, gold_rate = _no_ties_rate(judge), _no_ties_rate(gold)
+    return {
+        "tie_share": float(np.mean(judge == 0)),
+        "own_share": float(np.mean(judge > 0)),
+        "win_rate_own_no_ties": judge_rate,
+        "gold_tie_share": float(np.mean(gold == 0)),
+        "gold_win_rate_no_ties": gold_rate,
+        "dbg_no_ties": None if judge_rate is None or gold_rate is None else judge_rate - gold_rate,
+    }
+
+
 def position_consistency(p_a_order1: Sequence[float], p_a_order2: Sequence[float]) -> float:
     """Share of pairs whose hard verdict is the same in both orders.
 

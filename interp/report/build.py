@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from interp.analysis.lenses import run_gold_lenses
-from interp.report.dbg import bias_lenses_section, dbg_section
+from interp.report.dbg import bias_lenses_section, dbg_section, human_section
 from interp.report.html import write_report
 from interp.run.store import RunDir
 from interp.templating import Markup
@@ -33,6 +33,8 @@ def build_report(run_dir: Path) -> Path:
     summary = paths.read_summary()
     figures = paths.figures
     sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
+    if summary["gold"].get("human"):
+        sections.append(("Gold against human labels (Table 1)", human_section(summary["gold"]["human"])))
     sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
     config = paths.read_config() if paths.config.is_file() else None
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)

@@ -9,6 +9,7 @@ from interp.core.models import own_model
 from interp.formatting import pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
+from interp.report.terminal import reasoning_lines
 from interp.templating import Markup, render
 
 
@@ -47,6 +48,14 @@ def figure2_grid(summary: dict):
     return fig
 
 
+def _ties_text(s: dict) -> str:
+    """Figure 8: the judge's and gold's tie share, and DBG over the items each decided ("n/a" in a summary
+    written before ties were counted)."""
+    if "tie_share" not in s:
+        return "n/a"
+    return f"{pct(s['tie_share'], 1)} / {pct(s['gold_tie_share'], 1)}; {pts(s['dbg_no_ties'])}"
+
+
 def dbg_section(summary: dict, figures: Path) -> Markup:
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []
@@ -64,13 +73,14 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
                 f"{pct(s['gold_win_rate_hard'], 1)}",
                 f"{pts(s['dbg_hard'])} [{pts(lo)}, {pts(hi)}]{verdict}",
                 f"{pts(s['dbg_soft'])}",
+                _ties_text(s),
                 f"{pct(s['position_consistency'], 1)}",
                 f"{s['top_not_label']} / {s['n_judgments']}",
                 f"{s['mean_label_mass']:.3f}",
             ]
         )
     table = table_html(
-        ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "position consistency", "top token not a label", "mean label mass"],
+        ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "ties: judge / gold; DBG without ties (pts)", "position consistency", "top token not a label", "mean label mass"],
         rows,
     )
     return render(
@@ -80,6 +90,7 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
         summary=summary,
         tasks=", ".join(summary["tasks"]),
         table=table,
+        reasoning=reasoning_lines(summary),
     )
 
 
@@ -87,7 +98,8 @@ _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
     "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
     "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}. "
-    "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>{{ table }}"
+    "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>"
+    "{% for line in reasoning %}<p class='note'>{{ line }}</p>{% endfor %}{{ table }}"
 )
 
 
@@ -126,4 +138,21 @@ _LENSES_SECTION = (
     "its own. Evaluator Quality Baseline (Are LLM Evaluators Really Narcissists?, arXiv 2601.22548): the rate of voting "
     "for its own wrong answer (gold's loser) against the rate of voting for the other model's wrong answer; a "
     "difference near 0 is a judge that errs alike on both, whatever its own-win rate.</p>{{ table }}"
+)
+
+
+def human_section(human: dict) -> Markup:
+    """Table 1 of the DBG paper: gold against human labels, per gold judge and for the ensemble
+    (`summary["gold"]["human"]`)."""
+    rows = []
+    for name, r in [*human["judges"].items(), ("ensemble", human["ensemble"])]:
+        low, high = r["agreement_ci"]
+        rows.append([name, str(r["n"]), f"{pct(r['agreement'], 1)} [{pct(low, 1)}, {pct(high, 1)}]", pct(r["gold_win_rate_first"], 1), pct(r["human_win_rate_first"], 1), pct(r["human_tie_share"], 1)])
+    header = ["gold", "labelled items", "agreement (95% CI)", "gold: first answer wins", "people: first answer wins", "people: tie"]
+    return render(_HUMAN_SECTION, table=table_html(header, rows))
+
+
+_HUMAN_SECTION = (
+    "<p class='note'>A verdict per pair on each side (a tie where P(first wins) is 0.5: judges or annotators split "
+    "evenly); they agree where the verdicts are equal. The paper: 74% agreement, 66% against 63% win rate.</p>{{ table }}"
 )

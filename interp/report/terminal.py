@@ -38,7 +38,7 @@ def json_safe(value):
     return value
 
 
-def payload_json(payload: dict) -> str:
+def payload_json(payload: dict | list) -> str:
     return json.dumps(json_safe(payload), indent=2, allow_nan=False)
 
 
@@ -59,6 +59,8 @@ def dbg_rows(summary: dict) -> list[dict]:
                 "dbg_hard": s.get("dbg_hard"),
                 "dbg_ci": s.get("dbg_ci"),
                 "dbg_soft": s.get("dbg_soft"),
+                "tie_share": s.get("tie_share"),  # Figure 8: a verdict that changes when the answers swap
+                "dbg_no_ties": s.get("dbg_no_ties"),
                 "position_consistency": s.get("position_consistency"),
                 "mean_label_mass": s.get("mean_label_mass"),
                 "reliable": not weak,
@@ -66,6 +68,23 @@ def dbg_rows(summary: dict) -> list[dict]:
             }
         )
     return rows
+
+
+def reasoning_lines(summary: dict) -> list[str]:
+    """Per author whose answers lost reasoning before judging (`summary["reasoning"]`), one sentence."""
+    return [
+        f"{model}: reasoning removed before judging from {r['n_answers']} of {r['n_items']} answers "
+        f"(mean {r['mean_chars']:.0f} characters, {r['mean_words']:.0f} words per answer; reasoning/ in the run)"
+        for model, r in (summary.get("reasoning") or {}).items()
+    ]
+
+
+def human_rows(human: dict) -> list[dict]:
+    """Per gold judge and for the ensemble (last): agreement with human labels, with its interval and both win
+    rates of the first answer (`summary["gold"]["human"]`)."""
+    named = [*human["judges"].items(), ("ensemble", human["ensemble"])]
+    keys = ("n", "agreement", "agreement_ci", "gold_win_rate_first", "human_win_rate_first", "human_tie_share")
+    return [{"gold": name, **{key: r.get(key) for key in keys}} for name, r in named]
 
 
 def _effect(r: dict) -> dict | None:
@@ -148,6 +167,10 @@ def results_payload(
     payload: dict = {}
     if summary is not None:
         payload["dbg"] = dbg_rows(summary)
+        if summary.get("reasoning"):
+            payload["reasoning"] = reasoning_lines(summary)
+        if (summary.get("gold") or {}).get("human"):  # Table 1: gold against human labels
+            payload["gold_human"] = human_rows(summary["gold"]["human"])
     if causal is not None:
         payload["causal"] = causal_rows(causal, n_items)
     if sweep is not None:
@@ -191,7 +214,7 @@ def print_results(payload: dict, console=None) -> None:
     if payload.get("dbg"):
         table = Table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
         name_column(table, "judge", min_width=14)
-        for name in ("DBG", "95% CI", "soft", "pos.cons", "P(label)", "reliable"):
+        for name in ("DBG", "95% CI", "soft", "ties", "w/o ties", "pos.cons", "P(label)", "reliable"):
             table.add_column(name, justify="right", no_wrap=True)
         notes = []
         for r in payload["dbg"]:
@@ -204,13 +227,26 @@ def print_results(payload: dict, console=None) -> None:
                 pts(r["dbg_hard"]),
                 pts_ci(r["dbg_ci"]),
                 pts(r["dbg_soft"]),
+                pct(r.get("tie_share")),
+                pts(r.get("dbg_no_ties")),
                 pct(r["position_consistency"]),
                 number(r["mean_label_mass"]),
                 flag,
             )
         console.print(table)
-        for note in notes:
+        console.print("ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)", highlight=False, soft_wrap=True)
+        for note in [*notes, *payload.get("reasoning", [])]:
             console.print(note, highlight=False, soft_wrap=True)
+    if payload.get("gold_human"):
+        console.print()
+        table = Table("Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer")
+        name_column(table, "gold", min_width=14)
+        for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in payload["gold_human"]:
+            ci = r.get("agreement_ci") or [None, None]
+            table.add_row(r["gold"], str(r["n"]), pct(r["agreement"]), f"[{pct(ci[0])}, {pct(ci[1])}]", pct(r["gold_win_rate_first"]), pct(r["human_win_rate_first"]), pct(r["human_tie_share"]))
+        console.print(table)
     if "causal" in payload:
         console.print()
         table = Table("Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)")

@@ -7,6 +7,9 @@ Two formats, by extension:
 - `.jsonl`: one `{"item_id", "text"}` per line (`"response"` or `"output"` also name the answer); a
   `responses.jsonl` of another run works when `"model"` names the model to take.
 
+An answer's reasoning blocks (`<think>...</think>` and the other tags of `interp.run.reasoning`) are removed
+before it is capped and judged; what was removed travels in `Response.reasoning`.
+
 Every item of the run needs an answer that is not empty (or white space only), and an instruction may not
 carry two different answers: each problem is one line naming the file and the item, before anything is written.
 """
@@ -21,7 +24,7 @@ from typing import Sequence
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.tables import iter_jsonl
-from interp.run.responses import Response, cap_words
+from interp.run.responses import Response, final_answer
 
 ANSWER_FIELDS = ("text", "response", "output")
 
@@ -79,7 +82,12 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
     missing = [item.id for item in items if item.id not in answers]
     if missing:
         raise InterpError(f"{path} has no answer of {model} for {len(missing)} of the run's items (first: {missing[0]})")
-    empty = [item.id for item in items if not answers[item.id].strip()]
+    final = {item.id: final_answer(answers[item.id].strip(), max_words) for item in items}
+    empty = [item.id for item in items if not final[item.id][0].strip()]
     if empty:
-        raise InterpError(f"{path}: the answer of {model} to item {empty[0]} is empty ({len(empty)} of the run's items); import a real answer or drop the item")
-    return [Response(item.id, model, cap_words(answers[item.id].strip(), max_words), -1, f"import:{digest}") for item in items]
+        reasoning = " (all of it reasoning)" if final[empty[0]][1] else ""
+        raise InterpError(
+            f"{path}: the answer of {model} to item {empty[0]} is empty{reasoning} ({len(empty)} of the run's items); import a real answer or drop the item"
+        )
+    key = f"import:{digest}"
+    return [Response(item.id, model, final[item.id][0], -1, key, reasoning=final[item.id][1]) for item in items]

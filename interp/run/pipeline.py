@@ -31,10 +31,12 @@ from interp.run.gold import (
     check_gold_judges,
     gold_verdicts,
 )
+from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_tasks, run_judging
-from interp.run.responses import Decoding, check_generation_lengths, generate_responses
+from interp.run.reasoning import reasoning_row
+from interp.run.responses import Decoding, Response, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
@@ -97,8 +99,23 @@ def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], m
             records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress)
     if config.empty_answers == "refuse":
         check_answers_not_empty(_by_model(records), items)
-    write_jsonl_atomic(paths.responses, [asdict(r) for r in records])
+    write_responses(paths, records)
     return paths.read_responses()
+
+
+def write_responses(paths: RunDir, records: Sequence[Response]) -> None:
+    """responses.jsonl (the judged text, and the length of the reasoning removed from it), and for each author
+    with any reasoning removed, `reasoning/<author>.jsonl` with what was removed (`interp.run.reasoning`)."""
+    rows = []
+    removed: dict[str, list[dict]] = {}
+    for record in records:
+        line = reasoning_row(record.item_id, record.reasoning)
+        rows.append({k: v for k, v in asdict(record).items() if k != "reasoning"} | {"reasoning_chars": line["chars"], "reasoning_words": line["words"]})
+        if record.reasoning:
+            removed.setdefault(record.model, []).append(line)
+    for model, lines in removed.items():
+        write_jsonl_atomic(paths.reasoning(model), lines)
+    write_jsonl_atomic(paths.responses, rows)
 
 
 def _by_model(records) -> dict[str, dict[str, str]]:
@@ -182,6 +199,8 @@ def run_dbg(
     items = sampled_items(config, paths)
     models = models if models is not None else ModelCache(placement)
     judges = gold_judges(config, models)
+    if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
+        human_labels(config.gold.human, items, config.models)
     if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
         check_http_gold(judges, paths, items)
     with timings.step("load and check models"):
@@ -222,7 +241,8 @@ def run_dbg(
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
-            return write_summary(config, paths, items, gold, placement.record())
+            sizes = {spec: models.models[spec].n_parameters for spec in (*config.models, *config.judge_specs) if spec in models.models}
+            return write_summary(config, paths, items, gold, placement.record(), sizes)
 
 
 def judge_backends(config: RunConfig, models: ModelCache) -> dict:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Sequence
 
@@ -25,6 +25,7 @@ from interp.core.prompts import FEWSHOT_STOP, Prompt, generation_prompt
 from interp.core.spans import check_fits_context, encode_prompt
 from interp.core.threads import rebalance_threads
 from interp.data import Item
+from interp.run.reasoning import KNOWN_MARKERS, model_markers, split_reasoning
 from interp.storage import atomic_write_text
 
 
@@ -50,6 +51,14 @@ class Response:
     text: str
     n_new_tokens: int
     cache_key: str
+    reasoning: str = ""  # the reasoning blocks removed from the answer (`interp.run.reasoning`); "" when none
+
+
+def final_answer(raw: str, max_words: int, markers: Sequence[tuple[str, str]] = KNOWN_MARKERS) -> tuple[str, str]:
+    """(answer, removed reasoning) of a raw answer: its reasoning blocks removed (`split_reasoning`), then capped
+    at `max_words` (the cap counts the answer's words only, never the reasoning's)."""
+    split = split_reasoning(raw, markers)
+    return cap_words(split.answer, max_words), split.removed
 
 
 def cap_words(text: str, max_words: int) -> str:
@@ -109,15 +118,21 @@ def check_generation_lengths(model: LoadedModel, items: Sequence[Item], decoding
         )
 
 
-def cached_responses(keys: Sequence[str], model_name: str) -> tuple[dict[int, Response], list[int]]:
+def cached_responses(
+    keys: Sequence[str], model_name: str, markers: Sequence[tuple[str, str]] = KNOWN_MARKERS
+) -> tuple[dict[int, Response], list[int]]:
     """The answers already in the response cache ({index: response}, named `model_name`) and the indices
-    of the keys still to ask for."""
+    of the keys still to ask for. An entry written before reasoning was removed loses its blocks here
+    (`split_reasoning` leaves an answer without them as it is)."""
     results: dict[int, Response] = {}
     todo = []
     for index, key in enumerate(keys):
         path = response_cache_path(key)
         if path.exists():
-            results[index] = Response(**(json.loads(path.read_text()) | {"model": model_name}))
+            cached = Response(**(json.loads(path.read_text()) | {"model": model_name}))
+            split = split_reasoning(cached.text, markers)
+            removed = "\n\n".join(part for part in (cached.reasoning, split.removed) if part)
+            results[index] = replace(cached, text=split.answer, reasoning=removed)
         else:
             todo.append(index)
     return results, todo
@@ -136,7 +151,8 @@ def generate_responses(
     fixed = _length_batches(range(len(prompts)), prompts, decoding.batch_size) if decoding.sampled else []
     mates = {i: [prompt_keys[j] for j in batch] for batch in fixed for i in batch}
     keys = [_batch_key(key, mates[i]) if decoding.sampled else key for i, key in enumerate(prompt_keys)]
-    results, todo = cached_responses(keys, name or model.name)
+    markers = model_markers(tokenizer)
+    results, todo = cached_responses(keys, name or model.name, markers)
     missing = set(todo)
     chunks = [b for b in fixed if missing.intersection(b)] if decoding.sampled else _length_batches(todo, prompts, decoding.batch_size)
     check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name)
@@ -164,8 +180,8 @@ def generate_responses(
             bar.update(1)
             ids = [t for t in new_tokens[row].tolist() if t != tokenizer.pad_token_id]
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            text = cap_words(clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words)
-            response = Response(items[index].id, name or model.name, text, len(ids), keys[index])
+            text, reasoning = final_answer(clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words, markers)
+            response = Response(items[index].id, name or model.name, text, len(ids), keys[index], reasoning)
             atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
             results[index] = response
     bar.close()

@@ -28,8 +28,8 @@ from interp.run.responses import (
     Decoding,
     Response,
     cached_responses,
-    cap_words,
     clean_generation,
+    final_answer,
     response_cache_path,
 )
 from interp.storage import atomic_write_text
@@ -52,14 +52,17 @@ def _request_body(endpoint: HTTPJudgeConfig, prompt: str, decoding: Decoding) ->
     return body | {"prompt": prompt, "stop": ["\n# Query", "\n# German"]}
 
 
-def _answer_text(data, endpoint: HTTPJudgeConfig) -> tuple[str, int]:
+def _answer_text(data, endpoint: HTTPJudgeConfig) -> tuple[str, int, str]:
+    """The answer's text, its token count (-1 when the server gives none) and the reasoning the server returned
+    apart (`message.reasoning_content`, as llama.cpp's and vLLM's reasoning parsers do; "" when none)."""
     try:
         choice = data["choices"][0]
         text = choice["message"]["content"] if endpoint.mode == "chat" else choice["text"]
     except (KeyError, IndexError, TypeError):
         raise InterpError(f"server {endpoint.name}: the answer has no {'choices[0].message.content' if endpoint.mode == 'chat' else 'choices[0].text'}") from None
     tokens = (data.get("usage") or {}).get("completion_tokens", -1)
-    return text or "", int(tokens) if isinstance(tokens, int) else -1
+    apart = (choice.get("message") or {}).get("reasoning_content") if endpoint.mode == "chat" else None
+    return text or "", int(tokens) if isinstance(tokens, int) else -1, apart if isinstance(apart, str) else ""
 
 
 def server_responses(
@@ -72,9 +75,10 @@ def server_responses(
     client = HTTPJudge.from_config(endpoint.model_copy(update={"logprobs": False}))
 
     def ask(index: int) -> Response:
-        text, tokens = _answer_text(client.post(_request_body(endpoint, prompts[index], decoding)), endpoint)
-        text = cap_words(clean_generation(text, fewshot=endpoint.mode == "completions"), decoding.max_words)
-        response = Response(items[index].id, endpoint.name, text, tokens, keys[index])
+        text, tokens, apart = _answer_text(client.post(_request_body(endpoint, prompts[index], decoding)), endpoint)
+        text, reasoning = final_answer(clean_generation(text, fewshot=endpoint.mode == "completions"), decoding.max_words)
+        reasoning = "\n\n".join(part for part in (apart.strip(), reasoning) if part)
+        response = Response(items[index].id, endpoint.name, text, tokens, keys[index], reasoning)
         atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
         return response
 

@@ -7,7 +7,10 @@ A run directory holds everything in open formats and can be resumed after a kill
   adapters.json          model spec -> fingerprint of the adapter weights it loaded (organisms; a re-run or
                          re-judging with other weights under the same name is refused)
   items.jsonl            the sampled instructions
-  responses.jsonl        both models' answers (also cached across runs, see interp.run.responses)
+  responses.jsonl        both models' answers (also cached across runs, see interp.run.responses), each with the
+                         length of the reasoning removed from it (`reasoning_chars`, `reasoning_words`)
+  reasoning/<author>.jsonl   the reasoning blocks removed from an author's answers before judging
+                         (`interp.run.reasoning`): item_id, removed text, chars, words; only for authors with any
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
   attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
                          (<judge>: `keyed_label`, the judge's label plus a hash of its exact name)
@@ -100,6 +103,14 @@ class RunDir:
     @property
     def responses(self) -> Path:
         return self.root / "responses.jsonl"
+
+    @property
+    def reasoning_dir(self) -> Path:
+        return self.root / "reasoning"
+
+    def reasoning(self, model: str) -> Path:
+        """The reasoning removed from `model`'s answers (named by `keyed_label`)."""
+        return self.reasoning_dir / f"{keyed_label(model)}.jsonl"
 
     @property
     def judgments(self) -> Path:
@@ -197,6 +208,16 @@ class RunDir:
             responses.setdefault(record["model"], {})[record["item_id"]] = record["text"]
         return responses
 
+    def read_reasoning(self) -> dict[str, dict[str, dict]]:
+        """`reasoning[model][item_id]` = {"text", "chars", "words"}: what was removed from that answer before
+        judging; only answers that had any, of the authors whose file exists."""
+        found: dict[str, dict[str, dict]] = {}
+        for model in self.read_responses():
+            path = self.reasoning(model)
+            if path.is_file():
+                found[model] = {r["item_id"]: {k: r[k] for k in ("text", "chars", "words")} for r in read_jsonl(path)}
+        return found
+
     def read_judgments(self, judge: str | None = None) -> list[JudgmentRecord]:
         return read_judgments(self.judgments, judge=judge)
 
@@ -243,7 +264,7 @@ class RunDir:
         """Each of the run's sub-folders is a folder where it exists: a file in its place is one line, before
         anything is written (not a NotADirectoryError once work has been done)."""
         folders = [self.attention_dir, self.figures, self.steering, self.steering / "sweeps", self.steering / "directions"]
-        folders += [self.root / name for name in ("variants", "interventions", "sweeps")]
+        folders += [self.root / name for name in ("variants", "interventions", "sweeps", "reasoning")]
         for folder in folders:
             if folder.exists() and not folder.is_dir():
                 raise InterpError(f"{folder} is a file where the run keeps a folder; move it away, or use another run directory")

@@ -20,8 +20,13 @@ from interp.metrics.dbg import (
     p_own_from_first,
     position_consistency,
     soft_win_rate,
+    swap_verdicts,
+    tie_scores,
 )
+from interp.metrics.human import human_agreement
 from interp.run.gold import aggregate_gold
+from interp.run.gold.human import human_labels
+from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
 from interp.run.store import RunDir, empty_answers
 from interp.storage import atomic_write_text
@@ -109,6 +114,8 @@ def judge_scores(
         gold_own = p_own_from_first(gold_first, own, models[0])
         scores["own_model"] = own
         scores |= dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
+        own_orders = p_own_from_first(ab, own, models[0]), p_own_from_first(ba, own, models[0])
+        scores |= tie_scores(swap_verdicts(*own_orders), gold_own)  # Figure 8: ties, and the rates without them
         scores["dbg_ci"] = list(scores["dbg_ci"])
         scores["dbg_soft_ci"] = list(scores["dbg_soft_ci"])
     return scores
@@ -122,7 +129,7 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
         judge_records = [r for r in records if r.judge == judge]
         judges[judge] = judge_scores(judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed)
     gold_hard = hard_win_rate(gold_first)
-    return {
+    summary = {
         "n_items": len(items),
         "models": models,
         "max_words": config.max_words,
@@ -135,17 +142,40 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
         },
         "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
     }
+    if config.gold.human:
+        summary["gold"]["human"] = gold_against_humans(gold, human_labels(config.gold.human, items, models), items, n_boot=config.n_boot, seed=config.seed)
+    return summary
+
+
+def gold_against_humans(gold: dict[str, list[float]], human: dict[str, float], items: Sequence[Item], *, n_boot: int, seed: int) -> dict:
+    """Table 1: on the items people labelled, each gold judge's and the ensemble's agreement with them."""
+    rows = [index for index, item in enumerate(items) if item.id in human]
+    labels = [human[items[index].id] for index in rows]
+    picked = {name: [values[index] for index in rows] for name, values in gold.items()}
+    per_judge = {name: human_agreement(values, labels, n_boot=n_boot, seed=seed) for name, values in picked.items()}
+    return {"n_items": len(rows), "judges": per_judge, "ensemble": human_agreement(aggregate_gold(picked), labels, n_boot=n_boot, seed=seed)}
 
 
 def write_summary(
-    config: RunConfig, paths: RunDir, items: Sequence[Item], gold: dict[str, list[float]], placement: dict | None = None
+    config: RunConfig,
+    paths: RunDir,
+    items: Sequence[Item],
+    gold: dict[str, list[float]],
+    placement: dict | None = None,
+    sizes: dict[str, int] | None = None,
 ) -> dict:
-    """summary.json; `placement` records where the run's local models ran (device, dtype, device map)."""
+    """summary.json; `placement` records where the run's local models ran (device, dtype, device map), `sizes`
+    the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
         summary["placement"] = placement
+    if sizes:
+        summary["model_sizes"] = dict(sizes)
     if paths.gold_checks.exists():
         summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
+    reasoning = reasoning_summary(paths.read_reasoning(), len(items))
+    if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
+        summary["reasoning"] = reasoning
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))

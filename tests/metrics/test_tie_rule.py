@@ -60,3 +60,28 @@ def test_gold_agreement_uses_the_one_tie_rule():
     near = 0.5 + TIE_TOLERANCE / 10
     assert list(agreement_per_item(np.array([near, 0.9, 0.1]), np.array([0.8, 0.8, 0.8]))) == [0.5, 1.0, 0.0]
     assert list(agreement_per_item(np.array([0.9]), np.array([1 - near]))) == [0.5]  # gold's tie, the same rule
+
+
+def test_figure8_ties_are_verdicts_that_change_when_the_answers_swap():
+    from interp.metrics.dbg import swap_verdicts, tie_scores
+
+    # own in slot A, own in slot B: agree own, agree other, flip (tie), one exact tie (the other order decides)
+    verdicts = swap_verdicts([0.9, 0.2, 0.8, 0.5], [0.7, 0.1, 0.3, 0.6])
+    assert verdicts.tolist() == [1, -1, 0, 1]
+    gold = [1.0, 0.0, 0.0, 0.5]  # gold: own, other, other, tie
+    scores = tie_scores(verdicts, gold)
+    assert scores["tie_share"] == 0.25 and scores["own_share"] == 0.5
+    assert scores["win_rate_own_no_ties"] == pytest.approx(2 / 3)  # the paper's 51.8 / (51.8 + 1.8)
+    assert scores["gold_tie_share"] == 0.25 and scores["gold_win_rate_no_ties"] == pytest.approx(1 / 3)
+    assert scores["dbg_no_ties"] == pytest.approx(1 / 3)
+    all_tied = tie_scores(swap_verdicts([0.9, 0.1], [0.1, 0.9]), [1.0, 0.0])
+    assert all_tied["tie_share"] == 1.0 and all_tied["win_rate_own_no_ties"] is None and all_tied["dbg_no_ties"] is None
+
+
+def test_the_summary_counts_ties_with_the_one_tie_rule():
+    items, records = tied_records(n=40)
+    gold_first = np.full(len(items), 1.0)  # gold: the first model's answer wins every item
+    scores = judge_scores(records, items, MODELS, "judge-model", gold_first, n_boot=10, seed=0)
+    # always slot A: the verdict flips on every swap, every item is a tie, and gold decided all against the judge
+    assert scores["tie_share"] == 1.0 and scores["win_rate_own_no_ties"] is None
+    assert scores["gold_tie_share"] == 0.0 and scores["gold_win_rate_no_ties"] == 0.0

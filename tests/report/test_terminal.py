@@ -16,7 +16,7 @@ from rich.console import Console
 SUMMARY = {
     "judges": {
         "author-a": {"own_model": "author-a", "dbg_hard": 0.125, "dbg_ci": [0.05, 0.2], "dbg_soft": 0.1, "position_consistency": 0.8,
-                     "mean_label_mass": 0.9, "unreliable_because": []},
+                     "mean_label_mass": 0.9, "unreliable_because": [], "tie_share": 0.375, "dbg_no_ties": 0.0625},
         "weak-judge": {"own_model": "author-a", "dbg_hard": -0.3, "dbg_ci": [-0.5, -0.1], "dbg_soft": 0.0, "position_consistency": 0.0,
                        "mean_label_mass": 0.19, "unreliable_because": ["position consistency 0% < 50%"]},
         "old-summary": {"own_model": "author-b", "dbg_hard": 0.0, "dbg_ci": [-0.1, 0.1], "dbg_soft": 0.0, "position_consistency": 0.2,
@@ -48,6 +48,7 @@ def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
     text = _drawn(results_payload(SUMMARY))
     assert "+12.5" in text and "[+5.0, +20.0]" in text and "weak-judge: too weak to judge, its DBG is not evidence (position consistency 0% < 50%)" in text
     assert "weak-judge (own: author-a)" in text and "n/a" in text
+    assert rows["author-a"]["tie_share"] == 0.375 and "38%" in text and "+6.2" in text  # Figure 8: ties, DBG without them
 
 
 def test_causal_rows_read_the_numbers_a_result_has():

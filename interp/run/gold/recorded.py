@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import Iterator, Mapping, Sequence
 
 from interp.errors import InterpError
 from interp.storage import jsonl_objects
@@ -43,17 +43,23 @@ class RecordedJudge:
         raise InterpError(f"{self.path}: no recorded verdict for item {pair.item.id!r} with these two responses")
 
 
-def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], float], dict[str, float]]:
+def verdict_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
+    """(line number, object) of a JSONL file of verdicts or labels (`what` names them in the one-line errors)."""
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        raise InterpError(f"{path}: no such file of recorded verdicts") from None
+        raise InterpError(f"{path}: no such file of {what}") from None
     except (OSError, UnicodeDecodeError) as exc:
-        raise InterpError(f"{path}: cannot read recorded verdicts ({exc})") from None
+        raise InterpError(f"{path}: cannot read {what} ({exc})") from None
+    return jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}")
+
+
+def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], float], dict[str, float]]:
+    lines = verdict_lines(path, "recorded verdicts")
     by_texts: dict[tuple[str, str, str], float] = {}
     by_item: dict[str, float] = {}
     first_line: dict[object, int] = {}
-    for line_number, record in jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}"):
+    for line_number, record in lines:
         where = f"{path}:{line_number}"
         item_id = record.get("item_id")
         if not isinstance(item_id, str) or not item_id:
