@@ -112,6 +112,31 @@ def test_head_attributions_are_first_order_estimates(tiny_llama):
     assert float(estimates["atp-output"][last, head]) == pytest.approx(exact, rel=2e-2, abs=1e-4)
 
 
+def test_mlp_attributions_are_first_order_estimates(tiny_llama):
+    """Mean-ablating one layer's MLP output (its mean over the prompt's positions): the "atp-mlp" estimate is the
+    exact first-order change of the verdict margin, at the first layer, whose change runs through every later one."""
+    from interp.experiments.localize import verdict_margin
+    from interp.core.judge import label_tokens
+
+    prompt = tokenized_judge_prompt(tiny_llama, "helpfulness", "Name a colour.", "Blue is a colour.", "A chair.")
+    estimates = head_attributions(tiny_llama, prompt.input_ids, prompt.spans["a"], 0)
+    assert estimates["atp-mlp"].shape == (tiny_llama.n_layers,)
+    hf, ids, labels = tiny_llama.hf_model, torch.tensor([prompt.input_ids]), label_tokens(tiny_llama.tokenizer).ids
+
+    def margin(scale: float) -> float:
+        hook = hf.model.layers[0].mlp.register_forward_hook(lambda m, a, out: out + scale * (out.mean(1, keepdim=True) - out))
+        try:
+            with torch.no_grad():
+                return float(verdict_margin(hf(input_ids=ids).logits[0, -1], labels, 0))
+        finally:
+            hook.remove()
+
+    eps = 1e-3
+    exact = (margin(eps) - margin(0.0)) / eps
+    assert exact != 0
+    assert float(estimates["atp-mlp"][0]) == pytest.approx(exact, rel=2e-2, abs=1e-4)
+
+
 def test_head_attributions_of_a_frozen_judge_are_those_of_the_same_judge_unfrozen(tiny_llama):
     """An organism's judge comes out of peft's merge with every weight frozen (requires_grad False): AtP still
     differentiates through the head outputs, and gives the same estimates as with trainable weights."""

@@ -1,0 +1,158 @@
+"""Issue 46's bench: does `interp explain` find where self-preference lives, when we built it there?
+
+    python experiments/bench_mechanism.py [--seeds 1-4] [--null-seeds 0-5] [--families attn,heads,lora,null]
+                                          [--n 150] [--device cpu] [--out runs/mechanism]
+
+The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
+so a rerun resumes where it stopped):
+1. train the attention-routed and planted-heads members not yet trained (`interp organism train`);
+2. one run over the organisms' held-out set with every member as a judge (`attention = "final"`);
+3. `interp explain RUN --judge M` per member, with the automatic controls (an organism's null family);
+4. the manifest's heads on the same test split: the own-answer mask (attention-routed), the head-output mean
+   ablation (planted-heads).
+Prints one `name: value` a line: route_power_attention, route_power_output, route_fpr, the true heads' shares,
+AUROC per method per family.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
+RECIPES = {"attn": "smollm2-135m-selfpref-attn.toml", "heads": "smollm2-135m-selfpref-heads.toml", "lora": "smollm2-135m-selfpref.toml"}
+NULLS = ["smollm2-135m-judge"] + [f"smollm2-135m-judge-seed{s}" for s in range(1, 6)]
+SETTINGS = ["--top-k", "3", "--mlp-k", "2", "--selection-share", "0.4", "--split-seed", "0", "--random-sets", "1"]
+
+
+def interp(*args: str) -> str:
+    command = [sys.executable, "-m", "interp.cli", *args]
+    print("$ interp " + " ".join(args), file=sys.stderr, flush=True)
+    done = subprocess.run(command, cwd=REPO, stdout=subprocess.PIPE, text=True)
+    if done.returncode != 0:
+        raise SystemExit(f"interp {args[0]} failed ({done.returncode})")
+    return done.stdout
+
+
+def seeds(text: str) -> list[int]:
+    out = []
+    for part in text.split(","):
+        lo, _, hi = part.partition("-")
+        out += list(range(int(lo), int(hi or lo) + 1))
+    return out
+
+
+def members(args) -> dict[str, list[str]]:
+    families = args.families.split(",")
+    out: dict[str, list[str]] = {}
+    for family in ("attn", "heads"):
+        if family in families:
+            out[family] = []
+            for seed in seeds(args.seeds):
+                folder = args.out / "organisms" / f"{family}-seed{seed}"
+                if not (folder / "manifest.json").is_file():
+                    interp("organism", "train", str(REPO / "experiments" / "organisms" / RECIPES[family]), "--seed", str(seed), "--out", str(folder), "--device", args.device)
+                out[family].append(str(folder))
+    if "lora" in families:
+        out["lora"] = ["smollm2-135m-selfpref"]
+    if "null" in families:
+        out["null"] = [NULLS[s] for s in seeds(args.null_seeds)]
+    return out
+
+
+def auroc(scores: dict[tuple[int, int], float], truth: set[tuple[int, int]]) -> float:
+    pos = [v for k, v in scores.items() if k in truth]
+    neg = [v for k, v in scores.items() if k not in truth]
+    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
+    return wins / (len(pos) * len(neg))
+
+
+def table(heads) -> str:
+    by: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by.setdefault(int(layer), []).append(int(head))
+    return "{ " + ", ".join(f"{layer} = {sorted(h)}" for layer, h in sorted(by.items())) + " }"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seeds", default="1-4")
+    parser.add_argument("--null-seeds", default="0-5")
+    parser.add_argument("--families", default="attn,heads,lora,null")
+    parser.add_argument("--n", type=int, default=150)
+    parser.add_argument("--device", default="cpu")
+    parser.add_argument("--out", type=Path, default=Path("runs/mechanism"))
+    args = parser.parse_args()
+    args.out = args.out.resolve()
+    args.out.mkdir(parents=True, exist_ok=True)
+    from interp.core.adapters import adapter_folder, read_manifest
+
+    family_members = members(args)
+    judges = [m for ms in family_members.values() for m in ms]
+    config = args.out / "config.toml"
+    config.write_text(
+        f'name = "mechanism"\ndata = "heldout"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges = {json.dumps(judges)}\n'
+        f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
+    )
+    run = args.out / "run"
+    if not (run / "summary.json").exists():
+        interp("dbg", str(config), "--out", str(run), "--json")
+    found: dict[str, list[dict]] = {}
+    for family, ms in family_members.items():
+        found[family] = []
+        for member in ms:
+            result = json.loads(interp("explain", str(run), "--judge", member, *SETTINGS, "--device", args.device, "--json"))
+            manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
+            truth = manifest.get("planted_heads")
+            entry = {"member": member, "result": result, "truth": truth}
+            if truth and family in ("attn", "heads"):
+                spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
+                spec.write_text(
+                    f'target = "self"\nalpha = 0.0\nheads = {table(truth)}\nname = "true-heads-mask"\n' if family == "attn"
+                    else f'site = "head_output"\nop = "mean"\nheads = {table(truth)}\nname = "true-heads-output-mean"\n'
+                )  # fmt: skip
+                payload = json.loads(interp("intervene", str(run), "--spec", str(spec), "--judge", member, "--selection-share", "0.4", "--split-seed", "0", "--json"))
+                (row,) = [r for r in payload["causal"] if r["judge"] == member]
+                entry["true_share"] = row["share_removed"]
+            found[family].append(entry)
+
+    def best(result: dict, site: str) -> dict | None:
+        rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
+        return max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
+
+    if "attn" in found:
+        hits = [bool((c := best(e["result"], "attention")) and c["causal"] and c["route"] == "pattern") for e in found["attn"]]
+        print(f"route_power_attention: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
+        shares = [e.get("true_share") for e in found["attn"]]
+        print(f"share_removed_true_heads_attention: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})")
+    if "heads" in found:
+        hits = [bool((c := best(e["result"], "head_output")) and c["causal"] and c["route"] != "pattern") for e in found["heads"]]
+        print(f"route_power_output: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
+        shares = [e.get("true_share") for e in found["heads"]]
+        print(f"share_removed_true_heads_output: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})")
+    if "null" in found:
+        called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]
+        print(f"route_fpr: {np.mean(called):.2f} ({sum(called)} of {len(called)} nulls)")
+    for family in ("attn", "heads"):
+        for method in ("attention", "atp", "atp-output"):
+            values = []
+            for e in found.get(family, []):
+                folder = Path(run) / "explain"
+                (csv,) = [p for p in folder.glob("*/localisation.csv") if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]]
+                import pandas as pd
+
+                frame = pd.read_csv(csv)
+                rows = frame[frame["method"] == method]
+                values.append(auroc({(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}, {tuple(h) for h in e["truth"]}))
+            if values:
+                print(f"auroc_{method}_{family}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
+
+
+if __name__ == "__main__":
+    main()
