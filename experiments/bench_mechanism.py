@@ -73,13 +73,6 @@ def auroc(scores: dict[tuple[int, int], float], truth: set[tuple[int, int]]) -> 
     return wins / (len(pos) * len(neg))
 
 
-def table(heads) -> str:
-    by: dict[int, list[int]] = {}
-    for layer, head in heads:
-        by.setdefault(int(layer), []).append(int(head))
-    return "{ " + ", ".join(f"{layer} = {sorted(h)}" for layer, h in sorted(by.items())) + " }"
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1-4")
@@ -92,6 +85,8 @@ def main() -> None:
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
     from interp.core.adapters import adapter_folder, read_manifest
+    from interp.hooks.nodes import node_from_dict
+    from interp.hooks.spec import AttentionIntervention, pairs_table
 
     family_members = members(args)
     judges = [m for ms in family_members.values() for m in ms]
@@ -113,10 +108,11 @@ def main() -> None:
             entry = {"member": member, "result": result, "truth": truth}
             if truth and family in ("attn", "heads"):
                 spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
-                spec.write_text(
-                    f'target = "self"\nalpha = 0.0\nheads = {table(truth)}\nname = "true-heads-mask"\n' if family == "attn"
-                    else f'site = "head_output"\nop = "mean"\nheads = {table(truth)}\nname = "true-heads-output-mean"\n'
-                )  # fmt: skip
+                heads = pairs_table(truth)
+                made = AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask") if family == "attn" else (
+                    node_from_dict({"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"})
+                )
+                spec.write_text(made.to_toml())
                 payload = json.loads(interp("intervene", str(run), "--spec", str(spec), "--judge", member, "--selection-share", "0.4", "--split-seed", "0", "--json"))
                 (row,) = [r for r in payload["causal"] if r["judge"] == member]
                 entry["true_share"] = row["share_removed"]

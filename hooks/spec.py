@@ -178,6 +178,15 @@ class HeadSelection:
         return {layer: self.heads for layer in layers}
 
 
+def pairs_table(pairs) -> dict[int, list[int]]:
+    """[[layer, head], ...] (a manifest's `planted_heads`, a ranking's top rows) as a layer -> sorted heads table,
+    the form a spec's `heads` takes."""
+    table: dict[int, list[int]] = {}
+    for layer, head in pairs:
+        table.setdefault(int(layer), []).append(int(head))
+    return {layer: sorted(heads) for layer, heads in sorted(table.items())}
+
+
 @dataclass(frozen=True)
 class AttentionIntervention(HeadSelection):
     """Multiply the post-softmax attention on `target`'s keys by `alpha` and renormalise each query row.

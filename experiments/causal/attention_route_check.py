@@ -19,21 +19,15 @@ import json
 import random
 from pathlib import Path
 
+from interp.hooks.spec import AttentionIntervention, pairs_table
 from null_family_check import AUTHORS, interp  # the script beside this one: each step an `interp` command
 
 SPLIT = ["--selection-share", "0.4", "--split-seed", "0"]
 
 
-def table(heads) -> str:
-    by: dict[int, list[int]] = {}
-    for layer, head in heads:
-        by.setdefault(int(layer), []).append(int(head))
-    return "{ " + ", ".join(f"{layer} = {sorted(h)}" for layer, h in sorted(by.items())) + " }"
-
-
 def masked(run: Path, organism: str, heads, name: str, out: Path) -> dict:
     spec = out / f"{name}.toml"
-    spec.write_text(f'target = "self"\nalpha = 0.0\nheads = {table(heads)}\nname = "{name}"\n')
+    spec.write_text(AttentionIntervention(target="self", alpha=0.0, heads=pairs_table(heads), name=name).to_toml())
     payload = json.loads(interp("intervene", str(run), "--spec", str(spec), "--judge", organism, *SPLIT, "--json"))
     (row,) = [r for r in payload["causal"] if r["judge"] == organism]
     for key in ("causal", "p_value", "share_removed", "share_removed_ci"):

@@ -43,7 +43,7 @@ from interp.experiments.engine import digest, judge_pool, run_identity, self_jud
 from interp.experiments.localize import localize_run, run_judge
 from interp.experiments.routes import RouteAnalysis, heads_key, route_analysis
 from interp.hooks.nodes import node_from_dict
-from interp.hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.metrics.causal_test import ALPHA, holm
 from interp.run.judging import judge_tasks
 from interp.run.store import Run, read_run
@@ -96,19 +96,12 @@ class Explanation:
         return asdict(self)
 
 
-def _table(heads: Sequence[Sequence[int]]) -> dict[int, list[int]]:
-    table: dict[int, list[int]] = {}
-    for layer, head in heads:
-        table.setdefault(int(layer), []).append(int(head))
-    return {layer: sorted(hs) for layer, hs in sorted(table.items())}
-
-
 def _spec(site: str, heads: list[list[int]] | None, layers: list[int] | None, name: str, direction=None):
     if site == "attention":
-        table = tuple((layer, tuple(hs)) for layer, hs in _table(heads).items())
+        table = tuple((layer, tuple(hs)) for layer, hs in pairs_table(heads).items())
         return AttentionIntervention(target="self", alpha=0.0, heads=table, name=name)
     if site == "head_output":
-        return node_from_dict({"site": site, "op": "mean", "heads": heads_key(_table(heads)), "name": name})
+        return node_from_dict({"site": site, "op": "mean", "heads": heads_key(pairs_table(heads)), "name": name})
     if site == "mlp_output":
         return node_from_dict({"site": site, "op": "mean", "layers": sorted(layers), "name": name})
     return node_from_dict({"site": "residual", "op": "project_out", "layers": layers, "direction": [float(x) for x in direction], "name": name})
@@ -211,7 +204,7 @@ def explain_run(
         if routes and heads and selected_by != "random":
             hkey = json.dumps(heads)
             if hkey not in route_cache:
-                route_cache[hkey] = route_analysis(run.dir.root, judge, _table(heads), design=design, progress=progress, models=pool.models)
+                route_cache[hkey] = route_analysis(run.dir.root, judge, pairs_table(heads), design=design, progress=progress, models=pool.models)
             route, detail = route_cache[hkey].route, route_cache[hkey].to_dict()
         candidates.append(
             Candidate(
