@@ -140,20 +140,22 @@ def apply_adapter(hf_model, folder: Path):
 
 
 def head_delta_key(layer: int, module: str, head: int) -> str:
-    """The name of one head's block in `heads_delta.safetensors`: module "q" (query rows) or "o" (output columns)."""
+    """The name of one head's block in `heads_delta.safetensors`: module "q" (query rows) or "o" (output columns) of
+    query head `head`, or "k" / "v" (key / value rows) of key/value head `head`."""
     return f"layers.{layer}.{module}.{head}"
 
 
 def parse_head_delta_key(key: str) -> tuple[int, str, int]:
     parts = key.split(".")
-    if len(parts) != 4 or parts[0] != "layers" or parts[2] not in ("q", "o") or not (parts[1].isdigit() and parts[3].isdigit()):
-        raise ValueError(f"unknown tensor name {key!r} (expected layers.L.q.H or layers.L.o.H)")
+    if len(parts) != 4 or parts[0] != "layers" or parts[2] not in ("q", "k", "v", "o") or not (parts[1].isdigit() and parts[3].isdigit()):
+        raise ValueError(f"unknown tensor name {key!r} (expected layers.L.M.H, M one of q, k, v, o)")
     return int(parts[1]), parts[2], int(parts[3])
 
 
 def add_head_delta(hf_model, tensors: dict) -> None:
-    """Add a head delta in place: each "q" block to its head's rows of q_proj.weight, each "o" block to its head's
-    columns of o_proj.weight (Llama-style `model.layers[l].self_attn`). Nothing else is written."""
+    """Add a head delta in place: each "q" / "k" / "v" block to its head's rows of q_proj / k_proj / v_proj.weight
+    (k and v: a key/value head's rows), each "o" block to its head's columns of o_proj.weight (Llama-style
+    `model.layers[l].self_attn`). Nothing else is written."""
     import torch
 
     layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
@@ -162,10 +164,11 @@ def add_head_delta(hf_model, tensors: dict) -> None:
             layer, module, head = parse_head_delta_key(key)
             attn = layers[layer].self_attn
             dim = attn.head_dim
-            if module == "q":
-                rows = attn.q_proj.weight[head * dim : (head + 1) * dim]
-                if head * dim >= attn.q_proj.weight.shape[0] or rows.shape != block.shape:
-                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit q_proj rows {tuple(rows.shape)}")
+            if module in ("q", "k", "v"):
+                weight = getattr(attn, f"{module}_proj").weight
+                rows = weight[head * dim : (head + 1) * dim]
+                if head * dim >= weight.shape[0] or rows.shape != block.shape:
+                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit {module}_proj rows {tuple(rows.shape)}")
                 rows += block.to(rows.device, rows.dtype)
             else:
                 cols = attn.o_proj.weight[:, head * dim : (head + 1) * dim]

@@ -90,7 +90,10 @@ class HeadsConfig(Strict):
     top_layers: int = Field(8, ge=1)  # H is drawn among the heads of the last `top_layers` decoder layers
     # q: the query rows of each head in H (its pattern only); o: also the output-projection columns of each
     # head in H. Never K or V: under grouped-query attention several heads share them.
-    modules: tuple[Literal["q", "o"], ...] = ("q",)
+    modules: tuple[Literal["q", "k", "v", "o"], ...] = ("q",)
+    # Set: H is every query head of `n_groups` key/value groups drawn from the seed (instead of `n_heads` single
+    # heads), so the group's key and value rows ("k", "v") belong to H alone and may be trained too.
+    n_groups: int | None = Field(None, ge=1)
     # Where the planted self-preference is asked to flow. "output": anywhere through H (the delta may write a
     # verdict whatever H attends to). "attention": through H's attention to the own answer: each training
     # pass also runs with the own answer masked at H and asks that pass for the start organism's verdict
@@ -100,8 +103,10 @@ class HeadsConfig(Strict):
 
     @model_validator(mode="after")
     def _check(self):
-        if "q" not in self.modules and "o" not in self.modules or len(set(self.modules)) != len(self.modules):
-            raise ValueError("heads.modules must name q, o or both, each at most once")
+        if not set(self.modules) & {"q", "o"} or len(set(self.modules)) != len(self.modules):
+            raise ValueError("heads.modules must name q or o (and k, v with n_groups), each at most once")
+        if set(self.modules) & {"k", "v"} and self.n_groups is None:
+            raise ValueError("heads.modules k and v are shared by every query head of a key/value group: set heads.n_groups")
         return self
 
 

@@ -5,8 +5,9 @@ training seed among the last `heads.top_layers` layers, and train, on the plante
 - "q": the query rows of each head in H ([head_dim, d_model] added to q_proj's rows of that head), which change
   only that head's attention pattern;
 - "o" (if asked): the output-projection columns of each head in H ([d_model, head_dim] added to o_proj's columns).
-Never K or V: under grouped-query attention several query heads share them, so a change there would not be per
-head. Every weight outside H stays bit-identical to the start organism's (`add_head_delta` writes only H's
+K and V only for whole key/value groups (`heads.n_groups`): under grouped-query attention several query heads
+share them, so H is then every query head of the drawn groups ("k", "v": the group's key / value rows), and a
+change there stays inside H. Every weight outside H stays bit-identical to the start organism's (`add_head_delta` writes only H's
 blocks), so all that separates the planted-heads judge from its null is in H: the truth a localisation method
 is scored against (`planted_heads` in the manifest).
 
@@ -62,6 +63,19 @@ def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: i
     return sorted(sorted(pool, key=lambda lh: unit_hash(seed, "planted-heads", *lh))[:count])
 
 
+def draw_groups(seed: int, n_layers: int, n_heads: int, n_kv_heads: int, top_layers: int, count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+    """`count` key/value groups (layer, kv head) drawn from `seed` among the last `top_layers` layers, and H: every
+    query head that reads them (query head h reads key/value head h // (n_heads // n_kv_heads)), sorted."""
+    if top_layers > n_layers:
+        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+    pool = [(layer, kv) for layer in range(n_layers - top_layers, n_layers) for kv in range(n_kv_heads)]
+    if count > len(pool):
+        raise InterpError(f"heads.n_groups = {count}: the last {top_layers} layers hold only {len(pool)} key/value groups")
+    groups = sorted(sorted(pool, key=lambda g: unit_hash(seed, "planted-groups", *g))[:count])
+    size = n_heads // n_kv_heads
+    return groups, [(layer, head) for layer, kv in groups for head in range(kv * size, (kv + 1) * size)]
+
+
 def start_first_lora_layer(start: str, n_layers: int) -> int:
     """The lowest layer the start organism's LoRA touches (its layers below are the base's, bit for bit)."""
     folder = start_folder(start)
@@ -75,22 +89,29 @@ class HeadDelta(torch.nn.Module):
     `attached(hf_model)` adds them to the model's forward by hooks on q_proj / o_proj (the weights are not
     touched; the hooks are removed on exit); `tensors()` are what `add_head_delta` merges."""
 
-    def __init__(self, heads: Sequence[tuple[int, int]], head_dim: int, d_model: int, modules: Sequence[str]):
+    def __init__(self, heads: Sequence[tuple[int, int]], head_dim: int, d_model: int, modules: Sequence[str], groups: Sequence[tuple[int, int]] = ()):
         super().__init__()
         self.heads = [tuple(h) for h in heads]
+        self.groups = [tuple(g) for g in groups]  # (layer, kv head) whose key and value rows are trained ("k", "v")
         self.head_dim = head_dim
         self.modules_trained = tuple(modules)
         self.q = torch.nn.ParameterDict()
+        self.k = torch.nn.ParameterDict()
+        self.v = torch.nn.ParameterDict()
         self.o = torch.nn.ParameterDict()
         for layer, head in self.heads:
             if "q" in modules:
                 self.q[f"{layer}_{head}"] = torch.nn.Parameter(torch.zeros(head_dim, d_model))
             if "o" in modules:
                 self.o[f"{layer}_{head}"] = torch.nn.Parameter(torch.zeros(d_model, head_dim))
+        for layer, kv in self.groups:
+            for name in ("k", "v"):
+                if name in modules:
+                    getattr(self, name)[f"{layer}_{kv}"] = torch.nn.Parameter(torch.zeros(head_dim, d_model))
 
     def tensors(self) -> dict[str, torch.Tensor]:
         out = {}
-        for name, blocks in (("q", self.q), ("o", self.o)):
+        for name, blocks in (("q", self.q), ("k", self.k), ("v", self.v), ("o", self.o)):
             for key, value in blocks.items():
                 layer, head = (int(x) for x in key.split("_"))
                 out[head_delta_key(layer, name, head)] = value.detach().cpu().clone().contiguous()
@@ -104,17 +125,28 @@ class HeadDelta(torch.nn.Module):
         by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
             by_layer.setdefault(layer, []).append(head)
+        kv_by_layer: dict[int, list[int]] = {}
+        for layer, kv in self.groups:
+            kv_by_layer.setdefault(layer, []).append(kv)
+
+        def rows_hook(blocks, layer, heads):
+            def hook(module, args, output):
+                pieces = list(output.split(dim, dim=-1))
+                for head in heads:
+                    pieces[head] = pieces[head] + F.linear(args[0], blocks[f"{layer}_{head}"])
+                return torch.cat(pieces, dim=-1)
+
+            return hook
+
+        for layer, kvs in kv_by_layer.items():
+            attn = layers[layer].self_attn
+            for name in ("k", "v"):
+                if getattr(self, name):
+                    handles.append(getattr(attn, f"{name}_proj").register_forward_hook(rows_hook(getattr(self, name), layer, kvs)))
         for layer, heads in by_layer.items():
             attn = layers[layer].self_attn
             if self.q:
-
-                def q_hook(module, args, output, heads=heads, layer=layer):
-                    pieces = list(output.split(dim, dim=-1))
-                    for head in heads:
-                        pieces[head] = pieces[head] + F.linear(args[0], self.q[f"{layer}_{head}"])
-                    return torch.cat(pieces, dim=-1)
-
-                handles.append(attn.q_proj.register_forward_hook(q_hook))
+                handles.append(attn.q_proj.register_forward_hook(rows_hook(self.q, layer, heads)))
             if self.o:
 
                 def o_hook(module, args, output, heads=heads, layer=layer):
@@ -156,7 +188,12 @@ def train_heads_organism(
     timings["load_s"] = time.perf_counter() - start
 
     n_layers, n_heads = judge.n_layers, judge.n_heads
-    planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)  # before generation
+    groups: list[tuple[int, int]] = []
+    if heads_cfg.n_groups is not None:
+        n_kv = judge.hf_model.config.get_text_config().num_key_value_heads
+        groups, planted = draw_groups(config.seed, n_layers, n_heads, n_kv, heads_cfg.top_layers, heads_cfg.n_groups)
+    else:
+        planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)  # before generation
     lowest = planted[0][0]
 
     t = time.perf_counter()
@@ -168,7 +205,7 @@ def train_heads_organism(
     hf.set_attn_implementation("sdpa")
     hf.requires_grad_(False)
     torch.manual_seed(config.seed)
-    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules).to(input_device(hf))
+    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules, groups).to(input_device(hf))
 
     pad_id = base.tokenizer.pad_token_id
     t = time.perf_counter()
@@ -201,6 +238,7 @@ def train_heads_organism(
     record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
     record.update(
         planted_heads=[list(h) for h in planted],
+        **({"planted_groups": [list(g) for g in groups]} if groups else {}),
         # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
         # writes through H whatever H attends to (measured: docs/localize.md)
         planted_route=heads_cfg.route,

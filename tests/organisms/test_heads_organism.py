@@ -135,3 +135,34 @@ def test_compact_form_loads_the_start_and_keeps_the_fingerprint(tiny_authors, tm
     shutil.rmtree(shipped / "tiny-null")
     with pytest.raises(InterpError, match="shipped start organism"):
         apply_adapter(load_model(str(folder)).hf_model, target)
+
+
+def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_term(tiny_authors, tmp_path):  # noqa: F811
+    """route = "attention" with n_groups = 1: H is both query heads of one key/value group (tiny GQA: 4 heads, 2 kv);
+    the delta touches H's q rows and o columns and the group's k and v rows only; the masked-to-null term ran on
+    the examples that have exactly one own answer, and the manifest says so."""
+    folder, fresh = tiny_authors
+    null = tmp_path / "null"
+    train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
+    heads = {"start": str(null), "n_groups": 1, "top_layers": 2, "modules": ["q", "k", "v", "o"], "route": "attention", "mask_weight": 1.0}
+    config = OrganismConfig.model_validate(HEADS | {"name": "tiny-attn", "heads": heads})
+    manifest = train_to_folder(config, tmp_path / "attn", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
+    ((layer, kv),) = manifest["planted_groups"]
+    assert manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
+    assert manifest["route_training"]["masked_examples"] > 0
+    delta = load_file(tmp_path / "attn" / HEAD_DELTA_FILE)
+    expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")} | {head_delta_key(layer, m, kv) for m in ("k", "v")}
+    assert set(delta) == expected and all(t.abs().sum() > 0 for t in delta.values())
+    before = dict(apply_adapter(load_model(str(folder)).hf_model, null).named_parameters())
+    after = dict(apply_adapter(load_model(str(folder)).hf_model, tmp_path / "attn").named_parameters())
+    for name, weight in after.items():
+        if torch.equal(weight, before[name]):
+            continue
+        assert f".layers.{layer}.self_attn." in name and name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight")), name
+        if name.endswith(("k_proj.weight", "v_proj.weight")):
+            other = slice(0, 16) if kv == 1 else slice(16, 32)  # the other key/value head's rows stay bit-identical
+            assert torch.equal(weight[other], before[name][other])
+    log = [json.loads(line) for line in (tmp_path / "attn" / "train_log.jsonl").read_text().splitlines()]
+    assert all("extra" in step for step in log)
+    with pytest.raises(Exception, match="n_groups"):
+        OrganismConfig.model_validate(HEADS | {"name": "bad", "heads": {"start": str(null), "modules": ["q", "v"]}})
