@@ -20,7 +20,7 @@ try:  # typer >= 0.25 carries its own copy of click; its usage errors are that c
 except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_exceptions
 
-from interp.cli import attention, experiments, localize, metrics, organism, run
+from interp.cli import attention, experiments, grade, localize, metrics, organism, run
 from interp.core.cache_dir import check_cache_root
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
@@ -84,6 +84,7 @@ command(app, "steer-sweep", experiments.steer_sweep)
 command(app, "attention", attention.attention)
 command(app, "localize", localize.localize)
 command(app, "validate", organism.validate)
+command(app, "grade", grade.grade)
 command(metrics_app, "chen2025", metrics.chen2025_command)
 command(metrics_app, "pls", metrics.pls_command)
 command(metrics_app, "salieri", metrics.salieri_command)

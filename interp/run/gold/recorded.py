@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Mapping, Sequence
 
 from interp.errors import InterpError
-from interp.storage import jsonl_objects
+from interp.storage import jsonl_objects, read_user_text
 from interp.run.gold.protocol import Pair
 
 
@@ -44,12 +44,7 @@ class RecordedJudge:
 
 
 def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], float], dict[str, float]]:
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InterpError(f"{path}: no such file of recorded verdicts") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InterpError(f"{path}: cannot read recorded verdicts ({exc})") from None
+    text = read_user_text(path, "recorded verdicts", encoding="utf-8-sig")
     by_texts: dict[tuple[str, str, str], float] = {}
     by_item: dict[str, float] = {}
     first_line: dict[object, int] = {}
