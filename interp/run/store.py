@@ -8,6 +8,8 @@ A run directory holds everything in open formats and can be resumed after a kill
                          re-judging with other weights under the same name is refused)
   items.jsonl            the sampled instructions
   responses.jsonl        both models' answers (also cached across runs, see interp.run.responses)
+  prompts.json           each local judge's prompt per task as it reads it (placeholders for the texts), its
+                         style and the labels read (A/T/B with ties: Chen et al.'s three-way prompt)
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
   attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
                          (<judge>: `keyed_label`, the judge's label plus a hash of its exact name)
@@ -108,6 +110,10 @@ class RunDir:
     @property
     def gold(self) -> Path:
         return self.root / "gold.jsonl"
+
+    @property
+    def prompts(self) -> Path:
+        return self.root / "prompts.json"
 
     @property
     def gold_checks(self) -> Path:
