@@ -123,3 +123,16 @@ def test_the_environment_is_empty(tmp_path, monkeypatch):
 
 def test_code_passes_reads_fenced_answers():
     assert code_passes(f"Here it is:\n```python\n{GOOD}```\nDone.", TESTS, LIMITS) == (True, "all tests passed")
+
+
+def test_the_guard_fallback_keeps_the_limits_and_refuses_sockets(tmp_path, monkeypatch):
+    """Where user namespaces are missing: no network by the socket guard, the rlimits, the wall clock."""
+    from interp.grading import sandbox
+
+    monkeypatch.setattr(sandbox, "isolation", lambda: "guard")
+    run = run_python("import socket\nsocket.create_connection(('127.0.0.1', 9))\n", LIMITS, temp_root=tmp_path)
+    assert (run.passed, run.isolation) == (False, "guard") and "disabled in the sandbox" in run.reason
+    assert run_python("blob = bytearray(8 * 2**30)\n", LIMITS, temp_root=tmp_path).reason == "memory limit (1 GiB)"
+    assert run_python("while True:\n    pass\n", LIMITS, temp_root=tmp_path).reason == "CPU time limit (2 s)"
+    assert run_python(GOOD + "\n".join(TESTS), LIMITS, temp_root=tmp_path).passed
+    assert list(tmp_path.iterdir()) == []
