@@ -30,7 +30,7 @@ def test_program(answer: str, tests: str | Sequence[str]) -> str:
     return f"{answer_code(answer)}\n\n\n{body}\n"
 
 
-def code_passes(answer: str, tests: str | Sequence[str], limits: Limits = Limits()) -> tuple[bool, str]:
+def code_passes(answer: str, tests: str | Sequence[str], limits: Limits | None = None) -> tuple[bool, str]:
     """(correct, reason): the answer run against its tests in the sandbox; never raises for the answer's doing."""
     execution = run_python(test_program(answer, tests), limits)
     return execution.passed, "all tests passed" if execution.passed else execution.reason

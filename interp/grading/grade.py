@@ -77,7 +77,7 @@ def read_items(path: Path, kind: str) -> list[GradeItem]:
     return items
 
 
-def grade_item(item: GradeItem, kind: str, limits: Limits = Limits()) -> Grade:
+def grade_item(item: GradeItem, kind: str, limits: Limits | None = None) -> Grade:
     """One item graded; a code answer runs in the sandbox."""
     if kind == "code":
         correct, reason = code_passes(item.answer, item.target, limits)
@@ -88,7 +88,7 @@ def grade_item(item: GradeItem, kind: str, limits: Limits = Limits()) -> Grade:
     return Grade(item.id, correct, reason)
 
 
-def grade_items(items: Sequence[GradeItem], kind: str, *, limits: Limits = Limits(), workers: int = 1) -> Iterator[Grade]:
+def grade_items(items: Sequence[GradeItem], kind: str, *, limits: Limits | None = None, workers: int = 1) -> Iterator[Grade]:
     """Every item graded, in order; code items `workers` at a time."""
     check_kind(kind)
     if kind != "code" or workers <= 1:

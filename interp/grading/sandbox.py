@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import functools
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -89,17 +88,19 @@ def isolation() -> str:
 _NAMESPACES = ("--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc")
 
 
-def _limit(kind: int, value: int) -> None:
-    resource.setrlimit(kind, (value, value))
-
-
-def _guard_limits(limits: Limits) -> None:
-    """Before exec, in the child (guard mode only: in namespace mode jail.py sets them after confining)."""
-    resource.setrlimit(resource.RLIMIT_CPU, (limits.cpu_s, limits.cpu_s + 1))  # SIGXCPU at the soft limit
-    _limit(resource.RLIMIT_AS, limits.memory_bytes)
-    _limit(resource.RLIMIT_NPROC, limits.processes)
-    _limit(resource.RLIMIT_FSIZE, limits.file_bytes)
-    _limit(resource.RLIMIT_CORE, 0)
+def _guard_prelude(limits: Limits) -> str:
+    """Guard mode: the limits, set by the interpreter itself before the guard and the program (no preexec_fn,
+    which is unsafe in a process with threads)."""
+    cpu, memory, processes, files = limits.cpu_s, limits.memory_bytes, limits.processes, limits.file_bytes
+    return (
+        "import resource as _r\n"
+        f"_r.setrlimit(_r.RLIMIT_CPU, ({cpu}, {cpu + 1}))  # SIGXCPU at the soft limit\n"
+        f"_r.setrlimit(_r.RLIMIT_AS, ({memory}, {memory}))\n"
+        f"_r.setrlimit(_r.RLIMIT_NPROC, ({processes}, {processes}))\n"
+        f"_r.setrlimit(_r.RLIMIT_FSIZE, ({files}, {files}))\n"
+        "_r.setrlimit(_r.RLIMIT_CORE, (0, 0))\n"
+        "del _r\n"
+    )
 
 
 def _command(folder: Path, limits: Limits, mode: str) -> list[str]:
@@ -107,7 +108,8 @@ def _command(folder: Path, limits: Limits, mode: str) -> list[str]:
         unshare = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin") or "unshare"
         numbers = (limits.cpu_s, limits.memory_bytes, limits.processes, limits.file_bytes)
         return [unshare, *_NAMESPACES, "--", sys.executable, "-I", "-S", str(JAIL), str(folder), *map(str, numbers), unshare]
-    return [sys.executable, "-I", "-S", "-c", GUARD + "exec(compile(open('solution.py').read(), 'solution.py', 'exec'))"]
+    program = _guard_prelude(limits) + GUARD + "exec(compile(open('solution.py').read(), 'solution.py', 'exec'))"
+    return [sys.executable, "-I", "-S", "-c", program]
 
 
 def _remove(folder: Path) -> None:
@@ -170,9 +172,10 @@ def _reason(returncode: int, stderr: str, limits: Limits) -> str:
     return error or f"exit status {returncode}"
 
 
-def run_python(program: str, limits: Limits = Limits(), *, temp_root: Path | None = None) -> Execution:
+def run_python(program: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
     """Run `program` (Python source) in the sandbox; never raises for anything the program does. Its folder
     and logs are made under `temp_root` (default: the system's temporary folder) and deleted at the end."""
+    limits = limits or Limits()
     mode = isolation()
     folder = Path(tempfile.mkdtemp(prefix="interp-sandbox-", dir=temp_root))
     logs = Path(tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root))  # outside the folder the program can write
@@ -182,7 +185,6 @@ def run_python(program: str, limits: Limits = Limits(), *, temp_root: Path | Non
             process = subprocess.Popen(
                 _command(folder, limits, mode), cwd=folder, env={}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
                 start_new_session=True, close_fds=True,
-                preexec_fn=None if mode == "namespaces" else functools.partial(_guard_limits, limits),
             )
             try:
                 returncode: int | None = process.wait(timeout=limits.wall_s)

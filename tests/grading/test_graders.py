@@ -5,7 +5,15 @@ from __future__ import annotations
 import pytest
 
 from interp.errors import InterpError
-from interp.grading import choice_equal, extract_choice, final_answer, grade_items, math_equal, normalise, read_items
+from interp.grading import (
+    choice_equal,
+    extract_choice,
+    final_answer,
+    grade_items,
+    math_equal,
+    normalise,
+    read_items,
+)
 
 
 @pytest.mark.parametrize(
