@@ -7,16 +7,18 @@ It is root only inside its own user namespace (the caller's uid outside), so it 
 could already write, never more. Standard library only: the interpreter runs isolated (-I -S).
 
 Steps:
-1. bind-mount FOLDER onto itself (it stays writable), then remount every other mount read-only (bind
-   remount, keeping each mount's nosuid/nodev/noexec/atime flags: a user namespace may not drop them);
-   proc, sysfs, cgroup, devpts and mqueue mounts are left as they are (nothing there is writable to the
-   caller's uid that matters; /proc is this PID namespace's own);
-2. set RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE and no core files, and this PID namespace's pid_max
-   to its least (301: about 300 processes) where the kernel has one per namespace (Linux >= 6.14): uid 0 on
-   the host is exempt from RLIMIT_NPROC, not from pid_max;
-3. run the answer in a nested user namespace: mounts copied into a less privileged namespace are locked,
-   so the answer (root there) cannot remount them writable or unmount the read-only layer.
-4. when the program ends, count the processes it left in the namespace: any left is exit code 122 and the
+1. this PID namespace's pid_max to its least (301: about 300 processes) where the kernel has one per
+   namespace (Linux >= 6.14): uid 0 on the host is exempt from RLIMIT_NPROC, not from pid_max;
+2. bind-mount FOLDER onto itself (it stays writable); a fresh /dev (a small tmpfs holding null, zero, full,
+   random and urandom bound from the host's); read-only binds over /proc/sys, /proc/sysrq-trigger,
+   /proc/irq, /proc/bus, /proc/fs, /proc/scsi and /proc/acpi (as container runtimes do: where the caller is root on the host, the
+   namespace's root is uid 0 to the kernel's permission checks, and these files write to the host); then
+   every mount but FOLDER, /proc and devpts/mqueue remounted read-only (sysfs and cgroups included; bind
+   remounts keep each mount's nosuid/nodev/noexec/atime flags, which a user namespace may not drop);
+3. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE and no core files;
+4. run the answer in a nested user namespace: mounts copied into a less privileged namespace are locked,
+   so the answer (root there) cannot remount them writable or unmount the read-only layer;
+5. when the program ends, count the processes it left in the namespace: any left is exit code 122 and the
    line "left N processes running" (the kernel kills them all when this process, PID 1, exits).
 Exit code 121 means the set-up failed (the caller records it, never runs the answer unconfined).
 """
@@ -31,17 +33,18 @@ LEFT_RUNNING = 122  # the program exited and left processes running
 PID_MAX = 301  # the kernel's least pid_max
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
-MS_RELATIME, MS_STRICTATIME = 1 << 21, 1 << 24
+MS_MOVE, MS_RELATIME, MS_STRICTATIME = 8192, 1 << 21, 1 << 24
 OPTION_FLAGS = {
     "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
     "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME,
 }
-LEFT_AS_IS = {"proc", "sysfs", "cgroup", "cgroup2", "devpts", "mqueue", "securityfs", "debugfs", "tracefs", "bpf",
-              "pstore", "configfs", "fusectl", "hugetlbfs", "autofs", "binfmt_misc", "nsfs"}
+LEFT_AS_IS = {"devpts", "mqueue", "nsfs"}  # and /proc itself: the program's own PID namespace, needed writable for uid maps
+PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/scsi", "/proc/acpi")
+DEVICES = ("null", "zero", "full", "random", "urandom")
 
 
-def _mount(libc, source, target, flags):
-    if libc.mount(source, target.encode(), None, flags, None) != 0:
+def _mount(libc, source, target, flags, fstype=None, data=None):
+    if libc.mount(source, target.encode(), fstype, flags, data) != 0:
         errno = ctypes.get_errno()
         raise OSError(errno, os.strerror(errno), target)
 
@@ -62,16 +65,33 @@ def _mounts():
             yield _unescape(fields[4]), flags, tail.split()[0]
 
 
+def _fresh_dev(libc, folder):
+    """A tmpfs with the harmless device nodes, moved over /dev (staged in FOLDER, which it leaves)."""
+    staging = os.path.join(folder, ".dev")
+    os.mkdir(staging)
+    _mount(libc, b"tmpfs", staging, MS_NOSUID | MS_NOEXEC, b"tmpfs", b"mode=755,size=64k")
+    for name in DEVICES:
+        node = os.path.join(staging, name)
+        open(node, "w").close()
+        _mount(libc, f"/dev/{name}".encode(), node, MS_BIND)
+    _mount(libc, staging.encode(), "/dev", MS_MOVE)
+    os.rmdir(staging)
+
+
 def confine(folder):
     libc = ctypes.CDLL(None, use_errno=True)
     _mount(libc, folder.encode(), folder, MS_BIND)
+    _fresh_dev(libc, folder)
+    for path in PROC_READ_ONLY:
+        if os.path.exists(path):
+            _mount(libc, path.encode(), path, MS_BIND)
     for point, flags, fstype in list(_mounts()):
-        if point == folder or fstype in LEFT_AS_IS:
+        if point in (folder, "/proc") or fstype in LEFT_AS_IS:
             continue
         try:
             _mount(libc, None, point, MS_REMOUNT | MS_BIND | MS_RDONLY | flags)
         except OSError as exc:
-            if exc.errno not in (2, 13):  # a mount point hidden under another mount or not reachable: not writable here either
+            if exc.errno != 2:  # a mount point hidden under another mount (its path is gone): not reachable
                 raise
 
 
@@ -97,6 +117,7 @@ def _running_others():
 def main():
     folder, cpu_s, memory, processes, file_bytes, unshare = sys.argv[1:7]
     try:
+        _cap_pids(PID_MAX)  # before /proc/sys is read-only
         confine(folder)
         os.chdir(folder)
         resource.setrlimit(resource.RLIMIT_CPU, (int(cpu_s), int(cpu_s) + 1))  # SIGXCPU at the soft limit
@@ -104,7 +125,6 @@ def main():
         resource.setrlimit(resource.RLIMIT_NPROC, (int(processes), int(processes)))
         resource.setrlimit(resource.RLIMIT_FSIZE, (int(file_bytes), int(file_bytes)))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        _cap_pids(PID_MAX)
     except Exception as exc:  # noqa: BLE001 - any failure to confine means the answer must not run
         sys.stderr.write(f"sandbox set-up failed: {exc}\n")
         sys.exit(SETUP_FAILED)

@@ -136,3 +136,17 @@ def test_the_guard_fallback_keeps_the_limits_and_refuses_sockets(tmp_path, monke
     assert run_python("while True:\n    pass\n", LIMITS, temp_root=tmp_path).reason == "CPU time limit (2 s)"
     assert run_python(GOOD + "\n".join(TESTS), LIMITS, temp_root=tmp_path).passed
     assert list(tmp_path.iterdir()) == []
+
+
+@namespaces
+def test_kernel_settings_and_devices_of_the_host_are_out_of_reach(tmp_path):
+    """Where the caller is root on the host, the namespace's root is uid 0 to the kernel's permission checks:
+    /proc/sys, /sys and cgroups must be read-only and /dev must hold only the harmless nodes."""
+    answer = (
+        "import os\n"
+        "for path in ('/proc/sys/kernel/hostname', '/proc/sys/vm/swappiness', '/sys/kernel', '/sys/fs/cgroup'):\n"
+        "    assert not os.path.exists(path) or not os.access(path, os.W_OK), path\n"
+        "assert sorted(os.listdir('/dev')) == ['full', 'null', 'random', 'urandom', 'zero'], os.listdir('/dev')\n"
+        "open('/dev/null', 'w').write('discarded')\n" + GOOD
+    )
+    assert graded(answer, tmp_path) == (True, "ok")
