@@ -1,7 +1,7 @@
 """Run inside the sandbox's namespaces (a script, not imported): the filesystem made read-only but for the
 sandbox folder, the limits set, then the answer run in a nested user namespace that cannot undo either.
 
-Invoked by `interp.grading.sandbox` as `unshare --user --map-root-user --mount --net --pid --fork
+Invoked by `interp.grading.sandbox` as `unshare --user --map-root-user --mount --net --ipc --uts --pid --fork
 --kill-child --mount-proc -- python -I -S jail.py FOLDER CPU_S MEMORY_BYTES PROCESSES FILE_BYTES UNSHARE`.
 It is root only inside its own user namespace (the caller's uid outside), so it can remount what the caller
 could already write, never more. Standard library only: the interpreter runs isolated (-I -S).

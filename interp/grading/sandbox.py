@@ -7,8 +7,8 @@ file size (RLIMIT_FSIZE: its output files too) and wall-clock time. At the end t
 killed and the folder deleted; nothing the program started keeps running.
 
 Isolation (`isolation()` says which one a run gets):
-- "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network and
-  PID namespaces. No network interface but a down loopback (a connect fails); every mount but the sandbox
+- "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network,
+  IPC (no System V objects of the host), UTS and PID namespaces. No network interface but a down loopback (a connect fails); every mount but the sandbox
   folder read-only (`interp/grading/jail.py`), locked by a nested user namespace; the program runs under
   jail.py, PID 1 of its own PID namespace, so when it ends the kernel kills every process it left, and a
   program that leaves any running is not correct ("left N processes running"). RLIMIT_NPROC does not bind
@@ -85,7 +85,7 @@ def isolation() -> str:
     return "namespaces" if probe.returncode == 0 else "guard"
 
 
-_NAMESPACES = ("--user", "--map-root-user", "--mount", "--net", "--pid", "--fork", "--kill-child", "--mount-proc")
+_NAMESPACES = ("--user", "--map-root-user", "--mount", "--net", "--ipc", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc")
 
 
 def _guard_prelude(limits: Limits) -> str:
