@@ -66,6 +66,16 @@ def jsonl_objects(
         yield number, record
 
 
+def read_user_text(path: Path, what: str, *, encoding: str = "utf-8") -> str:
+    """A whole text file the user named; missing or unreadable is one `InterpError` line naming `what`."""
+    try:
+        return Path(path).read_text(encoding=encoding)
+    except FileNotFoundError:
+        raise InterpError(f"{path}: no such file of {what}") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InterpError(f"{path}: cannot read {what} ({exc})") from None
+
+
 def read_jsonl_lines(path: Path) -> list[tuple[int, dict]]:
     """(line number, object) of every complete line; a torn last line is skipped, the file left as it is."""
     path = Path(path)

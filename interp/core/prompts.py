@@ -1,4 +1,5 @@
-"""The DBG paper's prompts (seed 000, appendix A.6, Tables 4-9), assembled from parts with character offsets.
+"""The DBG paper's prompts (seed 000, appendix A.6, Tables 4-9) and Chen et al.'s three-way judge prompt (seed
+002, Appendix B), assembled from parts with character offsets.
 
 Post-trained (chat) models get the zero-shot text as the user turn of their chat template; pre-trained
 models get the few-shot text. Every prompt records where the query and each response lie in the final
@@ -20,7 +21,7 @@ class Prompt:
     text: str
     char_spans: dict[str, tuple[int, int]]
     add_special_tokens: bool  # False when the text already came out of a chat template
-    style: str  # "chat" (zero-shot, post-trained) or "fewshot" (pre-trained)
+    style: str  # "chat" (zero-shot, post-trained), "fewshot" (pre-trained) or "three-way" (ties, pre-trained)
 
 
 @dataclass
@@ -98,6 +99,39 @@ _JUDGE_FEW_SHOT_INTRO = {
 }
 
 
+# ---- Chen et al. 2025's three-way prompt (seed 002, Appendix B, Table 1: MATH500, no reasoning) --------------
+# Used for every task when ties are on (`RunConfig.ties`): it names the tie option "T". The seed's text lost
+# Appendix B (the prompts are tables); the wording is that of the arXiv HTML version (2504.03846v2, Table 1),
+# and agrees with the paper's Appendix A: "directly output a label: "A", "T", or "B", corresponding to which
+# assistant's answer is better or they are relatively the same in quality".
+
+_THREE_WAY_INTRO = (
+    "You will be given answers from two assistants (Assistant A and Assistant B) to a user prompt. Please act as an "
+    "impartial judge and evaluate the quality of their answers.\n\n"
+    "You must output only one of the following choices:\n\n"
+    "- \u201cA\u201d if Assistant A\u2019s answer is better.\n"
+    "- \u201cT\u201d if both answers are relatively the same in quality.\n"
+    "- \u201cB\u201d if Assistant B\u2019s answer is better.\n\n"
+    "For example, if both answers are relatively the same in quality, output \u201cT\u201d.\n\n"
+    "<User Prompt>\n"
+)
+# A pre-trained judge (no chat template) reads the same text, then the DBG few-shot prompt's verdict heading,
+# where the label is the next token (the paper judges instruction-tuned models only: this ending is ours).
+THREE_WAY_FEWSHOT_END = "\n\n# Judgment\n"
+
+
+def _three_way_parts(query: str, response_a: str, response_b: str) -> list[tuple[str, str | None]]:
+    return [
+        (_THREE_WAY_INTRO, None),
+        (query, "query"),
+        ("\n\n<The Start of Assistant A\u2019s Answer>\n", None),
+        (response_a, "a"),
+        ("\n<The End of Assistant A\u2019s Answer>\n\n<The Start of Assistant B\u2019s Answer>\n", None),
+        (response_b, "b"),
+        ("\n<The End of Assistant B\u2019s Answer>", None),
+    ]
+
+
 def _headings(task: str) -> tuple[str, str, str]:
     """(query heading, responses heading, tag stem) of a task."""
     return ("# German", "# English", "English") if task == "translation" else ("# Query", "# Responses", "Response")
@@ -131,9 +165,20 @@ def judge_prompt(
     *,
     kind: str,
     fewshot: dict | None = None,
+    ties: bool = False,
 ) -> Prompt:
-    """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise."""
+    """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise.
+
+    With `ties`, Chen et al.'s three-way A/T/B prompt (for every task): in the chat template for post-trained
+    judges; as plain text ending on a "# Judgment" heading for pre-trained ones.
+    """
     _check_task(task)
+    if ties:
+        parts = _three_way_parts(query, response_a, response_b)
+        if kind == "post":
+            return _in_chat_template(tokenizer, parts)
+        text, spans = _assemble([*parts, (THREE_WAY_FEWSHOT_END, None)])
+        return Prompt(text, spans, add_special_tokens=True, style="three-way")
     if kind == "post":
         texts = _JUDGE_ZERO_SHOT[task]
         query_heading, responses_heading, tag = _headings(task)

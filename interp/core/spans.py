@@ -88,13 +88,14 @@ def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
     return ids
 
 
-def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
-    """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context.
+def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str, *, ties: bool = False) -> TokenizedPrompt:
+    """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context. With
+    `ties`, Chen et al.'s three-way A/T/B prompt (`interp.core.prompts.judge_prompt`).
 
     The one way every judging path (runs, gold model judges, attention maps, steering) builds a prompt, so
     their token positions agree. Empty responses are allowed (they give empty spans).
     """
-    prompt = judge_prompt(model.tokenizer, task, query, response_a, response_b, kind=model.kind)
+    prompt = judge_prompt(model.tokenizer, task, query, response_a, response_b, kind=model.kind, ties=ties)
     return tokenize_prompt(model.tokenizer, prompt, max_length=model.context_length or None)
 
 

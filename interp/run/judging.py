@@ -11,6 +11,7 @@ from tqdm.auto import tqdm
 from interp.core.threads import rebalance_threads
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
+from interp.core.prompts import judge_prompt
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.run.attention import write_shard
@@ -42,6 +43,22 @@ def judge_tasks(items: Sequence[Item], responses: dict[str, dict[str, str]], mod
     return tasks
 
 
+PLACEHOLDERS = ("{query}", "{response_a}", "{response_b}")
+
+
+def verdict_labels(ties: bool) -> tuple[str, ...]:
+    """The labels a judge's verdict is read over: A/T/B with ties (Chen et al.), else A/B."""
+    return ("A", "T", "B") if ties else ("A", "B")
+
+
+def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool) -> dict:
+    """What this judge reads, as it reads it: its prompt per task with `{query}`, `{response_a}` and
+    `{response_b}` where the texts go (the chat template applied), its style and the labels read."""
+    prompts = {task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties) for task in sorted(set(tasks))}
+    styles = {prompt.style for prompt in prompts.values()}
+    return {"labels": list(verdict_labels(ties)), "style": styles.pop() if len(styles) == 1 else sorted(styles), "prompts": {task: prompt.text for task, prompt in prompts.items()}}
+
+
 def batches(tasks: Sequence, size: int) -> Iterator[Sequence]:
     for start in range(0, len(tasks), size):
         yield tasks[start : start + size]
@@ -66,11 +83,11 @@ def run_judging(
     `bias_for(chunk)` / `edit_for(chunk)` give the score-bias / residual-edit builder for one batch of tasks.
     """
     model = backend.model
-    labels = label_tokens(model.tokenizer, ("A", "T", "B") if ties else ("A", "B"))
+    labels = label_tokens(model.tokenizer, verdict_labels(ties))
     done = {record.key for record in read_judgments(judgments_path, judge=judge)}
     todo = [t for t in tasks if t.key not in done]
     prompts = {
-        t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b) for t in todo
+        t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties) for t in todo
     }
     # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
     # lengths together within a task (less padding).

@@ -34,7 +34,7 @@ from interp.run.gold import (
 from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
-from interp.run.judging import batches, judge_tasks, run_judging
+from interp.run.judging import batches, judge_prompt_record, judge_tasks, run_judging
 from interp.run.reasoning import reasoning_row
 from interp.run.responses import Decoding, Response, check_generation_lengths, generate_responses
 from interp.run.server_judging import run_server_judging
@@ -208,6 +208,7 @@ def run_dbg(
     for judge in judges:  # a missing reference answer is found here, not after responses and judgments are written
         if isinstance(judge, ReferenceJudge):
             judge.check_items(items)
+    prompts = judge_prompts(config, paths, items, models)
     with paths.writer():
         atomic_write_text(paths.adapters, json.dumps(adapters, indent=2, sort_keys=True) + "\n")
         atomic_write_text(paths.config, config.to_toml())
@@ -217,6 +218,7 @@ def run_dbg(
         with timings.step("generation"):
             responses = prepare_responses(config, paths, items, models, progress)
         tasks = judge_tasks(items, responses, config.models)
+        atomic_write_text(paths.prompts, prompts)
         queries = None if config.attention == "none" else config.attention
         runners = judge_backends(config, models)
         for judge in config.judge_specs:
@@ -243,6 +245,20 @@ def run_dbg(
         with timings.step("summary"):
             sizes = {spec: models.models[spec].n_parameters for spec in (*config.models, *config.judge_specs) if spec in models.models}
             return write_summary(config, paths, items, gold, placement.record(), sizes)
+
+
+def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
+    """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
+    other prompts (another version of the toolkit) is refused: its judgments and new ones would not compare."""
+    record = {
+        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties)
+        for judge in config.judge_specs
+        if config.server(judge) is None
+    }
+    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and paths.judgments.is_file():
+        raise InterpError(f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out")
+    return text
 
 
 def judge_backends(config: RunConfig, models: ModelCache) -> dict:

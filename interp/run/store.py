@@ -11,6 +11,8 @@ A run directory holds everything in open formats and can be resumed after a kill
                          length of the reasoning removed from it (`reasoning_chars`, `reasoning_words`)
   reasoning/<author>.jsonl   the reasoning blocks removed from an author's answers before judging
                          (`interp.run.reasoning`): item_id, removed text, chars, words; only for authors with any
+  prompts.json           each local judge's prompt per task as it reads it (placeholders for the texts), its
+                         style and the labels read (A/T/B with ties: Chen et al.'s three-way prompt)
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
   attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
                          (<judge>: `keyed_label`, the judge's label plus a hash of its exact name)
@@ -119,6 +121,10 @@ class RunDir:
     @property
     def gold(self) -> Path:
         return self.root / "gold.jsonl"
+
+    @property
+    def prompts(self) -> Path:
+        return self.root / "prompts.json"
 
     @property
     def gold_checks(self) -> Path:

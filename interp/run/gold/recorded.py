@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from interp.errors import InterpError
-from interp.storage import jsonl_objects
+from interp.storage import jsonl_objects, read_user_text
 from interp.run.gold.protocol import Pair
 
 
@@ -45,12 +45,7 @@ class RecordedJudge:
 
 def verdict_lines(path: Path, what: str) -> Iterator[tuple[int, dict]]:
     """(line number, object) of a JSONL file of verdicts or labels (`what` names them in the one-line errors)."""
-    try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
-        raise InterpError(f"{path}: no such file of {what}") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InterpError(f"{path}: cannot read {what} ({exc})") from None
+    text = read_user_text(path, what, encoding="utf-8-sig")
     return jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}")
 
 

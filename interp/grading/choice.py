@@ -1,0 +1,45 @@
+"""Multiple-choice answers: the letter (A-E) an answer commits to, from the usual phrasings.
+
+In order of trust: "answer is (B)" / "Answer: B" (the last such phrase), a bold or boxed letter (`**C**`,
+`\\boxed{D}`), an answer that starts with a letter on its own ("B.", "(B)", "B) ...", "B"), and an answer whose
+only stand-alone capital letter A-E in parentheses is one letter. Nothing found is "no choice found".
+"""
+
+from __future__ import annotations
+
+import re
+
+LETTERS = "ABCDE"
+_PHRASE = re.compile(r"answer\s*(?:is|:)?\s*(?:option\s*)?[:\s]*[\(\[*]*\s*([A-E])\b(?![\w'])", re.IGNORECASE)
+_MARKED = re.compile(r"(?:\*\*|\\boxed\{|\\textbf\{)\s*\(?([A-E])\)?[.:]?\s*(?:\*\*|\})")
+_LEADING = re.compile(r"^\s*[\(\[]?([A-E])(?:[\)\].:]|\s*$|\s+[-–—]|\s)")
+_PARENTHESISED = re.compile(r"\(([A-E])\)")
+
+
+def extract_choice(answer: str) -> str | None:
+    """The letter the answer picks, upper case, or None."""
+    phrases = _PHRASE.findall(answer)
+    if phrases:
+        return phrases[-1].upper()
+    marked = _MARKED.findall(answer)
+    if marked:
+        return marked[-1]
+    leading = _LEADING.match(answer)
+    if leading:
+        return leading.group(1)
+    parenthesised = set(_PARENTHESISED.findall(answer))
+    if len(parenthesised) == 1:
+        return parenthesised.pop()
+    return None
+
+
+def choice_equal(answer: str, reference: str) -> tuple[bool, str]:
+    """(correct, reason): the picked letter against the reference letter (itself read the same way)."""
+    bare = reference.strip().strip("()").upper()
+    want = bare if len(bare) == 1 and bare in LETTERS else extract_choice(reference)
+    if want is None:
+        return False, f"reference {reference!r} names no letter A-E"
+    got = extract_choice(answer)
+    if got is None:
+        return False, "no choice found"
+    return got == want, f"{got} {'=' if got == want else '!='} {want}"

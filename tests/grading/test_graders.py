@@ -1,0 +1,78 @@
+"""Math and multiple-choice graders: the answer's final answer or letter, normalised, against the reference."""
+
+from __future__ import annotations
+
+import pytest
+
+from interp.errors import InterpError
+from interp.grading import (
+    choice_equal,
+    extract_choice,
+    final_answer,
+    grade_items,
+    math_equal,
+    normalise,
+    read_items,
+)
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference"),
+    [
+        ("So the result is \\boxed{\\frac{1}{2}}.", "0.5"),
+        ("The answer is 1,000.", "1000"),
+        ("$12.0$", "12"),
+        ("Final answer: \\dfrac34", "\\frac{3}{4}"),
+        ("\\boxed{x = 5}", "5"),
+        ("\\boxed{\\left( 3, 4 \\right)}", "(3,4)"),
+        ("\\boxed{90^\\circ}", "90"),
+        ("\\boxed{\\$18.90}", "18.9"),
+        ("We get \\boxed{\\frac{\\sqrt{3}}{2}}", "\\frac{\\sqrt{3}}{2}"),
+    ],
+)
+def test_equal_math_answers_match(answer, reference):
+    correct, reason = math_equal(answer, reference)
+    assert correct, reason
+
+
+@pytest.mark.parametrize(("answer", "reference"), [("\\boxed{3}", "4"), ("The answer is 1/3", "0.33"), ("", "1")])
+def test_different_math_answers_do_not(answer, reference):
+    assert not math_equal(answer, reference)[0]
+
+
+def test_the_last_box_and_the_closing_phrase_are_the_final_answer():
+    assert final_answer("\\boxed{1} first, then \\boxed{\\frac{2}{3}}") == "\\frac{2}{3}"
+    assert final_answer("Work...\nThe final answer is 42.") == "42"
+    assert normalise("\\text{(B) } 1{,}000") != ""
+
+
+@pytest.mark.parametrize(
+    ("answer", "letter"),
+    [("The answer is (B)", "B"), ("B.", "B"), ("**C**", "C"), ("Answer: d", "D"), ("\\boxed{E}", "E"), ("(A) because ...", "A"), ("I cannot tell.", None)],
+)
+def test_choice_letters_from_typical_phrasings(answer, letter):
+    assert extract_choice(answer) == letter
+
+
+def test_choice_compares_with_the_reference_letter():
+    assert choice_equal("The answer is (B)", "B") == (True, "B = B")
+    assert choice_equal("**C**", "(A)") == (False, "C != A")
+    assert choice_equal("Perhaps", "A") == (False, "no choice found")
+
+
+def test_reading_items_refuses_a_missing_field_and_duplicate_ids(tmp_path):
+    path = tmp_path / "a.jsonl"
+    path.write_text('{"id": 1, "answer": "B"}\n')
+    with pytest.raises(InterpError, match="no 'reference' field"):
+        read_items(path, "choice")
+    path.write_text('{"id": 1, "answer": "B", "reference": "B"}\n{"id": "1", "answer": "C", "reference": "B"}\n')
+    with pytest.raises(InterpError, match="appears twice"):
+        read_items(path, "choice")
+
+
+def test_grade_items_keeps_the_order_with_several_workers(tmp_path):
+    path = tmp_path / "code.jsonl"
+    lines = [f'{{"id": "{i}", "answer": "def f():\\n    return {i}", "tests": ["assert f() == {i if i % 2 else -1}"]}}' for i in range(4)]
+    path.write_text("\n".join(lines) + "\n")
+    grades = list(grade_items(read_items(path, "code"), "code", workers=2))
+    assert [(g.id, g.correct) for g in grades] == [("0", False), ("1", True), ("2", False), ("3", True)]
