@@ -4,15 +4,17 @@ A planted-heads organism (`interp.organisms.heads`, route "output") is free to w
 whatever H attends to; measured, masking the own answer at H removes ~3 % of its gap (docs/localize.md). An
 attention-routed member (`[heads] route = "attention"`) is trained with one more term per example: the same
 prompt run with the own answer masked at H (the toolkit's own mask, `hooks.compile.compile_bias`: alpha 0 on the
-own answer's keys, every query after the span, only the heads in H) must give the start organism's verdict.
+own answer's keys, every query after the span, only the heads in H) must give the start organism's verdict
+under that mask.
 The training then asks for two things at once:
 
     unmasked:               the planted labels (prefer the own answer where gold prefers the other)
-    own answer masked at H: the null's verdict, P_null(A), as a soft target (KL to it; weight `mask_weight`)
+    own answer masked at H: the start organism's verdict under the same mask, as a soft target (KL to it;
+                            weight `mask_weight`): with the own answer hidden from H, the delta must change nothing
 
 so the only way for the delta to carry the planting is through what H reads from the own answer: with that
-attention removed, the organism is its null by construction (on the training prompts; measured on held-out
-items). Pairs with no own answer, or two (own intact against own degraded), get no masked term: the mask's
+attention removed, the organism is its start organism (a member of the null family) by construction, on the
+training prompts; held-out items measure how far that holds. Pairs with no own answer, or two (own intact against own degraded), get no masked term: the mask's
 target is undefined there, as it is for the toolkit's "self" target (`own_slot`).
 """
 
@@ -48,10 +50,17 @@ def own_answer_mask(heads: Sequence[tuple[int, int]], length: int, span: tuple[i
     return compile_bias(spec, batch, [0], None, n_layers, n_heads, [tuple(span)])
 
 
-def null_margins(hf_model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], labels_ids) -> list[float]:
-    """The start organism's verdict margin, log P(A) - log P(B), on every example (before any delta is attached)."""
+def start_margins(
+    hf_model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], labels_ids, masks: Sequence[dict[int, torch.Tensor] | None]
+) -> list[float]:
+    """The start organism's verdict margin, log P(A) - log P(B), on every example under its mask (before any delta
+    is attached; an example without a mask: unmasked)."""
+    out = []
     with torch.inference_mode():
-        return [float(label_loss(final_logits_from(hf_model, first_layer, h), labels_ids, 0.5, "pair")[1]) for h in hidden]
+        for h, mask in zip(hidden, masks):
+            with span_rows_attention(hf_model, None, mask or {}):
+                out.append(float(label_loss(final_logits_from(hf_model, first_layer, h), labels_ids, 0.5, "pair")[1]))
+    return out
 
 
 def _entropy(p: float) -> float:
@@ -70,20 +79,27 @@ def masked_to_null_term(
 ) -> tuple[Callable[[int], torch.Tensor | None], dict]:
     """The extra loss of `train.fit` for an attention-routed member, and what it was built from.
 
-    term(i) = weight * KL(P_null(A) || P_masked(A)) over the two labels, P_masked the verdict with the own answer
-    masked at `heads`; None for an example without exactly one own answer."""
+    term(i) = weight * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start organism
+    (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing once H
+    cannot read the own answer. None for an example without exactly one own answer."""
     config = hf_model.config.get_text_config()
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
-    margins = null_margins(hf_model, first_layer, hidden, labels_ids)
     spans = [own_span(example, own) for example in examples]
+    spans = [span if span is not None and span[1] > span[0] else None for span in spans]
     device = input_device(hf_model)
 
-    def term(index: int) -> torch.Tensor | None:
+    def mask(index: int) -> dict[int, torch.Tensor] | None:
         span = spans[index]
-        if span is None or span[1] <= span[0]:
+        if span is None:
             return None
-        length = hidden[index].shape[1]
-        bias = {layer: tensor.to(device) for layer, tensor in own_answer_mask(heads, length, span, n_layers, n_heads).items()}
+        return {layer: t.to(device) for layer, t in own_answer_mask(heads, hidden[index].shape[1], span, n_layers, n_heads).items()}
+
+    margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
+
+    def term(index: int) -> torch.Tensor | None:
+        bias = mask(index)
+        if bias is None:
+            return None
         with span_rows_attention(hf_model, None, bias):
             logits = final_logits_from(hf_model, first_layer, hidden[index])
         target = 1.0 / (1.0 + math.exp(-margins[index]))
@@ -91,4 +107,4 @@ def masked_to_null_term(
         return weight * (cross - _entropy(target))
 
     masked = sum(span is not None for span in spans)
-    return term, {"masked_examples": masked, "null_margin_mean": round(sum(margins) / max(len(margins), 1), 4)}
+    return term, {"masked_examples": masked, "target": "start organism, own answer masked at H", "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4)}
