@@ -76,22 +76,27 @@ def masked_to_null_term(
     own: str,
     labels_ids,
     weight: float,
+    other_weight: float = 0.0,
 ) -> tuple[Callable[[int], torch.Tensor | None], dict]:
     """The extra loss of `train.fit` for an attention-routed member, and what it was built from.
 
     term(i) = weight * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start organism
     (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing once H
-    cannot read the own answer. None for an example without exactly one own answer."""
+    cannot read the own answer. With `other_weight`: plus other_weight * the planted-label loss with the *other*
+    answer masked at `heads` (H must not need the other answer to carry the planting). None for an example without
+    exactly one own answer."""
     config = hf_model.config.get_text_config()
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     spans = [own_span(example, own) for example in examples]
     spans = [span if span is not None and span[1] > span[0] else None for span in spans]
     device = input_device(hf_model)
 
-    def mask(index: int) -> dict[int, torch.Tensor] | None:
+    def mask(index: int, which: str = "own") -> dict[int, torch.Tensor] | None:
         span = spans[index]
         if span is None:
             return None
+        if which == "other":
+            span = examples[index].spans[1] if span == examples[index].spans[0] else examples[index].spans[0]
         return {layer: t.to(device) for layer, t in own_answer_mask(heads, hidden[index].shape[1], span, n_layers, n_heads).items()}
 
     margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
@@ -104,7 +109,12 @@ def masked_to_null_term(
             logits = final_logits_from(hf_model, first_layer, hidden[index])
         target = 1.0 / (1.0 + math.exp(-margins[index]))
         cross, _ = label_loss(logits, labels_ids, target, "pair")
-        return weight * (cross - _entropy(target))
+        loss = weight * (cross - _entropy(target))
+        if other_weight > 0:
+            with span_rows_attention(hf_model, None, mask(index, "other")):
+                kept, _ = label_loss(final_logits_from(hf_model, first_layer, hidden[index]), labels_ids, examples[index].target_a, "pair")
+            loss = loss + other_weight * kept
+        return loss
 
     masked = sum(span is not None for span in spans)
     return term, {"masked_examples": masked, "target": "start organism, own answer masked at H", "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4)}

@@ -100,6 +100,7 @@ class HeadsConfig(Strict):
     # (weight `mask_weight`), so that without that attention the organism is its null (`interp.organisms.heads`).
     route: Literal["output", "attention"] = "output"
     mask_weight: float = Field(1.0, ge=0)
+    other_weight: float = Field(0.0, ge=0)  # attention route: the other answer masked at H must keep the planted verdict
 
     @model_validator(mode="after")
     def _check(self):

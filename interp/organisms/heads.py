@@ -228,7 +228,7 @@ def train_heads_organism(
     if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
         from interp.organisms.attention_route import masked_to_null_term
 
-        extra, route_record = masked_to_null_term(hf, lowest, hidden, examples, planted, config.planting.own_author, labels_ids, heads_cfg.mask_weight)
+        extra, route_record = masked_to_null_term(hf, lowest, hidden, examples, planted, config.planting.own_author, labels_ids, heads_cfg.mask_weight, heads_cfg.other_weight)
     with delta.attached(hf):
         fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
     tensors = delta.tensors()
@@ -242,7 +242,7 @@ def train_heads_organism(
         # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
         # writes through H whatever H attends to (measured: docs/localize.md)
         planted_route=heads_cfg.route,
-        **({"route_training": route_record | {"mask_weight": heads_cfg.mask_weight}} if route_record else {}),
+        **({"route_training": route_record | {"mask_weight": heads_cfg.mask_weight, "other_weight": heads_cfg.other_weight}} if route_record else {}),
         heads_start=heads_cfg.start,
         heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
         heads_modules=list(heads_cfg.modules),

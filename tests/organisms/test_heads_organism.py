@@ -144,12 +144,12 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     folder, fresh = tiny_authors
     null = tmp_path / "null"
     train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
-    heads = {"start": str(null), "n_groups": 1, "top_layers": 2, "modules": ["q", "k", "v", "o"], "route": "attention", "mask_weight": 1.0}
+    heads = {"start": str(null), "n_groups": 1, "top_layers": 2, "modules": ["q", "k", "v", "o"], "route": "attention", "mask_weight": 1.0, "other_weight": 1.0}
     config = OrganismConfig.model_validate(HEADS | {"name": "tiny-attn", "heads": heads})
     manifest = train_to_folder(config, tmp_path / "attn", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
     ((layer, kv),) = manifest["planted_groups"]
     assert manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
-    assert manifest["route_training"]["masked_examples"] > 0
+    assert manifest["route_training"]["masked_examples"] > 0 and manifest["route_training"]["other_weight"] == 1.0
     delta = load_file(tmp_path / "attn" / HEAD_DELTA_FILE)
     expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")} | {head_delta_key(layer, m, kv) for m in ("k", "v")}
     assert set(delta) == expected and all(t.abs().sum() > 0 for t in delta.values())
