@@ -248,8 +248,9 @@ def localize_run(
     selection split); `n_items`: a seeded subset of them."""
     methods = check_methods(methods)
     judge = run_judge(run, judge)
+    chosen = items
     pool = [item for item in run.items if items is None or item.id in set(items)]
-    if not pool:
+    if items is not None and not pool:
         raise InterpError("localize: none of the given items is in the run")
     items = pool if n_items is None else mask_items(pool, n_items, seed=1)
     frames = []
@@ -259,8 +260,11 @@ def localize_run(
                 raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
         else:
             attention = load_attention(run.dir.root, judge)
-            ids = [item.id for item in items]
-            frames.append(_frame("attention", head_values(attention, stat="mean", items=ids).numpy(), len(set(ids) & set(attention.item_ids)), judge=judge))
+            if chosen is None:
+                frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids), judge=judge))
+            else:
+                ids = [item.id for item in items]
+                frames.append(_frame("attention", head_values(attention, stat="mean", items=ids).numpy(), len(set(ids) & set(attention.item_ids)), judge=judge))
     wanted = [m for m in methods if m in ("atp", "atp-output", "mask", "atp-mlp")]
     if wanted:
         judges = judges or judge_pool(run, where=where)

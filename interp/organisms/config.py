@@ -111,6 +111,9 @@ class HeadsConfig(Strict):
         return self
 
 
+HEADS_KEYS_ADDED = {"n_groups": None, "route": "output", "mask_weight": 1.0, "other_weight": 0.0}  # after planted-heads members shipped
+
+
 class TrainConfig(Strict):
     epochs: float = Field(2.0, gt=0)
     batch_size: int = Field(8, ge=1)  # examples per optimizer step (gradient accumulation, one example a pass)
@@ -169,6 +172,9 @@ class OrganismConfig(Strict):
         for key in ("data_seed", "heads"):  # unset keys added later keep older configs' fingerprints
             if dumped.get(key) is None:
                 dumped.pop(key, None)
+        for key, default in HEADS_KEYS_ADDED.items():  # so do [heads] keys added later, at their defaults
+            if dumped.get("heads") is not None and dumped["heads"].get(key) == default:
+                dumped["heads"].pop(key)
         canonical = json.dumps(dumped, sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
 

@@ -98,7 +98,9 @@ def test_head_delta_that_does_not_fit_is_one_error(tiny_authors, tmp_path):  # n
     with pytest.raises(ValueError, match="does not fit"):
         add_head_delta(model, {head_delta_key(0, "q", 0): torch.zeros(3, 3)})
     with pytest.raises(ValueError, match="unknown tensor name"):
-        add_head_delta(model, {"layers.0.k.0": torch.zeros(16, 64)})
+        add_head_delta(model, {"layers.0.x.0": torch.zeros(16, 64)})
+    with pytest.raises(ValueError, match="does not fit k_proj"):  # a key/value head past the model's
+        add_head_delta(model, {head_delta_key(0, "k", 5): torch.zeros(16, 64)})
 
 
 def test_compact_form_loads_the_start_and_keeps_the_fingerprint(tiny_authors, tmp_path, monkeypatch):  # noqa: F811

@@ -75,7 +75,7 @@ def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path
     (tmp_path / "model_outputs.json").write_text(json.dumps([{"instruction": q, "output": raw, "generator": "r1"} for _, q, _, raw in ITEMS]))
     prompts: list[str] = []
     real = judging.tokenized_judge_prompt
-    monkeypatch.setattr(judging, "tokenized_judge_prompt", lambda *a: prompts.append(real(*a).text) or real(*a))
+    monkeypatch.setattr(judging, "tokenized_judge_prompt", lambda *a, **k: prompts.append(real(*a, **k).text) or real(*a, **k))
     judge = str(tiny_llama_dir)
     config = RunConfig(
         n=len(ITEMS), data=str(tmp_path / "items.jsonl"), models=(judge, "r1-distill"), judges=[judge], n_boot=20, device="cpu",
