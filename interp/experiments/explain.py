@@ -124,7 +124,7 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     chosen = [c for c in candidates if c.selected_by != "random"]
     attention = [c for c in chosen if c.site == "attention"]
     first = (
-        f"Attention to its own answer carries {share(max(attention, key=lambda c: c.share_removed or -np.inf))} of {judge}'s self-preference "
+        f"Attention to its own answer carries {share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} of {judge}'s self-preference "
         f"(the own answer masked at the best attention candidate's heads)."
         if attention else f"No attention candidate was tested for {judge}."
     )
