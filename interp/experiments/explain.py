@@ -37,7 +37,7 @@ import pandas as pd
 
 from interp.config import PlacementKeys
 from interp.errors import InterpError
-from interp.experiments.causal import TestDesign, intervene_run, resolve_controls
+from interp.experiments.causal import TestDesign, intervene_run, random_head_sets, resolve_controls
 from interp.experiments.directions import layer_directions
 from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
 from interp.experiments.localize import localize_run, run_judge
@@ -105,11 +105,6 @@ def _spec(site: str, heads: list[list[int]] | None, layers: list[int] | None, na
     if site == "mlp_output":
         return node_from_dict({"site": site, "op": "mean", "layers": sorted(layers), "name": name})
     return node_from_dict({"site": "residual", "op": "project_out", "layers": layers, "direction": [float(x) for x in direction], "name": name})
-
-
-def _random_heads(k: int, n_layers: int, n_heads: int, seed: str) -> list[list[int]]:
-    rng = random.Random(seed)
-    return sorted([list(pair) for pair in rng.sample([(l, h) for l in range(n_layers) for h in range(n_heads)], k)])
 
 
 def _answer(candidates: Sequence[Candidate], judge: str) -> str:
@@ -186,10 +181,13 @@ def explain_run(
     if "direction" in located:
         best = located["direction"].iloc[0]
         raw.append(("residual", "direction", None, [int(best.layer)], _spec("residual", None, [int(best.layer)], f"explain-direction-L{int(best.layer)}", best.vector)))
+    chosen = next((pairs_table(heads) for _, _, heads, _, _ in raw if heads), None)  # the random sets' size: a candidate's
+    tables = random_head_sets(chosen, model.n_layers, model.n_heads, random_sets, seed_key=f"{judge}|{split_seed}|heads", layer_matched=False) if chosen else []
     for r in range(random_sets):
-        heads = _random_heads(top_k, model.n_layers, model.n_heads, f"{judge}|{split_seed}|heads|{r}")
-        for site in sorted({HEAD_METHODS[m] for m in HEAD_METHODS if m in located}):
-            raw.append((site, "random", heads, None, _spec(site, heads, None, f"explain-{site}-random{r}-{top_k}")))
+        if tables:
+            heads = [[layer, head] for layer, hs in sorted(tables[r].items()) for head in hs]
+            for site in sorted({HEAD_METHODS[m] for m in HEAD_METHODS if m in located}):
+                raw.append((site, "random", heads, None, _spec(site, heads, None, f"explain-{site}-random{r}-{top_k}")))
         if "atp-mlp" in located:
             layers = sorted(random.Random(f"{judge}|{split_seed}|mlp|{r}").sample(range(model.n_layers), mlp_k))
             raw.append(("mlp_output", "random", None, layers, _spec("mlp_output", None, layers, f"explain-mlp-random{r}-{mlp_k}")))

@@ -30,7 +30,7 @@ from interp.core.backends.span_rows import span_rows_attention
 from interp.core.models import own_slot
 from interp.core.placement import input_device
 from interp.hooks.compile import compile_bias
-from interp.hooks.spec import AttentionIntervention
+from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.organisms.train import Example, final_logits_from, label_loss
 
 
@@ -42,10 +42,7 @@ def own_span(example: Example, own: str) -> tuple[int, int] | None:
 
 def own_answer_mask(heads: Sequence[tuple[int, int]], length: int, span: tuple[int, int], n_layers: int, n_heads: int) -> dict[int, torch.Tensor]:
     """The score bias that masks `span` at `heads` for one unpadded prompt of `length` tokens."""
-    table: dict[int, list[int]] = {}
-    for layer, head in heads:
-        table.setdefault(layer, []).append(head)
-    spec = AttentionIntervention(target=tuple(span), alpha=0.0, heads=tuple((layer, tuple(hs)) for layer, hs in sorted(table.items())))
+    spec = AttentionIntervention(target=tuple(span), alpha=0.0, heads=pairs_table(heads))
     batch = Batch(torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
     return compile_bias(spec, batch, [0], None, n_layers, n_heads, [tuple(span)])
 

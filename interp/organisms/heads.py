@@ -50,28 +50,35 @@ from interp.organisms.train import (
 )
 
 
+def _seeded_draw(seed: int, salt: str, pool: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
+    """`count` members of `pool` ranked by a hash of (seed, salt, member), sorted: the one seeded draw of H."""
+    return sorted(sorted(pool, key=lambda member: unit_hash(seed, salt, *member))[:count])
+
+
+def _check_top_layers(top_layers: int, n_layers: int) -> None:
+    if top_layers > n_layers:
+        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+
+
 def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: int) -> list[tuple[int, int]]:
     """`count` distinct (layer, head) pairs drawn from `seed` among the heads of the last `top_layers` layers,
     sorted. `top_layers` beyond the model's `n_layers` is refused (never clipped: it is most likely a typo), as
     is a `count` beyond the heads of those layers."""
-    if top_layers > n_layers:
-        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
-    first = n_layers - top_layers
-    pool = [(layer, head) for layer in range(first, n_layers) for head in range(n_heads)]
+    _check_top_layers(top_layers, n_layers)
+    pool = [(layer, head) for layer in range(n_layers - top_layers, n_layers) for head in range(n_heads)]
     if count > len(pool):
         raise InterpError(f"heads.n_heads = {count}: the last {top_layers} layers hold only {len(pool)} heads")
-    return sorted(sorted(pool, key=lambda lh: unit_hash(seed, "planted-heads", *lh))[:count])
+    return _seeded_draw(seed, "planted-heads", pool, count)
 
 
 def draw_groups(seed: int, n_layers: int, n_heads: int, n_kv_heads: int, top_layers: int, count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """`count` key/value groups (layer, kv head) drawn from `seed` among the last `top_layers` layers, and H: every
     query head that reads them (query head h reads key/value head h // (n_heads // n_kv_heads)), sorted."""
-    if top_layers > n_layers:
-        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+    _check_top_layers(top_layers, n_layers)
     pool = [(layer, kv) for layer in range(n_layers - top_layers, n_layers) for kv in range(n_kv_heads)]
     if count > len(pool):
         raise InterpError(f"heads.n_groups = {count}: the last {top_layers} layers hold only {len(pool)} key/value groups")
-    groups = sorted(sorted(pool, key=lambda g: unit_hash(seed, "planted-groups", *g))[:count])
+    groups = _seeded_draw(seed, "planted-groups", pool, count)
     size = n_heads // n_kv_heads
     return groups, [(layer, head) for layer, kv in groups for head in range(kv * size, (kv + 1) * size)]
 

@@ -77,10 +77,24 @@ def test_masked_change_is_the_exact_masked_output(tiny_llama):
     torch.testing.assert_close(z + delta, masked[0].view(T, n_heads, dim).transpose(0, 1), atol=1e-5, rtol=1e-4)
 
 
+def _margin_slope(hf, ids, labels, ablate, eps: float = 1e-3) -> float:
+    """d(verdict margin)/d(scale) at 0, by finite difference: `ablate(scale)` registers the scaled ablation, returns its handle."""
+    from interp.experiments.localize import verdict_margin
+
+    def margin(scale: float) -> float:
+        hook = ablate(scale)
+        try:
+            with torch.no_grad():
+                return float(verdict_margin(hf(input_ids=ids).logits[0, -1], labels, 0))
+        finally:
+            hook.remove()
+
+    return (margin(eps) - margin(0.0)) / eps
+
+
 def test_head_attributions_are_first_order_estimates(tiny_llama):
     """Mean-ablating one head's output at the last layer: the AtP estimate matches the exact margin change
     for a small ablation (the estimate is linear in the change; scaled by 1e-3 it is exact to first order)."""
-    from interp.experiments.localize import verdict_margin
     from interp.core.judge import label_tokens
 
     prompt = tokenized_judge_prompt(tiny_llama, "helpfulness", "Name a colour.", "Blue is a colour.", "A chair.")
@@ -92,22 +106,16 @@ def test_head_attributions_are_first_order_estimates(tiny_llama):
     ids = torch.tensor([prompt.input_ids])
     labels = label_tokens(tiny_llama.tokenizer).ids
 
-    def margin(scale: float) -> float:
-        def ablate(module, args):
+    def ablate(scale: float):
+        def hook(module, args):
             x = args[0].clone()
             block = x[..., head * dim : (head + 1) * dim]
             x[..., head * dim : (head + 1) * dim] = block + scale * (block.mean(1, keepdim=True) - block)
             return (x,)
 
-        hook = hf.model.layers[last].self_attn.o_proj.register_forward_pre_hook(ablate)
-        try:
-            with torch.no_grad():
-                return float(verdict_margin(hf(input_ids=ids).logits[0, -1], labels, 0))
-        finally:
-            hook.remove()
+        return hf.model.layers[last].self_attn.o_proj.register_forward_pre_hook(hook)
 
-    eps = 1e-3
-    exact = (margin(eps) - margin(0.0)) / eps
+    exact = _margin_slope(hf, ids, labels, ablate)
     assert exact != 0
     assert float(estimates["atp-output"][last, head]) == pytest.approx(exact, rel=2e-2, abs=1e-4)
 
@@ -115,7 +123,6 @@ def test_head_attributions_are_first_order_estimates(tiny_llama):
 def test_mlp_attributions_are_first_order_estimates(tiny_llama):
     """Mean-ablating one layer's MLP output (its mean over the prompt's positions): the "atp-mlp" estimate is the
     exact first-order change of the verdict margin, at the first layer, whose change runs through every later one."""
-    from interp.experiments.localize import verdict_margin
     from interp.core.judge import label_tokens
 
     prompt = tokenized_judge_prompt(tiny_llama, "helpfulness", "Name a colour.", "Blue is a colour.", "A chair.")
@@ -123,16 +130,10 @@ def test_mlp_attributions_are_first_order_estimates(tiny_llama):
     assert estimates["atp-mlp"].shape == (tiny_llama.n_layers,)
     hf, ids, labels = tiny_llama.hf_model, torch.tensor([prompt.input_ids]), label_tokens(tiny_llama.tokenizer).ids
 
-    def margin(scale: float) -> float:
-        hook = hf.model.layers[0].mlp.register_forward_hook(lambda m, a, out: out + scale * (out.mean(1, keepdim=True) - out))
-        try:
-            with torch.no_grad():
-                return float(verdict_margin(hf(input_ids=ids).logits[0, -1], labels, 0))
-        finally:
-            hook.remove()
+    def ablate(scale: float):
+        return hf.model.layers[0].mlp.register_forward_hook(lambda m, a, out: out + scale * (out.mean(1, keepdim=True) - out))
 
-    eps = 1e-3
-    exact = (margin(eps) - margin(0.0)) / eps
+    exact = _margin_slope(hf, ids, labels, ablate)
     assert exact != 0
     assert float(estimates["atp-mlp"][0]) == pytest.approx(exact, rel=2e-2, abs=1e-4)
 
