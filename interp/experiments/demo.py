@@ -13,12 +13,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-import torch
 
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
-from interp.core.threads import threads_used
 from interp.core.timings import Timings
 from interp.data import builtin_items
 from interp.experiments.causal import TestDesign, intervene_run
@@ -85,7 +83,7 @@ def run_demo(
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
     models = ModelCache(placement_of(config))
-    timings = Timings(threads=torch.get_num_threads())
+    timings = Timings.started()
     run_dbg(config, out, progress=progress, models=models, overwrite=overwrite, timings=timings)
     with RunDir(out).writer():
         with timings.step("figures: attention"):
@@ -96,5 +94,4 @@ def run_demo(
             if result is not None:
                 intervention_section([result], RunDir(out).figures)
             report = build_report(out)
-        timings.threads_used = threads_used()
-        return Demo(report, result, timings)
+        return Demo(report, result, timings.ended())
