@@ -119,3 +119,23 @@ def test_a_ray_task_whose_worker_dies_is_retried(tmp_path, local_ray):
     marks = [tmp_path / f"started-{n}" for n in range(2)]
     assert ray_map(die_once, [(str(mark), n) for n, mark in enumerate(marks)]) == [0, 10]
     assert all(mark.exists() for mark in marks)
+
+
+def test_an_unknown_executor_on_the_command_line_is_one_line_with_nothing_written(pair_run, tmp_path, forked_cli):
+    source, controls = pair_run
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    refused = forked_cli("intervene", str(run), "--all-layers", "--control-judge", ",".join(controls), "--executor", "spark")
+    assert refused.returncode == 2 and refused.stderr.strip() == "error: unknown executor 'spark'; use one of local, ray"
+    assert sorted(p.relative_to(run) for p in run.rglob("*") if p.name != ".lock") == [p for p in before if p.name != ".lock"]
+
+
+def test_timings_record_the_jobs_peak_memory():
+    from interp.core.timings import Timings
+
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line) if os.path.exists("/proc/self/status") else {}
+    resident_now = int(status["VmRSS"].split()[0]) * 1024 if "VmRSS" in status else 1
+    record = Timings.started().ended().record()
+    assert record["peak_rss_gb"] is not None and record["peak_rss_gb"] * 2**30 >= 0.99 * resident_now - 2**23  # rounded to 0.01 GB
+    assert "peak_gpu_gb" not in record or record["peak_gpu_gb"] >= 0
