@@ -139,3 +139,12 @@ def test_timings_record_the_jobs_peak_memory():
     record = Timings.started().ended().record()
     assert record["peak_rss_gb"] is not None and record["peak_rss_gb"] * 2**30 >= 0.99 * resident_now - 2**23  # rounded to 0.01 GB
     assert "peak_gpu_gb" not in record or record["peak_gpu_gb"] >= 0
+
+
+@pytest.mark.parametrize(("keys", "message"), [({"executor": "spark"}, "unknown executor 'spark'"), ({"max_memory": -1}, "max_memory must be at least 0 GB"), ({"max_memory": "4"}, "max_memory must be a number")])
+def test_the_python_api_refuses_a_bad_executor_or_budget_before_reading_the_run(tmp_path, keys, message):
+    import interp
+    from interp.errors import InterpError
+
+    with pytest.raises(InterpError, match=message):
+        interp.intervene(tmp_path / "no-run", all_layers=True, **keys)
