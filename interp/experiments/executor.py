@@ -101,6 +101,9 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
         return
     setup = TaskSetup(judges.backend, worker_placement(judges))
     if judges.executor == "ray":
+        held = sorted({task.judge for task in tasks} & judges.models.held)
+        if held:
+            raise InterpError(f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the judge by name or folder, or use the local executor")
         ray_map(functools.partial(run_task, setup=setup), tasks)
         return
     last = {task.judge: index for index, task in enumerate(tasks)}
@@ -122,14 +125,25 @@ def ray_map(work: Callable, tasks: Sequence, *, max_retries: int = MAX_RETRIES) 
     """`work(task)` for every task as Ray tasks, in the task order; a worker that dies is retried. Connects to the
     cluster `RAY_ADDRESS` names (or one `ray start` made on this node), else starts Ray on this machine; a job
     already connected (`ray.init` in the caller) keeps its connection. One GPU per task where the cluster has
-    GPUs, else one CPU (`INTERP_RAY_CPUS` per task to give each more)."""
+    GPUs, else one CPU (`INTERP_RAY_GPUS` / `INTERP_RAY_CPUS` per task to give each more: a judge sharded over
+    several GPUs with device_map = "auto")."""
     ray = ray_module()
     if not ray.is_initialized():
         ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False, include_dashboard=False)
-    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-    cpus = int(os.environ.get("INTERP_RAY_CPUS", "1"))
+    gpus = per_task("INTERP_RAY_GPUS", 1) if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    cpus = per_task("INTERP_RAY_CPUS", 1)
     remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=max_retries)(_call)
     return ray.get([remote.remote(work, task) for task in tasks])
+
+
+def per_task(name: str, default: int) -> int:
+    """A whole number >= 1 from the environment (`default` when unset); anything else is one line."""
+    value = os.environ.get(name, "").strip()
+    if not value:
+        return default
+    if not value.isdigit() or int(value) < 1:
+        raise InterpError(f"{name} must be a whole number, at least 1, not {value!r}")
+    return int(value)
 
 
 def _call(work: Callable, task):

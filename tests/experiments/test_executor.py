@@ -148,3 +148,20 @@ def test_the_python_api_refuses_a_bad_executor_or_budget_before_reading_the_run(
 
     with pytest.raises(InterpError, match=message):
         interp.intervene(tmp_path / "no-run", all_layers=True, **keys)
+
+
+def test_a_judge_held_in_this_process_is_refused_on_ray_before_anything_runs(tmp_path, monkeypatch):
+    """A `Judge` object's model lives here: a Ray worker would load something else by its name."""
+    from interp.core.models import ModelCache
+    from interp.errors import InterpError
+    from interp.experiments.engine import NO_INTERVENTION, Judges
+    from interp.experiments.executor import VariantTask, execute, per_task
+
+    judges = Judges(ModelCache(models={"mine": object()}, held={"mine"}), executor="ray")
+    with pytest.raises(InterpError, match="'mine' is a model held in this process"):
+        execute(None, [VariantTask(str(tmp_path), "mine", NO_INTERVENTION)], judges)
+    monkeypatch.setenv("INTERP_RAY_GPUS", "half")
+    with pytest.raises(InterpError, match="INTERP_RAY_GPUS must be a whole number"):
+        per_task("INTERP_RAY_GPUS", 1)
+    monkeypatch.setenv("INTERP_RAY_GPUS", "4")
+    assert per_task("INTERP_RAY_GPUS", 1) == 4 and per_task("INTERP_RAY_UNSET", 1) == 1
