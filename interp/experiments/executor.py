@@ -129,7 +129,7 @@ def ray_map(work: Callable, tasks: Sequence, *, max_retries: int = MAX_RETRIES) 
     several GPUs with device_map = "auto")."""
     ray = ray_module()
     if not ray.is_initialized():
-        ray.init(address=os.environ.get("RAY_ADDRESS"), log_to_driver=False, include_dashboard=False)
+        ray.init(log_to_driver=False, include_dashboard=False)  # RAY_ADDRESS, else the node's `ray start`, else a new one
     gpus = per_task("INTERP_RAY_GPUS", 1) if ray.cluster_resources().get("GPU", 0) >= 1 else 0
     cpus = per_task("INTERP_RAY_CPUS", 1)
     remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=max_retries)(_call)
