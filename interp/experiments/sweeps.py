@@ -15,6 +15,8 @@ An ablation config (TOML) names a finished run and the axes to sweep:
     judges = ["smollm2-135m-instruct"]  # default: every judge that is also an author
     targets = ["self", "other", "random"]
     alphas = [0.0]
+    executor = "local"                # or "ray": the points as Ray tasks (`interp.experiments.executor`)
+    max_memory = 40                   # GB of judge models held at once (default: half the memory available)
     [layers]
     each = true                       # one point per single layer (all heads)
     bands = [[0, 10], [10, 20]]       # [start, end) layer bands (all heads)
@@ -24,7 +26,7 @@ An ablation config (TOML) names a finished run and the axes to sweep:
 
 Every point's judgments are the engine's (RUN/variants/<key>/), so a killed sweep resumes where it stopped.
 `results.csv` has one row per (judge, point) with the point's variant key; the folder's key is a hash of
-the config's sweep (everything but `run` and `name`).
+the config's sweep (everything but `run`, `name` and where it runs: `executor`, `max_memory`).
 """
 
 from __future__ import annotations
