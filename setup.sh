@@ -2,7 +2,8 @@
 # Set up a fresh machine: a virtualenv in .venv with the CPU build of torch first, then this package.
 #   bash setup.sh          the main job (`interp demo`, the API): compiles nothing
 #   bash setup.sh --test   also the test extra: pytest, the notebook runner, the docs toolchain (mkdocs) and
-#                          llama-cpp-python's server for the server tests (it has no wheel here: compiles once)
+#                          llama-cpp-python's server for the server tests (it has no wheel here: compiles once),
+#                          and the ray extra, so the Ray executor's tests run (one ~80 MB wheel: seconds to install)
 # Idempotent: a second run only checks that everything is installed. VENV=DIR puts the virtualenv elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -11,7 +12,7 @@ VENV=${VENV:-.venv}
 EXTRAS=""
 for arg in "$@"; do
   case "$arg" in
-    --test) EXTRAS="[test]" ;;
+    --test) EXTRAS="[test,ray]" ;;
     *) echo "error: unknown option $arg (usage: bash setup.sh [--test])" >&2; exit 2 ;;
   esac
 done

@@ -8,7 +8,8 @@ the default does on a machine with room for all seven). Peak RSS is the process'
 
 Prints `name: value` lines, among them `causal_peak_memory_ratio` (6 controls over 3, the budget at 0; the
 goal is at most 1.2) and `causal_peak_memory_ratio_unbounded` (every model kept: the old behaviour).
-Usage: python experiments/bench_memory.py [--root /tmp/bench-memory]
+`--layers N`: fewer layers than SmolLM2's 30, for a cheaper run (8 layers: 0.2 GB a model).
+Usage: python experiments/bench_memory.py [--root /tmp/bench-memory] [--layers 30]
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ sys.path.insert(0, str(REPO))
 ITEMS = [(f"q{k}", f"Give one practical tip about topic number {k} for a beginner.", f"A short reference answer about topic {k}.") for k in range(6)]
 
 
-def build(root: Path) -> tuple[Path, list[str]]:
+def build(root: Path, layers: int = 30) -> tuple[Path, list[str]]:
     import torch
     from interp.config import RunConfig
     from interp.run.pipeline import run_dbg
@@ -34,10 +35,10 @@ def build(root: Path) -> tuple[Path, list[str]]:
     from tests.helpers.models import packaged_tokenizer
 
     tokenizer = packaged_tokenizer("smollm2-135m-instruct")
-    shape = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=30, num_attention_heads=9, num_key_value_heads=3, vocab_size=len(tokenizer))
+    shape = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=layers, num_attention_heads=9, num_key_value_heads=3, vocab_size=len(tokenizer))
     folders = []
     for seed in range(7):
-        folder = root / f"model-{seed}"
+        folder = root / f"model-{layers}-{seed}"
         if not (folder / "config.json").is_file():
             torch.manual_seed(seed)
             model = LlamaForCausalLM(LlamaConfig(**shape, max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True))
@@ -45,7 +46,7 @@ def build(root: Path) -> tuple[Path, list[str]]:
             tokenizer.save_pretrained(folder)
         folders.append(str(folder))
     AutoTokenizer.from_pretrained(folders[0])
-    run = root / "run"
+    run = root / f"run-{layers}"
     if not (run / "summary.json").is_file():
         (root / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r in ITEMS))
         (root / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": f"Another answer, number {i}."}) + "\n" for i, _, _ in ITEMS))
@@ -83,9 +84,11 @@ def peak_gb(run: Path, judge: str, controls: list[str], budget: str | None) -> f
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/tmp/bench-memory"))
+    parser.add_argument("--layers", type=int, default=30)
     args = parser.parse_args()
     args.root.mkdir(parents=True, exist_ok=True)
-    run, folders = build(args.root)
+    run, folders = build(args.root, args.layers)
+    print(f"causal_memory_model_layers: {args.layers}")
     judge, controls = folders[0], folders[1:]
     figures = {}
     for budget, name in (("0", "budget0"), ("1000", "unbounded")):

@@ -19,10 +19,22 @@
   against alone; and why a crowded machine slows torch: a fixed forward workload at 1 and 2 threads, alone
   and beside one busy process, with OpenMP's default (spinning) and passive wait policy.
 
+- the README's main command as a new user types it (`--readme`): a fresh clone of this repository, `bash setup.sh
+  && .venv/bin/interp demo --out runs/demo` in one shell line, an empty interp cache, with the threads the CLI
+  chooses: `readme_demo_seconds` (target <= 480 on an idle 2-core machine) and `demo_peak_rss_gb` (the largest
+  process's peak resident set; target <= 4);
+- the causal test's peak memory with 6 control judges over 3 (`--memory`, `experiments/bench_memory.py` with
+  `--memory-layers` layers a model, separate model folders): `causal_peak_memory_ratio` (target <= 1.2);
+- the Ray executor (`--ray`): a tiny causal test (two 2-layer Llamas, three control judges) serial, then with
+  `--executor ray` on a local Ray of 2 CPUs on the same run directory: `ray_vs_serial_identical` (every file of
+  the keyed store and the result the same bytes), `serial_seconds`, `ray_seconds` (Ray's start apart:
+  `ray_start_seconds`).
+
 Every figure depends on what else runs: the load average before and after is printed with them.
 
 Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server] [--skip-judging]
-       [--skip-trunk] [--company] [--threads-only]
+       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--only]
+       (`--only`: just the sections asked for with --readme, --memory, --ray, --company)
 """
 
 from __future__ import annotations
@@ -346,6 +358,82 @@ def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
     print(f"server_vs_inprocess_generation_ratio: {seconds['inprocess'] / seconds['server']:.2f}")
 
 
+def readme_figures() -> None:
+    """The README's two commands in one shell line on a fresh clone (committed HEAD), empty interp cache, pip's
+    cache as it is; wall seconds from the shell's start, and the largest process's peak RSS (ru_maxrss of the
+    children, read in a wrapper process so this one's other children do not count)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        clone = Path(tmp) / "clone"
+        subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
+        env = {k: v for k, v in os.environ.items() if k not in ("INTERP_THREADS", "OMP_NUM_THREADS", "VIRTUAL_ENV", "PYTHONPATH")}
+        env |= {"INTERP_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
+        line = "bash setup.sh && .venv/bin/interp demo --out runs/demo --timings --json > demo.json"
+        probe = (
+            "import json, resource, subprocess, sys, time\n"
+            f"start = time.perf_counter()\ndone = subprocess.run(['bash', '-c', {line!r}])\n"
+            "print(json.dumps([time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode]))\n"
+        )
+        done = subprocess.run([sys.executable, "-c", probe], cwd=clone, env=env, capture_output=True, text=True, check=True)
+        seconds, peak_kb, code = json.loads(done.stdout.strip().splitlines()[-1])
+        if code:
+            sys.exit(f"the README's command failed (exit {code}): {done.stderr[-2000:]}")
+        timings = json.loads((clone / "demo.json").read_text())["timings"]
+    print(f"readme_demo_seconds: {seconds:.1f}")
+    print(f"demo_peak_rss_gb: {peak_kb / 2**20:.2f}")
+    print(f"readme_demo_steps_seconds: {timings['total_s']}")
+    print(f"readme_demo_torch_threads_used: {' -> '.join(map(str, timings['torch_threads_used']))}")
+
+
+def memory_figures(layers: int) -> None:
+    """`experiments/bench_memory.py`'s lines (the causal test's peak, 6 controls against 3)."""
+    done = subprocess.run([sys.executable, str(REPO / "experiments" / "bench_memory.py"), "--layers", str(layers)], cwd=REPO, capture_output=True, text=True)
+    if done.returncode:
+        sys.exit(f"bench_memory failed: {done.stderr[-2000:]}")
+    print(done.stdout.strip())
+
+
+def ray_figures(n_items: int = 6) -> None:
+    """The tiny causal test, serial and on a local Ray (2 CPUs), on the same run directory."""
+    import shutil
+
+    import ray
+    from transformers import LlamaForCausalLM
+
+    sys.path.insert(0, str(REPO))
+    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.run.store import read_run
+    from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+    from tests.experiments.test_executor import files_under
+    from tests.helpers.models import packaged_tokenizer, save_tiny, tiny_llama_config
+
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        tokenizer = packaged_tokenizer("smollm2-135m-instruct")
+        judge_dir = save_tiny(root / "judge", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=0)
+        run = tiny_pair_run(root, judge_dir, tokenizer, n=n_items, attention="none")
+        design = TestDesign(heads="all-layers", control_judges=tuple(tiny_controls(root, tokenizer)))
+        judge = read_run(run).config.models[0]
+        start = time.perf_counter()
+        serial = intervene_run(run, design=design, judges=[judge], progress=False)
+        serial_seconds = time.perf_counter() - start
+        serial_files = files_under(run)
+        for folder in ("variants", "interventions"):
+            shutil.rmtree(run / folder)
+        start = time.perf_counter()
+        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+        ray_start = time.perf_counter() - start
+        start = time.perf_counter()
+        on_ray = intervene_run(run, design=design, judges=[judge], progress=False, executor="ray")
+        ray_seconds = time.perf_counter() - start
+        identical = files_under(run) == serial_files and on_ray == serial
+        ray.shutdown()
+    print(f"ray_vs_serial_identical: {str(identical).lower()}")
+    print(f"ray_tasks_files_compared: {len(serial_files)}")
+    print(f"serial_seconds: {serial_seconds:.1f}")
+    print(f"ray_seconds: {ray_seconds:.1f}")
+    print(f"ray_start_seconds: {ray_start:.1f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-demo", action="store_true")
@@ -356,7 +444,14 @@ def main() -> None:
     parser.add_argument("--skip-trunk", action="store_true")
     parser.add_argument("--company", action="store_true", help="also the slowdowns beside other runs and a stream of CLI processes")
     parser.add_argument("--threads-only", action="store_true", help="only the thread/wait-policy workload")
+    parser.add_argument("--readme", action="store_true", help="also the README's setup.sh + demo on a fresh clone (~10 min of CPU; run it alone)")
+    parser.add_argument("--memory", action="store_true", help="also the causal test's peak memory, 6 controls over 3")
+    parser.add_argument("--memory-layers", type=int, default=30, help="layers of each model in --memory (SmolLM2's 30; 8 is cheaper)")
+    parser.add_argument("--ray", action="store_true", help="also the Ray executor against the serial run (needs pip install .[ray])")
+    parser.add_argument("--only", action="store_true", help="only the sections asked for with --readme, --memory, --ray, --company")
     args = parser.parse_args()
+    if args.only:
+        args.skip_server = args.skip_judging = args.skip_trunk = args.skip_demo = True
     from interp.core.threads import set_torch_threads
 
     print(f"load_average: {load_average()}")
@@ -377,6 +472,12 @@ def main() -> None:
     if args.company:
         thread_figures()
         company_figures()
+    if args.memory:
+        memory_figures(args.memory_layers)
+    if args.ray:
+        ray_figures()
+    if args.readme:
+        readme_figures()
     print(f"load_average_after: {load_average()}")
 
 

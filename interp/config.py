@@ -266,7 +266,25 @@ class HeadAxes(Strict):
     random_seeds: list[int] = Field(default_factory=list)
 
 
-class SweepConfig(PlacementKeys):
+class JobKeys(Strict):
+    """How a job over a finished run runs, never what it finds (not part of any result's key): `executor`
+    (`local`: in this process; `ray`: Ray tasks, `interp.experiments.executor`) and `max_memory`, the GB of
+    judge models held at once before a judge whose work is done is let go (None: half the memory available)."""
+
+    executor: Literal["local", "ray"] = "local"
+    max_memory: float | None = Field(None, ge=0)
+
+    @property
+    def max_memory_bytes(self) -> int | None:
+        return gb_bytes(self.max_memory)
+
+
+def gb_bytes(gb: float | None) -> int | None:
+    """GB (2**30 bytes, as `--max-memory` and `max_memory` are given) in bytes; None stays None."""
+    return int(gb * 2**30) if gb is not None else None
+
+
+class SweepConfig(PlacementKeys, JobKeys):
     """An ablation sweep: attention interventions over layers, bands, head sets, alphas and targets."""
 
     run: str
@@ -288,7 +306,7 @@ class SweepConfig(PlacementKeys):
     _check_backend = field_validator("backend")(_known_backend)
 
 
-class SteeringSweepConfig(PlacementKeys):
+class SteeringSweepConfig(PlacementKeys, JobKeys):
     """A steering sweep: coefficients x layers of residual steering along a self-recognition direction."""
 
     run: str

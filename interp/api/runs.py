@@ -30,13 +30,14 @@ from interp.api.judge import Judge
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_stats import figure7_profiles, top_heads
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
-from interp.config import PlacementKeys, RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
+from interp.config import PlacementKeys, RunConfig, SweepConfig, gb_bytes, load_run_config, run_config_from_dict, validate_config
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
 from interp.experiments.engine import judge_pool
 from interp.experiments.causal import design_from_options, intervene_run, parse_control_judges
+from interp.experiments.executor import check_executor
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
@@ -378,6 +379,8 @@ def intervene(
     items: Sequence[str] | None = None,
     device: str = "auto",
     progress: bool = True,
+    executor: str = "local",
+    max_memory: float | None = None,
     **keys: Any,
 ) -> InterventionResult:
     """The causal test over a run (responses and gold fixed), as `interp intervene` runs it.
@@ -412,6 +415,10 @@ def intervene(
         items: split or test on these item ids only.
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
+        executor: where the (judge, variant) tasks run: "local" (this process) or "ray" (a Ray cluster,
+            `interp.experiments.executor`).
+        max_memory: GB of judge models held at once; a control is let go once judged beyond it (default: half
+            the memory available).
         **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`), or a node
             spec's (`site`, `op`, `layers`, `heads`, `positions`, ...: `interp.hooks.nodes`).
 
@@ -432,6 +439,10 @@ def intervene(
     check_flag(with_controls, "with_controls")
     check_list(items, "items")
     check_text(device, "device")
+    check_executor(executor)
+    check_number(max_memory, "max_memory", optional=True)
+    if max_memory is not None and max_memory < 0:
+        raise InterpError(f"max_memory must be at least 0 GB, not {max_memory}")
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
     check_mask_choice(spec, keys, all_layers=all_layers, top_heads=top_heads)
     design = design_from_options(
@@ -457,7 +468,10 @@ def intervene(
     design = dataclasses.replace(design, control_judges=parse_control_judges(controls))
     where = PlacementKeys(device=device)
     models = judge_pool(read_run(root), backend, where=where, held=held).models if held else None
-    result = intervene_run(root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models)
+    result = intervene_run(
+        root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models,
+        executor=executor, max_memory=gb_bytes(max_memory),
+    )
     per_judge = {
         judge: JudgeIntervention(
             judge=judge,

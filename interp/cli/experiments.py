@@ -7,7 +7,7 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, finish, json_option, placement_keys
+from interp.cli.options import device_option, dtype_option, executor_option, finish, json_option, max_memory_option, placement_keys, timings_option
 from interp.formatting import pct, pts_interval
 
 
@@ -46,14 +46,18 @@ def intervene(
     controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
     site: str = typer.Option("attention", "--site", help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)"),
     op: str = typer.Option("mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"),
-    max_memory: Optional[float] = typer.Option(None, "--max-memory", min=0.0, help="GB of judge models held at once: controls beyond it are let go once judged (default: half the memory available)"),
+    max_memory: Optional[float] = max_memory_option(),
+    executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
+    timings: bool = timings_option(),
 ) -> None:
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
+    from interp.config import gb_bytes
+    from interp.core.timings import Timings
     from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
     from interp.experiments.causal import intervene_run, design_from_options
@@ -78,30 +82,34 @@ def intervene(
     )
     where = placement_keys(device, dtype)
     spec = as_intervention(spec_path) if spec_path is not None else None
-    budget = int(max_memory * 2**30) if max_memory is not None else None
-    result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where, max_memory=budget)
+    steps = Timings.started()
+    with steps.step("causal test"):
+        result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
     reused = result["reused"]
     if not as_json:
         typer.echo(f"reused {reused['responses']} responses (generated {reused['responses_generated']}) and {reused['gold_verdicts']} gold verdicts")
     files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
-    finish(results_payload(_run_summary(run_dir), causal=result["judges"], n_items=result["n_items"], files=files), as_json)
+    finish(results_payload(_run_summary(run_dir), causal=result["judges"], n_items=result["n_items"], files=files), as_json, timings=steps.ended() if timings else None)
 
 
 def sweep(
     config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml"),
+    max_memory: Optional[float] = max_memory_option(),
+    executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
+    from interp.config import gb_bytes
     from interp.experiments.sweeps import load_sweep_config, run_sweep
     from interp.report.terminal import results_payload
     from interp.metrics.tables import read_table_rows
 
     sweep_config = load_sweep_config(config)
-    results = run_sweep(config, where=placement_keys(device, dtype, sweep_config))
+    results = run_sweep(sweep_config, where=placement_keys(device, dtype, sweep_config), executor=executor, max_memory=gb_bytes(max_memory))
     files = {"results": results} | {figure.stem: figure for figure in sorted(results.parent.glob("effect_vs_*.png"))}
     payload = results_payload(_run_summary(Path(sweep_config.run)), sweep=[row for _, row in read_table_rows(results, ("judge", "effect"))], files=files)
     finish(payload, as_json)
@@ -115,13 +123,17 @@ def _echo_results(path: Path) -> None:
 
 def steer_sweep(
     config: Path = typer.Argument(..., help="steering sweep config (TOML), e.g. experiments/steering_sweep.toml"),
+    max_memory: Optional[float] = max_memory_option(),
+    executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
+    from interp.config import gb_bytes
     from interp.experiments.sweeps import load_steering_sweep, run_steering_sweep
 
-    _echo_results(run_steering_sweep(config, where=placement_keys(device, dtype, load_steering_sweep(config))))
+    where = placement_keys(device, dtype, load_steering_sweep(config))
+    _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
 
 
 def table_lines(table: dict) -> list[str]:

@@ -35,12 +35,20 @@ def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | 
     return validate_config(PlacementKeys, keys, "--device/--dtype")
 
 
+def max_memory_option() -> Optional[float]:
+    return typer.Option(None, "--max-memory", min=0.0, help="GB of judge models held at once: a judge whose work is done is let go beyond it (default: the config's max_memory, else half the memory available)")
+
+
+def executor_option() -> Optional[str]:
+    return typer.Option(None, "--executor", help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: pip install .[ray])")
+
+
 def json_option():
     return typer.Option(False, "--json", help="print the results as JSON (stdout holds only the JSON)")
 
 
 def timings_option():
-    return typer.Option(False, "--timings", help="say where the time went (each step's seconds) and torch's thread count")
+    return typer.Option(False, "--timings", help="say where the time went (each step's seconds), torch's thread counts and the peak memory")
 
 
 def finish(payload: dict, as_json: bool, *, timings: Timings | None = None) -> None:

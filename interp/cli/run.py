@@ -91,10 +91,7 @@ def dbg(
     timings: bool = timings_option(),
 ) -> None:
     """Run the behavioural pipeline: responses, judging in both orders, gold, DBG with intervals."""
-    import torch
-
     from interp.config import load_run_config, run_config_from_dict
-    from interp.core.threads import threads_used
     from interp.core.timings import Timings
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
@@ -105,7 +102,7 @@ def dbg(
     run_config = load_run_config(config)
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))
-    steps = Timings(threads=torch.get_num_threads())
+    steps = Timings.started()
     summary = run_dbg(run_config, out, overwrite=overwrite, timings=steps)
     files = {"run": Path(out)}
     if report:
@@ -113,8 +110,7 @@ def dbg(
             if run_config.attention != "none":
                 write_attention_figures(out)
             files["report"] = build_report(out)
-    steps.threads_used = threads_used()
-    finish(results_payload(summary, files=files), as_json, timings=steps if timings else None)
+    finish(results_payload(summary, files=files), as_json, timings=steps.ended() if timings else None)
 
 
 def demo(

@@ -27,21 +27,31 @@ what was decided (`threads_used`, printed by `--timings`) lives here, beside it.
 from __future__ import annotations
 
 import os
-import time
 from dataclasses import dataclass, field
-from typing import Mapping
+from typing import Callable, Mapping
 
 from interp.errors import InterpError
 
 ENV = "INTERP_THREADS"
 MIN_INTERVAL_S = 0.5  # shorter intervals between batches are too noisy to decide on
 
+Reader = Callable[[str], str]  # a /proc file's path -> its text (tests pass a fake one)
+
+
+def read_proc(path: str) -> str:
+    with open(path) as handle:
+        return handle.read()
+
+
+def allowed_set() -> set[int] | None:
+    """The core numbers this process may run on (its affinity mask), or None where the platform does not say."""
+    return set(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else None
+
 
 def allowed_cores() -> int:
     """Cores this process may run on: its affinity mask (a container or `taskset` may allow fewer than exist)."""
-    if hasattr(os, "sched_getaffinity"):
-        return max(1, len(os.sched_getaffinity(0)))
-    return max(1, os.cpu_count() or 1)
+    allowed = allowed_set()
+    return max(1, len(allowed) if allowed is not None else os.cpu_count() or 1)
 
 
 def system_load() -> float:
@@ -66,27 +76,28 @@ class CpuSample:
     own: float
 
     @classmethod
-    def now(cls) -> "CpuSample | None":
-        """The counters now, over the cores this process may run on (`/proc/stat`'s per-core lines), or None."""
-        allowed = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    def now(cls, read: Reader = read_proc) -> "CpuSample | None":
+        """The counters now, over the cores this process may run on (`/proc/stat`'s per-core lines), with the
+        kernel's clock (`/proc/uptime`), or None where they cannot be read. `read`: how a /proc file is read."""
+        allowed = allowed_set()
         try:
+            wall = float(read("/proc/uptime").split()[0])
             busy = 0
-            with open("/proc/stat") as stat:
-                for line in stat:
-                    name, *fields = line.split()
-                    if not name.startswith("cpu") or name == "cpu":
-                        continue
-                    if not name[3:].isdigit():
-                        break
-                    if allowed is not None and int(name[3:]) not in allowed:
-                        continue
-                    ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
-                    busy += sum(ticks) - ticks[3] - ticks[4]
-            own = open("/proc/self/stat").read().rsplit(")", 1)[1].split()
+            for line in read("/proc/stat").splitlines():
+                name, *fields = line.split() or [""]
+                if not name.startswith("cpu") or name == "cpu":
+                    continue
+                if not name[3:].isdigit():
+                    break
+                if allowed is not None and int(name[3:]) not in allowed:
+                    continue
+                ticks = [int(v) for v in fields[:8]]  # user nice system idle iowait irq softirq steal
+                busy += sum(ticks) - ticks[3] - ticks[4]
+            own = read("/proc/self/stat").rsplit(")", 1)[1].split()
         except (OSError, ValueError, IndexError):
             return None
         hz = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-        return cls(time.monotonic(), busy / hz, (int(own[11]) + int(own[12])) / hz)  # utime + stime
+        return cls(wall, busy / hz, (int(own[11]) + int(own[12])) / hz)  # utime + stime
 
 
 def others_busy(before: CpuSample, after: CpuSample) -> float:
@@ -127,15 +138,14 @@ def torch_threads(env: Mapping[str, str] | None = None, *, cores: int | None = N
     return free_cores(cores, load)
 
 
-def runnable_others() -> float:
+def runnable_others(read: Reader = read_proc) -> float:
     """Threads of other processes runnable now (`/proc/stat`'s procs_running, less this one's main thread): an
     instant estimate for the start, with no wait; `rebalance_threads` measures properly from the first batch on.
     The 1-minute load average where there is no /proc."""
     try:
-        with open("/proc/stat") as stat:
-            for line in stat:
-                if line.startswith("procs_running"):
-                    return max(0.0, float(line.split()[1]) - 1)
+        for line in read("/proc/stat").splitlines():
+            if line.startswith("procs_running"):
+                return max(0.0, float(line.split()[1]) - 1)
     except (OSError, ValueError, IndexError):
         pass
     return system_load()
@@ -159,30 +169,30 @@ def _record(count: int) -> None:
         _DECISION.used.append(count)
 
 
-def set_torch_threads(count: int | None = None) -> int:
+def set_torch_threads(count: int | None = None, *, read: Reader = read_proc) -> int:
     """Set torch's intra-op threads to `count` (a fixed count, e.g. a training's, for reproducible reductions:
     never re-decided), or to `torch_threads()` when None (re-decided by `rebalance_threads` unless
-    `INTERP_THREADS` pins it); returns the count set."""
+    `INTERP_THREADS` pins it); returns the count set. `read`: how /proc files are read (tests pass a fake)."""
     import torch
 
     automatic = count is None and pinned_threads() is None
-    count = torch_threads() if count is None else count
+    count = torch_threads(load=runnable_others(read)) if count is None else count
     if count < 1:
         raise InterpError(f"thread count must be at least 1, not {count}")
     torch.set_num_threads(count)
-    _DECISION.automatic, _DECISION.since = automatic, CpuSample.now() if automatic else None
+    _DECISION.automatic, _DECISION.since = automatic, CpuSample.now(read) if automatic else None
     _record(count)
     return count
 
 
-def rebalance_threads() -> int:
+def rebalance_threads(read: Reader = read_proc) -> int:
     """Between batches: when the count follows the free cores, decide it again from the other processes' use
     since the last decision (at least `MIN_INTERVAL_S` ago) and set it; returns torch's count."""
     import torch
 
     if not _DECISION.automatic or _DECISION.since is None:
         return torch.get_num_threads()
-    now = CpuSample.now()
+    now = CpuSample.now(read)
     if now is None or now.wall - _DECISION.since.wall < MIN_INTERVAL_S:
         return torch.get_num_threads()
     count = free_cores(allowed_cores(), others_busy(_DECISION.since, now))

@@ -38,6 +38,7 @@ from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
 from interp.experiments.engine import (
+    NO_INTERVENTION,
     Judges,
     Variant,
     baseline,
@@ -50,6 +51,7 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
+from interp.experiments.executor import VariantTask, execute, with_executor
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.metrics.mirror import mirror_shares
@@ -306,12 +308,14 @@ def intervene_run(
     items: Sequence[str] | None = None,
     split: str | None = None,
     max_memory: int | None = None,
+    executor: str | None = None,
 ) -> dict:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
-    (None: half the memory available; `Judges.release`). Returns the result written to result.json.
+    (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
+    (`interp.experiments.executor`; None: in this process). Returns the result written to result.json.
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -319,9 +323,8 @@ def intervene_run(
     run = read_run(run_dir)
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
-    pool = judge_pool(run, backend, where=where, models=models)
+    pool = with_executor(judge_pool(run, backend, where=where, models=models), executor, max_memory)
     pool.keep |= set(names)  # the tested judges stay loaded; controls are loaded in turn and let go
-    pool.max_memory = max_memory if max_memory is not None else pool.max_memory
     _check_top_k(pool, names, design)
     specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
     backend_name = backend if backend is not None else run.config.backend
@@ -362,6 +365,7 @@ def intervene_run(
         "judges": {},
     }
     with run.dir.writer():
+        execute(run, [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)], pool)
         for judge in names:
             result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, random_sets(design, names), pool, test_items, progress)
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
@@ -369,6 +373,18 @@ def intervene_run(
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))
     return result
+
+
+def _tasks(run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]) -> list[VariantTask]:
+    """What the test judges for one tested judge, as tasks: its variants, then each control's baseline (when
+    the run did not judge with it) and its judging under the mask of the tested judge's own answer."""
+    ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
+    tasks = [VariantTask(folder, judge, variant, ids) for variant in variants.values()]
+    for control in controls:
+        if control not in run.config.judge_specs:
+            tasks.append(VariantTask(folder, control, NO_INTERVENTION, ids, own))
+        tasks.append(VariantTask(folder, control, variants["self"], ids, own))
+    return tasks
 
 
 def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None:
@@ -500,6 +516,8 @@ def _random_effects(
         f"random-{r}": variant_of(f"random-{r}", dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"), reference)
         for r, t in enumerate(tables)
     }
+    ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
+    execute(run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool)
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     effects = np.array([_delta(judged, name).mean() for name in variants])
     if controls:

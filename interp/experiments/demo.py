@@ -13,12 +13,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
-import torch
-
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
-from interp.core.models import ModelCache
+from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
-from interp.core.threads import threads_used
 from interp.core.timings import Timings
 from interp.data import builtin_items
 from interp.experiments.causal import TestDesign, intervene_run
@@ -52,11 +49,18 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
 def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dict | None:
     """The causal test on both organisms, on the demo items of the organisms' test split (never trained on):
     the own answer masked at every layer; each organism against the shipped null family (the null organism
-    leave-one-out), the judge as the unit; Holm over the two. None when the run holds fewer than two test items."""
+    leave-one-out), the judge as the unit; Holm over the two. None when the run holds fewer than two test items.
+
+    Memory: the models the test never reads (Gemma-3, the other author) are let go first, and each control once
+    it is judged (a budget of 0: with every layer masked there are no random head sets, each control is judged
+    once, so letting it go costs no reload); the organisms and their base (the shared trunk) stay."""
     run_ids = {item.id for item in RunDir(out).read_items()}
     test = [i.id for i in organism_splits(PLANTED)["test"] if i.id in run_ids]
     if len(test) < 2:
         return None
+    used = {PLANTED, NULL, own_model(PLANTED), own_model(NULL)}
+    for name in [name for name in models.models if name not in used and name not in models.held]:
+        del models.models[name]
     return intervene_run(
         out,
         design=TestDesign(heads="all-layers"),
@@ -65,6 +69,7 @@ def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> di
         split=f"the organisms' test split ({len(test)} demo items, never trained on)",
         progress=progress,
         models=models,
+        max_memory=0,
     )
 
 
@@ -85,7 +90,7 @@ def run_demo(
     where = where or PlacementKeys()
     config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
     models = ModelCache(placement_of(config))
-    timings = Timings(threads=torch.get_num_threads())
+    timings = Timings.started()
     run_dbg(config, out, progress=progress, models=models, overwrite=overwrite, timings=timings)
     with RunDir(out).writer():
         with timings.step("figures: attention"):
@@ -96,5 +101,4 @@ def run_demo(
             if result is not None:
                 intervention_section([result], RunDir(out).figures)
             report = build_report(out)
-        timings.threads_used = threads_used()
-        return Demo(report, result, timings)
+        return Demo(report, result, timings.ended())

@@ -217,6 +217,20 @@ def judge_variant(
     return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
 
 
+def stored_variant(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray | None:
+    """P(own wins) per item under `variant` when the keyed store already holds every judgment of it (judged by
+    this process earlier, or by another executor's task), else None: no model is needed to read it."""
+    items = list(items) if items is not None else run.items
+    own = own or own_model(judge)
+    path = run.dir.variant(variant_key(run, judge, backend, variant, items, own)) / "judgments.jsonl"
+    if not path.is_file():
+        return None
+    records = read_judgments(path, judge=judge)
+    if {record.key for record in records} < {task.key for task in judge_tasks(items, run.responses, run.config.models)}:
+        return None
+    return own_probabilities(run, judge, records, items, own)
+
+
 def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
     """The per-batch edit builder of a variant's steering and node interventions (one dict of edits: layers for
     steering, hook points for nodes). Means are made on the first batch that needs them, once, and kept in the
@@ -309,7 +323,7 @@ def baseline(run: Run, judge: str, items: Sequence[Item] | None = None, own: str
         return own_probabilities(run, judge, run.dir.read_judgments(judge), items, own)
     if judges is None:
         raise InterpError(f"judge {judge!r} did not judge this run; its baseline needs a model to judge with")
-    return judge_variant(run, judge, judges.runner(judge, run), NO_INTERVENTION, items=items, progress=progress, own=own)
+    return judges.judged(run, judge, NO_INTERVENTION, items=items, progress=progress, own=own)
 
 
 @dataclass
@@ -326,6 +340,8 @@ class Judges:
     trunks: TrunkPool | None = None  # made at the first hf runner (its import loads transformers)
     keep: set[str] = field(default_factory=set)  # never released: the judges a command tests (and `models.held`)
     max_memory: int | None = None  # bytes of models held before controls are let go (None: see `release`)
+    executor: str = "local"  # where (judge, variant) tasks run (`interp.experiments.executor`)
+    where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
 
     def model(self, judge: str) -> LoadedModel:
         return self.models.get(judge)
@@ -356,10 +372,21 @@ class Judges:
 
         gc.collect()
 
+    def backend_name(self, run: Run) -> str:
+        return run.config.backend if self.backend is None else self.backend
+
+    def judged(self, run: Run, judge: str, variant: Variant, *, items: Sequence[Item] | None = None, own: str | None = None, progress: bool = True) -> np.ndarray:
+        """P(own wins) per item under `variant`: read from the keyed store when every judgment is there (no model
+        is loaded for it), else judged now with the judge's backend (`judge_variant`)."""
+        stored = stored_variant(run, judge, self.backend_name(run), variant, items, own)
+        if stored is not None:
+            return stored
+        return judge_variant(run, judge, self.runner(judge, run), variant, items=items, progress=progress, own=own)
+
     def runner(self, judge: str, run: Run) -> Backend:
         """The judge's backend; with hf, judges whose lower layers are another held model's (organisms of one
         base) share those layers' passes (`shared_trunk.TrunkPool`: equal to the plain pass up to rounding)."""
-        name = run.config.backend if self.backend is None else self.backend
+        name = self.backend_name(run)
         if (judge, name) not in self.runners:
             model = self.model(judge)
             if name == "hf":
@@ -406,7 +433,7 @@ def judge_pool(
             )
         models.models[name] = model
         models.held.add(name)
-    return Judges(models, backend)
+    return Judges(models, backend, where=where)
 
 
 def evaluate(
@@ -430,12 +457,11 @@ def evaluate(
     own = own or own_model(judge)
     positions = [run.items.index(item) for item in items]
     gold_own = run.gold_own(own)[positions]
-    runner = judges.runner(judge, run)
     before = baseline(run, judge, items, own, judges, progress)
     result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}, "own": own}
     result["per_item"] = {"items": [item.id for item in items], "before": before.tolist(), "after": {}}
     for name, variant in variants.items():
-        after = judge_variant(run, judge, runner, variant, items=items, progress=progress, own=own)
+        after = judges.judged(run, judge, variant, items=items, progress=progress, own=own)
         result["per_item"]["after"][name] = after.tolist()
         result["variants"][name] = variant.record() | behaviour(after, gold_own, n_boot=config.n_boot, seed=config.seed)
         result["effects"][name] = paired_effect(before, after, n_boot=config.n_boot, seed=config.seed)

@@ -15,6 +15,8 @@ An ablation config (TOML) names a finished run and the axes to sweep:
     judges = ["smollm2-135m-instruct"]  # default: every judge that is also an author
     targets = ["self", "other", "random"]
     alphas = [0.0]
+    executor = "local"                # or "ray": the points as Ray tasks (`interp.experiments.executor`)
+    max_memory = 40                   # GB of judge models held at once (default: half the memory available)
     [layers]
     each = true                       # one point per single layer (all heads)
     bands = [[0, 10], [10, 20]]       # [start, end) layer bands (all heads)
@@ -24,7 +26,7 @@ An ablation config (TOML) names a finished run and the axes to sweep:
 
 Every point's judgments are the engine's (RUN/variants/<key>/), so a killed sweep resumes where it stopped.
 `results.csv` has one row per (judge, point) with the point's variant key; the folder's key is a hash of
-the config's sweep (everything but `run` and `name`).
+the config's sweep (everything but `run`, `name` and where it runs: `executor`, `max_memory`).
 """
 
 from __future__ import annotations
@@ -55,10 +57,10 @@ from interp.experiments.engine import (
     check_variants,
     digest,
     judge_pool,
-    judge_variant,
     self_judges,
     variant_key,
 )
+from interp.experiments.executor import VariantTask, execute, with_executor
 from interp.experiments.steering import direction_steering
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
@@ -76,16 +78,17 @@ class SweepPoint:
 
 
 def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, *, desc: str, progress: bool = True) -> list[dict]:
-    """Re-judge the run under every point; RUN/.../results.csv with one row per point (written last)."""
+    """Re-judge the run under every point (as tasks of the pool's executor, one judge at a time); then
+    RUN/.../results.csv with one row per point (written last), read from the keyed store."""
     rows = []
     before: dict[str, object] = {}
     with run.dir.writer():
+        execute(run, [VariantTask(str(run.dir.root), point.judge, point.variant) for point in points], pool)
         for point in tqdm(points, desc=desc, disable=not progress):
             judge = point.judge
             if judge not in before:
                 before[judge] = baseline(run, judge)
-            runner = pool.runner(judge, run)
-            after = judge_variant(run, judge, runner, point.variant, progress=False)
+            after = pool.judged(run, judge, point.variant, progress=False)
             gold_own = run.gold_own(own_model(judge))
             effect = paired_effect(before[judge], after, n_boot=run.config.n_boot, seed=run.config.seed)
             # a point's own test of "this variant moves P(own)" (two-sided sign flip, within the judge)
@@ -107,7 +110,7 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
                     "gold_agreement": scores["gold_agreement"],
                 }
                 | point.extra
-                | {"key": variant_key(run, judge, runner.name, point.variant, run.items)}
+                | {"key": variant_key(run, judge, pool.backend_name(run), point.variant, run.items)}
             )
         for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):  # many points, one family: Holm
             row["p_holm"] = adjusted
@@ -117,7 +120,7 @@ def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, 
 
 def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
     """RUN/sweeps/<name>-<hash of the sweep's axes and judges> (steering sweeps under RUN/steering/sweeps/)."""
-    data = config.model_dump(exclude={"run", "name"})
+    data = config.model_dump(exclude={"run", "name", "max_memory", "executor"})  # where it runs is not what it finds
     if isinstance(config, SweepConfig) and config.sites == ["attention"]:  # an attention-only sweep keeps its key
         for axis in ("sites", "ops", "positions"):
             data.pop(axis)
@@ -213,12 +216,16 @@ def point_node(point: Point, site: str, op: str, positions: str):
     return node_from_dict(keys, where="sweep: ")
 
 
-def run_sweep(config_path: Path | SweepConfig, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
+def run_sweep(
+    config_path: Path | SweepConfig, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None,
+    executor: str | None = None, max_memory: int | None = None,
+) -> Path:
     """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
-    (plots beside it)."""
+    (plots beside it). `executor` / `max_memory` (bytes): the config's `executor` / `max_memory` (GB) unless given."""
     config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
     run = read_run(Path(config.run))
     pool = judge_pool(run, config.backend, where=where or config, models=models)
+    with_executor(pool, executor or config.executor, max_memory if max_memory is not None else config.max_memory_bytes)
     node_sites = [site for site in config.sites if site != "attention"]
     check_node_axes(config)
     points = []
@@ -242,6 +249,7 @@ def run_sweep(config_path: Path | SweepConfig, *, progress: bool = True, where: 
                         check_variants(model, [variant])
                         columns = {"target": "", "alpha": "", "site": site, "op": op, "positions": positions}
                         points.append(SweepPoint(judge, variant, columns | point.describe()))
+        pool.release(judge)  # checked: let go until its tasks come, when the models held pass the budget
     out = sweep_folder(run, config)
     rows = run_points(run, points, pool, out, desc=f"sweep {config.name}", progress=progress)
     write_sweep_plots(rows, out)
@@ -267,7 +275,10 @@ def sweep_layers(config: SteeringSweepConfig, n_layers: int) -> list[int]:
     return sorted({min(int(f * n_layers), n_layers - 1) for f in config.layer_fractions})
 
 
-def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None) -> Path:
+def run_steering_sweep(
+    path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None,
+    executor: str | None = None, max_memory: int | None = None,
+) -> Path:
     """Coefficients x layers of direction steering over a run; results.csv + plots under RUN/steering/sweeps/.
 
     Per judge and layer: one direction (training items only, cached), then one re-judging per coefficient
@@ -281,6 +292,7 @@ def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKey
     run = read_run(Path(config.run))
     steering_split([i.id for i in run.items], config.train_fraction, config.seed)
     pool = judge_pool(run, config.backend, where=where or config, models=models)
+    with_executor(pool, executor or config.executor, max_memory if max_memory is not None else config.max_memory_bytes)
     judges = self_judges(run, config.judges)
     plan = [(judge, layer) for judge in judges for layer in sweep_layers(config, pool.model(judge).n_layers)]
     points = []
@@ -293,6 +305,8 @@ def run_steering_sweep(path: Path, *, progress: bool = True, where: PlacementKey
                 steering = direction_steering(direction, mode, coefficient, config.positions)
                 columns = {"layer": layer, "mode": mode, "coefficient": coefficient, "coefficient_abs": steering.coefficient}
                 points.append(SweepPoint(judge, Variant(f"sweep-{mode}", steering=steering), columns, probe))
+            if (judge, layer) == [step for step in plan if step[0] == judge][-1]:
+                pool.release(judge)  # its directions made: let go until its tasks come (under the budget)
         out = sweep_folder(run, config)
         rows = run_points(run, points, pool, out, desc=f"steering sweep {config.name}", progress=progress)
     write_steering_sweep_plots(rows, out)

@@ -298,6 +298,9 @@ def print_results(payload: dict, console=None) -> None:
         console.print(table)
         used = timings.get("torch_threads_used") or [timings.get("torch_threads")]
         console.print(f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)", highlight=False)
+        if timings.get("peak_rss_gb") is not None:
+            gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""
+            console.print(f"peak memory: {timings['peak_rss_gb']:.2f} GB resident{gpu}", highlight=False)
     console.print()
     for name, path in (payload.get("files") or {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)

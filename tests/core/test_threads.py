@@ -48,55 +48,102 @@ def test_the_cli_sizes_its_threads_and_refuses_a_bad_override():
     assert run.stdout.strip().endswith("threads 2"), run.stdout + run.stderr
 
 
-def _scripted(monkeypatch, samples):
-    """CpuSample.now returns these in turn (wall, busy, own seconds); 2 cores allowed; no real sleep."""
-    from interp.core import threads
+class FakeProc:
+    """A /proc to read instead of the kernel's: the machine's state is set by the test (`at`), so every decision
+    is made from known counters. Two cores (0 and 1); times in seconds."""
 
-    queue = [threads.CpuSample(*values) for values in samples]
-    monkeypatch.setattr(threads.CpuSample, "now", classmethod(lambda cls: queue.pop(0)))
-    monkeypatch.setattr(threads, "allowed_cores", lambda: 2)
-    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
-    return queue
+    def __init__(self):
+        self.hz = os.sysconf("SC_CLK_TCK")
+        self.at(uptime=100.0, busy=(0.0, 0.0), own=0.0, running=1)
+
+    def at(self, *, uptime: float, busy: tuple[float, float], own: float, running: int) -> None:
+        self.state = (uptime, busy, own, running)
+
+    def __call__(self, path: str) -> str:
+        uptime, busy, own, running = self.state
+        tick = lambda seconds: int(round(seconds * self.hz))  # noqa: E731
+        if path == "/proc/uptime":
+            return f"{uptime:.2f} 0.00\n"
+        if path == "/proc/stat":
+            # user nice system idle iowait irq softirq steal guest guest_nice: busy split over user and system,
+            # idle and iowait (not busy) large, so only the busy fields can move the estimate
+            cores = [f"cpu{n} {tick(b / 2)} 0 {tick(b - b / 2)} {tick(uptime * 3)} 7 0 0 0 0 0" for n, b in enumerate(busy)]
+            total = sum(tick(b) for b in busy)
+            return "\n".join([f"cpu {total} 0 0 0 0 0 0 0 0 0", *cores, "intr 5 1 2", f"procs_running {running}", "procs_blocked 0"]) + "\n"
+        if path == "/proc/self/stat":
+            fields = ["S"] + ["0"] * 10 + [str(tick(own / 2)), str(tick(own - own / 2))] + ["0"] * 30
+            return "4242 (python (x)) " + " ".join(fields) + "\n"
+        raise OSError(f"no {path} in the fake /proc")
 
 
-def test_the_count_follows_the_other_processes_and_is_decided_again_between_batches(monkeypatch):
-    """Not the lagging load average: at start another process's runnable thread on one of two cores gives 1
-    thread; once it has left, the next decision (a batch later, from the kernel's busy counters) gives 2; this
-    process's own use never counts as company."""
+def test_the_count_follows_the_other_processes_read_from_a_fake_proc(monkeypatch):
+    """Every decision from the kernel's counters, read through the reader the caller passes: at start the
+    runnable threads now (procs_running, less this process), then, between batches, the cores the others kept
+    busy since the last decision (all cores' busy time less this process's own), never the lagging load average."""
     import torch
     from interp.core import threads
-    from interp.core.threads import others_busy, rebalance_threads, threads_used
+    from interp.core.threads import rebalance_threads, threads_used
 
     monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0, 1})
+    monkeypatch.setattr(threads, "system_load", lambda: 9.0)  # a stale 1-minute average that must not be read
+    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+    proc = FakeProc()
     before = torch.get_num_threads()
     try:
-        # start: one other process runnable now -> 1 thread; the decision measures from this sample on
-        _scripted(monkeypatch, [(0.2, 10.2, 1.0), (0.4, 10.3, 1.1), (2.2, 12.2, 3.0), (5.0, 17.6, 5.6)])
-        monkeypatch.setattr(threads, "runnable_others", lambda: 1.0)
-        assert set_torch_threads() == 1 and torch.get_num_threads() == 1
-        assert rebalance_threads() == 1  # 0.2 s later: too short an interval to decide on, kept
-        # 2.0 s later: 2.0 core-s busy, 2.0 of them ours (our two threads) -> nobody else -> 2 threads
-        assert rebalance_threads() == 2 and torch.get_num_threads() == 2
-        # 2.8 s later: 5.4 core-s busy, 2.6 ours -> another process on one core -> 1 thread again
-        assert rebalance_threads() == 1
+        proc.at(uptime=100.0, busy=(50.0, 40.0), own=3.0, running=2)  # one other thread runnable besides ours
+        assert set_torch_threads(read=proc) == 1 and torch.get_num_threads() == 1
+        proc.at(uptime=100.2, busy=(50.2, 40.0), own=3.2, running=1)
+        assert rebalance_threads(read=proc) == 1  # 0.2 s: too short an interval to decide on, kept
+        proc.at(uptime=102.0, busy=(51.0, 41.0), own=5.0, running=1)  # 2 core-s busy in 2 s, all of it ours
+        assert rebalance_threads(read=proc) == 2 and torch.get_num_threads() == 2
+        proc.at(uptime=104.0, busy=(53.0, 43.0), own=7.0, running=3)  # 4 core-s busy in 2 s, 2 of them ours
+        assert rebalance_threads(read=proc) == 1
         assert threads_used() == [1, 2, 1]
+        # a /proc that cannot be read: the count is kept as it is
+        assert rebalance_threads(read=lambda path: (_ for _ in ()).throw(OSError(path))) == 1
     finally:
         torch.set_num_threads(before)
-    from interp.core.threads import CpuSample
 
+
+def test_a_busy_core_outside_the_affinity_mask_is_not_company(monkeypatch):
+    """Another process busy on a core this process may not run on takes nothing from it."""
+    from interp.core import threads
+    from interp.core.threads import CpuSample, others_busy
+
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0})
+    proc = FakeProc()
+    proc.at(uptime=10.0, busy=(1.0, 1.0), own=0.0, running=1)
+    first = CpuSample.now(read=proc)
+    proc.at(uptime=12.0, busy=(1.0, 3.0), own=0.0, running=2)  # core 1 fully busy for 2 s
+    assert others_busy(first, CpuSample.now(read=proc)) == 0.0
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0, 1})
+    proc.at(uptime=10.0, busy=(1.0, 1.0), own=0.0, running=1)
+    first = CpuSample.now(read=proc)
+    proc.at(uptime=12.0, busy=(1.0, 3.0), own=0.0, running=2)
+    assert others_busy(first, CpuSample.now(read=proc)) == 1.0
     assert others_busy(CpuSample(0.0, 0.0, 0.0), CpuSample(1.0, 1.5, 0.5)) == 1.0
 
 
 def test_a_pinned_or_fixed_count_is_never_decided_again(monkeypatch):
     import torch
+    from interp.core import threads
     from interp.core.threads import rebalance_threads
 
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0, 1})
+    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+    proc = FakeProc()
     before = torch.get_num_threads()
     try:
-        _scripted(monkeypatch, [(0.0, 0.0, 0.0), (9.0, 18.0, 0.0)] * 3)
+        proc.at(uptime=0.0, busy=(0.0, 0.0), own=0.0, running=9)
         monkeypatch.setenv(ENV, "2")
-        assert set_torch_threads() == 2 and rebalance_threads() == 2  # the machine is full, but the user said 2
+        assert set_torch_threads(read=proc) == 2
+        proc.at(uptime=9.0, busy=(9.0, 9.0), own=0.0, running=9)
+        assert rebalance_threads(read=proc) == 2  # the machine is full, but the user said 2
         monkeypatch.delenv(ENV)
-        assert set_torch_threads(2) == 2 and rebalance_threads() == 2  # a training's fixed count
+        proc.at(uptime=0.0, busy=(0.0, 0.0), own=0.0, running=9)
+        assert set_torch_threads(2, read=proc) == 2
+        proc.at(uptime=9.0, busy=(9.0, 9.0), own=0.0, running=9)
+        assert rebalance_threads(read=proc) == 2  # a training's fixed count
     finally:
         torch.set_num_threads(before)

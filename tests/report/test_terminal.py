@@ -97,7 +97,7 @@ def fake_demo(tmp_path, monkeypatch):
 
     def run_demo(folder, **kwargs):
         assert Path(folder) == out
-        timings = Timings(seconds={"generation": 30.0, "judging author-a": 10.0}, threads=1)
+        timings = Timings(seconds={"generation": 30.0, "judging author-a": 10.0}, threads=1, peak_rss_bytes=3 * 2**29)
         return demo_module.Demo(out / "report.html", {"judges": CAUSAL, "n_items": 7}, timings)
 
     monkeypatch.setattr(demo_module, "run_demo", run_demo)
@@ -177,6 +177,7 @@ def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
     assert shown.exit_code == 0, shown.output
     assert any(LONG in line for line in shown.output.splitlines())
     assert "torch threads: 1" in shown.output and "generation" in shown.output and "75%" in shown.output
+    assert "peak memory: 1.50 GB resident" in shown.output and "GPU" not in shown.output
     payload = json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json", "--timings"]).stdout)
-    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1, "torch_threads_used": [1]}
+    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1, "torch_threads_used": [1], "peak_rss_gb": 1.5}
     assert "timings" not in json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json"]).stdout)
