@@ -280,6 +280,14 @@ CASES = [
     case("compare run missing", "compare {run} {root}/norun", nothing, "not a finished run"),
     case("compare by a key that does not differ", "compare {run} {run} --by seed --out {root}/cmp", nothing, "not a key that differs"),
     case("compare out is a file", "compare {run} --out {root}/taken", write("taken", "x"), "taken"),
+    # ---- restyle -------------------------------------------------------------------------------------
+    case("restyle unknown style", "restyle {run} --style shouty --out {root}/new", nothing, "unknown style"),
+    case("restyle prompted style without a rewriter", "restyle {run} --style humorous --out {root}/new", nothing, "is prompted"),
+    case("restyle plain with a rewriter", "restyle {run} --rewriter someone --out {root}/new", nothing, "takes no --rewriter"),
+    case("restyle into the source run", "restyle {run} --out {run}", nothing, "is the source run"),
+    case("restyle run missing", "restyle {root}/norun --out {root}/new", nothing, "not a finished run"),
+    case("restyle unknown embedder", "restyle {run} --embedder no-such-alias --out {root}/new", nothing, "unknown model alias"),
+    case("restyle into a folder of the user's files", "restyle {run} --out {root}/mine", user_folder("mine"), "did not write"),
     # ---- metrics, models -----------------------------------------------------------------------------
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
     case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),

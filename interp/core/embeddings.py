@@ -16,6 +16,7 @@ from typing import Sequence
 import numpy as np
 import torch
 from jaxtyping import Float
+from tqdm.auto import tqdm
 
 from interp.core.backends import left_pad
 from interp.core.models import LoadedModel, cache_root
@@ -38,18 +39,21 @@ def embed_texts(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 
-def cached_embeddings(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8) -> Float[np.ndarray, "text hidden"]:
+def cached_embeddings(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progress: bool = False) -> Float[np.ndarray, "text hidden"]:
     """`embed_texts`, each vector cached on disk under the model's fingerprint and the text (a resumed restyle
     embeds only what it has not)."""
     folder = cache_root() / "embeddings" / model.fingerprint()[:24]
     paths = [folder / f"{hashlib.sha256(text.encode()).hexdigest()[:32]}.npy" for text in texts]
     todo = [i for i, path in enumerate(paths) if not path.is_file()]
+    bar = tqdm(total=len(todo), desc=f"embedding ({model.name})", unit="text", disable=not progress or not todo)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start : start + batch_size]
         for i, vector in zip(chunk, embed_texts(model, [texts[i] for i in chunk], batch_size=batch_size)):
             buffer = io.BytesIO()
             np.save(buffer, vector)
             atomic_write_bytes(paths[i], buffer.getvalue())
+        bar.update(len(chunk))
+    bar.close()
     return np.stack([np.load(path) for path in paths]) if paths else np.zeros((0, 0))
 
 

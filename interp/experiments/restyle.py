@@ -128,12 +128,12 @@ def _similarity(values: np.ndarray, flagged: list[str], threshold: float) -> dic
     return {"n": int(values.size), "mean": float(values.mean()), "min": float(values.min()), "n_flagged": len(flagged), "flagged": flagged, "threshold": threshold}
 
 
-def semantic_check(originals: Sequence[Original], texts: Sequence[str], model, threshold: float) -> tuple[dict, np.ndarray, np.ndarray]:
+def semantic_check(originals: Sequence[Original], texts: Sequence[str], model, threshold: float, progress: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
     """Cosine similarity of each original to its rewrite (`cached_embeddings`); per author and overall: mean,
     min and the rewrites below `threshold`; and, as a yardstick, each original against the next item's
     original of the same author (unrelated answers). Returns the record and both embedding matrices."""
-    before = cached_embeddings(model, [o.text for o in originals])
-    after = cached_embeddings(model, list(texts))
+    before = cached_embeddings(model, [o.text for o in originals], progress=progress)
+    after = cached_embeddings(model, list(texts), progress=progress)
     cosine = cosine_pairs(before, after)
     authors = list(dict.fromkeys(o.author for o in originals))
     record: dict = {"per_author": {}, "per_item": []}
@@ -221,7 +221,7 @@ def restyle_run(
     empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
     if empty and config.empty_answers == "refuse":
         raise InterpError(f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style")
-    similarity, vectors_before, vectors_after = semantic_check(originals, texts, embedder, options.threshold)
+    similarity, vectors_before, vectors_after = semantic_check(originals, texts, embedder, options.threshold, progress)
     after_summary = run_dbg(config, paths.root, progress=progress, models=models, overwrite=overwrite, answers=as_responses(originals, texts, rewriter))
     derived = read_run(paths.root)
     result = {
