@@ -156,3 +156,26 @@ def test_a_humorous_restyle_with_the_llama_cpp_server_as_rewriter(source_run, ti
     rewrites = [json.loads(line) for line in (tmp_path / "humorous" / "restyle" / "rewrites.jsonl").read_text().splitlines()]
     assert all(r["rewrite"].strip() for r in rewrites) and sum(r["rewrite"] != r["original"] for r in rewrites) >= len(rewrites) // 2
     assert (tmp_path / "humorous" / "figures" / "restyle_embedding.png").is_file()
+
+
+def test_a_local_model_rewrites_with_the_prompt_and_its_rewrites_are_cached(source_run, tiny_gemma3_dir, tiny_llama_dir, tmp_path, monkeypatch):
+    """A local rewriter (any folder the project loads; here a tiny random Gemma-3): every rewrite is its answer
+    to the stated prompt, cached under its weights, so a second restyle generates nothing."""
+    from interp.run import responses
+
+    monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
+    prompts: list[str] = []
+    real = responses.generation_prompt
+    monkeypatch.setattr(responses, "generation_prompt", lambda *a, **k: prompts.append(a[2]) or real(*a, **k))
+    out = tmp_path / "formal"
+    result = interp.restyle(source_run["run"], out=out, style="formal", rewriter=str(tiny_gemma3_dir), embedder=str(tiny_llama_dir), progress=False)
+    assert result["restyle"]["kind"] == "local" and len(result["restyle"]["fingerprint"]) > 8
+    assert len(set(prompts)) == 2 * len(ITEMS) and all(p.startswith("Rewrite the response below in a formal style") for p in prompts)
+    assert any("**Paris** is the capital!!!" in p for p in prompts)  # the original answer is in the prompt, as written
+    assert len(list((tmp_path / "cache" / "responses").glob("*.json"))) == 2 * len(ITEMS)
+    rewrites = {(r["author"], r["item_id"]): r["rewrite"] for r in map(json.loads, (out / "restyle" / "rewrites.jsonl").read_text().splitlines())}
+    assert RunDir(out).read_responses()["writer-y"] == {i: rewrites[("writer-y", i)] for i, *_ in ITEMS}
+    generated = []
+    monkeypatch.setattr(responses, "check_generation_lengths", lambda model, items, *a, **k: generated.extend(items))
+    again = interp.restyle(source_run["run"], out=out, style="formal", rewriter=str(tiny_gemma3_dir), embedder=str(tiny_llama_dir), progress=False)
+    assert generated == [] and again["key"] == result["key"]  # every rewrite came from the cache
