@@ -11,8 +11,8 @@ local embedding model (`interp.core.embeddings`), rewrites below `threshold` fla
 originals and rewrites per author. Everything lands in `--out`/restyle.json.
 
 Keys and resuming: the derived run's name carries a hash of the source run's identity and answers, the
-style, the rewriter (its weights' fingerprint, or the served model) and the rewrite prompt, so a different
-restyle never resumes another's folder; rewrites and embeddings are cached on disk and the derived run resumes
+style, the rewriter (its weights' fingerprint, or the served model), the rewrite prompt and the rewrites, so a
+different restyle never resumes another's folder; rewrites and embeddings are cached on disk and the derived run resumes
 as any run does, so running the command again rewrites, embeds and judges nothing.
 """
 
@@ -149,9 +149,11 @@ def semantic_check(originals: Sequence[Original], texts: Sequence[str], model, t
     return record, before, after
 
 
-def restyle_key(source: Run, rewriter: Rewriter, fingerprint: str | None) -> str:
+def restyle_key(source: Run, rewriter: Rewriter, fingerprint: str | None, texts: Sequence[str]) -> str:
+    """What determines the derived run: the source run's config identity and answers, the rewriter and its
+    rewrites (so a changed normaliser, or a rewrite no longer cached and made again otherwise, is a new run)."""
     answers = {author: source.responses[author] for author in source.config.models}
-    payload = {"source": source.config.identity_hash(), "answers": answers, "rewriter": rewriter.record(fingerprint)}
+    payload = {"source": source.config.identity_hash(), "answers": answers, "rewriter": rewriter.record(fingerprint), "rewrites": list(texts)}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -213,11 +215,11 @@ def restyle_run(
     models = models if models is not None else ModelCache(placement_of(config))
     embedder = models.get(options.embedder)
     local = models.get(rewriter.model) if rewriter.model is not None and rewriter.url is None else None
-    key = restyle_key(source, rewriter, local.fingerprint() if local is not None else None)
-    config = derived_config(source, key, where)
     originals = [Original(author, item, source.responses[author][item.id]) for author in config.models for item in source.items]
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     texts = rewrite(originals, rewriter, decoding, model=local, progress=progress)
+    key = restyle_key(source, rewriter, local.fingerprint() if local is not None else None, texts)
+    config = derived_config(source, key, where)
     empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
     if empty and config.empty_answers == "refuse":
         raise InterpError(f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style")

@@ -69,15 +69,18 @@ def embedding_figure(before: np.ndarray, after: np.ndarray, authors: Sequence[st
     return fig, used
 
 
-def dbg_rows(result: dict) -> list[list[str]]:
+def dbg_rows(result: dict, *, reasons: bool = True) -> list[list[str]]:
+    """One row per judge; `reasons`: why a share or a verdict is missing, in its cell (the terminal prints them
+    below its table instead)."""
     rows = []
     for judge, r in result["judges"].items():
         share = r.get("share_removed")
+        missing_share = "n/a" + (f": {r.get('share_removed_reason')}" if reasons else "")
         rows.append([
             judge, f"{pts(r['dbg_before'])} {pts_ci(r['dbg_before_ci'])}", f"{pts(r['dbg_after'])} {pts_ci(r['dbg_after_ci'])}",
             pts(r["dbg_after"] - r["dbg_before"]), ", ".join(r["test"].get("controls") or []) or "none",
-            "n/a: " + str(r.get("share_removed_reason")) if share is None else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
-            p_value(r["p_value"]), {True: "yes", False: "no", None: f"no verdict: {r.get('reason')}"}[r["causal"]],
+            missing_share if share is None else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
+            p_value(r["p_value"]), {True: "yes", False: "no", None: "no verdict" + (f": {r.get('reason')}" if reasons else "")}[r["causal"]],
         ])  # fmt: skip
     return rows
 
@@ -125,7 +128,7 @@ def print_restyle(result: dict, console=None) -> None:
 
     console = console or results_console()
     for title, header, rows in (
-        (f"DBG before and after the {result['restyle']['style']} rewrite (pts)", DBG_HEADER, dbg_rows(result)),
+        (f"DBG before and after the {result['restyle']['style']} rewrite (pts)", DBG_HEADER, dbg_rows(result, reasons=False)),
         (f"Similarity of originals and rewrites (flagged below {result['threshold']:g})", SIMILARITY_HEADER, similarity_rows(result)),
     ):
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
@@ -134,4 +137,9 @@ def print_restyle(result: dict, console=None) -> None:
         for row in rows:
             table.add_row(*row)
         console.print(table)
+        if header is DBG_HEADER:
+            notes = [f"no verdict: {r['reason']}" for r in result["judges"].values() if r.get("reason")]
+            notes += [f"no share (n/a): {r['share_removed_reason']}" for r in result["judges"].values() if r.get("share_removed_reason")]
+            for note in dict.fromkeys(notes):
+                console.print(note, highlight=False, soft_wrap=True)
     console.print(f"derived run: {result['derived_run']}  report: {result.get('report')}", highlight=False, soft_wrap=True)

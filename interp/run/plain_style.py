@@ -6,7 +6,8 @@ the same rewrite):
 
 - markup: Markdown headings, emphasis (`**bold**`, `*italic*`, `__x__`, `_x_`, `~~x~~`), inline code and code
   fences, links and images (their text kept), block quotes, rules, tables' pipes and HTML tags are removed;
-- lists: bulleted and numbered items become sentences of one paragraph;
+- lists: bulleted and numbered items become sentences of one paragraph, also where a word cap has put the
+  list on one line (" * item", and " 1. item" where items 1 and 2 are there);
 - emphasis by case: a word in capitals of five letters or more is lower-cased (shorter ones are kept as
   acronyms); each sentence starts with a capital;
 - punctuation: curly quotes become straight, dashes a spaced hyphen, runs of `!` or `?` one mark, `!` a
@@ -32,6 +33,8 @@ _EMPHASIS = [re.compile(p) for p in (r"\*\*(.+?)\*\*", r"__(.+?)__", r"~~(.+?)~~
 _CODE = re.compile(r"`+([^`]*)`+")
 _ITEM = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u25cf]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s))\s+(.*)$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
+_INLINE_BULLET = re.compile(r"(\S?)\s+[*\u2022]\s+(?=\S)")
+_INLINE_NUMBER = re.compile(r"(\S?)(?:^|\s+)\(?\d{1,2}[.)]\s+(?=[A-Za-z\"'(])")
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d]")
 _CAPS = re.compile(r"\b[A-Z]{5,}\b")
 _MARKS = re.compile(r"\s+([,.;:!?])")
@@ -79,6 +82,20 @@ def _paragraphs(text: str) -> list[str]:
     return [" ".join(lines) for lines in paragraphs if lines]
 
 
+def _inline_lists(paragraph: str) -> str:
+    """A list flattened into one line (answers capped at a word limit lose their line breaks): " * item" and,
+    where the paragraph holds items 1 and 2, " 1. item" become sentence breaks (after a colon, a space)."""
+
+    def brk(match: re.Match) -> str:
+        before = match.group(1)
+        return before + (" " if not before or before in ".?!:;" else ". ")
+
+    paragraph = _INLINE_BULLET.sub(brk, paragraph)
+    if re.search(r"(^|\s)\(?1[.)]\s", paragraph) and re.search(r"\s\(?2[.)]\s", paragraph):
+        paragraph = _INLINE_NUMBER.sub(brk, paragraph)
+    return paragraph.strip()
+
+
 def _punctuation(text: str) -> str:
     text = text.translate(_TRANSLATE)
     text = re.sub(r"\s*[\u2013\u2014]\s*|\s+--\s+", " - ", text)
@@ -99,5 +116,5 @@ def _casing(text: str) -> str:
 def plain_style(text: str) -> str:
     """`text` in the plain style (rules in the module docstring): deterministic and idempotent."""
     text = _strip_markup(text.replace("\r\n", "\n"))
-    paragraphs = [_casing(_punctuation(_sentence(p))) for p in _paragraphs(text)]
+    paragraphs = [_casing(_punctuation(_sentence(_inline_lists(p)))) for p in _paragraphs(text)]
     return "\n\n".join(p for p in paragraphs if p.strip(" .")).strip()

@@ -21,6 +21,9 @@ from tests.helpers import REPO
         ("```python\nx = 1\n```", "X = 1."),  # the fence goes, the code stays as text
         ("Steps:\n\n- boil water\n- add the egg\n* wait", "Steps:\n\nBoil water. Add the egg. Wait."),  # bullets: sentences
         ("1. First\n2) Second\n(3) Third", "First. Second. Third."),  # numbered items
+        ("Consider: * a venue * a menu", "Consider: a venue. A menu."),  # a list a word cap put on one line
+        ("Steps 1. **Plan** it 2. Cook it", "Steps. Plan it. Cook it."),
+        ("It boils at 100. Then it is hot.", "It boils at 100. Then it is hot."),  # a number alone is no list
         ("| a | b |\n|---|---|\n| 1 | 2 |", "A, b. 1, 2."),  # a table: its rows as sentences
         ("This is EXTREMELY IMPORTANT for NASA, VERY.", "This is extremely important for NASA, VERY."),  # shouting lower-cased, acronyms kept
         ("Wow!!! Really?! Hmm... ok\u2026", "Wow. Really? Hmm. Ok."),  # marks: one, ! a stop, ellipsis a stop
