@@ -11,7 +11,6 @@ import numpy as np
 
 from interp.analysis.compare import own_minus_other_profiles
 from interp.formatting import fixed, p_value, pct, pts, pts_ci
-from interp.report.compare import depth_profiles_figure
 from interp.report.figures import Figure, png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.run.store import RunDir
@@ -69,6 +68,29 @@ def embedding_figure(before: np.ndarray, after: np.ndarray, authors: Sequence[st
     return fig, used
 
 
+def figure7_before_after(profiles: Sequence, source: Path) -> Figure:
+    """Figure 7's own-minus-other attention per judge on relative depth: the source run (before) and the derived
+    run (after) in one panel per judge."""
+    judges = list(dict.fromkeys(p.judge for p in profiles))
+    cols = min(len(judges), 3)
+    rows = -(-len(judges) // cols)
+    fig, axes = subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False, sharey=True)
+    for ax, judge in zip(axes.flat, judges):
+        for profile in (p for p in profiles if p.judge == judge):
+            before = Path(profile.run) == Path(source)
+            ax.plot(profile.depth, profile.own_minus_other, marker=".", ls="-" if before else "--", color="tab:blue" if before else "tab:orange", label="before" if before else "after")
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_title(Path(judge).name, fontsize=9)
+        ax.set_xlabel("relative depth", fontsize=8)
+        ax.legend(fontsize=7)
+    for ax in list(axes.flat)[len(judges) :]:
+        ax.set_visible(False)
+    axes[0][0].set_ylabel("attention to own - other answer", fontsize=8)
+    fig.suptitle("Figure 7 before and after the rewrite: own minus other", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
 def dbg_rows(result: dict, *, reasons: bool = True) -> list[list[str]]:
     """One row per judge; `reasons`: why a share or a verdict is missing, in its cell (the terminal prints them
     below its table instead)."""
@@ -107,7 +129,7 @@ def restyle_section(result: dict, source: Path, paths: RunDir, before: np.ndarra
     files = {"embedding": save_figure(fig, paths.figures / "restyle_embedding")["png"]}
     profiles, without = own_minus_other_profiles([source, paths.root])
     if profiles and not without:
-        files["figure7"] = save_figure(depth_profiles_figure(profiles), paths.figures / "restyle_figure7")["png"]
+        files["figure7"] = save_figure(figure7_before_after(profiles, source), paths.figures / "restyle_figure7")["png"]
     restyle = result["restyle"]
     body = render(
         _SECTION, source_run=result["source_run"], style=restyle["style"], rewriter=restyle["rewriter"], kind=restyle["kind"], gold=result["gold_judges"],
