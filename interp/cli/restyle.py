@@ -37,7 +37,8 @@ def restyle(
         style=style, rewriter=rewriter, rewriter_url=rewriter_url, embedder=embedder, threshold=threshold,
         control_judges=control_judge, test_alpha=test_alpha, projection=projection,
     )  # fmt: skip
-    result = restyle_run(run_dir, out, options, where=placement_keys(device, dtype), progress=not as_json, overwrite=overwrite)
+    where = placement_keys(device, dtype) if device is not None or dtype is not None else None  # none given: the source run's
+    result = restyle_run(run_dir, out, options, where=where, progress=not as_json, overwrite=overwrite)
     if as_json:
         typer.echo(payload_json(result))
     else:
