@@ -378,7 +378,7 @@ def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
 def test_the_catalogue_is_large_and_covers_every_command():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
     commands = {c.args[0] for c in CASES}
-    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models"}
+    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models", "restyle"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
