@@ -54,6 +54,7 @@ _EXPORTS: dict[str, str] = {
     "compare": "interp.api.compare",
     "compare_figure": "interp.api.compare",
     "figure7_across_runs": "interp.api.compare",
+    "restyle": "interp.api.restyle",
     "RunComparison": "interp.analysis.compare",
     "AttentionIntervention": "interp.hooks.spec",
     # the layers below, for scripts that compose them
@@ -116,6 +117,7 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
         sweep,
     )
     from interp.api.compare import compare, compare_figure, figure7_across_runs
+    from interp.api.restyle import restyle
     from interp.analysis.compare import RunComparison
     from interp.config import RunConfig
     from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend

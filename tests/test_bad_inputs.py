@@ -280,6 +280,14 @@ CASES = [
     case("compare run missing", "compare {run} {root}/norun", nothing, "not a finished run"),
     case("compare by a key that does not differ", "compare {run} {run} --by seed --out {root}/cmp", nothing, "not a key that differs"),
     case("compare out is a file", "compare {run} --out {root}/taken", write("taken", "x"), "taken"),
+    # ---- restyle -------------------------------------------------------------------------------------
+    case("restyle unknown style", "restyle {run} --style shouty --out {root}/new", nothing, "unknown style"),
+    case("restyle prompted style without a rewriter", "restyle {run} --style humorous --out {root}/new", nothing, "is prompted"),
+    case("restyle plain with a rewriter", "restyle {run} --rewriter someone --out {root}/new", nothing, "takes no --rewriter"),
+    case("restyle into the source run", "restyle {run} --out {run}", nothing, "is the source run"),
+    case("restyle run missing", "restyle {root}/norun --out {root}/new", nothing, "not a finished run"),
+    case("restyle unknown embedder", "restyle {run} --embedder no-such-alias --out {root}/new", nothing, "unknown model alias"),
+    case("restyle into a folder of the user's files", "restyle {run} --out {root}/mine", user_folder("mine"), "did not write"),
     # ---- metrics, models -----------------------------------------------------------------------------
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
     case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
@@ -370,7 +378,7 @@ def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
 def test_the_catalogue_is_large_and_covers_every_command():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
     commands = {c.args[0] for c in CASES}
-    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models"}
+    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models", "restyle"}
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

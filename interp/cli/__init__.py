@@ -20,7 +20,7 @@ try:  # typer >= 0.25 carries its own copy of click; its usage errors are that c
 except ImportError:  # pragma: no cover - older typer on the real click
     from click import exceptions as click_exceptions
 
-from interp.cli import attention, compare, experiments, explain, grade, localize, metrics, organism, run
+from interp.cli import attention, compare, experiments, explain, grade, localize, metrics, organism, restyle, run
 from interp.core.cache_dir import check_cache_root
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
@@ -83,6 +83,7 @@ command(app, "steer", experiments.steer)
 command(app, "steer-sweep", experiments.steer_sweep)
 command(app, "attention", attention.attention)
 command(app, "compare", compare.compare)
+command(app, "restyle", restyle.restyle)
 command(app, "localize", localize.localize)
 command(app, "explain", explain.explain)
 command(app, "validate", organism.validate)

@@ -369,7 +369,7 @@ def intervene_run(
         for judge in names:
             result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, random_sets(design, names), pool, test_items, progress)
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
-        _holm(result, names)
+        holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))
     return result
@@ -461,7 +461,10 @@ def _test_judge(
         pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
     common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
-    test = between_judge_test(delta_judge, delta_controls, **common)
+    before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
+    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    test, gap = judge_level_test(before, after, gold, gold, control_before, control_after, **common)
     random_effects, random_skipped = None, False
     if design.heads == "top-heads" and test.p_value is not None:
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
@@ -470,28 +473,9 @@ def _test_judge(
             random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
-    before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
-    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(len(controls), len(items))
-    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
-    gap = None
-    if controls:
-        gap = share_removed(before - gold, after - gold, control_before - gold, control_after - gold, alpha=design.test_alpha, n_boot=config.n_boot, seed=config.seed)
-    control_mean = float(delta_controls.mean()) if controls else None
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
-    out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
-    out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
-    notes = ["within the judge: " + too_few_items(len(items), design.n_flips, design.test_alpha)] if smallest_flip_p(len(items), design.n_flips) > design.test_alpha else []
+    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
+    out["test"] |= {"random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
     out |= {
-        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`_holm`)
-        "n_test": len(items),
-        "notes": notes,
-        "verdict": "; ".join([test.verdict(judge), *notes]),
-        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
-        "gap_before": gap.gap_before.to_dict() if gap else None,
-        "gap_after": gap.gap_after.to_dict() if gap else None,
-        "dbg_test_before": gap.test_before.to_dict() if gap else None,
-        "share_removed": gap.share_removed.to_dict() if gap and gap.share_removed else None,
-        "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
         "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
@@ -500,6 +484,53 @@ def _test_judge(
     if random_effects is not None:
         out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
     return out
+
+
+def judge_level_test(
+    before: np.ndarray,
+    after: np.ndarray,
+    gold_before: np.ndarray,
+    gold_after: np.ndarray,
+    control_before: np.ndarray,
+    control_after: np.ndarray,
+    *,
+    alpha: float,
+    n_flips: int,
+    n_boot: int,
+    seed: int,
+):
+    """The judge-level test of one change to a judge's verdicts (an intervention on the model, or on the answers
+    it reads), from per-item P(own) before and after for the judge and each control judge (`control_*`:
+    [control, item], "own" always the tested judge's answer): Crawford-Howell of the judge's change against the
+    controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
+    (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
+    test = between_judge_test(after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed)
+    gap = None
+    if len(control_before):
+        gap = share_removed(before - gold_before, after - gold_after, control_before - gold_before, control_after - gold_after, alpha=alpha, n_boot=n_boot, seed=seed)
+    return test, gap
+
+
+def judge_level_fields(judge: str, test, gap, controls: Sequence[str], n_flips: int, n_items: int) -> dict:
+    """The judge-level test's fields of a result.json record (`causal`, `p_value`, `test`, `within_judge`,
+    `share_removed`, the gaps, the verdict, ...)."""
+    out = test.to_dict()
+    out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
+    out["test"] |= {"controls": list(controls)}
+    notes = ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])] if smallest_flip_p(n_items, n_flips) > out["test_alpha"] else []
+    control_mean = float(np.mean(test.control_effects)) if controls else None
+    return out | {
+        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`holm_judges`)
+        "n_test": n_items,
+        "notes": notes,
+        "verdict": "; ".join([test.verdict(judge), *notes]),
+        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
+        "gap_before": gap.gap_before.to_dict() if gap else None,
+        "gap_after": gap.gap_after.to_dict() if gap else None,
+        "dbg_test_before": gap.test_before.to_dict() if gap else None,
+        "share_removed": gap.share_removed.to_dict() if gap and gap.share_removed else None,
+        "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
+    }
 
 
 def _random_effects(
@@ -526,7 +557,7 @@ def _random_effects(
     return effects
 
 
-def _holm(result: dict, names: Sequence[str]) -> None:
+def holm_judges(result: dict, names: Sequence[str]) -> None:
     """Holm over the judges of one command that have a between-judge test (one judge: p_holm = p_value): the
     decision is p_holm <= test_alpha, and each record keeps its raw p beside the adjusted one."""
     tested = [judge for judge in names if result["judges"][judge]["p_value"] is not None]

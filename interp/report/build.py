@@ -14,7 +14,7 @@ from interp.templating import Markup
 
 # The headline first: DBG, the causal verdicts, Figure 7; then what qualifies it. Sections a later step wrote
 # (figures/<name>, first line its title), in this order after DBG.
-HEADLINE_SECTIONS = ("intervention_section.html", "explain_section.html", "attention_section.html")
+HEADLINE_SECTIONS = ("restyle_section.html", "intervention_section.html", "explain_section.html", "attention_section.html")
 LATER_SECTIONS = ("validation_section.html", "steering_section.html")
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Sequence
+from typing import Collection, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
@@ -82,7 +82,11 @@ def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
     return sample_items(load_items(config.data), n=config.n, seed=config.seed)
 
 
-def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, progress: bool) -> dict[str, dict[str, str]]:
+def prepare_responses(
+    config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, progress: bool, answers: Mapping[str, Sequence[Response]] | None = None
+) -> dict[str, dict[str, str]]:
+    """The run's responses: read back when complete, else generated, asked for or imported per model (`answers`:
+    given records that stand for a model's answers, e.g. a restyled run's rewrites)."""
     existing = paths.read_responses()
     if all(set(existing.get(m, {})) >= {i.id for i in items} for m in config.models):
         if config.empty_answers == "refuse":
@@ -91,7 +95,9 @@ def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], m
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     records = []
     for spec in config.models:
-        if spec in config.imports:
+        if answers is not None and spec in answers:
+            records += list(answers[spec])
+        elif spec in config.imports:
             records += imported_responses(config.imports[spec], items, spec, max_words=config.max_words)
         elif config.server(spec) is not None:
             records += server_responses(config.server(spec), items, decoding, progress=progress)
@@ -177,7 +183,14 @@ def run_gold_step(
 
 
 def run_dbg(
-    config: RunConfig, out: Path, *, progress: bool = True, models: ModelCache | None = None, overwrite: bool = False, timings: Timings | None = None
+    config: RunConfig,
+    out: Path,
+    *,
+    progress: bool = True,
+    models: ModelCache | None = None,
+    overwrite: bool = False,
+    timings: Timings | None = None,
+    answers: Mapping[str, Sequence[Response]] | None = None,
 ) -> dict:
     """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
 
@@ -186,7 +199,9 @@ def run_dbg(
     is saved with the dtype its models run in (resolved from `device`/`dtype` on this machine), so a resume
     in another precision is refused like any other change of config. `out` may be new, empty or a run to
     resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`). `timings`
-    collects the seconds of each step (loading models, generation, judging per judge, gold, summary).
+    collects the seconds of each step (loading models, generation, judging per judge, gold, summary). `answers`:
+    an author's answers given as records (a restyled run's rewrites, `interp.experiments.restyle`): written as
+    its responses, never generated.
     """
     timings = timings if timings is not None else Timings()
     paths = RunDir(Path(out))
@@ -204,7 +219,7 @@ def run_dbg(
     if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
         check_http_gold(judges, paths, items)
     with timings.step("load and check models"):
-        check_models(config, paths, items, models)
+        check_models(config, paths, items, models, given=set(answers or ()))
     for judge in judges:  # a missing reference answer is found here, not after responses and judgments are written
         if isinstance(judge, ReferenceJudge):
             judge.check_items(items)
@@ -216,7 +231,7 @@ def run_dbg(
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [asdict(item) for item in items])
         with timings.step("generation"):
-            responses = prepare_responses(config, paths, items, models, progress)
+            responses = prepare_responses(config, paths, items, models, progress, answers)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
         queries = None if config.attention == "none" else config.attention
@@ -274,16 +289,16 @@ def judge_backends(config: RunConfig, models: ModelCache) -> dict:
     return {judge: make_backend(model, config.backend) for judge, model in local.items()}
 
 
-def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> None:
+def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, given: Collection[str] = ()) -> None:
     """Load every local model the run needs (a missing one fails here), check that each judge fits the backend,
     that each generation prompt still to run, plus max_new_tokens, fits its model's context, and read every
-    imported answer file."""
+    imported answer file (`given`: authors whose answers are given, not generated)."""
     existing = paths.read_responses()
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     used = []  # local models that will answer or judge
     for spec in config.models:
         missing = [item for item in items if item.id not in existing.get(spec, {})]
-        if not missing or config.server(spec) is not None:
+        if not missing or config.server(spec) is not None or spec in given:
             continue
         if spec in config.imports:
             imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
