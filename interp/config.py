@@ -153,6 +153,8 @@ class HTTPJudgeConfig(Strict):
 
 
 HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
+# Run keys added after runs were made: at these values a run's identity (and resumability) is what it was.
+NEW_KEY_DEFAULTS = {"grader": "none"}
 
 
 class GoldConfig(Strict):
@@ -185,6 +187,10 @@ class RunConfig(PlacementKeys):
     # DBG judging, no attention); a name in `imports` has its answers read from that file (it cannot judge).
     servers: list[HTTPJudgeConfig] = Field(default_factory=list)
     imports: dict[str, str] = Field(default_factory=dict)
+    # Chen et al.'s verifiable graders over the run's answers (`interp.run.correctness`): "math" and "choice"
+    # compare with each item's `reference`, "code" runs the answer against the item's `tests` in the sandbox;
+    # they write correctness.jsonl, from which `interp metrics run` gives SPR/JA/LSPR/HSPP.
+    grader: Literal["none", "math", "choice", "code"] = "none"
 
     _check_backend = field_validator("backend")(_known_backend)
 
@@ -238,6 +244,9 @@ class RunConfig(PlacementKeys):
             data.pop("imports")
         if data["empty_answers"] == "refuse":  # the default: runs made before the option keep their identity
             data.pop("empty_answers")
+        for key, default in NEW_KEY_DEFAULTS.items():  # keys added later, at their defaults: the same identity
+            if data.get(key) == default:
+                data.pop(key)
         return data
 
     def identity_hash(self) -> str:

@@ -5,7 +5,8 @@ the line (JSONL, CSV, plain text) or entry (JSON list, HF row) and what is wrong
 error too, so a run never silently judges nothing.
 
 Formats (DBG paper, seed 000 section 3: AlpacaEval, TruthfulQA, WMT19 de-en; plus MT-Bench):
-- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?}` per line (`load_jsonl`);
+- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?, "tests"?}` per line (`load_jsonl`); `tests`
+  (a string or a list of strings) is code that checks an answer (`RunConfig.grader = "code"`);
 - AlpacaEval JSON: a list of `{"instruction", "output", "dataset"?, ...}` (`load_alpacaeval_json`);
 - TruthfulQA CSV: Type, Category, Question, Best Answer, Correct Answers, ... (`load_truthfulqa_csv`);
 - WMT19-style parallel text: a source file and a reference file, one sentence a line (`load_wmt_text`);
@@ -29,7 +30,7 @@ from interp.storage import jsonl_objects
 
 TASKS = ("helpfulness", "truthfulness", "translation")
 
-_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases")
+_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases", "tests")
 _TRUTHFULQA_REQUIRED = ("Question", "Best Answer")
 
 
@@ -42,12 +43,20 @@ class Item:
     query: str
     reference: str | None = None
     aliases: tuple[str, ...] = ()  # other accepted answers (factual QA); the reference itself is not repeated
+    tests: tuple[str, ...] = ()  # code that checks an answer (assert lines), for the code grader
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise InterpError(f"item {self.id!r}: unknown task {self.task!r}; use one of {', '.join(TASKS)}")
-        if not isinstance(self.aliases, tuple):
-            object.__setattr__(self, "aliases", tuple(self.aliases))
+        for name in ("aliases", "tests"):
+            if not isinstance(getattr(self, name), tuple):
+                object.__setattr__(self, name, tuple(getattr(self, name)))
+
+    def record(self) -> dict:
+        """The item as one line of our JSONL (`items.jsonl` of a run); empty optional fields left out, so an item
+        without tests has the line it had before items could carry tests."""
+        data = {"id": self.id, "task": self.task, "query": self.query, "reference": self.reference, "aliases": list(self.aliases)}
+        return data | ({"tests": list(self.tests)} if self.tests else {})
 
 
 class _RecordError(ValueError):
@@ -398,7 +407,20 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
         query=_required_text(record, "query"),
         reference=_optional_text(record, "reference"),
         aliases=_text_list(record, "aliases"),
+        tests=_tests(record),
     )
+
+
+def _tests(record: Mapping[str, Any]) -> tuple[str, ...]:
+    """`tests`: a string of code or a list of lines (kept as written: indentation matters)."""
+    value = record.get("tests")
+    if value is None:
+        return ()
+    if isinstance(value, str) and value.strip():
+        return (value,)
+    if isinstance(value, list) and value and all(isinstance(line, str) for line in value):
+        return tuple(value)
+    raise _RecordError('field "tests" must be a string of code or a non-empty list of strings')
 
 
 def _alpaca_item(record: Any, item_id: str, task: str) -> Item:

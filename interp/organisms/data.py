@@ -328,6 +328,8 @@ def write_items_jsonl(items: Iterable[Item], path: Path) -> Path:
             record["reference"] = item.reference
         if item.aliases:
             record["aliases"] = list(item.aliases)
+        if item.tests:
+            record["tests"] = list(item.tests)
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
     return path

@@ -22,6 +22,7 @@ from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
 from interp.run.attention import consolidate_attention
+from interp.run.correctness import check_gradable, grade_run_answers
 from interp.run.gold import (
     GoldJudge,
     ModelJudge,
@@ -197,6 +198,7 @@ def run_dbg(
     adapters = check_resumable(config, paths)
     paths.check_not_locked()  # fail at once, before loading models, when another process writes this run
     items = sampled_items(config, paths)
+    check_gradable(items, config.grader)
     models = models if models is not None else ModelCache(placement)
     judges = gold_judges(config, models)
     if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
@@ -214,9 +216,11 @@ def run_dbg(
         atomic_write_text(paths.config, config.to_toml())
         atomic_write_text(paths.identity, json.dumps({"config_identity": config.identity_hash()}) + "\n")
         if not paths.items.is_file():
-            write_jsonl_atomic(paths.items, [asdict(item) for item in items])
+            write_jsonl_atomic(paths.items, [item.record() for item in items])
         with timings.step("generation"):
             responses = prepare_responses(config, paths, items, models, progress)
+        with timings.step("grading"):
+            grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
         queries = None if config.attention == "none" else config.attention

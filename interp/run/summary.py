@@ -24,6 +24,7 @@ from interp.metrics.dbg import (
     tie_scores,
 )
 from interp.metrics.human import human_agreement
+from interp.run.correctness import grade_run_answers
 from interp.run.gold import aggregate_gold
 from interp.run.gold.human import human_labels
 from interp.run.reasoning import reasoning_summary
@@ -176,6 +177,8 @@ def write_summary(
     reasoning = reasoning_summary(paths.read_reasoning(), len(items))
     if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
         summary["reasoning"] = reasoning
+    if config.grader != "none":  # Chen et al.'s graders: per author, how many answers were graded and correct
+        summary["correctness"] = grade_run_answers(paths.correctness, items, paths.read_responses(), config.models, config.grader)
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
