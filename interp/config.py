@@ -154,7 +154,7 @@ class HTTPJudgeConfig(Strict):
 
 HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
 # Run keys added after runs were made: at these values a run's identity (and resumability) is what it was.
-NEW_KEY_DEFAULTS = {"grader": "none"}
+NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none"}
 
 
 class GoldConfig(Strict):
@@ -191,6 +191,13 @@ class RunConfig(PlacementKeys):
     # compare with each item's `reference`, "code" runs the answer against the item's `tests` in the sandbox;
     # they write correctness.jsonl, from which `interp metrics run` gives SPR/JA/LSPR/HSPP.
     grader: Literal["none", "math", "choice", "code"] = "none"
+    # "pointwise": SALIERI's 1-5 rubric judging of each answer alone (`interp.run.pointwise`) instead of pairs.
+    mode: Literal["pairwise", "pointwise"] = "pairwise"
+    # Judge-side chain of thought before a pairwise verdict (Chen et al. section 5): "standard" asks for
+    # step-by-step reasoning, "long" for a long one (a reasoning model's); `interp.run.rationale`.
+    cot: Literal["none", "standard", "long"] = "none"
+    max_rationale_tokens: int | None = Field(None, ge=1)  # default: 256 (pointwise feedback, standard), 2048 (long)
+    salieri_reference: str | None = None  # the reference agent of SALIERI: a judge that wrote no answer
 
     _check_backend = field_validator("backend")(_known_backend)
 
@@ -211,6 +218,23 @@ class RunConfig(PlacementKeys):
         if unable:
             raise ValueError(f"{unable[0]!r} has imported answers but no weights or server to judge with")
         return self
+
+    @model_validator(mode="after")
+    def _judging_modes_fit(self):
+        if self.mode == "pointwise" and (self.ties or self.cot != "none"):
+            raise ValueError("mode = \"pointwise\" scores one answer 1-5 after its own feedback: leave ties and cot at their defaults")
+        if (self.mode == "pointwise" or self.cot != "none") and any(self.server(j) for j in self.judge_specs):
+            raise ValueError("a judge behind a server gives a verdict only: pointwise and cot judging need local judges")
+        if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
+            raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
+        if self.salieri_reference in self.models:
+            raise ValueError(f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not")
+        return self
+
+    @property
+    def rationale_tokens(self) -> int:
+        """Tokens a judge may write before its verdict (pointwise feedback, chain of thought)."""
+        return self.max_rationale_tokens or (2048 if self.cot == "long" else 256)
 
     def server(self, name: str) -> HTTPJudgeConfig | None:
         return next((server for server in self.servers if server.name == name), None)

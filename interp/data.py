@@ -5,8 +5,7 @@ the line (JSONL, CSV, plain text) or entry (JSON list, HF row) and what is wrong
 error too, so a run never silently judges nothing.
 
 Formats (DBG paper, seed 000 section 3: AlpacaEval, TruthfulQA, WMT19 de-en; plus MT-Bench):
-- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?, "tests"?}` per line (`load_jsonl`); `tests`
-  (a string or a list of strings) is code that checks an answer (`RunConfig.grader = "code"`);
+- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?, "tests"?}` per line (`load_jsonl`);
 - AlpacaEval JSON: a list of `{"instruction", "output", "dataset"?, ...}` (`load_alpacaeval_json`);
 - TruthfulQA CSV: Type, Category, Question, Best Answer, Correct Answers, ... (`load_truthfulqa_csv`);
 - WMT19-style parallel text: a source file and a reference file, one sentence a line (`load_wmt_text`);
@@ -20,7 +19,7 @@ import csv
 import hashlib
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -48,15 +47,12 @@ class Item:
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise InterpError(f"item {self.id!r}: unknown task {self.task!r}; use one of {', '.join(TASKS)}")
-        for name in ("aliases", "tests"):
-            if not isinstance(getattr(self, name), tuple):
-                object.__setattr__(self, name, tuple(getattr(self, name)))
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "tests", tuple(self.tests))
 
     def record(self) -> dict:
-        """The item as one line of our JSONL (`items.jsonl` of a run); empty optional fields left out, so an item
-        without tests has the line it had before items could carry tests."""
-        data = {"id": self.id, "task": self.task, "query": self.query, "reference": self.reference, "aliases": list(self.aliases)}
-        return data | ({"tests": list(self.tests)} if self.tests else {})
+        """The item as a line of our JSONL (a run's `items.jsonl`); without tests, the line it had before tests."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != "tests" or v}
 
 
 class _RecordError(ValueError):
@@ -407,31 +403,14 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
         query=_required_text(record, "query"),
         reference=_optional_text(record, "reference"),
         aliases=_text_list(record, "aliases"),
-        tests=_tests(record),
+        tests=_text_list(record, "tests", as_written=True),  # code: indentation matters
     )
-
-
-def _tests(record: Mapping[str, Any]) -> tuple[str, ...]:
-    """`tests`: a string of code or a list of lines (kept as written: indentation matters)."""
-    value = record.get("tests")
-    if value is None:
-        return ()
-    if isinstance(value, str) and value.strip():
-        return (value,)
-    if isinstance(value, list) and value and all(isinstance(line, str) for line in value):
-        return tuple(value)
-    raise _RecordError('field "tests" must be a string of code or a non-empty list of strings')
 
 
 def _alpaca_item(record: Any, item_id: str, task: str) -> Item:
     if not isinstance(record, dict):
         raise _RecordError("not a JSON object")
-    return Item(
-        id=item_id,
-        task=task,
-        query=_required_text(record, "instruction"),
-        reference=_optional_text(record, "output"),
-    )
+    return Item(id=item_id, task=task, query=_required_text(record, "instruction"), reference=_optional_text(record, "output"))
 
 
 def _truthfulqa_item(row: Mapping[str, str], item_id: str) -> Item:
@@ -457,12 +436,7 @@ def _mtbench_item(record: Any) -> Item:
     turns = _text_list(record, "turns")
     if not turns:
         raise _RecordError("missing field \"turns\" (a non-empty list of strings)")
-    return Item(
-        id=f"mtbench-{question_id}",
-        task="helpfulness",
-        query=turns[0],
-        reference=_mtbench_first_reference(record),
-    )
+    return Item(id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record))
 
 
 def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
@@ -539,13 +513,14 @@ def _optional_text(record: Mapping[str, Any], key: str) -> str | None:
     return _required_text(record, key)
 
 
-def _text_list(record: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = record.get(key)
+def _text_list(record: Mapping[str, Any], key: str, *, as_written: bool = False) -> tuple[str, ...]:
+    """A list of non-empty strings, stripped; `as_written`: one string is a list of one, none is stripped."""
+    value = [record[key]] if as_written and isinstance(record.get(key), str) else record.get(key)
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(entry, str) and entry.strip() for entry in value):
         raise _RecordError(f"field \"{key}\" must be a list of non-empty strings")
-    return tuple(entry.strip() for entry in value)
+    return tuple(entry if as_written else entry.strip() for entry in value)
 
 
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:

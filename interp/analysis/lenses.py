@@ -27,6 +27,7 @@ from interp.metrics.chen2025 import (
 from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.dbg import hard_wins
 from interp.metrics.pls import preference_leakage_score
+from interp.analysis.salieri_run import run_salieri
 from interp.metrics.stats import bootstrap_ci
 from interp.metrics.tables import flag, iter_jsonl
 from interp.run.records import JudgmentRecord, read_judgments
@@ -222,6 +223,9 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InterpError(f"{run_dir}: not a directory")
+    salieri = run_salieri(run_dir, n_boot=n_boot, seed=seed)
+    if salieri is not None:  # a pointwise run: 1-5 scores, no pairs
+        return {"self_preference": {}, "chen2025": None, "pls": [], "gold_lenses": {}, "salieri": salieri}
     judgments_path = run_dir / "judgments.jsonl"
     if not judgments_path.exists():
         raise InterpError(f"{run_dir}: no judgments.jsonl in this run directory")
@@ -235,6 +239,7 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
         "chen2025": None,
         "pls": run_preference_leakage(judgments, n_boot=n_boot, seed=seed, level=level),
         "gold_lenses": run_gold_lenses(run_dir, n_boot=n_boot, seed=seed, level=level),
+        "salieri": None,
     }
     if correctness is not None:
         chen_records = run_self_records(judgments, correctness)

@@ -210,17 +210,23 @@ def run_command(
     table (SPR, JA, LSPR, HSPP, SPR_diff, SPR_same). Where two judges are also the two authors: PLS.
     With the run's gold (gold.jsonl), for every judge whose own model is an author (an organism's is its
     base): the unjustified and legitimate self-preference rates and the Evaluator Quality Baseline.
+    A pointwise run (mode = "pointwise"): the SALIERI score of every judge that is an author, from the run's
+    own 1-5 scores (key "salieri", on the score scale; null for a pairwise run).
     JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...],
-    "gold_lenses": {judge: {...}}}.
+    "gold_lenses": {judge: {...}}, "salieri": {...} | null}.
     """
     from interp.run.store import RunDir, check_finished
 
     if RunDir(run_dir).config.is_file():  # a run made by `interp dbg`: its lenses are over finished judging only
         check_finished(run_dir)
     lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
-    lenses = _percent_tree(lenses)
+    salieri = lenses.pop("salieri")  # on the 1-5 score scale, not a rate: not in percent
+    lenses = _percent_tree(lenses) | {"salieri": salieri}
     if as_json:
         _emit_json(lenses)
+        return
+    if salieri is not None:
+        _print_run_salieri(salieri)
         return
     typer.echo(f"Lenses for {run_dir} (percent)")
     if lenses["self_preference"]:
@@ -254,6 +260,17 @@ def run_command(
     if lenses["pls"]:
         typer.echo("\nPreference Leakage Score (two judges that are the two authors)")
         _table(["judges", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"], [[" vs ".join(r["judges"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]])
+
+
+def _print_run_salieri(salieri: dict) -> None:
+    typer.echo(f"SALIERI on this pointwise run (1-5 scores; reference agent: {salieri['reference']})")
+    if salieri.get("reason"):
+        typer.echo(salieri["reason"])
+    rows = [(j, r) for j, r in salieri["judges"].items() if r is not None]
+    _table(
+        ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "mismatch", "gap"],
+        [[j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["histogram_mismatch"], r["mean_abs_gap"]] for j, r in rows],
+    )
 
 
 def _rate_cells(rate: dict) -> list:

@@ -22,6 +22,7 @@ from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
 from interp.run.attention import consolidate_attention
+from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.correctness import check_gradable, grade_run_answers
 from interp.run.gold import (
     GoldJudge,
@@ -231,6 +232,9 @@ def run_dbg(
                     run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
                     continue
                 model = models.get(judge)
+                if config.mode == "pointwise":
+                    judge_pointwise(config, paths, runners[judge], judge, items, responses, queries, progress)
+                    continue
                 run_judging(
                     runners[judge],
                     judge,
@@ -241,6 +245,8 @@ def run_dbg(
                     ties=config.ties,
                     queries=queries,
                     progress=progress,
+                    cot=config.cot,
+                    rationale_tokens=config.rationale_tokens,
                 )
                 if queries:
                     consolidate_attention(paths, judge, model, items, queries)
@@ -251,11 +257,23 @@ def run_dbg(
             return write_summary(config, paths, items, gold, placement.record(), sizes)
 
 
+def judge_pointwise(config: RunConfig, paths: RunDir, backend, judge: str, items: Sequence[Item], responses: dict, queries: str | None, progress: bool) -> None:
+    """SALIERI's pointwise judging of every author's answers by one judge, and its attention consolidated."""
+    shards = paths.pointwise_attention(judge, "") if queries else None
+    tasks = pointwise_tasks(items, responses, config.models)
+    run_pointwise_judging(
+        backend, judge, tasks, path=paths.pointwise, shard_dir=shards, batch_size=config.batch_size,
+        max_rationale_tokens=config.rationale_tokens, queries=queries, progress=progress,
+    )  # fmt: skip
+    if queries:
+        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, queries)
+
+
 def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
     """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
     other prompts (another version of the toolkit) is refused: its judgments and new ones would not compare."""
     record = {
-        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties)
+        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties, cot=config.cot, mode=config.mode)
         for judge in config.judge_specs
         if config.server(judge) is None
     }
