@@ -154,7 +154,19 @@ class HTTPJudgeConfig(Strict):
 
 HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
 # Run keys added after runs were made: at these values a run's identity (and resumability) is what it was.
-NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none"}
+NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none", "relatedness": []}
+
+
+RELATEDNESS_TYPES = ("same", "inheritance", "family", "unrelated")
+
+
+class Relatedness(Strict):
+    """How a judge is related to an answer's author (Preference Leakage, seed 004 section 3): the same model,
+    inheritance (one trained on the other's synthetic data), the same family, or unrelated."""
+
+    judge: str
+    author: str
+    type: Literal["same", "inheritance", "family", "unrelated"]
 
 
 class GoldConfig(Strict):
@@ -198,6 +210,9 @@ class RunConfig(PlacementKeys):
     cot: Literal["none", "standard", "long"] = "none"
     max_rationale_tokens: int | None = Field(None, ge=1)  # default: 256 (pointwise feedback, standard), 2048 (long)
     salieri_reference: str | None = None  # the reference agent of SALIERI: a judge that wrote no answer
+    # Preference Leakage: (judge, author) pairs and how they are related; undeclared pairs are "same" when the
+    # judge's own model is the author, else "unrelated". The PLS lens groups by it (`interp.analysis.lenses`).
+    relatedness: list[Relatedness] = Field(default_factory=list)
 
     _check_backend = field_validator("backend")(_known_backend)
 
@@ -227,6 +242,9 @@ class RunConfig(PlacementKeys):
             raise ValueError("a judge behind a server gives a verdict only: pointwise and cot judging need local judges")
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
+        for pair in self.relatedness:
+            if pair.judge not in self.judge_specs or pair.author not in self.models:
+                raise ValueError(f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models")
         if self.salieri_reference in self.models:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not")
         return self

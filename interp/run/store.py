@@ -167,6 +167,10 @@ class RunDir:
         """SALIERI's pointwise judgments (`interp.run.pointwise`): one line per (judge, item, author)."""
         return self.root / "pointwise.jsonl"
 
+    def recognition(self, judge: str) -> Path:
+        """Preference Leakage's recognition probe of one judge (`interp.run.recognition`)."""
+        return self.root / "recognition" / f"{keyed_label(judge)}.jsonl"
+
     def pointwise_attention(self, judge: str, suffix: str = ".safetensors") -> Path:
         """A pointwise judge's attention: shards (suffix ""), arrays (".safetensors") and index (".json")."""
         return _attention_file(self.attention_dir, judge, f".pointwise{suffix}", write=True)
