@@ -94,3 +94,11 @@ def test_the_run_records_the_cot_prompt(cot_run):
     recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))[config.judge_specs[0]]
     assert recorded["cot"] == "standard" and recorded["verdict_cue"] == COT_CUE and recorded["labels"] == ["A", "T", "B"]
     assert all("step by step" in text for text in recorded["prompts"].values())
+
+
+def test_the_report_says_the_verdicts_came_after_a_rationale(cot_run):
+    from interp.report.build import build_report
+
+    out, config = cot_run
+    html = build_report(out).read_text()
+    assert "Judge-side chain of thought" in html and "cot = standard" in html

@@ -126,3 +126,14 @@ def test_pointwise_refuses_ties_and_cot():
     with pytest.raises(ValueError, match="wrote answers"):
         RunConfig(models=("a", "b"), judges=["a", "b"], salieri_reference="a")
     assert InterpError  # the CLI turns these into one line (validate_config)
+
+
+def test_the_report_and_terminal_show_the_pointwise_scores(pointwise_run):
+    from interp.report.build import build_report
+    from interp.report.judging_modes import mode_payload
+
+    out, config = pointwise_run
+    html = build_report(out).read_text()
+    assert "SALIERI: pointwise 1-5 scores and the SALIERI score" in html and "DBG (judge win rate" not in html
+    rows = mode_payload(RunDir(out).read_summary())["pointwise"]
+    assert {(r["judge"], r["author"]) for r in rows} == {(j, a) for j in config.judge_specs for a in config.models}

@@ -99,3 +99,13 @@ def test_items_carry_tests_and_the_default_grader_keeps_old_identities(tmp_path)
     assert "tests" not in Item("x", "helpfulness", "q").record()
     plain = run_config_from_dict({"name": "a"})
     assert "grader" not in plain.identity() and run_config_from_dict({"name": "a", "grader": "code"}).identity()["grader"] == "code"
+
+
+def test_the_report_shows_the_graded_answers_and_chen_table(graded_run):
+    from interp.report.build import build_report
+    from interp.report.judging_modes import mode_payload
+
+    out, facts = graded_run
+    html = build_report(out).read_text()
+    assert "Graded answers and Chen et al.&#39;s metrics" in html and "HSPP" in html
+    assert mode_payload(RunDir(out).read_summary())["correctness"]["key"] == {"graded": N, "correct": 3}
