@@ -5,7 +5,7 @@ the line (JSONL, CSV, plain text) or entry (JSON list, HF row) and what is wrong
 error too, so a run never silently judges nothing.
 
 Formats (DBG paper, seed 000 section 3: AlpacaEval, TruthfulQA, WMT19 de-en; plus MT-Bench):
-- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?, "tests"?}` per line (`load_jsonl`);
+- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?}` per line, and `tests` (code) (`load_jsonl`);
 - AlpacaEval JSON: a list of `{"instruction", "output", "dataset"?, ...}` (`load_alpacaeval_json`);
 - TruthfulQA CSV: Type, Category, Question, Best Answer, Correct Answers, ... (`load_truthfulqa_csv`);
 - WMT19-style parallel text: a source file and a reference file, one sentence a line (`load_wmt_text`);
@@ -29,7 +29,8 @@ from interp.storage import jsonl_objects
 
 TASKS = ("helpfulness", "truthfulness", "translation")
 
-_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases", "tests")
+TESTS_FIELD = "tests"  # an item's code that checks an answer: data, not the repository's folder of that name
+_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases", TESTS_FIELD)
 _TRUTHFULQA_REQUIRED = ("Question", "Best Answer")
 
 
@@ -48,11 +49,11 @@ class Item:
         if self.task not in TASKS:
             raise InterpError(f"item {self.id!r}: unknown task {self.task!r}; use one of {', '.join(TASKS)}")
         object.__setattr__(self, "aliases", tuple(self.aliases))
-        object.__setattr__(self, "tests", tuple(self.tests))
+        object.__setattr__(self, TESTS_FIELD, tuple(self.tests))
 
     def record(self) -> dict:
         """The item as a line of our JSONL (a run's `items.jsonl`); without tests, the line it had before tests."""
-        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != "tests" or v}
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != TESTS_FIELD or v}
 
 
 class _RecordError(ValueError):
@@ -403,7 +404,7 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
         query=_required_text(record, "query"),
         reference=_optional_text(record, "reference"),
         aliases=_text_list(record, "aliases"),
-        tests=_text_list(record, "tests", as_written=True),  # code: indentation matters
+        tests=_text_list(record, TESTS_FIELD, as_written=True),  # code: indentation matters
     )
 
 
