@@ -232,7 +232,7 @@ def run_gold_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, l
     return out
 
 
-def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95, salieri_pool: str = "item") -> dict:
     """Every lens that applies to a DBG run directory (fractions).
 
     Reads ``RUN_DIR/judgments.jsonl`` and, if present, ``RUN_DIR/correctness.jsonl``. Returns
@@ -245,7 +245,7 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InterpError(f"{run_dir}: not a directory")
-    salieri = run_salieri(run_dir, n_boot=n_boot, seed=seed)
+    salieri = run_salieri(run_dir, n_boot=n_boot, seed=seed, pool=salieri_pool)
     if salieri is not None:  # a pointwise run: 1-5 scores, no pairs
         return {"self_preference": {}, "chen2025": None, "pls": [], "pls_by_relatedness": {}, "gold_lenses": {}, "salieri": salieri}
     judgments_path = run_dir / "judgments.jsonl"

@@ -200,6 +200,7 @@ def run_command(
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    salieri_pool: str = typer.Option("item", "--salieri-pool", help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its answers to the task's items)"),
 ) -> None:
     """Every lens that applies to a DBG run's records, in percent.
 
@@ -220,7 +221,7 @@ def run_command(
 
     if RunDir(run_dir).config.is_file():  # a run made by `interp dbg`: its lenses are over finished judging only
         check_finished(run_dir)
-    lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
+    lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed, salieri_pool=salieri_pool)
     salieri = lenses.pop("salieri")  # on the 1-5 score scale, not a rate: not in percent
     lenses = _percent_tree(lenses) | {"salieri": salieri}
     if as_json:

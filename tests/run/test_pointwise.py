@@ -125,7 +125,6 @@ def test_pointwise_refuses_ties_and_cot():
             RunConfig(mode="pointwise", **extra)
     with pytest.raises(ValueError, match="wrote answers"):
         RunConfig(models=("a", "b"), judges=["a", "b"], salieri_reference="a")
-    assert InterpError  # the CLI turns these into one line (validate_config)
 
 
 def test_the_report_and_terminal_show_the_pointwise_scores(pointwise_run):
@@ -137,3 +136,24 @@ def test_the_report_and_terminal_show_the_pointwise_scores(pointwise_run):
     assert "SALIERI: pointwise 1-5 scores and the SALIERI score" in html and "DBG (judge win rate" not in html
     rows = mode_payload(RunDir(out).read_summary())["pointwise"]
     assert {(r["judge"], r["author"]) for r in rows} == {(j, a) for j in config.judge_specs for a in config.models}
+
+
+def test_a_task_wide_pool_matches_over_the_other_authors_answers_to_the_same_task(pointwise_run):
+    out, config = pointwise_run
+    reference = config.judge_specs[2]
+    rows = read_pointwise(RunDir(out).pointwise)
+    score = {(r["judge"], r["author"], r["item_id"]): r["expected_score"] for r in rows}
+    tasks = {item.id: item.task for item in RunDir(out).read_items()}
+    wide = run_salieri(out, n_boot=20, pool="task")
+    for judge, report in wide["judges"].items():
+        other = next(m for m in config.models if m != judge)
+        pools = {i: [j for j in tasks if tasks[j] == tasks[i]] for i in tasks}
+        expected = salieri_report(
+            [score[(judge, judge, i)] for i in tasks], [score[(reference, judge, i)] for i in tasks],
+            [[score[(judge, other, j)] for j in pools[i]] for i in tasks], [[score[(reference, other, j)] for j in pools[i]] for i in tasks],
+            n_boot=20,
+        )  # fmt: skip
+        assert report["pool"] == "task" and report["salieri"] == pytest.approx(expected["salieri"])
+        assert report["histogram_mismatch"] == expected["histogram_mismatch"]
+    with pytest.raises(InterpError, match="unknown SALIERI pool"):
+        run_salieri(out, pool="everything")
