@@ -99,8 +99,9 @@ def run_recognition(run_dir: Path, judge: str, *, models=None, max_rationale_tok
     config = paths.read_config()
     models = models if models is not None else ModelCache(placement_of(config))
     relations = {author: relation(judge, author, declared(config)) for author in config.models}
+    model = models.get(judge)  # an unknown or broken judge fails here, before the run's lock is taken
     with paths.writer():
         return recognition_probe(
-            models.get(judge), judge, paths.read_items(), paths.read_responses(), relations, path=paths.recognition(judge),
+            model, judge, paths.read_items(), paths.read_responses(), relations, path=paths.recognition(judge),
             batch_size=config.batch_size, max_rationale_tokens=max_rationale_tokens,
         )  # fmt: skip
