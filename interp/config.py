@@ -154,7 +154,7 @@ class HTTPJudgeConfig(Strict):
 
 HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
 # Run keys added after runs were made: at these values a run's identity (and resumability) is what it was.
-NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none", "relatedness": []}
+NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none", "relatedness": [], "answers": "control"}
 
 
 RELATEDNESS_TYPES = ("same", "inheritance", "family", "unrelated")
@@ -210,6 +210,9 @@ class RunConfig(PlacementKeys):
     cot: Literal["none", "standard", "long"] = "none"
     max_rationale_tokens: int | None = Field(None, ge=1)  # default: 256 (pointwise feedback, standard), 2048 (long)
     salieri_reference: str | None = None  # the reference agent of SALIERI: a judge that wrote no answer
+    # SALIERI's chapter-4 "treatment": the models are asked to answer incorrectly (`interp.core.prompts.TREATMENT`);
+    # a control run and a treatment run of the same config compare the bias on answers of two qualities.
+    answers: Literal["control", "treatment"] = "control"
     # Preference Leakage: (judge, author) pairs and how they are related; undeclared pairs are "same" when the
     # judge's own model is the author, else "unrelated". The PLS lens groups by it (`interp.analysis.lenses`).
     relatedness: list[Relatedness] = Field(default_factory=list)
@@ -240,6 +243,8 @@ class RunConfig(PlacementKeys):
             raise ValueError("mode = \"pointwise\" scores one answer 1-5 after its own feedback: leave ties and cot at their defaults")
         if (self.mode == "pointwise" or self.cot != "none") and any(self.server(j) for j in self.judge_specs):
             raise ValueError("a judge behind a server gives a verdict only: pointwise and cot judging need local judges")
+        if self.answers == "treatment" and (self.imports or self.servers):
+            raise ValueError("answers = \"treatment\" asks local models for degraded answers: imported and served answers cannot be treated")
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
         for pair in self.relatedness:

@@ -282,14 +282,24 @@ _GENERATION_FEW_SHOT_INTRO = {
 FEWSHOT_STOP = "\n# "
 
 
-def generation_prompt(tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None) -> Prompt:
+# SALIERI's chapter-4 treatment (seed 003, section 4.2, Feedback Collection): answers made worse on purpose by an
+# instruction put before the task. The thesis gives it as a system prompt; here it opens the user turn (or the
+# few-shot text), so every chat template and base model reads it the same way.
+TREATMENT = "You are a test assistant. You should answer all questions with incorrect answers to test the system."
+
+
+def generation_prompt(
+    tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None, treatment: bool = False
+) -> Prompt:
+    """The paper's generation prompt; with `treatment`, SALIERI's instruction to answer incorrectly before it."""
     _check_task(task)
+    opening = f"{TREATMENT}\n\n" if treatment else ""
     if kind == "post":
         before, after = _GENERATION_ZERO_SHOT[task]
-        return _in_chat_template(tokenizer, [(before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
+        return _in_chat_template(tokenizer, [(opening + before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
     query_heading, answer_heading = ("# German", "# English") if task == "translation" else ("# Query", "# Answer")
     examples = (fewshot if fewshot is not None else _default_fewshot())[task]["generation"]
-    parts: list[tuple[str, str | None]] = [(_GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
+    parts: list[tuple[str, str | None]] = [(opening + _GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
     for example in examples:
         parts.append((f"{query_heading}\n{example['query']}\n\n{answer_heading}\n{example['answer']}\n\n", None))
     parts += [(f"{query_heading}\n", None), (query, "query"), (f"\n\n{answer_heading}\n", None)]

@@ -98,7 +98,7 @@ def prepare_responses(config: RunConfig, paths: RunDir, items: Sequence[Item], m
         elif config.server(spec) is not None:
             records += server_responses(config.server(spec), items, decoding, progress=progress)
         else:
-            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress)
+            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress, treatment=config.answers == "treatment")
     if config.empty_answers == "refuse":
         check_answers_not_empty(_by_model(records), items)
     write_responses(paths, records)
@@ -310,7 +310,7 @@ def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models
         if spec in config.imports:
             imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
         else:
-            check_generation_lengths(models.get(spec), missing, decoding, name=spec)
+            check_generation_lengths(models.get(spec), missing, decoding, name=spec, treatment=config.answers == "treatment")
             used.append(spec)
     for spec in config.judge_specs:  # a judge the backend cannot hook fails here, before any answer is generated
         if config.server(spec) is None:

@@ -157,3 +157,22 @@ def test_a_task_wide_pool_matches_over_the_other_authors_answers_to_the_same_tas
         assert report["histogram_mismatch"] == expected["histogram_mismatch"]
     with pytest.raises(InterpError, match="unknown SALIERI pool"):
         run_salieri(out, pool="everything")
+
+
+def test_the_chapter_4_treatment_asks_for_incorrect_answers_under_their_own_keys(pointwise_run, smollm2_tokenizer, tmp_path):
+    from interp.core.prompts import TREATMENT, generation_prompt
+    from interp.storage import read_jsonl
+
+    for kind in ("post", "pre"):
+        treated = generation_prompt(smollm2_tokenizer, "helpfulness", "Q?", kind=kind, treatment=True)
+        plain = generation_prompt(smollm2_tokenizer, "helpfulness", "Q?", kind=kind)
+        assert TREATMENT in treated.text and TREATMENT not in plain.text and treated.text[slice(*treated.char_spans["query"])] == "Q?"
+    out, config = pointwise_run
+    treatment = config.model_copy(update={"mode": "pairwise", "judges": None, "answers": "treatment", "attention": "none", "max_rationale_tokens": None})
+    run_dbg(treatment, tmp_path / "treated", progress=False)
+    keys = {(r["model"], r["item_id"]): r["cache_key"] for r in read_jsonl(RunDir(out).responses)}
+    treated_keys = {(r["model"], r["item_id"]): r["cache_key"] for r in read_jsonl(RunDir(tmp_path / "treated").responses)}
+    assert keys.keys() == treated_keys.keys() and all(keys[k] != treated_keys[k] for k in keys)
+    assert treatment.identity()["answers"] == "treatment" and "answers" not in config.identity()
+    with pytest.raises(ValueError, match="treatment"):
+        RunConfig(models=("a", "b"), judges=["a"], imports={"b": "b.jsonl"}, answers="treatment")
