@@ -64,6 +64,14 @@ RUBRICS: dict[str, tuple[str, tuple[str, str, str, str, str]]] = {
 }
 
 
+def result_cue(tokenizer) -> str:
+    """What the score is read after: "[RESULT]" when the tokenizer has single tokens for " 1" ... " 5" (their
+    probabilities are read with the bare digits'); else "[RESULT] ", the space its own token, as the judge would
+    write it (SmolLM2's and Gemma's tokenizers split " 5" into a space and the digit)."""
+    spaced = all(len(tokenizer.encode(f" {label}", add_special_tokens=False)) == 1 for label in SCORE_LABELS)
+    return RESULT_MARK if spaced else f"{RESULT_MARK} "
+
+
 def rubric_text(task: str) -> str:
     """The `###Score Rubrics:` block of a task: `[criterion]` and one line per score."""
     if task not in RUBRICS:

@@ -12,7 +12,7 @@ from interp.core.threads import rebalance_threads
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
 from interp.core.prompts import COT_CUE, judge_prompt
-from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt
+from interp.core.rubric import SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt, tokenized_judge_prompt
 from interp.data import Item
 from interp.run.attention import write_shard
@@ -60,7 +60,7 @@ def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool, cot: str = "
     `{response}` and `{reference}`."""
     if mode == "pointwise":
         prompts = {task: pointwise_prompt(model.tokenizer, task, "{query}", "{response}", "{reference}", kind=model.kind) for task in sorted(set(tasks))}
-        labels, cue = SCORE_LABELS, RESULT_MARK
+        labels, cue = SCORE_LABELS, result_cue(model.tokenizer)
     else:
         prompts = {task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties, cot=cot) for task in sorted(set(tasks))}
         labels, cue = verdict_labels(ties), (COT_CUE if cot != "none" else None)

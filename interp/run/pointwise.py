@@ -2,7 +2,8 @@
 thesis' rubric prompt (`interp.core.rubric`).
 
 Per (judge, item, author): the judge writes its feedback (greedy, up to `max_rationale_tokens`, stopped at
-"[RESULT]"); then the prompt, the feedback and "[RESULT]" are read in one pass. `probs` are the next-token
+"[RESULT]"); then the prompt, the feedback and "[RESULT]" (`result_cue`: with a space where the tokenizer writes
+" 5" as a space and a digit) are read in one pass. `probs` are the next-token
 probabilities of the score labels 1-5 (each label's single-token spellings, renormalised over the five, as
 pairwise labels are), `expected_score = sum_k k P(k)`, and `parsed_score` is the score the judge writes after
 "[RESULT]" under greedy decoding (its most likely next token, when that is a digit 1-5; else None). Span
@@ -26,7 +27,7 @@ from tqdm.auto import tqdm
 from interp.core.backends import Backend
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.core.judge import judge_batch, label_tokens
-from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt
+from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt
 from interp.data import Item
 from interp.errors import InterpError
@@ -79,7 +80,8 @@ def run_pointwise_judging(
         chunk = todo[start : start + batch_size]
         prompts = [pointwise_prompt(model.tokenizer, t.item.task, t.item.query, t.response, t.item.reference, kind=model.kind) for t in chunk]
         rationales = generate_rationales(model, prompts, cue=RESULT_MARK, max_new_tokens=max_rationale_tokens, batch_size=batch_size)
-        verdict = [tokenize_prompt(model.tokenizer, with_rationale(p, r, RESULT_MARK), max_length=model.context_length or None) for p, r in zip(prompts, rationales)]
+        cue = result_cue(model.tokenizer)
+        verdict = [tokenize_prompt(model.tokenizer, with_rationale(p, r, cue), max_length=model.context_length or None) for p, r in zip(prompts, rationales)]
         judgments = judge_batch(
             backend, verdict, labels, queries=queries if shard_dir else None, judge=judge,
             names=[f"item {t.item.id!r} ({t.author})" for t in chunk], span_names=POINTWISE_SPANS,

@@ -15,7 +15,7 @@ from interp.config import RunConfig
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import load_model
 from interp.core.backends import make_backend
-from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt
+from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt
 from interp.errors import InterpError
 from interp.metrics.salieri import salieri_report
@@ -76,9 +76,12 @@ def test_the_score_is_read_after_the_feedback_and_result_mark(pointwise_run):
     item = items[row["item_id"]]
     model = load_model(judge)
     answer = RunDir(out).read_responses()[row["author"]][item.id]
-    prompt = with_rationale(pointwise_prompt(model.tokenizer, item.task, item.query, answer, item.reference, kind=model.kind), row["rationale"], RESULT_MARK)
+    cue = result_cue(model.tokenizer)
+    assert cue == f"{RESULT_MARK} "  # SmolLM2's tokenizer writes " 5" as a space and a digit: the space is in the cue
+    prompt = with_rationale(pointwise_prompt(model.tokenizer, item.task, item.query, answer, item.reference, kind=model.kind), row["rationale"], cue)
     tokenized = tokenize_prompt(model.tokenizer, prompt)
-    assert tokenized.text.endswith(f"{row['rationale']} {RESULT_MARK}") and len(tokenized) == row["n_tokens"]
+    assert tokenized.text.endswith(f"{row['rationale']} {RESULT_MARK} ") and len(tokenized) == row["n_tokens"]
+    assert model.tokenizer.convert_ids_to_tokens(tokenized.input_ids[-1]) == "Ġ"
     (judgment,) = judge_batch(make_backend(model, "hf"), [tokenized], label_tokens(model.tokenizer, SCORE_LABELS), queries=None)
     assert judgment.probs == pytest.approx(row["probs"], abs=1e-5)
     assert {k: list(v) for k, v in tokenized.spans.items()} == row["spans"]
