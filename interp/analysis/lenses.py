@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from interp.analysis.salieri_run import run_salieri
 from interp.core.models import own_model
 from interp.errors import InterpError
+from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.chen2025 import (
     GAME1_TO_VERDICT,
     GAME2_TO_VERDICT,
@@ -24,10 +26,8 @@ from interp.metrics.chen2025 import (
     macro_average,
     self_probability,
 )
-from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.dbg import hard_wins
 from interp.metrics.pls import preference_leakage_score
-from interp.analysis.salieri_run import run_salieri
 from interp.metrics.stats import bootstrap_ci
 from interp.metrics.tables import flag, iter_jsonl
 from interp.run.records import JudgmentRecord, read_judgments

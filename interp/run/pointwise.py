@@ -34,7 +34,12 @@ from interp.errors import InterpError
 from interp.run.attention import read_shards, write_shard
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.store import RunDir
-from interp.storage import append_jsonl, atomic_write_bytes, atomic_write_text, read_jsonl
+from interp.storage import (
+    append_jsonl,
+    atomic_write_bytes,
+    atomic_write_text,
+    read_jsonl,
+)
 
 POINTWISE_SPANS = ("a", RATIONALE_SLOT)
 

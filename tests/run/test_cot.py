@@ -99,6 +99,6 @@ def test_the_run_records_the_cot_prompt(cot_run):
 def test_the_report_says_the_verdicts_came_after_a_rationale(cot_run):
     from interp.report.build import build_report
 
-    out, config = cot_run
+    out, _ = cot_run
     html = build_report(out).read_text()
     assert "Judge-side chain of thought" in html and "cot = standard" in html

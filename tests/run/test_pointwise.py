@@ -12,9 +12,9 @@ from safetensors.torch import load_file
 
 from interp.analysis.salieri_run import run_salieri
 from interp.config import RunConfig
+from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import load_model
-from interp.core.backends import make_backend
 from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt
 from interp.errors import InterpError

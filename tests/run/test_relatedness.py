@@ -7,11 +7,19 @@ from pathlib import Path
 
 import pytest
 
-from interp.analysis.lenses import pls_by_relatedness, run_lenses, run_preference_leakage
+from interp.analysis.lenses import (
+    pls_by_relatedness,
+    run_lenses,
+    run_preference_leakage,
+)
 from interp.config import RunConfig, run_config_from_dict
 from interp.metrics.pls import preference_leakage_score
 from interp.run.pipeline import run_dbg
-from interp.run.recognition import RECOGNITION_PROMPT, recognition_prompt, run_recognition
+from interp.run.recognition import (
+    RECOGNITION_PROMPT,
+    recognition_prompt,
+    run_recognition,
+)
 from interp.run.records import JudgmentRecord
 from interp.run.relatedness import relation
 from interp.run.store import RunDir

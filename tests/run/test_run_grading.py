@@ -105,7 +105,7 @@ def test_the_report_shows_the_graded_answers_and_chen_table(graded_run):
     from interp.report.build import build_report
     from interp.report.judging_modes import mode_payload
 
-    out, facts = graded_run
+    out, _ = graded_run
     html = build_report(out).read_text()
     assert "Graded answers and Chen et al.&#39;s metrics" in html and "HSPP" in html
     assert mode_payload(RunDir(out).read_summary())["correctness"]["key"] == {"graded": N, "correct": 3}
