@@ -273,6 +273,8 @@ def _print_run_salieri(salieri: dict) -> None:
     if salieri.get("reason"):
         typer.echo(salieri["reason"])
     rows = [(j, r) for j, r in salieri["judges"].items() if r is not None]
+    if not rows:
+        return
     _table(
         ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "mismatch", "gap"],
         [[j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["histogram_mismatch"], r["mean_abs_gap"]] for j, r in rows],
