@@ -278,7 +278,8 @@ def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], model
         if config.server(judge) is None
     }
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and paths.judgments.is_file():
+    judged = paths.judgments.is_file() or paths.pointwise.is_file()
+    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
         raise InterpError(f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out")
     return text
 

@@ -179,3 +179,17 @@ def test_the_chapter_4_treatment_asks_for_incorrect_answers_under_their_own_keys
     assert treatment.identity()["answers"] == "treatment" and "answers" not in config.identity()
     with pytest.raises(ValueError, match="treatment"):
         RunConfig(models=("a", "b"), judges=["a"], imports={"b": "b.jsonl"}, answers="treatment")
+
+
+def test_a_pointwise_run_judged_under_other_prompts_is_not_resumed(pointwise_run, tmp_path):
+    import shutil
+
+    out, config = pointwise_run
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    prompts = RunDir(copy).prompts
+    prompts.write_text(prompts.read_text(encoding="utf-8").replace("###Feedback:", "###Feedback (old):"), encoding="utf-8")
+    before = RunDir(copy).pointwise.read_text()
+    with pytest.raises(InterpError, match="other judge prompts"):
+        run_dbg(config, copy, progress=False)
+    assert RunDir(copy).pointwise.read_text() == before
