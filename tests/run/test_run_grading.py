@@ -109,3 +109,18 @@ def test_the_report_shows_the_graded_answers_and_chen_table(graded_run):
     html = build_report(out).read_text()
     assert "Graded answers and Chen et al.&#39;s metrics" in html and "HSPP" in html
     assert mode_payload(RunDir(out).read_summary())["correctness"]["key"] == {"graded": N, "correct": 3}
+
+
+def test_code_answers_are_run_against_the_items_tests_in_the_sandbox(tmp_path):
+    from interp.run.correctness import grade_run_answers
+
+    items = [
+        Item("c1", "helpfulness", "Write add(a, b).", tests=("assert add(1, 2) == 3", "assert add(-1, 1) == 0")),
+        Item("c2", "helpfulness", "Write add(a, b).", tests=("assert add(2, 2) == 4",)),
+        Item("c3", "helpfulness", "No tests here."),
+    ]
+    responses = {"m": {"c1": "```python\ndef add(a, b):\n    return a + b\n```", "c2": "def add(a, b):\n    return a - b", "c3": "anything"}}
+    counts = grade_run_answers(tmp_path / "correctness.jsonl", items, responses, ["m"], "code")
+    lines = {row["item_id"]: row for row in read_jsonl(tmp_path / "correctness.jsonl")}
+    assert set(lines) == {"c1", "c2"} and lines["c1"]["correct"] and not lines["c2"]["correct"]
+    assert "AssertionError" in lines["c2"]["reason"] and counts == {"m": {"graded": 2, "correct": 1}, "no_target": 1}
