@@ -153,6 +153,20 @@ class HTTPJudgeConfig(Strict):
 
 
 HTTP_LOCATION_KEYS = ("base_url", "api_key_env", "timeout", "retries", "concurrency")
+# Run keys added after runs were made: at these values a run's identity (and resumability) is what it was.
+NEW_KEY_DEFAULTS = {"grader": "none", "mode": "pairwise", "cot": "none", "relatedness": [], "answers": "control"}
+
+
+RELATEDNESS_TYPES = ("same", "inheritance", "family", "unrelated")
+
+
+class Relatedness(Strict):
+    """How a judge is related to an answer's author (Preference Leakage, seed 004 section 3): the same model,
+    inheritance (one trained on the other's synthetic data), the same family, or unrelated."""
+
+    judge: str
+    author: str
+    type: Literal["same", "inheritance", "family", "unrelated"]
 
 
 class GoldConfig(Strict):
@@ -185,6 +199,23 @@ class RunConfig(PlacementKeys):
     # DBG judging, no attention); a name in `imports` has its answers read from that file (it cannot judge).
     servers: list[HTTPJudgeConfig] = Field(default_factory=list)
     imports: dict[str, str] = Field(default_factory=dict)
+    # Chen et al.'s verifiable graders over the run's answers (`interp.run.correctness`): "math" and "choice"
+    # compare with each item's `reference`, "code" runs the answer against the item's `tests` in the sandbox;
+    # they write correctness.jsonl, from which `interp metrics run` gives SPR/JA/LSPR/HSPP.
+    grader: Literal["none", "math", "choice", "code"] = "none"
+    # "pointwise": SALIERI's 1-5 rubric judging of each answer alone (`interp.run.pointwise`) instead of pairs.
+    mode: Literal["pairwise", "pointwise"] = "pairwise"
+    # Judge-side chain of thought before a pairwise verdict (Chen et al. section 5): "standard" asks for
+    # step-by-step reasoning, "long" for a long one (a reasoning model's); `interp.run.rationale`.
+    cot: Literal["none", "standard", "long"] = "none"
+    max_rationale_tokens: int | None = Field(None, ge=1)  # default: 256 (pointwise feedback, standard), 2048 (long)
+    salieri_reference: str | None = None  # the reference agent of SALIERI: a judge that wrote no answer
+    # SALIERI's chapter-4 "treatment": the models are asked to answer incorrectly (`interp.core.prompts.TREATMENT`);
+    # a control run and a treatment run of the same config compare the bias on answers of two qualities.
+    answers: Literal["control", "treatment"] = "control"
+    # Preference Leakage: (judge, author) pairs and how they are related; undeclared pairs are "same" when the
+    # judge's own model is the author, else "unrelated". The PLS lens groups by it (`interp.analysis.lenses`).
+    relatedness: list[Relatedness] = Field(default_factory=list)
 
     _check_backend = field_validator("backend")(_known_backend)
 
@@ -205,6 +236,28 @@ class RunConfig(PlacementKeys):
         if unable:
             raise ValueError(f"{unable[0]!r} has imported answers but no weights or server to judge with")
         return self
+
+    @model_validator(mode="after")
+    def _judging_modes_fit(self):
+        if self.mode == "pointwise" and (self.ties or self.cot != "none"):
+            raise ValueError("mode = \"pointwise\" scores one answer 1-5 after its own feedback: leave ties and cot at their defaults")
+        if (self.mode == "pointwise" or self.cot != "none") and any(self.server(j) for j in self.judge_specs):
+            raise ValueError("a judge behind a server gives a verdict only: pointwise and cot judging need local judges")
+        if self.answers == "treatment" and (self.imports or self.servers):
+            raise ValueError("answers = \"treatment\" asks local models for degraded answers: imported and served answers cannot be treated")
+        if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
+            raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
+        for pair in self.relatedness:
+            if pair.judge not in self.judge_specs or pair.author not in self.models:
+                raise ValueError(f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models")
+        if self.salieri_reference in self.models:
+            raise ValueError(f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not")
+        return self
+
+    @property
+    def rationale_tokens(self) -> int:
+        """Tokens a judge may write before its verdict (pointwise feedback, chain of thought)."""
+        return self.max_rationale_tokens or (2048 if self.cot == "long" else 256)
 
     def server(self, name: str) -> HTTPJudgeConfig | None:
         return next((server for server in self.servers if server.name == name), None)
@@ -238,6 +291,9 @@ class RunConfig(PlacementKeys):
             data.pop("imports")
         if data["empty_answers"] == "refuse":  # the default: runs made before the option keep their identity
             data.pop("empty_answers")
+        for key, default in NEW_KEY_DEFAULTS.items():  # keys added later, at their defaults: the same identity
+            if data.get(key) == default:
+                data.pop(key)
         return data
 
     def identity_hash(self) -> str:

@@ -5,7 +5,7 @@ the line (JSONL, CSV, plain text) or entry (JSON list, HF row) and what is wrong
 error too, so a run never silently judges nothing.
 
 Formats (DBG paper, seed 000 section 3: AlpacaEval, TruthfulQA, WMT19 de-en; plus MT-Bench):
-- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?}` per line (`load_jsonl`);
+- our JSONL: `{"id", "task", "query", "reference"?, "aliases"?}` per line, and `tests` (code) (`load_jsonl`);
 - AlpacaEval JSON: a list of `{"instruction", "output", "dataset"?, ...}` (`load_alpacaeval_json`);
 - TruthfulQA CSV: Type, Category, Question, Best Answer, Correct Answers, ... (`load_truthfulqa_csv`);
 - WMT19-style parallel text: a source file and a reference file, one sentence a line (`load_wmt_text`);
@@ -19,7 +19,7 @@ import csv
 import hashlib
 import io
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
@@ -29,7 +29,8 @@ from interp.storage import jsonl_objects
 
 TASKS = ("helpfulness", "truthfulness", "translation")
 
-_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases")
+TESTS_FIELD = "tests"  # an item's code that checks an answer: data, not the repository's folder of that name
+_ITEM_FIELDS = ("id", "task", "query", "reference", "aliases", TESTS_FIELD)
 _TRUTHFULQA_REQUIRED = ("Question", "Best Answer")
 
 
@@ -42,12 +43,17 @@ class Item:
     query: str
     reference: str | None = None
     aliases: tuple[str, ...] = ()  # other accepted answers (factual QA); the reference itself is not repeated
+    tests: tuple[str, ...] = ()  # code that checks an answer (assert lines), for the code grader
 
     def __post_init__(self) -> None:
         if self.task not in TASKS:
             raise InterpError(f"item {self.id!r}: unknown task {self.task!r}; use one of {', '.join(TASKS)}")
-        if not isinstance(self.aliases, tuple):
-            object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, "aliases", tuple(self.aliases))
+        object.__setattr__(self, TESTS_FIELD, tuple(self.tests))
+
+    def record(self) -> dict:
+        """The item as a line of our JSONL (a run's `items.jsonl`); without tests, the line it had before tests."""
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != TESTS_FIELD or v}
 
 
 class _RecordError(ValueError):
@@ -398,18 +404,14 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
         query=_required_text(record, "query"),
         reference=_optional_text(record, "reference"),
         aliases=_text_list(record, "aliases"),
+        tests=_text_list(record, TESTS_FIELD, as_written=True),  # code: indentation matters
     )
 
 
 def _alpaca_item(record: Any, item_id: str, task: str) -> Item:
     if not isinstance(record, dict):
         raise _RecordError("not a JSON object")
-    return Item(
-        id=item_id,
-        task=task,
-        query=_required_text(record, "instruction"),
-        reference=_optional_text(record, "output"),
-    )
+    return Item(id=item_id, task=task, query=_required_text(record, "instruction"), reference=_optional_text(record, "output"))
 
 
 def _truthfulqa_item(row: Mapping[str, str], item_id: str) -> Item:
@@ -435,12 +437,7 @@ def _mtbench_item(record: Any) -> Item:
     turns = _text_list(record, "turns")
     if not turns:
         raise _RecordError("missing field \"turns\" (a non-empty list of strings)")
-    return Item(
-        id=f"mtbench-{question_id}",
-        task="helpfulness",
-        query=turns[0],
-        reference=_mtbench_first_reference(record),
-    )
+    return Item(id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record))
 
 
 def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
@@ -517,13 +514,14 @@ def _optional_text(record: Mapping[str, Any], key: str) -> str | None:
     return _required_text(record, key)
 
 
-def _text_list(record: Mapping[str, Any], key: str) -> tuple[str, ...]:
-    value = record.get(key)
+def _text_list(record: Mapping[str, Any], key: str, *, as_written: bool = False) -> tuple[str, ...]:
+    """A list of non-empty strings, stripped; `as_written`: one string is a list of one, none is stripped."""
+    value = [record[key]] if as_written and isinstance(record.get(key), str) else record.get(key)
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(entry, str) and entry.strip() for entry in value):
         raise _RecordError(f"field \"{key}\" must be a list of non-empty strings")
-    return tuple(entry.strip() for entry in value)
+    return tuple(entry if as_written else entry.strip() for entry in value)
 
 
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:

@@ -292,6 +292,8 @@ CASES = [
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
     case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
     case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
+    case("metrics recognition unknown judge", "metrics recognition {run} --judge no-such-model", nothing, "no-such-model"),
+    case("metrics run unknown salieri pool", "metrics run {run} --salieri-pool everything", nothing, "SALIERI pool"),
     case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
     case("models unknown flag", "models --bogus", nothing, "--bogus"),
     case("metrics salieri resolution 0", "metrics salieri {root}/s.jsonl --resolution 0", write("s.jsonl", "".join(

@@ -1,7 +1,7 @@
 """A run's stored span attention read back (docs/science.md, Span attention; DBG paper seed 000, Figure 7).
 
 A DBG run stores, per judge, `attention/<judge>.safetensors` with `mass [item, order, layer, head, span]`
-(span order a, b) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the
+(span order a, b, then `rationale` when the judge wrote one: `cot`) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the
 items, the author of each slot per order, token spans and the tokenizer fingerprint (`interp.run.attention`
 writes them). `load_attention(run_dir, judge)` -> `RunAttention`, with author-aligned views (`by_author`,
 `own`, `other`); the arrays are checked against the run's judgments (same prompts, same tokenizer).
@@ -202,7 +202,8 @@ def attention_judges(run_dir: Path) -> list[str]:
     found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file() and _index_judge(paths.attention_index(spec)) in (spec, None)]
     known = {paths.attention_index(spec).stem for spec in found}
     for index_path in sorted(paths.attention_dir.glob("*.json")):
-        if index_path.stem in known or not index_path.with_suffix(".safetensors").is_file():
+        pointwise = index_path.stem.endswith(".pointwise")  # a pointwise run's (`interp.run.pointwise`): not pairs
+        if index_path.stem in known or pointwise or not index_path.with_suffix(".safetensors").is_file():
             continue
         try:
             found.append(json.loads(index_path.read_text())["judge"])
@@ -251,8 +252,9 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
         mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
     except (ValueError, KeyError, OSError, SafetensorError) as exc:
         raise InterpError(f"{array_path}: cannot read the attention arrays ({type(exc).__name__}); re-run the judging step") from None
-    expected = (len(index["items"]), len(ORDERS), index["n_layers"], index["n_heads"], 2)
-    if tuple(mass.shape) != expected or tuple(counts.shape) != expected[:2] + (2,):
+    n_spans = len(index.get("spans", ("a", "b")))  # a, b, and the judge's rationale with `cot`
+    expected = (len(index["items"]), len(ORDERS), index["n_layers"], index["n_heads"], n_spans)
+    if tuple(mass.shape) != expected or tuple(counts.shape) != expected[:2] + (n_spans,):
         raise InterpError(
             f"{array_path}: arrays of shape {tuple(mass.shape)} do not match the index {index_path.name} {expected}; "
             "re-run the judging step"

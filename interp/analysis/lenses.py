@@ -10,8 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
+from interp.analysis.salieri_run import run_salieri
 from interp.core.models import own_model
 from interp.errors import InterpError
+from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.chen2025 import (
     GAME1_TO_VERDICT,
     GAME2_TO_VERDICT,
@@ -24,12 +26,12 @@ from interp.metrics.chen2025 import (
     macro_average,
     self_probability,
 )
-from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates
 from interp.metrics.dbg import hard_wins
 from interp.metrics.pls import preference_leakage_score
 from interp.metrics.stats import bootstrap_ci
 from interp.metrics.tables import flag, iter_jsonl
 from interp.run.records import JudgmentRecord, read_judgments
+from interp.run.relatedness import declared, relation
 from interp.run.store import RunDir
 from interp.run.summary import judge_verdicts
 
@@ -140,51 +142,72 @@ def run_self_preference(records: Chen2025Records, *, n_boot: int = 1000, seed: i
 
 
 def run_preference_leakage(
-    judgments: Sequence[JudgmentRecord], *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+    judgments: Sequence[JudgmentRecord],
+    *,
+    relatedness: Mapping[tuple[str, str], str] | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> list[dict]:
-    """PLS (seed 004 Eq. 7-8) for every pair of authors X, Y that are both judges of the X-vs-Y
-    comparison (the student of judge X is X itself). ``W[J][S]`` = win rate of S's responses under
-    J, from ``p_S = 0.5 (P(S wins | S in A) + P(S wins | S in B))`` on the items both judges judged,
-    hard (``p_S > 0.5``, tie 0.5) and soft (mean). Bootstrap interval of the hard PLS over items."""
+    """PLS (seed 004 Eq. 7-8) for every pair of authors X, Y and judges J_X related to X and J_Y related to Y
+    (`relation` not "unrelated"; J_X != J_Y) that both judged the X-vs-Y comparison: X is J_X's "student" (the
+    judge itself when they are the same model). ``W[J][S]`` = win rate of S's responses under J, from
+    ``p_S = 0.5 (P(S wins | S in A) + P(S wins | S in B))`` on the items both judges judged, hard (``p_S > 0.5``,
+    tie 0.5) and soft (mean). Bootstrap interval of the hard PLS over items. Each row names its `judges`,
+    `students` and `relatedness` (the two relations)."""
     games = judgments_to_games(judgments)
     p_win: dict[tuple[str, str, str], dict[str, float]] = {}  # (judge, author, other) -> item -> p
     for (judge, author, other, item), (g_a, g_b) in games.items():
         p_win.setdefault((judge, author, other), {})[item] = 0.5 * (g_a[0] + g_b[2])
-    judges = {j.judge for j in judgments}
+    judges = sorted({j.judge for j in judgments})
     results = []
     for x, y in sorted({tuple(sorted((a, o))) for (_, a, o) in p_win}):
-        if x not in judges or y not in judges:
-            continue
-        needed = [(x, x, y), (x, y, x), (y, x, y), (y, y, x)]
-        if any(k not in p_win for k in needed):
-            continue
-        items = sorted(set.intersection(*(set(p_win[k]) for k in needed)))
-        if not items:
-            continue
-        cols = {k: np.array([p_win[k][i] for i in items]) for k in needed}
-
-        def pls(idx: np.ndarray | None, hard: bool) -> float:
-            def rate(k: tuple[str, str, str]) -> float:
-                v = cols[k] if idx is None else cols[k][idx]
-                return float(hard_wins(v).mean() if hard else v.mean())
-
-            w = {x: {x: rate((x, x, y)), y: rate((x, y, x))}, y: {x: rate((y, x, y)), y: rate((y, y, x))}}
-            return preference_leakage_score(w, x, x, y, y)
-
-        results.append(
-            {
-                "judges": [x, y],
-                "n_items": len(items),
-                "PLS_hard": pls(None, True),
-                "PLS_soft": pls(None, False),
-                "PLS_hard_ci": bootstrap_ci(lambda idx: pls(idx, True), len(items), n_boot=n_boot, seed=seed, level=level),
-                "win_rates_hard": {
-                    f"{judge}->{author}": float(hard_wins(cols[(judge, author, other)]).mean())
-                    for (judge, author, other) in needed
-                },
-            }
-        )
+        for jx in (j for j in judges if relation(j, x, relatedness) != "unrelated"):
+            for jy in (j for j in judges if j != jx and relation(j, y, relatedness) != "unrelated"):
+                row = _pls_row(p_win, jx, x, jy, y, n_boot=n_boot, seed=seed, level=level)
+                if row is not None:
+                    results.append(row | {"relatedness": [relation(jx, x, relatedness), relation(jy, y, relatedness)]})
     return results
+
+
+def _pls_row(p_win: dict, jx: str, x: str, jy: str, y: str, *, n_boot: int, seed: int, level: float) -> dict | None:
+    needed = [(jx, x, y), (jx, y, x), (jy, x, y), (jy, y, x)]
+    if any(k not in p_win for k in needed):
+        return None
+    items = sorted(set.intersection(*(set(p_win[k]) for k in needed)))
+    if not items:
+        return None
+    cols = {k: np.array([p_win[k][i] for i in items]) for k in needed}
+
+    def pls(idx: np.ndarray | None, hard: bool) -> float:
+        def rate(k: tuple[str, str, str]) -> float:
+            v = cols[k] if idx is None else cols[k][idx]
+            return float(hard_wins(v).mean() if hard else v.mean())
+
+        w = {jx: {x: rate((jx, x, y)), y: rate((jx, y, x))}, jy: {x: rate((jy, x, y)), y: rate((jy, y, x))}}
+        return preference_leakage_score(w, jx, x, jy, y)
+
+    return {
+        "judges": [jx, jy],
+        "students": [x, y],
+        "n_items": len(items),
+        "PLS_hard": pls(None, True),
+        "PLS_soft": pls(None, False),
+        "PLS_hard_ci": bootstrap_ci(lambda idx: pls(idx, True), len(items), n_boot=n_boot, seed=seed, level=level),
+        "win_rates_hard": {f"{judge}->{author}": float(hard_wins(cols[(judge, author, other)]).mean()) for (judge, author, other) in needed},
+    }
+
+
+def pls_by_relatedness(rows: Sequence[dict]) -> dict[str, dict]:
+    """The PLS rows grouped by their relatedness ("same", "inheritance", "family"; "inheritance+same" when the
+    two sides differ): how many pairs, and their mean hard and soft PLS."""
+    groups: dict[str, list[dict]] = {}
+    for row in rows:
+        groups.setdefault("+".join(sorted(set(row["relatedness"]))), []).append(row)
+    return {
+        kind: {"n_pairs": len(members), "PLS_hard": float(np.mean([r["PLS_hard"] for r in members])), "PLS_soft": float(np.mean([r["PLS_soft"] for r in members]))}
+        for kind, members in sorted(groups.items())
+    }
 
 
 def run_gold_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
@@ -209,7 +232,7 @@ def run_gold_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, l
     return out
 
 
-def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95, salieri_pool: str = "item") -> dict:
     """Every lens that applies to a DBG run directory (fractions).
 
     Reads ``RUN_DIR/judgments.jsonl`` and, if present, ``RUN_DIR/correctness.jsonl``. Returns
@@ -222,6 +245,9 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
     run_dir = Path(run_dir)
     if not run_dir.is_dir():
         raise InterpError(f"{run_dir}: not a directory")
+    salieri = run_salieri(run_dir, n_boot=n_boot, seed=seed, pool=salieri_pool)
+    if salieri is not None:  # a pointwise run: 1-5 scores, no pairs
+        return {"self_preference": {}, "chen2025": None, "pls": [], "pls_by_relatedness": {}, "gold_lenses": {}, "salieri": salieri}
     judgments_path = run_dir / "judgments.jsonl"
     if not judgments_path.exists():
         raise InterpError(f"{run_dir}: no judgments.jsonl in this run directory")
@@ -229,13 +255,16 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
     correctness_path = run_dir / "correctness.jsonl"
     correctness = read_run_correctness(correctness_path) if correctness_path.exists() else None
 
+    config = RunDir(run_dir).read_config() if RunDir(run_dir).config.is_file() else None
     self_records = run_self_records(judgments)
     result: dict = {
         "self_preference": run_self_preference(self_records, n_boot=n_boot, seed=seed, level=level) if self_records else {},
         "chen2025": None,
-        "pls": run_preference_leakage(judgments, n_boot=n_boot, seed=seed, level=level),
+        "pls": run_preference_leakage(judgments, relatedness=declared(config), n_boot=n_boot, seed=seed, level=level),
         "gold_lenses": run_gold_lenses(run_dir, n_boot=n_boot, seed=seed, level=level),
+        "salieri": None,
     }
+    result["pls_by_relatedness"] = pls_by_relatedness(result["pls"])
     if correctness is not None:
         chen_records = run_self_records(judgments, correctness)
         if chen_records is not None:

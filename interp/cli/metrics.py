@@ -200,6 +200,7 @@ def run_command(
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
+    salieri_pool: str = typer.Option("item", "--salieri-pool", help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its answers to the task's items)"),
 ) -> None:
     """Every lens that applies to a DBG run's records, in percent.
 
@@ -207,20 +208,27 @@ def run_command(
     p_t (null without ties)}, model_a/model_b the authors in slots A/B. For each judge that is also an
     author: SPR (Chen et al. Eq. 1 verdicts over both orders), its own responses' hard and soft win
     rates, position consistency. With correctness.jsonl ({item_id, model, correct}): the Chen et al.
-    table (SPR, JA, LSPR, HSPP, SPR_diff, SPR_same). Where two judges are also the two authors: PLS.
+    table (SPR, JA, LSPR, HSPP, SPR_diff, SPR_same). Where two judges are related to the two authors (the
+    same model, or as the config's relatedness says: inheritance, family): PLS, and PLS grouped by relatedness.
     With the run's gold (gold.jsonl), for every judge whose own model is an author (an organism's is its
     base): the unjustified and legitimate self-preference rates and the Evaluator Quality Baseline.
-    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...],
-    "gold_lenses": {judge: {...}}}.
+    A pointwise run (mode = "pointwise"): the SALIERI score of every judge that is an author, from the run's
+    own 1-5 scores (key "salieri", on the score scale; null for a pairwise run).
+    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...], "pls_by_relatedness": {...},
+    "gold_lenses": {judge: {...}}, "salieri": {...} | null}.
     """
     from interp.run.store import RunDir, check_finished
 
     if RunDir(run_dir).config.is_file():  # a run made by `interp dbg`: its lenses are over finished judging only
         check_finished(run_dir)
-    lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed)
-    lenses = _percent_tree(lenses)
+    lenses = run_lenses(run_dir, n_boot=n_boot, seed=seed, salieri_pool=salieri_pool)
+    salieri = lenses.pop("salieri")  # on the 1-5 score scale, not a rate: not in percent
+    lenses = _percent_tree(lenses) | {"salieri": salieri}
     if as_json:
         _emit_json(lenses)
+        return
+    if salieri is not None:
+        _print_run_salieri(salieri)
         return
     typer.echo(f"Lenses for {run_dir} (percent)")
     if lenses["self_preference"]:
@@ -252,8 +260,25 @@ def run_command(
     else:
         typer.echo("\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no unjustified/legitimate rates, no Evaluator Quality Baseline.")
     if lenses["pls"]:
-        typer.echo("\nPreference Leakage Score (two judges that are the two authors)")
-        _table(["judges", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"], [[" vs ".join(r["judges"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]])
+        typer.echo("\nPreference Leakage Score (judges related to the two authors: same model, inheritance, family)")
+        _table(
+            ["judges", "students", "relatedness", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"],
+            [[" vs ".join(r["judges"]), " vs ".join(r["students"]), "/".join(r["relatedness"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]],
+        )
+        _table(["relatedness", "pairs", "PLS_hard", "PLS_soft"], [[k, g["n_pairs"], g["PLS_hard"], g["PLS_soft"]] for k, g in lenses["pls_by_relatedness"].items()])
+
+
+def _print_run_salieri(salieri: dict) -> None:
+    typer.echo(f"SALIERI on this pointwise run (1-5 scores; reference agent: {salieri['reference']})")
+    if salieri.get("reason"):
+        typer.echo(salieri["reason"])
+    rows = [(j, r) for j, r in salieri["judges"].items() if r is not None]
+    if not rows:
+        return
+    _table(
+        ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "mismatch", "gap"],
+        [[j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["histogram_mismatch"], r["mean_abs_gap"]] for j, r in rows],
+    )
 
 
 def _rate_cells(rate: dict) -> list:
@@ -276,3 +301,23 @@ def _percent_tree(value, key: str | None = None):
     if isinstance(value, float) and key not in _COUNT_KEYS:
         return value * 100.0
     return value
+
+
+def recognition_command(
+    run_dir: Path = typer.Argument(..., help="A finished DBG run."),
+    judge: str = typer.Option(..., "--judge", help="The judge to probe: a model name, HF id or folder."),
+    max_rationale_tokens: int = typer.Option(64, "--max-rationale-tokens", min=1, help="Tokens of reason before the verdict."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
+) -> None:
+    """Preference Leakage's recognition probe (seed 004 App. D): does the judge say "yes, my student wrote this" to
+    the answers of authors related to it (the run config's relatedness) and "no" to the others? Per author:
+    relatedness, mean P(yes), accuracy (in percent)."""
+    from interp.run.recognition import run_recognition
+
+    result = run_recognition(run_dir, judge, max_rationale_tokens=max_rationale_tokens)
+    table = {author: {k: _percent(v) if k in ("p_yes", "accuracy") else v for k, v in row.items()} for author, row in result.items()}
+    if as_json:
+        _emit_json(table)
+        return
+    typer.echo(f"Recognition probe of {judge} on {run_dir} (percent)")
+    _table(["author", "relatedness", "n", "P(yes)", "accuracy"], [[a, r["relatedness"], r["n"], r["p_yes"], r["accuracy"]] for a, r in table.items()])

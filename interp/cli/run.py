@@ -95,6 +95,7 @@ def dbg(
     from interp.core.timings import Timings
     from interp.report.attention import write_attention_figures
     from interp.report.build import build_report
+    from interp.report.judging_modes import mode_payload
     from interp.report.terminal import results_payload
     from interp.run.pipeline import run_dbg
     from interp.run.store import RunDir
@@ -107,10 +108,10 @@ def dbg(
     files = {"run": Path(out)}
     if report:
         with RunDir(out).writer(), steps.step("figures and report"):
-            if run_config.attention != "none":
+            if run_config.attention != "none" and run_config.mode == "pairwise":  # pointwise attention: no Figure 7
                 write_attention_figures(out)
             files["report"] = build_report(out)
-    finish(results_payload(summary, files=files), as_json, timings=steps.ended() if timings else None)
+    finish(results_payload(summary, files=files) | mode_payload(summary), as_json, timings=steps.ended() if timings else None)
 
 
 def demo(

@@ -58,7 +58,7 @@ class Judgment:
     top_token: int
     spans: dict[str, tuple[int, int]]  # unpadded token indices, end exclusive
     n_tokens: int
-    mass: Float[Tensor, "layer head span"] | None  # span order: a, b
+    mass: Float[Tensor, "layer head span"] | None  # span order: `judge_batch`'s span_names (a, b by default)
     counts: Float[Tensor, "span"] | None
 
 
@@ -107,12 +107,15 @@ def judge_batch(
     edit: EditBuilder | None = None,
     judge: str | None = None,
     names: Sequence[str] | None = None,
+    span_names: Sequence[str] = SPAN_NAMES,
 ) -> list[Judgment]:
     """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
 
     `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> edits: a layer
     (int) -> function of that layer's residual output (steering), and a hook point name (str, `interp.core.sites`)
     -> function of that activation (node interventions); either may return None for "no change".
+    `span_names`: the spans whose attention is read, in order (default a, b; a rationale adds "rationale",
+    a pointwise prompt has "a" only).
     A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
     `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item).
     """
@@ -121,7 +124,7 @@ def judge_batch(
     padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
     model = backend.model
     reducer = (
-        span_reducer(padded_spans, batch.input_ids.shape[1], model.n_layers, model.n_heads, queries=queries)
+        span_reducer(padded_spans, batch.input_ids.shape[1], model.n_layers, model.n_heads, queries=queries, span_names=span_names)
         if queries
         else None
     )
@@ -137,7 +140,7 @@ def judge_batch(
     top = probs.argmax(-1)
     label_ids = {i for group in labels.ids for i in group}
     masses = reducer.stacked() if reducer is not None else None
-    counts = span_token_counts(padded_spans) if reducer is not None else None
+    counts = span_token_counts(padded_spans, span_names) if reducer is not None else None
     return [
         Judgment(
             probs={label: float(normalised[row, i]) for i, label in enumerate(labels.labels)},

@@ -120,9 +120,38 @@ _THREE_WAY_INTRO = (
 THREE_WAY_FEWSHOT_END = "\n\n# Judgment\n"
 
 
-def _three_way_parts(query: str, response_a: str, response_b: str) -> list[tuple[str, str | None]]:
+# ---- judge-side chain of thought (Chen et al. section 5, App. A: "the model is allowed to freely generate its
+# judgment in natural language with a reasoning chain, before ending its response with a verdict (e.g., "My final
+# verdict is verdict")"). The seed does not hold the paper's CoT prompt; this wording is the toolkit's: the
+# judge prompt's answer-only instruction is replaced by one to reason first and end on the verdict phrase.
+
+COT_CUE = "My final verdict is"
+COT_STYLES = ("none", "standard", "long")
+_COT_INSTRUCTION = {
+    "standard": "First explain your reasoning step by step. Then end your response with your final verdict, exactly in the form \"My final verdict is {labels}\".",
+    "long": "First think it through at length: work out the answer to the query yourself, then check each response step by "
+    "step against it and look for mistakes in both. Then end your response with your final verdict, exactly in the "
+    "form \"My final verdict is {labels}\".",
+}
+
+
+def cot_instruction(cot: str, labels: Sequence[str]) -> str:
+    """The instruction to reason before the verdict; `labels` are named as "A, T or B" / "A or B"."""
+    named = " or ".join([", ".join(labels[:-1]), labels[-1]]) if len(labels) > 1 else labels[0]
+    return _COT_INSTRUCTION[cot].format(labels=named)
+
+
+def _three_way_intro(cot: str) -> str:
+    if cot == "none":
+        return _THREE_WAY_INTRO
+    return _THREE_WAY_INTRO.replace("You must output only one of the following choices:", "Your final verdict must be one of the following choices:").replace(
+        "For example, if both answers are relatively the same in quality, output \u201cT\u201d.", cot_instruction(cot, ("A", "T", "B"))
+    )
+
+
+def _three_way_parts(query: str, response_a: str, response_b: str, cot: str = "none") -> list[tuple[str, str | None]]:
     return [
-        (_THREE_WAY_INTRO, None),
+        (_three_way_intro(cot), None),
         (query, "query"),
         ("\n\n<The Start of Assistant A\u2019s Answer>\n", None),
         (response_a, "a"),
@@ -130,6 +159,11 @@ def _three_way_parts(query: str, response_a: str, response_b: str) -> list[tuple
         (response_b, "b"),
         ("\n<The End of Assistant B\u2019s Answer>", None),
     ]
+
+
+def _outro(outro: str, cot: str) -> str:
+    """The DBG prompt's closing instruction; with `cot`, its first sentence and the instruction to reason first."""
+    return outro if cot == "none" else f"{outro.split('. ')[0]}. {cot_instruction(cot, ('A', 'B'))}"
 
 
 def _headings(task: str) -> tuple[str, str, str]:
@@ -166,15 +200,19 @@ def judge_prompt(
     kind: str,
     fewshot: dict | None = None,
     ties: bool = False,
+    cot: str = "none",
 ) -> Prompt:
     """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise.
 
     With `ties`, Chen et al.'s three-way A/T/B prompt (for every task): in the chat template for post-trained
-    judges; as plain text ending on a "# Judgment" heading for pre-trained ones.
+    judges; as plain text ending on a "# Judgment" heading for pre-trained ones. With `cot` ("standard",
+    "long"), the judge is asked to reason before its verdict (`cot_instruction`); post-trained judges only.
     """
     _check_task(task)
+    if cot != "none" and kind != "post":
+        raise InterpError("judge-side chain of thought (cot) needs a post-trained (chat) judge; a few-shot prompt shows verdicts without reasoning")
     if ties:
-        parts = _three_way_parts(query, response_a, response_b)
+        parts = _three_way_parts(query, response_a, response_b, cot)
         if kind == "post":
             return _in_chat_template(tokenizer, parts)
         text, spans = _assemble([*parts, (THREE_WAY_FEWSHOT_END, None)])
@@ -189,7 +227,7 @@ def judge_prompt(
             (response_a, "a"),
             (f"</{tag} A>\n<{tag} B>", None),
             (response_b, "b"),
-            (f"</{tag} B>\n\n{texts['outro']}", None),
+            (f"</{tag} B>\n\n{_outro(texts['outro'], cot)}", None),
         ]
         return _in_chat_template(tokenizer, parts)
     examples = (fewshot if fewshot is not None else _default_fewshot())[task]["judgment"][:2]
@@ -244,14 +282,24 @@ _GENERATION_FEW_SHOT_INTRO = {
 FEWSHOT_STOP = "\n# "
 
 
-def generation_prompt(tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None) -> Prompt:
+# SALIERI's chapter-4 treatment (seed 003, section 4.2, Feedback Collection): answers made worse on purpose by an
+# instruction put before the task. The thesis gives it as a system prompt; here it opens the user turn (or the
+# few-shot text), so every chat template and base model reads it the same way.
+TREATMENT = "You are a test assistant. You should answer all questions with incorrect answers to test the system."
+
+
+def generation_prompt(
+    tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None, treatment: bool = False
+) -> Prompt:
+    """The paper's generation prompt; with `treatment`, SALIERI's instruction to answer incorrectly before it."""
     _check_task(task)
+    opening = f"{TREATMENT}\n\n" if treatment else ""
     if kind == "post":
         before, after = _GENERATION_ZERO_SHOT[task]
-        return _in_chat_template(tokenizer, [(before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
+        return _in_chat_template(tokenizer, [(opening + before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
     query_heading, answer_heading = ("# German", "# English") if task == "translation" else ("# Query", "# Answer")
     examples = (fewshot if fewshot is not None else _default_fewshot())[task]["generation"]
-    parts: list[tuple[str, str | None]] = [(_GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
+    parts: list[tuple[str, str | None]] = [(opening + _GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
     for example in examples:
         parts.append((f"{query_heading}\n{example['query']}\n\n{answer_heading}\n{example['answer']}\n\n", None))
     parts += [(f"{query_heading}\n", None), (query, "query"), (f"\n\n{answer_heading}\n", None)]

@@ -36,7 +36,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-from interp.data import PACKAGED_SETS, Item
+from interp.data import PACKAGED_SETS, TESTS_FIELD, Item
 from interp.splits import unit_hash
 from interp.errors import InterpError
 from interp.metrics.dbg import p_own_from_first, tie_sign
@@ -328,6 +328,8 @@ def write_items_jsonl(items: Iterable[Item], path: Path) -> Path:
             record["reference"] = item.reference
         if item.aliases:
             record["aliases"] = list(item.aliases)
+        if item.tests:
+            record[TESTS_FIELD] = list(item.tests)
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
     return path

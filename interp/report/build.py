@@ -8,6 +8,7 @@ from pathlib import Path
 from interp.analysis.lenses import run_gold_lenses
 from interp.report.dbg import bias_lenses_section, dbg_section, human_section
 from interp.report.html import write_report
+from interp.report.judging_modes import mode_sections
 from interp.run.store import RunDir
 from interp.templating import Markup
 
@@ -32,11 +33,15 @@ def build_report(run_dir: Path) -> Path:
     paths = RunDir(Path(run_dir))
     summary = paths.read_summary()
     figures = paths.figures
+    config = paths.read_config() if paths.config.is_file() else None
+    if config is not None and config.mode == "pointwise":  # 1-5 scores, no pairs: no DBG, no lenses over pairs
+        write_report(paths.report, f"Pointwise scores: {' vs '.join(summary['models'])}", mode_sections(paths, config, summary))
+        return paths.report
     sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
+    sections += mode_sections(paths, config, summary)
     if summary["gold"].get("human"):
         sections.append(("Gold against human labels (Table 1)", human_section(summary["gold"]["human"])))
     sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
-    config = paths.read_config() if paths.config.is_file() else None
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)
     if lenses:
         sections.append(("Beside DBG: unjustified and legitimate self-preference, Evaluator Quality Baseline", bias_lenses_section(lenses)))

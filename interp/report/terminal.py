@@ -247,6 +247,19 @@ def print_results(payload: dict, console=None) -> None:
             ci = r.get("agreement_ci") or [None, None]
             table.add_row(r["gold"], str(r["n"]), pct(r["agreement"]), f"[{pct(ci[0])}, {pct(ci[1])}]", pct(r["gold_win_rate_first"]), pct(r["human_win_rate_first"]), pct(r["human_tie_share"]))
         console.print(table)
+    if payload.get("pointwise"):  # SALIERI's pointwise mode: 1-5 scores (the SALIERI score: `interp metrics run`)
+        table = Table("Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])")
+        name_column(table, "judge", min_width=14)
+        name_column(table, "author", min_width=10)
+        for name in ("n", "expected", "parsed", "n parsed"):
+            table.add_column(name, justify="right", no_wrap=True)
+        for r in payload["pointwise"]:
+            table.add_row(r["judge"], r["author"], str(r["n"]), number(r["mean_expected_score"]), number(r["mean_parsed_score"]), str(r["n_parsed"]))
+        console.print(table)
+    if payload.get("correctness"):
+        counts = {author: c for author, c in payload["correctness"].items() if author != "no_target"}
+        lines = ", ".join(f"{author}: {c['correct']} of {c['graded']}" for author, c in counts.items())
+        console.print(f"Graded answers correct: {lines} ({payload['correctness']['no_target']} items without a target)", highlight=False, soft_wrap=True)
     if "causal" in payload:
         console.print()
         table = Table("Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)")

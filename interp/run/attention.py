@@ -37,19 +37,27 @@ def write_shard(shard_dir: Path, keys: Sequence[str], judgments: Sequence[Judgme
     atomic_write_bytes(Path(shard_dir) / f"{name}.safetensors", save(tensors, metadata={"keys": json.dumps(keys)}))
 
 
-def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], queries: str) -> None:
-    """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index."""
+def read_shards(shard_dir: Path) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """`{key: (mass [layer, head, span], span_tokens [span])}` of every shard in a folder."""
     by_key: dict[str, tuple[torch.Tensor, torch.Tensor]] = {}
-    for shard in sorted(paths.attention_shards(judge).glob("*.safetensors")):
+    for shard in sorted(Path(shard_dir).glob("*.safetensors")):
         with safe_open(str(shard), "pt") as handle:
             keys = json.loads(handle.metadata()["keys"])
             mass, counts = handle.get_tensor("mass"), handle.get_tensor("span_tokens")
         for row, key in enumerate(keys):
             by_key[key] = (mass[row], counts[row])
+    return by_key
+
+
+def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], queries: str) -> None:
+    """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index (spans a, b, and the
+    judge's rationale when it wrote one: `cot`)."""
+    by_key = read_shards(paths.attention_shards(judge))
     records = {record.key: record for record in paths.read_judgments(judge)}
-    shape = (len(items), len(ORDERS), model.n_layers, model.n_heads, 2)
+    spans = ["a", "b", "rationale"][: next(iter(by_key.values()))[0].shape[-1]] if by_key else ["a", "b"]
+    shape = (len(items), len(ORDERS), model.n_layers, model.n_heads, len(spans))
     mass = torch.full(shape, float("nan"))
-    counts = torch.zeros(len(items), len(ORDERS), 2)
+    counts = torch.zeros(len(items), len(ORDERS), len(spans))
     for i, item in enumerate(items):
         for o, order in enumerate(ORDERS):
             key = f"{item.id}|{order}"
@@ -64,7 +72,7 @@ def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: 
         "n_heads": model.n_heads,
         "dims": ["item", "order", "layer", "head", "span"],
         "orders": list(ORDERS),
-        "spans": ["a", "b"],
+        "spans": spans,
         "items": [
             {
                 "item_id": item.id,

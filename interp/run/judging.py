@@ -11,10 +11,12 @@ from tqdm.auto import tqdm
 from interp.core.threads import rebalance_threads
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
-from interp.core.prompts import judge_prompt
-from interp.core.spans import tokenized_judge_prompt
+from interp.core.prompts import COT_CUE, judge_prompt
+from interp.core.rubric import SCORE_LABELS, pointwise_prompt, result_cue
+from interp.core.spans import tokenize_prompt, tokenized_judge_prompt
 from interp.data import Item
 from interp.run.attention import write_shard
+from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.records import JudgmentRecord, append_judgments, read_judgments
 
 
@@ -51,12 +53,20 @@ def verdict_labels(ties: bool) -> tuple[str, ...]:
     return ("A", "T", "B") if ties else ("A", "B")
 
 
-def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool) -> dict:
+def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool, cot: str = "none", mode: str = "pairwise") -> dict:
     """What this judge reads, as it reads it: its prompt per task with `{query}`, `{response_a}` and
-    `{response_b}` where the texts go (the chat template applied), its style and the labels read."""
-    prompts = {task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties) for task in sorted(set(tasks))}
+    `{response_b}` where the texts go (the chat template applied), its style and the labels read. With a
+    rationale (`cot`, pointwise feedback), the cue after which the verdict is read; pointwise prompts have
+    `{response}` and `{reference}`."""
+    if mode == "pointwise":
+        prompts = {task: pointwise_prompt(model.tokenizer, task, "{query}", "{response}", "{reference}", kind=model.kind) for task in sorted(set(tasks))}
+        labels, cue = SCORE_LABELS, result_cue(model.tokenizer)
+    else:
+        prompts = {task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties, cot=cot) for task in sorted(set(tasks))}
+        labels, cue = verdict_labels(ties), (COT_CUE if cot != "none" else None)
     styles = {prompt.style for prompt in prompts.values()}
-    return {"labels": list(verdict_labels(ties)), "style": styles.pop() if len(styles) == 1 else sorted(styles), "prompts": {task: prompt.text for task, prompt in prompts.items()}}
+    record = {"labels": list(labels), "style": styles.pop() if len(styles) == 1 else sorted(styles), "prompts": {task: prompt.text for task, prompt in prompts.items()}}
+    return record | ({"mode": mode, "cot": cot, "verdict_cue": cue} if cue else {})
 
 
 def batches(tasks: Sequence, size: int) -> Iterator[Sequence]:
@@ -77,36 +87,54 @@ def run_judging(
     bias_for: Callable[[Sequence[JudgeTask]], BiasBuilder | None] | None = None,
     progress: bool = True,
     edit_for: Callable[[Sequence[JudgeTask]], EditBuilder | None] | None = None,
+    cot: str = "none",
+    rationale_tokens: int = 256,
 ) -> None:
     """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines.
 
     `bias_for(chunk)` / `edit_for(chunk)` give the score-bias / residual-edit builder for one batch of tasks.
+    With `cot` ("standard", "long"), the judge first writes a rationale (up to `rationale_tokens`, greedy,
+    `interp.run.rationale`); the labels are read after it and "My final verdict is", and span attention there
+    over a, b and the rationale.
     """
     model = backend.model
     labels = label_tokens(model.tokenizer, verdict_labels(ties))
     done = {record.key for record in read_judgments(judgments_path, judge=judge)}
     todo = [t for t in tasks if t.key not in done]
-    prompts = {
-        t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties) for t in todo
-    }
+    if cot != "none":
+        prompts = {t.key: judge_prompt(model.tokenizer, t.item.task, t.item.query, t.response_a, t.response_b, kind=model.kind, ties=ties, cot=cot) for t in todo}
+    else:
+        prompts = {t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties) for t in todo}
+    length = (lambda t: len(prompts[t.key].text)) if cot != "none" else (lambda t: len(prompts[t.key]))
     # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
     # lengths together within a task (less padding).
-    todo.sort(key=lambda t: (t.item.task, len(prompts[t.key])))
+    todo.sort(key=lambda t: (t.item.task, length(t)))
     bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
     for chunk in batches(todo, batch_size):
         rebalance_threads()  # company that came or went since the last batch
         chunk_prompts = [prompts[t.key] for t in chunk]
+        rationales: list[str | None] = [None] * len(chunk)
+        if cot != "none":
+            rationales = generate_rationales(model, chunk_prompts, cue=COT_CUE, max_new_tokens=rationale_tokens, batch_size=len(chunk))
+            chunk_prompts = [
+                tokenize_prompt(model.tokenizer, with_rationale(p, r, COT_CUE, "\n\n"), max_length=model.context_length or None)
+                for p, r in zip(chunk_prompts, rationales)
+            ]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None
         judgments = judge_batch(
             backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias, edit=edit,
             judge=judge, names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
+            span_names=("a", "b", RATIONALE_SLOT) if cot != "none" else ("a", "b"),
         )  # non-finite label probabilities fail here, before the batch's shard or lines are written
         if shard_dir is not None:
             write_shard(shard_dir, [t.key for t in chunk], judgments)
         append_judgments(
             judgments_path,
-            [JudgmentRecord.of(judge, t.item.id, t.item.task, t.order, t.author_a, t.author_b, j) for t, j in zip(chunk, judgments)],
+            [
+                JudgmentRecord.of(judge, t.item.id, t.item.task, t.order, t.author_a, t.author_b, j, rationale)
+                for t, j, rationale in zip(chunk, judgments, rationales)
+            ],
         )
         bar.update(len(chunk))
     bar.close()

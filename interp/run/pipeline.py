@@ -22,6 +22,8 @@ from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
 from interp.run.attention import consolidate_attention
+from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
+from interp.run.correctness import check_gradable, grade_run_answers
 from interp.run.gold import (
     GoldJudge,
     ModelJudge,
@@ -102,7 +104,7 @@ def prepare_responses(
         elif config.server(spec) is not None:
             records += server_responses(config.server(spec), items, decoding, progress=progress)
         else:
-            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress)
+            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress, treatment=config.answers == "treatment")
     if config.empty_answers == "refuse":
         check_answers_not_empty(_by_model(records), items)
     write_responses(paths, records)
@@ -212,6 +214,7 @@ def run_dbg(
     adapters = check_resumable(config, paths)
     paths.check_not_locked()  # fail at once, before loading models, when another process writes this run
     items = sampled_items(config, paths)
+    check_gradable(items, config.grader)
     models = models if models is not None else ModelCache(placement)
     judges = gold_judges(config, models)
     if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
@@ -229,9 +232,11 @@ def run_dbg(
         atomic_write_text(paths.config, config.to_toml())
         atomic_write_text(paths.identity, json.dumps({"config_identity": config.identity_hash()}) + "\n")
         if not paths.items.is_file():
-            write_jsonl_atomic(paths.items, [asdict(item) for item in items])
+            write_jsonl_atomic(paths.items, [item.record() for item in items])
         with timings.step("generation"):
             responses = prepare_responses(config, paths, items, models, progress, answers)
+        with timings.step("grading"):
+            grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
         queries = None if config.attention == "none" else config.attention
@@ -242,6 +247,9 @@ def run_dbg(
                     run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
                     continue
                 model = models.get(judge)
+                if config.mode == "pointwise":
+                    judge_pointwise(config, paths, runners[judge], judge, items, responses, queries, progress)
+                    continue
                 run_judging(
                     runners[judge],
                     judge,
@@ -252,6 +260,8 @@ def run_dbg(
                     ties=config.ties,
                     queries=queries,
                     progress=progress,
+                    cot=config.cot,
+                    rationale_tokens=config.rationale_tokens,
                 )
                 if queries:
                     consolidate_attention(paths, judge, model, items, queries)
@@ -262,16 +272,29 @@ def run_dbg(
             return write_summary(config, paths, items, gold, placement.record(), sizes)
 
 
+def judge_pointwise(config: RunConfig, paths: RunDir, backend, judge: str, items: Sequence[Item], responses: dict, queries: str | None, progress: bool) -> None:
+    """SALIERI's pointwise judging of every author's answers by one judge, and its attention consolidated."""
+    shards = paths.pointwise_attention(judge, "") if queries else None
+    tasks = pointwise_tasks(items, responses, config.models)
+    run_pointwise_judging(
+        backend, judge, tasks, path=paths.pointwise, shard_dir=shards, batch_size=config.batch_size,
+        max_rationale_tokens=config.rationale_tokens, queries=queries, progress=progress,
+    )  # fmt: skip
+    if queries:
+        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, queries)
+
+
 def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
     """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
     other prompts (another version of the toolkit) is refused: its judgments and new ones would not compare."""
     record = {
-        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties)
+        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties, cot=config.cot, mode=config.mode)
         for judge in config.judge_specs
         if config.server(judge) is None
     }
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
-    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and paths.judgments.is_file():
+    judged = paths.judgments.is_file() or paths.pointwise.is_file()
+    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
         raise InterpError(f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out")
     return text
 
@@ -303,7 +326,7 @@ def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models
         if spec in config.imports:
             imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
         else:
-            check_generation_lengths(models.get(spec), missing, decoding, name=spec)
+            check_generation_lengths(models.get(spec), missing, decoding, name=spec, treatment=config.answers == "treatment")
             used.append(spec)
     for spec in config.judge_specs:  # a judge the backend cannot hook fails here, before any answer is generated
         if config.server(spec) is None:

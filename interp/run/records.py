@@ -2,6 +2,7 @@
 
 `p_a`, `p_b` (and `p_t` with ties) are the judge's label probabilities renormalised over the labels, with
 `model_a`'s response in slot A and `model_b`'s in slot B; order "ab" puts the run's models[0] in slot A.
+`rationale` is what the judge wrote before its verdict (judge-side chain of thought, `cot`; absent without).
 `label_mass`, `top_is_label`, `top_token`, `n_tokens` and `spans` (token indices, end exclusive) come from
 the toolkit's own judging; records from elsewhere (`interp metrics run` on another system's judgments) may
 leave them out.
@@ -37,13 +38,16 @@ class JudgmentRecord:
     top_token: int | None = None
     n_tokens: int | None = None
     spans: dict[str, list[int]] | None = None
+    rationale: str | None = None  # what the judge wrote before its verdict (`cot`); None without
 
     @property
     def key(self) -> str:
         return f"{self.item_id}|{self.order}"
 
     @classmethod
-    def of(cls, judge: str, item_id: str, task: str, order: str, author_a: str, author_b: str, judgment: Judgment) -> "JudgmentRecord":
+    def of(
+        cls, judge: str, item_id: str, task: str, order: str, author_a: str, author_b: str, judgment: Judgment, rationale: str | None = None
+    ) -> "JudgmentRecord":
         return cls(
             judge=judge,
             item_id=item_id,
@@ -59,16 +63,17 @@ class JudgmentRecord:
             top_token=judgment.top_token,
             n_tokens=judgment.n_tokens,
             spans={k: list(v) for k, v in judgment.spans.items()},
+            rationale=rationale,
         )
 
     def to_dict(self) -> dict:
         data = asdict(self)
-        return {key: data[key] for key in _WRITE_ORDER if key in data}
+        return {key: data[key] for key in _WRITE_ORDER if key in data and (key != "rationale" or data[key] is not None)}
 
 
 _WRITE_ORDER = (
     "judge", "item_id", "task", "order", "model_a", "model_b", "p_a", "p_b", "p_t", "label_mass", "top_is_label",
-    "top_token", "n_tokens", "spans",
+    "top_token", "n_tokens", "spans", "rationale",
 )  # fmt: skip
 
 

@@ -95,8 +95,8 @@ def response_cache_path(key: str) -> Path:
     return cache_root() / "responses" / f"{key}.json"
 
 
-def _prompts(model: LoadedModel, items: Sequence[Item], decoding: Decoding) -> list[Prompt]:
-    return [generation_prompt(model.tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words) for item in items]
+def _prompts(model: LoadedModel, items: Sequence[Item], decoding: Decoding, treatment: bool = False) -> list[Prompt]:
+    return [generation_prompt(model.tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words, treatment=treatment) for item in items]
 
 
 def _encode(tokenizer, prompt: Prompt) -> list[int]:
@@ -104,11 +104,13 @@ def _encode(tokenizer, prompt: Prompt) -> list[int]:
     return encode_prompt(tokenizer, prompt)
 
 
-def check_generation_lengths(model: LoadedModel, items: Sequence[Item], decoding: Decoding, *, name: str | None = None) -> None:
+def check_generation_lengths(
+    model: LoadedModel, items: Sequence[Item], decoding: Decoding, *, name: str | None = None, treatment: bool = False
+) -> None:
     """Every generation prompt plus `max_new_tokens` fits the model's context (checked before any generation)."""
     if not model.context_length:
         return
-    for item, prompt in zip(items, _prompts(model, items, decoding)):
+    for item, prompt in zip(items, _prompts(model, items, decoding, treatment)):
         n_prompt = len(_encode(model.tokenizer, prompt))
         check_fits_context(
             n_prompt + decoding.max_new_tokens,
@@ -139,12 +141,13 @@ def cached_responses(
 
 
 def generate_responses(
-    model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True
+    model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True,
+    treatment: bool = False,
 ) -> list[Response]:
     """Answers of `model` to `items` (greedy, or sampled per `decoding`), reusing the on-disk cache; returns them
-    in item order."""
+    in item order. `treatment`: SALIERI's degraded answers (the prompt asks for incorrect ones; its own cache keys)."""
     tokenizer = model.tokenizer
-    prompts = _prompts(model, items, decoding)
+    prompts = _prompts(model, items, decoding, treatment)
     fingerprint = model.fingerprint()
     prompt_keys = [_cache_key(fingerprint, p.text, decoding) for p in prompts]
     # Sampled: batches fixed by the item list, each answer keyed by its batch-mates too (`_batch_key`).
@@ -155,7 +158,7 @@ def generate_responses(
     results, todo = cached_responses(keys, name or model.name, markers)
     missing = set(todo)
     chunks = [b for b in fixed if missing.intersection(b)] if decoding.sampled else _length_batches(todo, prompts, decoding.batch_size)
-    check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name)
+    check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name, treatment=treatment)
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
     sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}

@@ -14,6 +14,8 @@ A run directory holds everything in open formats and can be resumed after a kill
   prompts.json           each local judge's prompt per task as it reads it (placeholders for the texts), its
                          style and the labels read (A/T/B with ties: Chen et al.'s three-way prompt)
   judgments.jsonl        one JudgmentRecord per (judge, item, order), appended batch by batch
+  pointwise.jsonl        mode = "pointwise": one 1-5 rubric judgment per (judge, item, author)
+  correctness.jsonl      grader set: one graded answer per (item, author) (`interp.run.correctness`)
   attention/<judge>/     per-batch safetensors shards, consolidated to attention/<judge>.safetensors + .json
                          (<judge>: `keyed_label`, the judge's label plus a hash of its exact name)
   gold.jsonl             one line per (gold judge, item): P(models[0]'s response wins)
@@ -159,6 +161,19 @@ class RunDir:
 
     def attention_index(self, judge: str, *, write: bool = False) -> Path:
         return _attention_file(self.attention_dir, judge, ".json", write=write)
+
+    @property
+    def pointwise(self) -> Path:
+        """SALIERI's pointwise judgments (`interp.run.pointwise`): one line per (judge, item, author)."""
+        return self.root / "pointwise.jsonl"
+
+    def recognition(self, judge: str) -> Path:
+        """Preference Leakage's recognition probe of one judge (`interp.run.recognition`)."""
+        return self.root / "recognition" / f"{keyed_label(judge)}.jsonl"
+
+    def pointwise_attention(self, judge: str, suffix: str = ".safetensors") -> Path:
+        """A pointwise judge's attention: shards (suffix ""), arrays (".safetensors") and index (".json")."""
+        return _attention_file(self.attention_dir, judge, f".pointwise{suffix}", write=True)
 
     def variant(self, key: str) -> Path:
         """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""

@@ -24,7 +24,9 @@ from interp.metrics.dbg import (
     tie_scores,
 )
 from interp.metrics.human import human_agreement
+from interp.run.correctness import grade_run_answers
 from interp.run.gold import aggregate_gold
+from interp.run.pointwise import pointwise_summary, read_pointwise
 from interp.run.gold.human import human_labels
 from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
@@ -125,7 +127,7 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
     models = list(config.models)
     gold_first = np.array(aggregate_gold(gold))
     judges = {}
-    for judge in config.judge_specs:
+    for judge in config.judge_specs if config.mode == "pairwise" else ():  # pointwise: `write_summary`
         judge_records = [r for r in records if r.judge == judge]
         judges[judge] = judge_scores(judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed)
     gold_hard = hard_win_rate(gold_first)
@@ -176,6 +178,10 @@ def write_summary(
     reasoning = reasoning_summary(paths.read_reasoning(), len(items))
     if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
         summary["reasoning"] = reasoning
+    if config.mode == "pointwise":  # SALIERI's 1-5 scores per judge and author (the SALIERI score: `interp metrics run`)
+        summary["pointwise"] = pointwise_summary(read_pointwise(paths.pointwise), config.models)
+    if config.grader != "none":  # Chen et al.'s graders: per author, how many answers were graded and correct
+        summary["correctness"] = grade_run_answers(paths.correctness, items, paths.read_responses(), config.models, config.grader)
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
     atomic_write_text(paths.summary, json.dumps(summary, indent=2))
