@@ -19,7 +19,6 @@ resumes and a different test never reuses another's judgments.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from interp.core.models import ModelCache, model_identity, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
+from interp.formatting import p_value
 from interp.experiments.engine import (
     Judges,
     Variant,
@@ -53,6 +53,8 @@ from interp.experiments.engine import (
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.metrics.mirror import mirror_shares
+from interp.results.causal import CausalResult
+from interp.results.codec import write_causal
 from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
@@ -306,12 +308,12 @@ def intervene_run(
     items: Sequence[str] | None = None,
     split: str | None = None,
     max_memory: int | None = None,
-) -> dict:
+) -> CausalResult:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
-    (None: half the memory available; `Judges.release`). Returns the result written to result.json.
+    (None: half the memory available; `Judges.release`). Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -367,8 +369,7 @@ def intervene_run(
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         _holm(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
-        atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))
-    return result
+        return write_causal(out_dir, result)
 
 
 def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None:
@@ -462,7 +463,6 @@ def _test_judge(
         gap = share_removed(before - gold, after - gold, control_before - gold, control_after - gold, alpha=design.test_alpha, n_boot=config.n_boot, seed=config.seed)
     control_mean = float(delta_controls.mean()) if controls else None
     out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | test.to_dict()
-    out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
     out["test"] |= {"controls": controls, "random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
     notes = ["within the judge: " + too_few_items(len(items), design.n_flips, design.test_alpha)] if smallest_flip_p(len(items), design.n_flips) > design.test_alpha else []
     out |= {
@@ -520,5 +520,5 @@ def _holm(result: dict, names: Sequence[str]) -> None:
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
         record["causal"] = bool(p <= record["test_alpha"])
         if len(tested) > 1:
-            record["verdict"] += f"; Holm over {len(tested)} judges: p {record['p_value']:.3g}, adjusted {p:.3g} -> {'causal' if record['causal'] else 'not causal'}"
+            record["verdict"] += f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

@@ -31,6 +31,7 @@ from typing import Literal, Sequence
 
 from interp.errors import InterpError
 from interp.experiments.causal import TestDesign, intervene_run
+from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 
 Route = Literal["pattern", "content", "neither"]
@@ -87,16 +88,16 @@ def route_specs(heads: dict[int, Sequence[int]], parts: Sequence[str] = ROUTE_PA
     return specs
 
 
-def part_share(part: str, record: dict, result_dir: str | None = None) -> PartShare:
-    """A part's share from the causal test's record of one judge (`result.json`'s `judges[judge]`)."""
-    share = record.get("share_removed")
+def part_share(part: str, record: JudgeTest, result_dir: str | None = None) -> PartShare:
+    """A part's share from the causal test's record of one judge (`CausalResult.judges[judge]`)."""
+    share = record.share_removed
     return PartShare(
         part=part,
-        share=share["estimate"] if share else None,
-        ci=(share["low"], share["high"]) if share else None,
-        p_value=record.get("p_value"),
-        causal=record.get("causal"),
-        reason=None if share else record.get("share_removed_reason"),
+        share=share.estimate if share else None,
+        ci=(share.low, share.high) if share else None,
+        p_value=record.p_value,
+        causal=record.causal,
+        reason=None if share else record.share_removed_reason,
         result_dir=result_dir,
     )
 
@@ -140,7 +141,6 @@ def route_analysis(
     shares = {}
     for part, spec in route_specs(heads, parts).items():
         result = intervene_run(run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs)
-        record = next(iter(result["judges"].values()))
-        shares[part] = part_share(part, record, result.get("result_dir"))
+        shares[part] = part_share(part, next(iter(result.judges.values())))
     route, reason = route_verdict(shares)
     return RouteAnalysis(judge=judge, heads={int(k): sorted(v) for k, v in heads.items()}, parts=shares, route=route, reason=reason)

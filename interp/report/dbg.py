@@ -6,10 +6,12 @@ from pathlib import Path
 
 import numpy as np
 from interp.core.models import own_model
-from interp.formatting import pct, pts
+from interp.formatting import fixed, pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.report.terminal import reasoning_lines
+from interp.results import codec
+from interp.results.summary import RunSummary
 from interp.templating import Markup, render
 
 
@@ -56,14 +58,15 @@ def _ties_text(s: dict) -> str:
     return f"{pct(s['tie_share'], 1)} / {pct(s['gold_tie_share'], 1)}; {pts(s['dbg_no_ties'])}"
 
 
-def dbg_section(summary: dict, figures: Path) -> Markup:
+def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
+    summary = codec.parse(RunSummary, summary, "summary")
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []
     for judge, s in summary["judges"].items():
         if "dbg_hard" not in s:
             continue
         lo, hi = s["dbg_ci"]
-        weak = s.get("unreliable_because") or []
+        weak = s.unreliable_because
         # A judge too weak to judge: the number stays, with why it carries no information beside it.
         verdict = f" (judge too weak, DBG not evidence: {'; '.join(weak)})" if weak else ""
         rows.append(
@@ -76,7 +79,7 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
                 _ties_text(s),
                 f"{pct(s['position_consistency'], 1)}",
                 f"{s['top_not_label']} / {s['n_judgments']}",
-                f"{s['mean_label_mass']:.3f}",
+                fixed(s.mean_label_mass, 3),
             ]
         )
     table = table_html(

@@ -28,8 +28,9 @@ from interp.run.gold import aggregate_gold
 from interp.run.gold.human import human_labels
 from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
+from interp.results import codec
+from interp.results.summary import RunSummary
 from interp.run.store import RunDir, empty_answers
-from interp.storage import atomic_write_text
 
 
 def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> tuple[np.ndarray, np.ndarray]:
@@ -163,8 +164,8 @@ def write_summary(
     gold: dict[str, list[float]],
     placement: dict | None = None,
     sizes: dict[str, int] | None = None,
-) -> dict:
-    """summary.json; `placement` records where the run's local models ran (device, dtype, device map), `sizes`
+) -> RunSummary:
+    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device, dtype, device map), `sizes`
     the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
@@ -178,5 +179,4 @@ def write_summary(
         summary["reasoning"] = reasoning
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
-    atomic_write_text(paths.summary, json.dumps(summary, indent=2))
-    return summary
+    return codec.write_summary(paths.summary, summary)
