@@ -21,6 +21,7 @@ The package is layered; a module imports only from its own layer or the layers b
 - `interp.run`          a DBG run: its directory, records, responses, judging, gold, summary, pipeline
 - `interp.hooks`        interventions as data and the one mechanism that applies them (uses `interp.core`)
 - `interp.core`         models, prompts, token spans, backends, span attention, judging one batch
+- `interp.results`      results as typed objects (with `schema_version`) and the one codec that reads them
 - base                  `interp.metrics` (pure functions), `interp.data`, `interp.config`, `interp.storage`,
                         `interp.errors`
 

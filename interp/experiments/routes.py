@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Literal, Sequence
 
 from interp.errors import InterpError
+from interp.formatting import pct, share_interval
 from interp.experiments.causal import TestDesign, intervene_run
 from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
@@ -111,10 +112,10 @@ def route_verdict(parts: dict[str, PartShare]) -> tuple[Route, str]:
         return "neither", f"no share for {first.part if first else 'a part'}: {first.reason if first else 'not run'}"
     for name, this, other in (("pattern", pattern, content), ("content", content, pattern)):
         if total.share > 0 and this.share >= total.share / 2 and this.ci[0] > other.ci[1]:
-            return name, f"{name} removes {this.share:.2f} [{this.ci[0]:.2f}, {this.ci[1]:.2f}] of total {total.share:.2f}; the other route {other.share:.2f} [{other.ci[0]:.2f}, {other.ci[1]:.2f}]"
+            return name, f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}"
     return "neither", (
-        f"pattern {pattern.share:.2f} [{pattern.ci[0]:.2f}, {pattern.ci[1]:.2f}], content {content.share:.2f} [{content.ci[0]:.2f}, {content.ci[1]:.2f}], "
-        f"total {total.share:.2f}: no route carries half of the total with an interval clear of the other's"
+        f"pattern {share_interval(pattern.share, pattern.ci)}, content {share_interval(content.share, content.ci)}, "
+        f"total {pct(total.share)}: no route carries half of the total with an interval clear of the other's"
     )
 
 

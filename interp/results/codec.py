@@ -6,7 +6,8 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
 - a judge's (and the design's) test level was `alpha` (the name a spec uses for its mask strength): now
   `test_alpha`;
 - a judge's test without a count of control judges was last round's sign-flip test against one control
-  judge: its `test.design` says so, and the report does not describe it as Crawford-Howell;
+  judge (`control_judge`): its `test.design` says so, its one control is listed under `test.controls`, and the
+  report does not describe it as Crawford-Howell;
 - a judge's Holm-adjusted p was missing where one judge was tested: now `p_holm` = its `p_value`;
 - a judge's reliability flag was missing from summary.json: now computed by the rule that writes it
   (`interp.metrics.dbg.judge_reliability`).
@@ -46,6 +47,8 @@ def _migrate_judge_test(record: dict) -> dict:
     test = record.get("test")
     if isinstance(test, dict) and "n_controls" not in test and "design" not in test:
         record["test"] = test | {"design": "sign-flip permutation test against one control judge"}
+        if isinstance(test.get("control_judge"), str) and "controls" not in test:
+            record["test"]["controls"] = [test["control_judge"]]
     if "alpha" in record and "test_alpha" not in record:
         record["test_alpha"] = record.pop("alpha")
     if "p_holm" not in record and "p_value" in record:

@@ -27,6 +27,7 @@ def test_an_older_run_directory_still_reads():
     assert a.share_removed.estimate == 0.8 and a.self_effect.mean == -0.1
     assert result.design["test_alpha"] == 0.05 and "alpha" not in result.design
     assert b.test.design.startswith("sign-flip") and b.self_effect.ci == [-0.05, 0.03]  # the old test says what it was
+    assert b.control_names == ["control"]
     summary = codec.read_summary(OLD_RUN / "summary.json")
     assert isinstance(summary, RunSummary) and summary.judges["author-a"].unreliable_because == []
     assert summary.judges["author-b"].reliable is False and "position consistency" in summary.judges["author-b"].unreliable_because[0]
