@@ -270,7 +270,7 @@ def validate(
     causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
-        label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items
+        label_mass = summary.judges[name].mean_label_mass  # over selection and test items
         heads = top_heads(run_dir, name, plan.top_k, items=selection_ids)
         spec = AttentionIntervention(target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection")
         localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress)
