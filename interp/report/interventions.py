@@ -105,22 +105,6 @@ def control_figure(results: Sequence[CausalResult]):
     return fig
 
 
-def effect_figure(results: Sequence) -> object:
-    """Paired change of P(own wins) per judge and variant, with bootstrap intervals (steering results too)."""
-    rows = [(judge, name, effect) for result in results for judge, r in result["judges"].items() for name, effect in r["effects"].items()]
-    fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
-    for y, (judge, name, effect) in enumerate(rows):
-        lo, hi = effect["ci"]
-        color = "tab:red" if name in ("self", "target") else "tab:gray"
-        ax.errorbar(100 * effect["mean"], y, xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]], fmt="o", color=color, capsize=3)
-    ax.axvline(0, color="black", lw=0.8)
-    ax.set_yticks(range(len(rows)), [f"{judge}: {name}" for judge, name, _ in rows], fontsize=8)
-    ax.set_xlabel("change of P(own response wins), points (95% bootstrap CI)")
-    ax.invert_yaxis()
-    fig.tight_layout()
-    return fig
-
-
 TEST_HEADER = [
     "judge",
     "test",
