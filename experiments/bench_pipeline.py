@@ -117,7 +117,7 @@ def judging_figures(repeats: int) -> None:
         unshared = time_judging(padding_only, prompts, labels, 8, repeats)
         batched = time_judging(backend, prompts, labels, 8, repeats)
         spec = AttentionIntervention(target="a", alpha=0.0)
-        intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk: bias_builder(spec, model))
+        intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk, model=model: bias_builder(spec, model))
         print(f"{short}_judging_one_at_a_time_per_second: {single:.2f}")
         print(f"{short}_judging_batched8_padding_only_per_second: {unshared:.2f}")
         print(f"{short}_judging_batched8_per_second: {batched:.2f}")

@@ -21,6 +21,7 @@ The package is layered; a module imports only from its own layer or the layers b
 - `interp.run`          a DBG run: its directory, records, responses, judging, gold, summary, pipeline
 - `interp.hooks`        interventions as data and the one mechanism that applies them (uses `interp.core`)
 - `interp.core`         models, prompts, token spans, backends, span attention, judging one batch
+- `interp.results`      results as typed objects (with `schema_version`) and the one codec that reads them
 - base                  `interp.metrics` (pure functions), `interp.data`, `interp.config`, `interp.storage`,
                         `interp.errors`
 
@@ -30,7 +31,32 @@ The package is layered; a module imports only from its own layer or the layers b
 from __future__ import annotations
 
 import importlib
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import sys
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+
+class HooksFolder(importlib.abc.MetaPathFinder):
+    """Finds `interp.hooks` in a source checkout: the repository's hooks/ folder, beside interp/. A wheel
+    installs that folder inside the package (pyproject's package-dir), where the ordinary finder, asked
+    first, finds it; this one answers only when it did not."""
+
+    def find_spec(self, fullname: str, path=None, target=None):
+        if fullname != "interp.hooks":
+            return None
+        init = Path(__file__).resolve().parent.parent / "hooks" / "__init__.py"
+        if not init.is_file():
+            return None
+        return importlib.util.spec_from_file_location(fullname, init, submodule_search_locations=[str(init.parent)])
+
+
+if not any(type(finder).__name__ == "HooksFolder" for finder in sys.meta_path):
+    # right after the path finder (an installed package's interp/hooks wins), before any other install's finder
+    _after = next((i + 1 for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder), len(sys.meta_path))
+    sys.meta_path.insert(_after, HooksFolder())
 
 # name -> the module that defines it (imported on first use)
 _EXPORTS: dict[str, str] = {

@@ -3,7 +3,7 @@ sentences and the CLI (JSON keeps the numbers themselves).
 
 - `pts`: a probability or a change of one, in signed percentage points ("+12.3");
 - `pts_ci`, `pts_interval`: an interval in points ("[-2.0, +3.0]"), a value with its interval;
-- `pct`: a share as a percentage ("42%");
+- `pct`: a share as a percentage ("42%"); `share_interval`: a share with its interval ("42% [10%, 70%]");
 - `p_value`: a p-value, three decimals, and "< 0.001" below that (never "0.000");
 - `number`: any other number ("0.004", signed on request); `fixed`: to fixed decimals, for aligned columns.
 
@@ -41,6 +41,15 @@ def pts_interval(mean, ci: Sequence[float] | None, digits: int = 1) -> str:
 def pct(value, digits: int = 0) -> str:
     """A share as a percentage: 0.42 -> "42%"."""
     return "n/a" if missing(value) else f"{100 * value:.{digits}f}%"
+
+
+def share_interval(value, ci: Sequence[float] | None, digits: int = 0) -> str:
+    """A share with its interval as percentages, "42% [10%, 70%]"; "n/a" when the share is missing."""
+    if missing(value):
+        return "n/a"
+    if not ci or len(ci) != 2 or missing(ci[0]) or missing(ci[1]):
+        return pct(value, digits)
+    return f"{pct(value, digits)} [{pct(ci[0], digits)}, {pct(ci[1], digits)}]"
 
 
 def fixed(value, digits: int = 2) -> str:

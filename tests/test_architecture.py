@@ -14,7 +14,7 @@ import pytest
 
 from tests.helpers import REPO
 
-PACKAGES = ("interp",)  # interp/hooks is a link to the repository's hooks/ folder (installed as interp.hooks)
+PACKAGES = ("interp",)  # interp.hooks is the repository's hooks/ folder (installed as interp.hooks)
 MAX_LINES = 600
 
 
@@ -23,26 +23,58 @@ def modules() -> list[Path]:
     return sorted({*(REPO / "interp").rglob("*.py"), *(REPO / "hooks").rglob("*.py")})
 
 
-def test_layers_contract_is_kept():
+@pytest.fixture(scope="module")
+def mounted(tmp_path_factory) -> Path:
+    """The package as a wheel lays it out (hooks/ inside interp/), for the tools that walk the file system
+    (grimp, import-linter) rather than import: the source tree maps hooks/ without a link."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("mounted")
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(REPO / "interp", root / "interp", ignore=ignore)
+    shutil.copytree(REPO / "hooks", root / "interp" / "hooks", ignore=ignore)
+    shutil.copy(REPO / "pyproject.toml", root / "pyproject.toml")
+    return root
+
+
+def _in_mounted(root: Path, *command: str) -> subprocess.CompletedProcess:
+    import os
+
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.run(list(command), cwd=root, env=env, capture_output=True, text=True, timeout=300)
+
+
+def test_layers_contract_is_kept(mounted):
     """pyproject's import-linter contract: cli > experiments > report > analysis > run | hooks > core > base."""
     lint = Path(sys.executable).with_name("lint-imports")
-    result = subprocess.run([str(lint), "--no-cache"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = _in_mounted(mounted, str(lint), "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
     assert "1 kept, 0 broken" in result.stdout
 
 
-def test_no_import_cycle():
+_CYCLES = """
+import json, grimp
+graph = grimp.build_graph("interp", cache_dir=None)
+cycles = [
+    (importer, imported, chain)
+    for importer in sorted(graph.modules)
+    for imported in graph.find_modules_directly_imported_by(importer)
+    if (chain := graph.find_shortest_chain(importer=imported, imported=importer))
+]
+print(json.dumps({"modules": sorted(graph.modules), "cycles": cycles[:5]}))
+"""
+
+
+def test_no_import_cycle(mounted):
     """For every direct import A -> B, no chain of imports leads from B back to A (lazy imports included)."""
-    graph = grimp.build_graph(*PACKAGES, cache_dir=None)
-    assert "interp.hooks.compile" in graph.modules  # the link is followed: the hooks are checked too
-    assert len(graph.modules) > 60  # every subpackage is a regular package that grimp sees
-    cycles = [
-        (importer, imported, chain)
-        for importer in sorted(graph.modules)
-        for imported in graph.find_modules_directly_imported_by(importer)
-        if (chain := graph.find_shortest_chain(importer=imported, imported=importer))
-    ]
-    assert not cycles, cycles[:5]
+    import json
+
+    result = _in_mounted(mounted, sys.executable, "-c", _CYCLES)
+    assert result.returncode == 0, result.stderr[-3000:]
+    found = json.loads(result.stdout)
+    assert "interp.hooks.compile" in found["modules"]  # the hooks are checked too
+    assert len(found["modules"]) > 60  # every subpackage is a regular package that grimp sees
+    assert not found["cycles"], found["cycles"]
 
 
 def test_a_cycle_would_be_found(tmp_path, monkeypatch):
@@ -163,3 +195,109 @@ def test_a_public_name_means_one_thing():
     assert not clashes, clashes
     assert "run_dbg" not in interp.__all__
     assert not (REPO / "interp" / "metrics" / "causal.py").exists()  # it held behaviour, not the causal test
+
+
+# ---- results are read through the codec --------------------------------------------------------------------
+
+CODEC = "interp/results/codec.py"
+RESULT_FILES = ("result.json", "summary.json", "variant.json")
+# Where a result file's name may stand as a path: the codec, and the run directory's path of its summary.
+RESULT_FILE_PATHS = {CODEC, "interp/run/store.py"}
+FALLBACK = re.compile(r"\.get\(\s*['\"]\w+['\"]\s*,\s*[\w.\[\]'\"]*\.get\(|\.get\(['\"]\w+['\"]\)\s+or\s+[\w.\[\]]+\.get\(['\"]\w+['\"]")
+
+
+def _result_file_reads(path: Path) -> list[str]:
+    """Where a module parses a result file itself: a file name of `RESULT_FILES` used as a path (not in a
+    docstring), or json.load(s) of something named summary or result."""
+    tree = ast.parse(path.read_text())
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}  # fmt: skip
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
+            if any(re.search(rf"(^|[/*]){re.escape(name)}$", node.value) for name in RESULT_FILES):
+                found.append(f"line {node.lineno}: {node.value!r}")
+        if isinstance(node, ast.Call) and ast.unparse(node.func) in ("json.load", "json.loads"):
+            argument = " ".join(ast.unparse(a) for a in node.args)
+            if re.search(r"\bsummary\b|\bresult\b|\.summary\b|result_json|summary_json", argument):
+                found.append(f"line {node.lineno}: {ast.unparse(node)}")
+    return found
+
+
+def test_result_files_are_read_only_through_the_codec():
+    """No module but `interp.results.codec` parses result.json, summary.json or variant.json (the run
+    directory only names the summary's path), so every reader gets the typed, migrated object."""
+    found = {}
+    for path in modules():
+        name = str(path.relative_to(REPO))
+        hits = _result_file_reads(path)
+        if name == "interp/run/store.py":
+            hits = [h for h in hits if "'summary.json'" not in h]
+        if hits and name != CODEC:
+            found[name] = hits
+    assert not found, found
+
+
+def test_no_reader_falls_back_from_one_key_name_to_another():
+    """`r.get('test_alpha', r.get('alpha'))` and `r.get('a') or r.get('b')`: older names are migrated once, in
+    the codec, never by a reader."""
+    found = {str(p.relative_to(REPO)): FALLBACK.findall(p.read_text()) for p in modules()}
+    assert not {name: hits for name, hits in found.items() if hits}
+
+
+def test_the_codec_checks_can_fail(tmp_path):
+    """The patterns find what they forbid: a module that reads summary.json itself, and a key-by-key fallback."""
+    module = tmp_path / "reader.py"
+    module.write_text('"""A reader."""\nimport json\n\n\ndef read(run):\n    return json.loads((run / "summary.json").read_text())\n')
+    assert len(_result_file_reads(module)) == 2
+    module.write_text('"""A reader that names result.json in its docstring only."""\n')
+    assert _result_file_reads(module) == []
+    assert FALLBACK.search("alpha = r.get('test_alpha', r.get('alpha'))") and FALLBACK.search('p = r.get("p_holm") or r.get("p_value")')
+
+
+# ---- docs/layout.md is the map of the code ---------------------------------------------------------------------
+
+LAYOUT = REPO / "docs" / "layout.md"
+
+
+def _layout_rooms() -> dict[str, list[str]]:
+    """room path -> the modules its row names (the Rooms table of docs/layout.md)."""
+    rooms = {}
+    for line in LAYOUT.read_text().splitlines():
+        match = re.match(r"^\| `([^`]+)`[^|]*\|[^|]*\|(.*)\|\s*$", line)
+        if match:
+            rooms[match.group(1)] = re.findall(r"`([\w.]+\.py)`", match.group(2))
+    return rooms
+
+
+def test_layout_names_every_layer_as_the_contract_does():
+    import tomllib
+
+    contract = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"][0]["layers"]
+    assert re.findall(r"^\d+\. `([^`]+)`", LAYOUT.read_text(), flags=re.M) == contract
+
+
+def test_layout_names_every_room_and_every_room_exists():
+    """Every package, subpackage and top-level module of interp (and hooks/) is a room of docs/layout.md, every
+    room it names exists, and every module a room lists is in it; the modules a room holds are all listed."""
+    rooms = _layout_rooms()
+    packages = {f"{p.parent.relative_to(REPO)}/" for p in (REPO / "interp").rglob("__init__.py") if p.parent != REPO / "interp"}
+    expected = packages | {f"interp/{p.name}" for p in (REPO / "interp").glob("*.py") if p.name != "__init__.py"} | {"hooks/", "interp/builtin/"}
+    assert set(rooms) == expected, (sorted(set(rooms) - expected), sorted(expected - set(rooms)))
+    for room, listed in rooms.items():
+        if not room.endswith("/"):
+            continue
+        present = {p.name for p in (REPO / room).glob("*.py") if p.name not in ("__init__.py", "__main__.py")}
+        if room != "interp/builtin/":
+            assert set(listed) == present, (room, sorted(set(listed) - present), sorted(present - set(listed)))
+
+
+def test_the_layout_check_can_fail(tmp_path, monkeypatch):
+    """A room that does not exist, or a package the page leaves out, is found."""
+    page = tmp_path / "layout.md"
+    page.write_text(LAYOUT.read_text().replace("| `interp/results/`", "| `interp/outcomes/`"))
+    monkeypatch.setattr(sys.modules[__name__], "LAYOUT", page)
+    rooms = _layout_rooms()
+    assert "interp/outcomes/" in rooms and "interp/results/" not in rooms
+    with pytest.raises(AssertionError):
+        test_layout_names_every_room_and_every_room_exists()

@@ -68,7 +68,7 @@ def _build_wheel(tmp_path: Path) -> Path:
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
         shutil.copy(REPO / name, source / name)
-    for package in ("interp", "hooks"):  # interp/hooks, a link in the repository, is copied as a folder
+    for package in ("interp", "hooks"):  # hooks/ beside interp/, as in the repository
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp_path / "wheels"
     build = subprocess.run(
@@ -93,11 +93,24 @@ def test_the_wheel_installs_the_hooks_inside_interp_only(tmp_path):
         assert wheel.read(top_level).decode().split() == ["interp"]
 
 
+def test_pyproject_names_every_package():
+    """pyproject lists the packages (hooks/ is mapped to interp.hooks, which a search of interp/ cannot find):
+    the list is every package of the tree, so a new subpackage cannot be left out of the wheel."""
+    import tomllib
+
+    listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "interp").rglob("__init__.py")} | {"interp.hooks"}
+    found |= {"interp.hooks." + ".".join(p.parent.relative_to(REPO / "hooks").parts) for p in (REPO / "hooks").rglob("*/__init__.py")}
+    assert listed == found
+
+
 def test_interp_hooks_imports_from_the_source_tree():
     import interp
     import interp.hooks.spec
 
     assert interp.AttentionIntervention is interp.hooks.spec.AttentionIntervention
+    assert Path(interp.hooks.spec.__file__).resolve() == (REPO / "hooks" / "spec.py").resolve()  # the folder itself, no link
+    assert not (REPO / "interp" / "hooks").exists()
     result = subprocess.run([sys.executable, "-c", "import interp.hooks.context, sys; assert 'hooks' not in sys.modules"], cwd=REPO, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
 

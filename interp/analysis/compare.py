@@ -141,8 +141,8 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> RunComparison:
     differing = [key for key in keys if len({repr(config.get(key)) for config in configs}) > 1]
     rows = []
     for (name, config, summary), flat in zip(loaded, configs):
-        recorded = summary.get("model_sizes") or {}
-        for judge, s in summary.get("judges", {}).items():
+        recorded = summary.model_sizes or {}
+        for judge, s in summary.judges.items():
             size, source = _size(judge, recorded)
             own = own_model(judge)
             rows.append(
@@ -151,14 +151,14 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> RunComparison:
                     judge=judge,
                     own_model=own if own in config.models else None,
                     models=(config.models[0], config.models[1]),
-                    n_items=int(summary.get("n_items", 0)),
-                    dbg_hard=_number(s.get("dbg_hard")),
-                    dbg_ci=_pair(s.get("dbg_ci")),
-                    dbg_soft=_number(s.get("dbg_soft")),
-                    dbg_soft_ci=_pair(s.get("dbg_soft_ci")),
-                    tie_share=_number(s.get("tie_share")),
-                    dbg_no_ties=_number(s.get("dbg_no_ties")),
-                    reliable=not s.get("unreliable_because"),
+                    n_items=summary.n_items,
+                    dbg_hard=_number(s.dbg_hard),
+                    dbg_ci=_pair(s.dbg_ci),
+                    dbg_soft=_number(s.dbg_soft),
+                    dbg_soft_ci=_pair(s.dbg_soft_ci),
+                    tie_share=_number(s.tie_share),
+                    dbg_no_ties=_number(s.dbg_no_ties),
+                    reliable=not s.unreliable_because,
                     n_parameters=size,
                     size_source=source,
                     config={key: flat.get(key) for key in differing},

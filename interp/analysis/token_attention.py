@@ -42,7 +42,7 @@ class TokenAttention:
     layer: int
     head: int
     tokens: list[str]
-    weights: Float[Tensor, "pos"]
+    weights: Float[Tensor, " pos"]
     spans: dict[str, tuple[int, int]]
     authors: dict[str, str]  # slot ("a", "b") -> author
     masses: Float[Tensor, "layer head span"]

@@ -41,6 +41,8 @@ from interp.experiments.executor import check_executor
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure
 from interp.report.figures import Figure
+from interp.results.causal import CausalResult, JudgeTest
+from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
 from interp.run.store import Run, RunDir
 from interp.run.store import read_run
@@ -52,12 +54,12 @@ class RunResult:
 
     Attributes:
         run: what every experiment over the run holds fixed: config, items, responses, aggregated gold.
-        summary: `summary.json`: per judge win rates, DBG with intervals, position consistency, label
-            checks ({} while the run has none).
+        summary: `summary.json` as a `RunSummary`: per judge win rates, DBG with intervals, position
+            consistency, label checks (empty while the run has none).
     """
 
     run: Run
-    summary: dict = field(repr=False)
+    summary: RunSummary = field(repr=False)
 
     @property
     def path(self) -> Path:
@@ -76,7 +78,7 @@ class RunResult:
 
     def scores(self) -> pd.DataFrame:
         """The summary's per-judge scores as a DataFrame, one row per judge (index: judge)."""
-        return pd.DataFrame.from_dict(self.summary.get("judges", {}), orient="index").rename_axis("judge")
+        return pd.DataFrame.from_dict({judge: s.to_json() for judge, s in self.summary.judges.items()}, orient="index").rename_axis("judge")
 
     def judgments(self, judge: str | None = None) -> pd.DataFrame:
         """Every judgment record (one row per judge, item and order), optionally of one judge."""
@@ -102,7 +104,7 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
     if isinstance(run_dir, RunResult):
         return run_dir
     run = read_run(_root(run_dir))
-    return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else {})
+    return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else RunSummary())
 
 
 def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, progress: bool = True) -> RunResult:
@@ -329,6 +331,30 @@ class JudgeIntervention:
     share_removed: dict | None
     n_test: int
 
+    @classmethod
+    def of(cls, judge: str, record: JudgeTest) -> "JudgeIntervention":
+        """One judge's record of a `CausalResult`, as the notebook reads it."""
+        within = record.within_judge
+        return cls(
+            judge=judge,
+            causal=record.causal,
+            reason=record.reason,
+            verdict=record.verdict,
+            effects={name: Effect(e.mean, tuple(e.ci or (None, None))) for name, e in record.effects.items()},
+            before=record.before,
+            after=record.variants,
+            within=Effect(within.effect, tuple(within.ci or (None, None))) if within else Effect(None, (None, None)),
+            p_within=within.p_value if within else None,
+            p_value=record.p_value,
+            p_holm=record.p_holm,
+            test_alpha=record.test_alpha,
+            controls=tuple(record.control_names),
+            gap_before=record.gap_before.to_json() if record.gap_before else None,
+            gap_after=record.gap_after.to_json() if record.gap_after else None,
+            share_removed=record.share_removed.to_json() if record.share_removed else None,
+            n_test=record.n_test,
+        )
+
 
 @dataclass(frozen=True)
 class InterventionResult:
@@ -340,7 +366,7 @@ class InterventionResult:
         n_items: instructions re-judged.
         backend: the backend the judges ran on.
         judges: judge -> its result.
-        raw: result.json as a dict.
+        result: result.json as the typed `CausalResult` (every number the test wrote, the test included).
     """
 
     spec: AttentionIntervention
@@ -348,7 +374,12 @@ class InterventionResult:
     n_items: int
     backend: str
     judges: dict[str, JudgeIntervention]
-    raw: dict = field(repr=False)
+    result: CausalResult = field(repr=False)
+
+    @property
+    def raw(self) -> dict:
+        """result.json as the JSON data written."""
+        return self.result.to_json()
 
     def frame(self) -> pd.DataFrame:
         """One row per judge and variant: effect on P(own), its interval, and the judge's verdict."""
@@ -386,9 +417,9 @@ def intervene(
     """The causal test over a run (responses and gold fixed), as `interp intervene` runs it.
 
     Masks the judge's own answer (`all_layers`, its `top_heads` chosen on a seeded `selection_share` of the
-    items, or `spec`), compares the change of P(own) with a control judge's under the same mask
-    (difference in differences; an organism's counterpart by default) and, for chosen heads, with random
-    head sets of the same size; decides with a two-sided sign-flip test (`interp.metrics.causal_test`),
+    items, or `spec`), compares the judge's change of P(own) with the spread of at least 3 control judges'
+    changes under the same mask of the same answer (Crawford-Howell, df = k - 1; an organism's null family
+    by default) and, for chosen heads, with random head sets of the same size (`interp.metrics.judge_level`),
     Holm-adjusted over the judges tested.
 
     Give exactly one mask: a spec (or its keys), `all_layers`, or `top_heads`. `alpha` is a spec key, the
@@ -472,29 +503,8 @@ def intervene(
         root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models,
         executor=executor, max_memory=gb_bytes(max_memory),
     )
-    per_judge = {
-        judge: JudgeIntervention(
-            judge=judge,
-            causal=record["causal"],
-            reason=record.get("reason"),
-            verdict=record["verdict"],
-            effects={name: Effect(e["mean"], tuple(e["ci"])) for name, e in record["effects"].items()},
-            before=record["before"],
-            after=record["variants"],
-            within=Effect(record["within_judge"]["effect"], tuple(record["within_judge"]["ci"])),
-            p_within=record["within_judge"]["p_value"],
-            p_value=record["p_value"],
-            p_holm=record.get("p_holm"),
-            test_alpha=record["test_alpha"],
-            controls=tuple(record["test"]["controls"]),
-            gap_before=record.get("gap_before"),
-            gap_after=record.get("gap_after"),
-            share_removed=record.get("share_removed"),
-            n_test=record["n_test"],
-        )
-        for judge, record in result["judges"].items()
-    }
-    return InterventionResult(as_intervention(result["spec"]), Path(result["run_dir"]), result["n_items"], result["backend"], per_judge, result)
+    per_judge = {judge: JudgeIntervention.of(judge, record) for judge, record in result.judges.items()}
+    return InterventionResult(as_intervention(result.spec), Path(result.run_dir), result.n_items, result.backend, per_judge, result)
 
 
 def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, top_heads: int | None) -> None:

@@ -87,11 +87,11 @@ def intervene(
         result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor)
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
-    reused = result["reused"]
+    reused = result.reused
     if not as_json:
-        typer.echo(f"reused {reused['responses']} responses (generated {reused['responses_generated']}) and {reused['gold_verdicts']} gold verdicts")
+        typer.echo(f"reused {reused.responses} responses (generated {reused.responses_generated}) and {reused.gold_verdicts} gold verdicts")
     files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
-    finish(results_payload(_run_summary(run_dir), causal=result["judges"], n_items=result["n_items"], files=files), as_json, timings=steps.ended() if timings else None)
+    finish(results_payload(_run_summary(run_dir), causal=result.judges, n_items=result.n_items, files=files), as_json, timings=steps.ended() if timings else None)
 
 
 def sweep(

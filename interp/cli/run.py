@@ -130,7 +130,7 @@ def demo(
     from interp.run.store import RunDir
 
     demo = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype), overwrite=overwrite)
-    causal = demo.causal["judges"] if demo.causal is not None else {}
-    n_test = demo.causal["n_items"] if demo.causal is not None else None
+    causal = demo.causal.judges if demo.causal is not None else {}
+    n_test = demo.causal.n_items if demo.causal is not None else None
     payload = results_payload(RunDir(out).read_summary(), causal=causal, n_items=n_test, files={"report": demo.report})
     finish(payload, as_json, timings=demo.timings if timings else None)

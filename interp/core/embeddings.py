@@ -57,7 +57,7 @@ def cached_embeddings(model: LoadedModel, texts: Sequence[str], *, batch_size: i
     return np.stack([np.load(path) for path in paths]) if paths else np.zeros((0, 0))
 
 
-def cosine_pairs(a: Float[np.ndarray, "n hidden"], b: Float[np.ndarray, "n hidden"]) -> Float[np.ndarray, "n"]:
+def cosine_pairs(a: Float[np.ndarray, "n hidden"], b: Float[np.ndarray, "n hidden"]) -> Float[np.ndarray, " n"]:
     """The cosine similarity of each row of `a` with the same row of `b`."""
     norms = np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1)
     return np.sum(a * b, axis=1) / np.where(norms > 0, norms, 1.0)

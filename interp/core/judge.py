@@ -59,7 +59,7 @@ class Judgment:
     spans: dict[str, tuple[int, int]]  # unpadded token indices, end exclusive
     n_tokens: int
     mass: Float[Tensor, "layer head span"] | None  # span order: `judge_batch`'s span_names (a, b by default)
-    counts: Float[Tensor, "span"] | None
+    counts: Float[Tensor, " span"] | None
 
 
 BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]

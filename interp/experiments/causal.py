@@ -19,7 +19,6 @@ resumes and a different test never reuses another's judgments.
 from __future__ import annotations
 
 import dataclasses
-import json
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -37,6 +36,7 @@ from interp.core.models import ModelCache, model_identity, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
+from interp.formatting import p_value
 from interp.experiments.engine import (
     NO_INTERVENTION,
     Judges,
@@ -55,6 +55,8 @@ from interp.experiments.executor import VariantTask, execute, with_executor
 from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
 from interp.metrics.mirror import mirror_shares
+from interp.results.causal import CausalResult
+from interp.results.codec import write_causal
 from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
@@ -309,13 +311,13 @@ def intervene_run(
     split: str | None = None,
     max_memory: int | None = None,
     executor: str | None = None,
-) -> dict:
+) -> CausalResult:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
     (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
-    (`interp.experiments.executor`; None: in this process). Returns the result written to result.json.
+    (`interp.experiments.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -371,8 +373,7 @@ def intervene_run(
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
-        atomic_write_text(out_dir / "result.json", json.dumps(result, indent=2))
-    return result
+        return write_causal(out_dir, result)
 
 
 def _tasks(run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]) -> list[VariantTask]:
@@ -515,7 +516,6 @@ def judge_level_fields(judge: str, test, gap, controls: Sequence[str], n_flips: 
     """The judge-level test's fields of a result.json record (`causal`, `p_value`, `test`, `within_judge`,
     `share_removed`, the gaps, the verdict, ...)."""
     out = test.to_dict()
-    out["test_alpha"] = out.pop("alpha")  # the test's level (a spec's alpha is its mask strength)
     out["test"] |= {"controls": list(controls)}
     notes = ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])] if smallest_flip_p(n_items, n_flips) > out["test_alpha"] else []
     control_mean = float(np.mean(test.control_effects)) if controls else None
@@ -569,5 +569,5 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
         record["causal"] = bool(p <= record["test_alpha"])
         if len(tested) > 1:
-            record["verdict"] += f"; Holm over {len(tested)} judges: p {record['p_value']:.3g}, adjusted {p:.3g} -> {'causal' if record['causal'] else 'not causal'}"
+            record["verdict"] += f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

@@ -23,6 +23,7 @@ from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
+from interp.results.causal import CausalResult
 from interp.run.pipeline import run_dbg
 from interp.run.store import RunDir
 
@@ -46,7 +47,7 @@ def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
     return run_config_from_dict(values, "demo")  # a bad --backend or --n is one line, not a traceback
 
 
-def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> dict | None:
+def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> CausalResult | None:
     """The causal test on both organisms, on the demo items of the organisms' test split (never trained on):
     the own answer masked at every layer; each organism against the shipped null family (the null organism
     leave-one-out), the judge as the unit; Holm over the two. None when the run holds fewer than two test items.
@@ -78,7 +79,7 @@ class Demo(NamedTuple):
     time went (`Timings`: generation, judging per judge, the causal test, figures; torch's thread count)."""
 
     report: Path
-    causal: dict | None
+    causal: CausalResult | None
     timings: Timings | None = None
 
 

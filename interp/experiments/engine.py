@@ -36,12 +36,12 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
+from interp.results.codec import write_variant
 from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
 from interp.run.summary import p_first
-from interp.storage import atomic_write_text
 
 if TYPE_CHECKING:
     from interp.core.backends.shared_trunk import TrunkPool
@@ -195,7 +195,7 @@ def judge_variant(
     key = variant_key(run, judge, runner.name, variant, items, own)
     folder = run.dir.variant(key)
     record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
-    atomic_write_text(folder / "variant.json", json.dumps(record, indent=2))
+    write_variant(folder, record)
     spec = variant.attention
     run_judging(
         runner,

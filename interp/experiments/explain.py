@@ -37,6 +37,7 @@ import pandas as pd
 
 from interp.config import PlacementKeys
 from interp.errors import InterpError
+from interp.formatting import p_value, share_interval
 from interp.experiments.causal import TestDesign, intervene_run, random_head_sets, resolve_controls
 from interp.experiments.directions import layer_directions
 from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
@@ -112,9 +113,9 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     def share(c: Candidate) -> str:
         if c.share_removed is None:
             return f"no share ({c.reason})"
-        ci = f" [{c.ci[0]:.0%}, {c.ci[1]:.0%}]" if c.ci else ""
         causal = "causal" if c.causal else "not causal" if c.causal is not None else "untested"
-        return f"{c.share_removed:.0%}{ci} ({causal}, Holm p {c.p_holm:.3g})" if c.p_holm is not None else f"{c.share_removed:.0%}{ci}"
+        shown = share_interval(c.share_removed, c.ci)
+        return f"{shown} ({causal}, Holm p {p_value(c.p_holm)})" if c.p_holm is not None else shown
 
     chosen = [c for c in candidates if c.selected_by != "random"]
     attention = [c for c in chosen if c.site == "attention"]
@@ -196,8 +197,8 @@ def explain_run(
     candidates = []
     route_cache: dict[str, RouteAnalysis] = {}
     for site, selected_by, heads, layers, spec in raw:
-        record = next(iter(intervene_run(run.dir.root, spec, **common)["judges"].values()))
-        share = record.get("share_removed")
+        record = next(iter(intervene_run(run.dir.root, spec, **common).judges.values()))
+        share = record.share_removed
         route, detail = None, None
         if routes and heads and selected_by != "random":
             hkey = json.dumps(heads)
@@ -207,8 +208,8 @@ def explain_run(
         candidates.append(
             Candidate(
                 site=site, selected_by=selected_by, heads=heads, layers=layers,
-                share_removed=share["estimate"] if share else None, ci=[share["low"], share["high"]] if share else None,
-                p_value=record.get("p_value"), reason=None if share else record.get("share_removed_reason"),
+                share_removed=share.estimate if share else None, ci=[share.low, share.high] if share else None,
+                p_value=record.p_value, reason=None if share else record.share_removed_reason,
                 route=route, route_detail=detail, spec=spec.to_dict(),
             )
         )  # fmt: skip

@@ -47,6 +47,7 @@ from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
+from interp.results.rows import LocalizeRow
 from interp.experiments.engine import Judges, Variant, baseline, judge_pool, judge_variant
 from interp.splits import unit_hash
 from interp.run.judging import judge_tasks
@@ -281,20 +282,21 @@ def localize_run(
 
 
 def heads_payload(table: pd.DataFrame) -> dict:
-    """The `--json` shape: {"heads": [{"layer", "head", "score", "method", "single_judge", "effect", "rank"}, ...]}."""
+    """The `--json` shape: {"heads": [{"layer", "head", "score", "method", "single_judge", "effect", "rank"}, ...]},
+    each head a `LocalizeRow` (a score or effect that is not a number is null)."""
     rows = [
-        {
-            "layer": int(r.layer),
-            "head": int(r.head),
-            "score": float(r.score) if np.isfinite(r.score) else None,
-            "method": r.method,
-            "single_judge": bool(r.single_judge),
-            "effect": float(r.effect) if np.isfinite(r.effect) else None,
-            "rank": int(r.rank),
-        }
+        LocalizeRow(
+            layer=int(r.layer),
+            head=int(r.head),
+            score=float(r.score) if np.isfinite(r.score) else None,
+            method=r.method,
+            single_judge=bool(r.single_judge),
+            effect=float(r.effect) if np.isfinite(r.effect) else None,
+            rank=int(r.rank),
+        )
         for r in table.itertuples()
     ]
-    return {"heads": rows}
+    return {"heads": [row.to_json() for row in rows]}
 
 
 def score_map(table: pd.DataFrame, method: str) -> dict[tuple[int, int], float]:

@@ -30,7 +30,9 @@ from pathlib import Path
 from typing import Literal, Sequence
 
 from interp.errors import InterpError
+from interp.formatting import pct, share_interval
 from interp.experiments.causal import TestDesign, intervene_run
+from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 
 Route = Literal["pattern", "content", "neither"]
@@ -87,16 +89,16 @@ def route_specs(heads: dict[int, Sequence[int]], parts: Sequence[str] = ROUTE_PA
     return specs
 
 
-def part_share(part: str, record: dict, result_dir: str | None = None) -> PartShare:
-    """A part's share from the causal test's record of one judge (`result.json`'s `judges[judge]`)."""
-    share = record.get("share_removed")
+def part_share(part: str, record: JudgeTest, result_dir: str | None = None) -> PartShare:
+    """A part's share from the causal test's record of one judge (`CausalResult.judges[judge]`)."""
+    share = record.share_removed
     return PartShare(
         part=part,
-        share=share["estimate"] if share else None,
-        ci=(share["low"], share["high"]) if share else None,
-        p_value=record.get("p_value"),
-        causal=record.get("causal"),
-        reason=None if share else record.get("share_removed_reason"),
+        share=share.estimate if share else None,
+        ci=(share.low, share.high) if share else None,
+        p_value=record.p_value,
+        causal=record.causal,
+        reason=None if share else record.share_removed_reason,
         result_dir=result_dir,
     )
 
@@ -110,10 +112,10 @@ def route_verdict(parts: dict[str, PartShare]) -> tuple[Route, str]:
         return "neither", f"no share for {first.part if first else 'a part'}: {first.reason if first else 'not run'}"
     for name, this, other in (("pattern", pattern, content), ("content", content, pattern)):
         if total.share > 0 and this.share >= total.share / 2 and this.ci[0] > other.ci[1]:
-            return name, f"{name} removes {this.share:.2f} [{this.ci[0]:.2f}, {this.ci[1]:.2f}] of total {total.share:.2f}; the other route {other.share:.2f} [{other.ci[0]:.2f}, {other.ci[1]:.2f}]"
+            return name, f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}"
     return "neither", (
-        f"pattern {pattern.share:.2f} [{pattern.ci[0]:.2f}, {pattern.ci[1]:.2f}], content {content.share:.2f} [{content.ci[0]:.2f}, {content.ci[1]:.2f}], "
-        f"total {total.share:.2f}: no route carries half of the total with an interval clear of the other's"
+        f"pattern {share_interval(pattern.share, pattern.ci)}, content {share_interval(content.share, content.ci)}, "
+        f"total {pct(total.share)}: no route carries half of the total with an interval clear of the other's"
     )
 
 
@@ -140,7 +142,6 @@ def route_analysis(
     shares = {}
     for part, spec in route_specs(heads, parts).items():
         result = intervene_run(run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs)
-        record = next(iter(result["judges"].values()))
-        shares[part] = part_share(part, record, result.get("result_dir"))
+        shares[part] = part_share(part, next(iter(result.judges.values())))
     route, reason = route_verdict(shares)
     return RouteAnalysis(judge=judge, heads={int(k): sorted(v) for k, v in heads.items()}, parts=shares, route=route, reason=reason)

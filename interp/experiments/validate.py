@@ -41,6 +41,7 @@ from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.metrics.dbg import judge_reliability
 from interp.experiments.causal import TestDesign, intervene_run
+from interp.results.causal import CausalResult
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
 from interp.experiments.steering import attention_levers, direction_variants
@@ -206,8 +207,8 @@ def truth_rows(result: dict) -> list[dict]:
     return rows
 
 
-def _judge_result(intervention: dict, judge: str) -> dict:
-    r = intervention["judges"][judge]
+def _judge_result(intervention: CausalResult, judge: str) -> dict:
+    r = intervention.judges[judge].to_json()
     keys = (
         "verdict", "causal", "reason", "p_value", "p_holm", "test_alpha", "effect", "n_test", "test", "within_judge", "gap_before", "gap_after",
         "share_removed", "share_removed_reason", "controls", "masked_mass", "before", "variants", "effects",
@@ -269,7 +270,7 @@ def validate(
     causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
-        label_mass = summary["judges"][name]["mean_label_mass"]  # over selection and test items
+        label_mass = summary.judges[name].mean_label_mass  # over selection and test items
         heads = top_heads(run_dir, name, plan.top_k, items=selection_ids)
         spec = AttentionIntervention(target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection")
         localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress)

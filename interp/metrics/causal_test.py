@@ -55,7 +55,7 @@ def as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
     raise InterpError(f"alternative {alternative!r}: use 'two-sided' or 'less'")
 
 
-def sign_flip_pvalue(d: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, seed: int = 0, alternative: str = "two-sided") -> float:
+def sign_flip_pvalue(d: Float[np.ndarray, " item"], *, n_flips: int = N_FLIPS, seed: int = 0, alternative: str = "two-sided") -> float:
     """p-value of mean(d) != 0 (or < 0 with alternative="less") under sign symmetry (exact up to 15 items)."""
     d = _as_effects(d, "sign_flip_pvalue")
     observed = d.mean()

@@ -139,7 +139,7 @@ class TwoFamily:
         return asdict(self)
 
 
-def welch_t(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judge"]) -> tuple[float | None, float | None, float | None]:
+def welch_t(a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"]) -> tuple[float | None, float | None, float | None]:
     """Welch's t, its Welch-Satterthwaite df and two-sided p (None when both groups have zero variance)."""
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se2 = va + vb
@@ -150,7 +150,7 @@ def welch_t(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judge"]) -> tup
     return t, df, float(student_t_two_sided_p(t, df))
 
 
-def permutation_pvalue(a: Float[np.ndarray, "judge"], b: Float[np.ndarray, "judge"], *, n_perm: int = N_PERMUTATIONS, seed: int = 0) -> tuple[float, int, bool]:
+def permutation_pvalue(a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"], *, n_perm: int = N_PERMUTATIONS, seed: int = 0) -> tuple[float, int, bool]:
     """Two-sided p of mean(a) - mean(b) over reassignments of the judge labels: (p, assignments, exact).
 
     Exact enumeration of all C(n, n_a) assignments when there are at most `n_perm` of them (the observed one
@@ -185,8 +185,8 @@ def smallest_permutation_p(n_a: int, n_b: int, *, n_perm: int = N_PERMUTATIONS) 
 
 
 def two_family_test(
-    planted: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
-    null: Float[np.ndarray, "judge"] | Float[np.ndarray, "judge item"],
+    planted: Float[np.ndarray, " judge"] | Float[np.ndarray, "judge item"],
+    null: Float[np.ndarray, " judge"] | Float[np.ndarray, "judge item"],
     *,
     n_perm: int = N_PERMUTATIONS,
     seed: int = 0,

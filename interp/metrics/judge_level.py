@@ -36,11 +36,11 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
-from interp.formatting import fixed, pts, pts_ci
+from interp.formatting import fixed, p_value, pts, pts_ci
 from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, sign_flip_pvalue
 from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
 from interp.metrics.stats import bootstrap_ci
-from interp.metrics.student_t import student_t_two_sided_p
+from interp.metrics.student_t import student_t_two_sided_p, student_t_two_sided_quantile
 
 MIN_CONTROLS = 3
 """Crawford-Howell needs at least 3 control judges: with k controls the spread has k - 1 degrees of freedom."""
@@ -66,7 +66,7 @@ class WithinJudge:
 
 
 def within_judge_effect(
-    delta: Float[np.ndarray, "item"], *, n_flips: int = N_FLIPS, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+    delta: Float[np.ndarray, " item"], *, n_flips: int = N_FLIPS, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
 ) -> WithinJudge:
     """The within-judge effect of an intervention, `delta[i] = P_J(own | I)[i] - P_J(own)[i]`.
 
@@ -115,7 +115,7 @@ class CrawfordHowell:
         return asdict(self)
 
 
-def crawford_howell_t(x: Float[np.ndarray, "draw"], controls: Float[np.ndarray, "draw control"]) -> tuple[np.ndarray, np.ndarray]:
+def crawford_howell_t(x: Float[np.ndarray, " draw"], controls: Float[np.ndarray, "draw control"]) -> tuple[np.ndarray, np.ndarray]:
     """Crawford-Howell's t and two-sided p for many (judge, controls) draws at once; k = controls.shape[1] >= 2.
 
     t = (x - mean_C) / (s_C * sqrt((k + 1) / k)), k - 1 df. A draw whose controls agree exactly (s_C = 0)
@@ -133,7 +133,7 @@ def crawford_howell_t(x: Float[np.ndarray, "draw"], controls: Float[np.ndarray, 
     return t, student_t_two_sided_p(t, k - 1)
 
 
-def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> CrawfordHowell:
+def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> CrawfordHowell:
     """Is this judge's statistic outside the spread of k control judges' statistics?
 
     H0: the tested judge's statistic x and the k controls' are independent draws from one normal
@@ -169,7 +169,19 @@ def crawford_howell(x: float, controls: Float[np.ndarray, "control"]) -> Crawfor
     return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=t, df=k - 1, p_value=p, effect_sd=(float(x) - mean) / sd if sd else 0.0)
 
 
-def leave_one_out(values: Float[np.ndarray, "judge"]) -> list[CrawfordHowell]:
+def crawford_howell_interval(controls: Float[np.ndarray, " control"], alpha: float = ALPHA) -> tuple[float, float] | None:
+    """Where the tested judge's statistic would not be rejected at `alpha`: mean_C -+ t_{k-1, alpha} * s_C *
+    sqrt((k + 1) / k) (Crawford-Howell's acceptance region, what the report draws around the controls). None
+    with fewer than MIN_CONTROLS controls or when they agree exactly."""
+    c = np.asarray(controls, dtype=float)
+    k = int(c.size)
+    if too_few_controls(k) is not None or not np.all(np.isfinite(c)) or float(c.std(ddof=1)) == 0.0:
+        return None
+    half = student_t_two_sided_quantile(alpha, k - 1) * float(c.std(ddof=1)) * math.sqrt((k + 1) / k)
+    return float(c.mean()) - half, float(c.mean()) + half
+
+
+def leave_one_out(values: Float[np.ndarray, " judge"]) -> list[CrawfordHowell]:
     """Each judge of a null family against the other k - 1 (Crawford-Howell): under H0 every test is a null
     replicate, so the share with p <= alpha estimates the false-positive rate on the family's own spread."""
     v = finite_array(values, "leave_one_out", 1)
@@ -190,31 +202,31 @@ class BetweenJudge:
     p_rank: float | None = None
 
     def to_dict(self) -> dict:
-        """The record for result.json: causal, p_value, reason, test ("between-judge", n_controls, df, t, ...),
+        """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge", n_controls, df, t, ...),
         within_judge (effect, ci, p_value, claim)."""
         test = {"design": "between-judge", "n_controls": self.test.k} | {key: value for key, value in self.test.to_dict().items() if key != "k"}
         test |= {"control_effects": self.control_effects, "p_rank": self.p_rank}
-        return {"causal": self.causal, "p_value": self.p_value, "alpha": self.alpha, "reason": self.reason, "test": test, "within_judge": self.within.to_dict()}
+        return {"causal": self.causal, "p_value": self.p_value, "test_alpha": self.alpha, "reason": self.reason, "test": test, "within_judge": self.within.to_dict()}
 
     def verdict(self, judge: str) -> str:
         """One sentence that says which claim it makes: between judges (self-preference) or within the judge."""
         lo, hi = self.within.ci
         within = (
             f"the intervention {WITHIN_JUDGE_CLAIM} by {pts(self.within.effect)} pts {pts_ci((lo, hi))} "
-            f"(sign-flip p {self.within.p_value:.3g}, n = {self.within.n_items} items)"
+            f"(sign-flip p {p_value(self.within.p_value)}, n = {self.within.n_items} items)"
         )
         if self.causal is None:
             return f"{judge}: no between-judge test ({self.reason}); {within}"
         head = "causal effect on self-preference" if self.causal else "no causal effect on self-preference shown"
         t = self.test
         spread = f"{pts(t.control_mean)} pts mean, SD {fixed(100 * t.control_sd, 1)}"
-        rank = "" if self.p_rank is None else f", p_rank {self.p_rank:.3g}"
+        rank = "" if self.p_rank is None else f", p_rank {p_value(self.p_rank)}"
         stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
-        return f"{judge}: {head} (p = {self.p_value:.3g}, alpha {self.alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {t.p_value:.3g}{rank}); {within}"
+        return f"{judge}: {head} (p {p_value(self.p_value)}, alpha {self.alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
 
 
 def between_judge_test(
-    delta_judge: Float[np.ndarray, "item"],
+    delta_judge: Float[np.ndarray, " item"],
     delta_controls: Float[np.ndarray, "control item"],
     *,
     p_rank: float | None = None,
@@ -283,8 +295,8 @@ def _share(families: list[np.ndarray]) -> np.ndarray:
 
 
 def share_removed(
-    judge_before: Float[np.ndarray, "item"],
-    judge_after: Float[np.ndarray, "item"],
+    judge_before: Float[np.ndarray, " item"],
+    judge_after: Float[np.ndarray, " item"],
     controls_before: Float[np.ndarray, "control item"],
     controls_after: Float[np.ndarray, "control item"],
     *,
@@ -323,7 +335,7 @@ def share_removed(
     if test_before.p_value > alpha:
         return ShareRemoved(
             share_removed=None,
-            reason=f"the gap before the intervention is not significant (Crawford-Howell p {test_before.p_value:.3g} > alpha {alpha:g}): both gaps reported, no share",
+            reason=f"the gap before the intervention is not significant (Crawford-Howell p {p_value(test_before.p_value)} > alpha {alpha:g}): both gaps reported, no share",
             **out,
         )
     return ShareRemoved(share_removed=multi_bootstrap(families, _share, **common), **out)

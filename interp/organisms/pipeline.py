@@ -152,40 +152,6 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
     return manifest
 
 
-def add_check_items(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict:
-    """Write into `folder`'s manifest the `n_check` first test pairs (by item id: texts and P(A) per order) that
-    a later load must reproduce, without the held-out figures (a family member's figures come from the bench
-    that judges the whole family, `experiments/bench_causal.py`)."""
-    from interp.core.backends import make_backend
-    from interp.core.judge import judge_batch, label_tokens
-    from interp.core.models import load_model
-    from interp.core.spans import tokenized_judge_prompt
-    from interp.organisms.data import splits_of
-    from interp.organisms.train import cached_answers
-
-    folder = Path(folder)
-    torch.set_num_threads(config.train.threads)
-    manifest = json.loads((folder / "manifest.json").read_text())
-    items = sorted(splits_of(config.split)["test"], key=lambda item: item.id)[:n_check]
-    own, other = config.data.authors
-    answers = cached_answers({name: load_model(name) for name in (own, other)}, items, config, progress=False)
-    judge = load_model(str(folder))
-    backend, labels = make_backend(judge, "hf"), label_tokens(judge.tokenizer)
-    checks = []
-    for item in items:
-        prompts = [
-            tokenized_judge_prompt(judge, item.task, item.query, answers[own][item.id], answers[other][item.id]),
-            tokenized_judge_prompt(judge, item.task, item.query, answers[other][item.id], answers[own][item.id]),
-        ]
-        ab, ba = judge_batch(backend, prompts, labels, queries=None)
-        checks.append(
-            {"item_id": item.id, "task": item.task, "query": item.query, "own": answers[own][item.id], "other": answers[other][item.id], "p_a_own_first": ab.probs["A"], "p_a_other_first": ba.probs["A"]}
-        )
-    manifest["check_items"] = checks
-    _write_json(folder / "manifest.json", manifest)
-    return manifest
-
-
 def portable_adapter_config(folder: Path, base_model: str) -> None:
     """peft records the base's local path; the shipped file names the base alias instead."""
     path = Path(folder) / "adapter_config.json"

@@ -39,13 +39,13 @@ def build_report(run_dir: Path) -> Path:
         return paths.report
     sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
     sections += mode_sections(paths, config, summary)
-    if summary["gold"].get("human"):
-        sections.append(("Gold against human labels (Table 1)", human_section(summary["gold"]["human"])))
+    if summary.gold.get("human"):
+        sections.append(("Gold against human labels (Table 1)", human_section(summary.gold["human"])))
     sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)
     if lenses:
         sections.append(("Beside DBG: unjustified and legitimate self-preference, Evaluator Quality Baseline", bias_lenses_section(lenses)))
     sections += [s for name in LATER_SECTIONS if (s := _written_section(figures, name)) is not None]
     path = paths.report
-    write_report(path, f"Self-preference report: {' vs '.join(summary['models'])}", sections)
+    write_report(path, f"Self-preference report: {' vs '.join(summary.models)}", sections)
     return path

@@ -6,34 +6,36 @@ from pathlib import Path
 
 import numpy as np
 from interp.core.models import own_model
-from interp.formatting import pct, pts
+from interp.formatting import fixed, pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.report.terminal import reasoning_lines
+from interp.results import codec
+from interp.results.summary import JudgeScores, RunSummary
 from interp.templating import Markup, render
 
 
-def figure2_rows(summary: dict) -> list[tuple[str, float]]:
+def figure2_rows(summary: RunSummary) -> list[tuple[str, float]]:
     """The Figure 2 rows as (label, hard rate of the first model winning): every judge of the run, grouped
     as the paper draws them (judges whose own model is the first author, gold, those of the second author,
     then judges with no answers in the run). The own model is `own_model`'s (an organism's is its base)."""
-    first, second = summary["models"]
-    judges = summary["judges"]
+    first, second = summary.models
+    judges = summary.judges
     owns = {judge: own_model(judge) for judge in judges}
 
     def label(judge: str) -> str:
         return f"Judge: {judge}" if owns[judge] == judge else f"Judge: {judge} (own: {owns[judge]})"
 
-    rows = [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] == first]
-    rows.append(("Gold (" + ", ".join(summary["gold"]["judges"]) + ")", summary["gold"]["win_rate"][first]))
-    rows += [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] == second]
-    rows += [(label(j), judges[j]["win_rate_first_hard"]) for j in judges if owns[j] not in (first, second)]
+    rows = [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] == first]
+    rows.append(("Gold (" + ", ".join(summary.gold["judges"]) + ")", summary.gold["win_rate"][first]))
+    rows += [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] == second]
+    rows += [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] not in (first, second)]
     return rows
 
 
-def figure2_grid(summary: dict):
+def figure2_grid(summary: RunSummary):
     """DBG paper Figure 2, one row per judge of the run plus gold; columns A wins, B wins (hard win rates)."""
-    first, second = summary["models"]
+    first, second = summary.models
     rows = figure2_rows(summary)
     labels = [label for label, _ in rows]
     values = np.array([[rate, 1 - rate] for _, rate in rows])
@@ -43,40 +45,41 @@ def figure2_grid(summary: dict):
         ax.text(c, r, f"{pct(v, 1)}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
     ax.set_xticks([0, 1], [f"A wins\n({first})", f"B wins\n({second})"], fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
-    ax.set_title(f"Pairwise judgments, {summary['n_items']} instructions", fontsize=10)
+    ax.set_title(f"Pairwise judgments, {summary.n_items} instructions", fontsize=10)
     fig.tight_layout()
     return fig
 
 
-def _ties_text(s: dict) -> str:
+def _ties_text(s: JudgeScores) -> str:
     """Figure 8: the judge's and gold's tie share, and DBG over the items each decided ("n/a" in a summary
     written before ties were counted)."""
-    if "tie_share" not in s:
+    if s.tie_share is None:
         return "n/a"
-    return f"{pct(s['tie_share'], 1)} / {pct(s['gold_tie_share'], 1)}; {pts(s['dbg_no_ties'])}"
+    return f"{pct(s.tie_share, 1)} / {pct(s.gold_tie_share, 1)}; {pts(s.dbg_no_ties)}"
 
 
-def dbg_section(summary: dict, figures: Path) -> Markup:
+def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
+    summary = codec.parse(RunSummary, summary, "summary")
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []
-    for judge, s in summary["judges"].items():
-        if "dbg_hard" not in s:
+    for judge, s in summary.judges.items():
+        if s.dbg_hard is None:
             continue
-        lo, hi = s["dbg_ci"]
-        weak = s.get("unreliable_because") or []
+        lo, hi = s.dbg_ci
+        weak = s.unreliable_because
         # A judge too weak to judge: the number stays, with why it carries no information beside it.
         verdict = f" (judge too weak, DBG not evidence: {'; '.join(weak)})" if weak else ""
         rows.append(
             [
                 judge,
-                f"{pct(s['win_rate_own_hard'], 1)}",
-                f"{pct(s['gold_win_rate_hard'], 1)}",
-                f"{pts(s['dbg_hard'])} [{pts(lo)}, {pts(hi)}]{verdict}",
-                f"{pts(s['dbg_soft'])}",
+                pct(s.win_rate_own_hard, 1),
+                pct(s.gold_win_rate_hard, 1),
+                f"{pts(s.dbg_hard)} [{pts(lo)}, {pts(hi)}]{verdict}",
+                pts(s.dbg_soft),
                 _ties_text(s),
-                f"{pct(s['position_consistency'], 1)}",
-                f"{s['top_not_label']} / {s['n_judgments']}",
-                f"{s['mean_label_mass']:.3f}",
+                pct(s.position_consistency, 1),
+                f"{s.top_not_label} / {s.n_judgments}",
+                fixed(s.mean_label_mass, 3),
             ]
         )
     table = table_html(
@@ -86,9 +89,9 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
     return render(
         _DBG_SECTION,
         image=png_data_uri(paths["png"]),
-        gold=", ".join(summary["gold"]["judges"]),
+        gold=", ".join(summary.gold["judges"]),
         summary=summary,
-        tasks=", ".join(summary["tasks"]),
+        tasks=", ".join(summary.tasks),
         table=table,
         reasoning=reasoning_lines(summary),
     )
@@ -97,7 +100,7 @@ def dbg_section(summary: dict, figures: Path) -> Markup:
 _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
     "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
-    "tasks: {{ tasks }}; responses capped at {{ summary.get('max_words', '?') }} words. {{ summary.label_handling }}. "
+    "tasks: {{ tasks }}; responses capped at {{ summary.max_words or '?' }} words. {{ summary.label_handling }}. "
     "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>"
     "{% for line in reasoning %}<p class='note'>{{ line }}</p>{% endfor %}{{ table }}"
 )

@@ -1,4 +1,4 @@
-"""The steering section of the report: the steering table, probe accuracy of the direction, and the split."""
+"""The steering section of the report: the steering table, the effects figure, probe accuracy of the direction, and the split."""
 
 from __future__ import annotations
 
@@ -6,13 +6,28 @@ import math
 from pathlib import Path
 
 from interp.formatting import pct, pts_interval
-from interp.report.figures import png_data_uri, save_figure
+from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
-from interp.report.interventions import effect_figure
 from interp.storage import atomic_write_text
 from interp.templating import render
 
 SECTION_TITLE = "Steering: emphasis and a self-recognition direction"
+
+
+def effect_figure(results: list[dict]):
+    """Paired change of P(own wins) per judge and steering variant, with bootstrap intervals."""
+    rows = [(judge, name, effect) for result in results for judge, r in result["judges"].items() for name, effect in r["effects"].items()]
+    fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
+    for y, (judge, name, effect) in enumerate(rows):
+        lo, hi = effect["ci"]
+        color = "tab:red" if name in ("self", "target") else "tab:gray"
+        ax.errorbar(100 * effect["mean"], y, xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]], fmt="o", color=color, capsize=3)
+    ax.axvline(0, color="black", lw=0.8)
+    ax.set_yticks(range(len(rows)), [f"{judge}: {name}" for judge, name, _ in rows], fontsize=8)
+    ax.set_xlabel("change of P(own response wins), points (95% bootstrap CI)")
+    ax.invert_yaxis()
+    fig.tight_layout()
+    return fig
 
 
 def _count(n: int, noun: str) -> str:

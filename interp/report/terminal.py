@@ -16,8 +16,11 @@ import json
 import math
 from pathlib import Path
 
-from interp.formatting import number, pct, pts, pts_ci, pts_interval
-from interp.metrics.dbg import judge_reliability
+from interp.formatting import number, p_value, pct, pts, pts_ci, pts_interval
+from interp.results import codec
+from interp.results.causal import CausalResult, JudgeTest
+from interp.results.rows import SweepRow
+from interp.results.summary import RunSummary
 
 SWEEP_ROWS = 10  # the points shown of a sweep (largest drop of P(own) first); all are in results.csv
 PIPED_WIDTH = 200  # columns of the tables when stdout is a pipe or a file: no terminal width to fit
@@ -45,37 +48,21 @@ def payload_json(payload: dict | list) -> str:
 # ---- gathering ----------------------------------------------------------------------------------
 
 
-def dbg_rows(summary: dict) -> list[dict]:
+def dbg_rows(summary: RunSummary) -> list[dict]:
     """Per judge of a run's summary: DBG with interval, soft DBG, and whether the judge can judge at all."""
-    rows = []
-    for judge, s in summary["judges"].items():
-        weak = s.get("unreliable_because")
-        if weak is None:  # a summary written before the flag was stored: the same rule, applied here
-            weak = judge_reliability(s["position_consistency"], s["mean_label_mass"])
-        rows.append(
-            {
-                "judge": judge,
-                "own_model": s.get("own_model"),
-                "dbg_hard": s.get("dbg_hard"),
-                "dbg_ci": s.get("dbg_ci"),
-                "dbg_soft": s.get("dbg_soft"),
-                "tie_share": s.get("tie_share"),  # Figure 8: a verdict that changes when the answers swap
-                "dbg_no_ties": s.get("dbg_no_ties"),
-                "position_consistency": s.get("position_consistency"),
-                "mean_label_mass": s.get("mean_label_mass"),
-                "reliable": not weak,
-                "unreliable_because": list(weak),
-            }
-        )
-    return rows
+    keys = ("own_model", "dbg_hard", "dbg_ci", "dbg_soft", "tie_share", "dbg_no_ties", "position_consistency", "mean_label_mass")
+    return [
+        {"judge": judge, **{key: getattr(s, key) for key in keys}, "reliable": not s.unreliable_because, "unreliable_because": list(s.unreliable_because)}
+        for judge, s in summary.judges.items()
+    ]
 
 
-def reasoning_lines(summary: dict) -> list[str]:
+def reasoning_lines(summary: RunSummary) -> list[str]:
     """Per author whose answers lost reasoning before judging (`summary["reasoning"]`), one sentence."""
     return [
         f"{model}: reasoning removed before judging from {r['n_answers']} of {r['n_items']} answers "
         f"(mean {r['mean_chars']:.0f} characters, {r['mean_words']:.0f} words per answer; reasoning/ in the run)"
-        for model, r in (summary.get("reasoning") or {}).items()
+        for model, r in (summary.reasoning or {}).items()
     ]
 
 
@@ -87,77 +74,56 @@ def human_rows(human: dict) -> list[dict]:
     return [{"gold": name, **{key: r.get(key) for key in keys}} for name, r in named]
 
 
-def _effect(r: dict) -> dict | None:
-    """The effect on P(own) a judge's causal result reports: its own "effect", else the self variant's."""
-    effect = r.get("effect")
-    if not isinstance(effect, dict):
-        effects = r.get("effects") or {}
-        effect = effects.get("self") or next(iter(effects.values()), None)
-    if not isinstance(effect, dict):
-        return None
-    return {"mean": effect.get("mean"), "ci": effect.get("ci")}
-
-
-def causal_rows(judges: dict, n_items: int | None = None) -> list[dict]:
-    """Per judge of an intervention result (`result["judges"]`): the self-preference verdict (True, False, or
-    None with its reason), the within-judge change, the between-judge test, the share of the gap removed;
-    keys a result lacks are None."""
+def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> list[dict]:
+    """Per judge of a causal test (`CausalResult.judges`): the self-preference verdict (True, False, or None
+    with its reason), the within-judge change, the between-judge test, the share of the gap removed; numbers a
+    result lacks are None (`n_items`: the test items where the result does not say)."""
     rows = []
     for judge, r in judges.items():
-        verdict = r.get("verdict") or ""
         prefix = f"{judge}: "
-        within = r.get("within_judge") or {}
-        test = r.get("test") or {}
-        share = r.get("share_removed") or {}
+        effect, share = r.self_effect, r.share_removed
         rows.append(
             {
                 "judge": judge,
-                "causal": r.get("causal"),
-                "reason": r.get("reason"),
-                "verdict": verdict[len(prefix) :] if verdict.startswith(prefix) else verdict,
-                "effect": {"mean": within.get("effect"), "ci": within.get("ci")} if within else _effect(r),
-                "p_within": within.get("p_value"),
-                "n_controls": test.get("n_controls"),
-                "p_value": r.get("p_value"),
-                "p_holm": r.get("p_holm", r.get("p_value")),  # results written before every record had one
-                "test_alpha": r.get("test_alpha", r.get("alpha")),
-                "share_removed": share.get("estimate"),
-                "share_removed_ci": [share["low"], share["high"]] if share else None,
-                "n_test": r.get("n_test", n_items),
+                "causal": r.causal,
+                "reason": r.reason,
+                "verdict": r.verdict[len(prefix) :] if r.verdict.startswith(prefix) else r.verdict,
+                "effect": None if effect is None else {"mean": effect.mean, "ci": None if effect.ci is None else list(effect.ci)},
+                "p_within": r.within_judge.p_value if r.within_judge else None,
+                "n_controls": r.test.n_controls if r.test else None,
+                "p_value": r.p_value,
+                "p_holm": r.p_holm,
+                "test_alpha": r.test_alpha,
+                "share_removed": share.estimate if share else None,
+                "share_removed_ci": [share.low, share.high] if share else None,
+                "n_test": r.n_test if r.n_test is not None else n_items,
             }
         )
     return rows
 
 
-def sweep_rows(rows: list[dict], limit: int = SWEEP_ROWS) -> list[dict]:
-    """The sweep points (results.csv rows) that lower P(own) most, at most `limit`."""
-
-    def as_float(value) -> float:
-        try:
-            return float(value)
-        except (TypeError, ValueError):
-            return math.nan
-
-    ordered = sorted(rows, key=lambda r: (math.isnan(as_float(r.get("effect"))), as_float(r.get("effect"))))
-    skip = {"effect", "effect_lo", "effect_hi", "p_value", "p_holm", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key", "judge"}
+def sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[dict]:
+    """The sweep points (results.csv rows, as `SweepRow`s) that lower P(own) most, at most `limit`."""
+    typed = [r if isinstance(r, SweepRow) else codec.sweep_rows([r])[0] for r in rows]
+    ordered = sorted(typed, key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0))
     return [
         {
-            "judge": r.get("judge"),
-            "point": ", ".join(f"{k}={v}" for k, v in r.items() if k not in skip and v not in (None, "")),
-            "effect": {"mean": as_float(r.get("effect")), "ci": [as_float(r.get("effect_lo")), as_float(r.get("effect_hi"))]},
-            "dbg_hard": as_float(r.get("dbg_hard")),
-            "dbg_ci": [as_float(r.get("dbg_lo")), as_float(r.get("dbg_hi"))],
-            "p_value": as_float(r.get("p_value")),
-            "p_holm": as_float(r.get("p_holm")),
+            "judge": r.judge,
+            "point": ", ".join(f"{k}={v}" for k, v in r.point.items()),
+            "effect": {"mean": r.effect, "ci": [r.effect_lo, r.effect_hi]},
+            "dbg_hard": r.dbg_hard,
+            "dbg_ci": [r.dbg_lo, r.dbg_hi],
+            "p_value": r.p_value,
+            "p_holm": r.p_holm,
         }
         for r in ordered[:limit]
     ]
 
 
 def results_payload(
-    summary: dict | None = None,
+    summary: RunSummary | dict | None = None,
     *,
-    causal: dict | None = None,
+    causal: dict[str, JudgeTest] | dict | None = None,
     n_items: int | None = None,
     sweep: list[dict] | None = None,
     files: dict | None = None,
@@ -166,13 +132,15 @@ def results_payload(
     `files`: name -> path of what the command wrote (the report, results)."""
     payload: dict = {}
     if summary is not None:
+        summary = codec.parse(RunSummary, summary, "summary")
         payload["dbg"] = dbg_rows(summary)
-        if summary.get("reasoning"):
+        if summary.reasoning:
             payload["reasoning"] = reasoning_lines(summary)
-        if (summary.get("gold") or {}).get("human"):  # Table 1: gold against human labels
-            payload["gold_human"] = human_rows(summary["gold"]["human"])
+        if summary.gold.get("human"):  # Table 1: gold against human labels
+            payload["gold_human"] = human_rows(summary.gold["human"])
     if causal is not None:
-        payload["causal"] = causal_rows(causal, n_items)
+        judges = codec.parse(CausalResult, {"judges": causal}, "causal result").judges if isinstance(causal, dict) else causal
+        payload["causal"] = causal_rows(judges, n_items)
     if sweep is not None:
         payload["sweep"] = {"n_points": len(sweep), "top": sweep_rows(sweep)}
     if files:
@@ -272,8 +240,8 @@ def print_results(payload: dict, console=None) -> None:
             causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
             n = "n/a" if r["n_test"] is None else str(r["n_test"])
             table.add_row(
-                r["judge"], causal, pts(effect.get("mean")), pts_ci(effect.get("ci")), number(r.get("p_within")),
-                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), number(r["p_value"]), number(r.get("p_holm")),
+                r["judge"], causal, pts(effect.get("mean")), pts_ci(effect.get("ci")), p_value(r.get("p_within")),
+                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), p_value(r["p_value"]), p_value(r.get("p_holm")),
                 number(r["test_alpha"]), pct(r.get("share_removed")), n,
             )
         if not payload["causal"]:
@@ -294,7 +262,7 @@ def print_results(payload: dict, console=None) -> None:
         for name in ("effect [95% CI]", "p", "p (Holm)", "DBG after [95% CI]"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in sweep["top"]:
-            p_values = (number(r.get("p_value")), number(r.get("p_holm")))
+            p_values = (p_value(r.get("p_value")), p_value(r.get("p_holm")))
             table.add_row(r["judge"], r["point"], pts_interval(r["effect"]["mean"], r["effect"]["ci"]), *p_values, pts_interval(r["dbg_hard"], r["dbg_ci"]))
         console.print(table)
     if payload.get("timings"):
@@ -309,7 +277,7 @@ def print_results(payload: dict, console=None) -> None:
             table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
         table.add_row("total", f"{total:.1f}", "")
         console.print(table)
-        used = timings.get("torch_threads_used") or [timings.get("torch_threads")]
+        used = timings["torch_threads_used"] or ["unknown"]  # Timings.record: every count the job ran on
         console.print(f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)", highlight=False)
         if timings.get("peak_rss_gb") is not None:
             gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""

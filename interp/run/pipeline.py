@@ -42,6 +42,7 @@ from interp.run.responses import Decoding, Response, check_generation_lengths, g
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
+from interp.results.summary import RunSummary
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
@@ -193,8 +194,8 @@ def run_dbg(
     overwrite: bool = False,
     timings: Timings | None = None,
     answers: Mapping[str, Sequence[Response]] | None = None,
-) -> dict:
-    """The whole behavioural pipeline; resumable: finished steps and judgments are read back, not redone.
+) -> RunSummary:
+    """The whole behavioural pipeline (returns the run's `summary.json` as a `RunSummary`); resumable: finished steps and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config

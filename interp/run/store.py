@@ -50,6 +50,8 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import p_own_from_first
 from interp.run.gold.protocol import aggregate_gold
+from interp.results import codec
+from interp.results.summary import RunSummary
 from interp.run.records import JudgmentRecord, read_judgments
 from interp.storage import (
     check_output_dir,
@@ -249,13 +251,11 @@ class RunDir:
             gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first"]
         return gold
 
-    def read_summary(self) -> dict:
+    def read_summary(self) -> RunSummary:
+        """The run's scores (`interp.results.codec.read_summary`: older files migrated)."""
         if not self.summary.is_file():
             raise InterpError(f"{self.root} has no summary.json; run `interp dbg` or `interp demo` first")
-        try:
-            return json.loads(self.summary.read_text())
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise InterpError(f"{self.summary}: not valid JSON ({exc}); rebuild it with `interp dbg` on the run's config") from None
+        return codec.read_summary(self.summary)
 
     # ---- the writer ------------------------------------------------------------------------------
 

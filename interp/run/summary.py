@@ -30,8 +30,9 @@ from interp.run.pointwise import pointwise_summary, read_pointwise
 from interp.run.gold.human import human_labels
 from interp.run.reasoning import reasoning_summary
 from interp.run.records import JudgmentRecord
+from interp.results import codec
+from interp.results.summary import RunSummary
 from interp.run.store import RunDir, empty_answers
-from interp.storage import atomic_write_text
 
 
 def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> tuple[np.ndarray, np.ndarray]:
@@ -165,8 +166,8 @@ def write_summary(
     gold: dict[str, list[float]],
     placement: dict | None = None,
     sizes: dict[str, int] | None = None,
-) -> dict:
-    """summary.json; `placement` records where the run's local models ran (device, dtype, device map), `sizes`
+) -> RunSummary:
+    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device, dtype, device map), `sizes`
     the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
@@ -184,5 +185,4 @@ def write_summary(
         summary["correctness"] = grade_run_answers(paths.correctness, items, paths.read_responses(), config.models, config.grader)
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
         summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
-    atomic_write_text(paths.summary, json.dumps(summary, indent=2))
-    return summary
+    return codec.write_summary(paths.summary, summary)

@@ -195,6 +195,14 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     assert record["causal"] == (record["p_value"] <= 0.05)
     assert record["gap_before"] is not None and record["gap_after"] is not None
     assert (record["share_removed"] is None) == (record["share_removed_reason"] is not None)
+    # the report's words and figure come from this test: its name, H0, k and df, and each control judge's dot
+    from interp.report.interventions import control_figure, intervention_section
+
+    section = intervention_section([result], tmp_path / "figures").read_text()
+    assert f"{judge}: Crawford-Howell test" in section and "k = 3 control judges" in section and "df = 2" in section and "H0: " in section
+    assert "(k = 3)</summary>" in section and "sign-flip permutation test of the per-item contrast" not in section
+    dots = [c.get_offsets() for c in control_figure([result]).axes[0].collections if type(c).__name__ == "PathCollection"]
+    assert sorted(float(x) for offsets in dots for x, _ in offsets) == pytest.approx(sorted(100 * e for e in effects))
     # the judge named among its own controls is refused, before anything is written
     from interp.errors import InterpError
 

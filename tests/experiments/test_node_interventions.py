@@ -194,7 +194,7 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     monkeypatch.setattr(engine.Judges, "model", counting)
     released = intervene_run(released_run, design=design, judges=[judge], progress=False, max_memory=0)
     assert max(most) <= 2
-    strip = lambda r: {k: v for k, v in r["judges"][judge].items() if k not in ("controls",)}  # noqa: E731
+    strip = lambda r: {k: v for k, v in r.judges[judge].to_json().items() if k not in ("controls",)}  # noqa: E731
     assert strip(released) == strip(kept)
     assert released["judges"][judge]["controls"] == kept["judges"][judge]["controls"]
 

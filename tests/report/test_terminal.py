@@ -11,6 +11,8 @@ from pathlib import Path
 import pytest
 from interp.core.timings import Timings
 from interp.report.terminal import payload_json, print_results, results_payload, sweep_rows
+from interp.results.causal import CausalResult
+from interp.results.codec import parse
 from rich.console import Console
 
 SUMMARY = {
@@ -98,7 +100,7 @@ def fake_demo(tmp_path, monkeypatch):
     def run_demo(folder, **kwargs):
         assert Path(folder) == out
         timings = Timings(seconds={"generation": 30.0, "judging author-a": 10.0}, threads=1, peak_rss_bytes=3 * 2**29)
-        return demo_module.Demo(out / "report.html", {"judges": CAUSAL, "n_items": 7}, timings)
+        return demo_module.Demo(out / "report.html", parse(CausalResult, {"judges": CAUSAL, "n_items": 7}), timings)
 
     monkeypatch.setattr(demo_module, "run_demo", run_demo)
     return out

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from interp.config import RunConfig, load_run_config
+from interp.results.codec import read_summary
 from interp.errors import InterpError
 from interp.run.pipeline import run_dbg
 from interp.storage import read_jsonl
@@ -75,7 +76,8 @@ def test_summary_has_the_promised_keys_and_consistent_counts(tiny_run):
     assert summary["gold"]["judges"] == ["reference"]
     rates = summary["gold"]["win_rate"]
     assert rates[config.models[0]] + rates[config.models[1]] == pytest.approx(1.0)
-    assert json.loads((out / "summary.json").read_text()) == summary
+    assert read_summary(out / "summary.json") == summary  # what the run returns is what it wrote
+    assert json.loads((out / "summary.json").read_text())["schema_version"] == 1
 
 
 def test_report_and_static_figures_open(tiny_run):

@@ -1,0 +1,10 @@
+"""Results as typed objects: what the experiments write to disk and every reader gets back.
+
+- `base.py`: `ResultModel`, the pydantic base every result model shares (unknown keys kept, read by name);
+- `causal.py`: the causal test of one intervention over a run (`interventions/*/result.json`): `CausalResult`
+  with one `JudgeTest` per tested judge;
+- `summary.py`: a DBG run's scores (`summary.json`): `RunSummary` with one `JudgeScores` per judge;
+- `rows.py`: a re-judging variant (`variants/*/variant.json`), a sweep row (`results.csv`), a localisation row;
+- `codec.py`: the one place that reads and writes these files, with `schema_version` and the migrations from
+  files written before it (older key names are renamed there, never by a reader).
+"""

@@ -1,0 +1,171 @@
+"""The causal test of one intervention over a run, as written to `RUN/interventions/<label>-<key>/result.json`.
+
+`CausalResult` holds the design, the items, the reused inputs and one `JudgeTest` per tested judge. A
+`JudgeTest` carries its decision (`causal`, `p_value`, `p_holm`, `test_alpha`), the test that made it
+(`test`: Crawford-Howell against k control judges, df = k - 1, with each control judge's effect), the
+within-judge effect (`within_judge`, a sign-flip test), and the descriptive numbers beside them. Every
+field a reader uses is typed; the rest (behaviour tables, per-item deltas) is kept as written.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from pydantic import Field
+
+from interp.results.base import ResultModel
+
+TEST_NAME = "Crawford-Howell"
+TEST_H0 = (
+    "the tested judge's mean change of P(own) is one more draw from the control judges' normal distribution "
+    "(it behaves as one more control)"
+)
+
+
+class PairedEffect(ResultModel):
+    """A paired change of P(own wins): its mean over items and its 95% bootstrap interval."""
+
+    mean: Optional[float] = None
+    ci: Optional[list[Optional[float]]] = None
+
+
+class WithinJudge(ResultModel):
+    """The judge's own change under the intervention, with its sign-flip p: "changes this judge's verdicts"."""
+
+    effect: Optional[float] = None
+    ci: Optional[list[Optional[float]]] = None
+    p_value: Optional[float] = None
+    n_items: Optional[int] = None
+    claim: Optional[str] = None
+
+
+class Share(ResultModel):
+    """A share with its interval (the share of the self-preference gap an intervention removes)."""
+
+    estimate: Optional[float] = None
+    low: Optional[float] = None
+    high: Optional[float] = None
+    level: Optional[float] = None
+    n_boot: Optional[int] = None
+
+
+class BetweenTest(ResultModel):
+    """The between-judge test that decides: Crawford-Howell of the judge's mean change (`x`) against its k
+    control judges' (`control_effects`), t with df = k - 1; `p_rank` with random head sets."""
+
+    design: str = "between-judge"
+    n_controls: int = 0
+    x: Optional[float] = None
+    control_mean: Optional[float] = None
+    control_sd: Optional[float] = None
+    t: Optional[float] = None
+    df: int = 0
+    p_value: Optional[float] = None
+    effect_sd: Optional[float] = None
+    reason: Optional[str] = None
+    control_effects: list[float] = Field(default_factory=list)
+    p_rank: Optional[float] = None
+    controls: list[str] = Field(default_factory=list)
+    random_head_sets: Optional[int] = None
+    random_sets_skipped: bool = False
+
+    @property
+    def name(self) -> str:
+        return TEST_NAME
+
+    @property
+    def h0(self) -> str:
+        return TEST_H0
+
+
+class ControlRecord(ResultModel):
+    """One control judge under the same intervention on the same answer: before, after and its effect."""
+
+    before: dict = Field(default_factory=dict)
+    after: dict = Field(default_factory=dict)
+    effect: Optional[PairedEffect] = None
+
+
+class JudgeEffect(ResultModel):
+    """The judge's change minus the controls' mean change (`mean`), and both parts."""
+
+    mean: Optional[float] = None
+    judge: Optional[float] = None
+    controls_mean: Optional[float] = None
+
+
+class JudgeTest(ResultModel):
+    """One tested judge: the decision, the test that made it, and what the intervention did."""
+
+    causal: Optional[bool] = None
+    causal_unadjusted: Optional[bool] = None
+    p_value: Optional[float] = None
+    p_holm: Optional[float] = None
+    test_alpha: float = 0.05
+    reason: Optional[str] = None
+    verdict: str = ""
+    notes: list[str] = Field(default_factory=list)
+    n_test: Optional[int] = None
+    test: Optional[BetweenTest] = None
+    within_judge: Optional[WithinJudge] = None
+    effect: Optional[JudgeEffect] = None
+    effects: dict[str, PairedEffect] = Field(default_factory=dict)
+    before: dict = Field(default_factory=dict)
+    variants: dict[str, dict] = Field(default_factory=dict)
+    own: Optional[str] = None
+    share_removed: Optional[Share] = None
+    share_removed_reason: Optional[str] = None
+    gap_before: Optional[Share] = None
+    gap_after: Optional[Share] = None
+    masked_mass: Optional[dict] = None
+    controls: dict[str, ControlRecord] = Field(default_factory=dict)
+    per_item_delta: dict[str, float] = Field(default_factory=dict)
+
+    @property
+    def control_names(self) -> list[str]:
+        """The control judges, in the order tested."""
+        return list(self.test.controls) if self.test is not None and self.test.controls else list(self.controls)
+
+    @property
+    def self_effect(self) -> Optional[PairedEffect]:
+        """The judge's own change of P(own) with its interval: the within-judge effect."""
+        if self.within_judge is not None:
+            return PairedEffect(mean=self.within_judge.effect, ci=self.within_judge.ci)
+        return self.effects.get("self")
+
+
+class Reused(ResultModel):
+    """What the test read from the run instead of making it again."""
+
+    responses: int = 0
+    responses_generated: int = 0
+    gold_verdicts: int = 0
+    gold_judges_rerun: int = 0
+    gold_judges: list[str] = Field(default_factory=list)
+
+
+class TestClaim(ResultModel):
+    """What the test claims and against which control judges (per tested judge)."""
+
+    kind: str = "between-judge"
+    claim: str = ""
+    controls: dict[str, list[str]] = Field(default_factory=dict)
+    min_controls: int = 3
+
+
+class CausalResult(ResultModel):
+    """`result.json` of one causal test: the design, the items and one `JudgeTest` per tested judge."""
+
+    schema_version: int = 1
+    spec: dict = Field(default_factory=dict)
+    design: dict = Field(default_factory=dict)
+    run_dir: str = ""
+    n_items: int = 0
+    split: str = "all items"
+    selection_items: list[str] = Field(default_factory=list)
+    test_items: list[str] = Field(default_factory=list)
+    backend: Optional[str] = None
+    test: Optional[TestClaim] = None
+    reused: Reused = Field(default_factory=Reused)
+    judges: dict[str, JudgeTest] = Field(default_factory=dict)
+    multiple_comparisons: Optional[str] = None

@@ -1,0 +1,183 @@
+"""The one reader and writer of result files, with their schema version and the migrations from older files.
+
+Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without one was written before it
+(version 0) and is migrated on read:
+
+- a judge's (and the design's) test level was `alpha` (the name a spec uses for its mask strength): now
+  `test_alpha`;
+- a judge's test without a count of control judges was last round's sign-flip test against one control
+  judge (`control_judge`): its `test.design` says so, its one control is listed under `test.controls`, and the
+  report does not describe it as Crawford-Howell;
+- a judge's Holm-adjusted p was missing where one judge was tested: now `p_holm` = its `p_value`;
+- a judge's reliability flag was missing from summary.json: now computed by the rule that writes it
+  (`interp.metrics.dbg.judge_reliability`).
+
+Readers get objects (`interp.results`); no reader outside this module parses these files or falls back from
+one key name to another. A file that is not valid JSON, or not a result of its kind, is one `InterpError` line.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Callable, Iterable, TypeVar
+
+from pydantic import ValidationError
+
+from interp.errors import InterpError
+from interp.results.base import ResultModel
+from interp.results.causal import CausalResult
+from interp.results.rows import LocalizeRow, SweepRow, VariantRecord
+from interp.results.summary import RunSummary
+from interp.storage import atomic_write_text
+
+SCHEMA_VERSION = 1
+RESULT_FILE = "result.json"
+SUMMARY_FILE = "summary.json"
+VARIANT_FILE = "variant.json"
+
+Model = TypeVar("Model", bound=ResultModel)
+
+
+# ---- migrations: version 0 (no schema_version) -> 1 ---------------------------------------------------
+
+
+def _migrate_judge_test(record: dict) -> dict:
+    record = dict(record)
+    test = record.get("test")
+    if isinstance(test, dict) and "n_controls" not in test and "design" not in test:
+        record["test"] = test | {"design": "sign-flip permutation test against one control judge"}
+        if isinstance(test.get("control_judge"), str) and "controls" not in test:
+            record["test"]["controls"] = [test["control_judge"]]
+    if "alpha" in record and "test_alpha" not in record:
+        record["test_alpha"] = record.pop("alpha")
+    if "p_holm" not in record and "p_value" in record:
+        record["p_holm"] = record["p_value"]
+    return record
+
+
+def _migrate_causal(data: dict) -> dict:
+    data = data | {"judges": {judge: _migrate_judge_test(r) for judge, r in (data.get("judges") or {}).items()}}
+    design = data.get("design")
+    if isinstance(design, dict) and "alpha" in design and "test_alpha" not in design:
+        data["design"] = {("test_alpha" if key == "alpha" else key): value for key, value in design.items()}
+    return data
+
+
+def _migrate_summary(data: dict) -> dict:
+    from interp.metrics.dbg import judge_reliability
+
+    judges = {}
+    for judge, scores in (data.get("judges") or {}).items():
+        scores = dict(scores)
+        if "unreliable_because" not in scores:
+            scores["unreliable_because"] = list(judge_reliability(scores.get("position_consistency"), scores.get("mean_label_mass")))
+            scores["reliable"] = not scores["unreliable_because"]
+        judges[judge] = scores
+    return data | {"judges": judges}
+
+
+MIGRATIONS: dict[type[ResultModel], Callable[[dict], dict]] = {
+    CausalResult: _migrate_causal,
+    RunSummary: _migrate_summary,
+    VariantRecord: lambda data: data,
+}
+
+
+# ---- objects from data, data from objects ---------------------------------------------------------------
+
+
+def parse(kind: type[Model], data: dict | ResultModel, where: str = "a result") -> Model:
+    """A result object from its data as written (any schema version this codec knows), migrated."""
+    if isinstance(data, kind):
+        return data
+    if isinstance(data, ResultModel):
+        data = data.to_json()
+    if not isinstance(data, dict):
+        raise InterpError(f"{where}: not a {kind.__name__} (a JSON object), got {type(data).__name__}")
+    version = data.get("schema_version", 0)
+    if not isinstance(version, int) or version > SCHEMA_VERSION:
+        raise InterpError(f"{where}: schema_version {version!r} is newer than this interp reads ({SCHEMA_VERSION}); update interp")
+    if version < SCHEMA_VERSION and kind in MIGRATIONS:
+        data = MIGRATIONS[kind](data) | {"schema_version": SCHEMA_VERSION}
+    try:
+        return kind.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(part) for part in first["loc"])
+        raise InterpError(f"{where}: not a {kind.__name__} ({at}: {first['msg']})") from None
+
+
+def dump(result: ResultModel) -> dict:
+    """A result as the JSON data written to disk, with its schema version."""
+    data = result.to_json()
+    return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in data.items() if k != "schema_version"}} if "schema_version" in type(result).model_fields else data
+
+
+def dumps(result: ResultModel) -> str:
+    return json.dumps(dump(result), indent=2)
+
+
+def _read(path: Path, kind: type[Model], hint: str) -> Model:
+    path = Path(path)
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise InterpError(f"{path}: no such file{hint}") from None
+    except OSError as exc:
+        raise InterpError(f"{path}: cannot read it ({exc.strerror}){hint}") from None
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise InterpError(f"{path}: not valid JSON ({exc}){hint}") from None
+    return parse(kind, data, str(path))
+
+
+def _write(path: Path, kind: type[Model], result: Model | dict) -> Model:
+    """Write a result (an object, or its data as a writer builds it: the current schema) atomically."""
+    if isinstance(result, dict):
+        result = parse(kind, result | {"schema_version": SCHEMA_VERSION}, str(path))
+    atomic_write_text(Path(path), dumps(result))
+    return result
+
+
+# ---- the files ----------------------------------------------------------------------------------
+
+
+def read_causal(folder: Path) -> CausalResult:
+    """`folder/result.json` of a causal test (`RUN/interventions/<label>-<key>/`)."""
+    return _read(Path(folder) / RESULT_FILE, CausalResult, "; run `interp intervene` again")
+
+
+def write_causal(folder: Path, result: CausalResult | dict) -> CausalResult:
+    return _write(Path(folder) / RESULT_FILE, CausalResult, result)
+
+
+def read_causal_results(run_dir: Path) -> list[CausalResult]:
+    """Every causal test of a run, in the order of their folder names."""
+    folder = Path(run_dir) / "interventions"
+    return [read_causal(p.parent) for p in sorted(folder.glob(f"*/{RESULT_FILE}"))] if folder.is_dir() else []
+
+
+def read_summary(path: Path) -> RunSummary:
+    """A run's `summary.json`."""
+    return _read(path, RunSummary, "; rebuild it with `interp dbg` on the run's config")
+
+
+def write_summary(path: Path, summary: RunSummary | dict) -> RunSummary:
+    return _write(path, RunSummary, summary)
+
+
+def read_variant(folder: Path) -> VariantRecord:
+    return _read(Path(folder) / VARIANT_FILE, VariantRecord, "")
+
+
+def write_variant(folder: Path, record: VariantRecord | dict) -> VariantRecord:
+    return _write(Path(folder) / VARIANT_FILE, VariantRecord, record)
+
+
+def sweep_rows(rows: Iterable[dict]) -> list[SweepRow]:
+    """Sweep rows (as written to, or read from, results.csv: CSV cells are text) as objects."""
+    return [SweepRow.model_validate({k: (None if v == "" else v) for k, v in row.items()}) for row in rows]
+
+
+def localize_rows(rows: Iterable[dict]) -> list[LocalizeRow]:
+    return [LocalizeRow.model_validate(row) for row in rows]

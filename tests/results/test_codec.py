@@ -1,0 +1,69 @@
+"""Results as typed objects: the codec writes `schema_version`, reads a run directory written before it
+(tests/fixtures/old_run: no schema_version, the test level under its old name `alpha`, no Holm p, no
+reliability flag, one judge decided by last round's single-control test), and refuses what it cannot read."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from interp.errors import InterpError
+from interp.results import codec
+from interp.results.causal import CausalResult, JudgeTest
+from interp.results.summary import RunSummary
+
+OLD_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "old_run"
+
+
+def test_an_older_run_directory_still_reads():
+    (result,) = codec.read_causal_results(OLD_RUN)
+    assert isinstance(result, CausalResult) and result.schema_version == codec.SCHEMA_VERSION
+    a, b = result.judges["author-a"], result.judges["author-b"]
+    assert isinstance(a, JudgeTest) and a.test_alpha == 0.05 and "alpha" not in a  # renamed, not kept twice
+    assert a.p_holm == a.p_value == 0.0001  # one judge's Holm p is its p
+    assert a.test.name == "Crawford-Howell" and a.test.n_controls == 4 and a.test.df == 3 and a.control_names == ["c1", "c2", "c3", "c4"]
+    assert a.share_removed.estimate == 0.8 and a.self_effect.mean == -0.1
+    assert result.design["test_alpha"] == 0.05 and "alpha" not in result.design
+    assert b.test.design.startswith("sign-flip") and b.self_effect.ci == [-0.05, 0.03]  # the old test says what it was
+    assert b.control_names == ["control"]
+    summary = codec.read_summary(OLD_RUN / "summary.json")
+    assert isinstance(summary, RunSummary) and summary.judges["author-a"].unreliable_because == []
+    assert summary.judges["author-b"].reliable is False and "position consistency" in summary.judges["author-b"].unreliable_because[0]
+
+
+def test_what_is_written_carries_schema_version_and_reads_back_equal(tmp_path):
+    old = codec.read_causal(next((OLD_RUN / "interventions").iterdir()))
+    written = codec.write_causal(tmp_path, old)
+    on_disk = json.loads((tmp_path / "result.json").read_text())
+    assert on_disk["schema_version"] == codec.SCHEMA_VERSION and "alpha" not in on_disk["judges"]["author-a"]
+    assert codec.read_causal(tmp_path) == written == old
+    summary = codec.write_summary(tmp_path / "summary.json", {"n_items": 2, "models": ["x", "y"], "judges": {"x": {"n_judgments": 4}}})
+    assert json.loads((tmp_path / "summary.json").read_text()) == {"schema_version": 1, "n_items": 2, "models": ["x", "y"], "judges": {"x": {"n_judgments": 4}}}
+    assert codec.read_summary(tmp_path / "summary.json") == summary  # nothing invented on the way out, nothing lost back
+    record = codec.write_variant(tmp_path / "v", {"key": "k", "judge": "j", "own": "o", "backend": "hf", "attention": {"target": "self"}})
+    assert json.loads((tmp_path / "v" / "variant.json").read_text())["schema_version"] == 1 and record["attention"] == {"target": "self"}
+
+
+def test_a_file_it_cannot_read_is_one_line(tmp_path):
+    folder = tmp_path / "r"
+    shutil.copytree(next((OLD_RUN / "interventions").iterdir()), folder)
+    data = json.loads((folder / "result.json").read_text())
+    (folder / "result.json").write_text(json.dumps(data | {"schema_version": 99}))
+    with pytest.raises(InterpError, match="schema_version 99 is newer"):
+        codec.read_causal(folder)
+    (folder / "result.json").write_text(json.dumps(data | {"judges": {"x": {"causal": "perhaps"}}}))
+    with pytest.raises(InterpError, match=r"not a CausalResult \(judges\.x\.causal"):
+        codec.read_causal(folder)
+    (folder / "result.json").write_text("{")
+    with pytest.raises(InterpError, match="not valid JSON"):
+        codec.read_causal(folder)
+
+
+def test_a_run_dir_reads_its_summary_through_the_codec(tmp_path):
+    from interp.run.store import RunDir
+
+    shutil.copy(OLD_RUN / "summary.json", tmp_path / "summary.json")
+    summary = RunDir(tmp_path).read_summary()
+    assert isinstance(summary, RunSummary) and summary.judges["author-a"].dbg_ci == [0.0, 0.25] and summary.models == ["author-a", "author-b"]
