@@ -400,7 +400,8 @@ def ray_figures(n_items: int = 6) -> None:
     from transformers import LlamaForCausalLM
 
     sys.path.insert(0, str(REPO))
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
     from tests.experiments.test_causal import tiny_controls, tiny_pair_run
     from tests.experiments.test_executor import files_under

@@ -185,7 +185,7 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.core.models import model_identity, resolve_spec
-    from interp.experiments.causal import TestDesign, resolve_controls
+    from interp.experiments.design import TestDesign, resolve_controls
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -206,7 +206,7 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
 
 
 def test_random_head_sets_are_bounded():
-    from interp.experiments.causal import MAX_RANDOM_HEAD_SETS, TestDesign
+    from interp.experiments.design import MAX_RANDOM_HEAD_SETS, TestDesign
 
     TestDesign(heads="top-heads", top_k=2, selection_share=0.5, random_head_sets=MAX_RANDOM_HEAD_SETS)
     with pytest.raises(InterpError, match=f"more than {MAX_RANDOM_HEAD_SETS}"):

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
-from interp.experiments.causal import TestDesign, parse_control_judges
+from interp.experiments.design import TestDesign, parse_control_judges
 from interp.experiments.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.experiments.localize import run_judge
 from interp.experiments.routes import RouteAnalysis, route_analysis

@@ -36,7 +36,8 @@ from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
 from interp.experiments.engine import judge_pool
-from interp.experiments.causal import design_from_options, intervene_run, parse_control_judges
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import design_from_options, parse_control_judges
 from interp.experiments.executor import check_executor
 from interp.experiments.sweeps import run_sweep
 from interp.report.attention import figure7_grid, head_map_figure

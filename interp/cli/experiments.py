@@ -60,7 +60,8 @@ def intervene(
     from interp.core.timings import Timings
     from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
-    from interp.experiments.causal import intervene_run, design_from_options
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir

@@ -33,7 +33,7 @@ def explain(
     import json
 
     from interp.cli.experiments import _refresh_report
-    from interp.experiments.causal import parse_control_judges
+    from interp.experiments.design import parse_control_judges
     from interp.experiments.explain import EXPLAIN_METHODS, explain_run
 
     result = explain_run(

@@ -20,23 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from interp.hooks.nodes import NodeIntervention, node_from_dict, registered_ops
+from interp.hooks.nodes import NodeIntervention, node_from_dict
 from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
-from interp.core.adapters import adapter_folder, organism_base, read_manifest
-from interp.core.models import ModelCache, model_identity, own_model
+from interp.core.models import ModelCache, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.formatting import p_value
 from interp.experiments.engine import (
     NO_INTERVENTION,
     Judges,
@@ -51,9 +48,11 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
+from interp.experiments.design import TestDesign, resolve_controls
 from interp.experiments.executor import VariantTask, execute, with_executor
-from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
-from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
+from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
 from interp.results.causal import CausalResult
 from interp.results.codec import write_causal
@@ -61,150 +60,6 @@ from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
-MAX_RANDOM_HEAD_SETS = 999  # each set is a full re-judging of the test items; 999 resolves p_rank to 0.001
-Heads = Literal["spec", "all-layers", "top-heads"]
-
-
-@dataclass(frozen=True)
-class TestDesign:
-    """How a causal test is run: data, written into result.json and part of the result's key."""
-
-    heads: Heads = "spec"
-    top_k: int | None = None
-    selection_share: float | None = None  # share of the run's items that choose heads; the rest test them
-    split_seed: int = 0
-    # None: automatic (for an organism, every other null organism of its base in the run; for a real judge,
-    # every judge of the run that wrote neither answer); (): none, so no self-preference verdict.
-    control_judges: tuple[str, ...] | None = None
-    random_head_sets: int | None = None  # None: the fewest that can reach alpha after Holm over the judges
-    layer_matched: bool = True
-    test_alpha: float = ALPHA  # the test's level (a spec's `alpha` is its mask strength)
-    n_flips: int = N_FLIPS
-    span_controls: bool = False  # also the other-span and random-span masks (descriptive, not in the decision)
-    # --top-heads / --all-layers: what the chosen heads get. "attention": the own-answer mask; "head_output": `op`
-    # (a node kind, `interp.hooks.nodes`) on those heads' outputs at every position.
-    site: str = "attention"
-    op: str = "mean"
-
-    def record(self) -> dict:
-        """The design as data (result.json, the result's key); site and op only when they are not the mask, so
-        the keys of mask designs stay what they were."""
-        data = dataclasses.asdict(self)
-        if self.site == "attention":
-            del data["site"], data["op"]
-        return data
-
-    def __post_init__(self) -> None:
-        if self.site not in ("attention", "head_output"):
-            raise InterpError(f"--site {self.site!r}: --top-heads and --all-layers act on 'attention' (the mask) or 'head_output'")
-        if self.site == "head_output" and self.heads == "spec":
-            raise InterpError("--site head_output goes with --top-heads or --all-layers; a spec names its own site")
-        if self.site == "head_output" and self.op not in registered_ops():
-            raise InterpError(f"--op {self.op!r} is not a node intervention kind; use one of {', '.join(registered_ops())}")
-        if self.heads == "top-heads" and (self.top_k is None or self.top_k < 1):
-            raise InterpError("--top-heads needs a number of heads of at least 1")
-        if self.selection_share is not None and not 0 < self.selection_share < 1:
-            raise InterpError(f"--selection-share {self.selection_share} must be between 0 and 1 (exclusive)")
-        if self.heads == "top-heads" and self.selection_share is None:
-            raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
-        if self.random_head_sets is not None and self.random_head_sets < 0:
-            raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
-        if self.random_head_sets is not None and self.random_head_sets > MAX_RANDOM_HEAD_SETS:
-            raise InterpError(
-                f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set re-judges every test "
-                f"item; {MAX_RANDOM_HEAD_SETS} already resolves p_rank to {1 / (MAX_RANDOM_HEAD_SETS + 1):g}"
-            )
-        if not 0 < self.test_alpha < 1:
-            raise InterpError(f"--test-alpha {self.test_alpha} must be between 0 and 1")
-        if self.n_flips < 1:
-            raise InterpError("n_flips must be at least 1")
-
-
-def parse_control_judges(given) -> tuple[str, ...] | None:
-    """Control judges as a command gives them: None (automatic), a name, a comma-separated list, or several
-    (repeated option or a list); "none" (or "") alone means no control judge."""
-    if given is None:
-        return None
-    names = [given] if isinstance(given, str) else list(given)
-    if not names:
-        return None
-    parts = [part.strip() for name in names for part in str(name).split(",")]
-    if parts in (["none"], [""]):
-        return ()
-    if any(part in ("", "none") for part in parts):
-        raise InterpError(f"--control-judge {','.join(names)!r}: 'none' stands alone, and a name may not be empty")
-    if len(set(parts)) != len(parts):
-        raise InterpError(f"--control-judge names a judge twice: {', '.join(parts)}")
-    return tuple(parts)
-
-
-def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge=None, **fields) -> TestDesign:
-    """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; control judges
-    as `parse_control_judges` reads them ("none" alone: no control judge)."""
-    chosen = [name for name, given in (("--spec", spec_given), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
-    if len(chosen) != 1:
-        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
-    heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
-    return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
-
-
-def organism_role(spec: str) -> str | None:
-    """"null" or "planted" for an organism (by its manifest's planting share), None for a plain model."""
-    folder = adapter_folder(spec)
-    if folder is None:
-        return None
-    share = read_manifest(folder).get("config", {}).get("planting", {}).get("share", 0.0)
-    return "planted" if share and share > 0 else "null"
-
-
-def automatic_controls(run: Run, judge: str) -> list[str]:
-    """The control judges a judge gets when none are named: for an organism, every null organism of the same
-    base model other than itself, among the run's judges and the shipped organisms (its null family: they read
-    the same answers and have no planted preference; never a planted one; those outside the run are judged on
-    the test items as keyed variants); for a real judge, every judge of the run whose own model wrote neither
-    answer."""
-    from interp.core.adapters import shipped_adapters
-
-    if organism_role(judge) is not None:
-        base = organism_base(judge)
-        seen, out = {judge_identity(judge)}, []
-        for other in dict.fromkeys([*run.config.judge_specs, *shipped_adapters()]):
-            if organism_role(other) == "null" and organism_base(other) == base and judge_identity(other) not in seen:
-                seen.add(judge_identity(other))
-                out.append(other)
-        return out
-    return [other for other in run.config.judge_specs if other != judge and own_model(other) not in run.config.models]
-
-
-def judge_identity(spec: str) -> str:
-    """What makes two judge specs one judge: for an organism, the config and seed that trained its adapter (a
-    shipped alias and a folder copy of it are one judge); otherwise what the spec loads (`model_identity`:
-    `./m`, `m/` and `/abs/m` alike)."""
-    folder = adapter_folder(spec)
-    if folder is not None:
-        manifest = read_manifest(folder)
-        return f"organism|{manifest.get('config_fingerprint')}|{manifest.get('seed')}"
-    return model_identity(spec)
-
-
-def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
-    """The control judges (named, or `automatic_controls`). Refused: the judge itself under another spelling, and a
-    judge that owns one of the run's answers other than the tested judge's own (`own_model`: an author, or an
-    organism of an author's base; an organism of the tested judge's own base, as the null family is, stays)."""
-    controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
-    authors = {model_identity(m) for m in run.config.models}
-    for control in controls:
-        if judge_identity(control) == judge_identity(judge):
-            same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
-            raise InterpError(f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer")
-        owner = model_identity(own_model(control))
-        if owner in authors and owner != model_identity(own_model(judge)):
-            wrote = "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
-            raise InterpError(
-                f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own neither answer "
-                "(it would carry a self-preference of its own)"
-            )
-    return controls
 
 
 def random_head_sets(chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool) -> list[dict[int, list[int]]]:
@@ -487,52 +342,6 @@ def _test_judge(
     return out
 
 
-def judge_level_test(
-    before: np.ndarray,
-    after: np.ndarray,
-    gold_before: np.ndarray,
-    gold_after: np.ndarray,
-    control_before: np.ndarray,
-    control_after: np.ndarray,
-    *,
-    alpha: float,
-    n_flips: int,
-    n_boot: int,
-    seed: int,
-):
-    """The judge-level test of one change to a judge's verdicts (an intervention on the model, or on the answers
-    it reads), from per-item P(own) before and after for the judge and each control judge (`control_*`:
-    [control, item], "own" always the tested judge's answer): Crawford-Howell of the judge's change against the
-    controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
-    (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
-    test = between_judge_test(after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed)
-    gap = None
-    if len(control_before):
-        gap = share_removed(before - gold_before, after - gold_after, control_before - gold_before, control_after - gold_after, alpha=alpha, n_boot=n_boot, seed=seed)
-    return test, gap
-
-
-def judge_level_fields(judge: str, test, gap, controls: Sequence[str], n_flips: int, n_items: int) -> dict:
-    """The judge-level test's fields of a result.json record (`causal`, `p_value`, `test`, `within_judge`,
-    `share_removed`, the gaps, the verdict, ...)."""
-    out = test.to_dict()
-    out["test"] |= {"controls": list(controls)}
-    notes = ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])] if smallest_flip_p(n_items, n_flips) > out["test_alpha"] else []
-    control_mean = float(np.mean(test.control_effects)) if controls else None
-    return out | {
-        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`holm_judges`)
-        "n_test": n_items,
-        "notes": notes,
-        "verdict": "; ".join([test.verdict(judge), *notes]),
-        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
-        "gap_before": gap.gap_before.to_dict() if gap else None,
-        "gap_after": gap.gap_after.to_dict() if gap else None,
-        "dbg_test_before": gap.test_before.to_dict() if gap else None,
-        "share_removed": gap.share_removed.to_dict() if gap and gap.share_removed else None,
-        "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
-    }
-
-
 def _random_effects(
     run: Run, judge: str, controls: list[str], spec, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool, reference=None
 ) -> np.ndarray:
@@ -555,19 +364,3 @@ def _random_effects(
         per_control = [evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls]
         effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in variants])
     return effects
-
-
-def holm_judges(result: dict, names: Sequence[str]) -> None:
-    """Holm over the judges of one command that have a between-judge test (one judge: p_holm = p_value): the
-    decision is p_holm <= test_alpha, and each record keeps its raw p beside the adjusted one."""
-    tested = [judge for judge in names if result["judges"][judge]["p_value"] is not None]
-    if not tested:
-        return
-    adjusted = holm([result["judges"][judge]["p_value"] for judge in tested])
-    for judge, p in zip(tested, adjusted):
-        record = result["judges"][judge]
-        record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
-        record["causal"] = bool(p <= record["test_alpha"])
-        if len(tested) > 1:
-            record["verdict"] += f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
-    result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

@@ -18,7 +18,8 @@ from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import builtin_items
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report

@@ -38,7 +38,8 @@ import pandas as pd
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.experiments.causal import TestDesign, intervene_run, random_head_sets, resolve_controls
+from interp.experiments.causal import intervene_run, random_head_sets
+from interp.experiments.design import TestDesign, resolve_controls
 from interp.experiments.directions import layer_directions
 from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
 from interp.experiments.localize import localize_run, run_judge

@@ -31,7 +31,8 @@ from typing import Literal, Sequence
 
 from interp.errors import InterpError
 from interp.formatting import pct, share_interval
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 

@@ -40,7 +40,8 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.results.causal import CausalResult
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool

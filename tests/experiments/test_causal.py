@@ -174,7 +174,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
 
 
 def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.metrics.judge_level import crawford_howell
     from interp.run.store import read_run
 
@@ -214,7 +214,7 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
 
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
     from interp.errors import InterpError
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     run = tmp_path / "run"

@@ -82,7 +82,8 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     """Serial, then Ray on the same run directory (the serial run's outputs moved away first): every file of
     the keyed store and the result are the same bytes, and every judgment of the Ray run was made in a worker."""
     from interp.experiments import engine
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = pair_run

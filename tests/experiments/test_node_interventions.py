@@ -150,7 +150,7 @@ def test_top_heads_on_their_outputs_from_the_cli(tmp_path, tiny_llama_dir, smoll
     """--top-heads K --site head_output --op zero: the K heads chosen on the selection split (own-minus-other
     attention) get their outputs zeroed, tested on the rest against random head sets; the mask design's key is
     unchanged by the new options."""
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     run = tiny_pair_run(tmp_path, tiny_llama_dir, smollm2_tokenizer, n=6, attention="final")
@@ -173,7 +173,8 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     the result is the same as with every model kept, and no more than the tested judge and one control are
     ever held at once."""
     from interp.experiments import engine
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = node_run
