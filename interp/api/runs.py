@@ -40,7 +40,7 @@ from interp.experiments.causal import intervene_run
 from interp.experiments.design import design_from_options, parse_control_judges
 from interp.experiments.executor import check_executor
 from interp.experiments.sweeps import run_sweep
-from interp.report.attention import figure7_grid, head_map_figure
+from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.results.causal import CausalResult, JudgeTest
 from interp.results.summary import RunSummary

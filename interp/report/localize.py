@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from interp.errors import InterpError
-from interp.report.attention import head_map_figure
+from interp.report.attention_figures import head_map_figure
 from interp.report.figures import save_figure
 from interp.storage import atomic_write_text, keyed_label
 
