@@ -65,15 +65,15 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "interp.api.judge",
     "Verdicts": "interp.api.judge",
     "RunResult": "interp.api.runs",
-    "InterventionResult": "interp.api.runs",
-    "JudgeIntervention": "interp.api.runs",
-    "Effect": "interp.api.runs",
+    "InterventionResult": "interp.api.interventions",
+    "JudgeIntervention": "interp.api.interventions",
+    "Effect": "interp.api.interventions",
     "dbg": "interp.api.runs",
     "load_run": "interp.api.runs",
     "figure7": "interp.api.runs",
     "head_map": "interp.api.runs",
     "localize": "interp.api.runs",
-    "intervene": "interp.api.runs",
+    "intervene": "interp.api.interventions",
     "sweep": "interp.api.runs",
     "explain": "interp.api.explain",
     "routes": "interp.api.explain",
@@ -130,18 +130,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from interp.hooks.spec import AttentionIntervention
     from interp.api.explain import explain, routes
     from interp.api.judge import Judge, Verdict, Verdicts
-    from interp.api.runs import (
-        Effect,
-        InterventionResult,
-        JudgeIntervention,
-        RunResult,
-        dbg,
-        figure7,
-        head_map,
-        intervene,
-        load_run,
-        sweep,
-    )
+    from interp.api.interventions import Effect, InterventionResult, JudgeIntervention, intervene
+    from interp.api.runs import RunResult, dbg, figure7, head_map, load_run, sweep
     from interp.api.compare import compare, compare_figure, figure7_across_runs
     from interp.api.restyle import restyle
     from interp.analysis.compare import RunComparison
