@@ -23,11 +23,10 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from interp.hooks.context import dampen
-from interp.hooks.node_data import node_edit_builder, reference_means
+from interp.hooks.node_data import reference_means
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.core.sites import chain, check_hook_names, hook_names
+from interp.core.sites import check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
@@ -35,6 +34,7 @@ from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
+from interp.api.judge_passes import masks_entered, pass_edit, reference_prompts
 from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
@@ -318,33 +318,14 @@ class Judge:
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
         """One `judge_batch` pass under every open intervention (an attention spec: a `dampen` around this pass
         only; node specs and `hooks`: edits at their hook points, compiled for these prompts)."""
-        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
-        nodes = [spec for spec in self._active if isinstance(spec, NodeIntervention)]
-        edit = None
-        if nodes or self._hooks:
-            means = {i: self._means[id(spec)] for i, spec in enumerate(nodes) if id(spec) in self._means}
-            pool = next((self._pools[id(spec)] for spec in nodes if id(spec) in self._pools), None)
-            build = node_edit_builder(nodes, self.backend, own=own, authors=known, means=means, pool=pool) if nodes else None
-            hooks = [dict(h) for h in self._hooks]
-
-            def edit(batch, offsets, chunk):
-                edits = dict(build(batch, offsets, chunk)) if build is not None else {}
-                for table in hooks:  # the user's functions run after the interventions at the same point
-                    for name, fn in table.items():
-                        edits[name] = chain([edits[name], fn]) if name in edits else fn
-                return edits
-
+        edit = pass_edit(self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools)
         with self._intervened(prompts, authors, own):
             return judge_batch(self.backend, prompts, self._labels, queries=self.readout, edit=edit)
 
     @contextlib.contextmanager
     def _intervened(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> Iterator[None]:
-        """The backend under every open intervention, compiled for these prompts, for one pass."""
-        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
-        with contextlib.ExitStack() as stack:
-            for spec in self._active:
-                if isinstance(spec, AttentionIntervention):
-                    stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
+        """The backend under every open attention spec, compiled for these prompts, for one pass."""
+        with masks_entered(self.backend, self._active, prompts, authors, own):
             yield
 
     def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
@@ -506,30 +487,11 @@ class Judge:
         uses when no selection split is given) or a list of (query, response_a, response_b[, authors])."""
         if reference is None:
             raise InterpError(f"a {spec.op} intervention needs reference=: a run (its items) or a list of (query, response_a, response_b[, authors]) pairs")
-        prompts, authors = self._reference_prompts(reference)
+        prompts, authors = reference_prompts(reference, self.prompt)
         if spec.needs == "mean":
             with torch.inference_mode():
                 self._means[id(spec)] = reference_means(self.backend, spec, prompts, own=self.own, authors=authors, batch_size=self.batch_size)
         self._pools[id(spec)] = prompts
-
-    def _reference_prompts(self, reference: Any) -> tuple[list[TokenizedPrompt], list | None]:
-        from interp.run.judging import judge_tasks
-        from interp.run.store import read_run
-
-        root = getattr(reference, "path", reference)
-        if isinstance(root, (str, Path)):
-            run = read_run(Path(root))
-            tasks = judge_tasks(run.items, run.responses, run.config.models)
-            return [self.prompt(t.item.query, t.response_a, t.response_b, task=t.item.task) for t in tasks], [(t.author_a, t.author_b) for t in tasks]
-        if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
-            raise InterpError(f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}")
-        prompts, authors = [], []
-        for entry in reference:
-            if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
-                raise InterpError("each reference entry is (query, response_a, response_b) or (query, response_a, response_b, authors)")
-            prompts.append(self.prompt(*entry[:3]))
-            authors.append(tuple(entry[3]) if len(entry) == 4 else None)
-        return prompts, (None if any(a is None for a in authors) else authors)
 
     @contextlib.contextmanager
     def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:
