@@ -31,7 +31,8 @@ from interp.core.models import own_slot
 from interp.core.placement import input_device
 from interp.hooks.compile import compile_bias
 from interp.hooks.spec import AttentionIntervention, pairs_table
-from interp.organisms.train import Example, final_logits_from, label_loss
+from interp.organisms.train import Example, label_loss
+from interp.organisms.frozen import final_logits_from
 
 
 def own_span(example: Example, own: str) -> tuple[int, int] | None:

@@ -36,15 +36,13 @@ from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
 from interp.splits import unit_hash
 from interp.core.threads import set_torch_threads
+from interp.organisms.frozen import advance, check_frozen_split, frozen_states
 from interp.organisms.train import (
     author_models,
     MAX_SPLIT_ERROR,
     Trained,
-    advance,
     build_examples,
-    check_frozen_split,
     fit,
-    frozen_states,
     training_pairs,
     training_record,
 )

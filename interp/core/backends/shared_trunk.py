@@ -5,7 +5,7 @@ lower 22 layers and token embeddings are the base's, bit for bit. Judging the sa
 its organisms, the lower layers' hidden states (and their attention patterns) are the same for every one of
 them; `SharedTrunkBackend` computes them once per batch (`Trunk`, kept for the whole run) and runs each judge
 only through its own top layers, fed the trunk's hidden states (`inputs_embeds`), as organism training does
-with its frozen lower layers (`interp.organisms.train.frozen_states`). A score bias (an attention mask or
+with its frozen lower layers (`interp.organisms.frozen.frozen_states`). A score bias (an attention mask or
 dampening) is the same for every judge of the group when their prompts are the same: the trunk applies its
 lower layers' part, keyed by the bias, and each judge its own layers' part.
 
