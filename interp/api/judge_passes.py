@@ -1,6 +1,6 @@
 """What a `Judge`'s open blocks do to one pass: the node edits of its `intervene` blocks and the functions of
 its `hooks` blocks, chained at each hook point, the attention masks entered around the pass (and left after
-it), and the reference prompts that a mean or resample spec reads its means or donors from.
+it), and the reference prompts and means that a mean or resample spec reads.
 
 `interp.api.judge` holds the blocks; this module turns them into what `interp.core.judge.judge_batch` runs.
 """
@@ -11,13 +11,15 @@ import contextlib
 from pathlib import Path
 from typing import Any, Callable, Iterator, Mapping, Sequence
 
+import torch
+
 from interp.api.arguments import Authors
 from interp.core.backends import Backend
 from interp.core.sites import chain
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.context import dampen
-from interp.hooks.node_data import node_edit_builder
+from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention
 from interp.hooks.spec import AttentionIntervention
 
@@ -75,7 +77,9 @@ def masks_entered(
         yield
 
 
-def reference_prompts(reference: Any, prompt: Callable[..., TokenizedPrompt]) -> tuple[list[TokenizedPrompt], list | None]:
+def reference_prompts(
+    reference: Any, prompt: Callable[..., TokenizedPrompt]
+) -> tuple[list[TokenizedPrompt], list | None]:
     """The reference prompts of a mean or resample spec, built by `prompt(query, response_a, response_b, task=)`:
     a run (every item, both orders, as `interp intervene` uses when no selection split is given) or a list
     of (query, response_a, response_b[, authors]); with each prompt's authors where all are known."""
@@ -86,13 +90,42 @@ def reference_prompts(reference: Any, prompt: Callable[..., TokenizedPrompt]) ->
     if isinstance(root, (str, Path)):
         run = read_run(Path(root))
         tasks = judge_tasks(run.items, run.responses, run.config.models)
-        return [prompt(t.item.query, t.response_a, t.response_b, task=t.item.task) for t in tasks], [(t.author_a, t.author_b) for t in tasks]
+        return [prompt(t.item.query, t.response_a, t.response_b, task=t.item.task) for t in tasks], [
+            (t.author_a, t.author_b) for t in tasks
+        ]
     if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
-        raise InterpError(f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}")
+        raise InterpError(
+            f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}"
+        )
     prompts, authors = [], []
     for entry in reference:
         if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
-            raise InterpError("each reference entry is (query, response_a, response_b) or (query, response_a, response_b, authors)")
+            raise InterpError(
+                "each reference entry is (query, response_a, response_b) or (query, response_a, response_b, authors)"
+            )
         prompts.append(prompt(*entry[:3]))
         authors.append(tuple(entry[3]) if len(entry) == 4 else None)
     return prompts, (None if any(a is None for a in authors) else authors)
+
+
+def reference_data(
+    backend: Backend,
+    spec: NodeIntervention,
+    reference: Any,
+    prompt: Callable[..., TokenizedPrompt],
+    *,
+    own: str,
+    batch_size: int,
+) -> tuple[dict | None, list[TokenizedPrompt]]:
+    """What a mean or resample spec reads: (the reference means, for `mean`; else None) and the reference
+    prompts (resample's donors), from a run or a list of pairs (`reference_prompts`)."""
+    if reference is None:
+        raise InterpError(
+            f"a {spec.op} intervention needs reference=: a run (its items) or a list of "
+            "(query, response_a, response_b[, authors]) pairs"
+        )
+    prompts, authors = reference_prompts(reference, prompt)
+    if spec.needs != "mean":
+        return None, prompts
+    with torch.inference_mode():
+        return reference_means(backend, spec, prompts, own=own, authors=authors, batch_size=batch_size), prompts
