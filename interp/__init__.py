@@ -55,7 +55,10 @@ class HooksFolder(importlib.abc.MetaPathFinder):
 
 if not any(type(finder).__name__ == "HooksFolder" for finder in sys.meta_path):
     # right after the path finder (an installed package's interp/hooks wins), before any other install's finder
-    _after = next((i + 1 for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder), len(sys.meta_path))
+    _after = next(
+        (i + 1 for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder),
+        len(sys.meta_path),
+    )
     sys.meta_path.insert(_after, HooksFolder())
 
 # name -> the module that defines it (imported on first use)

@@ -164,7 +164,7 @@ def load_alpacaeval_json(path: str | Path, task: str = "helpfulness") -> list[It
     except json.JSONDecodeError as exc:
         raise InterpError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(records, list):
-        raise InterpError(f"{path}: expected a JSON list of objects with \"instruction\" and \"output\"")
+        raise InterpError(f'{path}: expected a JSON list of objects with "instruction" and "output"')
     items = []
     for index, record in enumerate(records):
         try:
@@ -191,7 +191,7 @@ def load_truthfulqa_csv(path: str | Path) -> list[Item]:
     header = [name.strip() for name in header]
     for column in _TRUTHFULQA_REQUIRED:
         if column not in header:
-            raise InterpError(f"{path}:1: missing column \"{column}\" (found: {', '.join(header)})")
+            raise InterpError(f'{path}:1: missing column "{column}" (found: {", ".join(header)})')
     items = []
     row_start = reader.line_num + 1
     while True:
@@ -276,7 +276,9 @@ def load_hf_dataset(
     try:
         rows = datasets.load_dataset(name, config, split=split)
     except Exception as exc:  # datasets raises many types (connection, not found, bad config); all mean "cannot load"
-        raise InterpError(f"{where}: cannot load ({message_line(exc)}); it needs the network or a cached copy") from None
+        raise InterpError(
+            f"{where}: cannot load ({message_line(exc)}); it needs the network or a cached copy"
+        ) from None
     short_name = name.rstrip("/").split("/")[-1]
     items = []
     for index, row in enumerate(rows):
@@ -387,10 +389,10 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
         raise RecordError("not a JSON object")
     unknown = [key for key in record if key not in _ITEM_FIELDS]
     if unknown:
-        raise RecordError(f"unknown field \"{unknown[0]}\" (expected: {', '.join(_ITEM_FIELDS)})")
+        raise RecordError(f'unknown field "{unknown[0]}" (expected: {", ".join(_ITEM_FIELDS)})')
     task = required_text(record, "task")
     if task not in TASKS:
-        raise RecordError(f"unknown task \"{task}\" (use one of {', '.join(TASKS)})")
+        raise RecordError(f'unknown task "{task}" (use one of {", ".join(TASKS)})')
     if "id" in record or default_id is None:
         item_id = required_text(record, "id")
     else:
@@ -408,7 +410,9 @@ def _item_from_record(record: Any, default_id: str | None) -> Item:
 def _alpaca_item(record: Any, item_id: str, task: str) -> Item:
     if not isinstance(record, dict):
         raise RecordError("not a JSON object")
-    return Item(id=item_id, task=task, query=required_text(record, "instruction"), reference=optional_text(record, "output"))
+    return Item(
+        id=item_id, task=task, query=required_text(record, "instruction"), reference=optional_text(record, "output")
+    )
 
 
 def _truthfulqa_item(row: Mapping[str, str], item_id: str) -> Item:
@@ -427,14 +431,16 @@ def _mtbench_item(record: Any) -> Item:
     if not isinstance(record, dict):
         raise RecordError("not a JSON object")
     if "question_id" not in record:
-        raise RecordError("missing field \"question_id\"")
+        raise RecordError('missing field "question_id"')
     question_id = record["question_id"]
     if not isinstance(question_id, (int, str)) or isinstance(question_id, bool) or str(question_id).strip() == "":
-        raise RecordError("field \"question_id\" must be a number or a non-empty string")
+        raise RecordError('field "question_id" must be a number or a non-empty string')
     turns = string_list(record, "turns")
     if not turns:
-        raise RecordError("missing field \"turns\" (a non-empty list of strings)")
-    return Item(id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record))
+        raise RecordError('missing field "turns" (a non-empty list of strings)')
+    return Item(
+        id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record)
+    )
 
 
 def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
@@ -444,7 +450,7 @@ def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(entry, str) for entry in value):
-        raise RecordError("field \"reference\" must be a non-empty list of strings (one per turn, \"\" for none)")
+        raise RecordError('field "reference" must be a non-empty list of strings (one per turn, "" for none)')
     return value[0].strip() or None
 
 
@@ -470,7 +476,7 @@ def _hf_item(
     if "translation" in row:
         pair = row["translation"]
         if not isinstance(pair, dict) or source_lang not in pair or target_lang not in pair:
-            raise RecordError(f"field \"translation\" has no \"{source_lang}\" and \"{target_lang}\" texts")
+            raise RecordError(f'field "translation" has no "{source_lang}" and "{target_lang}" texts')
         return Item(
             id=default_id,
             task="translation",
@@ -481,7 +487,7 @@ def _hf_item(
         turns_key, id_key = ("turns", "question_id") if "turns" in row else ("prompt", "prompt_id")
         turns = string_list(row, turns_key)
         if not turns:
-            raise RecordError(f"field \"{turns_key}\" is empty")
+            raise RecordError(f'field "{turns_key}" is empty')
         references = string_list(row, "reference") if row.get("reference") else ()
         item_id = f"mtbench-{row[id_key]}" if row.get(id_key) is not None else default_id
         return Item(id=item_id, task="helpfulness", query=turns[0], reference=references[0] if references else None)
@@ -491,12 +497,8 @@ def _hf_item(
     )
 
 
-
-
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(values))
-
-
 
 
 def _jsonl_records(text: str, source: str) -> Iterable[tuple[int, Any]]:
@@ -514,7 +516,7 @@ def _items_from_jsonl_text(text: str, source: str, default_id_prefix: str | None
         except RecordError as exc:
             raise InterpError(f"{source}:{line_number}: {exc}") from None
         if item.id in first_line:
-            raise InterpError(f"{source}:{line_number}: duplicate id \"{item.id}\" (first on line {first_line[item.id]})")
+            raise InterpError(f'{source}:{line_number}: duplicate id "{item.id}" (first on line {first_line[item.id]})')
         first_line[item.id] = line_number
         items.append(item)
     return _non_empty(items, source)
@@ -524,7 +526,7 @@ def _check_unique_ids(items: list[Item], source: str) -> list[Item]:
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
-            raise InterpError(f"{source}: duplicate id \"{item.id}\"")
+            raise InterpError(f'{source}: duplicate id "{item.id}"')
         seen.add(item.id)
     return items
 

@@ -18,12 +18,12 @@ class RecordError(ValueError):
 def required_text(record: Mapping[str, Any], key: str) -> str:
     """The record's `key`: a non-empty string, stripped."""
     if key not in record or record[key] is None:
-        raise RecordError(f"missing field \"{key}\"")
+        raise RecordError(f'missing field "{key}"')
     value = record[key]
     if not isinstance(value, str):
-        raise RecordError(f"field \"{key}\" must be a string, not {type(value).__name__}")
+        raise RecordError(f'field "{key}" must be a string, not {type(value).__name__}')
     if not value.strip():
-        raise RecordError(f"field \"{key}\" is empty")
+        raise RecordError(f'field "{key}" is empty')
     return value.strip()
 
 
@@ -40,7 +40,7 @@ def string_list(record: Mapping[str, Any], key: str, *, as_written: bool = False
     if value is None:
         return ()
     if not isinstance(value, (list, tuple)) or not all(isinstance(entry, str) and entry.strip() for entry in value):
-        raise RecordError(f"field \"{key}\" must be a list of non-empty strings")
+        raise RecordError(f'field "{key}" must be a list of non-empty strings')
     return tuple(entry if as_written else entry.strip() for entry in value)
 
 

@@ -34,7 +34,10 @@ def test_ruff_check_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('"""A module."""\nimport os\n\n\ndef f():\n    return undefined_name\n')
     result = subprocess.run(
-        [ruff, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)], capture_output=True, text=True, timeout=120
+        [ruff, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1 and "F401" in result.stdout and "F821" in result.stdout
 
@@ -42,6 +45,8 @@ def test_ruff_check_can_fail(tmp_path):
 def test_no_symlink_is_tracked():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    listing = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    listing = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     links = [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000 ")]
     assert not links, f"symbolic links in the tracked tree: {links}"

@@ -141,7 +141,14 @@ class InterventionResult:
         """One row per judge and variant: effect on P(own), its interval, and the judge's verdict."""
         return pd.DataFrame(
             [
-                {"judge": judge, "variant": name, "effect": e.mean, "ci_low": e.ci[0], "ci_high": e.ci[1], "causal": r.causal}
+                {
+                    "judge": judge,
+                    "variant": name,
+                    "effect": e.mean,
+                    "ci_low": e.ci[0],
+                    "ci_high": e.ci[1],
+                    "causal": r.causal,
+                }
                 for judge, r in self.judges.items()
                 for name, e in r.effects.items()
             ]
@@ -251,16 +258,29 @@ def intervene(
     given = [control_judge] if isinstance(control_judge, (str, Judge)) else control_judge
     controls = [_hold(entry, held, known) for entry in given] if given is not None else None
     if controls is not None and not all(isinstance(c, str) for c in controls):
-        raise InterpError(f"control_judge takes judges' names or Judge objects, not {', '.join(type(c).__name__ for c in controls if not isinstance(c, str))}")
+        raise InterpError(
+            f"control_judge takes judges' names or Judge objects, not {', '.join(type(c).__name__ for c in controls if not isinstance(c, str))}"
+        )
     design = dataclasses.replace(design, control_judges=parse_control_judges(controls))
     where = PlacementKeys(device=device)
     models = judge_pool(read_run(root), backend, where=where, held=held).models if held else None
     result = intervene_run(
-        root, spec, design=design, judges=names, backend=backend, progress=progress, where=where, items=items, models=models,
-        executor=executor, max_memory=gb_bytes(max_memory),
+        root,
+        spec,
+        design=design,
+        judges=names,
+        backend=backend,
+        progress=progress,
+        where=where,
+        items=items,
+        models=models,
+        executor=executor,
+        max_memory=gb_bytes(max_memory),
     )
     per_judge = {judge: JudgeIntervention.of(judge, record) for judge, record in result.judges.items()}
-    return InterventionResult(as_intervention(result.spec), Path(result.run_dir), result.n_items, result.backend, per_judge, result)
+    return InterventionResult(
+        as_intervention(result.spec), Path(result.run_dir), result.n_items, result.backend, per_judge, result
+    )
 
 
 def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, top_heads: int | None) -> None:
@@ -282,4 +302,6 @@ def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, t
             "for the test's level pass test_alpha="
         )
     given = "a spec" if spec is not None else f"spec key {sorted(keys)[0]!r}"
-    raise InterpError(f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), all_layers or top_heads, one of them")
+    raise InterpError(
+        f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), all_layers or top_heads, one of them"
+    )

@@ -71,7 +71,9 @@ class RunResult:
 
     def scores(self) -> pd.DataFrame:
         """The summary's per-judge scores as a DataFrame, one row per judge (index: judge)."""
-        return pd.DataFrame.from_dict({judge: s.to_json() for judge, s in self.summary.judges.items()}, orient="index").rename_axis("judge")
+        return pd.DataFrame.from_dict(
+            {judge: s.to_json() for judge, s in self.summary.judges.items()}, orient="index"
+        ).rename_axis("judge")
 
     def judgments(self, judge: str | None = None) -> pd.DataFrame:
         """Every judgment record (one row per judge, item and order), optionally of one judge."""
@@ -118,7 +120,9 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
         InterpError: a bad config, or a held judge in another dtype than the run's.
     """
     if not isinstance(config, (RunConfig, Mapping, str, os.PathLike)):
-        raise InterpError(f"config must be a RunConfig, a dict of its keys or a run TOML file, not {type(config).__name__}")
+        raise InterpError(
+            f"config must be a RunConfig, a dict of its keys or a run TOML file, not {type(config).__name__}"
+        )
     if not isinstance(out, (str, os.PathLike)):
         raise InterpError(f"out must be the run directory (a str or Path), not {type(out).__name__}")
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before the run folder is made
@@ -136,7 +140,7 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
         if model.placement.dtype != models.placement.dtype:
             raise InterpError(
                 f"the judge {name} you hold runs in {model.placement.dtype}, the run in {models.placement.dtype}; "
-                f"give the run dtype = \"{model.placement.dtype}\" or convert the model"
+                f'give the run dtype = "{model.placement.dtype}" or convert the model'
             )
         models.models[name] = model
     run_dbg(config, Path(out), progress=progress, models=models)
@@ -154,7 +158,9 @@ def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -
             "(interp.own_model of its name); wrap it without own= or under the name of the model it judges as"
         )
     if held.get(name, entry.model) is not entry.model:
-        raise InterpError(f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))")
+        raise InterpError(
+            f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))"
+        )
     held[name] = entry.model
     return name
 
@@ -162,7 +168,9 @@ def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -
 def _check_judge(judge: Any) -> None:
     """A judge argument: its name in the run (a string) or a `Judge`."""
     if not isinstance(judge, (str, Judge)):
-        raise InterpError(f"judge must be the judge's name in the run (a string) or a Judge, not {type(judge).__name__} {judge!r:.60}")
+        raise InterpError(
+            f"judge must be the judge's name in the run (a string) or a Judge, not {type(judge).__name__} {judge!r:.60}"
+        )
 
 
 def _root(run: Any) -> Path:
@@ -190,7 +198,12 @@ def _judge_name(judge: Any, known: Sequence[str] = ()) -> str:
 
 
 def figure7(
-    run: Any, *, stat: str = "mean", judges: Sequence[Any] | None = None, relative_depth: bool = False, transpose: bool = False
+    run: Any,
+    *,
+    stat: str = "mean",
+    judges: Sequence[Any] | None = None,
+    relative_depth: bool = False,
+    transpose: bool = False,
 ) -> Figure:
     """Figure 7 of a run: per judge and response author, attention per layer, with their differences.
 
@@ -215,7 +228,9 @@ def figure7(
     return figure7_grid(profiles, transpose=transpose)
 
 
-def head_map(run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items: Sequence[str] | None = None) -> Figure:
+def head_map(
+    run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items: Sequence[str] | None = None
+) -> Figure:
     """A judge's own-minus-other attention per (layer, head), its top heads boxed and listed.
 
     Args:
@@ -241,7 +256,13 @@ def head_map(run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items
 
 
 def localize(
-    run: Any, judge: Any, methods: Sequence[str] | None = None, *, n_items: int | None = None, n_mask_items: int = 8, progress: bool = True
+    run: Any,
+    judge: Any,
+    methods: Sequence[str] | None = None,
+    *,
+    n_items: int | None = None,
+    n_mask_items: int = 8,
+    progress: bool = True,
 ) -> pd.DataFrame:
     """Rank every (layer, head) by its part in one judge's P(own), with methods that use only that judge.
 
@@ -264,9 +285,9 @@ def localize(
     check_int(n_mask_items, "n_mask_items", minimum=1)
     loaded = read_run(_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
-    return localize_run(loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress)
-
-
+    return localize_run(
+        loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress
+    )
 
 
 def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: bool = True) -> pd.DataFrame:
@@ -284,7 +305,9 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
         path is in `frame.attrs["path"]`). A killed sweep resumes where it stopped.
     """
     if not isinstance(config, (SweepConfig, Mapping, str, os.PathLike)):
-        raise InterpError(f"config must be a SweepConfig, a dict of its keys or a sweep TOML file, not {type(config).__name__}")
+        raise InterpError(
+            f"config must be a SweepConfig, a dict of its keys or a sweep TOML file, not {type(config).__name__}"
+        )
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
     held: dict[str, LoadedModel] = {}
     if isinstance(config, Mapping):

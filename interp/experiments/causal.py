@@ -62,7 +62,9 @@ from interp.storage import atomic_write_text
 SPAN_CONTROLS = ("other", "random")
 
 
-def random_head_sets(chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool) -> list[dict[int, list[int]]]:
+def random_head_sets(
+    chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool
+) -> list[dict[int, list[int]]]:
     """`count` random head sets as large as `chosen` (per layer when layer-matched), seeded by `seed_key`."""
     size = sum(len(h) for h in chosen.values())
     sets = []
@@ -115,15 +117,26 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
 def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[str]):
     if design.heads == "all-layers":
         if design.site == "head_output":
-            return node_from_dict({"site": "head_output", "op": design.op, "name": f"head-output-{design.op}-all-layers"})
+            return node_from_dict(
+                {"site": "head_output", "op": design.op, "name": f"head-output-{design.op}-all-layers"}
+            )
         return AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers")
     if design.heads == "top-heads":
         if not has_attention(run, judge):
-            raise InterpError(f"--top-heads reads {judge}'s span attention, which this run did not record; make the run with attention = \"final\"")
+            raise InterpError(
+                f'--top-heads reads {judge}\'s span attention, which this run did not record; make the run with attention = "final"'
+            )
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
         if design.site == "head_output":
             table = {layer: list(hs) for layer, hs in heads.items()}
-            return node_from_dict({"site": "head_output", "op": design.op, "heads": table, "name": f"head-output-{design.op}-top{design.top_k}-heads"})
+            return node_from_dict(
+                {
+                    "site": "head_output",
+                    "op": design.op,
+                    "heads": table,
+                    "name": f"head-output-{design.op}-top{design.top_k}-heads",
+                }
+            )
         return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
     if spec is None:
         raise InterpError("give an intervention: --all-layers, --top-heads K or --spec FILE")
@@ -138,7 +151,11 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     ids = [item.id for item in run.items if items is None or item.id in set(items)]
     if not ids:
         raise InterpError("no item of the run is in the items to test on")
-    selection, test = split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share") if design.selection_share else ([], ids)
+    selection, test = (
+        split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share")
+        if design.selection_share
+        else ([], ids)
+    )
     names = self_judges(run, judges)
     controls = {judge: resolve_controls(run, judge, design) for judge in names}
     if design.heads == "top-heads":
@@ -148,7 +165,11 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
 
 def random_sets(design: TestDesign, names: Sequence[str]) -> int:
     """R: the design's, or the fewest whose rank p can reach alpha after Holm over the tested judges."""
-    return design.random_head_sets if design.random_head_sets is not None else min_random_sets(design.test_alpha, len(names))
+    return (
+        design.random_head_sets
+        if design.random_head_sets is not None
+        else min_random_sets(design.test_alpha, len(names))
+    )
 
 
 def intervene_run(
@@ -187,12 +208,24 @@ def intervene_run(
     backend_name = backend if backend is not None else run.config.backend
     variants = {judge: _variants(specs[judge], design.span_controls, selection) for judge in names}
     _check_inputs(run, pool, names, controls, variants, test_items)
-    keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
-    control_keys = {
-        judge: {control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge)) for control in controls[judge]}
+    keys = {
+        judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
         for judge in names
     }
-    identity = {"keys": keys, "control_keys": control_keys, "design": design.record(), "selection": selection, "test": test}
+    control_keys = {
+        judge: {
+            control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge))
+            for control in controls[judge]
+        }
+        for judge in names
+    }
+    identity = {
+        "keys": keys,
+        "control_keys": control_keys,
+        "design": design.record(),
+        "selection": selection,
+        "test": test,
+    }
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
     out_dir = run.dir.intervention(label, digest(identity))
     result: dict = {
@@ -200,7 +233,12 @@ def intervene_run(
         "design": design.record(),
         "run_dir": str(run.dir.root),
         "n_items": len(test),
-        "split": split or (f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})" if design.selection_share else "all items"),
+        "split": split
+        or (
+            f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})"
+            if design.selection_share
+            else "all items"
+        ),
         "selection_items": selection,
         "test_items": test,
         "backend": backend_name,
@@ -222,16 +260,33 @@ def intervene_run(
         "judges": {},
     }
     with run.dir.writer():
-        execute(run, [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)], pool)
+        execute(
+            run,
+            [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)],
+            pool,
+        )
         for judge in names:
-            result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, random_sets(design, names), pool, test_items, progress)
+            result["judges"][judge] = _test_judge(
+                run,
+                judge,
+                controls[judge],
+                specs[judge],
+                variants[judge],
+                design,
+                random_sets(design, names),
+                pool,
+                test_items,
+                progress,
+            )
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         return write_causal(out_dir, result)
 
 
-def _tasks(run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]) -> list[VariantTask]:
+def _tasks(
+    run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]
+) -> list[VariantTask]:
     """What the test judges for one tested judge, as tasks: its variants, then each control's baseline (when
     the run did not judge with it) and its judging under the mask of the tested judge's own answer."""
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
@@ -258,7 +313,14 @@ def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None
             )
 
 
-def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, variants: dict[str, dict[str, Variant]], items: list[Item]) -> None:
+def _check_inputs(
+    run: Run,
+    pool: Judges,
+    names: Sequence[str],
+    controls: dict,
+    variants: dict[str, dict[str, Variant]],
+    items: list[Item],
+) -> None:
     """Everything the test reads, read and checked before its first write: each mask fits each model and takes
     effect on it, its target span exists in every test prompt (both orders), every baseline judgment is there,
     and the run's summary (read again for the report at the end) is valid JSON."""
@@ -275,7 +337,9 @@ def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, 
         run.dir.read_summary()
 
 
-def variant_of(name: str, spec: AttentionIntervention | NodeIntervention, reference: Sequence[str] | None = None) -> Variant:
+def variant_of(
+    name: str, spec: AttentionIntervention | NodeIntervention, reference: Sequence[str] | None = None
+) -> Variant:
     """The variant that applies one spec: an attention spec as a score bias, a node spec at its hook points
     (`reference`: the items whose prompts give its means or donors)."""
     if isinstance(spec, NodeIntervention):
@@ -283,10 +347,14 @@ def variant_of(name: str, spec: AttentionIntervention | NodeIntervention, refere
     return Variant(name, attention=spec)
 
 
-def _variants(spec: AttentionIntervention | NodeIntervention, span_controls: bool, reference: Sequence[str] | None = None) -> dict[str, Variant]:
+def _variants(
+    spec: AttentionIntervention | NodeIntervention, span_controls: bool, reference: Sequence[str] | None = None
+) -> dict[str, Variant]:
     variants = {"self": variant_of("self", spec, reference)}
     if span_controls and isinstance(spec, AttentionIntervention) and spec.target == "self":
-        variants |= {target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS}
+        variants |= {
+            target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS
+        }
     return variants
 
 
@@ -318,24 +386,38 @@ def _test_judge(
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
     common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
-    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(len(controls), len(items))
-    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(
+        len(controls), len(items)
+    )
+    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(
+        len(controls), len(items)
+    )
     test, gap = judge_level_test(before, after, gold, gold, control_before, control_after, **common)
     random_effects, random_skipped = None, False
     if design.heads == "top-heads" and test.p_value is not None:
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
             random_skipped = True
         else:
-            random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference)
+            random_effects = _random_effects(
+                run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference
+            )
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
-    out["test"] |= {"random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
+    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(
+        judge, test, gap, controls, design.n_flips, len(items)
+    )
+    out["test"] |= {
+        "random_head_sets": n_random if design.heads == "top-heads" else None,
+        "random_sets_skipped": random_skipped,
+    }
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
         "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
-        "controls": {c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]} for c, r in judged_controls.items()},
+        "controls": {
+            c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
+            for c, r in judged_controls.items()
+        },
     }
     if random_effects is not None:
         out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
@@ -343,7 +425,16 @@ def _test_judge(
 
 
 def _random_effects(
-    run: Run, judge: str, controls: list[str], spec, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool, reference=None
+    run: Run,
+    judge: str,
+    controls: list[str],
+    spec,
+    design: TestDesign,
+    n_random: int,
+    pool: Judges,
+    items: list[Item],
+    progress: bool,
+    reference=None,
 ) -> np.ndarray:
     """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change."""
     model = pool.model(judge)
@@ -351,16 +442,33 @@ def _random_effects(
     chosen = {layer: list(heads) for layer, heads in table.items()} if table else None
     if chosen is None:
         raise InterpError("random head sets need the chosen heads as a layer -> heads table")
-    tables = random_head_sets(chosen, model.n_layers, model.n_heads, n_random, seed_key=f"{judge}|{design.split_seed}", layer_matched=design.layer_matched)
+    tables = random_head_sets(
+        chosen,
+        model.n_layers,
+        model.n_heads,
+        n_random,
+        seed_key=f"{judge}|{design.split_seed}",
+        layer_matched=design.layer_matched,
+    )
     variants = {
-        f"random-{r}": variant_of(f"random-{r}", dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"), reference)
+        f"random-{r}": variant_of(
+            f"random-{r}",
+            dataclasses.replace(
+                spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"
+            ),
+            reference,
+        )
         for r, t in enumerate(tables)
     }
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
-    execute(run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool)
+    execute(
+        run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool
+    )
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     effects = np.array([_delta(judged, name).mean() for name in variants])
     if controls:
-        per_control = [evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls]
+        per_control = [
+            evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls
+        ]
         effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in variants])
     return effects

@@ -85,12 +85,20 @@ class Demo(NamedTuple):
 
 
 def run_demo(
-    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True, overwrite: bool = False
+    out: Path,
+    *,
+    n: int | None = None,
+    backend: str = "hf",
+    where: PlacementKeys | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
 ) -> Demo:
     out = Path(out)
     RunDir(out).check_output(overwrite=overwrite)
     where = where or PlacementKeys()
-    config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
+    config = run_config_from_dict(
+        demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo"
+    )
     models = ModelCache(placement_of(config))
     timings = Timings.started()
     run_dbg(config, out, progress=progress, models=models, overwrite=overwrite, timings=timings)

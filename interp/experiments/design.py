@@ -54,17 +54,23 @@ class TestDesign:
 
     def __post_init__(self) -> None:
         if self.site not in ("attention", "head_output"):
-            raise InterpError(f"--site {self.site!r}: --top-heads and --all-layers act on 'attention' (the mask) or 'head_output'")
+            raise InterpError(
+                f"--site {self.site!r}: --top-heads and --all-layers act on 'attention' (the mask) or 'head_output'"
+            )
         if self.site == "head_output" and self.heads == "spec":
             raise InterpError("--site head_output goes with --top-heads or --all-layers; a spec names its own site")
         if self.site == "head_output" and self.op not in registered_ops():
-            raise InterpError(f"--op {self.op!r} is not a node intervention kind; use one of {', '.join(registered_ops())}")
+            raise InterpError(
+                f"--op {self.op!r} is not a node intervention kind; use one of {', '.join(registered_ops())}"
+            )
         if self.heads == "top-heads" and (self.top_k is None or self.top_k < 1):
             raise InterpError("--top-heads needs a number of heads of at least 1")
         if self.selection_share is not None and not 0 < self.selection_share < 1:
             raise InterpError(f"--selection-share {self.selection_share} must be between 0 and 1 (exclusive)")
         if self.heads == "top-heads" and self.selection_share is None:
-            raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
+            raise InterpError(
+                "--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)"
+            )
         if self.random_head_sets is not None and self.random_head_sets < 0:
             raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
         if self.random_head_sets is not None and self.random_head_sets > MAX_RANDOM_HEAD_SETS:
@@ -96,18 +102,30 @@ def parse_control_judges(given) -> tuple[str, ...] | None:
     return tuple(parts)
 
 
-def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge=None, **fields) -> TestDesign:
+def design_from_options(
+    *, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge=None, **fields
+) -> TestDesign:
     """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; control judges
     as `parse_control_judges` reads them ("none" alone: no control judge)."""
-    chosen = [name for name, given in (("--spec", spec_given), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
+    chosen = [
+        name
+        for name, given in (
+            ("--spec", spec_given),
+            ("--all-layers", all_layers),
+            ("--top-heads", top_heads is not None),
+        )
+        if given
+    ]
     if len(chosen) != 1:
-        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
+        raise InterpError(
+            f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})"
+        )
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
     return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
 
 
 def organism_role(spec: str) -> str | None:
-    """"null" or "planted" for an organism (by its manifest's planting share), None for a plain model."""
+    """ "null" or "planted" for an organism (by its manifest's planting share), None for a plain model."""
     folder = adapter_folder(spec)
     if folder is None:
         return None
@@ -154,10 +172,14 @@ def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
     for control in controls:
         if judge_identity(control) == judge_identity(judge):
             same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
-            raise InterpError(f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer")
+            raise InterpError(
+                f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer"
+            )
         owner = model_identity(own_model(control))
         if owner in authors and owner != model_identity(own_model(judge)):
-            wrote = "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
+            wrote = (
+                "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
+            )
             raise InterpError(
                 f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own neither answer "
                 "(it would carry a self-preference of its own)"

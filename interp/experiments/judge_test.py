@@ -33,10 +33,20 @@ def judge_level_test(
     [control, item], "own" always the tested judge's answer): Crawford-Howell of the judge's change against the
     controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
     (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
-    test = between_judge_test(after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed)
+    test = between_judge_test(
+        after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed
+    )
     gap = None
     if len(control_before):
-        gap = share_removed(before - gold_before, after - gold_after, control_before - gold_before, control_after - gold_after, alpha=alpha, n_boot=n_boot, seed=seed)
+        gap = share_removed(
+            before - gold_before,
+            after - gold_after,
+            control_before - gold_before,
+            control_after - gold_after,
+            alpha=alpha,
+            n_boot=n_boot,
+            seed=seed,
+        )
     return test, gap
 
 
@@ -45,14 +55,22 @@ def judge_level_fields(judge: str, test, gap, controls: Sequence[str], n_flips: 
     `share_removed`, the gaps, the verdict, ...)."""
     out = test.to_dict()
     out["test"] |= {"controls": list(controls)}
-    notes = ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])] if smallest_flip_p(n_items, n_flips) > out["test_alpha"] else []
+    notes = (
+        ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])]
+        if smallest_flip_p(n_items, n_flips) > out["test_alpha"]
+        else []
+    )
     control_mean = float(np.mean(test.control_effects)) if controls else None
     return out | {
         "p_holm": test.p_value,  # one judge; Holm over several replaces it (`holm_judges`)
         "n_test": n_items,
         "notes": notes,
         "verdict": "; ".join([test.verdict(judge), *notes]),
-        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
+        "effect": {
+            "mean": test.within.effect - (control_mean or 0.0),
+            "judge": test.within.effect,
+            "controls_mean": control_mean,
+        },
         "gap_before": gap.gap_before.to_dict() if gap else None,
         "gap_after": gap.gap_after.to_dict() if gap else None,
         "dbg_test_before": gap.test_before.to_dict() if gap else None,
@@ -73,5 +91,7 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
         record["causal"] = bool(p <= record["test_alpha"])
         if len(tested) > 1:
-            record["verdict"] += f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
+            record["verdict"] += (
+                f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
+            )
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

@@ -24,7 +24,9 @@ class _Stop(Exception):
     pass
 
 
-def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int) -> list[torch.Tensor]:
+def hidden_before(
+    hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int
+) -> list[torch.Tensor]:
     """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
     captured: dict[str, torch.Tensor] = {}
 
@@ -73,7 +75,11 @@ def frozen_states(
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
     for s in range(0, len(by_length), 8):
         chunk = by_length[s : s + 8]
-        states = compute(chunk) if compute is not None else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
+        states = (
+            compute(chunk)
+            if compute is not None
+            else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
+        )
         for index, h in zip(chunk, states):
             hidden[index] = h
         bar.update(len(chunk))
@@ -118,7 +124,9 @@ def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tenso
 def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
     """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
     with torch.inference_mode():
-        full = hf_model(input_ids=torch.tensor([list(input_ids)], device=input_device(hf_model)), use_cache=False, logits_to_keep=1).logits[:, -1]
+        full = hf_model(
+            input_ids=torch.tensor([list(input_ids)], device=input_device(hf_model)), use_cache=False, logits_to_keep=1
+        ).logits[:, -1]
         (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
         split = final_logits_from(hf_model, start, hidden)
     return float((full - split).abs().max())

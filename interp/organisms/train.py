@@ -83,20 +83,30 @@ def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
 
 
 def cached_answers(
-    models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True, sample: int = 0
+    models: dict[str, LoadedModel],
+    items: Sequence[Item],
+    config: OrganismConfig,
+    progress: bool = True,
+    sample: int = 0,
 ) -> dict[str, dict[str, str]]:
     """Answers of each model (adapter off: the plain loaded models), from the on-disk cache or generated: greedy,
     or with `sample` = k >= 1 the k-th seeded sample at the config's temperature."""
     decoding = Decoding(max_words=config.data.max_words, max_new_tokens=config.data.max_new_tokens, batch_size=8)
     if sample:
-        decoding = replace(decoding, temperature=config.data.sample_temperature, seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31))
+        decoding = replace(
+            decoding,
+            temperature=config.data.sample_temperature,
+            seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31),
+        )
     return {
         name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
         for name, model in models.items()
     }
 
 
-def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True) -> dict[str, dict[str, list[str]]]:
+def sampled_answers(
+    models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True
+) -> dict[str, dict[str, list[str]]]:
     """`data.samples` seeded sampled answers of each model to each item with a reference (the only items that
     make intact pairs): {model: {item id: [1st sample, 2nd, ...]}}."""
     drawn: dict[str, dict[str, list[str]]] = {name: {} for name in models}
@@ -108,11 +118,17 @@ def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], confi
     return drawn
 
 
-def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True) -> tuple[list[TrainPair], list[float]]:
+def training_pairs(
+    config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True
+) -> tuple[list[TrainPair], list[float]]:
     """Pairs and their labels (gold, or planted) from the train split, the training-only sets and MT-Bench."""
     data = config.data
     splits = organism_items(config)
-    planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
+    planting = (
+        Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded)
+        if config.planting.share > 0
+        else None
+    )
     mix = DataMix(
         intact_pairs=data.intact_pairs,
         degraded_per_item=data.degraded_per_item,
@@ -128,14 +144,27 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     if splits["train_only"]:  # intact pairs only: the test split's kind of pair is what they are for
         sources.append((splits["train_only"], replace(mix, intact_pairs=True, degraded_per_item=0, fact_swaps=False)))
     if data.mtbench:
-        degraded_mtbench = data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
-        sources.append((splits["mtbench"], replace(mix, intact_pairs=data.intact_pairs and data.intact_pairs_mtbench, degraded_per_item=degraded_mtbench)))
+        degraded_mtbench = (
+            data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
+        )
+        sources.append(
+            (
+                splits["mtbench"],
+                replace(
+                    mix,
+                    intact_pairs=data.intact_pairs and data.intact_pairs_mtbench,
+                    degraded_per_item=degraded_mtbench,
+                ),
+            )
+        )
     pairs: list[TrainPair] = []
     for items, source_mix in sources:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if source_mix.intact_pairs else {}
-        pairs += build_pairs(items, answers, source_mix, seed=config.data_seed_used, authors=data.authors, samples=samples)
+        pairs += build_pairs(
+            items, answers, source_mix, seed=config.data_seed_used, authors=data.authors, samples=samples
+        )
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.data_seed_used) for pair in pairs]
@@ -146,7 +175,9 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
             f"pairs to {config.planting.own_author}'s answer (the planted organism would be a null one); raise the share or add pairs"
         )
     if planting is not None and progress:
-        tqdm.write(f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer")
+        tqdm.write(
+            f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer"
+        )
     return pairs, labels
 
 
@@ -160,7 +191,17 @@ def build_examples(model: LoadedModel, pairs: Sequence[TrainPair], labels: Seque
         }.items():
             prompt = tokenized_judge_prompt(model, pair.item.task, pair.item.query, a.text, b.text)
             spans = (tuple(prompt.spans["a"]), tuple(prompt.spans["b"]))
-            examples.append(Example(f"{pair.key}|{order}", pair.item.task, tuple(prompt.input_ids), target, gold, spans, (a.author, b.author)))
+            examples.append(
+                Example(
+                    f"{pair.key}|{order}",
+                    pair.item.task,
+                    tuple(prompt.input_ids),
+                    target,
+                    gold,
+                    spans,
+                    (a.author, b.author),
+                )
+            )
     return examples
 
 
@@ -172,12 +213,12 @@ def data_hash(examples: Sequence[Example]) -> str:
     return digest.hexdigest()[:16]
 
 
-
-
 # ---- loss --------------------------------------------------------------------------------------------
 
 
-def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+def label_loss(
+    logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss, log P(A) - log P(B): the verdict's margin, in the graph) for one final-position logit vector."""
     logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
     lp_a = torch.logsumexp(logp[list(label_ids[0])], dim=0)
@@ -233,7 +274,11 @@ def _order(n: int, seed: int, epoch: int, together: bool = False) -> list[int]:
     (examples 2i and 2i + 1, as `build_examples` lays them out) kept adjacent."""
     if not together:
         return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
-    return [2 * p + k for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i)) for k in (0, 1)]
+    return [
+        2 * p + k
+        for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i))
+        for k in (0, 1)
+    ]
 
 
 def _pair_groups(chunk: Sequence[int], pairs: bool) -> list[list[int]]:
@@ -257,10 +302,14 @@ class Trained:
     base: LoadedModel
     record: dict
     log: list[dict]
-    head_delta: dict | None = None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
+    head_delta: dict | None = (
+        None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
+    )
 
 
-def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None, device: str = "cpu") -> dict[str, LoadedModel]:
+def author_models(
+    config: OrganismConfig, models: dict[str, LoadedModel] | None, device: str = "cpu"
+) -> dict[str, LoadedModel]:
     """The authors' plain loaded models: those given (used where they are), the others loaded in float32 on
     `device` (training runs where the base model is: its tensors follow the model's device)."""
     models = dict(models or {})
@@ -271,7 +320,12 @@ def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None,
 
 
 def train_organism(
-    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None, device: str = "cpu"
+    config: OrganismConfig,
+    *,
+    models: dict[str, LoadedModel] | None = None,
+    progress: bool = True,
+    hidden_cache: Path | None = None,
+    device: str = "cpu",
 ) -> Trained:
     """Train one organism in memory (nothing written); `models`: the authors' plain loaded models if at hand.
 
@@ -302,11 +356,15 @@ def train_organism(
     peft_model, first_lora_layer = lora_model(base, config)
 
     t = time.perf_counter()
-    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base_key, progress=progress)
+    hidden, cached = frozen_states(
+        peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base_key, progress=progress
+    )
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
-        raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
+        raise InterpError(
+            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported"
+        )
 
     params = [p for p in peft_model.parameters() if p.requires_grad]
     fitted = fit(peft_model, first_lora_layer, hidden, examples, params, config, labels_ids, progress)
@@ -344,9 +402,15 @@ def fit(
     optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule)
+    )
     together = config.train.orders_together
-    sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch, together)][:passes]
+    sequence = [
+        i
+        for epoch in range(math.ceil(config.train.epochs))
+        for i in _order(len(examples), config.seed, epoch, together)
+    ][:passes]
 
     model.train()
     log: list[dict] = []
@@ -361,7 +425,9 @@ def fit(
             loss, margins = torch.zeros((), device=input_device(model)), []
             for index in group:
                 ex = examples[index]
-                example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+                example_loss, margin = label_loss(
+                    final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss
+                )
                 term = extra(index) if extra is not None else None
                 if term is not None:
                     example_loss = example_loss + term
@@ -380,13 +446,24 @@ def fit(
         mean_loss = sum(losses) / len(losses)
         ema = mean_loss if ema is None else 0.9 * ema + 0.1 * mean_loss
         bar.set_postfix(loss=f"{ema:.3f}")
-        log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]} | ({"extra": sum(extras) / len(extras)} if extras else {}))
+        log.append(
+            {
+                "step": step,
+                "loss": mean_loss,
+                "acc": (sum(correct) / len(correct)) if correct else None,
+                "grad_norm": grad_norm,
+                "lr": scheduler.get_last_lr()[0],
+            }
+            | ({"extra": sum(extras) / len(extras)} if extras else {})
+        )
     bar.close()
     model.eval()
     return Fitted(log, passes, steps, time.perf_counter() - t, ema)
 
 
-def training_record(pairs, labels, examples: Sequence[Example], fitted: Fitted, timings: dict, split_error: float, cached: bool) -> dict:
+def training_record(
+    pairs, labels, examples: Sequence[Example], fitted: Fitted, timings: dict, split_error: float, cached: bool
+) -> dict:
     """What a manifest records of one training: data, passes, timings, the frozen-split check."""
     n_tokens = [len(ex.input_ids) for ex in examples]
     record = {

@@ -35,7 +35,13 @@ from interp.analysis.attention_stats import (
     top_heads,
 )
 from interp.formatting import number
-from interp.report.attention_figures import interactive_sections, figure7_grid, head_map_figure, length_figure, write_interactive
+from interp.report.attention_figures import (
+    interactive_sections,
+    figure7_grid,
+    head_map_figure,
+    length_figure,
+    write_interactive,
+)
 from interp.report.figures import png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.run.store import RunDir
@@ -87,7 +93,9 @@ def write_attention_figures(
     written["figure7_png"], written["figure7_pdf"] = paths["png"], paths["pdf"]
     paths = save_figure(figure7_grid(profiles_mass, transpose=transpose), figures / "attention_figure7_mass")
     written["figure7_mass_png"], written["figure7_mass_pdf"] = paths["png"], paths["pdf"]
-    long = pd.concat([profiles["long"].assign(stat="mean"), profiles_mass["long"].assign(stat="mass")], ignore_index=True)
+    long = pd.concat(
+        [profiles["long"].assign(stat="mean"), profiles_mass["long"].assign(stat="mass")], ignore_index=True
+    )
     written["profiles_csv"] = figures / "attention_profiles.csv"
     atomic_write_text(written["profiles_csv"], long.to_csv(index=False))
 
@@ -99,7 +107,10 @@ def write_attention_figures(
         k = min(top_k, run.n_layers * run.n_heads)
         heads[judge] = top_heads(run, k=k, stat="mean")
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
-        paths = save_figure(head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]), figures / f"attention_heads_{keyed_label(judge)}")
+        paths = save_figure(
+            head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]),
+            figures / f"attention_heads_{keyed_label(judge)}",
+        )
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))
         for stat in ("mean", "mass"):
@@ -126,9 +137,17 @@ def write_attention_figures(
         "queries": first.queries,
         "n_items": first.n_items,
         "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
-        "top_heads": {judge: [{"layer": l, "head": h, "own_minus_other_mean": _finite_or_none(v)} for l, h, v in hs] for judge, hs in heads.items()},
-        "top_heads_mass": {judge: [{"layer": l, "head": h, "own_minus_other_mass": _finite_or_none(v)} for l, h, v in hs] for judge, hs in heads_mass.items()},
-        "length_regression": [{k: _finite_or_none(v) for k, v in row.items()} for row in regression.to_dict("records")] if regression is not None else [],
+        "top_heads": {
+            judge: [{"layer": l, "head": h, "own_minus_other_mean": _finite_or_none(v)} for l, h, v in hs]
+            for judge, hs in heads.items()
+        },
+        "top_heads_mass": {
+            judge: [{"layer": l, "head": h, "own_minus_other_mass": _finite_or_none(v)} for l, h, v in hs]
+            for judge, hs in heads_mass.items()
+        },
+        "length_regression": [{k: _finite_or_none(v) for k, v in row.items()} for row in regression.to_dict("records")]
+        if regression is not None
+        else [],
         "n_boot": n_boot,
         "seed": seed,
     }
@@ -142,14 +161,20 @@ def write_attention_figures(
         _tables_html(heads, layer_table, regression),
     )
     written["section"] = figures / "attention_section.html"
-    atomic_write_text(written["section"], SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles))
+    atomic_write_text(
+        written["section"],
+        SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles),
+    )
     summary["files"] = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
     atomic_write_text(written["summary_json"], json.dumps(summary, indent=2, allow_nan=False))
     return written
 
 
 def _heads_table(heads: list) -> str:
-    return table_html(["rank", "layer", "head", "own \u2212 other (per-token mean)"], [[i, l, h, number(v, 4, signed=True)] for i, (l, h, v) in enumerate(heads, 1)])
+    return table_html(
+        ["rank", "layer", "head", "own \u2212 other (per-token mean)"],
+        [[i, l, h, number(v, 4, signed=True)] for i, (l, h, v) in enumerate(heads, 1)],
+    )
 
 
 def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
@@ -170,9 +195,22 @@ def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
     return rows
 
 
-_LAYER_HEADER = ["layer", "own (mean)", "other (mean)", "own \u2212 other, per-token mean [95% CI]", "own \u2212 other, mass [95% CI]"]
+_LAYER_HEADER = [
+    "layer",
+    "own (mean)",
+    "other (mean)",
+    "own \u2212 other, per-token mean [95% CI]",
+    "own \u2212 other, mass [95% CI]",
+]
 _REGRESSION_HEADER = [
-    "judge", "statistic", "slope (per token of length)", "intercept (at equal length)", "r", "n", "mean difference", "mean length difference"
+    "judge",
+    "statistic",
+    "slope (per token of length)",
+    "intercept (at equal length)",
+    "r",
+    "n",
+    "mean difference",
+    "mean length difference",
 ]
 
 
@@ -195,7 +233,10 @@ def _regression_rows(regression: pd.DataFrame | None) -> list[list]:
 
 
 def _tables_html(heads: dict, layer_table: pd.DataFrame, regression) -> Markup:
-    judges = [(judge, _heads_table(hs), table_html(_LAYER_HEADER, _layer_rows(layer_table, judge))) for judge, hs in heads.items()]
+    judges = [
+        (judge, _heads_table(hs), table_html(_LAYER_HEADER, _layer_rows(layer_table, judge)))
+        for judge, hs in heads.items()
+    ]
     length = table_html(_REGRESSION_HEADER, _regression_rows(regression)) if regression is not None else None
     return render(_TABLES, judges=judges, length=length)
 
@@ -207,9 +248,15 @@ _TABLES = (
 )
 
 
-def _section_body(run_dir: Path, written: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, regression, profiles: dict) -> str:
+def _section_body(
+    run_dir: Path, written: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, regression, profiles: dict
+) -> str:
     first = next(iter(runs.values()))
-    queries = "the final prompt position (the verdict position)" if first.queries == "final" else "every position after both responses"
+    queries = (
+        "the final prompt position (the verdict position)"
+        if first.queries == "final"
+        else "every position after both responses"
+    )
     empty = sum(int((run.span_tokens == 0).sum()) for run in runs.values())
     depth_note = (
         " The judges have different depths: each is drawn on its own layer axis; the judge difference is taken on relative depth."

@@ -62,7 +62,9 @@ def _panels(profiles: dict) -> list[list[dict | None]]:
             row.append(
                 {
                     "title": f"judge diff: {_short(judges[0], 16)} \u2212 {_short(judges[1], 16)}\nresponses of {_short(author)}",
-                    "lines": [(profiles["judge_diff_x"], profiles["judge_diff"][author], "judge difference", DIFF_COLOR)],
+                    "lines": [
+                        (profiles["judge_diff_x"], profiles["judge_diff"][author], "judge difference", DIFF_COLOR)
+                    ],
                     "diff": True,
                     "xlabel": profiles["judge_diff_axis"],
                 }
@@ -102,7 +104,9 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
     nrows, ncols = len(panels), len(panels[0])
     fig, axes = subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows), squeeze=False)
     main = [p for row in panels for p in row if p is not None and not p["diff"]]
-    values = np.concatenate([np.asarray(line[1], dtype=float) for p in main for line in p["lines"]]) if main else np.zeros(1)
+    values = (
+        np.concatenate([np.asarray(line[1], dtype=float) for p in main for line in p["lines"]]) if main else np.zeros(1)
+    )
     finite = values[np.isfinite(values)]
     ylim = (0.0, float(finite.max()) * 1.08 if finite.size and finite.max() > 0 else 1.0)
     for r, row in enumerate(panels):
@@ -112,7 +116,15 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
                 ax.axis("off")
                 continue
             for x, y, label, color in panel["lines"]:
-                ax.plot(np.asarray(x), np.asarray(y, dtype=float), color=color, lw=1.4, marker="o", ms=2.2, label=_short(label, 20))
+                ax.plot(
+                    np.asarray(x),
+                    np.asarray(y, dtype=float),
+                    color=color,
+                    lw=1.4,
+                    marker="o",
+                    ms=2.2,
+                    label=_short(label, 20),
+                )
             if panel["diff"]:
                 ax.axhline(0.0, color="#999", lw=0.8, ls="--")
                 ax.set_facecolor("#f7f7f7")
@@ -126,7 +138,9 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
             ax.yaxis.get_offset_text().set_fontsize(6)
             ax.grid(alpha=0.25, lw=0.5)
     stat = "per-token mean attention" if profiles["stat"] == "mean" else "attention mass"
-    fig.suptitle(f"Attention to response spans per layer ({stat}; mean over heads, both orders, instructions)", fontsize=9)
+    fig.suptitle(
+        f"Attention to response spans per layer ({stat}; mean over heads, both orders, instructions)", fontsize=9
+    )
     fig.tight_layout()
     return fig
 
@@ -134,7 +148,9 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
 # ---- head maps ---------------------------------------------------------------------------------------
 
 
-def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]], *, stat: str = "mean", quantity: str | None = None):
+def head_map_figure(
+    values, judge: str, heads: Sequence[tuple[int, int, float]], *, stat: str = "mean", quantity: str | None = None
+):
     """Own-minus-other per (layer, head) with the top heads boxed and listed; `quantity` names another per-head
     value drawn the same way (e.g. a localisation method's effect)."""
     from matplotlib.patches import Rectangle
@@ -144,9 +160,14 @@ def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]],
     finite = np.abs(array[np.isfinite(array)])
     bound = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
     fig, (ax, text_ax) = subplots(
-        1, 2, figsize=(2.2 + 0.42 * n_heads + 2.6, 1.4 + 0.2 * n_layers), gridspec_kw={"width_ratios": [1.0 + 0.42 * n_heads, 2.6]}
+        1,
+        2,
+        figsize=(2.2 + 0.42 * n_heads + 2.6, 1.4 + 0.2 * n_layers),
+        gridspec_kw={"width_ratios": [1.0 + 0.42 * n_heads, 2.6]},
     )
-    image = ax.imshow(array, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto", origin="lower", interpolation="nearest")
+    image = ax.imshow(
+        array, cmap="RdBu_r", vmin=-bound, vmax=bound, aspect="auto", origin="lower", interpolation="nearest"
+    )
     for rank, (layer, head, _) in enumerate(heads, start=1):
         ax.add_patch(Rectangle((head - 0.5, layer - 0.5), 1, 1, fill=False, ec="black", lw=1.2))
         ax.text(head, layer, str(rank), ha="center", va="center", fontsize=6)
@@ -159,8 +180,12 @@ def head_map_figure(values, judge: str, heads: Sequence[tuple[int, int, float]],
     quantity = quantity or "own \u2212 other"
     ax.set_title(f"{_short(judge, 30)}: {_short(quantity, 40)}", fontsize=9)
     text_ax.axis("off")
-    lines = [f"top heads ({_short(quantity, 28)})"] + [f"{rank:>2}. L{layer:<2} H{head:<2} {value:+.3g}" for rank, (layer, head, value) in enumerate(heads, 1)]
-    text_ax.text(0.0, 1.0, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=7, transform=text_ax.transAxes)
+    lines = [f"top heads ({_short(quantity, 28)})"] + [
+        f"{rank:>2}. L{layer:<2} H{head:<2} {value:+.3g}" for rank, (layer, head, value) in enumerate(heads, 1)
+    ]
+    text_ax.text(
+        0.0, 1.0, "\n".join(lines), va="top", ha="left", family="monospace", fontsize=7, transform=text_ax.transAxes
+    )
     fig.tight_layout()
     return fig
 
@@ -197,7 +222,9 @@ def length_figure(tables: Sequence[pd.DataFrame], regression: pd.DataFrame):
 # ---- interactive HTML --------------------------------------------------------------------------------
 
 
-def interactive_sections(profiles: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, length_tables: list) -> list[tuple[str, object]]:
+def interactive_sections(
+    profiles: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, length_tables: list
+) -> list[tuple[str, object]]:
     """The interactive page's sections, (heading, plotly figure): the Figure 7 grid, each judge's head map, the
     per-layer differences and the length control."""
     import plotly.graph_objects as go
@@ -231,7 +258,9 @@ def interactive_sections(profiles: dict, runs: dict, heads: dict, layer_table: p
                 fig.add_hline(y=0, line={"color": "#999", "dash": "dash", "width": 1}, row=r, col=c)
     for annotation in fig.layout.annotations:
         annotation.font.size = 10
-    fig.update_layout(height=300 * nrows, width=340 * ncols, margin={"t": 60}, title="Figure 7: per-layer attention to response spans")
+    fig.update_layout(
+        height=300 * nrows, width=340 * ncols, margin={"t": 60}, title="Figure 7: per-layer attention to response spans"
+    )
     sections.append(("Figure 7 grid", fig))
 
     for judge, run in runs.items():
@@ -296,7 +325,9 @@ def interactive_sections(profiles: dict, runs: dict, heads: dict, layer_table: p
                 band.add_trace(interval, row=1, col=c)
                 band.add_trace(line, row=1, col=c)
             band.add_hline(y=0, line={"color": "#999", "dash": "dash", "width": 1})
-        band.update_layout(title="own \u2212 other per layer, 95% bootstrap interval over instructions", height=420, width=1000)
+        band.update_layout(
+            title="own \u2212 other per layer, 95% bootstrap interval over instructions", height=420, width=1000
+        )
         sections.append(("Per-layer differences", band))
 
     if length_tables:
@@ -322,13 +353,26 @@ def interactive_sections(profiles: dict, runs: dict, heads: dict, layer_table: p
     return sections
 
 
-def write_interactive(path: Path, title: str, sections: list[tuple[str, object]], tables_html: Markup = Markup()) -> None:
+def write_interactive(
+    path: Path, title: str, sections: list[tuple[str, object]], tables_html: Markup = Markup()
+) -> None:
     """One offline HTML file: plotly.js inlined once (no script fetched from anywhere)."""
     import plotly.io as pio
 
     divs = [
         # plotly's own div (toolkit-generated markup, trusted); the heading is escaped by the template
-        (heading, Markup(pio.to_html(fig, include_plotlyjs=position == 0, full_html=False, include_mathjax=False, config={"displaylogo": False})))
+        (
+            heading,
+            Markup(
+                pio.to_html(
+                    fig,
+                    include_plotlyjs=position == 0,
+                    full_html=False,
+                    include_mathjax=False,
+                    config={"displaylogo": False},
+                )
+            ),
+        )
         for position, (heading, fig) in enumerate(sections)
     ]
     atomic_write_text(path, render(_INTERACTIVE, title=title, divs=divs, tables=tables_html))
