@@ -103,7 +103,11 @@ def words_for_tokens(model, target: int) -> int:
 
     def length(words: int) -> int:
         text = response_text(words)
-        return len(tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, text, text, kind=model.kind)))
+        return len(
+            tokenize_prompt(
+                model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, text, text, kind=model.kind)
+            )
+        )
 
     low, high = 1, 2000
     while low < high:
@@ -124,7 +128,9 @@ def batch_prompts(model, target: int, batch: int):
     prompts = []
     for row in range(batch):
         a, b = response_text(words, row), response_text(max(words - 2 * row, 1), row + 1)
-        prompts.append(tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, a, b, kind=model.kind)))
+        prompts.append(
+            tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, a, b, kind=model.kind))
+        )
     return prompts
 
 
@@ -151,8 +157,11 @@ def plain_sdpa_forward(model, batch):
 
     with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
         out = model.hf_model(
-            input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids,
-            use_cache=False, logits_to_keep=1,
+            input_ids=batch.input_ids,
+            attention_mask=batch.attention_mask,
+            position_ids=batch.position_ids,
+            use_cache=False,
+            logits_to_keep=1,
         )
     return out.logits[:, -1].float()
 
@@ -172,7 +181,12 @@ def worker_memory(args) -> dict:
         judge_batch(backend, prompts, labels, queries="final")
     else:
         plain_sdpa_forward(model, batch)
-    return {"peak_mb": peak_rss_mb(reset_ok), "baseline_mb": baseline, "reset": reset_ok, "tokens": max(len(p) for p in prompts)}
+    return {
+        "peak_mb": peak_rss_mb(reset_ok),
+        "baseline_mb": baseline,
+        "reset": reset_ok,
+        "tokens": max(len(p) for p in prompts),
+    }
 
 
 def touch_weights(backend, prompt) -> None:
@@ -199,13 +213,27 @@ def worker_judging(args) -> dict:
     from interp.core.prompts import judge_prompt
     from interp.core.spans import tokenize_prompt
 
-    touch_weights(backend, tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, "a", "b", kind=model.kind)))
+    touch_weights(
+        backend,
+        tokenize_prompt(
+            model.tokenizer, judge_prompt(model.tokenizer, "helpfulness", QUERY, "a", "b", kind=model.kind)
+        ),
+    )
     with tempfile.TemporaryDirectory(prefix="bench-attention-") as tmp:
         paths = RunDir(Path(tmp))
         baseline = rss_mb()
         reset_ok = reset_peak()
         start = time.perf_counter()
-        run_judging(backend, MODEL, tasks, judgments_path=paths.judgments, shard_dir=paths.attention_shards(MODEL), batch_size=args.batch, queries="final", progress=False)
+        run_judging(
+            backend,
+            MODEL,
+            tasks,
+            judgments_path=paths.judgments,
+            shard_dir=paths.attention_shards(MODEL),
+            batch_size=args.batch,
+            queries="final",
+            progress=False,
+        )
         seconds = time.perf_counter() - start
         shards = len(list(paths.attention_shards(MODEL).glob("*.safetensors")))
     return {
@@ -259,7 +287,9 @@ def their_ways(model, batch):
 
     def transformer_lens(names_filter=None):
         with torch.inference_mode():
-            logits, cache = bridge.run_with_cache(batch.input_ids, attention_mask=batch.attention_mask, names_filter=names_filter)
+            logits, cache = bridge.run_with_cache(
+                batch.input_ids, attention_mask=batch.attention_mask, names_filter=names_filter
+            )
         patterns = [cache[f"blocks.{layer}.attn.hook_pattern"] for layer in range(n_layers)]
         return logits[:, -1].float(), patterns
 
@@ -277,7 +307,11 @@ def their_ways(model, batch):
             logits = traced_forward(lm, batch, lambda layer, pattern: saved.append(pattern.save()), paths)
         return logits, saved
 
-    return {"transformer_lens": transformer_lens, "transformer_lens_patterns_only": transformer_lens_patterns_only, "nnsight": nnsight}
+    return {
+        "transformer_lens": transformer_lens,
+        "transformer_lens_patterns_only": transformer_lens_patterns_only,
+        "nnsight": nnsight,
+    }
 
 
 def bench_time(args) -> dict:
@@ -324,9 +358,13 @@ def main() -> int:
     parser.add_argument("--batch", type=int, default=8)
     parser.add_argument("--small", type=int, default=16, help="instructions in the small judging run")
     parser.add_argument("--large", type=int, default=64, help="instructions in the large judging run")
-    parser.add_argument("--default-malloc", action="store_true", help="measure memory with glibc's adaptive mmap threshold")
     parser.add_argument(
-        "--also-default-malloc", action=argparse.BooleanOptionalAction, default=True,
+        "--default-malloc", action="store_true", help="measure memory with glibc's adaptive mmap threshold"
+    )
+    parser.add_argument(
+        "--also-default-malloc",
+        action=argparse.BooleanOptionalAction,
+        default=True,
         help="repeat (ii) with glibc's adaptive mmap threshold (lines suffixed _default_malloc)",
     )
     parser.add_argument("--skip-time", action="store_true", help="skip (i)")
@@ -361,8 +399,12 @@ def main() -> int:
         print(f"extraction_vs_sdpa_time_ratio: {seconds['ours'] / seconds['sdpa']:.3f}")
         print(f"eager_reference_vs_ours_time_ratio: {seconds['eager'] / seconds['ours']:.3f}")
         if "transformer_lens" in seconds:
-            print(f"transformer_lens_run_with_cache_vs_ours_time_ratio: {seconds['transformer_lens'] / seconds['ours']:.3f}")
-            print(f"transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: {seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}")
+            print(
+                f"transformer_lens_run_with_cache_vs_ours_time_ratio: {seconds['transformer_lens'] / seconds['ours']:.3f}"
+            )
+            print(
+                f"transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: {seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}"
+            )
             print(f"nnsight_saved_patterns_vs_ours_time_ratio: {seconds['nnsight'] / seconds['ours']:.3f}")
         print(f"ours_vs_eager_max_span_mass_difference: {timing['ours_vs_eager_max_mass_difference']:.2e}")
 
@@ -379,8 +421,10 @@ def bench_memory(args, default_malloc: bool, suffix: str = "") -> None:
     """Peak RSS of one judging pass with extraction vs a plain SDPA forward, fresh processes, alternated."""
     peaks: dict[str, list[dict]] = {"final": [], "none": []}
     for rep in range(args.memory_runs):
-        for queries in (("final", "none") if rep % 2 == 0 else ("none", "final")):
-            peaks[queries].append(run_worker("memory", default_malloc, queries=queries, tokens=args.tokens, batch=args.batch))
+        for queries in ("final", "none") if rep % 2 == 0 else ("none", "final"):
+            peaks[queries].append(
+                run_worker("memory", default_malloc, queries=queries, tokens=args.tokens, batch=args.batch)
+            )
     # Peak = RSS before the pass (model, tokenizer, prompts: the same in both modes) + growth during the
     # pass. The RSS before the pass varies between processes by more than the effect measured, so the ratio
     # uses the median of it over all runs plus each mode's median growth.
@@ -398,7 +442,9 @@ def bench_memory(args, default_malloc: bool, suffix: str = "") -> None:
     if growth["none"] > 0:
         print(f"extraction_vs_sdpa_pass_growth_ratio{suffix}: {growth['final'] / growth['none']:.3f}")
     for k, name in (("none", "plain_sdpa"), ("final", "with_extraction")):
-        print(f"pass_rss_growth_mb_runs_{name}{suffix}: {[round(r['peak_mb'] - r['baseline_mb'], 1) for r in peaks[k]]}")
+        print(
+            f"pass_rss_growth_mb_runs_{name}{suffix}: {[round(r['peak_mb'] - r['baseline_mb'], 1) for r in peaks[k]]}"
+        )
 
 
 def bench_judging(args) -> None:

@@ -50,8 +50,12 @@ REGISTERED = {
 }
 EXTRAS = {  # reported, not scored; in the registered order
     "mask_both": AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers"),
-    "mask_smollm2_layers_15_29": AttentionIntervention(target="self", alpha=0.0, layers=tuple(range(15, 30)), name="mask-smollm2-layers-15-29"),
-    "mask_smollm2_layers_0_14": AttentionIntervention(target="self", alpha=0.0, layers=tuple(range(0, 15)), name="mask-smollm2-layers-0-14"),
+    "mask_smollm2_layers_15_29": AttentionIntervention(
+        target="self", alpha=0.0, layers=tuple(range(15, 30)), name="mask-smollm2-layers-15-29"
+    ),
+    "mask_smollm2_layers_0_14": AttentionIntervention(
+        target="self", alpha=0.0, layers=tuple(range(0, 15)), name="mask-smollm2-layers-0-14"
+    ),
     "dampen_smollm2_half": AttentionIntervention(target="self", alpha=0.5, name="dampen-smollm2-0.5"),
 }
 
@@ -112,7 +116,9 @@ def top_heads_mask(run_dir: Path, judge: str, selection: list[str], own: str) ->
         table.setdefault(index // n_heads, []).append(index % n_heads)
     heads = tuple((layer, tuple(sorted(hs))) for layer, hs in sorted(table.items()))
     target = "self" if own == SMOLLM2 else "other"
-    return AttentionIntervention(target=target, alpha=0.0, heads=heads, name=f"mask-{'smollm2' if own == SMOLLM2 else 'gemma'}-top{TOP_K}")
+    return AttentionIntervention(
+        target=target, alpha=0.0, heads=heads, name=f"mask-{'smollm2' if own == SMOLLM2 else 'gemma'}-top{TOP_K}"
+    )
 
 
 def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: bool = True) -> dict:
@@ -120,7 +126,9 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: 
     OUT/judges/<label>.json (read back when it holds every variant asked for). `top8` False: the every-layer
     masks only (the first pass of the plan's amendment); `masks` False: the run alone (DBG, no intervention)."""
     path = out / "judges" / f"{Path(judge).name}.json"
-    wanted = (list(REGISTERED) + (["top8_smollm2", "top8_gemma"] if top8 else []) + list(EXTRAS)[:extras]) if masks else []
+    wanted = (
+        (list(REGISTERED) + (["top8_smollm2", "top8_gemma"] if top8 else []) + list(EXTRAS)[:extras]) if masks else []
+    )
     if path.is_file():
         done = json.loads(path.read_text())
         if set(wanted) <= set(done["p_smollm2"]):
@@ -132,7 +140,11 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: 
     test = [item for item in run.items if item.id in test_ids]
     gold = run.gold_own(SMOLLM2)[[run.items.index(item) for item in test]]
     heads = {own: top_heads_mask(run.dir.root, judge, selection, own) for own in AUTHORS}
-    variants = dict(REGISTERED) | ({"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} if top8 else {}) | dict(list(EXTRAS.items())[:extras])
+    variants = (
+        dict(REGISTERED)
+        | ({"top8_smollm2": heads[SMOLLM2], "top8_gemma": heads[GEMMA]} if top8 else {})
+        | dict(list(EXTRAS.items())[:extras])
+    )
     variants = variants if masks else {}
     pool = judge_pool(run)
     runner = pool.runner(judge, run)
@@ -145,7 +157,9 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: 
     }
     path.parent.mkdir(parents=True, exist_ok=True)
     for name, spec in variants.items():
-        record["p_smollm2"][name] = judge_variant(run, judge, runner, Variant(name, attention=spec), items=test, own=SMOLLM2).tolist()
+        record["p_smollm2"][name] = judge_variant(
+            run, judge, runner, Variant(name, attention=spec), items=test, own=SMOLLM2
+        ).tolist()
         path.write_text(json.dumps(record, indent=1) + "\n")
     if done := (json.loads(path.read_text())["p_smollm2"] if path.is_file() else {}):
         record["p_smollm2"] = done | record["p_smollm2"]  # a run-only pass never drops masks judged before
@@ -161,6 +175,7 @@ def collect(out: Path, families: tuple[str, ...], organisms: Path, extras: int, 
     for top8 in (False, True):  # the every-layer masks for every judge first, then the top-8 heads
         for judge in judges[index::count]:
             collect_judge(out, judge, extras, top8)
+
 
 # ---- analysis ------------------------------------------------------------------------------------------
 
@@ -232,22 +247,37 @@ def analyse(out: Path) -> dict:
             effects = np.array([delta(r, variant, own).mean() for r in nulls])
             for test in leave_one_out(effects):
                 rejections.append(test.p_value is not None and test.p_value <= ALPHA)
-    result["false_positive"] = print_rate("causal_false_positive_rate", rejections) | {"controls_per_test": len(nulls) - 1}
+    result["false_positive"] = print_rate("causal_false_positive_rate", rejections) | {
+        "controls_per_test": len(nulls) - 1
+    }
 
     # 2. two families drawn from the null family: every split into halves, Welch (and the permutation p)
     half = len(nulls) // 2
-    splits = [c for c in combinations(range(len(nulls)), half) if 0 in c] if len(nulls) == 2 * half else list(combinations(range(len(nulls)), half))
-    statistics = {f"{name}|{own}": [delta(r, OWN_VARIANTS[own][name], own) for r in nulls] for own in AUTHORS for name in SCORED if all(OWN_VARIANTS[own][name] in r["p_smollm2"] for r in nulls)}
+    splits = (
+        [c for c in combinations(range(len(nulls)), half) if 0 in c]
+        if len(nulls) == 2 * half
+        else list(combinations(range(len(nulls)), half))
+    )
+    statistics = {
+        f"{name}|{own}": [delta(r, OWN_VARIANTS[own][name], own) for r in nulls]
+        for own in AUTHORS
+        for name in SCORED
+        if all(OWN_VARIANTS[own][name] in r["p_smollm2"] for r in nulls)
+    }
     statistics["dbg"] = [p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in nulls]
     welch, perm = [], []
     for split in splits:
         rest = [i for i in range(len(nulls)) if i not in split]
         for values in statistics.values():
-            test = two_family_test(np.array([values[i].mean() for i in split]), np.array([values[i].mean() for i in rest]), seed=0)
+            test = two_family_test(
+                np.array([values[i].mean() for i in split]), np.array([values[i].mean() for i in rest]), seed=0
+            )
             welch.append(test.p_welch is not None and test.p_welch <= ALPHA)
             perm.append(test.p_permutation <= ALPHA)
     result["fpr_two_family"] = print_rate("causal_fpr_two_family", welch) | {"permutation_rate": float(np.mean(perm))}
-    print(f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {smallest_permutation_p(half, len(nulls) - half):.3f})")
+    print(
+        f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {smallest_permutation_p(half, len(nulls) - half):.3f})"
+    )
 
     # 3. power on DBG: each planted seed against the whole null family
     null_dbg = np.array([(p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2)).mean() for r in nulls])
@@ -261,16 +291,25 @@ def analyse(out: Path) -> dict:
         print(f"causal_power_planted_dbg: {np.mean(hits):.3f}")
         print(f"causal_power_planted_dbg_count: {int(np.sum(hits))} of {len(hits)}")
         print("causal_power_planted_dbg_p: " + ", ".join(f"{t.p_value:.2g}" for t in tests))
-        result["power_planted_dbg"] = {"rate": float(np.mean(hits)), "p_values": [t.p_value for t in tests], "planted_dbg": planted_dbg.tolist(), "null_dbg": null_dbg.tolist()}
+        result["power_planted_dbg"] = {
+            "rate": float(np.mean(hits)),
+            "p_values": [t.p_value for t in tests],
+            "planted_dbg": planted_dbg.tolist(),
+            "null_dbg": null_dbg.tolist(),
+        }
 
         # 4. two families on DBG
         per_item_p = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in planted])
         per_item_n = np.array([p_own(r, "none", SMOLLM2) - gold_own(r, SMOLLM2) for r in nulls])
         if len(planted) >= 2:
             fam = two_family_test(per_item_p, per_item_n, seed=0)
-            print(f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)")
+            print(
+                f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)"
+            )
             print(f"causal_two_family_dbg_p_welch: {fam.p_welch:.2g}")
-            print(f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]")
+            print(
+                f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]"
+            )
             result["two_family_dbg"] = dataclasses.asdict(fam)
         else:
             print(f"causal_two_family_dbg: not run ({len(planted)} planted seed collected; a family needs at least 2)")
@@ -278,21 +317,39 @@ def analyse(out: Path) -> dict:
         # 5. per intervention (SmolLM2 as own, the planted preference's answer): planted-minus-null effect in
         #    null SDs, and the share of the family gap removed; reported, not scored
         result["interventions"] = {}
-        variants = [v for v in ["mask_smollm2", "mask_gemma", "top8_smollm2", *EXTRAS] if all(v in r["p_smollm2"] for r in nulls + planted)]
+        variants = [
+            v
+            for v in ["mask_smollm2", "mask_gemma", "top8_smollm2", *EXTRAS]
+            if all(v in r["p_smollm2"] for r in nulls + planted)
+        ]
         for variant in variants:
             dp = np.array([delta(r, variant, SMOLLM2) for r in planted])
             dn = np.array([delta(r, variant, SMOLLM2) for r in nulls])
             sd_units = multi_bootstrap([dp, dn], _sd_units, seed=0)
-            stages_p = np.stack([[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in planted])
-            stages_n = np.stack([[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in nulls])
+            stages_p = np.stack(
+                [[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in planted]
+            )
+            stages_n = np.stack(
+                [[p_own(r, s, SMOLLM2) - gold_own(r, SMOLLM2) for s in ("none", variant)] for r in nulls]
+            )
             share = multi_bootstrap([stages_p, stages_n], _share_removed, seed=0)
             gap_after = multi_bootstrap([stages_p, stages_n], lambda f: _gap(f, 1), seed=0)
-            print(f"causal_effect_sd_units_{variant}: {sd_units.estimate:+.2f} [{sd_units.low:+.2f}, {sd_units.high:+.2f}]")
-            print(f"causal_share_removed_{variant}: {share.estimate:+.2f} [{share.low:+.2f}, {share.high:+.2f}] (gap after {100 * gap_after.estimate:+.1f} pts)")
-            result["interventions"][variant] = {"effect_null_sds": sd_units.to_dict(), "share_removed": share.to_dict(), "gap_after": gap_after.to_dict()}
+            print(
+                f"causal_effect_sd_units_{variant}: {sd_units.estimate:+.2f} [{sd_units.low:+.2f}, {sd_units.high:+.2f}]"
+            )
+            print(
+                f"causal_share_removed_{variant}: {share.estimate:+.2f} [{share.low:+.2f}, {share.high:+.2f}] (gap after {100 * gap_after.estimate:+.1f} pts)"
+            )
+            result["interventions"][variant] = {
+                "effect_null_sds": sd_units.to_dict(),
+                "share_removed": share.to_dict(),
+                "gap_after": gap_after.to_dict(),
+            }
         gap = multi_bootstrap([stages_p, stages_n], lambda f: _gap(f, 0), seed=0) if variants else None
         if gap is not None:
-            print(f"causal_family_gap_before_pts: {100 * gap.estimate:+.2f} [{100 * gap.low:+.2f}, {100 * gap.high:+.2f}]")
+            print(
+                f"causal_family_gap_before_pts: {100 * gap.estimate:+.2f} [{100 * gap.low:+.2f}, {100 * gap.high:+.2f}]"
+            )
             result["gap_before"] = gap.to_dict()
     (out / "bench_causal.json").write_text(json.dumps(result, indent=2, default=str) + "\n")
     return result
@@ -317,7 +374,6 @@ def _share_removed(families: list[np.ndarray]) -> np.ndarray:
         return 1 - _gap(families, 1) / _gap(families, 0)
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=Path("runs/causal2"))
@@ -325,13 +381,24 @@ def main() -> None:
     parser.add_argument("--stage", choices=("collect", "analyse", "all"), default="all")
     parser.add_argument("--family", choices=("null", "planted", "both"), default="both")
     parser.add_argument("--shard", default="0/1", help="i/n: this process takes every n-th judge from the i-th")
-    parser.add_argument("--extras", type=int, default=len(EXTRAS), help="how many of the reported extra interventions to judge, in the registered order")
+    parser.add_argument(
+        "--extras",
+        type=int,
+        default=len(EXTRAS),
+        help="how many of the reported extra interventions to judge, in the registered order",
+    )
     args = parser.parse_args()
     start = time.time()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.stage in ("collect", "all"):
         index, count = (int(x) for x in args.shard.split("/"))
-        collect(args.out, ("null", "planted") if args.family == "both" else (args.family,), args.organisms, args.extras, (index, count))
+        collect(
+            args.out,
+            ("null", "planted") if args.family == "both" else (args.family,),
+            args.organisms,
+            args.extras,
+            (index, count),
+        )
     if args.stage in ("analyse", "all"):
         analyse(args.out)
     print(f"bench_causal_minutes: {(time.time() - start) / 60:.1f}")

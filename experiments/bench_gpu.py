@@ -30,19 +30,41 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 # share of a judge pass). Everything not named keeps transformers' default for the model type.
 ARCHITECTURES: dict[str, dict] = {
     "llama-3.1-8b": dict(
-        model_type="llama", hidden_size=4096, intermediate_size=14336, num_hidden_layers=32,
-        num_attention_heads=32, num_key_value_heads=8, vocab_size=128256, rope_theta=500000.0,
-        max_position_embeddings=131072, rms_norm_eps=1e-5,
+        model_type="llama",
+        hidden_size=4096,
+        intermediate_size=14336,
+        num_hidden_layers=32,
+        num_attention_heads=32,
+        num_key_value_heads=8,
+        vocab_size=128256,
+        rope_theta=500000.0,
+        max_position_embeddings=131072,
+        rms_norm_eps=1e-5,
     ),
     "qwen2.5-32b": dict(
-        model_type="qwen2", hidden_size=5120, intermediate_size=27648, num_hidden_layers=64,
-        num_attention_heads=40, num_key_value_heads=8, vocab_size=152064, rope_theta=1000000.0,
-        max_position_embeddings=32768, rms_norm_eps=1e-6,
+        model_type="qwen2",
+        hidden_size=5120,
+        intermediate_size=27648,
+        num_hidden_layers=64,
+        num_attention_heads=40,
+        num_key_value_heads=8,
+        vocab_size=152064,
+        rope_theta=1000000.0,
+        max_position_embeddings=32768,
+        rms_norm_eps=1e-6,
     ),
     "gemma-3-27b": dict(  # five sliding-window layers to one global layer
-        model_type="gemma3_text", hidden_size=5376, intermediate_size=21504, num_hidden_layers=62,
-        num_attention_heads=32, num_key_value_heads=16, head_dim=128, vocab_size=262208,
-        query_pre_attn_scalar=168, sliding_window=1024, rope_theta=1000000.0,
+        model_type="gemma3_text",
+        hidden_size=5376,
+        intermediate_size=21504,
+        num_hidden_layers=62,
+        num_attention_heads=32,
+        num_key_value_heads=16,
+        head_dim=128,
+        vocab_size=262208,
+        query_pre_attn_scalar=168,
+        sliding_window=1024,
+        rope_theta=1000000.0,
     ),
 }
 
@@ -63,8 +85,14 @@ def random_model(name: str, tokenizer_folder: str, dtype: str):
     torch.manual_seed(0)
     with torch.device("cuda"):
         hf_model = AutoModelForCausalLM.from_config(config, dtype=DTYPES[dtype], attn_implementation="eager")
-    return wrap_model(hf_model, tokenizer, name=f"{name} (random weights)", kind="post", source=f"random:{name}",
-                      placement=Placement(device="cuda:0", dtype=dtype))
+    return wrap_model(
+        hf_model,
+        tokenizer,
+        name=f"{name} (random weights)",
+        kind="post",
+        source=f"random:{name}",
+        placement=Placement(device="cuda:0", dtype=dtype),
+    )
 
 
 def p_a_of(logits, labels):
@@ -77,7 +105,9 @@ def p_a_of(logits, labels):
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--model", default="smollm2-135m-instruct")
-    parser.add_argument("--architecture", choices=sorted(ARCHITECTURES), help="random weights of this shape instead of --model")
+    parser.add_argument(
+        "--architecture", choices=sorted(ARCHITECTURES), help="random weights of this shape instead of --model"
+    )
     parser.add_argument("--tokenizer", help="tokenizer folder for --architecture")
     parser.add_argument("--pairs", type=int, default=64)
     parser.add_argument("--batch", type=int, default=8)
@@ -138,7 +168,9 @@ def main() -> int:
         return [p_a_of(plain_sdpa_forward(model, batch.to(model.device)), labels) for _, batch in batches]
 
     runs = (
-        ("extraction", judged), ("sdpa", plain), ("extraction_unshared", lambda: judged(unshared)),
+        ("extraction", judged),
+        ("sdpa", plain),
+        ("extraction_unshared", lambda: judged(unshared)),
         ("sdpa_read_back", plain_read_back),
     )
     for name, run in runs + tuple((f"{name}_again", run) for name, run in runs):

@@ -40,7 +40,9 @@ def released_answers(data: Path) -> dict[tuple[str, str], tuple[str, list[str], 
     model's answer appears in every file it is judged in, always the same."""
     files = sorted((data / "sp" / "mbpp-plus").glob("*/*_eval.jsonl"))
     if not files:
-        raise SystemExit(f"error: no sp/mbpp-plus/*/*_eval.jsonl under {data} (clone github.com/wlchen0206/llm-sp there)")
+        raise SystemExit(
+            f"error: no sp/mbpp-plus/*/*_eval.jsonl under {data} (clone github.com/wlchen0206/llm-sp there)"
+        )
     answers: dict[tuple[str, str], tuple[str, list[str], bool]] = {}
     for path in files:
         match = FILE_NAME.match(path.name)
@@ -51,13 +53,19 @@ def released_answers(data: Path) -> dict[tuple[str, str], tuple[str, list[str], 
                 row = json.loads(line)
                 for model, slot in ((match["judge"], "1"), (match["evaluatee"], "2")):
                     key = (model, str(row["unique_id"]))
-                    answers[key] = (row[f"assistent_{slot}_answer"], stated_tests(row["problem"]), bool(row[f"assistent_{slot}_is_correct"]))
+                    answers[key] = (
+                        row[f"assistent_{slot}_answer"],
+                        stated_tests(row["problem"]),
+                        bool(row[f"assistent_{slot}_is_correct"]),
+                    )
     return answers
 
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--data", type=Path, required=True, help="the folder of the llm-sp release (holds sp/mbpp-plus/)")
+    parser.add_argument(
+        "--data", type=Path, required=True, help="the folder of the llm-sp release (holds sp/mbpp-plus/)"
+    )
     parser.add_argument("--workers", type=int, default=2, help="answers run at once")
     parser.add_argument("--limit", type=int, default=0, help="grade only the first N problems of each model (0: all)")
     parser.add_argument("--examples", type=int, default=0, help="print K disagreements of each kind on stderr")
@@ -67,13 +75,18 @@ def main() -> int:
     if args.limit:
         kept: Counter[str] = Counter()
         chosen = {}
-        for (model, problem), value in sorted(answers.items(), key=lambda kv: (kv[0][0], int(kv[0][1]) if kv[0][1].isdigit() else kv[0][1])):
+        for (model, problem), value in sorted(
+            answers.items(), key=lambda kv: (kv[0][0], int(kv[0][1]) if kv[0][1].isdigit() else kv[0][1])
+        ):
             if kept[model] < args.limit:
                 kept[model] += 1
                 chosen[(model, problem)] = value
         answers = chosen
     keys = sorted(answers)
-    items = [GradeItem(f"{model}/{problem}", answers[(model, problem)][0], tuple(answers[(model, problem)][1])) for model, problem in keys]
+    items = [
+        GradeItem(f"{model}/{problem}", answers[(model, problem)][0], tuple(answers[(model, problem)][1]))
+        for model, problem in keys
+    ]
     start = time.perf_counter()
     grades = list(grade_items(items, "code", limits=Limits(cpu_s=5, wall_s=15.0), workers=args.workers))
     seconds = time.perf_counter() - start
@@ -94,9 +107,15 @@ def main() -> int:
         print(f"mbpp_failed_but_released_correct_reason[{reason}]: {count}")
     print(f"sandbox: {isolation()}")
     print(f"seconds: {seconds:.1f}")
-    for title, cases in (("passed the stated tests, released as incorrect", passed_but_labelled_wrong), ("failed, released as correct", failed_but_labelled_right)):
+    for title, cases in (
+        ("passed the stated tests, released as incorrect", passed_but_labelled_wrong),
+        ("failed, released as correct", failed_but_labelled_right),
+    ):
         for grade, item in cases[: args.examples]:
-            print(f"--- {title}: {item.id} ({grade.reason})\n{item.answer}\n--- tests\n" + "\n".join(item.target), file=sys.stderr)
+            print(
+                f"--- {title}: {item.id} ({grade.reason})\n{item.answer}\n--- tests\n" + "\n".join(item.target),
+                file=sys.stderr,
+            )
     return 0
 
 

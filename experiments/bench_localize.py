@@ -50,8 +50,18 @@ AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 def heldout_run(out: Path, judge: str, n: int, progress: bool, device: str = "cpu") -> Path:
     """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`), resumable."""
     config = RunConfig(
-        name=out.name, data="heldout", n=n, seed=0, models=AUTHORS, judges=[judge], max_words=60, max_new_tokens=96, attention="final", n_boot=200,
-        device=device, dtype="float32",
+        name=out.name,
+        data="heldout",
+        n=n,
+        seed=0,
+        models=AUTHORS,
+        judges=[judge],
+        max_words=60,
+        max_new_tokens=96,
+        attention="final",
+        n_boot=200,
+        device=device,
+        dtype="float32",
     )
     run_dbg(config, out, progress=progress)
     return out
@@ -61,7 +71,9 @@ def mask_variant(heads: list[tuple[int, int]], name: str) -> Variant:
     table: dict[int, list[int]] = {}
     for layer, head in heads:
         table.setdefault(layer, []).append(head)
-    spec = AttentionIntervention(target="self", alpha=0.0, heads={layer: tuple(sorted(hs)) for layer, hs in table.items()}, name=name)
+    spec = AttentionIntervention(
+        target="self", alpha=0.0, heads={layer: tuple(sorted(hs)) for layer, hs in table.items()}, name=name
+    )
     return Variant(name, attention=spec)
 
 
@@ -70,17 +82,30 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     folder = Path(args.organisms) / path_label(config.name)
     if not trained_member(folder, config):
         t = time.perf_counter()
-        train_to_folder(config, folder, progress=args.progress, overwrite=folder.exists(), hidden_cache=cache_root() / "frozen", device=args.device)
+        train_to_folder(
+            config,
+            folder,
+            progress=args.progress,
+            overwrite=folder.exists(),
+            hidden_cache=cache_root() / "frozen",
+            device=args.device,
+        )
         print(f"# trained {folder} on {args.device} in {(time.perf_counter() - t) / 60:.1f} min", flush=True)
     result_file = Path(args.out) / path_label(config.name) / "bench.json"
     if result_file.is_file():
         saved = json.loads(result_file.read_text())
-        if saved.get("methods") == args.methods and saved.get("n") == args.n and saved.get("device", "cpu") == args.device:
+        if (
+            saved.get("methods") == args.methods
+            and saved.get("n") == args.n
+            and saved.get("device", "cpu") == args.device
+        ):
             return saved
     manifest = json.loads((folder / "manifest.json").read_text())
     truth = [tuple(h) for h in manifest["planted_heads"]]
     judge = str(folder)
-    run = read_run(heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress, args.device))
+    run = read_run(
+        heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress, args.device)
+    )
     judges = judge_pool(run, where=PlacementKeys(device=args.device))
     t = time.perf_counter()
     table = localize_run(run, judge, args.methods, judges=judges, progress=args.progress)
@@ -90,7 +115,15 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     ids = [item.id for item in run.items]
     null = np.array([null_p[i] for i in ids])
     gap = float(np.mean(before - null))
-    figures = {"seed": seed, "planted_heads": [list(h) for h in truth], "n": args.n, "methods": args.methods, "device": args.device, "gap": gap, "localize_s": round(localize_s, 1)}
+    figures = {
+        "seed": seed,
+        "planted_heads": [list(h) for h in truth],
+        "n": args.n,
+        "methods": args.methods,
+        "device": args.device,
+        "gap": gap,
+        "localize_s": round(localize_s, 1),
+    }
 
     def removed(heads, name):
         after = judge_variant(run, judge, runner, mask_variant(heads, name), progress=False)
@@ -99,8 +132,16 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     for method in args.methods:
         scores = score_map(table, method)
         found = top_k(scores, len(truth))
-        figures[method] = {"auroc": ranking_auroc(scores, truth), "precision": precision_at_k(scores, truth), "top": [list(h) for h in found]}
-    print(f"# seed {seed} H={figures['planted_heads']} gap={gap:+.3f} " + " ".join(f"{m}: auroc {figures[m]['auroc']:.3f} top {figures[m]['top']}" for m in args.methods), flush=True)
+        figures[method] = {
+            "auroc": ranking_auroc(scores, truth),
+            "precision": precision_at_k(scores, truth),
+            "top": [list(h) for h in found],
+        }
+    print(
+        f"# seed {seed} H={figures['planted_heads']} gap={gap:+.3f} "
+        + " ".join(f"{m}: auroc {figures[m]['auroc']:.3f} top {figures[m]['top']}" for m in args.methods),
+        flush=True,
+    )
     figures["gap_removed_true"] = removed(truth, "mask-true-heads")
     for method in args.methods:
         figures[method]["gap_removed"] = removed([tuple(h) for h in figures[method]["top"]], f"mask-top-{method}")
@@ -133,11 +174,17 @@ def summary(rows: list[dict], methods: list[str]) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1-5", help="training seeds of the planted-heads family, e.g. 1-5 or 1,4,9")
-    parser.add_argument("--organisms", default="organisms/selfpref-heads", help="folder of the trained members (trained here when missing)")
+    parser.add_argument(
+        "--organisms",
+        default="organisms/selfpref-heads",
+        help="folder of the trained members (trained here when missing)",
+    )
     parser.add_argument("--out", default="runs/bench_localize", help="folder of the runs and per-seed figures")
     parser.add_argument("--n", type=int, default=150, help="held-out items judged and localised on")
     parser.add_argument("--methods", default=",".join(DEFAULT_METHODS), help="single-judge methods, comma-separated")
-    parser.add_argument("--device", default="cpu", help="where members are trained and judgings run (float32): cpu, cuda or cuda:N")
+    parser.add_argument(
+        "--device", default="cpu", help="where members are trained and judgings run (float32): cpu, cuda or cuda:N"
+    )
     parser.add_argument("--json", action="store_true", help="print the summary as one JSON object")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args()
@@ -148,8 +195,14 @@ def main() -> None:
         row = bench_seed(seed, args, null_p)
         rows.append(row)
         if not args.json:
-            cells = " ".join(f"{m}={row[m]['auroc']:.2f}/p{row[m]['precision']:.2f}/rm{row[m]['gap_removed']:+.2f}" for m in args.methods)
-            print(f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} true-mask-removed={row['gap_removed_true']:+.2f} {cells}", flush=True)
+            cells = " ".join(
+                f"{m}={row[m]['auroc']:.2f}/p{row[m]['precision']:.2f}/rm{row[m]['gap_removed']:+.2f}"
+                for m in args.methods
+            )
+            print(
+                f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} true-mask-removed={row['gap_removed_true']:+.2f} {cells}",
+                flush=True,
+            )
     result = summary(rows, args.methods)
     if args.json:
         print(json.dumps(result))

@@ -26,7 +26,11 @@ import numpy as np
 
 REPO = Path(__file__).resolve().parents[1]
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
-RECIPES = {"attn": "smollm2-135m-selfpref-attn.toml", "heads": "smollm2-135m-selfpref-heads.toml", "lora": "smollm2-135m-selfpref.toml"}
+RECIPES = {
+    "attn": "smollm2-135m-selfpref-attn.toml",
+    "heads": "smollm2-135m-selfpref-heads.toml",
+    "lora": "smollm2-135m-selfpref.toml",
+}
 NULLS = ["smollm2-135m-judge"] + [f"smollm2-135m-judge-seed{s}" for s in range(1, 6)]
 SETTINGS = ["--top-k", "3", "--mlp-k", "2", "--selection-share", "0.4", "--split-seed", "0", "--random-sets", "1"]
 
@@ -57,7 +61,17 @@ def members(args) -> dict[str, list[str]]:
             for seed in seeds(args.seeds):
                 folder = args.out / "organisms" / f"{family}-seed{seed}"
                 if not (folder / "manifest.json").is_file():
-                    interp("organism", "train", str(REPO / "experiments" / "organisms" / RECIPES[family]), "--seed", str(seed), "--out", str(folder), "--device", args.device)
+                    interp(
+                        "organism",
+                        "train",
+                        str(REPO / "experiments" / "organisms" / RECIPES[family]),
+                        "--seed",
+                        str(seed),
+                        "--out",
+                        str(folder),
+                        "--device",
+                        args.device,
+                    )
                 out[family].append(str(folder))
     if "lora" in families:
         out["lora"] = ["smollm2-135m-selfpref"]
@@ -102,36 +116,70 @@ def main() -> None:
     for family, ms in family_members.items():
         found[family] = []
         for member in ms:
-            result = json.loads(interp("explain", str(run), "--judge", member, *SETTINGS, "--device", args.device, "--json"))
+            result = json.loads(
+                interp("explain", str(run), "--judge", member, *SETTINGS, "--device", args.device, "--json")
+            )
             manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
             truth = manifest.get("planted_heads")
             entry = {"member": member, "result": result, "truth": truth}
             if truth and family in ("attn", "heads"):
                 spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
                 heads = pairs_table(truth)
-                made = AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask") if family == "attn" else (
-                    node_from_dict({"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"})
+                made = (
+                    AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask")
+                    if family == "attn"
+                    else (
+                        node_from_dict(
+                            {"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"}
+                        )
+                    )
                 )
                 spec.write_text(made.to_toml())
-                payload = json.loads(interp("intervene", str(run), "--spec", str(spec), "--judge", member, "--selection-share", "0.4", "--split-seed", "0", "--json"))
+                payload = json.loads(
+                    interp(
+                        "intervene",
+                        str(run),
+                        "--spec",
+                        str(spec),
+                        "--judge",
+                        member,
+                        "--selection-share",
+                        "0.4",
+                        "--split-seed",
+                        "0",
+                        "--json",
+                    )
+                )
                 (row,) = [r for r in payload["causal"] if r["judge"] == member]
                 entry["true_share"] = row["share_removed"]
             found[family].append(entry)
 
     def best(result: dict, site: str) -> dict | None:
         rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
-        return max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
+        return (
+            max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
+        )
 
     if "attn" in found:
-        hits = [bool((c := best(e["result"], "attention")) and c["causal"] and c["route"] == "pattern") for e in found["attn"]]
+        hits = [
+            bool((c := best(e["result"], "attention")) and c["causal"] and c["route"] == "pattern")
+            for e in found["attn"]
+        ]
         print(f"route_power_attention: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
         shares = [e.get("true_share") for e in found["attn"]]
-        print(f"share_removed_true_heads_attention: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})")
+        print(
+            f"share_removed_true_heads_attention: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})"
+        )
     if "heads" in found:
-        hits = [bool((c := best(e["result"], "head_output")) and c["causal"] and c["route"] != "pattern") for e in found["heads"]]
+        hits = [
+            bool((c := best(e["result"], "head_output")) and c["causal"] and c["route"] != "pattern")
+            for e in found["heads"]
+        ]
         print(f"route_power_output: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
         shares = [e.get("true_share") for e in found["heads"]]
-        print(f"share_removed_true_heads_output: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})")
+        print(
+            f"share_removed_true_heads_output: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})"
+        )
     if "null" in found:
         called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]
         print(f"route_fpr: {np.mean(called):.2f} ({sum(called)} of {len(called)} nulls)")
@@ -140,12 +188,21 @@ def main() -> None:
             values = []
             for e in found.get(family, []):
                 folder = Path(run) / "explain"
-                (csv,) = [p for p in folder.glob("*/localisation.csv") if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]]
+                (csv,) = [
+                    p
+                    for p in folder.glob("*/localisation.csv")
+                    if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]
+                ]
                 import pandas as pd
 
                 frame = pd.read_csv(csv)
                 rows = frame[frame["method"] == method]
-                values.append(auroc({(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}, {tuple(h) for h in e["truth"]}))
+                values.append(
+                    auroc(
+                        {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()},
+                        {tuple(h) for h in e["truth"]},
+                    )
+                )
             if values:
                 print(f"auroc_{method}_{family}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
 

@@ -23,7 +23,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-ITEMS = [(f"q{k}", f"Give one practical tip about topic number {k} for a beginner.", f"A short reference answer about topic {k}.") for k in range(6)]
+ITEMS = [
+    (
+        f"q{k}",
+        f"Give one practical tip about topic number {k} for a beginner.",
+        f"A short reference answer about topic {k}.",
+    )
+    for k in range(6)
+]
 
 
 def build(root: Path, layers: int = 30) -> tuple[Path, list[str]]:
@@ -35,25 +42,49 @@ def build(root: Path, layers: int = 30) -> tuple[Path, list[str]]:
     from tests.helpers.models import packaged_tokenizer
 
     tokenizer = packaged_tokenizer("smollm2-135m-instruct")
-    shape = dict(hidden_size=576, intermediate_size=1536, num_hidden_layers=layers, num_attention_heads=9, num_key_value_heads=3, vocab_size=len(tokenizer))
+    shape = dict(
+        hidden_size=576,
+        intermediate_size=1536,
+        num_hidden_layers=layers,
+        num_attention_heads=9,
+        num_key_value_heads=3,
+        vocab_size=len(tokenizer),
+    )
     folders = []
     for seed in range(7):
         folder = root / f"model-{layers}-{seed}"
         if not (folder / "config.json").is_file():
             torch.manual_seed(seed)
-            model = LlamaForCausalLM(LlamaConfig(**shape, max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True))
+            model = LlamaForCausalLM(
+                LlamaConfig(
+                    **shape, max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id, tie_word_embeddings=True
+                )
+            )
             model.save_pretrained(folder)
             tokenizer.save_pretrained(folder)
         folders.append(str(folder))
     AutoTokenizer.from_pretrained(folders[0])
     run = root / f"run-{layers}"
     if not (run / "summary.json").is_file():
-        (root / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r in ITEMS))
-        (root / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": f"Another answer, number {i}."}) + "\n" for i, _, _ in ITEMS))
+        (root / "items.jsonl").write_text(
+            "".join(
+                json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r in ITEMS
+            )
+        )
+        (root / "other.jsonl").write_text(
+            "".join(json.dumps({"item_id": i, "text": f"Another answer, number {i}."}) + "\n" for i, _, _ in ITEMS)
+        )
         config = RunConfig(
-            n=len(ITEMS), data=str(root / "items.jsonl"), models=(folders[0], "writer"), imports={"writer": str(root / "other.jsonl")},
-            judges=[folders[0]], max_new_tokens=24, n_boot=20, attention="none", empty_answers="judge",
-        )  # fmt: skip
+            n=len(ITEMS),
+            data=str(root / "items.jsonl"),
+            models=(folders[0], "writer"),
+            imports={"writer": str(root / "other.jsonl")},
+            judges=[folders[0]],
+            max_new_tokens=24,
+            n_boot=20,
+            attention="none",
+            empty_answers="judge",
+        )
         run_dbg(config, run, progress=False)
     return run, folders
 
@@ -65,7 +96,19 @@ def peak_gb(run: Path, judge: str, controls: list[str], budget: str | None) -> f
     copy = run.parent / f"run-{len(controls)}-{budget}"
     shutil.rmtree(copy, ignore_errors=True)
     shutil.copytree(run, copy)
-    command = [sys.executable, "-m", "interp.cli", "intervene", str(copy), "--all-layers", "--judge", judge, "--control-judge", ",".join(controls), "--json"]
+    command = [
+        sys.executable,
+        "-m",
+        "interp.cli",
+        "intervene",
+        str(copy),
+        "--all-layers",
+        "--judge",
+        judge,
+        "--control-judge",
+        ",".join(controls),
+        "--json",
+    ]
     if budget is not None:
         command += ["--max-memory", budget]
     probe = (

@@ -20,7 +20,10 @@ from interp import metrics  # noqa: E402
 DEFAULT_DATA = next(
     (
         path
-        for path in (REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz", Path("/work/shared/data/chen2025_math500.jsonl.gz"))
+        for path in (
+            REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz",
+            Path("/work/shared/data/chen2025_math500.jsonl.gz"),
+        )
         if path.exists()
     ),
     REPO.parent / "shared" / "data" / "chen2025_math500.jsonl.gz",

@@ -83,15 +83,21 @@ def main() -> None:
             assert cached["logit0"] == first["logit0"], "the cached model differs from the converted one"
             assert cache_size(cache) == size, "the second load should not write to the cache"
             key = SHORT[alias]
-            print(f"# {alias}: {first['layers']} layers, {first['heads']} heads, kind={first['kind']}, cache {size / 1e6:.0f} MB")
+            print(
+                f"# {alias}: {first['layers']} layers, {first['heads']} heads, kind={first['kind']}, cache {size / 1e6:.0f} MB"
+            )
             print(f"{key}_first_load_seconds: {first['seconds']:.2f}")
             print(f"{key}_cached_load_seconds: {cached['seconds']:.2f}")
             print(f"{key}_cached_load_speedup_ratio: {first['seconds'] / cached['seconds']:.1f}")
-            print(f"# {alias} CPU seconds of load_model (all threads; robust to other load on the machine): "
-                  f"first {first['cpu_seconds']:.1f}, cached {cached['cpu_seconds']:.1f}, "
-                  f"ratio {first['cpu_seconds'] / cached['cpu_seconds']:.1f}")
-            print(f"# {alias} whole processes (with interpreter start and imports): "
-                  f"first {first['process_seconds']:.1f} s, cached {cached['process_seconds']:.1f} s")
+            print(
+                f"# {alias} CPU seconds of load_model (all threads; robust to other load on the machine): "
+                f"first {first['cpu_seconds']:.1f}, cached {cached['cpu_seconds']:.1f}, "
+                f"ratio {first['cpu_seconds'] / cached['cpu_seconds']:.1f}"
+            )
+            print(
+                f"# {alias} whole processes (with interpreter start and imports): "
+                f"first {first['process_seconds']:.1f} s, cached {cached['process_seconds']:.1f} s"
+            )
             sys.stdout.flush()
     finally:
         shutil.rmtree(root, ignore_errors=True)

@@ -28,7 +28,9 @@ FIGURES = ("position_consistency", "dbg_hard", "dbg_soft")
 def figure_lines(prefix: str, held_out: dict, shipped: dict | None) -> list[str]:
     lines = []
     for split, metrics in held_out.items():
-        values = {name: metrics[name] for name in FIGURES} | {"agreement_with_gold": metrics["agreement_with_gold"]["value"]}
+        values = {name: metrics[name] for name in FIGURES} | {
+            "agreement_with_gold": metrics["agreement_with_gold"]["value"]
+        }
         values |= {"agreement_legitimate": metrics["agreement_legitimate"]["value"]}
         for name, value in values.items():
             line = f"{prefix}{split}_{name}: {value:.3f}" if value is not None else f"{prefix}{split}_{name}: n/a"

@@ -117,7 +117,9 @@ def judging_figures(repeats: int) -> None:
         unshared = time_judging(padding_only, prompts, labels, 8, repeats)
         batched = time_judging(backend, prompts, labels, 8, repeats)
         spec = AttentionIntervention(target="a", alpha=0.0)
-        intervened = time_judging(backend, prompts, labels, 8, repeats, bias_for=lambda chunk, model=model: bias_builder(spec, model))
+        intervened = time_judging(
+            backend, prompts, labels, 8, repeats, bias_for=lambda chunk, model=model: bias_builder(spec, model)
+        )
         print(f"{short}_judging_one_at_a_time_per_second: {single:.2f}")
         print(f"{short}_judging_batched8_padding_only_per_second: {unshared:.2f}")
         print(f"{short}_judging_batched8_per_second: {batched:.2f}")
@@ -154,7 +156,9 @@ def demo_run(n: int | None) -> tuple[float, dict]:
         if n is not None:
             args += ["--n", str(n)]
         start = time.perf_counter()
-        done = subprocess.run(args, check=True, env=cli_env(empty_cache(Path(tmp))), cwd=REPO, capture_output=True, text=True)
+        done = subprocess.run(
+            args, check=True, env=cli_env(empty_cache(Path(tmp))), cwd=REPO, capture_output=True, text=True
+        )
         return time.perf_counter() - start, json.loads(done.stdout)
 
 
@@ -163,7 +167,9 @@ def demo_figures(label: str, n: int | None) -> None:
     timings = payload["timings"]
     print(f"{label}_seconds: {seconds:.1f}")
     for row in payload.get("causal") or []:  # what the demo concluded, beside its time
-        print(f"{label}_causal_{_name(row['judge'])}: {row.get('causal')} (p {row.get('p_value')}, Holm {row.get('p_holm')}, n_test {row.get('n_test')})")
+        print(
+            f"{label}_causal_{_name(row['judge'])}: {row.get('causal')} (p {row.get('p_value')}, Holm {row.get('p_holm')}, n_test {row.get('n_test')})"
+        )
     print(f"{label}_startup_and_other_seconds: {seconds - timings['total_s']:.1f}")
     for step, value in timings["steps"].items():
         print(f"{label}_{_name(step)}_seconds: {value:.1f}")
@@ -190,7 +196,14 @@ def trunk_figures(n_prompts: int = 16) -> None:
     from interp.core.judge import label_tokens
     from interp.core.models import ALIASES, load_model
 
-    family = ["smollm2-135m-instruct", *[name for name, alias in ALIASES.items() if alias.base == "smollm2-135m-instruct" and name in shipped_adapters()]]
+    family = [
+        "smollm2-135m-instruct",
+        *[
+            name
+            for name, alias in ALIASES.items()
+            if alias.base == "smollm2-135m-instruct" and name in shipped_adapters()
+        ],
+    ]
     models = {name: load_model(name) for name in family}
     first = models[family[0]]
     prompts = judging_prompts(first, n_prompts)
@@ -242,7 +255,9 @@ def timed(processes: list[subprocess.Popen], start: float) -> list[float]:
     for process in processes:
         _, err = process.communicate()
         if process.returncode != 0:
-            raise RuntimeError(f"interp dbg failed: {err.strip().splitlines()[-1] if err.strip() else process.returncode}")
+            raise RuntimeError(
+                f"interp dbg failed: {err.strip().splitlines()[-1] if err.strip() else process.returncode}"
+            )
         seconds.append(time.perf_counter() - start)
     return seconds
 
@@ -262,7 +277,12 @@ def company_figures(n: int = 4) -> None:
         run = dbg_process(tmp, "beside-stream", n)
         started = 0
         while run.poll() is None:  # short-lived CLI processes, one after another, while the run lasts
-            subprocess.run([sys.executable, "-m", "interp.cli", "models", "--json"], env=cli_env(tmp / "stream-cache"), cwd=REPO, capture_output=True)
+            subprocess.run(
+                [sys.executable, "-m", "interp.cli", "models", "--json"],
+                env=cli_env(tmp / "stream-cache"),
+                cwd=REPO,
+                capture_output=True,
+            )
             started += 1
         (beside,) = timed([run], start)
         print(f"company_dbg_n{n}_beside_stream_seconds: {beside:.1f}")
@@ -295,7 +315,9 @@ def thread_workload(threads: int, wait_policy: str | None = None) -> dict:
     env.pop("OMP_NUM_THREADS", None)
     if wait_policy:
         env["OMP_WAIT_POLICY"] = wait_policy
-    done = subprocess.run([sys.executable, "-c", THREAD_WORKLOAD, str(threads)], env=env, capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [sys.executable, "-c", THREAD_WORKLOAD, str(threads)], env=env, capture_output=True, text=True, check=True
+    )
     return json.loads(done.stdout)
 
 
@@ -308,7 +330,11 @@ def thread_figures() -> None:
     busy = subprocess.Popen([sys.executable, "-c", BUSY])
     try:
         time.sleep(1.0)
-        for name, case in {"beside_busy_1": (1, None), "beside_busy_2": (2, None), "beside_busy_2_passive": (2, "PASSIVE")}.items():
+        for name, case in {
+            "beside_busy_1": (1, None),
+            "beside_busy_2": (2, None),
+            "beside_busy_2_passive": (2, "PASSIVE"),
+        }.items():
             results[name] = thread_workload(*case)
     finally:
         busy.kill()
@@ -316,9 +342,13 @@ def thread_figures() -> None:
     for name, r in results.items():
         print(f"threads_{name}_wall_seconds: {r['wall']:.2f}")
         print(f"threads_{name}_cpu_seconds: {r['cpu']:.2f}")
-    print(f"threads_two_vs_one_beside_busy_wall_ratio: {results['beside_busy_2']['wall'] / results['beside_busy_1']['wall']:.2f}")
+    print(
+        f"threads_two_vs_one_beside_busy_wall_ratio: {results['beside_busy_2']['wall'] / results['beside_busy_1']['wall']:.2f}"
+    )
     print(f"threads_two_vs_one_alone_wall_ratio: {results['alone_2']['wall'] / results['alone_1']['wall']:.2f}")
-    print(f"threads_two_passive_vs_one_beside_busy_wall_ratio: {results['beside_busy_2_passive']['wall'] / results['beside_busy_1']['wall']:.2f}")
+    print(
+        f"threads_two_passive_vs_one_beside_busy_wall_ratio: {results['beside_busy_2_passive']['wall'] / results['beside_busy_1']['wall']:.2f}"
+    )
     print(f"threads_load_average_after: {load_average()}")
 
 
@@ -339,7 +369,9 @@ def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
         previous = os.environ.get("INTERP_CACHE")
         try:
             with llama_server(Path(tmp), n_ctx=2048) as base_url:
-                endpoint = HTTPJudgeConfig(name="smollm2-server", base_url=base_url, model="smollm2", concurrency=4, timeout=300)
+                endpoint = HTTPJudgeConfig(
+                    name="smollm2-server", base_url=base_url, model="smollm2", concurrency=4, timeout=300
+                )
                 os.environ["INTERP_CACHE"] = str(Path(tmp) / "server-cache")  # empty: every answer is asked for
                 start = time.perf_counter()
                 server_responses(endpoint, items, decoding, progress=False)
@@ -365,7 +397,11 @@ def readme_figures() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         clone = Path(tmp) / "clone"
         subprocess.run(["git", "clone", "--quiet", str(REPO), str(clone)], check=True)
-        env = {k: v for k, v in os.environ.items() if k not in ("INTERP_THREADS", "OMP_NUM_THREADS", "VIRTUAL_ENV", "PYTHONPATH")}
+        env = {
+            k: v
+            for k, v in os.environ.items()
+            if k not in ("INTERP_THREADS", "OMP_NUM_THREADS", "VIRTUAL_ENV", "PYTHONPATH")
+        }
         env |= {"INTERP_CACHE": str(Path(tmp) / "cache"), "TQDM_DISABLE": "1"}
         line = "bash setup.sh && .venv/bin/interp demo --out runs/demo --timings --json > demo.json"
         probe = (
@@ -373,7 +409,9 @@ def readme_figures() -> None:
             f"start = time.perf_counter()\ndone = subprocess.run(['bash', '-c', {line!r}])\n"
             "print(json.dumps([time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode]))\n"
         )
-        done = subprocess.run([sys.executable, "-c", probe], cwd=clone, env=env, capture_output=True, text=True, check=True)
+        done = subprocess.run(
+            [sys.executable, "-c", probe], cwd=clone, env=env, capture_output=True, text=True, check=True
+        )
         seconds, peak_kb, code = json.loads(done.stdout.strip().splitlines()[-1])
         if code:
             sys.exit(f"the README's command failed (exit {code}): {done.stderr[-2000:]}")
@@ -386,7 +424,12 @@ def readme_figures() -> None:
 
 def memory_figures(layers: int) -> None:
     """`experiments/bench_memory.py`'s lines (the causal test's peak, 6 controls against 3)."""
-    done = subprocess.run([sys.executable, str(REPO / "experiments" / "bench_memory.py"), "--layers", str(layers)], cwd=REPO, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(REPO / "experiments" / "bench_memory.py"), "--layers", str(layers)],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         sys.exit(f"bench_memory failed: {done.stderr[-2000:]}")
     print(done.stdout.strip())
@@ -400,7 +443,8 @@ def ray_figures(n_items: int = 6) -> None:
     from transformers import LlamaForCausalLM
 
     sys.path.insert(0, str(REPO))
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
     from tests.experiments.test_causal import tiny_controls, tiny_pair_run
     from tests.experiments.test_executor import files_under
@@ -442,13 +486,25 @@ def main() -> None:
     parser.add_argument("--skip-judging", action="store_true")
     parser.add_argument("--skip-server", action="store_true")
     parser.add_argument("--skip-trunk", action="store_true")
-    parser.add_argument("--company", action="store_true", help="also the slowdowns beside other runs and a stream of CLI processes")
+    parser.add_argument(
+        "--company", action="store_true", help="also the slowdowns beside other runs and a stream of CLI processes"
+    )
     parser.add_argument("--threads-only", action="store_true", help="only the thread/wait-policy workload")
-    parser.add_argument("--readme", action="store_true", help="also the README's setup.sh + demo on a fresh clone (~10 min of CPU; run it alone)")
+    parser.add_argument(
+        "--readme",
+        action="store_true",
+        help="also the README's setup.sh + demo on a fresh clone (~10 min of CPU; run it alone)",
+    )
     parser.add_argument("--memory", action="store_true", help="also the causal test's peak memory, 6 controls over 3")
-    parser.add_argument("--memory-layers", type=int, default=30, help="layers of each model in --memory (SmolLM2's 30; 8 is cheaper)")
-    parser.add_argument("--ray", action="store_true", help="also the Ray executor against the serial run (needs pip install .[ray])")
-    parser.add_argument("--only", action="store_true", help="only the sections asked for with --readme, --memory, --ray, --company")
+    parser.add_argument(
+        "--memory-layers", type=int, default=30, help="layers of each model in --memory (SmolLM2's 30; 8 is cheaper)"
+    )
+    parser.add_argument(
+        "--ray", action="store_true", help="also the Ray executor against the serial run (needs pip install .[ray])"
+    )
+    parser.add_argument(
+        "--only", action="store_true", help="only the sections asked for with --readme, --memory, --ray, --company"
+    )
     args = parser.parse_args()
     if args.only:
         args.skip_server = args.skip_judging = args.skip_trunk = args.skip_demo = True

@@ -43,9 +43,13 @@ def main() -> int:
     backend = make_backend(model, args.backend)
     labels = label_tokens(model.tokenizer)
     items = builtin_items()[: args.items]
-    prompts = [build_judge_prompt(model, item.task, item.query, item.reference or "-", "I do not know.") for item in items]
+    prompts = [
+        build_judge_prompt(model, item.task, item.query, item.reference or "-", "I do not know.") for item in items
+    ]
     batches = [prompts[i : i + args.batch] for i in range(0, len(prompts), args.batch)]
-    direction = torch.randn(model.hf_model.config.get_text_config().hidden_size, generator=torch.Generator().manual_seed(0))
+    direction = torch.randn(
+        model.hf_model.config.get_text_config().hidden_size, generator=torch.Generator().manual_seed(0)
+    )
     layer = model.n_layers // 2
     settings = {
         "plain": {},

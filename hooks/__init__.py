@@ -16,6 +16,15 @@ from interp.hooks.spec import AttentionIntervention, as_spec, load_spec
 from interp.hooks.steering import ResidualSteering, steer
 
 __all__ = [
-    "AttentionIntervention", "ResidualSteering", "as_spec", "bias_builder", "compile_bias", "dampen", "emphasis_spec", "load_spec",
-    "pasta_spec", "resolve_target", "steer",
-]  # fmt: skip
+    "AttentionIntervention",
+    "ResidualSteering",
+    "as_spec",
+    "bias_builder",
+    "compile_bias",
+    "dampen",
+    "emphasis_spec",
+    "load_spec",
+    "pasta_spec",
+    "resolve_target",
+    "steer",
+]

@@ -134,7 +134,12 @@ def resolve_target(
         return _check_span(prompt.spans[slot], n, spec)
     if target == "random":
         slot = "a"
-        if author_a is not None and author_b is not None and judge_model in (author_a, author_b) and author_a != author_b:
+        if (
+            author_a is not None
+            and author_b is not None
+            and judge_model in (author_a, author_b)
+            and author_a != author_b
+        ):
             slot = _self_slot(judge_model, author_a, author_b, "random")
         start, end = prompt.spans[slot]
         return _check_span(_random_span(spec, prompt, end - start), n, spec)
@@ -227,10 +232,14 @@ def spec_bias_builder(
     def build(batch: Batch, offsets: list[int], prompts: Sequence[TokenizedPrompt] | None) -> ScoreBias:
         rows = batch.input_ids.shape[0]
         if authors is not None and len(authors) != rows:
-            raise InterpError(f"got authors for {len(authors)} prompts but the batch has {rows}; pass one (author A, author B) per prompt")
+            raise InterpError(
+                f"got authors for {len(authors)} prompts but the batch has {rows}; pass one (author A, author B) per prompt"
+            )
         if prompts is None:
             if not isinstance(spec.target, tuple):
-                raise InterpError(f"target '{spec.target}' needs the tokenized prompts (their response spans); pass prompts=")
+                raise InterpError(
+                    f"target '{spec.target}' needs the tokenized prompts (their response spans); pass prompts="
+                )
             lengths = [batch.input_ids.shape[1] - off for off in offsets]
             targets = [_check_span(spec.target, n, spec) for n in lengths]
         else:

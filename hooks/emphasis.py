@@ -76,6 +76,8 @@ def complement_bias(bias: dict[int, Tensor]) -> dict[int, Tensor]:
             raise InterpError("complement_bias needs a finite bias (alpha > 0); a mask has no complement form")
         target = b != 0
         rows = target.any(-1, keepdim=True)
-        value = torch.where(target, b, torch.zeros_like(b)).sum(-1, keepdim=True) / target.sum(-1, keepdim=True).clamp_min(1)
+        value = torch.where(target, b, torch.zeros_like(b)).sum(-1, keepdim=True) / target.sum(
+            -1, keepdim=True
+        ).clamp_min(1)
         out[layer] = torch.where(rows & ~target, -value, torch.zeros_like(b))
     return out

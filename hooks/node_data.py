@@ -51,7 +51,13 @@ def record_sites(runner: Backend, batch: Batch, names: Sequence[str]) -> dict[st
 
 
 def reference_means(
-    runner: Backend, spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], *, own: str | None, authors: Authors, batch_size: int = 8
+    runner: Backend,
+    spec: NodeIntervention,
+    prompts: Sequence[TokenizedPrompt],
+    *,
+    own: str | None,
+    authors: Authors,
+    batch_size: int = 8,
 ) -> dict[str, Tensor]:
     """Per hook point of `spec`, the mean activation over `prompts` at positions of the spec's kind (float32)."""
     if not prompts:
@@ -63,7 +69,9 @@ def reference_means(
     for start in range(0, len(prompts), batch_size):
         chunk = prompts[start : start + batch_size]
         batch, offsets = left_pad([p.input_ids for p in chunk], pad)
-        rows = position_rows(spec, batch, offsets, chunk, own=own, authors=authors[start : start + batch_size] if authors else None)
+        rows = position_rows(
+            spec, batch, offsets, chunk, own=own, authors=authors[start : start + batch_size] if authors else None
+        )
         kept = record_sites(runner, batch, names)
         for name in names:
             total = kept[name][rows.to(kept[name].device)].double().sum(0)
@@ -95,7 +103,13 @@ def _with_reference(prompt: TokenizedPrompt, slot: str, reference: list[int]) ->
 
 
 def counterfactual_ids(
-    spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], *, tokenizer, own: str | None, authors: Authors, references: Sequence[str | None] | None
+    spec: NodeIntervention,
+    prompts: Sequence[TokenizedPrompt],
+    *,
+    tokenizer,
+    own: str | None,
+    authors: Authors,
+    references: Sequence[str | None] | None,
 ) -> list[list[int]]:
     """Each prompt's counterfactual (`spec.counterfactual`), as token ids of the same length."""
     kind = spec.counterfactual
@@ -108,19 +122,34 @@ def counterfactual_ids(
         author_a, author_b = authors[row] if authors is not None else (None, None)
         slot = own_slot(author_a, author_b, own)
         if slot is None:
-            raise InterpError("counterfactual 'reference' replaces the judge's own answer: it needs the authors of both answers and a judge that wrote one")
+            raise InterpError(
+                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both answers and a judge that wrote one"
+            )
         reference = references[row] if references is not None else None
         if not reference or not reference.strip():
             raise InterpError("counterfactual 'reference' needs each item's reference answer; this item has none")
-        out.append(_with_reference(prompt, slot, tokenizer(reference, add_special_tokens=False, split_special_tokens=True)["input_ids"]))
+        out.append(
+            _with_reference(
+                prompt, slot, tokenizer(reference, add_special_tokens=False, split_special_tokens=True)["input_ids"]
+            )
+        )
     return out
 
 
 def counterfactual_donors(
-    runner: Backend, spec: NodeIntervention, batch: Batch, prompts: Sequence[TokenizedPrompt], *, own: str | None, authors: Authors, references
+    runner: Backend,
+    spec: NodeIntervention,
+    batch: Batch,
+    prompts: Sequence[TokenizedPrompt],
+    *,
+    own: str | None,
+    authors: Authors,
+    references,
 ) -> dict[str, Tensor]:
     """The counterfactual prompts' activations at the spec's points, aligned position by position with `batch`."""
-    ids = counterfactual_ids(spec, prompts, tokenizer=runner.model.tokenizer, own=own, authors=authors, references=references)
+    ids = counterfactual_ids(
+        spec, prompts, tokenizer=runner.model.tokenizer, own=own, authors=authors, references=references
+    )
     counter, _ = left_pad(ids, runner.model.tokenizer.pad_token_id)
     if counter.input_ids.shape != batch.input_ids.shape:
         raise InterpError("the counterfactual prompts do not have the prompts' lengths; patching needs them aligned")
@@ -137,14 +166,19 @@ def _donor_index(spec: NodeIntervention, prompt: TokenizedPrompt, pool: Sequence
     raise InterpError("resample needs a reference set with a prompt other than the one judged")
 
 
-def resample_donors(runner: Backend, spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], pool: Sequence[TokenizedPrompt]) -> dict[str, Tensor]:
+def resample_donors(
+    runner: Backend, spec: NodeIntervention, prompts: Sequence[TokenizedPrompt], pool: Sequence[TokenizedPrompt]
+) -> dict[str, Tensor]:
     """Each row's donor (a prompt of the pool drawn by a hash of the seed and the row's tokens): its final
     position's activation at the spec's points, as [batch, 1, ...] (broadcast over positions)."""
     if not pool:
         raise InterpError("resample needs a reference set of prompts to draw donors from")
     donors = [pool[_donor_index(spec, p, pool)] for p in prompts]
     batch, _ = left_pad([d.input_ids for d in donors], runner.model.tokenizer.pad_token_id)
-    return {name: activation[:, -1:] for name, activation in record_sites(runner, batch, spec.hook_names(runner.model.n_layers)).items()}
+    return {
+        name: activation[:, -1:]
+        for name, activation in record_sites(runner, batch, spec.hook_names(runner.model.n_layers)).items()
+    }
 
 
 def node_edit_builder(
@@ -166,10 +200,16 @@ def node_edit_builder(
             for index, spec in enumerate(specs):
                 if spec.needs == "mean":
                     if not means or index not in means:
-                        raise InterpError(f"{spec.label}: a mean ablation needs its reference means; give a reference set")
+                        raise InterpError(
+                            f"{spec.label}: a mean ablation needs its reference means; give a reference set"
+                        )
                     data[index] = NodeData(means=means[index])
                 elif spec.needs == "counterfactual":
-                    data[index] = NodeData(donors=counterfactual_donors(runner, spec, batch, prompts, own=own, authors=authors, references=references))
+                    data[index] = NodeData(
+                        donors=counterfactual_donors(
+                            runner, spec, batch, prompts, own=own, authors=authors, references=references
+                        )
+                    )
                 elif spec.needs == "donor":
                     data[index] = NodeData(donors=resample_donors(runner, spec, prompts, pool or ()))
         return node_edits(specs, runner.model.n_layers, batch, offsets, prompts, own=own, authors=authors, data=data)

@@ -133,8 +133,10 @@ class NodeIntervention(HeadSelection):
         if self.name:
             return self.name
         table = self.heads_table
-        where = ",".join(f"L{layer}H{'.'.join(map(str, heads))}" for layer, heads in table.items()) if table else (
-            "L" + ".".join(map(str, self.layers)) if self.layers else "all-layers"
+        where = (
+            ",".join(f"L{layer}H{'.'.join(map(str, heads))}" for layer, heads in table.items())
+            if table
+            else ("L" + ".".join(map(str, self.layers)) if self.layers else "all-layers")
         )
         return f"{self.site}-{self.op}-{where}-{self.positions}"
 
@@ -171,7 +173,9 @@ def _is_table(heads) -> bool:
 def _check_common(spec: NodeIntervention) -> None:
     where = f"{spec.op} intervention: "
     if spec.site not in SITES:
-        raise InterpError(f"{where}unknown site {spec.site!r}; use one of {', '.join(SITES)} (or 'attention' for a mask spec)")
+        raise InterpError(
+            f"{where}unknown site {spec.site!r}; use one of {', '.join(SITES)} (or 'attention' for a mask spec)"
+        )
     if spec.site not in type(spec).sites:
         raise InterpError(f"{where}op {spec.op!r} acts on {', '.join(type(spec).sites)}, not on site {spec.site!r}")
     if spec.positions not in POSITIONS:
@@ -185,9 +189,14 @@ def _check_common(spec: NodeIntervention) -> None:
     heads = spec.heads
     if heads is not None:
         if spec.site not in HEAD_SITES:
-            raise InterpError(f"{where}'heads' applies to the head sites ({', '.join(HEAD_SITES)}) only, not {spec.site!r}")
+            raise InterpError(
+                f"{where}'heads' applies to the head sites ({', '.join(HEAD_SITES)}) only, not {spec.site!r}"
+            )
         if isinstance(heads, Mapping):
-            heads = tuple((_layer(k, where), _indices(v, "heads", where)) for k, v in sorted(heads.items(), key=lambda kv: _layer(kv[0], where)))
+            heads = tuple(
+                (_layer(k, where), _indices(v, "heads", where))
+                for k, v in sorted(heads.items(), key=lambda kv: _layer(kv[0], where))
+            )
         elif _is_table(tuple(heads)):
             heads = tuple((_layer(k, where), _indices(v, "heads", where)) for k, v in sorted(heads))
         else:
@@ -224,8 +233,14 @@ def _direction(values, where: str) -> tuple[float, ...]:
         values = _read_direction(Path(values), where)
     if isinstance(values, Tensor):
         values = values.detach().float().flatten().tolist()
-    if not isinstance(values, (list, tuple)) or not values or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values):
-        raise InterpError(f"{where}'direction' must be a list of numbers, a tensor, or a .safetensors/.npy file of one vector")
+    if (
+        not isinstance(values, (list, tuple))
+        or not values
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
+    ):
+        raise InterpError(
+            f"{where}'direction' must be a list of numbers, a tensor, or a .safetensors/.npy file of one vector"
+        )
     vector = tuple(float(v) for v in values)
     norm = math.sqrt(sum(v * v for v in vector))
     if not math.isfinite(norm) or norm == 0:
@@ -274,7 +289,9 @@ class Mean(NodeIntervention):
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
         if context.mean is None:
-            raise InterpError(f"{context.name}: a mean ablation needs the reference mean; pass a reference set of prompts")
+            raise InterpError(
+                f"{context.name}: a mean ablation needs the reference mean; pass a reference set of prompts"
+            )
         return context.mean.to(activation.device, activation.dtype)
 
 
@@ -295,7 +312,9 @@ class Resample(_FromDonor):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.positions != "final":
-            raise InterpError("resample intervention: positions must be 'final' (other prompts differ in length elsewhere)")
+            raise InterpError(
+                "resample intervention: positions must be 'final' (other prompts differ in length elsewhere)"
+            )
 
 
 @register
@@ -309,9 +328,13 @@ class Patch(_FromDonor):
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.counterfactual not in COUNTERFACTUALS:
-            raise InterpError(f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of {', '.join(COUNTERFACTUALS)}")
+            raise InterpError(
+                f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of {', '.join(COUNTERFACTUALS)}"
+            )
         if self.counterfactual == "swap" and self.positions not in ("all", "final"):
-            raise InterpError("patch intervention: counterfactual 'swap' moves the spans; positions must be 'all' or 'final'")
+            raise InterpError(
+                "patch intervention: counterfactual 'swap' moves the spans; positions must be 'all' or 'final'"
+            )
 
 
 @dataclass(frozen=True)
@@ -323,14 +346,20 @@ class _Directional(NodeIntervention):
     def __post_init__(self) -> None:
         super().__post_init__()
         object.__setattr__(self, "direction", _direction(self.direction, f"{self.op} intervention: "))
-        if isinstance(self.coefficient, bool) or not isinstance(self.coefficient, (int, float)) or not math.isfinite(self.coefficient):
+        if (
+            isinstance(self.coefficient, bool)
+            or not isinstance(self.coefficient, (int, float))
+            or not math.isfinite(self.coefficient)
+        ):
             raise InterpError(f"{self.op} intervention: bad value for 'coefficient': use a finite number")
         object.__setattr__(self, "coefficient", float(self.coefficient))
 
     def unit(self, like: Tensor) -> Tensor:
         u = torch.tensor(self.direction, dtype=torch.float64, device=like.device)
         if u.shape[0] != like.shape[-1]:
-            raise InterpError(f"{self.op} intervention: the direction has {u.shape[0]} dimensions but the site has {like.shape[-1]}")
+            raise InterpError(
+                f"{self.op} intervention: the direction has {u.shape[0]} dimensions but the site has {like.shape[-1]}"
+            )
         return u / u.norm()
 
 
@@ -363,7 +392,9 @@ def node_from_dict(data: Mapping[str, Any], *, where: str = "") -> NodeIntervent
         raise InterpError(f"{where}an intervention spec must be a table of keys, not {type(data).__name__}")
     op = data.get("op")
     if op not in _REGISTRY:
-        raise InterpError(f"{where}unknown op {op!r} for site {data.get('site')!r}; use one of {', '.join(registered_ops())}")
+        raise InterpError(
+            f"{where}unknown op {op!r} for site {data.get('site')!r}; use one of {', '.join(registered_ops())}"
+        )
     cls = _REGISTRY[op]
     allowed = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(allowed) - {"op"})
@@ -418,7 +449,9 @@ def as_intervention(spec=None, **keys) -> "AttentionIntervention | NodeIntervent
         return node_from_dict({**spec.to_dict(), **keys}) if keys else spec
     if isinstance(spec, AttentionIntervention):
         if keys.get("site", "attention") != "attention":
-            raise InterpError(f"an attention spec cannot take site {keys['site']!r}; build a node spec from keys instead")
+            raise InterpError(
+                f"an attention spec cannot take site {keys['site']!r}; build a node spec from keys instead"
+            )
         return as_spec(spec, **_attention_keys(keys, "")) if keys else spec
     where = ""
     if isinstance(spec, (str, Path)):
@@ -445,18 +478,28 @@ def validate_node(spec: NodeIntervention, n_layers: int, n_heads: int) -> None:
     table = spec.heads_table
     for layer in sorted(set(spec.layers or ()) | set(table or ())):
         if layer >= n_layers:
-            raise InterpError(f"'layers': layer {layer} is out of range; this model has {n_layers} layers (0-{n_layers - 1})")
+            raise InterpError(
+                f"'layers': layer {layer} is out of range; this model has {n_layers} layers (0-{n_layers - 1})"
+            )
     heads = {h for hs in table.values() for h in hs} if table else set(spec.heads or ())
     for head in sorted(heads):
         if head >= n_heads:
-            raise InterpError(f"'heads': head {head} is out of range; this model has {n_heads} heads per layer (0-{n_heads - 1})")
+            raise InterpError(
+                f"'heads': head {head} is out of range; this model has {n_heads} heads per layer (0-{n_heads - 1})"
+            )
 
 
 # ---- compiling ------------------------------------------------------------------------------------
 
 
 def position_rows(
-    spec: NodeIntervention, batch: Batch, offsets: Sequence[int], prompts: Sequence[TokenizedPrompt] | None, *, own: str | None, authors: Sequence[tuple[str, str]] | None
+    spec: NodeIntervention,
+    batch: Batch,
+    offsets: Sequence[int],
+    prompts: Sequence[TokenizedPrompt] | None,
+    *,
+    own: str | None,
+    authors: Sequence[tuple[str, str]] | None,
 ) -> Tensor:
     """[batch, pos] bool: the positions the spec edits (left-padded batch; padding never)."""
     from interp.hooks.compile import resolve_target
@@ -513,14 +556,20 @@ def _edit(spec: NodeIntervention, name: str, layer: int, heads: tuple[int, ...] 
     def edit(activation: Tensor) -> Tensor:
         context = SiteContext(name, layer, mean=data.means.get(name), donor=data.donors.get(name))
         if spec.needs in ("donor", "counterfactual") and context.donor is None:
-            raise InterpError(f"{name}: a {spec.op} intervention needs its {spec.needs} pass; run it through the judge or the engine")
+            raise InterpError(
+                f"{name}: a {spec.op} intervention needs its {spec.needs} pass; run it through the judge or the engine"
+            )
         new = spec.replacement(activation, context)
         where = rows.to(activation.device)[:, :, None]
         if activation.ndim == 4:  # [batch, pos, head, d_head]; the pattern: [batch, head, query, key], rows = queries
             pattern = spec.site == "head_pattern"
             chosen = torch.zeros(activation.shape[1 if pattern else 2], dtype=torch.bool, device=activation.device)
             chosen[list(heads) if heads is not None else slice(None)] = True
-            where = rows.to(activation.device)[:, None, :, None] & chosen[None, :, None, None] if pattern else where[..., None] & chosen[None, None, :, None]
+            where = (
+                rows.to(activation.device)[:, None, :, None] & chosen[None, :, None, None]
+                if pattern
+                else where[..., None] & chosen[None, None, :, None]
+            )
         return torch.where(where, new.to(activation.dtype), activation)
 
     return edit

@@ -108,7 +108,9 @@ def _normalise(raw: Mapping[str, Any], where: str = "") -> dict[str, Any]:
     if isinstance(target, tuple):
         start, end = target
         if start < 0 or end <= start:
-            raise InterpError(f"{where}bad value for 'target': [{start}, {end}] must satisfy 0 <= start < end (end exclusive)")
+            raise InterpError(
+                f"{where}bad value for 'target': [{start}, {end}] must satisfy 0 <= start < end (end exclusive)"
+            )
 
     alpha = float(model.alpha)
     if not math.isfinite(alpha):
@@ -304,14 +306,20 @@ def validate_against(spec: AttentionIntervention, n_layers: int, n_heads: int) -
     layers = set(spec.layers or ()) | set(table or ())
     for layer in sorted(layers):
         if layer >= n_layers:
-            raise InterpError(f"'layers': layer {layer} is out of range; this model has {n_layers} layers (0-{n_layers - 1})")
+            raise InterpError(
+                f"'layers': layer {layer} is out of range; this model has {n_layers} layers (0-{n_layers - 1})"
+            )
     heads = {h for hs in table.values() for h in hs} if table is not None else set(spec.heads or ())
     for head in sorted(heads):
         if head >= n_heads:
-            raise InterpError(f"'heads': head {head} is out of range; this model has {n_heads} heads per layer (0-{n_heads - 1})")
+            raise InterpError(
+                f"'heads': head {head} is out of range; this model has {n_heads} heads per layer (0-{n_heads - 1})"
+            )
 
 
-def as_spec(spec: "AttentionIntervention | Mapping[str, Any] | str | Path | None" = None, **keys: Any) -> AttentionIntervention:
+def as_spec(
+    spec: "AttentionIntervention | Mapping[str, Any] | str | Path | None" = None, **keys: Any
+) -> AttentionIntervention:
     """One intervention spec from whatever a caller holds: a spec, a table of keys, a TOML file, or keys.
 
     `as_spec(target="self", alpha=0.0, layers=[3])` builds one from keys; `as_spec(spec, alpha=0.5)` is

@@ -55,7 +55,9 @@ def _identity(h: Tensor) -> Tensor:
     return h
 
 
-def position_mask(batch: Batch, offsets: Sequence[int], prompts: Sequence[TokenizedPrompt] | None, positions: str) -> Tensor:
+def position_mask(
+    batch: Batch, offsets: Sequence[int], prompts: Sequence[TokenizedPrompt] | None, positions: str
+) -> Tensor:
     """[batch, pos] 0/1 mask of the positions to edit (left-padded batch; padding is never edited)."""
     rows, width = batch.input_ids.shape
     if positions == "all":
@@ -108,7 +110,9 @@ def steer(
 
         def edit(h: Tensor) -> Tensor:
             if h.shape[-1] != unit.shape[0]:
-                raise InterpError(f"direction has {unit.shape[0]} dimensions but the residual stream at layer {layer} has {h.shape[-1]}")
+                raise InterpError(
+                    f"direction has {unit.shape[0]} dimensions but the residual stream at layer {layer} has {h.shape[-1]}"
+                )
             m = mask.to(h.device)[..., None]
             if mode == "add":
                 return h + (coefficient * m).to(h.dtype) * unit.to(h.device, h.dtype)

@@ -55,7 +55,10 @@ class HooksFolder(importlib.abc.MetaPathFinder):
 
 if not any(type(finder).__name__ == "HooksFolder" for finder in sys.meta_path):
     # right after the path finder (an installed package's interp/hooks wins), before any other install's finder
-    _after = next((i + 1 for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder), len(sys.meta_path))
+    _after = next(
+        (i + 1 for i, finder in enumerate(sys.meta_path) if finder is importlib.machinery.PathFinder),
+        len(sys.meta_path),
+    )
     sys.meta_path.insert(_after, HooksFolder())
 
 # name -> the module that defines it (imported on first use)
@@ -65,15 +68,15 @@ _EXPORTS: dict[str, str] = {
     "Verdict": "interp.api.judge",
     "Verdicts": "interp.api.judge",
     "RunResult": "interp.api.runs",
-    "InterventionResult": "interp.api.runs",
-    "JudgeIntervention": "interp.api.runs",
-    "Effect": "interp.api.runs",
+    "InterventionResult": "interp.api.interventions",
+    "JudgeIntervention": "interp.api.interventions",
+    "Effect": "interp.api.interventions",
     "dbg": "interp.api.runs",
     "load_run": "interp.api.runs",
     "figure7": "interp.api.runs",
     "head_map": "interp.api.runs",
     "localize": "interp.api.runs",
-    "intervene": "interp.api.runs",
+    "intervene": "interp.api.interventions",
     "sweep": "interp.api.runs",
     "explain": "interp.api.explain",
     "routes": "interp.api.explain",
@@ -130,18 +133,8 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from interp.hooks.spec import AttentionIntervention
     from interp.api.explain import explain, routes
     from interp.api.judge import Judge, Verdict, Verdicts
-    from interp.api.runs import (
-        Effect,
-        InterventionResult,
-        JudgeIntervention,
-        RunResult,
-        dbg,
-        figure7,
-        head_map,
-        intervene,
-        load_run,
-        sweep,
-    )
+    from interp.api.interventions import Effect, InterventionResult, JudgeIntervention, intervene
+    from interp.api.runs import RunResult, dbg, figure7, head_map, load_run, sweep
     from interp.api.compare import compare, compare_figure, figure7_across_runs
     from interp.api.restyle import restyle
     from interp.analysis.compare import RunComparison

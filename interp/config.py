@@ -98,7 +98,7 @@ def placement_key_problem(device: str, dtype: str | None, device_map: str | None
     if dtype is not None and dtype not in DTYPE_NAMES:
         return f"unknown dtype {dtype!r}; use one of {', '.join(DTYPE_NAMES)}"
     if device_map is not None and device_map != "auto":
-        return f"unknown device_map {device_map!r}; use \"auto\" (shard over every visible GPU) or leave it out"
+        return f'unknown device_map {device_map!r}; use "auto" (shard over every visible GPU) or leave it out'
     return None
 
 
@@ -121,8 +121,8 @@ class PlacementKeys(Strict):
 def backend_placement_problem(backend: str | None, device_map: str | None) -> str | None:
     if backend == "transformer_lens" and device_map is not None:
         return (
-            "the transformer_lens backend runs a model on one device and cannot honour device_map = \"auto\"; "
-            "use backend \"hf\" or \"nnsight\" for a sharded model, or one device"
+            'the transformer_lens backend runs a model on one device and cannot honour device_map = "auto"; '
+            'use backend "hf" or "nnsight" for a sharded model, or one device'
         )
     return None
 
@@ -240,18 +240,28 @@ class RunConfig(PlacementKeys):
     @model_validator(mode="after")
     def _judging_modes_fit(self):
         if self.mode == "pointwise" and (self.ties or self.cot != "none"):
-            raise ValueError("mode = \"pointwise\" scores one answer 1-5 after its own feedback: leave ties and cot at their defaults")
+            raise ValueError(
+                'mode = "pointwise" scores one answer 1-5 after its own feedback: leave ties and cot at their defaults'
+            )
         if (self.mode == "pointwise" or self.cot != "none") and any(self.server(j) for j in self.judge_specs):
-            raise ValueError("a judge behind a server gives a verdict only: pointwise and cot judging need local judges")
+            raise ValueError(
+                "a judge behind a server gives a verdict only: pointwise and cot judging need local judges"
+            )
         if self.answers == "treatment" and (self.imports or self.servers):
-            raise ValueError("answers = \"treatment\" asks local models for degraded answers: imported and served answers cannot be treated")
+            raise ValueError(
+                'answers = "treatment" asks local models for degraded answers: imported and served answers cannot be treated'
+            )
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
         for pair in self.relatedness:
             if pair.judge not in self.judge_specs or pair.author not in self.models:
-                raise ValueError(f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models")
+                raise ValueError(
+                    f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models"
+                )
         if self.salieri_reference in self.models:
-            raise ValueError(f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not")
+            raise ValueError(
+                f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not"
+            )
         return self
 
     @property
@@ -373,7 +383,9 @@ class SteeringSweepConfig(PlacementKeys, JobKeys):
     coefficients: list[float] = Field(default_factory=lambda: [-2.0, -1.0, -0.5, 0.5, 1.0])  # add mode, x norm
     project_out: bool = True  # also one removal point per layer
     layers: list[int] | None = Field(None, min_length=1)
-    layer_fractions: list[float] = Field(default_factory=lambda: [0.25, 0.5, 0.75], min_length=1)  # used when layers is omitted
+    layer_fractions: list[float] = Field(
+        default_factory=lambda: [0.25, 0.5, 0.75], min_length=1
+    )  # used when layers is omitted
     train_fraction: float = 0.7
     seed: int = 0
     backend: str | None = None

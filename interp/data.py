@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Sequence
 
 from interp.errors import InterpError
+from interp.raw_data import RecordError, message_line, optional_text, read_text, required_text, string_list, text_lines
 from interp.storage import jsonl_objects
 
 TASKS = ("helpfulness", "truthfulness", "translation")
@@ -54,10 +55,6 @@ class Item:
     def record(self) -> dict:
         """The item as a line of our JSONL (a run's `items.jsonl`); without tests, the line it had before tests."""
         return {k: list(v) if isinstance(v, tuple) else v for k, v in asdict(self).items() if k != TESTS_FIELD or v}
-
-
-class _RecordError(ValueError):
-    """What is wrong with one record; the file loader adds where it is."""
 
 
 # ---- the built-in set -----------------------------------------------------------------------------
@@ -150,7 +147,7 @@ def load_jsonl(path: str | Path) -> list[Item]:
     "refrence" does not silently drop the reference. Blank lines are skipped.
     """
     path = Path(path)
-    return _items_from_jsonl_text(_read_text(path), str(path), default_id_prefix=path.stem)
+    return _items_from_jsonl_text(read_text(path), str(path), default_id_prefix=path.stem)
 
 
 def load_alpacaeval_json(path: str | Path, task: str = "helpfulness") -> list[Item]:
@@ -161,18 +158,18 @@ def load_alpacaeval_json(path: str | Path, task: str = "helpfulness") -> list[It
     """
     path = Path(path)
     _check_tasks([task])
-    text = _read_text(path)
+    text = read_text(path)
     try:
         records = json.loads(text)
     except json.JSONDecodeError as exc:
         raise InterpError(f"{path}:{exc.lineno}: not valid JSON ({exc.msg})") from None
     if not isinstance(records, list):
-        raise InterpError(f"{path}: expected a JSON list of objects with \"instruction\" and \"output\"")
+        raise InterpError(f'{path}: expected a JSON list of objects with "instruction" and "output"')
     items = []
     for index, record in enumerate(records):
         try:
             items.append(_alpaca_item(record, f"alpacaeval-{index + 1:04d}", task))
-        except _RecordError as exc:
+        except RecordError as exc:
             raise InterpError(f"{path}: entry {index + 1}: {exc}") from None
     return _non_empty(items, str(path))
 
@@ -184,7 +181,7 @@ def load_truthfulqa_csv(path: str | Path) -> list[Item]:
     Ids are `truthfulqa-0001`, ... in row order.
     """
     path = Path(path)
-    reader = csv.reader(io.StringIO(_read_text(path), newline=""))
+    reader = csv.reader(io.StringIO(read_text(path), newline=""))
     try:
         header = next(reader, None)
     except csv.Error as exc:
@@ -194,7 +191,7 @@ def load_truthfulqa_csv(path: str | Path) -> list[Item]:
     header = [name.strip() for name in header]
     for column in _TRUTHFULQA_REQUIRED:
         if column not in header:
-            raise InterpError(f"{path}:1: missing column \"{column}\" (found: {', '.join(header)})")
+            raise InterpError(f'{path}:1: missing column "{column}" (found: {", ".join(header)})')
     items = []
     row_start = reader.line_num + 1
     while True:
@@ -211,7 +208,7 @@ def load_truthfulqa_csv(path: str | Path) -> list[Item]:
             raise InterpError(f"{path}:{line}: expected {len(header)} fields, found {len(row)}")
         try:
             items.append(_truthfulqa_item(dict(zip(header, row)), f"truthfulqa-{len(items) + 1:04d}"))
-        except _RecordError as exc:
+        except RecordError as exc:
             raise InterpError(f"{path}:{line}: {exc}") from None
     return _non_empty(items, str(path))
 
@@ -222,8 +219,8 @@ def load_wmt_text(source_path: str | Path, reference_path: str | Path) -> list[I
     Both files must have the same number of lines and no empty line. Ids are `wmt-0001`, ... in line order.
     """
     source_path, reference_path = Path(source_path), Path(reference_path)
-    sources = _text_lines(source_path)
-    references = _text_lines(reference_path)
+    sources = text_lines(source_path)
+    references = text_lines(reference_path)
     if len(sources) != len(references):
         raise InterpError(
             f"{reference_path}: {len(references)} lines, but {source_path} has {len(sources)}; "
@@ -244,10 +241,10 @@ def load_mtbench_questions(path: str | Path) -> list[Item]:
     path = Path(path)
     items = []
     first_line: dict[str, int] = {}
-    for line_number, record in _jsonl_records(_read_text(path), str(path)):
+    for line_number, record in _jsonl_records(read_text(path), str(path)):
         try:
             item = _mtbench_item(record)
-        except _RecordError as exc:
+        except RecordError as exc:
             raise InterpError(f"{path}:{line_number}: {exc}") from None
         if item.id in first_line:
             raise InterpError(f"{path}:{line_number}: duplicate question_id (first on line {first_line[item.id]})")
@@ -279,13 +276,15 @@ def load_hf_dataset(
     try:
         rows = datasets.load_dataset(name, config, split=split)
     except Exception as exc:  # datasets raises many types (connection, not found, bad config); all mean "cannot load"
-        raise InterpError(f"{where}: cannot load ({_first_line(exc)}); it needs the network or a cached copy") from None
+        raise InterpError(
+            f"{where}: cannot load ({message_line(exc)}); it needs the network or a cached copy"
+        ) from None
     short_name = name.rstrip("/").split("/")[-1]
     items = []
     for index, row in enumerate(rows):
         try:
             items.append(_hf_item(row, index, short_name, task, source_lang, target_lang))
-        except _RecordError as exc:
+        except RecordError as exc:
             raise InterpError(f"{where}: row {index + 1}: {exc}") from None
     return _non_empty(_check_unique_ids(items, where), where)
 
@@ -355,7 +354,7 @@ def _existing(path_text: str) -> Path:
 
 
 def _looks_like_mtbench(path: Path) -> bool:
-    for _, record in _jsonl_records(_read_text(path), str(path)):
+    for _, record in _jsonl_records(read_text(path), str(path)):
         return isinstance(record, dict) and "turns" in record
     return False
 
@@ -387,40 +386,42 @@ def sample_items(items: Sequence[Item], n: int = 500, seed: int = 0) -> list[Ite
 
 def _item_from_record(record: Any, default_id: str | None) -> Item:
     if not isinstance(record, dict):
-        raise _RecordError("not a JSON object")
+        raise RecordError("not a JSON object")
     unknown = [key for key in record if key not in _ITEM_FIELDS]
     if unknown:
-        raise _RecordError(f"unknown field \"{unknown[0]}\" (expected: {', '.join(_ITEM_FIELDS)})")
-    task = _required_text(record, "task")
+        raise RecordError(f'unknown field "{unknown[0]}" (expected: {", ".join(_ITEM_FIELDS)})')
+    task = required_text(record, "task")
     if task not in TASKS:
-        raise _RecordError(f"unknown task \"{task}\" (use one of {', '.join(TASKS)})")
+        raise RecordError(f'unknown task "{task}" (use one of {", ".join(TASKS)})')
     if "id" in record or default_id is None:
-        item_id = _required_text(record, "id")
+        item_id = required_text(record, "id")
     else:
         item_id = default_id
     return Item(
         id=item_id,
         task=task,
-        query=_required_text(record, "query"),
-        reference=_optional_text(record, "reference"),
-        aliases=_text_list(record, "aliases"),
-        tests=_text_list(record, TESTS_FIELD, as_written=True),  # code: indentation matters
+        query=required_text(record, "query"),
+        reference=optional_text(record, "reference"),
+        aliases=string_list(record, "aliases"),
+        tests=string_list(record, TESTS_FIELD, as_written=True),  # code: indentation matters
     )
 
 
 def _alpaca_item(record: Any, item_id: str, task: str) -> Item:
     if not isinstance(record, dict):
-        raise _RecordError("not a JSON object")
-    return Item(id=item_id, task=task, query=_required_text(record, "instruction"), reference=_optional_text(record, "output"))
+        raise RecordError("not a JSON object")
+    return Item(
+        id=item_id, task=task, query=required_text(record, "instruction"), reference=optional_text(record, "output")
+    )
 
 
 def _truthfulqa_item(row: Mapping[str, str], item_id: str) -> Item:
-    best = _required_text(row, "Best Answer")
+    best = required_text(row, "Best Answer")
     correct = [answer.strip() for answer in (row.get("Correct Answers") or "").split(";")]
     return Item(
         id=item_id,
         task="truthfulness",
-        query=_required_text(row, "Question"),
+        query=required_text(row, "Question"),
         reference=best,
         aliases=_dedupe(answer for answer in correct if answer and answer != best),
     )
@@ -428,16 +429,18 @@ def _truthfulqa_item(row: Mapping[str, str], item_id: str) -> Item:
 
 def _mtbench_item(record: Any) -> Item:
     if not isinstance(record, dict):
-        raise _RecordError("not a JSON object")
+        raise RecordError("not a JSON object")
     if "question_id" not in record:
-        raise _RecordError("missing field \"question_id\"")
+        raise RecordError('missing field "question_id"')
     question_id = record["question_id"]
     if not isinstance(question_id, (int, str)) or isinstance(question_id, bool) or str(question_id).strip() == "":
-        raise _RecordError("field \"question_id\" must be a number or a non-empty string")
-    turns = _text_list(record, "turns")
+        raise RecordError('field "question_id" must be a number or a non-empty string')
+    turns = string_list(record, "turns")
     if not turns:
-        raise _RecordError("missing field \"turns\" (a non-empty list of strings)")
-    return Item(id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record))
+        raise RecordError('missing field "turns" (a non-empty list of strings)')
+    return Item(
+        id=f"mtbench-{question_id}", task="helpfulness", query=turns[0], reference=_mtbench_first_reference(record)
+    )
 
 
 def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
@@ -447,7 +450,7 @@ def _mtbench_first_reference(record: Mapping[str, Any]) -> str | None:
     if value is None:
         return None
     if not isinstance(value, (list, tuple)) or not value or not all(isinstance(entry, str) for entry in value):
-        raise _RecordError("field \"reference\" must be a non-empty list of strings (one per turn, \"\" for none)")
+        raise RecordError('field "reference" must be a non-empty list of strings (one per turn, "" for none)')
     return value[0].strip() or None
 
 
@@ -462,89 +465,40 @@ def _hf_item(
         return _alpaca_item(row, default_id, task or "helpfulness")
     if "question" in row and "best_answer" in row:
         correct = row.get("correct_answers") or []
-        best = _required_text(row, "best_answer")
+        best = required_text(row, "best_answer")
         return Item(
             id=default_id,
             task="truthfulness",
-            query=_required_text(row, "question"),
+            query=required_text(row, "question"),
             reference=best,
             aliases=_dedupe(str(answer).strip() for answer in correct if str(answer).strip() and answer != best),
         )
     if "translation" in row:
         pair = row["translation"]
         if not isinstance(pair, dict) or source_lang not in pair or target_lang not in pair:
-            raise _RecordError(f"field \"translation\" has no \"{source_lang}\" and \"{target_lang}\" texts")
+            raise RecordError(f'field "translation" has no "{source_lang}" and "{target_lang}" texts')
         return Item(
             id=default_id,
             task="translation",
-            query=_required_text(pair, source_lang),
-            reference=_required_text(pair, target_lang),
+            query=required_text(pair, source_lang),
+            reference=required_text(pair, target_lang),
         )
     if "turns" in row or "prompt" in row:
         turns_key, id_key = ("turns", "question_id") if "turns" in row else ("prompt", "prompt_id")
-        turns = _text_list(row, turns_key)
+        turns = string_list(row, turns_key)
         if not turns:
-            raise _RecordError(f"field \"{turns_key}\" is empty")
-        references = _text_list(row, "reference") if row.get("reference") else ()
+            raise RecordError(f'field "{turns_key}" is empty')
+        references = string_list(row, "reference") if row.get("reference") else ()
         item_id = f"mtbench-{row[id_key]}" if row.get(id_key) is not None else default_id
         return Item(id=item_id, task="helpfulness", query=turns[0], reference=references[0] if references else None)
-    raise _RecordError(
+    raise RecordError(
         f"columns {', '.join(sorted(row))} match no known format (query+task, instruction, question+best_answer, "
         "translation, turns/prompt)"
     )
 
 
-# ---- field helpers ---------------------------------------------------------------------------------
-
-
-def _required_text(record: Mapping[str, Any], key: str) -> str:
-    if key not in record or record[key] is None:
-        raise _RecordError(f"missing field \"{key}\"")
-    value = record[key]
-    if not isinstance(value, str):
-        raise _RecordError(f"field \"{key}\" must be a string, not {type(value).__name__}")
-    if not value.strip():
-        raise _RecordError(f"field \"{key}\" is empty")
-    return value.strip()
-
-
-def _optional_text(record: Mapping[str, Any], key: str) -> str | None:
-    if record.get(key) is None:
-        return None
-    return _required_text(record, key)
-
-
-def _text_list(record: Mapping[str, Any], key: str, *, as_written: bool = False) -> tuple[str, ...]:
-    """A list of non-empty strings, stripped; `as_written`: one string is a list of one, none is stripped."""
-    value = [record[key]] if as_written and isinstance(record.get(key), str) else record.get(key)
-    if value is None:
-        return ()
-    if not isinstance(value, (list, tuple)) or not all(isinstance(entry, str) and entry.strip() for entry in value):
-        raise _RecordError(f"field \"{key}\" must be a list of non-empty strings")
-    return tuple(entry if as_written else entry.strip() for entry in value)
-
-
 def _dedupe(values: Iterable[str]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(values))
-
-
-# ---- text helpers ----------------------------------------------------------------------------------
-
-
-def _read_text(path: Path) -> str:
-    try:
-        data = path.read_bytes()
-    except FileNotFoundError:
-        raise InterpError(f"{path}: no such file") from None
-    except IsADirectoryError:
-        raise InterpError(f"{path}: is a directory, not a dataset file") from None
-    except OSError as exc:
-        raise InterpError(f"{path}: cannot read ({exc.strerror})") from None
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = data[: exc.start].count(b"\n") + 1
-        raise InterpError(f"{path}:{line}: not UTF-8 text") from None
 
 
 def _jsonl_records(text: str, source: str) -> Iterable[tuple[int, Any]]:
@@ -559,30 +513,20 @@ def _items_from_jsonl_text(text: str, source: str, default_id_prefix: str | None
         default_id = f"{default_id_prefix}-{line_number}" if default_id_prefix is not None else None
         try:
             item = _item_from_record(record, default_id)
-        except _RecordError as exc:
+        except RecordError as exc:
             raise InterpError(f"{source}:{line_number}: {exc}") from None
         if item.id in first_line:
-            raise InterpError(f"{source}:{line_number}: duplicate id \"{item.id}\" (first on line {first_line[item.id]})")
+            raise InterpError(f'{source}:{line_number}: duplicate id "{item.id}" (first on line {first_line[item.id]})')
         first_line[item.id] = line_number
         items.append(item)
     return _non_empty(items, source)
-
-
-def _text_lines(path: Path) -> list[str]:
-    lines = _read_text(path).splitlines()
-    while lines and not lines[-1].strip():  # trailing blank lines are an editor artefact, not data
-        lines.pop()
-    for line_number, line in enumerate(lines, 1):
-        if not line.strip():
-            raise InterpError(f"{path}:{line_number}: empty line (one sentence a line expected)")
-    return [line.strip() for line in lines]
 
 
 def _check_unique_ids(items: list[Item], source: str) -> list[Item]:
     seen: set[str] = set()
     for item in items:
         if item.id in seen:
-            raise InterpError(f"{source}: duplicate id \"{item.id}\"")
+            raise InterpError(f'{source}: duplicate id "{item.id}"')
         seen.add(item.id)
     return items
 
@@ -591,8 +535,3 @@ def _non_empty(items: list[Item], source: str) -> list[Item]:
     if not items:
         raise InterpError(f"{source}: no items (the dataset is empty)")
     return items
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip() or type(exc).__name__
-    return text.splitlines()[0]

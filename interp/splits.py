@@ -16,7 +16,13 @@ def unit_hash(*parts: object) -> float:
 
 
 def split_ids(
-    ids: Sequence[str], share: float, seed: int, *, purpose: str, what: str = "share", parts: tuple[str, str] = ("selection", "test")
+    ids: Sequence[str],
+    share: float,
+    seed: int,
+    *,
+    purpose: str,
+    what: str = "share",
+    parts: tuple[str, str] = ("selection", "test"),
 ) -> tuple[list[str], list[str]]:
     """The one seeded two-way split of item ids (selection / test, train / held-out), exact in count.
 

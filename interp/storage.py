@@ -90,8 +90,16 @@ def read_jsonl_lines(path: Path) -> list[tuple[int, dict]]:
         text = complete.decode("utf-8")
     except UnicodeDecodeError as exc:
         line = complete[: exc.start].count(b"\n") + 1
-        raise InterpError(f"{path}:{line}: not UTF-8 text; the file is corrupt (restore it or delete the run)") from None
-    return list(jsonl_objects(text.splitlines(), where=lambda n: f"{path}:{n}", hint="; the file is corrupt (restore it or delete the run)"))
+        raise InterpError(
+            f"{path}:{line}: not UTF-8 text; the file is corrupt (restore it or delete the run)"
+        ) from None
+    return list(
+        jsonl_objects(
+            text.splitlines(),
+            where=lambda n: f"{path}:{n}",
+            hint="; the file is corrupt (restore it or delete the run)",
+        )
+    )
 
 
 def read_jsonl(path: Path) -> list[dict]:
@@ -202,7 +210,9 @@ def is_output_dir(path: Path, markers: Sequence[str] = ()) -> bool:
     return any((Path(path) / name).exists() for name in (OUTPUT_MARKER, *markers))
 
 
-def check_output_dir(path: Path, *, markers: Sequence[str] = (), overwrite: bool = False, replace: bool = False) -> None:
+def check_output_dir(
+    path: Path, *, markers: Sequence[str] = (), overwrite: bool = False, replace: bool = False
+) -> None:
     """The one check of an output folder (`--out`), before anything is loaded or written; one line if refused.
 
     Refused always: the filesystem root, the home directory or a folder above it, a file, a folder that cannot
@@ -215,7 +225,13 @@ def check_output_dir(path: Path, *, markers: Sequence[str] = (), overwrite: bool
     resolved = path.expanduser().resolve()
     home = Path.home().expanduser().resolve()
     if resolved == Path(resolved.anchor) or resolved == home or resolved in home.parents:
-        where = "the filesystem root" if resolved == Path(resolved.anchor) else "your home directory" if resolved == home else f"{resolved}, above your home directory"
+        where = (
+            "the filesystem root"
+            if resolved == Path(resolved.anchor)
+            else "your home directory"
+            if resolved == home
+            else f"{resolved}, above your home directory"
+        )
         raise InterpError(f"refusing to write into {where} ({path}); pass a folder of its own for --out")
     check_writable_dir(path)
     if not path.is_dir():
@@ -225,8 +241,14 @@ def check_output_dir(path: Path, *, markers: Sequence[str] = (), overwrite: bool
         return
     ours = is_output_dir(path, markers)
     if not ours and (replace or not overwrite):
-        hint = "pass another --out" if replace else f"pass another --out, or {OVERWRITE_FLAG} to write into it anyway (files of the same names are replaced)"
-        raise InterpError(f"{path} holds files interp did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}); {hint}")
+        hint = (
+            "pass another --out"
+            if replace
+            else f"pass another --out, or {OVERWRITE_FLAG} to write into it anyway (files of the same names are replaced)"
+        )
+        raise InterpError(
+            f"{path} holds files interp did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}); {hint}"
+        )
     if ours and replace and not overwrite:
         raise InterpError(f"{path} exists; pass {OVERWRITE_FLAG} to replace it, or another --out")
 

@@ -121,12 +121,28 @@ def _code(path: Path) -> str:
 # notion -> (where it is written, what writing it again looks like, read from code or from the raw text)
 ONE_DEFINITION = {
     # organisms/train.py swaps a pair's order (P(A) of the other order), which is not whose answer is whose
-    "P(own) from P(first)": ({"interp/metrics/dbg.py", "interp/organisms/train.py"}, r"\b1(\.0)? - [\w. ]*first\b", "code"),
-    "the slot holding the judge's own answer": ({"interp/core/models.py"}, r"\"a\" if [\w.\[\] ]+ == [\w.]*own\b|\"a\" if \w*own\w* == |\"a\" if \w+_is_self\b", "raw"),
+    "P(own) from P(first)": (
+        {"interp/metrics/dbg.py", "interp/organisms/train.py"},
+        r"\b1(\.0)? - [\w. ]*first\b",
+        "code",
+    ),
+    "the slot holding the judge's own answer": (
+        {"interp/core/models.py"},
+        r"\"a\" if [\w.\[\] ]+ == [\w.]*own\b|\"a\" if \w*own\w* == |\"a\" if \w+_is_self\b",
+        "raw",
+    ),
     # chen2025 keeps Chen et al.'s exact comparison on purpose (metrics/dbg.py, TIE_TOLERANCE); train.py reads
     # a training target, never a verdict
-    "the tie rule": ({"interp/metrics/dbg.py", "interp/metrics/chen2025.py", "interp/organisms/train.py"}, r"np \. sign \(|[<>]=? 0\.5\b", "code"),
-    "a seeded split of item ids": ({"interp/splits.py"}, r"def split_items\b|def split_ids\b|\.shuffle\(|unit_hash\([^)]*\) < share\b", "raw"),
+    "the tie rule": (
+        {"interp/metrics/dbg.py", "interp/metrics/chen2025.py", "interp/organisms/train.py"},
+        r"np \. sign \(|[<>]=? 0\.5\b",
+        "code",
+    ),
+    "a seeded split of item ids": (
+        {"interp/splits.py"},
+        r"def split_items\b|def split_ids\b|\.shuffle\(|unit_hash\([^)]*\) < share\b",
+        "raw",
+    ),
     "whether an object is a backend": ({"interp/core/backends/__init__.py"}, r"def _?is_backend\b", "raw"),
     "numbers written for people": (
         {"interp/formatting.py"},
@@ -203,15 +219,23 @@ CODEC = "interp/results/codec.py"
 RESULT_FILES = ("result.json", "summary.json", "variant.json")
 # Where a result file's name may stand as a path: the codec, and the run directory's path of its summary.
 RESULT_FILE_PATHS = {CODEC, "interp/run/store.py"}
-FALLBACK = re.compile(r"\.get\(\s*['\"]\w+['\"]\s*,\s*[\w.\[\]'\"]*\.get\(|\.get\(['\"]\w+['\"]\)\s+or\s+[\w.\[\]]+\.get\(['\"]\w+['\"]")
+FALLBACK = re.compile(
+    r"\.get\(\s*['\"]\w+['\"]\s*,\s*[\w.\[\]'\"]*\.get\(|\.get\(['\"]\w+['\"]\)\s+or\s+[\w.\[\]]+\.get\(['\"]\w+['\"]"
+)
 
 
 def _result_file_reads(path: Path) -> list[str]:
     """Where a module parses a result file itself: a file name of `RESULT_FILES` used as a path (not in a
     docstring), or json.load(s) of something named summary or result."""
     tree = ast.parse(path.read_text())
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree) if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
-                  and node.body and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}  # fmt: skip
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef))
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
     found = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings:
@@ -248,11 +272,15 @@ def test_no_reader_falls_back_from_one_key_name_to_another():
 def test_the_codec_checks_can_fail(tmp_path):
     """The patterns find what they forbid: a module that reads summary.json itself, and a key-by-key fallback."""
     module = tmp_path / "reader.py"
-    module.write_text('"""A reader."""\nimport json\n\n\ndef read(run):\n    return json.loads((run / "summary.json").read_text())\n')
+    module.write_text(
+        '"""A reader."""\nimport json\n\n\ndef read(run):\n    return json.loads((run / "summary.json").read_text())\n'
+    )
     assert len(_result_file_reads(module)) == 2
     module.write_text('"""A reader that names result.json in its docstring only."""\n')
     assert _result_file_reads(module) == []
-    assert FALLBACK.search("alpha = r.get('test_alpha', r.get('alpha'))") and FALLBACK.search('p = r.get("p_holm") or r.get("p_value")')
+    assert FALLBACK.search("alpha = r.get('test_alpha', r.get('alpha'))") and FALLBACK.search(
+        'p = r.get("p_holm") or r.get("p_value")'
+    )
 
 
 # ---- docs/layout.md is the map of the code ---------------------------------------------------------------------
@@ -281,8 +309,14 @@ def test_layout_names_every_room_and_every_room_exists():
     """Every package, subpackage and top-level module of interp (and hooks/) is a room of docs/layout.md, every
     room it names exists, and every module a room lists is in it; the modules a room holds are all listed."""
     rooms = _layout_rooms()
-    packages = {f"{p.parent.relative_to(REPO)}/" for p in (REPO / "interp").rglob("__init__.py") if p.parent != REPO / "interp"}
-    expected = packages | {f"interp/{p.name}" for p in (REPO / "interp").glob("*.py") if p.name != "__init__.py"} | {"hooks/", "interp/builtin/"}
+    packages = {
+        f"{p.parent.relative_to(REPO)}/" for p in (REPO / "interp").rglob("__init__.py") if p.parent != REPO / "interp"
+    }
+    expected = (
+        packages
+        | {f"interp/{p.name}" for p in (REPO / "interp").glob("*.py") if p.name != "__init__.py"}
+        | {"hooks/", "interp/builtin/"}
+    )
     assert set(rooms) == expected, (sorted(set(rooms) - expected), sorted(expected - set(rooms)))
     for room, listed in rooms.items():
         if not room.endswith("/"):

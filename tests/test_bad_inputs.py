@@ -117,7 +117,11 @@ def run_models(root: Path) -> list[str]:
 
 def user_folder(name: str) -> Callable[[Path], None]:
     """A folder of the user's own files, named like files a run writes."""
-    return both(write(f"{name}/report.html", "<p>mine</p>"), write(f"{name}/summary.json", '{"mine": 1}'), write(f"{name}/figures/figure2_grid.png", b"\x89PNG mine"))
+    return both(
+        write(f"{name}/report.html", "<p>mine</p>"),
+        write(f"{name}/summary.json", '{"mine": 1}'),
+        write(f"{name}/figures/figure2_grid.png", b"\x89PNG mine"),
+    )
 
 
 def model_copy(name: str, change: Callable[[Path], None]) -> Callable[[Path], None]:
@@ -141,7 +145,11 @@ def nan_weights(folder: Path) -> None:
     from safetensors.torch import load_file, save_file
 
     tensors = load_file(folder / "model.safetensors")
-    save_file({k: v.clone().fill_(float("nan")) for k, v in tensors.items()}, folder / "model.safetensors", metadata={"format": "pt"})
+    save_file(
+        {k: v.clone().fill_(float("nan")) for k, v in tensors.items()},
+        folder / "model.safetensors",
+        metadata={"format": "pt"},
+    )
 
 
 def as_gpt2(folder: Path) -> None:
@@ -152,7 +160,9 @@ def as_gpt2(folder: Path) -> None:
     for path in folder.iterdir():
         if path.name in ("config.json", "model.safetensors", "generation_config.json"):
             path.unlink()
-    GPT2LMHeadModel(GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=len(tokenizer), n_positions=2048)).save_pretrained(folder)
+    GPT2LMHeadModel(
+        GPT2Config(n_layer=2, n_head=2, n_embd=32, vocab_size=len(tokenizer), n_positions=2048)
+    ).save_pretrained(folder)
 
 
 def bad_adapter_config(root: Path) -> None:
@@ -188,7 +198,12 @@ def answers_file(name: str, text: str) -> Callable[[Path], None]:
 
 def small_organism(name: str, **planting) -> Callable[[Path], None]:
     """An organism config that trains in about a minute (one item, no MT-Bench), with `planting`."""
-    data = {"name": "bad-organism", "data": {"max_items": 1, "mtbench": False}, "train": {"epochs": 0.1}, "planting": planting}
+    data = {
+        "name": "bad-organism",
+        "data": {"max_items": 1, "mtbench": False},
+        "train": {"epochs": 0.1},
+        "planting": planting,
+    }
     return write(name, tomli_w.dumps(data))
 
 
@@ -206,33 +221,151 @@ def case(id: str, args: str | list[str], setup: Callable[[Path], None] = nothing
 
 CASES = [
     # ---- dbg: output location (issue point 4) ---------------------------------------------------
-    case("dbg human labels missing", "dbg {root}/h.toml --out {root}/new", config_from_run("h.toml", gold={"human": "/nonexistent/human.jsonl"}), "no such file of human labels"),
-    case("dbg out is a file", "dbg {root}/good.toml --out {root}/afile", both(config_from_run("good.toml"), write("afile", "x")), "is a file"),
-    case("dbg out under a file", "dbg {root}/good.toml --out {root}/afile/run", both(config_from_run("good.toml"), write("afile", "x")), "which is a file"),
-    case("dbg out read-only", "dbg {root}/good.toml --out {root}/locked/run", both(config_from_run("good.toml"), read_only_dir), "not writable"),
-    case("dbg out is read-only itself", "dbg {root}/good.toml --out {root}/locked", both(config_from_run("good.toml"), read_only_dir), "not writable"),
+    case(
+        "dbg human labels missing",
+        "dbg {root}/h.toml --out {root}/new",
+        config_from_run("h.toml", gold={"human": "/nonexistent/human.jsonl"}),
+        "no such file of human labels",
+    ),
+    case(
+        "dbg out is a file",
+        "dbg {root}/good.toml --out {root}/afile",
+        both(config_from_run("good.toml"), write("afile", "x")),
+        "is a file",
+    ),
+    case(
+        "dbg out under a file",
+        "dbg {root}/good.toml --out {root}/afile/run",
+        both(config_from_run("good.toml"), write("afile", "x")),
+        "which is a file",
+    ),
+    case(
+        "dbg out read-only",
+        "dbg {root}/good.toml --out {root}/locked/run",
+        both(config_from_run("good.toml"), read_only_dir),
+        "not writable",
+    ),
+    case(
+        "dbg out is read-only itself",
+        "dbg {root}/good.toml --out {root}/locked",
+        both(config_from_run("good.toml"), read_only_dir),
+        "not writable",
+    ),
     # ---- dbg: the config ------------------------------------------------------------------------
-    case("dbg config not UTF-8", "dbg {root}/latin1.toml --out {root}/new", write("latin1.toml", 'name = "d\xe9j\xe0"\n'.encode("latin-1")), "not UTF-8"),
-    case("dbg config bad TOML", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "models = [\n"), "not valid TOML"),
-    case("dbg config unknown key", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "batchsize = 4\n"), "batchsize: unknown key"),
+    case(
+        "dbg config not UTF-8",
+        "dbg {root}/latin1.toml --out {root}/new",
+        write("latin1.toml", 'name = "d\xe9j\xe0"\n'.encode("latin-1")),
+        "not UTF-8",
+    ),
+    case(
+        "dbg config bad TOML",
+        "dbg {root}/bad.toml --out {root}/new",
+        write("bad.toml", "models = [\n"),
+        "not valid TOML",
+    ),
+    case(
+        "dbg config unknown key",
+        "dbg {root}/bad.toml --out {root}/new",
+        write("bad.toml", "batchsize = 4\n"),
+        "batchsize: unknown key",
+    ),
     case("dbg config bad value", "dbg {root}/bad.toml --out {root}/new", write("bad.toml", "n = 0\n"), "n:"),
-    case("dbg config unknown backend", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", backend="vllm"), "unknown backend"),
+    case(
+        "dbg config unknown backend",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", backend="vllm"),
+        "unknown backend",
+    ),
     case("dbg config missing", "dbg {root}/nope.toml --out {root}/new", nothing, "not found"),
     case("dbg without --out", "dbg {root}/good.toml", config_from_run("good.toml"), "--out"),
     # ---- dbg: models, data, lengths, gold (issue points 3 and 5) --------------------------------
-    case("dbg unknown alias", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "unknown model alias"),
-    case("dbg unknown alias in an existing empty dir", "dbg {root}/bad.toml --out {root}/empty", both(write("empty/.keep", ""), config_from_run("bad.toml", judges=["no-such-alias"])), "unknown model alias"),
-    case("dbg missing HF id", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["nobody/nonexistent-model-xyz", "nobody/other-xyz"]), "not in the Hugging Face cache"),
-    case("dbg missing model folder", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=["./no/such/folder", "./other"]), "not found"),
-    case("dbg bad dataset task", "dbg {root}/bad.toml --out {root}/new", both(write("data.jsonl", '{"id": "x1", "task": "nosuch", "query": "q"}\n'), config_with_data("bad.toml", "data.jsonl")), "unknown task"),
-    case("dbg bad dataset JSON", "dbg {root}/bad.toml --out {root}/new", both(write("data.jsonl", '{"id": "x1", "task": \n'), config_with_data("bad.toml", "data.jsonl")), "data.jsonl:1"),
-    case("dbg dataset missing", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", data="/no/such/items.jsonl"), "no such dataset file"),
-    case("dbg context too long for generation", "dbg {root}/bad.toml --out {root}/new", both(write("long.jsonl", LONG_ITEM), config_with_data("bad.toml", "long.jsonl", n=1)), "item 'very-long-1': generation prompt + max_new_tokens"),
-    case("dbg gold model is one of the pair", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", gold=lambda old: old["gold"] | {"models": [old["models"][1]]}), "outside the pair"),
-    case("dbg HTTP gold judge unreachable", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", gold=lambda old: old["gold"] | {"http": [{"name": "remote", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]}), "unreachable"),
-    case("dbg resumed with another config", "dbg {root}/bad.toml --out {root}/run", config_from_run("bad.toml", n=2), "different config"),
-    case("dbg resumed over a corrupt judgments line", "dbg {root}/good.toml --out {root}/run", both(config_from_run("good.toml"), corrupt_middle_line("judgments.jsonl")), "judgments.jsonl:"),
-    case("dbg into a run whose config.toml is bad TOML", "dbg {root}/good.toml --out {root}/run", both(config_from_run("good.toml"), write("run/config.toml", "models = [")), "not valid TOML"),
+    case(
+        "dbg unknown alias",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]),
+        "unknown model alias",
+    ),
+    case(
+        "dbg unknown alias in an existing empty dir",
+        "dbg {root}/bad.toml --out {root}/empty",
+        both(write("empty/.keep", ""), config_from_run("bad.toml", judges=["no-such-alias"])),
+        "unknown model alias",
+    ),
+    case(
+        "dbg missing HF id",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", models=["nobody/nonexistent-model-xyz", "nobody/other-xyz"]),
+        "not in the Hugging Face cache",
+    ),
+    case(
+        "dbg missing model folder",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", models=["./no/such/folder", "./other"]),
+        "not found",
+    ),
+    case(
+        "dbg bad dataset task",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            write("data.jsonl", '{"id": "x1", "task": "nosuch", "query": "q"}\n'),
+            config_with_data("bad.toml", "data.jsonl"),
+        ),
+        "unknown task",
+    ),
+    case(
+        "dbg bad dataset JSON",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(write("data.jsonl", '{"id": "x1", "task": \n'), config_with_data("bad.toml", "data.jsonl")),
+        "data.jsonl:1",
+    ),
+    case(
+        "dbg dataset missing",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", data="/no/such/items.jsonl"),
+        "no such dataset file",
+    ),
+    case(
+        "dbg context too long for generation",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(write("long.jsonl", LONG_ITEM), config_with_data("bad.toml", "long.jsonl", n=1)),
+        "item 'very-long-1': generation prompt + max_new_tokens",
+    ),
+    case(
+        "dbg gold model is one of the pair",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", gold=lambda old: old["gold"] | {"models": [old["models"][1]]}),
+        "outside the pair",
+    ),
+    case(
+        "dbg HTTP gold judge unreachable",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run(
+            "bad.toml",
+            gold=lambda old: (
+                old["gold"] | {"http": [{"name": "remote", "base_url": "http://127.0.0.1:9/v1", "model": "m"}]}
+            ),
+        ),
+        "unreachable",
+    ),
+    case(
+        "dbg resumed with another config",
+        "dbg {root}/bad.toml --out {root}/run",
+        config_from_run("bad.toml", n=2),
+        "different config",
+    ),
+    case(
+        "dbg resumed over a corrupt judgments line",
+        "dbg {root}/good.toml --out {root}/run",
+        both(config_from_run("good.toml"), corrupt_middle_line("judgments.jsonl")),
+        "judgments.jsonl:",
+    ),
+    case(
+        "dbg into a run whose config.toml is bad TOML",
+        "dbg {root}/good.toml --out {root}/run",
+        both(config_from_run("good.toml"), write("run/config.toml", "models = [")),
+        "not valid TOML",
+    ),
     # ---- demo ---------------------------------------------------------------------------------------
     case("demo out is a file", "demo --n 1 --out {root}/afile", write("afile", "x"), "is a file"),
     case("validate out is a file", "validate --small --out {root}/afile", write("afile", "x"), "is a file"),
@@ -240,98 +373,435 @@ CASES = [
     case("demo unknown backend", "demo --n 1 --backend vllm --out {root}/new", nothing, "unknown backend"),
     # ---- inspect ------------------------------------------------------------------------------------
     case("inspect without --query", ["inspect", "--response-a", "a", "--response-b", "b"], nothing, "--query"),
-    case("inspect unknown alias", ["inspect", "-m", "no-such-alias", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "unknown model alias"),
-    case("inspect missing HF id", ["inspect", "-m", "nobody/nonexistent-model-xyz", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "not in the Hugging Face cache"),
-    case("inspect bad --queries", ["inspect", "--queries", "all", "-q", "q", "--response-a", "a", "--response-b", "b"], nothing, "--queries"),
-    case("inspect spec not UTF-8", ["inspect", "--intervene", "{root}/spec.toml", "-q", "q", "--response-a", "a", "--response-b", "b"], write("spec.toml", b"target = \"a\"\nalpha = 0.0\nname = \"\xe9\"\n"), "not UTF-8"),
+    case(
+        "inspect unknown alias",
+        ["inspect", "-m", "no-such-alias", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        nothing,
+        "unknown model alias",
+    ),
+    case(
+        "inspect missing HF id",
+        ["inspect", "-m", "nobody/nonexistent-model-xyz", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        nothing,
+        "not in the Hugging Face cache",
+    ),
+    case(
+        "inspect bad --queries",
+        ["inspect", "--queries", "all", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        nothing,
+        "--queries",
+    ),
+    case(
+        "inspect spec not UTF-8",
+        ["inspect", "--intervene", "{root}/spec.toml", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        write("spec.toml", b'target = "a"\nalpha = 0.0\nname = "\xe9"\n'),
+        "not UTF-8",
+    ),
     # ---- intervene (issue points 1, 4, 5) -----------------------------------------------------------
-    case("intervene spec bad alpha", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "self"\nalpha = 2.0\n'), "'alpha'"),
-    case("intervene --alpha is a mask strength, not the level", "intervene {run} --all-layers --alpha 0.01", expected="--test-alpha 0.01"),
-    case("intervene spec bad target", "intervene {run} --spec {root}/spec.toml", write("spec.toml", 'target = "mine"\nalpha = 0.0\n'), "'target'"),
-    case("intervene spec negative layer", "intervene {run} --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC + "layers = [-1]\n"), "negative"),
-    case("intervene spec layer out of range", "intervene {run} --spec {root}/spec.toml --no-controls", write("spec.toml", GOOD_SPEC + "layers = [29]\n"), "out of range"),
-    case("intervene spec unknown key", "intervene {run} --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC + "layer = [0]\n"), "layer"),
-    case("intervene spec not UTF-8", "intervene {run} --spec {root}/spec.toml", write("spec.toml", b'target = "self"\nalpha = 0.0\nname = "\xe9"\n'), "not UTF-8"),
+    case(
+        "intervene spec bad alpha",
+        "intervene {run} --spec {root}/spec.toml",
+        write("spec.toml", 'target = "self"\nalpha = 2.0\n'),
+        "'alpha'",
+    ),
+    case(
+        "intervene --alpha is a mask strength, not the level",
+        "intervene {run} --all-layers --alpha 0.01",
+        expected="--test-alpha 0.01",
+    ),
+    case(
+        "intervene spec bad target",
+        "intervene {run} --spec {root}/spec.toml",
+        write("spec.toml", 'target = "mine"\nalpha = 0.0\n'),
+        "'target'",
+    ),
+    case(
+        "intervene spec negative layer",
+        "intervene {run} --spec {root}/spec.toml",
+        write("spec.toml", GOOD_SPEC + "layers = [-1]\n"),
+        "negative",
+    ),
+    case(
+        "intervene spec layer out of range",
+        "intervene {run} --spec {root}/spec.toml --no-controls",
+        write("spec.toml", GOOD_SPEC + "layers = [29]\n"),
+        "out of range",
+    ),
+    case(
+        "intervene spec unknown key",
+        "intervene {run} --spec {root}/spec.toml",
+        write("spec.toml", GOOD_SPEC + "layer = [0]\n"),
+        "layer",
+    ),
+    case(
+        "intervene spec not UTF-8",
+        "intervene {run} --spec {root}/spec.toml",
+        write("spec.toml", b'target = "self"\nalpha = 0.0\nname = "\xe9"\n'),
+        "not UTF-8",
+    ),
     case("intervene spec missing", "intervene {run} --spec {root}/nope.toml", nothing, "not found"),
-    case("intervene run missing", "intervene {root}/norun --spec {root}/spec.toml", write("spec.toml", GOOD_SPEC), "not a finished run"),
-    case("intervene run config.toml bad TOML", "intervene {run} --spec {root}/spec.toml", both(write("spec.toml", GOOD_SPEC), write("run/config.toml", "models = [")), "not valid TOML"),
-    case("intervene run config.toml not UTF-8", "intervene {run} --spec {root}/spec.toml", both(write("spec.toml", GOOD_SPEC), write("run/config.toml", b"name = \"\xe9\"\n")), "not UTF-8"),
-    case("intervene corrupt judgments line", "intervene {run} --spec {root}/spec.toml --no-controls", both(write("spec.toml", GOOD_SPEC), corrupt_middle_line("judgments.jsonl")), "judgments.jsonl:"),
-    case("intervene unknown judge", "intervene {run} --spec {root}/spec.toml --judge nobody", write("spec.toml", GOOD_SPEC), "nobody"),
-    case("intervene unknown backend", "intervene {run} --spec {root}/spec.toml --backend vllm", write("spec.toml", GOOD_SPEC), "vllm"),
+    case(
+        "intervene run missing",
+        "intervene {root}/norun --spec {root}/spec.toml",
+        write("spec.toml", GOOD_SPEC),
+        "not a finished run",
+    ),
+    case(
+        "intervene run config.toml bad TOML",
+        "intervene {run} --spec {root}/spec.toml",
+        both(write("spec.toml", GOOD_SPEC), write("run/config.toml", "models = [")),
+        "not valid TOML",
+    ),
+    case(
+        "intervene run config.toml not UTF-8",
+        "intervene {run} --spec {root}/spec.toml",
+        both(write("spec.toml", GOOD_SPEC), write("run/config.toml", b'name = "\xe9"\n')),
+        "not UTF-8",
+    ),
+    case(
+        "intervene corrupt judgments line",
+        "intervene {run} --spec {root}/spec.toml --no-controls",
+        both(write("spec.toml", GOOD_SPEC), corrupt_middle_line("judgments.jsonl")),
+        "judgments.jsonl:",
+    ),
+    case(
+        "intervene unknown judge",
+        "intervene {run} --spec {root}/spec.toml --judge nobody",
+        write("spec.toml", GOOD_SPEC),
+        "nobody",
+    ),
+    case(
+        "intervene unknown backend",
+        "intervene {run} --spec {root}/spec.toml --backend vllm",
+        write("spec.toml", GOOD_SPEC),
+        "vllm",
+    ),
     # ---- sweep / steer-sweep -----------------------------------------------------------------------
-    case("sweep TOML not UTF-8", "sweep {root}/sweep.toml", write("sweep.toml", b'run = "x"\nname = "\xe9"\n'), "not UTF-8"),
-    case("sweep unknown key", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "alpha = [0.0]\n"), "alpha: unknown key"),
-    case("sweep run missing", "sweep {root}/sweep.toml", write("sweep.toml", 'run = "/no/such/run"\n'), "not a finished run"),
-    case("sweep bad alpha", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "alphas = [3.0]\nall_layers = true\n"), "alpha"),
-    case("sweep band out of range", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "[layers]\nbands = [[5, 3]]\n"), "'layers'"),
-    case("steer-sweep TOML not UTF-8", "steer-sweep {root}/steer.toml", write("steer.toml", b'run = "x"\nname = "\xe9"\n'), "not UTF-8"),
-    case("steer-sweep unknown key", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "coefficient = [1.0]\n"), "coefficient: unknown key"),
-    case("steer-sweep layer out of range", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "layers = [40]\n"), "40"),
+    case(
+        "sweep TOML not UTF-8",
+        "sweep {root}/sweep.toml",
+        write("sweep.toml", b'run = "x"\nname = "\xe9"\n'),
+        "not UTF-8",
+    ),
+    case(
+        "sweep unknown key",
+        "sweep {root}/sweep.toml",
+        sweep_toml("sweep.toml", "alpha = [0.0]\n"),
+        "alpha: unknown key",
+    ),
+    case(
+        "sweep run missing",
+        "sweep {root}/sweep.toml",
+        write("sweep.toml", 'run = "/no/such/run"\n'),
+        "not a finished run",
+    ),
+    case(
+        "sweep bad alpha",
+        "sweep {root}/sweep.toml",
+        sweep_toml("sweep.toml", "alphas = [3.0]\nall_layers = true\n"),
+        "alpha",
+    ),
+    case(
+        "sweep band out of range",
+        "sweep {root}/sweep.toml",
+        sweep_toml("sweep.toml", "[layers]\nbands = [[5, 3]]\n"),
+        "'layers'",
+    ),
+    case(
+        "steer-sweep TOML not UTF-8",
+        "steer-sweep {root}/steer.toml",
+        write("steer.toml", b'run = "x"\nname = "\xe9"\n'),
+        "not UTF-8",
+    ),
+    case(
+        "steer-sweep unknown key",
+        "steer-sweep {root}/steer.toml",
+        sweep_toml("steer.toml", "coefficient = [1.0]\n"),
+        "coefficient: unknown key",
+    ),
+    case(
+        "steer-sweep layer out of range",
+        "steer-sweep {root}/steer.toml",
+        sweep_toml("steer.toml", "layers = [40]\n"),
+        "40",
+    ),
     # ---- steer ---------------------------------------------------------------------------------------
     case("steer run missing", "steer {root}/norun", nothing, "not a finished run"),
     case("steer layer out of range", "steer {run} --layer 40", nothing, "40"),
     case("steer unknown judge", "steer {run} --judge nobody", nothing, "nobody"),
     # ---- attention (issue points 4 and 6) -----------------------------------------------------------
-    case("attention corrupt judgments line", "attention {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
+    case(
+        "attention corrupt judgments line",
+        "attention {run}",
+        corrupt_middle_line("judgments.jsonl"),
+        "judgments.jsonl:",
+    ),
     case("attention run missing", "attention {root}/norun", nothing, "not found"),
-    case("attention run without judgments", "attention {root}/empty", write("empty/config.toml", 'models = ["a", "b"]\n'), "has no judgments"),
+    case(
+        "attention run without judgments",
+        "attention {root}/empty",
+        write("empty/config.toml", 'models = ["a", "b"]\n'),
+        "has no judgments",
+    ),
     # ---- compare -------------------------------------------------------------------------------------
     case("compare run missing", "compare {run} {root}/norun", nothing, "not a finished run"),
-    case("compare by a key that does not differ", "compare {run} {run} --by seed --out {root}/cmp", nothing, "not a key that differs"),
+    case(
+        "compare by a key that does not differ",
+        "compare {run} {run} --by seed --out {root}/cmp",
+        nothing,
+        "not a key that differs",
+    ),
     case("compare out is a file", "compare {run} --out {root}/taken", write("taken", "x"), "taken"),
     # ---- restyle -------------------------------------------------------------------------------------
     case("restyle unknown style", "restyle {run} --style shouty --out {root}/new", nothing, "unknown style"),
-    case("restyle prompted style without a rewriter", "restyle {run} --style humorous --out {root}/new", nothing, "is prompted"),
-    case("restyle plain with a rewriter", "restyle {run} --rewriter someone --out {root}/new", nothing, "takes no --rewriter"),
+    case(
+        "restyle prompted style without a rewriter",
+        "restyle {run} --style humorous --out {root}/new",
+        nothing,
+        "is prompted",
+    ),
+    case(
+        "restyle plain with a rewriter",
+        "restyle {run} --rewriter someone --out {root}/new",
+        nothing,
+        "takes no --rewriter",
+    ),
     case("restyle into the source run", "restyle {run} --out {run}", nothing, "is the source run"),
     case("restyle run missing", "restyle {root}/norun --out {root}/new", nothing, "not a finished run"),
-    case("restyle unknown embedder", "restyle {run} --embedder no-such-alias --out {root}/new", nothing, "unknown model alias"),
-    case("restyle into a folder of the user's files", "restyle {run} --out {root}/mine", user_folder("mine"), "did not write"),
+    case(
+        "restyle unknown embedder",
+        "restyle {run} --embedder no-such-alias --out {root}/new",
+        nothing,
+        "unknown model alias",
+    ),
+    case(
+        "restyle into a folder of the user's files",
+        "restyle {run} --out {root}/mine",
+        user_folder("mine"),
+        "did not write",
+    ),
     # ---- metrics, models -----------------------------------------------------------------------------
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
-    case("metrics run corrupt judgments line", "metrics run {run}", corrupt_middle_line("judgments.jsonl"), "judgments.jsonl:"),
+    case(
+        "metrics run corrupt judgments line",
+        "metrics run {run}",
+        corrupt_middle_line("judgments.jsonl"),
+        "judgments.jsonl:",
+    ),
     case("metrics chen2025 missing file", "metrics chen2025 {root}/nope.jsonl", nothing, "nope.jsonl"),
-    case("metrics recognition unknown judge", "metrics recognition {run} --judge no-such-model", nothing, "no-such-model"),
+    case(
+        "metrics recognition unknown judge", "metrics recognition {run} --judge no-such-model", nothing, "no-such-model"
+    ),
     case("metrics run unknown salieri pool", "metrics run {run} --salieri-pool everything", nothing, "SALIERI pool"),
     case("metrics pls bad file", "metrics pls {root}/bad.jsonl", write("bad.jsonl", "{not json\n"), "bad.jsonl"),
     case("models unknown flag", "models --bogus", nothing, "--bogus"),
-    case("metrics salieri resolution 0", "metrics salieri {root}/s.jsonl --resolution 0", write("s.jsonl", "".join(
-        json.dumps(row) + "\n" for i in range(3) for row in (
-            {"judge": "t", "item_id": f"q{i}", "source": "self", "judge_score": 4, "reference_score": 3},
-            {"judge": "t", "item_id": f"q{i}", "source": "pool", "judge_score": 3, "reference_score": 3, "response_id": "p"},
-        )) + json.dumps({"judge": "t", "item_id": "n1", "source": "norm", "judge_score": 4, "reference_score": 3, "model": "gpt"}) + "\n"), "resolution"),
+    case(
+        "metrics salieri resolution 0",
+        "metrics salieri {root}/s.jsonl --resolution 0",
+        write(
+            "s.jsonl",
+            "".join(
+                json.dumps(row) + "\n"
+                for i in range(3)
+                for row in (
+                    {"judge": "t", "item_id": f"q{i}", "source": "self", "judge_score": 4, "reference_score": 3},
+                    {
+                        "judge": "t",
+                        "item_id": f"q{i}",
+                        "source": "pool",
+                        "judge_score": 3,
+                        "reference_score": 3,
+                        "response_id": "p",
+                    },
+                )
+            )
+            + json.dumps(
+                {
+                    "judge": "t",
+                    "item_id": "n1",
+                    "source": "norm",
+                    "judge_score": 4,
+                    "reference_score": 3,
+                    "model": "gpt",
+                }
+            )
+            + "\n",
+        ),
+        "resolution",
+    ),
     # ---- a count of 0 where 0 means nothing -----------------------------------------------------------
     case("demo --n 0", "demo --n 0 --out {root}/new", nothing, "--n"),
-    case("dbg config with no judges", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", judges=[]), "judges"),
-    case("sweep with no targets", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "targets = []\nall_layers = true\n"), "targets"),
-    case("sweep with no judges", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "judges = []\nall_layers = true\n"), "judges"),
+    case(
+        "dbg config with no judges",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", judges=[]),
+        "judges",
+    ),
+    case(
+        "sweep with no targets",
+        "sweep {root}/sweep.toml",
+        sweep_toml("sweep.toml", "targets = []\nall_layers = true\n"),
+        "targets",
+    ),
+    case(
+        "sweep with no judges",
+        "sweep {root}/sweep.toml",
+        sweep_toml("sweep.toml", "judges = []\nall_layers = true\n"),
+        "judges",
+    ),
     case("sweep top-0 heads", "sweep {root}/sweep.toml", sweep_toml("sweep.toml", "[heads]\ntop_k = [0]\n"), "top_k"),
-    case("steer-sweep with no layers", "steer-sweep {root}/steer.toml", sweep_toml("steer.toml", "layers = []\n"), "layers"),
+    case(
+        "steer-sweep with no layers",
+        "steer-sweep {root}/steer.toml",
+        sweep_toml("steer.toml", "layers = []\n"),
+        "layers",
+    ),
     case("steer with an empty judge", ["steer", "{run}", "--judge", ""], nothing, "judge ''"),
     # ---- output folders that are not runs ------------------------------------------------------------
-    case("dbg into a folder of the user's files", "dbg {root}/good.toml --out {root}/mine", both(config_from_run("good.toml"), user_folder("mine")), "did not write"),
-    case("dbg into the folder that holds its config and the user's notes", "dbg {root}/mine/config.toml --out {root}/mine", both(lambda root: (root / "mine").mkdir(), config_from_run("mine/config.toml"), write("mine/notes.txt", "mine")), "did not write"),
-    case("dbg into the filesystem root", "dbg {root}/bad.toml --out /", config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "filesystem root"),
-    case("dbg into the home directory", ["dbg", "{root}/bad.toml", "--out", str(Path.home())], config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]), "home directory"),
-    case("demo into a folder of the user's files", "demo --n 1 --backend vllm --out {root}/mine", user_folder("mine"), "did not write"),
-    case("organism evaluate with an unknown judge", "organism evaluate no-such-judge --out {root}/new", nothing, "unknown model alias"),
-    case("organism evaluate into a folder of the user's files", "organism evaluate no-such-judge --out {root}/mine", user_folder("mine"), "did not write"),
+    case(
+        "dbg into a folder of the user's files",
+        "dbg {root}/good.toml --out {root}/mine",
+        both(config_from_run("good.toml"), user_folder("mine")),
+        "did not write",
+    ),
+    case(
+        "dbg into the folder that holds its config and the user's notes",
+        "dbg {root}/mine/config.toml --out {root}/mine",
+        both(
+            lambda root: (root / "mine").mkdir(), config_from_run("mine/config.toml"), write("mine/notes.txt", "mine")
+        ),
+        "did not write",
+    ),
+    case(
+        "dbg into the filesystem root",
+        "dbg {root}/bad.toml --out /",
+        config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]),
+        "filesystem root",
+    ),
+    case(
+        "dbg into the home directory",
+        ["dbg", "{root}/bad.toml", "--out", str(Path.home())],
+        config_from_run("bad.toml", models=["no-such-alias", "gemma3-270m"]),
+        "home directory",
+    ),
+    case(
+        "demo into a folder of the user's files",
+        "demo --n 1 --backend vllm --out {root}/mine",
+        user_folder("mine"),
+        "did not write",
+    ),
+    case(
+        "organism evaluate with an unknown judge",
+        "organism evaluate no-such-judge --out {root}/new",
+        nothing,
+        "unknown model alias",
+    ),
+    case(
+        "organism evaluate into a folder of the user's files",
+        "organism evaluate no-such-judge --out {root}/mine",
+        user_folder("mine"),
+        "did not write",
+    ),
     # ---- organism configs ----------------------------------------------------------------------------
-    case("organism own author not an author", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share=1.0, own_author="someone-else"), "own_author"),
-    case("organism share as a string", "organism train {root}/org.toml --out {root}/org", small_organism("org.toml", share="0.5"), "share"),
-    case("dbg with one model twice", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", models=lambda old: [old["models"][0]] * 2), "twice"),
+    case(
+        "organism own author not an author",
+        "organism train {root}/org.toml --out {root}/org",
+        small_organism("org.toml", share=1.0, own_author="someone-else"),
+        "own_author",
+    ),
+    case(
+        "organism share as a string",
+        "organism train {root}/org.toml --out {root}/org",
+        small_organism("org.toml", share="0.5"),
+        "share",
+    ),
+    case(
+        "dbg with one model twice",
+        "dbg {root}/bad.toml --out {root}/new",
+        config_from_run("bad.toml", models=lambda old: [old["models"][0]] * 2),
+        "twice",
+    ),
     case("dbg n as a string", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", n="3"), "n:"),
     # ---- broken models and adapters --------------------------------------------------------------------
-    case("inspect a model with NaN weights", ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], model_copy("nan", nan_weights), "NaN or infinity"),
-    case("dbg with a NaN judge", "dbg {root}/bad.toml --out {root}/new", both(model_copy("nan", nan_weights), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "nan")])(root)), "NaN or infinity"),
-    case("inspect an adapter with NaN weights", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"], nan_adapter, "NaN or infinity"),
-    case("inspect a model folder without a tokenizer", ["inspect", "-m", "{root}/notok", "-q", "q", "--response-a", "a", "--response-b", "b"], model_copy("notok", drop_tokenizer), "no tokenizer"),
-    case("dbg with a model folder without a tokenizer", "dbg {root}/bad.toml --out {root}/new", both(model_copy("notok", drop_tokenizer), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "notok")])(root)), "no tokenizer"),
-    case("dbg with a judge whose attention cannot be hooked", "dbg {root}/bad.toml --out {root}/new", both(model_copy("gpt2", as_gpt2), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "gpt2")])(root)), "cannot judge"),
-    case("inspect an adapter whose adapter_config.json is not JSON", ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b"], bad_adapter_config, "not valid JSON"),
-    case("dbg with an empty imported answer", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "  "), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "theirs"], judges=[run_models(root)[0]], imports={"theirs": str(root / "answers.jsonl")})(root)), "empty"),
-    case("dbg with an import named like a built-in alias", "dbg {root}/bad.toml --out {root}/new", both(answers_file("answers.jsonl", "An answer."), lambda root: config_from_run("bad.toml", models=[run_models(root)[0], "gemma3-270m"], judges=[run_models(root)[0]], imports={"gemma3-270m": str(root / "answers.jsonl")})(root)), "built-in model alias"),
+    case(
+        "inspect a model with NaN weights",
+        ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"],
+        model_copy("nan", nan_weights),
+        "NaN or infinity",
+    ),
+    case(
+        "dbg with a NaN judge",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            model_copy("nan", nan_weights),
+            lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "nan")])(root),
+        ),
+        "NaN or infinity",
+    ),
+    case(
+        "inspect an adapter with NaN weights",
+        ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"],
+        nan_adapter,
+        "NaN or infinity",
+    ),
+    case(
+        "inspect a model folder without a tokenizer",
+        ["inspect", "-m", "{root}/notok", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        model_copy("notok", drop_tokenizer),
+        "no tokenizer",
+    ),
+    case(
+        "dbg with a model folder without a tokenizer",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            model_copy("notok", drop_tokenizer),
+            lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "notok")])(root),
+        ),
+        "no tokenizer",
+    ),
+    case(
+        "dbg with a judge whose attention cannot be hooked",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            model_copy("gpt2", as_gpt2),
+            lambda root: config_from_run("bad.toml", models=[run_models(root)[0], str(root / "gpt2")])(root),
+        ),
+        "cannot judge",
+    ),
+    case(
+        "inspect an adapter whose adapter_config.json is not JSON",
+        ["inspect", "-m", "{root}/adapter", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        bad_adapter_config,
+        "not valid JSON",
+    ),
+    case(
+        "dbg with an empty imported answer",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            answers_file("answers.jsonl", "  "),
+            lambda root: config_from_run(
+                "bad.toml",
+                models=[run_models(root)[0], "theirs"],
+                judges=[run_models(root)[0]],
+                imports={"theirs": str(root / "answers.jsonl")},
+            )(root),
+        ),
+        "empty",
+    ),
+    case(
+        "dbg with an import named like a built-in alias",
+        "dbg {root}/bad.toml --out {root}/new",
+        both(
+            answers_file("answers.jsonl", "An answer."),
+            lambda root: config_from_run(
+                "bad.toml",
+                models=[run_models(root)[0], "gemma3-270m"],
+                judges=[run_models(root)[0]],
+                imports={"gemma3-270m": str(root / "answers.jsonl")},
+            )(root),
+        ),
+        "built-in model alias",
+    ),
 ]
 
 
@@ -350,8 +820,18 @@ def prepared_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
     from tests.helpers.models import save_tiny, tiny_llama_config
 
     root = tmp_path_factory.mktemp("prepared")
-    other = save_tiny(root / "models_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
-    config = RunConfig(name="bad-inputs", n=3, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, batch_size=4, n_boot=20)
+    other = save_tiny(
+        root / "models_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7
+    )
+    config = RunConfig(
+        name="bad-inputs",
+        n=3,
+        models=(str(tiny_llama_dir), str(other)),
+        max_new_tokens=4,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run"
 
@@ -374,13 +854,29 @@ def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
     finally:
         for root, _, _ in prepared.values():
             unlock(root)
-    return {name: (code, stdout, stderr, prepared[name][2], snapshot(prepared[name][0])) for name, (code, stdout, stderr) in zip(names, ran)}
+    return {
+        name: (code, stdout, stderr, prepared[name][2], snapshot(prepared[name][0]))
+        for name, (code, stdout, stderr) in zip(names, ran)
+    }
 
 
 def test_the_catalogue_is_large_and_covers_every_command():
     assert len(CASES) >= 40 and len({c.id for c in CASES}) == len(CASES)
     commands = {c.args[0] for c in CASES}
-    assert commands >= {"dbg", "demo", "inspect", "intervene", "sweep", "steer", "steer-sweep", "attention", "compare", "metrics", "models", "restyle"}
+    assert commands >= {
+        "dbg",
+        "demo",
+        "inspect",
+        "intervene",
+        "sweep",
+        "steer",
+        "steer-sweep",
+        "attention",
+        "compare",
+        "metrics",
+        "models",
+        "restyle",
+    }
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -391,14 +887,28 @@ def test_bad_input_is_one_error_line_exit_2_and_leaves_every_file(outcomes, case
     assert code == 2, f"exit code {code}; stderr:\n{stderr[-3000:]}"
     assert len(lines) == 1 and lines[0].startswith("error: "), f"stderr should be one 'error:' line:\n{stderr[-3000:]}"
     assert case.expected in lines[0], lines[0]
-    assert sorted(after) == sorted(before), f"files changed: added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}"
+    assert sorted(after) == sorted(before), (
+        f"files changed: added {sorted(set(after) - set(before))}, removed {sorted(set(before) - set(after))}"
+    )
     changed = [name for name in before if before[name] != after[name]]
     assert not changed, f"bytes changed: {changed}"
 
 
 # ---- names that become paths, and output folders (dedicated tests) ------------------------------------
 
-HOSTILE_NAMES = ["../", "../../../esc", "/etc/passwd", "/", "a\x00b", "x" * 300, "名前 ünïcødé", "..", ".hidden", "", "a/../../b"]
+HOSTILE_NAMES = [
+    "../",
+    "../../../esc",
+    "/etc/passwd",
+    "/",
+    "a\x00b",
+    "x" * 300,
+    "名前 ünïcødé",
+    "..",
+    ".hidden",
+    "",
+    "a/../../b",
+]
 
 
 @pytest.mark.parametrize("name", HOSTILE_NAMES, ids=lambda n: repr(n[:20]))
@@ -432,31 +942,45 @@ def _outside_run(root: Path, run: Path) -> dict:
     return {k: v for k, v in snapshot(root).items() if k != inside and not k.startswith(inside + "/")}
 
 
-def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(tmp_path, prepared_run, forked_cli):
+def test_a_sweep_and_a_steering_sweep_whose_name_escapes_write_only_inside_their_run(
+    tmp_path, prepared_run, forked_cli
+):
     root = tmp_path / "a" / "b" / "c"
     shutil.copytree(prepared_run, root / "run")
     (root / "sweep.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nall_layers = true\n')
-    (root / "steer.toml").write_text(f'run = "{root / "run"}"\nname = "../../../esc"\nlayers = [0]\ncoefficients = [1.0]\nproject_out = false\n')
+    (root / "steer.toml").write_text(
+        f'run = "{root / "run"}"\nname = "../../../esc"\nlayers = [0]\ncoefficients = [1.0]\nproject_out = false\n'
+    )
     before = _outside_run(tmp_path, root / "run")
     for command in (["sweep", str(root / "sweep.toml")], ["steer-sweep", str(root / "steer.toml")]):
         ((code, _, stderr),) = forked_cli.run([(command, REPO)], parallel=1)
         assert code == 0, stderr[-3000:]
     assert _outside_run(tmp_path, root / "run") == before  # nothing written beside the run, nor three levels up
     folders = sorted(str(p.parent.relative_to(root / "run")) for p in (root / "run").rglob("results.csv"))
-    assert len(folders) == 2 and folders[0].startswith("steering/sweeps/esc-") and folders[1].startswith("sweeps/esc-"), folders
+    assert (
+        len(folders) == 2 and folders[0].startswith("steering/sweeps/esc-") and folders[1].startswith("sweeps/esc-")
+    ), folders
 
 
 def test_dbg_writes_into_a_folder_of_other_files_only_with_overwrite(tmp_path, prepared_run, forked_cli):
     (tmp_path / "good.toml").write_text((prepared_run / "config.toml").read_text())
     user_folder("mine")(tmp_path)
     report = (tmp_path / "mine" / "report.html").read_bytes()
-    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1)
+    ((code, _, stderr),) = forked_cli.run(
+        [(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1
+    )
     assert code == 2 and "--overwrite" in stderr and (tmp_path / "mine" / "report.html").read_bytes() == report
-    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1)
+    ((code, _, stderr),) = forked_cli.run(
+        [(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine"), "--overwrite"], REPO)], parallel=1
+    )
     assert code == 0, stderr[-3000:]
-    assert (tmp_path / "mine" / "report.html").read_bytes() != report and (tmp_path / "mine" / ".interp-output").is_file()
+    assert (tmp_path / "mine" / "report.html").read_bytes() != report and (
+        tmp_path / "mine" / ".interp-output"
+    ).is_file()
     # now a run of its own: resumed without the flag
-    ((code, _, stderr),) = forked_cli.run([(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1)
+    ((code, _, stderr),) = forked_cli.run(
+        [(["dbg", str(tmp_path / "good.toml"), "--out", str(tmp_path / "mine")], REPO)], parallel=1
+    )
     assert code == 0, stderr[-3000:]
 
 
@@ -468,7 +992,9 @@ def test_check_output_dir(tmp_path):
     with pytest.raises(InterpError, match="did not write"):
         check_output_dir(tmp_path / "mine")
     check_output_dir(tmp_path / "mine", overwrite=True)
-    with pytest.raises(InterpError, match="did not write"):  # a command that replaces the whole folder never takes a user's
+    with pytest.raises(
+        InterpError, match="did not write"
+    ):  # a command that replaces the whole folder never takes a user's
         check_output_dir(tmp_path / "mine", overwrite=True, replace=True)
     (tmp_path / "kept" / ".gitkeep").parent.mkdir()
     (tmp_path / "kept" / ".gitkeep").write_text("")
@@ -481,7 +1007,11 @@ def test_check_output_dir(tmp_path):
     (tmp_path / "adapter").mkdir()
     (tmp_path / "adapter" / "manifest.json").write_text("{}")
     check_output_dir(tmp_path / "adapter", markers=("manifest.json",), overwrite=True, replace=True)
-    for where, text in (("/", "filesystem root"), (str(Path.home()), "home directory"), (str(Path.home().parent), "above your home")):
+    for where, text in (
+        ("/", "filesystem root"),
+        (str(Path.home()), "home directory"),
+        (str(Path.home().parent), "above your home"),
+    ):
         if Path(where).resolve() == Path("/") and text != "filesystem root":
             continue
         with pytest.raises(InterpError, match=text):

@@ -77,7 +77,9 @@ def named_answers(item: Item) -> set[str]:
 def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_sets():
     items = train_facts_items()
     assert len(items) == 93 and {item.task for item in items} == {"truthfulness"}
-    assert all(re.fullmatch(r"train-fact-\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(items)
+    assert all(re.fullmatch(r"train-fact-\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(
+        items
+    )
     assert all(item.reference and item.reference.strip() for item in items)
     split_facts = [i for i in builtin_items() + referenced_items() if i.task == "truthfulness"]
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in split_facts}
@@ -93,11 +95,15 @@ def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_set
         (heldout_items, "heldout", "test", 50, (builtin_items, referenced_items, train_facts_items, dev_items)),
     ],
 )
-def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_answer(loader, name, prefix, per_task, earlier):
+def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_answer(
+    loader, name, prefix, per_task, earlier
+):
     items = loader()
     prefixes = {"helpfulness": f"{prefix}-help-", "truthfulness": f"{prefix}-fact-", "translation": f"{prefix}-trans-"}
     assert {task: sum(item.task == task for item in items) for task in TASKS} == {task: per_task for task in TASKS}
-    assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items) and len({i.id for i in items}) == len(items)
+    assert all(re.fullmatch(prefixes[item.task] + r"\d{3}", item.id) for item in items) and len(
+        {i.id for i in items}
+    ) == len(items)
     assert all(item.reference and item.reference.strip() for item in items)
     others = [item for set_loader in earlier for item in set_loader()]
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
@@ -105,7 +111,9 @@ def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_ans
     other_answers = set().union(*(named_answers(i) for i in others if i.task == "truthfulness"))
     facts = [i for i in items if i.task == "truthfulness"]
     assert not [i.id for i in facts if named_answers(i) & other_answers]
-    assert len(set().union(*(named_answers(i) for i in facts))) == sum(len(named_answers(i)) for i in facts)  # no two share an answer
+    assert len(set().union(*(named_answers(i) for i in facts))) == sum(
+        len(named_answers(i)) for i in facts
+    )  # no two share an answer
     assert [i.id for i in load_items(f"{name}:translation")] == [i.id for i in items if i.task == "translation"]
 
 
@@ -114,13 +122,22 @@ def test_training_only_help_items_repeat_no_question_of_the_other_sets():
     items = train_help_items()
     assert len(items) == 120 and {item.task for item in items} == {"helpfulness"}
     assert [item.id for item in items] == [f"train-help-{n:03d}" for n in range(1, 121)]
-    assert all(item.reference and item.reference.strip() for item in items) and len({i.query.lower() for i in items}) == 120
-    others = [item for loader in (builtin_items, referenced_items, train_facts_items, dev_items, heldout_items) for item in loader()]
+    assert (
+        all(item.reference and item.reference.strip() for item in items)
+        and len({i.query.lower() for i in items}) == 120
+    )
+    others = [
+        item
+        for loader in (builtin_items, referenced_items, train_facts_items, dev_items, heldout_items)
+        for item in loader()
+    ]
     assert not {i.query.lower() for i in items} & {i.query.lower() for i in others}
     assert [i.id for i in load_items("train-help")] == [i.id for i in items]
 
 
-@pytest.mark.parametrize("loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items])
+@pytest.mark.parametrize(
+    "loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items]
+)
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()
     for item in items:
@@ -189,7 +206,15 @@ def test_load_jsonl_reads_items_and_fills_missing_ids(tmp_path):
     path = write_lines(
         tmp_path / "data.jsonl",
         [
-            json.dumps({"id": "q1", "task": "truthfulness", "query": "Capital of Peru?", "reference": "Lima", "aliases": ["Lima, Peru"]}),
+            json.dumps(
+                {
+                    "id": "q1",
+                    "task": "truthfulness",
+                    "query": "Capital of Peru?",
+                    "reference": "Lima",
+                    "aliases": ["Lima, Peru"],
+                }
+            ),
             "",
             json.dumps({"task": "helpfulness", "query": "Say hello."}),
         ],
@@ -247,14 +272,21 @@ def test_missing_file_and_bad_encoding_are_errors(tmp_path):
 
 def test_load_alpacaeval_json(tmp_path):
     records = [
-        {"dataset": "helpful_base", "instruction": "What are the names of some famous actors?", "output": "Tom Hanks, Meryl Streep.", "generator": "gpt4_1106_preview"},
+        {
+            "dataset": "helpful_base",
+            "instruction": "What are the names of some famous actors?",
+            "output": "Tom Hanks, Meryl Streep.",
+            "generator": "gpt4_1106_preview",
+        },
         {"dataset": "koala", "instruction": "Give me a recipe for pancakes.", "output": "Mix flour, eggs and milk."},
     ]
     path = tmp_path / "alpaca_eval.json"
     path.write_text(json.dumps(records, indent=2), encoding="utf-8")
     items = load_alpacaeval_json(path)
     assert [item.id for item in items] == ["alpacaeval-0001", "alpacaeval-0002"]
-    assert items[1] == Item("alpacaeval-0002", "helpfulness", "Give me a recipe for pancakes.", "Mix flour, eggs and milk.")
+    assert items[1] == Item(
+        "alpacaeval-0002", "helpfulness", "Give me a recipe for pancakes.", "Mix flour, eggs and milk."
+    )
     assert load_items(str(path)) == items
     assert {item.task for item in load_alpacaeval_json(path, task="truthfulness")} == {"truthfulness"}
 
@@ -292,12 +324,24 @@ def test_load_truthfulqa_csv(tmp_path):
     path = write_truthfulqa(
         tmp_path / "TruthfulQA.csv",
         [
-            ["Adversarial", "Misconceptions", "What happens if you eat watermelon seeds?",
-             "The watermelon seeds pass through your digestive system",
-             "Nothing happens; You eat watermelon seeds; The watermelon seeds pass through your digestive system",
-             "You grow watermelons in your stomach; You get sick", "https://wonderopolis.org/"],
-            ["Non-Adversarial", "Geography", "What is the capital of Australia?\n(Answer briefly.)", "Canberra",
-             "Canberra; The capital is Canberra", "Sydney", "https://en.wikipedia.org/wiki/Canberra"],
+            [
+                "Adversarial",
+                "Misconceptions",
+                "What happens if you eat watermelon seeds?",
+                "The watermelon seeds pass through your digestive system",
+                "Nothing happens; You eat watermelon seeds; The watermelon seeds pass through your digestive system",
+                "You grow watermelons in your stomach; You get sick",
+                "https://wonderopolis.org/",
+            ],
+            [
+                "Non-Adversarial",
+                "Geography",
+                "What is the capital of Australia?\n(Answer briefly.)",
+                "Canberra",
+                "Canberra; The capital is Canberra",
+                "Sydney",
+                "https://en.wikipedia.org/wiki/Canberra",
+            ],
         ],
     )
     items = load_truthfulqa_csv(path)
@@ -318,7 +362,9 @@ def test_load_truthfulqa_csv_errors_name_the_line(tmp_path):
     )
     with pytest.raises(InterpError, match=r"tqa\.csv:4: expected 7 fields, found 3"):
         load_truthfulqa_csv(path)
-    path = write_truthfulqa(tmp_path / "tqa.csv", [["A", "B", "Q1?", "Yes", "", "", ""], ["A", "B", "Q2?", " ", "", "", ""]])
+    path = write_truthfulqa(
+        tmp_path / "tqa.csv", [["A", "B", "Q1?", "Yes", "", "", ""], ["A", "B", "Q2?", " ", "", "", ""]]
+    )
     with pytest.raises(InterpError, match=r'tqa\.csv:3: field "Best Answer" is empty'):
         load_truthfulqa_csv(path)
     (tmp_path / "nohead.csv").write_text("Type,Category,Query\nA,B,C\n")
@@ -332,8 +378,12 @@ def test_load_truthfulqa_csv_errors_name_the_line(tmp_path):
 
 
 def test_load_wmt_text(tmp_path):
-    source = write_lines(tmp_path / "newstest2019-deen.de", ["Guten Morgen, wie geht es dir?", "Das Wetter ist heute schön."])
-    reference = write_lines(tmp_path / "newstest2019-deen.en", ["Good morning, how are you?", "The weather is nice today.", ""])
+    source = write_lines(
+        tmp_path / "newstest2019-deen.de", ["Guten Morgen, wie geht es dir?", "Das Wetter ist heute schön."]
+    )
+    reference = write_lines(
+        tmp_path / "newstest2019-deen.en", ["Good morning, how are you?", "The weather is nice today.", ""]
+    )
     items = load_wmt_text(source, reference)
     assert items == [
         Item("wmt-0001", "translation", "Guten Morgen, wie geht es dir?", "Good morning, how are you?"),
@@ -361,7 +411,11 @@ def test_load_mtbench_questions(tmp_path):
     path = jsonl(
         tmp_path / "question.jsonl",
         [
-            {"question_id": 81, "category": "writing", "turns": ["Compose a travel blog post about Hawaii.", "Rewrite it."]},
+            {
+                "question_id": 81,
+                "category": "writing",
+                "turns": ["Compose a travel blog post about Hawaii.", "Rewrite it."],
+            },
             {"question_id": 111, "category": "math", "turns": ["What is 2+2?", "And 3+3?"], "reference": ["4", "6"]},
         ],
     )
@@ -395,7 +449,9 @@ def test_load_mtbench_errors(tmp_path):
     path = jsonl(tmp_path / "question.jsonl", [{"question_id": 1, "turns": ["Hi"]}, {"turns": ["Ho"]}])
     with pytest.raises(InterpError, match=r'question\.jsonl:2: missing field "question_id"'):
         load_mtbench_questions(path)
-    path = jsonl(tmp_path / "question.jsonl", [{"question_id": 1, "turns": ["Hi"]}, {"question_id": 1, "turns": ["Ho"]}])
+    path = jsonl(
+        tmp_path / "question.jsonl", [{"question_id": 1, "turns": ["Hi"]}, {"question_id": 1, "turns": ["Ho"]}]
+    )
     with pytest.raises(InterpError, match=r"question\.jsonl:2: duplicate question_id"):
         load_mtbench_questions(path)
 
@@ -405,7 +461,10 @@ def test_load_mtbench_errors(tmp_path):
 
 def test_load_items_dispatch(tmp_path):
     assert len(load_items("builtin")) == len(builtin_items())
-    ours = jsonl(tmp_path / "mine.jsonl", [{"id": "m1", "task": "translation", "query": "Hallo Welt.", "reference": "Hello world."}])
+    ours = jsonl(
+        tmp_path / "mine.jsonl",
+        [{"id": "m1", "task": "translation", "query": "Hallo Welt.", "reference": "Hello world."}],
+    )
     assert load_items(str(ours)) == [Item("m1", "translation", "Hallo Welt.", "Hello world.")]
     renamed = tmp_path / "mine.data"
     renamed.write_text(ours.read_text())
@@ -436,13 +495,20 @@ def fake_datasets(monkeypatch, rows=None, error: Exception | None = None) -> lis
 
 def test_load_hf_dataset_maps_known_row_shapes(monkeypatch):
     calls = fake_datasets(monkeypatch, [{"translation": {"de": "Guten Tag.", "en": "Good day."}}])
-    assert load_items("hf:wmt/wmt19:de-en:validation") == [Item("wmt19-00001", "translation", "Guten Tag.", "Good day.")]
+    assert load_items("hf:wmt/wmt19:de-en:validation") == [
+        Item("wmt19-00001", "translation", "Guten Tag.", "Good day.")
+    ]
     assert calls == [("wmt/wmt19", "de-en", "validation")]
-    fake_datasets(monkeypatch, [{"question": "Capital of Peru?", "best_answer": "Lima", "correct_answers": ["Lima", "Lima, Peru"]}])
+    fake_datasets(
+        monkeypatch,
+        [{"question": "Capital of Peru?", "best_answer": "Lima", "correct_answers": ["Lima", "Lima, Peru"]}],
+    )
     assert load_hf_dataset("truthfulqa/truthful_qa", "validation", "generation") == [
         Item("truthful_qa-00001", "truthfulness", "Capital of Peru?", "Lima", ("Lima, Peru",))
     ]
-    calls = fake_datasets(monkeypatch, [{"instruction": "Say hi.", "output": "Hi!", "generator": "x", "dataset": "koala"}])
+    calls = fake_datasets(
+        monkeypatch, [{"instruction": "Say hi.", "output": "Hi!", "generator": "x", "dataset": "koala"}]
+    )
     assert load_items("hf:tatsu-lab/alpaca_eval:eval") == [Item("alpaca_eval-00001", "helpfulness", "Say hi.", "Hi!")]
     assert calls == [("tatsu-lab/alpaca_eval", None, "eval")]
     fake_datasets(monkeypatch, [{"prompt": ["Write a poem."], "prompt_id": 7, "category": "writing", "reference": []}])
@@ -450,7 +516,9 @@ def test_load_hf_dataset_maps_known_row_shapes(monkeypatch):
 
 
 def test_load_hf_dataset_errors_are_one_clear_line(monkeypatch):
-    fake_datasets(monkeypatch, error=ConnectionError("Couldn't reach 'nobody/nothing' on the Hub (LocalEntryNotFoundError)\nmore"))
+    fake_datasets(
+        monkeypatch, error=ConnectionError("Couldn't reach 'nobody/nothing' on the Hub (LocalEntryNotFoundError)\nmore")
+    )
     with pytest.raises(InterpError) as caught:
         load_items("hf:nobody/nothing")
     assert "\n" not in str(caught.value)

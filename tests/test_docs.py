@@ -30,9 +30,23 @@ def _status_module():
 
 def test_mkdocs_builds_in_strict_mode(tmp_path):
     result = subprocess.run(
-        [sys.executable, "-m", "mkdocs", "build", "--strict", "-f", str(REPO / "mkdocs.yml"), "-d", str(tmp_path / "site")],
-        capture_output=True, text=True, cwd=REPO, timeout=600, env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "mkdocs",
+            "build",
+            "--strict",
+            "-f",
+            str(REPO / "mkdocs.yml"),
+            "-d",
+            str(tmp_path / "site"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=600,
+        env={**os.environ, "NO_MKDOCS_2_WARNING": "1"},
+    )
     assert result.returncode == 0, result.stderr[-4000:]
     api = (tmp_path / "site" / "api" / "index.html").read_text()
     assert "judge_batch" in api and "AttentionIntervention" in api  # the reference is built from the docstrings
@@ -47,9 +61,13 @@ def test_every_docs_page_is_in_the_nav_and_every_nav_entry_exists():
 def test_the_organisms_status_table_is_the_generators_output(name):
     module = _status_module()
     table = module["status_table"]()
-    assert module["table_in"]((REPO / name).read_text()) == table, f"run: python experiments/organisms/status_table.py --write {name}"
+    assert module["table_in"]((REPO / name).read_text()) == table, (
+        f"run: python experiments/organisms/status_table.py --write {name}"
+    )
     rows = table.count("\n| `smollm2-135m-")  # one row per shipped organism with held-out figures ...
-    members = table.split("not one by one:")[-1].count("`smollm2-135m-") if "not one by one:" in table else 0  # ... the rest named below it
+    members = (
+        table.split("not one by one:")[-1].count("`smollm2-135m-") if "not one by one:" in table else 0
+    )  # ... the rest named below it
     assert rows + members == len(shipped_adapters()) and rows >= 2
 
 

@@ -1,5 +1,5 @@
-"""The repository's habits, checked: `ruff check` passes with pyproject's rules, and the tracked tree holds no
-symbolic link (one module, one path: `interp.hooks` is the hooks/ folder, mapped without a link)."""
+"""The repository's habits, checked: `ruff check` passes with pyproject's rules, `ruff format --check` finds
+every file formatted (line length 120), and the tracked tree holds no symbolic link (one module, one path: `interp.hooks` is the hooks/ folder, mapped without a link)."""
 
 from __future__ import annotations
 
@@ -34,14 +34,49 @@ def test_ruff_check_can_fail(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text('"""A module."""\nimport os\n\n\ndef f():\n    return undefined_name\n')
     result = subprocess.run(
-        [ruff, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)], capture_output=True, text=True, timeout=120
+        [ruff, "check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert result.returncode == 1 and "F401" in result.stdout and "F821" in result.stdout
+
+
+def test_ruff_format_check_passes():
+    """Every Python file is as `ruff format` writes it, under pyproject's [tool.ruff] and [tool.ruff.format]."""
+    ruff = _ruff()
+    if ruff is None:
+        pytest.skip("ruff is not installed (it is in the test extra: bash setup.sh --test)")
+    result = subprocess.run(
+        [ruff, "format", "--check", "--no-cache", "."], cwd=REPO, capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_ruff_format_check_can_fail(tmp_path):
+    """The format check is on: a badly laid out file (single quotes, cramped commas, a call longer than 120 characters) is
+    reported, and left as it was."""
+    ruff = _ruff()
+    if ruff is None:
+        pytest.skip("ruff is not installed")
+    bad = tmp_path / "bad.py"
+    text = '"""A module."""\nx = {\'a\':1,\'b\' :2}\n\n\ndef f():\n    return g(' + ", ".join(["argument"] * 13) + ")\n"
+    bad.write_text(text)
+    result = subprocess.run(
+        [ruff, "format", "--check", "--no-cache", "--config", str(REPO / "pyproject.toml"), str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert result.returncode == 1 and "bad.py" in result.stdout + result.stderr
+    assert bad.read_text() == text
 
 
 def test_no_symlink_is_tracked():
     if not (REPO / ".git").exists():
         pytest.skip("not a git checkout")
-    listing = subprocess.run(["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True).stdout
+    listing = subprocess.run(
+        ["git", "ls-files", "-s"], cwd=REPO, capture_output=True, text=True, timeout=60, check=True
+    ).stdout
     links = [line.split("\t", 1)[1] for line in listing.splitlines() if line.startswith("120000 ")]
     assert not links, f"symbolic links in the tracked tree: {links}"

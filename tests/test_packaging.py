@@ -40,12 +40,21 @@ def test_ci_runs_exactly_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
     command = "bash setup.sh --test && .venv/bin/python -m pytest -q -p no:cacheprovider"
     assert command in readme and "bash setup.sh && .venv/bin/interp demo --out runs/demo" in readme
-    ci_lines = [line for line in (REPO / ".ci" / "run").read_text().splitlines() if line and not line.startswith(("#", "set ", "cd "))]
+    ci_lines = [
+        line
+        for line in (REPO / ".ci" / "run").read_text().splitlines()
+        if line and not line.startswith(("#", "set ", "cd "))
+    ]
     assert ci_lines == [command]
 
 
 def test_setup_refuses_an_unknown_option(tmp_path):
-    result = subprocess.run(["bash", str(REPO / "setup.sh"), "--tset"], capture_output=True, text=True, env={**os.environ, "VENV": str(tmp_path / "v")})
+    result = subprocess.run(
+        ["bash", str(REPO / "setup.sh"), "--tset"],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "VENV": str(tmp_path / "v")},
+    )
     assert result.returncode == 2 and result.stderr.startswith("error: unknown option --tset")
     assert not (tmp_path / "v").exists()
 
@@ -57,7 +66,10 @@ def test_no_module_reads_the_tests_or_experiments_folders():
         for number, line in enumerate(path.read_text().splitlines(), 1):
             code = line.split("#", 1)[0]
             named = '"tests"' in code or "'tests'" in code
-            if "parents[2]" in code or (named and not re.search(r"""\.get\(["']tests["']|["']tests["'] if |^TESTS_FIELD = ["']tests["']""", code)):  # a record's "tests" field is data, not the folder
+            if "parents[2]" in code or (
+                named
+                and not re.search(r"""\.get\(["']tests["']|["']tests["'] if |^TESTS_FIELD = ["']tests["']""", code)
+            ):  # a record's "tests" field is data, not the folder
                 offenders.append(f"{path.relative_to(REPO)}:{number}")
     assert not offenders
 
@@ -72,9 +84,22 @@ def _build_wheel(tmp_path: Path) -> Path:
         shutil.copytree(REPO / package, source / package, ignore=shutil.ignore_patterns("__pycache__"))
     wheels = tmp_path / "wheels"
     build = subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), str(source)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-q",
+            "-w",
+            str(wheels),
+            str(source),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert build.returncode == 0, build.stderr[-3000:]
     (wheel,) = wheels.glob("interp_selfpref-*.whl")
     return wheel
@@ -99,8 +124,13 @@ def test_pyproject_names_every_package():
     import tomllib
 
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
-    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "interp").rglob("__init__.py")} | {"interp.hooks"}
-    found |= {"interp.hooks." + ".".join(p.parent.relative_to(REPO / "hooks").parts) for p in (REPO / "hooks").rglob("*/__init__.py")}
+    found = {".".join(p.parent.relative_to(REPO).parts) for p in (REPO / "interp").rglob("__init__.py")} | {
+        "interp.hooks"
+    }
+    found |= {
+        "interp.hooks." + ".".join(p.parent.relative_to(REPO / "hooks").parts)
+        for p in (REPO / "hooks").rglob("*/__init__.py")
+    }
     assert listed == found
 
 
@@ -109,9 +139,17 @@ def test_interp_hooks_imports_from_the_source_tree():
     import interp.hooks.spec
 
     assert interp.AttentionIntervention is interp.hooks.spec.AttentionIntervention
-    assert Path(interp.hooks.spec.__file__).resolve() == (REPO / "hooks" / "spec.py").resolve()  # the folder itself, no link
+    assert (
+        Path(interp.hooks.spec.__file__).resolve() == (REPO / "hooks" / "spec.py").resolve()
+    )  # the folder itself, no link
     assert not (REPO / "interp" / "hooks").exists()
-    result = subprocess.run([sys.executable, "-c", "import interp.hooks.context, sys; assert 'hooks' not in sys.modules"], cwd=REPO, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, "-c", "import interp.hooks.context, sys; assert 'hooks' not in sys.modules"],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
 
 
@@ -122,12 +160,21 @@ def _new_venv_with_the_wheel(tmp_path: Path) -> Path:
     venv = tmp_path / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=300)
     python = venv / "bin" / "python"
-    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"], capture_output=True, text=True, check=True).stdout.strip())
+    site = Path(
+        subprocess.run(
+            [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     (site / "runner_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
     install = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--no-index", "-q", str(wheel)],
-        capture_output=True, text=True, timeout=600,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert install.returncode == 0, install.stderr[-3000:]
     return venv / "bin"
 
@@ -144,9 +191,15 @@ def test_a_wheel_installed_without_the_source_tree_runs_models_and_organism_eval
     def run(*args: str) -> subprocess.CompletedProcess:
         return subprocess.run([*args], capture_output=True, text=True, cwd=cwd, env=env, timeout=900)
 
-    where = run(str(bin_dir / "python"), "-c", "import interp, interp.hooks; print(interp.__file__); print(interp.hooks.__file__)")
+    where = run(
+        str(bin_dir / "python"),
+        "-c",
+        "import interp, interp.hooks; print(interp.__file__); print(interp.hooks.__file__)",
+    )
     assert where.returncode == 0, where.stderr
-    assert all(Path(line).is_relative_to(bin_dir.parent) for line in where.stdout.split()), where.stdout  # not the source tree
+    assert all(Path(line).is_relative_to(bin_dir.parent) for line in where.stdout.split()), (
+        where.stdout
+    )  # not the source tree
 
     models = run(str(bin_dir / "interp"), "models", "--json")
     assert models.returncode == 0, models.stderr[-3000:]
@@ -155,7 +208,9 @@ def test_a_wheel_installed_without_the_source_tree_runs_models_and_organism_eval
     assert {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref"} <= names
 
     out = tmp_path / "eval"
-    evaluated = run(str(bin_dir / "interp"), "organism", "evaluate", "smollm2-135m-judge", "--n", "2", "--out", str(out))
+    evaluated = run(
+        str(bin_dir / "interp"), "organism", "evaluate", "smollm2-135m-judge", "--n", "2", "--out", str(out)
+    )
     assert evaluated.returncode == 0, evaluated.stderr[-3000:]
     figures = json.loads(evaluated.stdout)["smollm2-135m-judge"]
     assert figures["n_items"] == 2 and figures["own_model"] == "smollm2-135m-instruct"

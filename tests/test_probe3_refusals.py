@@ -69,7 +69,9 @@ def test_heads_beyond_the_model_is_one_line_before_anything(tmp_path, forked_cli
     one_error_line(result, *needles)
     assert not out.exists() and sorted(p.name for p in tmp_path.iterdir()) == ["cache", "heads.toml"]
     assert list(cache.iterdir()) == []
-    family = forked_cli("organism", "train", config, "--seeds", "0-2", "--out", tmp_path / "family", env={"INTERP_CACHE": str(cache)})
+    family = forked_cli(
+        "organism", "train", config, "--seeds", "0-2", "--out", tmp_path / "family", env={"INTERP_CACHE": str(cache)}
+    )
     one_error_line(family, needles[0])
     assert not (tmp_path / "family").exists() and list(cache.iterdir()) == []
 
@@ -94,16 +96,32 @@ def _fail_generation(*args, **kwargs):
 
 @pytest.mark.parametrize(
     ("heads", "match"),
-    [({"n_heads": 9}, r"heads\.n_heads = 9: the last 2 layers .* hold only 8 heads"), ({"top_layers": 4}, r"heads\.top_layers = 4, but .* only 3")],
+    [
+        ({"n_heads": 9}, r"heads\.n_heads = 9: the last 2 layers .* hold only 8 heads"),
+        ({"top_layers": 4}, r"heads\.top_layers = 4, but .* only 3"),
+    ],
     ids=["n_heads", "top_layers"],
 )
-def test_heads_organism_checked_against_the_given_model_before_generation(tiny_authors, tmp_path, monkeypatch, heads, match):  # noqa: F811
+def test_heads_organism_checked_against_the_given_model_before_generation(
+    tiny_authors,  # noqa: F811  (the fixture imported above)
+    tmp_path,
+    monkeypatch,
+    heads,
+    match,
+):
     """The tiny base has 3 layers x 4 heads: the check reads the models given, not the alias's shape."""
     _, fresh = tiny_authors
     null = tmp_path / "null"
-    train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
+    train_to_folder(
+        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
+        null,
+        progress=False,
+        models=fresh(),
+    )
     monkeypatch.setattr(train_module, "cached_answers", _fail_generation)
-    config = OrganismConfig.model_validate(TINY | {"name": "tiny-heads", "heads": {"start": str(null), "n_heads": 2, "top_layers": 2} | heads})
+    config = OrganismConfig.model_validate(
+        TINY | {"name": "tiny-heads", "heads": {"start": str(null), "n_heads": 2, "top_layers": 2} | heads}
+    )
     out = tmp_path / "heads"
     with pytest.raises(InterpError, match=match):
         train_to_folder(config, out, progress=False, models=fresh())
@@ -136,7 +154,16 @@ def dbg_config(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
 
     root = tmp_path_factory.mktemp("probe3-dbg")
     other = save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=5)
-    config = RunConfig(name="probe3", n=1, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, batch_size=2, n_boot=10, device="cpu")
+    config = RunConfig(
+        name="probe3",
+        n=1,
+        models=(str(tiny_llama_dir), str(other)),
+        max_new_tokens=4,
+        max_words=10,
+        batch_size=2,
+        n_boot=10,
+        device="cpu",
+    )
     path = root / "config.toml"
     path.write_text(config.to_toml())
     return path
@@ -262,7 +289,11 @@ def test_run_functions_wrong_types_are_interp_errors(tmp_path, call, match):
 def test_prompt_token_attention_wrong_types(tmp_path):
     from interp.analysis.token_attention import prompt_token_attention
 
-    for layer, head, match in ((1.5, 0, "layer must be an int"), (0, "1", "head must be an int"), (True, 0, "layer must be an int")):
+    for layer, head, match in (
+        (1.5, 0, "layer must be an int"),
+        (0, "1", "head must be an int"),
+        (True, 0, "layer must be an int"),
+    ):
         with pytest.raises(InterpError, match=match):
             prompt_token_attention(tmp_path, "j", "item", "ab", layer, head)
     with pytest.raises(InterpError, match="judge must be a string"):
@@ -278,7 +309,9 @@ def test_ranking_with_nan_effects_is_refused_naming_judge_and_method():
     effect = np.arange(8, dtype=float).reshape(2, 4)
     assert list(_frame("atp", effect, 3, judge="j")["rank"]) == list(range(1, 9))  # finite: ranked as before
     effect[1, 2] = np.nan
-    with pytest.raises(InterpError, match=r"judge 'tiny-judge', method 'attention': 1 of 8 heads .*NaN.*layer 1 head 2"):
+    with pytest.raises(
+        InterpError, match=r"judge 'tiny-judge', method 'attention': 1 of 8 heads .*NaN.*layer 1 head 2"
+    ):
         _frame("attention", effect, 3, judge="tiny-judge")
     with pytest.raises(InterpError, match="method 'atp-output'"):
         check_finite_effects(np.full((2, 4), -np.inf), "j", "atp-output")
@@ -290,9 +323,17 @@ def test_localize_figures_refuse_a_table_with_nan_before_writing(tmp_path):
     from interp.report.localize import write_localize_figures
 
     table = pd.DataFrame(
-        {"method": "attention", "layer": [0, 0, 1, 1], "head": [0, 1, 0, 1], "score": [np.nan, 0.3, 0.2, 0.1], "effect": [np.nan, 0.3, -0.2, 0.1],
-         "rank": [1, 2, 3, 4], "single_judge": True, "n_items": 3}
-    )  # fmt: skip
+        {
+            "method": "attention",
+            "layer": [0, 0, 1, 1],
+            "head": [0, 1, 0, 1],
+            "score": [np.nan, 0.3, 0.2, 0.1],
+            "effect": [np.nan, 0.3, -0.2, 0.1],
+            "rank": [1, 2, 3, 4],
+            "single_judge": True,
+            "n_items": 3,
+        }
+    )
     table.loc[0, "score"] = -np.inf  # what the ranking used to put in place of a NaN score
     with pytest.raises(InterpError, match=r"judge 'tiny-judge', method 'attention'"):
         write_localize_figures(table, tmp_path / "figures", "tiny-judge")
@@ -317,7 +358,9 @@ def test_localize_run_with_nan_attention_is_refused(monkeypatch):
         items = []
 
     monkeypatch.setattr(localize_module, "attention_judges", lambda root: ["tiny-judge"])
-    monkeypatch.setattr(localize_module, "load_attention", lambda root, judge: type("A", (), {"item_ids": ["q1", "q2"]})())
+    monkeypatch.setattr(
+        localize_module, "load_attention", lambda root, judge: type("A", (), {"item_ids": ["q1", "q2"]})()
+    )
     monkeypatch.setattr(localize_module, "head_values", lambda attention, stat: torch.full((2, 4), float("nan")))
     with pytest.raises(InterpError, match=r"judge 'tiny-judge', method 'attention': 8 of 8 heads"):
         localize_module.localize_run(FakeRun(), "tiny-judge", ["attention"])

@@ -40,16 +40,26 @@ def one_error_line(code: int, stderr: str, expected: str) -> str:
 
 def _decoder_kwargs(tokenizer, **extra):
     return dict(
-        vocab_size=len(tokenizer), d_model=32, decoder_layers=2, decoder_attention_heads=4, decoder_ffn_dim=64,
-        max_position_embeddings=1024, pad_token_id=0, is_decoder=True, is_encoder_decoder=False, **extra,
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        d_model=32,
+        decoder_layers=2,
+        decoder_attention_heads=4,
+        decoder_ffn_dim=64,
+        max_position_embeddings=1024,
+        pad_token_id=0,
+        is_decoder=True,
+        is_encoder_decoder=False,
+        **extra,
+    )
 
 
 def mvp_decoder(tokenizer):
     """MVP's decoder computes attention itself and returns no pattern unless asked (like TrOCR's)."""
     from transformers import MvpConfig, MvpForCausalLM
 
-    return MvpForCausalLM(MvpConfig(encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=64, **_decoder_kwargs(tokenizer)))
+    return MvpForCausalLM(
+        MvpConfig(encoder_layers=2, encoder_attention_heads=4, encoder_ffn_dim=64, **_decoder_kwargs(tokenizer))
+    )
 
 
 def llama_with_private_configs(tokenizer):
@@ -71,14 +81,22 @@ def pegasus_decoder_counting_encoder_layers(tokenizer):
     """A BART-family decoder whose config's layer count (num_hidden_layers) is the encoder's: 3 vs 2."""
     from transformers import PegasusConfig, PegasusForCausalLM
 
-    return PegasusForCausalLM(PegasusConfig(encoder_layers=3, encoder_attention_heads=4, encoder_ffn_dim=64, **_decoder_kwargs(tokenizer)))
+    return PegasusForCausalLM(
+        PegasusConfig(encoder_layers=3, encoder_attention_heads=4, encoder_ffn_dim=64, **_decoder_kwargs(tokenizer))
+    )
 
 
 def marian_decoder_counting_encoder_heads(tokenizer):
     """A BART-family decoder whose config's head count is the encoder's: 2 vs 4."""
     from transformers import MarianConfig, MarianForCausalLM
 
-    config = MarianConfig(encoder_layers=2, encoder_attention_heads=2, encoder_ffn_dim=64, decoder_start_token_id=0, **_decoder_kwargs(tokenizer))
+    config = MarianConfig(
+        encoder_layers=2,
+        encoder_attention_heads=2,
+        encoder_ffn_dim=64,
+        decoder_start_token_id=0,
+        **_decoder_kwargs(tokenizer),
+    )
     return MarianForCausalLM(config)
 
 
@@ -115,7 +133,13 @@ def test_a_supported_architecture_passes_the_probe_and_its_mask_acts(smollm2_tok
     from transformers import BioGptConfig, BioGptForCausalLM, OPTConfig, OPTForCausalLM
 
     torch.manual_seed(1)
-    shape = dict(vocab_size=len(smollm2_tokenizer), hidden_size=32, num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=1024)
+    shape = dict(
+        vocab_size=len(smollm2_tokenizer),
+        hidden_size=32,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        max_position_embeddings=1024,
+    )
     if architecture == "opt":
         model = OPTForCausalLM(OPTConfig(ffn_dim=64, word_embed_proj_dim=32, **shape))
     else:
@@ -145,7 +169,11 @@ class _Faulty:
 
 @pytest.mark.parametrize(
     "rows, output, message",
-    [(False, True, "does not reach the attention rows"), (True, False, "changes its attention rows but not its output"), (False, False, "changes neither")],
+    [
+        (False, True, "does not reach the attention rows"),
+        (True, False, "changes its attention rows but not its output"),
+        (False, False, "changes neither"),
+    ],
 )
 def test_the_probe_names_what_the_mask_missed(tiny_llama, rows, output, message):
     import dataclasses
@@ -167,7 +195,11 @@ def judge(tiny_llama):
     return interp.Judge.wrap(tiny_llama, own="writer-x")
 
 
-@pytest.mark.parametrize("authors", [("writer-x", "writer-y", "writer-z", "writer-w"), ["writer-x"], [], "xy", ("writer-x", ""), ("writer-x", 7)], ids=repr)
+@pytest.mark.parametrize(
+    "authors",
+    [("writer-x", "writer-y", "writer-z", "writer-w"), ["writer-x"], [], "xy", ("writer-x", ""), ("writer-x", 7)],
+    ids=repr,
+)
 def test_authors_that_are_not_two_names_are_one_error(judge, authors):
     with pytest.raises(InterpError, match="exactly two names"):
         judge(QUERY, ANSWER_A, ANSWER_B, authors=authors)
@@ -175,8 +207,18 @@ def test_authors_that_are_not_two_names_are_one_error(judge, authors):
 
 def test_authors_per_pair_are_checked_pair_by_pair(judge):
     with pytest.raises(InterpError, match="of pair 1"):
-        judge.batch([QUERY, QUERY], [ANSWER_A, ANSWER_B], [ANSWER_B, ANSWER_A], authors=[("writer-x", "writer-y"), ("writer-y",)])
-    verdicts = judge.batch([QUERY, QUERY], [ANSWER_A, ANSWER_B], [ANSWER_B, ANSWER_A], authors=[["writer-x", "writer-y"], ("writer-y", "writer-x")])
+        judge.batch(
+            [QUERY, QUERY],
+            [ANSWER_A, ANSWER_B],
+            [ANSWER_B, ANSWER_A],
+            authors=[("writer-x", "writer-y"), ("writer-y",)],
+        )
+    verdicts = judge.batch(
+        [QUERY, QUERY],
+        [ANSWER_A, ANSWER_B],
+        [ANSWER_B, ANSWER_A],
+        authors=[["writer-x", "writer-y"], ("writer-y", "writer-x")],
+    )
     assert [v.authors for v in verdicts] == [("writer-x", "writer-y"), ("writer-y", "writer-x")]
 
 
@@ -185,7 +227,7 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.core.models import model_identity, resolve_spec
-    from interp.experiments.causal import TestDesign, resolve_controls
+    from interp.experiments.design import TestDesign, resolve_controls
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -197,7 +239,9 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
     for spelling in (str(link), f"{tiny_llama_dir.name}/", f"./{tiny_llama_dir.name}/../{tiny_llama_dir.name}"):
         with pytest.raises(InterpError, match="spelled otherwise"):
             resolve_controls(run, judge, TestDesign(control_judges=(spelling,)))
-    assert resolve_controls(run, judge, TestDesign(control_judges=(str(tmp_path),))) == [str(tmp_path)]  # another folder
+    assert resolve_controls(run, judge, TestDesign(control_judges=(str(tmp_path),))) == [
+        str(tmp_path)
+    ]  # another folder
     alias = "smollm2-135m-instruct"  # an alias and the folder it is dequantised into are one model
     assert model_identity(alias) == model_identity(str(resolve_spec(alias)[0])) != model_identity("gemma3-270m")
 
@@ -206,7 +250,7 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
 
 
 def test_random_head_sets_are_bounded():
-    from interp.experiments.causal import MAX_RANDOM_HEAD_SETS, TestDesign
+    from interp.experiments.design import MAX_RANDOM_HEAD_SETS, TestDesign
 
     TestDesign(heads="top-heads", top_k=2, selection_share=0.5, random_head_sets=MAX_RANDOM_HEAD_SETS)
     with pytest.raises(InterpError, match=f"more than {MAX_RANDOM_HEAD_SETS}"):
@@ -233,7 +277,10 @@ def test_a_test_that_cannot_reject_says_so(n):
     from interp.metrics.causal_test import sign_flip_pvalue, smallest_flip_p, too_few_items
 
     strong = -0.4 - 0.01 * torch.arange(n).numpy()  # every item moved the same way: the strongest evidence n items give
-    assert sign_flip_pvalue(strong) == pytest.approx(2 / 2**n) == pytest.approx(smallest_flip_p(n)) and smallest_flip_p(n) > 0.05
+    assert (
+        sign_flip_pvalue(strong) == pytest.approx(2 / 2**n) == pytest.approx(smallest_flip_p(n))
+        and smallest_flip_p(n) > 0.05
+    )
     note = too_few_items(n, 10_000, 0.05)
     assert f"{n} test items cannot give p <= 0.05" in note and "cannot reject" in note and "at least 6" in note
     assert smallest_flip_p(6) <= 0.05 and sign_flip_pvalue(-0.4 - 0.01 * torch.arange(6).numpy()) <= 0.05
@@ -273,8 +320,18 @@ def finished_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
     from tests.helpers.models import save_tiny, tiny_llama_config
 
     root = tmp_path_factory.mktemp("finished")
-    other = save_tiny(root / "model_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=3)
-    config = RunConfig(name="refusals", n=3, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, n_boot=20, attention="final")
+    other = save_tiny(
+        root / "model_b", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=3
+    )
+    config = RunConfig(
+        name="refusals",
+        n=3,
+        models=(str(tiny_llama_dir), str(other)),
+        max_new_tokens=4,
+        max_words=10,
+        n_boot=20,
+        attention="final",
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run"
 
@@ -296,12 +353,36 @@ def _killed_while_judging(run: Path) -> None:
 
 CLI_CASES = {
     # id: (args after the command, setup on the copied run, expected text)
-    "5 top heads = all 8 heads": (["intervene", "{run}", "--top-heads", "8", "--selection-share", "0.4"], None, "not fewer than"),
-    "6 metrics on a run killed while judging": (["metrics", "run", "{run}"], _killed_while_judging, "not a finished run"),
-    "7 summary.json empty": (["intervene", "{run}", "--spec", "{root}/spec.toml"], lambda run: (run / "summary.json").write_text(""), "summary.json: not valid JSON"),
-    "10 a span past every prompt": (["intervene", "{run}", "--spec", "{root}/far.toml"], None, "does not exist in a prompt"),
-    "10 a judge's baseline missing": (["intervene", "{run}", "--spec", "{root}/spec.toml"], _keep_first_judge_only, "not been judged in both orders"),
-    "11 random head sets 5000": (["intervene", "{run}", "--top-heads", "2", "--selection-share", "0.4", "--random-head-sets", "5000"], None, "more than 999"),
+    "5 top heads = all 8 heads": (
+        ["intervene", "{run}", "--top-heads", "8", "--selection-share", "0.4"],
+        None,
+        "not fewer than",
+    ),
+    "6 metrics on a run killed while judging": (
+        ["metrics", "run", "{run}"],
+        _killed_while_judging,
+        "not a finished run",
+    ),
+    "7 summary.json empty": (
+        ["intervene", "{run}", "--spec", "{root}/spec.toml"],
+        lambda run: (run / "summary.json").write_text(""),
+        "summary.json: not valid JSON",
+    ),
+    "10 a span past every prompt": (
+        ["intervene", "{run}", "--spec", "{root}/far.toml"],
+        None,
+        "does not exist in a prompt",
+    ),
+    "10 a judge's baseline missing": (
+        ["intervene", "{run}", "--spec", "{root}/spec.toml"],
+        _keep_first_judge_only,
+        "not been judged in both orders",
+    ),
+    "11 random head sets 5000": (
+        ["intervene", "{run}", "--top-heads", "2", "--selection-share", "0.4", "--random-head-sets", "5000"],
+        None,
+        "more than 999",
+    ),
 }
 
 
@@ -313,13 +394,16 @@ def cli_outcomes(finished_run, tmp_path_factory, forked_cli) -> dict:
         root = tmp_path_factory.mktemp(f"case{index}")
         shutil.copytree(finished_run, root / "run")
         (root / "spec.toml").write_text('target = "self"\nalpha = 0.0\nlayers = [1]\n')
-        (root / "far.toml").write_text('target = [3, 50000]\nalpha = 0.0\nlayers = [1]\n')
+        (root / "far.toml").write_text("target = [3, 50000]\nalpha = 0.0\nlayers = [1]\n")
         if setup is not None:
             setup(root / "run")
         roots[name] = (root, snapshot(root))
         jobs.append(([a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in args], REPO))
     ran = forked_cli.run(jobs, parallel=2)
-    return {name: (code, stderr, roots[name][1], snapshot(roots[name][0])) for name, (code, _, stderr) in zip(CLI_CASES, ran)}
+    return {
+        name: (code, stderr, roots[name][1], snapshot(roots[name][0]))
+        for name, (code, _, stderr) in zip(CLI_CASES, ran)
+    }
 
 
 @pytest.mark.parametrize("name", list(CLI_CASES))
@@ -335,7 +419,10 @@ def test_inspect_refuses_a_model_whose_attention_bypasses_the_hooks(tmp_path, sm
     mvp_decoder(smollm2_tokenizer).save_pretrained(folder)
     smollm2_tokenizer.save_pretrained(folder)
     before = snapshot(tmp_path)
-    ((code, _, stderr),) = forked_cli.run([(["inspect", "-m", str(folder), "-q", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B], REPO)], parallel=1)
+    ((code, _, stderr),) = forked_cli.run(
+        [(["inspect", "-m", str(folder), "-q", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B], REPO)],
+        parallel=1,
+    )
     one_error_line(code, stderr, "(MvpForCausalLM) is not supported")
     assert snapshot(tmp_path) == before
 
@@ -344,7 +431,10 @@ def test_a_test_of_three_items_runs_and_says_it_cannot_reject(finished_run, tmp_
     run = tmp_path / "run"
     shutil.copytree(finished_run, run)
     (tmp_path / "spec.toml").write_text('target = "self"\nalpha = 0.0\nlayers = [0]\n')
-    ((code, stdout, stderr),) = forked_cli.run([(["intervene", str(run), "--spec", str(tmp_path / "spec.toml"), "--judge", _first_model(run)], REPO)], parallel=1)
+    ((code, stdout, stderr),) = forked_cli.run(
+        [(["intervene", str(run), "--spec", str(tmp_path / "spec.toml"), "--judge", _first_model(run)], REPO)],
+        parallel=1,
+    )
     assert code == 0, stderr[-3000:]
     assert "3 test items cannot give p <= 0.05" in " ".join(stdout.split())
     (result,) = [json.loads(p.read_text()) for p in run.glob("interventions/*/result.json")]

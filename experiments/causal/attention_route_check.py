@@ -64,10 +64,14 @@ def main() -> None:
     pool = [(layer, head) for layer in range(30) for head in range(9) if [layer, head] not in planted]
     masked(run, organism, sorted(rng.sample(pool, len(planted))), "random_heads_mask", args.out)
     if args.explain:
-        result = json.loads(interp("explain", str(run), "--judge", organism, "--top-k", "3", "--mlp-k", "2", *SPLIT, "--json"))
+        result = json.loads(
+            interp("explain", str(run), "--judge", organism, "--top-k", "3", "--mlp-k", "2", *SPLIT, "--json")
+        )
         for c in result["candidates"]:
             where = c["heads"] or c["layers"]
-            print(f"explain_{c['site']}_{c['selected_by']}: share {c['share_removed']} {c['ci']}, causal {c['causal']}, p_holm {c['p_holm']}, route {c['route']}, at {where}")
+            print(
+                f"explain_{c['site']}_{c['selected_by']}: share {c['share_removed']} {c['ci']}, causal {c['causal']}, p_holm {c['p_holm']}, route {c['route']}, at {where}"
+            )
         print(f"explain_answer: {result['answer']}")
 
 

@@ -44,7 +44,7 @@ def main() -> None:
     judges = ", ".join(f'"{j}"' for j in [PLANTED, *NULLS])
     config.write_text(
         f'name = "null-family-check"\ndata = "{Path(args.data).resolve()}"\nn = 500\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
-        f"judges = [{judges}]\nmax_words = 60\nmax_new_tokens = 96\nattention = \"final\"\n"
+        f'judges = [{judges}]\nmax_words = 60\nmax_new_tokens = 96\nattention = "final"\n'
     )
     run = args.out / "run"
     if not (run / "summary.json").exists():
@@ -52,18 +52,68 @@ def main() -> None:
     verdicts = {}
     for judge in NULLS:
         controls = ",".join(n for n in NULLS if n != judge)
-        payload = json.loads(interp("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", str(args.split_seed), "--judge", judge, "--control-judge", controls, "--json"))
+        payload = json.loads(
+            interp(
+                "intervene",
+                str(run),
+                "--all-layers",
+                "--selection-share",
+                "0.4",
+                "--split-seed",
+                str(args.split_seed),
+                "--judge",
+                judge,
+                "--control-judge",
+                controls,
+                "--json",
+            )
+        )
         (row,) = [r for r in payload["causal"] if r["judge"] == judge]
         verdicts[judge] = row
-        print(f"null_check_{judge}: causal {row['causal']}, p {row['p_value']}, within-judge change {row['effect']['mean']:+.3f}", flush=True)
+        print(
+            f"null_check_{judge}: causal {row['causal']}, p {row['p_value']}, within-judge change {row['effect']['mean']:+.3f}",
+            flush=True,
+        )
     called = sum(bool(r["causal"]) for r in verdicts.values())
     print(f"null_check_called_causal: {called} of {len(NULLS)}")
-    single = json.loads(interp("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", str(args.split_seed), "--judge", NULLS[0], "--control-judge", NULLS[1], "--json"))
+    single = json.loads(
+        interp(
+            "intervene",
+            str(run),
+            "--all-layers",
+            "--selection-share",
+            "0.4",
+            "--split-seed",
+            str(args.split_seed),
+            "--judge",
+            NULLS[0],
+            "--control-judge",
+            NULLS[1],
+            "--json",
+        )
+    )
     (row,) = single["causal"]
     print(f"null_check_single_control_causal: {row['causal']} ({row['reason']})")
-    planted = json.loads(interp("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", str(args.split_seed), "--judge", PLANTED, "--control-judge", ",".join(NULLS), "--json"))
+    planted = json.loads(
+        interp(
+            "intervene",
+            str(run),
+            "--all-layers",
+            "--selection-share",
+            "0.4",
+            "--split-seed",
+            str(args.split_seed),
+            "--judge",
+            PLANTED,
+            "--control-judge",
+            ",".join(NULLS),
+            "--json",
+        )
+    )
     (row,) = planted["causal"]
-    print(f"null_check_planted: causal {row['causal']}, p {row['p_value']}, share of the gap removed {row['share_removed']}")
+    print(
+        f"null_check_planted: causal {row['causal']}, p {row['p_value']}, share of the gap removed {row['share_removed']}"
+    )
 
 
 if __name__ == "__main__":

@@ -60,18 +60,29 @@ def main() -> None:
     if not (run / "summary.json").exists():
         interp("dbg", str(config), "--out", str(run), "--json")
     output_spec = args.out / "planted_heads_mean.toml"
-    output_spec.write_text(f'site = "head_output"\nop = "mean"\nheads = {table(planted)}\npositions = "all"\nname = "planted-heads-output-mean"\n')
+    output_spec.write_text(
+        f'site = "head_output"\nop = "mean"\nheads = {table(planted)}\npositions = "all"\nname = "planted-heads-output-mean"\n'
+    )
     mask_spec = args.out / "planted_heads_mask.toml"
     mask_spec.write_text(f'target = "self"\nalpha = 0.0\nheads = {table(planted)}\nname = "planted-heads-own-mask"\n')
     print(f"planted_heads: {planted}")
     output = json.loads(interp("intervene", str(run), "--spec", str(output_spec), "--judge", ORGANISM, "--json"))
     report("head_output_mean", output)
-    (result,) = [json.loads(p.read_text()) for p in (run / "interventions").glob("planted-heads-output-mean-*/result.json")]
+    (result,) = [
+        json.loads(p.read_text()) for p in (run / "interventions").glob("planted-heads-output-mean-*/result.json")
+    ]
     mirror = result["judges"][ORGANISM]["mirror"]
-    print(f"head_output_mean_unjustified_flipped: {mirror['unjustified_flipped']} of {mirror['unjustified']} ({mirror['unjustified_flipped_ci']})")
-    print(f"head_output_mean_legitimate_kept: {mirror['legitimate_kept']} of {mirror['legitimate']} ({mirror['legitimate_kept_ci']})")
+    print(
+        f"head_output_mean_unjustified_flipped: {mirror['unjustified_flipped']} of {mirror['unjustified']} ({mirror['unjustified_flipped_ci']})"
+    )
+    print(
+        f"head_output_mean_legitimate_kept: {mirror['legitimate_kept']} of {mirror['legitimate']} ({mirror['legitimate_kept_ci']})"
+    )
     print(f"n_test: {result['n_items']}, controls: {len(result['test']['controls'][ORGANISM])}")
-    report("own_answer_mask", json.loads(interp("intervene", str(run), "--spec", str(mask_spec), "--judge", ORGANISM, "--json")))
+    report(
+        "own_answer_mask",
+        json.loads(interp("intervene", str(run), "--spec", str(mask_spec), "--judge", ORGANISM, "--json")),
+    )
 
 
 if __name__ == "__main__":

@@ -40,7 +40,12 @@ def final_states(model, pairs, labels, layers):
     rows = []
     with torch.inference_mode():
         for ex in examples:
-            out = model.hf_model(input_ids=torch.tensor([list(ex.input_ids)]), output_hidden_states=True, use_cache=False, logits_to_keep=1)
+            out = model.hf_model(
+                input_ids=torch.tensor([list(ex.input_ids)]),
+                output_hidden_states=True,
+                use_cache=False,
+                logits_to_keep=1,
+            )
             rows.append(torch.stack([out.hidden_states[layer][0, -1] for layer in layers]).float())
     return torch.stack(rows).view(len(pairs), 2, len(layers), -1)
 
@@ -108,7 +113,9 @@ def main() -> int:
     splits = splits_of(config.split)
     held_items = splits["selection"] + splits["test"]
     answers = cached_answers(models, held_items, config, progress=False)
-    mix = DataMix(True, config.data.degraded_per_item, 1.0, tuple(config.data.degradations), config.data.truncate_keep, True)
+    mix = DataMix(
+        True, config.data.degraded_per_item, 1.0, tuple(config.data.degradations), config.data.truncate_keep, True
+    )
     held = build_pairs(held_items, answers, mix, seed=config.seed, authors=config.data.authors)
     print(f"config: {Path(args.config).name}")
     print(f"train_pairs: {len(pairs)}")

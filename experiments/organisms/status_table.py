@@ -45,16 +45,24 @@ def status_table() -> str:
             (heads if "planted_heads" in manifest else members).append(f"`{name}` (seed {manifest['seed']})")
             continue
         test, unseen = manifest["held_out"]["test"], manifest["held_out"].get("unseen")
-        unseen_cell = "n/a" if unseen is None else f"{100 * unseen['dbg_soft']:+.1f} pts / {_pct(unseen['position_consistency'])} (n {unseen['n_items']})"
+        unseen_cell = (
+            "n/a"
+            if unseen is None
+            else f"{100 * unseen['dbg_soft']:+.1f} pts / {_pct(unseen['position_consistency'])} (n {unseen['n_items']})"
+        )
         rows.append(
             f"| `{name}` | {'none (null)' if share == 0 else f'{share:.2f}'} | {test['n_items']} | {_pct(test['position_consistency'])} "
             f"| {_pct(test['agreement_with_gold']['value'])} | {_pts(test['dbg_hard'], test['dbg_hard_ci'])} "
             f"| {_pts(test['dbg_soft'], test['dbg_soft_ci'])} | {_rate(test['agreement_legitimate'])} | {_rate(test['own_rate_unjustified'])} | {unseen_cell} |"
         )
     if members:
-        rows.append(f"\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by one: {', '.join(members)}.")
+        rows.append(
+            f"\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by one: {', '.join(members)}."
+        )
     if heads:
-        rows.append(f"\nPlanted-heads members measured with their family by `experiments/bench_localize.py`: {', '.join(heads)}.")
+        rows.append(
+            f"\nPlanted-heads members measured with their family by `experiments/bench_localize.py`: {', '.join(heads)}."
+        )
     return "\n".join(rows)
 
 
@@ -68,7 +76,9 @@ def write_into(path: Path, table: str) -> None:
     text = path.read_text()
     if table_in(text) is None:
         raise SystemExit(f"{path}: no {START} ... {END} markers")
-    path.write_text(re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: f"{START}\n{table}\n{END}", text, flags=re.S))
+    path.write_text(
+        re.sub(re.escape(START) + r".*?" + re.escape(END), lambda _: f"{START}\n{table}\n{END}", text, flags=re.S)
+    )
 
 
 if __name__ == "__main__":

@@ -47,8 +47,16 @@ def main() -> None:
     diff = np.concatenate(pooled)
     print(gap_line("pooled_soft_dbg_gap", diff, DRAWS))
     rng = np.random.default_rng(0)
-    draws = [diff[rng.choice(len(diff), FILE_SIZE, replace=False)].mean() >= BAR for _ in range(DRAWS)] if len(diff) >= FILE_SIZE else []
-    print(f"file_of_{FILE_SIZE}_meets_bar_rate: {np.mean(draws):.3f}" if draws else f"file_of_{FILE_SIZE}_meets_bar_rate: n/a (fewer than {FILE_SIZE} items)")
+    draws = (
+        [diff[rng.choice(len(diff), FILE_SIZE, replace=False)].mean() >= BAR for _ in range(DRAWS)]
+        if len(diff) >= FILE_SIZE
+        else []
+    )
+    print(
+        f"file_of_{FILE_SIZE}_meets_bar_rate: {np.mean(draws):.3f}"
+        if draws
+        else f"file_of_{FILE_SIZE}_meets_bar_rate: n/a (fewer than {FILE_SIZE} items)"
+    )
 
 
 if __name__ == "__main__":

@@ -42,7 +42,9 @@ class AttentionPattern:
     def of(self, layer: int, head: int) -> Float[Tensor, "query key"]:
         """The [query, key] pattern of one (layer, head) by its model numbers."""
         if layer not in self.layers or head not in self.heads:
-            raise InterpError(f"layer {layer}, head {head} is not in this pattern (layers {list(self.layers)}, heads {list(self.heads)})")
+            raise InterpError(
+                f"layer {layer}, head {head} is not in this pattern (layers {list(self.layers)}, heads {list(self.heads)})"
+            )
         return self.pattern[self.layers.index(layer), self.heads.index(head)]
 
     def figure(self, *, span_boxes: bool = True):
@@ -57,31 +59,65 @@ class AttentionPattern:
             values = self.of(layer, head).numpy()
             fig.add_trace(
                 go.Heatmap(
-                    z=values, x=list(range(len(labels))), y=list(range(len(labels))), customdata=_hover(labels),
+                    z=values,
+                    x=list(range(len(labels))),
+                    y=list(range(len(labels))),
+                    customdata=_hover(labels),
                     hovertemplate="query %{customdata[0]}<br>key %{customdata[1]}<br>weight %{z:.4f}<extra></extra>",
-                    colorscale="Viridis", zmin=0.0, zmax=float(values.max()) if values.size else 1.0, visible=index == 0,
+                    colorscale="Viridis",
+                    zmin=0.0,
+                    zmax=float(values.max()) if values.size else 1.0,
+                    visible=index == 0,
                     name=f"layer {layer} head {head}",
                 )
-            )  # fmt: skip
+            )
         if span_boxes:
             for name, (start, end) in self.spans.items():
                 if end <= start or name not in SPAN_COLORS:
                     continue
                 color = SPAN_COLORS[name]
-                fig.add_shape(type="rect", x0=start - 0.5, x1=end - 0.5, y0=-0.5, y1=len(labels) - 0.5, line=dict(color=color, width=2))
-                fig.add_annotation(x=(start + end - 1) / 2, y=-0.5, yshift=12, text=SPAN_LABELS[name], showarrow=False, font=dict(color=color))
+                fig.add_shape(
+                    type="rect",
+                    x0=start - 0.5,
+                    x1=end - 0.5,
+                    y0=-0.5,
+                    y1=len(labels) - 0.5,
+                    line=dict(color=color, width=2),
+                )
+                fig.add_annotation(
+                    x=(start + end - 1) / 2,
+                    y=-0.5,
+                    yshift=12,
+                    text=SPAN_LABELS[name],
+                    showarrow=False,
+                    font=dict(color=color),
+                )
         buttons = [
-            dict(label=f"layer {layer}, head {head}", method="update", args=[{"visible": [i == j for j in range(len(pairs))]}, {"title": _title(layer, head)}])
+            dict(
+                label=f"layer {layer}, head {head}",
+                method="update",
+                args=[{"visible": [i == j for j in range(len(pairs))]}, {"title": _title(layer, head)}],
+            )
             for i, (layer, head) in enumerate(pairs)
         ]
         step = max(1, len(labels) // 40)  # at most ~40 tick labels per axis; every token is in the hover
         ticks = list(range(0, len(labels), step))
         fig.update_layout(
-            title=_title(*pairs[0]), height=720, width=820,
-            updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.12, yanchor="top")] if len(pairs) > 1 else [],
+            title=_title(*pairs[0]),
+            height=720,
+            width=820,
+            updatemenus=[dict(buttons=buttons, x=1.0, xanchor="right", y=1.12, yanchor="top")]
+            if len(pairs) > 1
+            else [],
             xaxis=dict(title="key token", tickvals=ticks, ticktext=[labels[i] for i in ticks], tickfont=dict(size=8)),
-            yaxis=dict(title="query token", tickvals=ticks, ticktext=[labels[i] for i in ticks], tickfont=dict(size=8), autorange="reversed"),
-        )  # fmt: skip
+            yaxis=dict(
+                title="query token",
+                tickvals=ticks,
+                ticktext=[labels[i] for i in ticks],
+                tickfont=dict(size=8),
+                autorange="reversed",
+            ),
+        )
         return fig
 
 
@@ -108,7 +144,11 @@ def chosen(values: Sequence[int] | int | None, count: int, what: str) -> tuple[i
         picked: tuple = tuple(range(count))
     elif _is_int(values):
         picked = (values,)
-    elif isinstance(values, (list, tuple, range)) or (hasattr(values, "__iter__") and hasattr(values, "__len__") and not isinstance(values, (str, bytes, dict, set, frozenset))):
+    elif isinstance(values, (list, tuple, range)) or (
+        hasattr(values, "__iter__")
+        and hasattr(values, "__len__")
+        and not isinstance(values, (str, bytes, dict, set, frozenset))
+    ):
         picked = tuple(values)
     else:
         raise InterpError(f"{expected}, not {type(values).__name__} {values!r}")
@@ -124,7 +164,12 @@ def chosen(values: Sequence[int] | int | None, count: int, what: str) -> tuple[i
 
 
 def attention_pattern(
-    backend: Backend, prompt: TokenizedPrompt, *, layers: Sequence[int] | int | None = None, heads: Sequence[int] | int | None = None, **forward
+    backend: Backend,
+    prompt: TokenizedPrompt,
+    *,
+    layers: Sequence[int] | int | None = None,
+    heads: Sequence[int] | int | None = None,
+    **forward,
 ) -> AttentionPattern:
     """The full attention pattern of `prompt` at the chosen layers and heads (default: all), from one forward
     pass of `backend` (`forward`: its `score_bias` / `resid_edit`, as `Backend.forward` takes them)."""
@@ -143,4 +188,6 @@ def attention_pattern(
     if missing:
         raise InterpError(f"the {backend.name} backend gave no attention pattern for layer {missing[0]}")
     tokens = token_labels(model.tokenizer, prompt.input_ids)
-    return AttentionPattern(torch.stack([kept[layer] for layer in layers]), layers, heads, tokens, dict(prompt.spans), prompt)
+    return AttentionPattern(
+        torch.stack([kept[layer] for layer in layers]), layers, heads, tokens, dict(prompt.spans), prompt
+    )

@@ -52,7 +52,9 @@ def _interp(x_from: np.ndarray, values: Tensor, x_to: np.ndarray) -> Tensor:
     return torch.from_numpy(np.interp(x_to, x_from, values.double().numpy())).float()
 
 
-def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = False, judges: Sequence[str] | None = None) -> dict:
+def figure7_profiles(
+    run_dir, stat: Stat = "mean", *, relative_depth: bool = False, judges: Sequence[str] | None = None
+) -> dict:
     """The Figure 7 grid as data; `run_dir` is a run directory, one RunAttention or a list of them.
 
     Returns a dict with
@@ -103,7 +105,9 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
     axis = "relative depth" if relative_depth else "layer"
     author_col = f"author difference ({authors[0]} - {authors[1]})"
     judge_row = f"judge difference ({judge_names[0]} - {judge_names[1]})" if judge_diff else None
-    grid = pd.DataFrame(index=judge_names + ([judge_row] if judge_row else []), columns=list(authors) + [author_col], dtype=object)
+    grid = pd.DataFrame(
+        index=judge_names + ([judge_row] if judge_row else []), columns=list(authors) + [author_col], dtype=object
+    )
     for judge in judge_names:
         for author in authors:
             grid.at[judge, author] = cells[judge][author]
@@ -118,7 +122,17 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
         for position, value in enumerate(values.tolist()):
             depth = float(x[position]) if interpolated else position / max(n - 1, 1)
             layer = math.nan if interpolated else position
-            rows.append({"kind": kind, "judge": judge, "author": author, "layer": layer, "depth": depth, "x": float(x[position]), "value": value})
+            rows.append(
+                {
+                    "kind": kind,
+                    "judge": judge,
+                    "author": author,
+                    "layer": layer,
+                    "depth": depth,
+                    "x": float(x[position]),
+                    "value": value,
+                }
+            )
 
     for run in runs:
         for author in authors:
@@ -149,7 +163,9 @@ def figure7_profiles(run_dir, stat: Stat = "mean", *, relative_depth: bool = Fal
 # ---- heads -----------------------------------------------------------------------------------------
 
 
-def head_values(run_dir, judge: str | None = None, stat: Stat = "mean", items: Sequence[str] | None = None) -> Float[Tensor, "layer head"]:
+def head_values(
+    run_dir, judge: str | None = None, stat: Stat = "mean", items: Sequence[str] | None = None
+) -> Float[Tensor, "layer head"]:
     """Own-minus-other attention per (layer, head): mean over both orders and instructions (empty spans
     skipped); over the given item ids only when `items` is given (e.g. a selection split)."""
     run = resolve_attention(run_dir, judge)
@@ -250,7 +266,15 @@ def length_table(run_dir, judge: str | None = None) -> pd.DataFrame:
     run = resolve_attention(run_dir, judge)
     own_tokens = run.own_tokens().mean(1).numpy()
     other_tokens = run.other_tokens().mean(1).numpy()
-    frame = pd.DataFrame({"judge": run.judge, "item_id": run.item_ids, "task": run.tasks, "own_tokens": own_tokens, "other_tokens": other_tokens})
+    frame = pd.DataFrame(
+        {
+            "judge": run.judge,
+            "item_id": run.item_ids,
+            "task": run.tasks,
+            "own_tokens": own_tokens,
+            "other_tokens": other_tokens,
+        }
+    )
     frame["length_diff"] = frame["own_tokens"] - frame["other_tokens"]
     for stat in ("mass", "mean"):
         frame[f"{stat}_own"] = nanmean(run.own(stat), (1, 2, 3)).numpy()
@@ -297,8 +321,12 @@ def length_regression(run_dir, judges: Sequence[str] | None = None) -> pd.DataFr
                     "judge": table["judge"].iloc[0] if len(table) else "",
                     "stat": stat,
                     **fit,
-                    "mean_diff": float(np.nanmean(table[f"{stat}_diff"])) if np.isfinite(table[f"{stat}_diff"]).any() else math.nan,
+                    "mean_diff": float(np.nanmean(table[f"{stat}_diff"]))
+                    if np.isfinite(table[f"{stat}_diff"]).any()
+                    else math.nan,
                     "mean_length_diff": float(table["length_diff"].mean()),
                 }
             )
-    return pd.DataFrame(rows, columns=["judge", "stat", "slope", "intercept", "r", "n", "mean_diff", "mean_length_diff"])
+    return pd.DataFrame(
+        rows, columns=["judge", "stat", "slope", "intercept", "r", "n", "mean_diff", "mean_length_diff"]
+    )

@@ -199,7 +199,13 @@ def attention_judges(run_dir: Path) -> list[str]:
     paths = _check_run_dir(run_dir)
     config = run_config(paths)
     specs = config.judge_specs if config is not None else []
-    found = [spec for spec in specs if paths.attention_index(spec).is_file() and paths.attention(spec).is_file() and _index_judge(paths.attention_index(spec)) in (spec, None)]
+    found = [
+        spec
+        for spec in specs
+        if paths.attention_index(spec).is_file()
+        and paths.attention(spec).is_file()
+        and _index_judge(paths.attention_index(spec)) in (spec, None)
+    ]
     known = {paths.attention_index(spec).stem for spec in found}
     for index_path in sorted(paths.attention_dir.glob("*.json")):
         pointwise = index_path.stem.endswith(".pointwise")  # a pointwise run's (`interp.run.pointwise`): not pairs
@@ -211,8 +217,8 @@ def attention_judges(run_dir: Path) -> list[str]:
             continue
     if not found:
         raise InterpError(
-            f"run directory {paths.root} has judgments but no attention; run `interp dbg` with attention = \"final\" "
-            "(or \"after\") to record it"
+            f'run directory {paths.root} has judgments but no attention; run `interp dbg` with attention = "final" '
+            '(or "after") to record it'
         )
     return found
 
@@ -251,7 +257,9 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
         arrays = load_file(str(array_path))
         mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
     except (ValueError, KeyError, OSError, SafetensorError) as exc:
-        raise InterpError(f"{array_path}: cannot read the attention arrays ({type(exc).__name__}); re-run the judging step") from None
+        raise InterpError(
+            f"{array_path}: cannot read the attention arrays ({type(exc).__name__}); re-run the judging step"
+        ) from None
     n_spans = len(index.get("spans", ("a", "b")))  # a, b, and the judge's rationale with `cot`
     expected = (len(index["items"]), len(ORDERS), index["n_layers"], index["n_heads"], n_spans)
     if tuple(mass.shape) != expected or tuple(counts.shape) != expected[:2] + (n_spans,):
@@ -282,8 +290,13 @@ def _check_against_judgments(paths: RunDir, judge: str, index: dict) -> None:
             record = records.get((entry["item_id"], order))
             slots = entry["orders"][order]
             if record is None:
-                raise InterpError(f"judgments.jsonl has no judgment by {judge!r} of {entry['item_id']} {order}; resume the run")
-            if record.n_tokens != slots["n_tokens"] or {k: list(v) for k, v in (record.spans or {}).items()} != slots["spans"]:
+                raise InterpError(
+                    f"judgments.jsonl has no judgment by {judge!r} of {entry['item_id']} {order}; resume the run"
+                )
+            if (
+                record.n_tokens != slots["n_tokens"]
+                or {k: list(v) for k, v in (record.spans or {}).items()} != slots["spans"]
+            ):
                 raise InterpError(
                     f"attention of {judge!r} for {entry['item_id']} {order} was computed on another prompt than "
                     f"judgments.jsonl ({slots['n_tokens']} vs {record.n_tokens} tokens, spans {slots['spans']} vs "

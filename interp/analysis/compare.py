@@ -177,7 +177,9 @@ class DepthProfile:
     own_minus_other: np.ndarray
 
 
-def own_minus_other_profiles(run_dirs: Sequence[str | Path], stat: str = "mean") -> tuple[list[DepthProfile], list[str]]:
+def own_minus_other_profiles(
+    run_dirs: Sequence[str | Path], stat: str = "mean"
+) -> tuple[list[DepthProfile], list[str]]:
     """The Figure 7 own-minus-other profile of every judge with stored attention whose own model is an author,
     per run, on relative depth; and the runs with none (run with `attention = "none"`, or no such judge)."""
     profiles: list[DepthProfile] = []
@@ -185,7 +187,9 @@ def own_minus_other_profiles(run_dirs: Sequence[str | Path], stat: str = "mean")
     for run_dir in run_dirs:
         paths = RunDir(Path(run_dir))
         judges = attention_judges(paths.root) if paths.read_config().attention != "none" else []
-        grid = figure7_profiles(run_dir, stat, relative_depth=True, judges=judges) if judges else {"own_minus_other": {}}
+        grid = (
+            figure7_profiles(run_dir, stat, relative_depth=True, judges=judges) if judges else {"own_minus_other": {}}
+        )
         if not grid["own_minus_other"]:
             without.append(str(run_dir))
         for judge, values in grid["own_minus_other"].items():

@@ -56,7 +56,9 @@ def _atb(j: JudgmentRecord) -> list[float]:
     return [j.p_a, 0.0 if j.p_t is None else j.p_t, j.p_b]
 
 
-def judgments_to_games(judgments: Sequence[JudgmentRecord]) -> dict[tuple[str, str, str, str], tuple[list[float], list[float]]]:
+def judgments_to_games(
+    judgments: Sequence[JudgmentRecord],
+) -> dict[tuple[str, str, str, str], tuple[list[float], list[float]]]:
     """Pair up the two orders: ``{(judge, author, other, item): (probs with author in A, probs with
     author in B)}`` for every judgment whose two orders are both present. Probabilities are
     ``[P(A), P(T), P(B)]``, P(T) = 0 when ties were not allowed."""
@@ -94,7 +96,9 @@ def run_self_records(
     return Chen2025Records.from_rows(rows, source="run") if rows else None
 
 
-def run_self_preference(records: Chen2025Records, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict[str, dict]:
+def run_self_preference(
+    records: Chen2025Records, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict[str, dict]:
     """SPR-style self-preference of each judge in a DBG run (fractions).
 
     Per judge and evaluatee: SPR with the Eq. 1 hard verdict (Chen et al. 2025 Eq. 2), the DBG-style
@@ -194,7 +198,10 @@ def _pls_row(p_win: dict, jx: str, x: str, jy: str, y: str, *, n_boot: int, seed
         "PLS_hard": pls(None, True),
         "PLS_soft": pls(None, False),
         "PLS_hard_ci": bootstrap_ci(lambda idx: pls(idx, True), len(items), n_boot=n_boot, seed=seed, level=level),
-        "win_rates_hard": {f"{judge}->{author}": float(hard_wins(cols[(judge, author, other)]).mean()) for (judge, author, other) in needed},
+        "win_rates_hard": {
+            f"{judge}->{author}": float(hard_wins(cols[(judge, author, other)]).mean())
+            for (judge, author, other) in needed
+        },
     }
 
 
@@ -205,7 +212,11 @@ def pls_by_relatedness(rows: Sequence[dict]) -> dict[str, dict]:
     for row in rows:
         groups.setdefault("+".join(sorted(set(row["relatedness"]))), []).append(row)
     return {
-        kind: {"n_pairs": len(members), "PLS_hard": float(np.mean([r["PLS_hard"] for r in members])), "PLS_soft": float(np.mean([r["PLS_soft"] for r in members]))}
+        kind: {
+            "n_pairs": len(members),
+            "PLS_hard": float(np.mean([r["PLS_hard"] for r in members])),
+            "PLS_soft": float(np.mean([r["PLS_soft"] for r in members])),
+        }
         for kind, members in sorted(groups.items())
     }
 
@@ -227,12 +238,16 @@ def run_gold_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, l
             "own_model": v.own,
             "n_items": len(v.p_own),
             **self_preference_rates(v.p_own, v.gold_own, n_boot=n_boot, seed=seed, level=level),
-            "evaluator_quality_baseline": evaluator_quality_baseline(v.p_own, v.gold_own, n_boot=n_boot, seed=seed, level=level),
+            "evaluator_quality_baseline": evaluator_quality_baseline(
+                v.p_own, v.gold_own, n_boot=n_boot, seed=seed, level=level
+            ),
         }
     return out
 
 
-def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95, salieri_pool: str = "item") -> dict:
+def run_lenses(
+    run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95, salieri_pool: str = "item"
+) -> dict:
     """Every lens that applies to a DBG run directory (fractions).
 
     Reads ``RUN_DIR/judgments.jsonl`` and, if present, ``RUN_DIR/correctness.jsonl``. Returns
@@ -247,7 +262,14 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
         raise InterpError(f"{run_dir}: not a directory")
     salieri = run_salieri(run_dir, n_boot=n_boot, seed=seed, pool=salieri_pool)
     if salieri is not None:  # a pointwise run: 1-5 scores, no pairs
-        return {"self_preference": {}, "chen2025": None, "pls": [], "pls_by_relatedness": {}, "gold_lenses": {}, "salieri": salieri}
+        return {
+            "self_preference": {},
+            "chen2025": None,
+            "pls": [],
+            "pls_by_relatedness": {},
+            "gold_lenses": {},
+            "salieri": salieri,
+        }
     judgments_path = run_dir / "judgments.jsonl"
     if not judgments_path.exists():
         raise InterpError(f"{run_dir}: no judgments.jsonl in this run directory")
@@ -258,7 +280,9 @@ def run_lenses(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, level:
     config = RunDir(run_dir).read_config() if RunDir(run_dir).config.is_file() else None
     self_records = run_self_records(judgments)
     result: dict = {
-        "self_preference": run_self_preference(self_records, n_boot=n_boot, seed=seed, level=level) if self_records else {},
+        "self_preference": run_self_preference(self_records, n_boot=n_boot, seed=seed, level=level)
+        if self_records
+        else {},
         "chen2025": None,
         "pls": run_preference_leakage(judgments, relatedness=declared(config), n_boot=n_boot, seed=seed, level=level),
         "gold_lenses": run_gold_lenses(run_dir, n_boot=n_boot, seed=seed, level=level),

@@ -31,7 +31,16 @@ def salieri_reference(config) -> str | None:
 
 
 def _report(
-    scores: dict, judge: str, reference: str, own: str, other: str, tasks: dict[str, str], pool: str, *, n_boot: int, seed: int
+    scores: dict,
+    judge: str,
+    reference: str,
+    own: str,
+    other: str,
+    tasks: dict[str, str],
+    pool: str,
+    *,
+    n_boot: int,
+    seed: int,
 ) -> dict | None:
     keys = [(judge, own), (reference, own), (judge, other), (reference, other)]
     usable = [i for i in tasks if all((i, *k) in scores for k in keys)]
@@ -39,10 +48,13 @@ def _report(
         return None
     pools = {i: [j for j in usable if (j == i if pool == "item" else tasks[j] == tasks[i])] for i in usable}
     report = salieri_report(
-        [scores[(i, *keys[0])] for i in usable], [scores[(i, *keys[1])] for i in usable],
-        [[scores[(j, *keys[2])] for j in pools[i]] for i in usable], [[scores[(j, *keys[3])] for j in pools[i]] for i in usable],
-        n_boot=n_boot, seed=seed,
-    )  # fmt: skip
+        [scores[(i, *keys[0])] for i in usable],
+        [scores[(i, *keys[1])] for i in usable],
+        [[scores[(j, *keys[2])] for j in pools[i]] for i in usable],
+        [[scores[(j, *keys[3])] for j in pools[i]] for i in usable],
+        n_boot=n_boot,
+        seed=seed,
+    )
     return report | {"origin_ci": list(report["origin_ci"]), "salieri_ci": list(report["salieri_ci"]), "pool": pool}
 
 
@@ -65,7 +77,11 @@ def run_salieri(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, pool:
     config = paths.read_config()
     reference = salieri_reference(config)
     if reference is None:
-        return {"reference": None, "judges": {}, "reason": "no judge of the run wrote no answer: a reference agent is needed"}
+        return {
+            "reference": None,
+            "judges": {},
+            "reason": "no judge of the run wrote no answer: a reference agent is needed",
+        }
     rows = read_pointwise(paths.pointwise)
     expected = {(r["item_id"], r["judge"], r["author"]): r["expected_score"] for r in rows}
     parsed = {(r["item_id"], r["judge"], r["author"]): r["parsed_score"] for r in rows if r["parsed_score"] is not None}
@@ -78,6 +94,10 @@ def run_salieri(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, pool:
         other = next(m for m in config.models if m != own)
         report = _report(expected, judge, reference, own, other, tasks, pool, n_boot=n_boot, seed=seed)
         if report is not None:
-            report |= {"own_model": own, "pool_model": other, "parsed": _report(parsed, judge, reference, own, other, tasks, pool, n_boot=n_boot, seed=seed)}
+            report |= {
+                "own_model": own,
+                "pool_model": other,
+                "parsed": _report(parsed, judge, reference, own, other, tasks, pool, n_boot=n_boot, seed=seed),
+            }
         out["judges"][judge] = report
     return out

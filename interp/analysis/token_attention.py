@@ -108,7 +108,9 @@ def prompt_token_attention(
     if item_id not in run.item_ids:
         raise InterpError(f"item {item_id!r} is not in this run (items: {', '.join(run.item_ids[:5])}...)")
     if not (0 <= layer < run.n_layers and 0 <= head < run.n_heads):
-        raise InterpError(f"layer {layer}, head {head} out of range: {judge} has {run.n_layers} layers x {run.n_heads} heads")
+        raise InterpError(
+            f"layer {layer}, head {head} out of range: {judge} has {run.n_layers} layers x {run.n_heads} heads"
+        )
     paths = RunDir(Path(run_dir))
     items = [item for item in _run_items(paths) if item.id == item_id]
     responses = paths.read_responses()
@@ -127,7 +129,12 @@ def prompt_token_attention(
             "was the run made with another model kind or prompt version?"
         )
     capture = _CaptureHead(make_backend(loaded, backend), layer, head)
-    (judgment,) = judge_batch(capture, [prompt], label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B")), queries=run.queries)
+    (judgment,) = judge_batch(
+        capture,
+        [prompt],
+        label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B")),
+        queries=run.queries,
+    )
     pattern = capture.pattern
     if run.queries == "final":
         weights = pattern[-1]
@@ -184,7 +191,9 @@ def tokens_html(
     cells = []
     for position, (token, weight) in enumerate(zip(tokens, w)):
         alpha = min(max(weight / scale, 0.0), 1.0) if np.isfinite(weight) else 0.0
-        style = f"background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{_OUTLINES.get(in_span.get(position), '')}"
+        style = (
+            f"background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{_OUTLINES.get(in_span.get(position), '')}"
+        )
         cells.append((f"{position}: {weight:.4g}", style, token.split("\n")))
     return render(_TOKENS, outlines=_OUTLINES, scale=f"{scale:.4g}", cells=cells)
 

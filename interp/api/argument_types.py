@@ -43,7 +43,9 @@ def check_int(value: Any, what: str, *, minimum: int | None = None, optional: bo
     if value is None and optional:
         return
     if not isinstance(value, numbers.Integral) or isinstance(value, bool):
-        raise InterpError(f"{what} must be an int{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}")
+        raise InterpError(
+            f"{what} must be an int{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}"
+        )
     if minimum is not None and value < minimum:
         raise InterpError(f"{what} must be at least {minimum}, not {value}")
 
@@ -53,7 +55,9 @@ def check_number(value: Any, what: str, *, optional: bool = False) -> None:
     if value is None and optional:
         return
     if not isinstance(value, numbers.Real) or isinstance(value, bool):
-        raise InterpError(f"{what} must be a number{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}")
+        raise InterpError(
+            f"{what} must be a number{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}"
+        )
 
 
 def check_flag(value: Any, what: str) -> None:
@@ -76,7 +80,9 @@ def check_list(value: Any, what: str, *, optional: bool = True, objects: tuple[t
         return
     kinds = " or ".join(["strings", *(f"{kind.__name__} objects" for kind in objects)])
     if isinstance(value, (str, bytes)) or isinstance(value, Mapping) or not hasattr(value, "__iter__"):
-        raise InterpError(f"{what} must be a list of {kinds}{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}")
+        raise InterpError(
+            f"{what} must be a list of {kinds}{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}"
+        )
     for index, entry in enumerate(value):
         if not isinstance(entry, (str, *objects)):
             kind = " or ".join(["a string", *(f"a {kind.__name__}" for kind in objects)])

@@ -40,7 +40,12 @@ def per_row(value, n: int, what: str) -> list:
 
 def author_pair(value, what: str) -> Authors:
     """(author of A, author of B): exactly two non-empty names."""
-    if isinstance(value, str) or not isinstance(value, Sequence) or len(value) != 2 or not all(isinstance(name, str) and name for name in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or len(value) != 2
+        or not all(isinstance(name, str) and name for name in value)
+    ):
         raise InterpError(f"authors{what} must be exactly two names, (author of A, author of B), not {value!r}")
     return (value[0], value[1])
 
@@ -51,7 +56,9 @@ def author_rows(authors, n: int) -> list[Authors | None]:
         return [None] * n
     if isinstance(authors, str) or not isinstance(authors, Sequence) or not authors or isinstance(authors[0], str):
         return [author_pair(authors, "")] * n
-    return [author_pair(pair, f" of pair {index}") for index, pair in enumerate(per_row(list(authors), n, "author pairs"))]
+    return [
+        author_pair(pair, f" of pair {index}") for index, pair in enumerate(per_row(list(authors), n, "author pairs"))
+    ]
 
 
 def model_name(hf_model: torch.nn.Module) -> str:

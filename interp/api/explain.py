@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
-from interp.experiments.causal import TestDesign, parse_control_judges
+from interp.experiments.design import TestDesign, parse_control_judges
 from interp.experiments.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.experiments.localize import run_judge
 from interp.experiments.routes import RouteAnalysis, route_analysis
@@ -50,10 +50,19 @@ def explain(
     root = _root(run)
     loaded = read_run(root)
     return explain_run(
-        root, run_judge(loaded, judge), top_k=top_k, mlp_k=mlp_k, selection_share=selection_share, split_seed=split_seed,
-        control_judges=parse_control_judges(control_judges), methods=list(methods), routes=routes, random_sets=random_sets,
-        test_alpha=test_alpha, progress=progress,
-    )  # fmt: skip
+        root,
+        run_judge(loaded, judge),
+        top_k=top_k,
+        mlp_k=mlp_k,
+        selection_share=selection_share,
+        split_seed=split_seed,
+        control_judges=parse_control_judges(control_judges),
+        methods=list(methods),
+        routes=routes,
+        random_sets=random_sets,
+        test_alpha=test_alpha,
+        progress=progress,
+    )
 
 
 def routes(
@@ -73,6 +82,11 @@ def routes(
         raise InterpError("heads: give a table of layer -> head indices, e.g. {23: [3, 8]}")
     root = _root(run)
     loaded = read_run(root)
-    design = TestDesign(heads="spec", selection_share=selection_share, split_seed=split_seed, control_judges=parse_control_judges(control_judges))
+    design = TestDesign(
+        heads="spec",
+        selection_share=selection_share,
+        split_seed=split_seed,
+        control_judges=parse_control_judges(control_judges),
+    )
     table = {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}
     return route_analysis(root, run_judge(loaded, judge), table, design=design, progress=progress)

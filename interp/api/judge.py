@@ -23,11 +23,9 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from interp.hooks.context import dampen
-from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.core.sites import chain, check_hook_names, hook_names
+from interp.core.sites import check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import QuerySet, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
@@ -35,6 +33,7 @@ from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
+from interp.api.judge_passes import masks_entered, pass_edit, reference_data
 from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
@@ -60,14 +59,24 @@ class Judge:
         batch_size: pairs per forward pass in `batch`.
     """
 
-    def __init__(self, backend: Backend, *, own: str | None = None, readout: QuerySet = "final", batch_size: int = 8, **unknown: Any):
+    def __init__(
+        self,
+        backend: Backend,
+        *,
+        own: str | None = None,
+        readout: QuerySet = "final",
+        batch_size: int = 8,
+        **unknown: Any,
+    ):
         refuse_unknown(unknown)
         if readout not in ("final", "after"):
             raise InterpError(f"unknown readout {readout!r}; use 'final' or 'after'")
         if own is not None:
             _text(own, "own")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
-            raise InterpError(f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} {_shown(batch_size)}")
+            raise InterpError(
+                f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} {_shown(batch_size)}"
+            )
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
         check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
@@ -161,7 +170,9 @@ class Judge:
             loaded = model
         else:
             if tokenizer is None:
-                raise InterpError("Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)")
+                raise InterpError(
+                    "Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)"
+                )
             loaded = wrap_model(model, tokenizer, name=name or model_name(model), kind=kind)
         return cls(make_backend(loaded, backend or "hf", attention=attention), **options)
 
@@ -268,7 +279,9 @@ class Judge:
             _text(response_b, "response_b")
             return self.batch([query], [response_a], [response_b], task=task, authors=authors, own=own)[0]
         if isinstance(query, (bytes, Mapping)) or not hasattr(query, "__iter__"):
-            raise InterpError(f"query must be a string (one pair) or a list of strings (a batch), not {type(query).__name__} {_shown(query)}")
+            raise InterpError(
+                f"query must be a string (one pair) or a list of strings (a batch), not {type(query).__name__} {_shown(query)}"
+            )
         return self.batch(query, response_a, response_b, task=task, authors=authors, own=own)
 
     def batch(
@@ -294,16 +307,24 @@ class Judge:
         Returns:
             The verdicts, in input order.
         """
-        queries, responses_a, responses_b = _texts(queries, "queries"), _texts(responses_a, "responses_a"), _texts(responses_b, "responses_b")
+        queries, responses_a, responses_b = (
+            _texts(queries, "queries"),
+            _texts(responses_a, "responses_a"),
+            _texts(responses_b, "responses_b"),
+        )
         if not isinstance(task, str):
             if isinstance(task, (bytes, Mapping)) or not hasattr(task, "__iter__"):
-                raise InterpError(f"task must be a task name (a string) or a list of them, one per pair, not {type(task).__name__} {_shown(task)}")
+                raise InterpError(
+                    f"task must be a task name (a string) or a list of them, one per pair, not {type(task).__name__} {_shown(task)}"
+                )
             task = _texts(task, "task")
         if own is not None:
             _text(own, "own")
         n = len(queries)
         if not n or len(responses_a) != n or len(responses_b) != n:
-            raise InterpError(f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair")
+            raise InterpError(
+                f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair"
+            )
         tasks = per_row(task, n, "tasks")
         rows = author_rows(authors, n)
         own = own if own is not None else self.own
@@ -312,42 +333,24 @@ class Judge:
         for start in range(0, n, self.batch_size):
             chunk = slice(start, start + self.batch_size)
             judgments = self._judge(prompts[chunk], rows[chunk], own)
-            verdicts += [self._verdict(j, p, t, a, own) for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk])]
+            verdicts += [
+                self._verdict(j, p, t, a, own)
+                for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk])
+            ]
         return Verdicts(tuple(verdicts))
 
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
         """One `judge_batch` pass under every open intervention (an attention spec: a `dampen` around this pass
         only; node specs and `hooks`: edits at their hook points, compiled for these prompts)."""
-        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
-        nodes = [spec for spec in self._active if isinstance(spec, NodeIntervention)]
-        edit = None
-        if nodes or self._hooks:
-            means = {i: self._means[id(spec)] for i, spec in enumerate(nodes) if id(spec) in self._means}
-            pool = next((self._pools[id(spec)] for spec in nodes if id(spec) in self._pools), None)
-            build = node_edit_builder(nodes, self.backend, own=own, authors=known, means=means, pool=pool) if nodes else None
-            hooks = [dict(h) for h in self._hooks]
-
-            def edit(batch, offsets, chunk):
-                edits = dict(build(batch, offsets, chunk)) if build is not None else {}
-                for table in hooks:  # the user's functions run after the interventions at the same point
-                    for name, fn in table.items():
-                        edits[name] = chain([edits[name], fn]) if name in edits else fn
-                return edits
-
-        with self._intervened(prompts, authors, own):
+        edit = pass_edit(
+            self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools
+        )
+        with masks_entered(self.backend, self._active, prompts, authors, own):
             return judge_batch(self.backend, prompts, self._labels, queries=self.readout, edit=edit)
 
-    @contextlib.contextmanager
-    def _intervened(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> Iterator[None]:
-        """The backend under every open intervention, compiled for these prompts, for one pass."""
-        known = None if any(a is None for a in authors) else [tuple(a) for a in authors]
-        with contextlib.ExitStack() as stack:
-            for spec in self._active:
-                if isinstance(spec, AttentionIntervention):
-                    stack.enter_context(dampen(self.backend, spec, prompts=prompts, judge_model=own, authors=known))
-            yield
-
-    def _verdict(self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str) -> Verdict:
+    def _verdict(
+        self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str
+    ) -> Verdict:
         mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
         return Verdict(
             p_a=judgment.probs["A"],
@@ -402,7 +405,10 @@ class Judge:
             An `interp.analysis.attention_pattern.AttentionPattern`.
         """
         prompt = self.prompt(query, response_a, response_b, task=task)
-        with self._intervened([prompt], [tuple(authors) if authors is not None else None], own if own is not None else self.own):
+        own = own if own is not None else self.own
+        with masks_entered(
+            self.backend, self._active, [prompt], [tuple(authors) if authors is not None else None], own
+        ):
             return attention_pattern(self.backend, prompt, layers=layers, heads=heads)
 
     @property
@@ -442,7 +448,9 @@ class Judge:
             nnsight's tracer, to enter with `with`.
         """
         if self._active:
-            raise InterpError("judge.trace runs the plain model, not under judge.intervene: leave the intervene block, or edit the model inside the trace")
+            raise InterpError(
+                "judge.trace runs the plain model, not under judge.intervene: leave the intervene block, or edit the model inside the trace"
+            )
         prompt = self.prompt(query, response_a, response_b, task=task)
         ids = torch.tensor([list(prompt.input_ids)], device=self.model.device)
         tracer = self.nnsight.trace({"input_ids": ids, "attention_mask": torch.ones_like(ids)}, **options)
@@ -454,7 +462,12 @@ class Judge:
 
     @contextlib.contextmanager
     def intervene(
-        self, /, spec: AttentionIntervention | NodeIntervention | Mapping[str, Any] | str | Path | None = None, *, reference: Any = None, **keys: Any
+        self,
+        /,
+        spec: AttentionIntervention | NodeIntervention | Mapping[str, Any] | str | Path | None = None,
+        *,
+        reference: Any = None,
+        **keys: Any,
     ) -> Iterator[AttentionIntervention | NodeIntervention]:
         """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
         spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
@@ -487,11 +500,17 @@ class Judge:
             validate_node(spec, self.n_layers, self.n_heads)
             check_hook_names(self.model.hf_model, spec.hook_names(self.n_layers))
             if spec.needs in ("mean", "donor"):
-                self._reference_data(spec, reference)
+                means, self._pools[id(spec)] = reference_data(
+                    self.backend, spec, reference, self.prompt, own=self.own, batch_size=self.batch_size
+                )
+                if means is not None:
+                    self._means[id(spec)] = means
         else:
             validate_against(spec, self.n_layers, self.n_heads)
         if reference is not None and not (isinstance(spec, NodeIntervention) and spec.needs in ("mean", "donor")):
-            raise InterpError("reference= gives a mean ablation its means, or resample its donors; this spec reads neither")
+            raise InterpError(
+                "reference= gives a mean ablation its means, or resample its donors; this spec reads neither"
+            )
         depth = len(self._active)
         self._active.append(spec)
         try:
@@ -500,36 +519,6 @@ class Judge:
             del self._active[depth:]
             self._means.pop(id(spec), None)
             self._pools.pop(id(spec), None)
-
-    def _reference_data(self, spec: NodeIntervention, reference: Any) -> None:
-        """The reference prompts of a mean or resample spec: a run (every item, both orders, as `interp intervene`
-        uses when no selection split is given) or a list of (query, response_a, response_b[, authors])."""
-        if reference is None:
-            raise InterpError(f"a {spec.op} intervention needs reference=: a run (its items) or a list of (query, response_a, response_b[, authors]) pairs")
-        prompts, authors = self._reference_prompts(reference)
-        if spec.needs == "mean":
-            with torch.inference_mode():
-                self._means[id(spec)] = reference_means(self.backend, spec, prompts, own=self.own, authors=authors, batch_size=self.batch_size)
-        self._pools[id(spec)] = prompts
-
-    def _reference_prompts(self, reference: Any) -> tuple[list[TokenizedPrompt], list | None]:
-        from interp.run.judging import judge_tasks
-        from interp.run.store import read_run
-
-        root = getattr(reference, "path", reference)
-        if isinstance(root, (str, Path)):
-            run = read_run(Path(root))
-            tasks = judge_tasks(run.items, run.responses, run.config.models)
-            return [self.prompt(t.item.query, t.response_a, t.response_b, task=t.item.task) for t in tasks], [(t.author_a, t.author_b) for t in tasks]
-        if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
-            raise InterpError(f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}")
-        prompts, authors = [], []
-        for entry in reference:
-            if not isinstance(entry, (tuple, list)) or len(entry) not in (3, 4):
-                raise InterpError("each reference entry is (query, response_a, response_b) or (query, response_a, response_b, authors)")
-            prompts.append(self.prompt(*entry[:3]))
-            authors.append(tuple(entry[3]) if len(entry) == 4 else None)
-        return prompts, (None if any(a is None for a in authors) else authors)
 
     @contextlib.contextmanager
     def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:
@@ -544,7 +533,9 @@ class Judge:
         and returns a tensor of the same shape to replace it, or None to leave it. The names are
         `judge.hook_names()` (`interp.core.sites`); every backend runs them, through forward-hook handles that
         are gone after each pass, so the model is as it was on exit, on errors too."""
-        if not isinstance(functions, Mapping) or not all(isinstance(k, str) and callable(v) for k, v in functions.items()):
+        if not isinstance(functions, Mapping) or not all(
+            isinstance(k, str) and callable(v) for k, v in functions.items()
+        ):
             raise InterpError("hooks() takes a mapping of hook point name -> function (see judge.hook_names())")
         check_hook_names(self.model.hf_model, functions)
         depth = len(self._hooks)

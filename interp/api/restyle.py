@@ -53,7 +53,13 @@ def restyle(
             is written.
     """
     options = restyle_options(
-        style=style, rewriter=rewriter, rewriter_url=rewriter_url, embedder=embedder, threshold=threshold,
-        control_judges=control_judges, test_alpha=test_alpha, projection=projection,
-    )  # fmt: skip
+        style=style,
+        rewriter=rewriter,
+        rewriter_url=rewriter_url,
+        embedder=embedder,
+        threshold=threshold,
+        control_judges=control_judges,
+        test_alpha=test_alpha,
+        projection=projection,
+    )
     return restyle_run(_root(run), Path(out), options, progress=progress, overwrite=overwrite)

@@ -59,7 +59,7 @@ class Verdict:
 
     @property
     def own_slot(self) -> str | None:
-        """"a" or "b": the slot holding the judge's own response (None when authors do not say)."""
+        """ "a" or "b": the slot holding the judge's own response (None when authors do not say)."""
         return None if self.authors is None else own_slot(*self.authors, self.own)
 
     @property
@@ -86,7 +86,10 @@ class Verdict:
 
     def to_dict(self) -> dict:
         """The JSON record `interp inspect` prints (probabilities, spans, per-layer attention), plus task and authors."""
-        return judgment_record(self.judgment) | {"task": self.task, "authors": list(self.authors) if self.authors else None}
+        return judgment_record(self.judgment) | {
+            "task": self.task,
+            "authors": list(self.authors) if self.authors else None,
+        }
 
 
 @dataclass(frozen=True, eq=False)
@@ -136,10 +139,17 @@ class Verdicts(Sequence[Verdict]):
         return pd.DataFrame(
             [
                 {
-                    "task": v.task, "author_a": v.authors[0] if v.authors else None, "author_b": v.authors[1] if v.authors else None,
-                    "p_a": v.p_a, "p_b": v.p_b, "p_own": v.p_own, "label_mass": v.label_mass, "top_is_label": v.top_is_label,
-                    "tokens_a": int(v.span_tokens[0]), "tokens_b": int(v.span_tokens[1]),
+                    "task": v.task,
+                    "author_a": v.authors[0] if v.authors else None,
+                    "author_b": v.authors[1] if v.authors else None,
+                    "p_a": v.p_a,
+                    "p_b": v.p_b,
+                    "p_own": v.p_own,
+                    "label_mass": v.label_mass,
+                    "top_is_label": v.top_is_label,
+                    "tokens_a": int(v.span_tokens[0]),
+                    "tokens_b": int(v.span_tokens[1]),
                 }
                 for v in self.verdicts
             ]
-        )  # fmt: skip
+        )

@@ -38,7 +38,11 @@ metrics_app = typer.Typer(
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-organism_app = typer.Typer(help="Model organisms: judges with a known answer (train, evaluate).", no_args_is_help=True, pretty_exceptions_enable=False)
+organism_app = typer.Typer(
+    help="Model organisms: judges with a known answer (train, evaluate).",
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+)
 
 
 def one_line_errors(function: Callable) -> Callable:
@@ -95,7 +99,9 @@ command(metrics_app, "run", metrics.run_command)
 command(metrics_app, "recognition", metrics.recognition_command)
 command(organism_app, "train", organism.train)
 command(organism_app, "evaluate", organism.evaluate)
-app.add_typer(organism_app, name="organism", help="Model organisms: train a LoRA judge with a known answer, evaluate it.")
+app.add_typer(
+    organism_app, name="organism", help="Model organisms: train a LoRA judge with a known answer, evaluate it."
+)
 app.add_typer(metrics_app, name="metrics", help="Seed-paper metrics (Chen et al., SALIERI, PLS) over judgment records.")
 
 

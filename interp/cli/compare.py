@@ -12,8 +12,14 @@ from interp.cli.options import json_option, overwrite_option
 
 def compare(
     runs: list[Path] = typer.Argument(..., help="finished run directories (one or more)"),
-    by: str = typer.Option("n_parameters", "--by", help="the figure's x axis: n_parameters (judge size) or a config key that differs between the runs"),
-    out: Optional[Path] = typer.Option(None, "--out", "-o", help="folder for compare.csv, dbg_by_<key>.png/.pdf and figure7_across_runs.png/.pdf"),
+    by: str = typer.Option(
+        "n_parameters",
+        "--by",
+        help="the figure's x axis: n_parameters (judge size) or a config key that differs between the runs",
+    ),
+    out: Optional[Path] = typer.Option(
+        None, "--out", "-o", help="folder for compare.csv, dbg_by_<key>.png/.pdf and figure7_across_runs.png/.pdf"
+    ),
     as_json: bool = json_option(),
     overwrite: bool = overwrite_option(),
 ) -> None:

@@ -7,7 +7,16 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, executor_option, finish, json_option, max_memory_option, placement_keys, timings_option
+from interp.cli.options import (
+    device_option,
+    dtype_option,
+    executor_option,
+    finish,
+    json_option,
+    max_memory_option,
+    placement_keys,
+    timings_option,
+)
 from interp.formatting import pct, pts_interval
 
 
@@ -32,20 +41,54 @@ def _run_summary(run_dir: Path) -> dict | None:
 
 def intervene(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory"),
-    spec_path: Optional[Path] = typer.Option(None, "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"),
-    all_layers: bool = typer.Option(False, "--all-layers", help="mask the judge's own answer at every layer and head (nothing is chosen)"),
-    top_heads: Optional[int] = typer.Option(None, "--top-heads", help="mask the judge's K heads with the largest own-minus-other attention, chosen on the selection share"),
-    selection_share: Optional[float] = typer.Option(None, "--selection-share", help="share of the run's items that choose heads (seeded by --split-seed); the rest test them"),
+    spec_path: Optional[Path] = typer.Option(
+        None, "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"
+    ),
+    all_layers: bool = typer.Option(
+        False, "--all-layers", help="mask the judge's own answer at every layer and head (nothing is chosen)"
+    ),
+    top_heads: Optional[int] = typer.Option(
+        None,
+        "--top-heads",
+        help="mask the judge's K heads with the largest own-minus-other attention, chosen on the selection share",
+    ),
+    selection_share: Optional[float] = typer.Option(
+        None,
+        "--selection-share",
+        help="share of the run's items that choose heads (seeded by --split-seed); the rest test them",
+    ),
     split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
-    control_judge: Optional[list[str]] = typer.Option(None, "--control-judge", help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base, in the run and shipped); 'none' for none"),
-    random_head_sets: Optional[int] = typer.Option(None, "--random-head-sets", help="random head sets of the same size for --top-heads (default: the fewest that can reach the test's level after Holm over the tested judges: 19 for one, 39 for two)"),
-    test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"),
+    control_judge: Optional[list[str]] = typer.Option(
+        None,
+        "--control-judge",
+        help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base, in the run and shipped); 'none' for none",
+    ),
+    random_head_sets: Optional[int] = typer.Option(
+        None,
+        "--random-head-sets",
+        help="random head sets of the same size for --top-heads (default: the fewest that can reach the test's level after Holm over the tested judges: 19 for one, 39 for two)",
+    ),
+    test_alpha: float = typer.Option(
+        0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"
+    ),
     alpha: Optional[float] = typer.Option(None, "--alpha", hidden=True),
-    judge: Optional[list[str]] = typer.Option(None, "--judge", help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected"),
+    judge: Optional[list[str]] = typer.Option(
+        None,
+        "--judge",
+        help="judge(s) to test (default: every judge that is also an author); several are Holm-corrected",
+    ),
     backend: Optional[str] = typer.Option(None, "--backend", "-b", help="default: the run's backend"),
-    controls: bool = typer.Option(False, help="also the other-span and random-span masks (descriptive, not part of the decision)"),
-    site: str = typer.Option("attention", "--site", help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)"),
-    op: str = typer.Option("mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"),
+    controls: bool = typer.Option(
+        False, help="also the other-span and random-span masks (descriptive, not part of the decision)"
+    ),
+    site: str = typer.Option(
+        "attention",
+        "--site",
+        help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)",
+    ),
+    op: str = typer.Option(
+        "mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"
+    ),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
@@ -60,13 +103,16 @@ def intervene(
     from interp.core.timings import Timings
     from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
-    from interp.experiments.causal import intervene_run, design_from_options
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 
     if alpha is not None:
-        raise InterpError(f"--alpha {alpha:g}: alpha is a spec's mask strength (0 masks); the test's level is --test-alpha {alpha:g}")
+        raise InterpError(
+            f"--alpha {alpha:g}: alpha is a spec's mask strength (0 masks); the test's level is --test-alpha {alpha:g}"
+        )
     design = design_from_options(
         spec_given=spec_path is not None,
         all_layers=all_layers,
@@ -84,14 +130,29 @@ def intervene(
     spec = as_intervention(spec_path) if spec_path is not None else None
     steps = Timings.started()
     with steps.step("causal test"):
-        result = intervene_run(run_dir, spec, design=design, judges=judge, backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor)
+        result = intervene_run(
+            run_dir,
+            spec,
+            design=design,
+            judges=judge,
+            backend=backend,
+            where=where,
+            max_memory=gb_bytes(max_memory),
+            executor=executor,
+        )
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)
     reused = result.reused
     if not as_json:
-        typer.echo(f"reused {reused.responses} responses (generated {reused.responses_generated}) and {reused.gold_verdicts} gold verdicts")
+        typer.echo(
+            f"reused {reused.responses} responses (generated {reused.responses_generated}) and {reused.gold_verdicts} gold verdicts"
+        )
     files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
-    finish(results_payload(_run_summary(run_dir), causal=result.judges, n_items=result.n_items, files=files), as_json, timings=steps.ended() if timings else None)
+    finish(
+        results_payload(_run_summary(run_dir), causal=result.judges, n_items=result.n_items, files=files),
+        as_json,
+        timings=steps.ended() if timings else None,
+    )
 
 
 def sweep(
@@ -109,9 +170,18 @@ def sweep(
     from interp.metrics.tables import read_table_rows
 
     sweep_config = load_sweep_config(config)
-    results = run_sweep(sweep_config, where=placement_keys(device, dtype, sweep_config), executor=executor, max_memory=gb_bytes(max_memory))
+    results = run_sweep(
+        sweep_config,
+        where=placement_keys(device, dtype, sweep_config),
+        executor=executor,
+        max_memory=gb_bytes(max_memory),
+    )
     files = {"results": results} | {figure.stem: figure for figure in sorted(results.parent.glob("effect_vs_*.png"))}
-    payload = results_payload(_run_summary(Path(sweep_config.run)), sweep=[row for _, row in read_table_rows(results, ("judge", "effect"))], files=files)
+    payload = results_payload(
+        _run_summary(Path(sweep_config.run)),
+        sweep=[row for _, row in read_table_rows(results, ("judge", "effect"))],
+        files=files,
+    )
     finish(payload, as_json)
 
 
@@ -157,9 +227,15 @@ def table_lines(table: dict) -> list[str]:
 
 def steer(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory (judged with attention on)"),
-    layer: Optional[int] = typer.Option(None, "--layer", help="residual layer of the self-recognition direction (default: middle)"),
-    coefficient: float = typer.Option(-1.0, "--coefficient", help="reversal strength, in units of the direction's norm"),
-    k_heads: Optional[int] = typer.Option(None, "--k-heads", help="other-emphasis on the top-k own-minus-other heads (default: all heads)"),
+    layer: Optional[int] = typer.Option(
+        None, "--layer", help="residual layer of the self-recognition direction (default: middle)"
+    ),
+    coefficient: float = typer.Option(
+        -1.0, "--coefficient", help="reversal strength, in units of the direction's norm"
+    ),
+    k_heads: Optional[int] = typer.Option(
+        None, "--k-heads", help="other-emphasis on the top-k own-minus-other heads (default: all heads)"
+    ),
     judge: Optional[str] = typer.Option(None, "--judge"),
     backend: Optional[str] = typer.Option(None, "--backend", "-b"),
     device: Optional[str] = device_option(),
@@ -169,7 +245,9 @@ def steer(
     from interp.experiments.steering import steering_table
 
     where = placement_keys(device, dtype)
-    table = steering_table(Path(run_dir), judge, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where)
+    table = steering_table(
+        Path(run_dir), judge, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where
+    )
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")

@@ -11,15 +11,30 @@ from interp.cli.options import device_option, dtype_option, json_option, placeme
 
 
 def explain(
-    run_dir: Path = typer.Argument(..., help="a finished DBG run directory whose judges include J (judged with attention = \"final\" for the attention method)"),
-    judge: str = typer.Option(..., "--judge", help="the judge to explain (its name in the run: alias or adapter folder)"),
+    run_dir: Path = typer.Argument(
+        ...,
+        help='a finished DBG run directory whose judges include J (judged with attention = "final" for the attention method)',
+    ),
+    judge: str = typer.Option(
+        ..., "--judge", help="the judge to explain (its name in the run: alias or adapter folder)"
+    ),
     top_k: int = typer.Option(3, "--top-k", help="heads per head candidate (chosen on the selection split)"),
     mlp_k: int = typer.Option(2, "--mlp-k", help="MLP layers per MLP candidate"),
-    selection_share: float = typer.Option(0.4, "--selection-share", help="share of the run's items that localise; the rest test"),
+    selection_share: float = typer.Option(
+        0.4, "--selection-share", help="share of the run's items that localise; the rest test"
+    ),
     split_seed: int = typer.Option(0, "--split-seed", help="seed of the selection / test split"),
-    control_judge: Optional[list[str]] = typer.Option(None, "--control-judge", help="control judges (at least 3 for a verdict; default: an organism's null family, as for interp intervene)"),
-    method: Optional[list[str]] = typer.Option(None, "--method", "-m", help="attention | atp | atp-output | atp-mlp | direction (repeatable; default: all)"),
-    routes: bool = typer.Option(True, help="the route (pattern or content) of each head candidate: four more causal tests per head set"),
+    control_judge: Optional[list[str]] = typer.Option(
+        None,
+        "--control-judge",
+        help="control judges (at least 3 for a verdict; default: an organism's null family, as for interp intervene)",
+    ),
+    method: Optional[list[str]] = typer.Option(
+        None, "--method", "-m", help="attention | atp | atp-output | atp-mlp | direction (repeatable; default: all)"
+    ),
+    routes: bool = typer.Option(
+        True, help="the route (pattern or content) of each head candidate: four more causal tests per head set"
+    ),
     random_sets: int = typer.Option(1, "--random-sets", help="random candidates of the same sizes, per kind"),
     test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (Holm over the candidates)"),
     device: Optional[str] = device_option(),
@@ -33,14 +48,24 @@ def explain(
     import json
 
     from interp.cli.experiments import _refresh_report
-    from interp.experiments.causal import parse_control_judges
+    from interp.experiments.design import parse_control_judges
     from interp.experiments.explain import EXPLAIN_METHODS, explain_run
 
     result = explain_run(
-        Path(run_dir), judge, top_k=top_k, mlp_k=mlp_k, selection_share=selection_share, split_seed=split_seed,
-        control_judges=parse_control_judges(control_judge), methods=method or EXPLAIN_METHODS, routes=routes,
-        random_sets=random_sets, test_alpha=test_alpha, where=placement_keys(device, dtype), progress=progress and not as_json,
-    )  # fmt: skip
+        Path(run_dir),
+        judge,
+        top_k=top_k,
+        mlp_k=mlp_k,
+        selection_share=selection_share,
+        split_seed=split_seed,
+        control_judges=parse_control_judges(control_judge),
+        methods=method or EXPLAIN_METHODS,
+        routes=routes,
+        random_sets=random_sets,
+        test_alpha=test_alpha,
+        where=placement_keys(device, dtype),
+        progress=progress and not as_json,
+    )
     from interp.report.explain import explain_section
     from interp.run.store import RunDir
 

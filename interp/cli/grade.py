@@ -15,7 +15,9 @@ from interp.grading.grade import check_kind
 
 
 def grade(
-    file: Path = typer.Argument(..., help="JSONL: one object per line with id, answer, and tests (code) or reference (math, choice)."),
+    file: Path = typer.Argument(
+        ..., help="JSONL: one object per line with id, answer, and tests (code) or reference (math, choice)."
+    ),
     kind: str = typer.Option(..., "--kind", help=f"what the answers are: {' | '.join(GRADE_KINDS)}"),
     as_json: bool = typer.Option(False, "--json", help="one JSON line per item: id, correct, reason"),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="code: wall-clock seconds per answer"),

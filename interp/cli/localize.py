@@ -12,10 +12,21 @@ from interp.cli.options import device_option, dtype_option, json_option, placeme
 
 def localize(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory whose judges include J"),
-    judge: str = typer.Option(..., "--judge", help="the judge to localise (its name in the run: alias or adapter folder)"),
-    method: Optional[list[str]] = typer.Option(None, "--method", "-m", help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, atp-output)"),
-    items: Optional[int] = typer.Option(None, "--items", min=1, help="AtP on a seeded subset of N items (default: every item of the run)"),
-    mask_items: int = typer.Option(8, "--mask-items", min=1, help="items of the per-head mask scan (one re-judging of them per head)"),
+    judge: str = typer.Option(
+        ..., "--judge", help="the judge to localise (its name in the run: alias or adapter folder)"
+    ),
+    method: Optional[list[str]] = typer.Option(
+        None,
+        "--method",
+        "-m",
+        help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, atp-output)",
+    ),
+    items: Optional[int] = typer.Option(
+        None, "--items", min=1, help="AtP on a seeded subset of N items (default: every item of the run)"
+    ),
+    mask_items: int = typer.Option(
+        8, "--mask-items", min=1, help="items of the per-head mask scan (one re-judging of them per head)"
+    ),
     top_k: int = typer.Option(10, "--top-k", min=1, help="heads boxed in each heatmap"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
@@ -33,7 +44,15 @@ def localize(
     methods = check_methods(method or DEFAULT_METHODS)
     run = read_run(Path(run_dir))
     name = run_judge(run, judge)
-    table = localize_run(run, name, methods, n_items=items, n_mask_items=mask_items, where=placement_keys(device, dtype), progress=progress and not as_json)
+    table = localize_run(
+        run,
+        name,
+        methods,
+        n_items=items,
+        n_mask_items=mask_items,
+        where=placement_keys(device, dtype),
+        progress=progress and not as_json,
+    )
     with RunDir(Path(run_dir)).writer():
         written = write_localize_figures(table, run.dir.figures, name, top_k=top_k)
     if as_json:

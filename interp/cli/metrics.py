@@ -55,14 +55,18 @@ def _table(header: list[str], rows: list[list]) -> None:
 
 
 def chen2025_command(
-    file: Path = typer.Argument(..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (the authors' released records; fields below)."),
+    file: Path = typer.Argument(
+        ..., help="Chen et al. 2025 judgments, JSONL or JSONL.gz (the authors' released records; fields below)."
+    ),
     verdict: VerdictRule = typer.Option(
         VerdictRule.paper,
         "--verdict",
         help="VerdictRule per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
     ),
     per_pair: bool = typer.Option(False, "--per-pair", help="Also print one row per (judge, evaluatee)."),
-    confidence: bool = typer.Option(False, "--confidence", help="Also print the App. C.4 confidence analysis (Table 20)."),
+    confidence: bool = typer.Option(
+        False, "--confidence", help="Also print the App. C.4 confidence analysis (Table 20)."
+    ),
     ci: bool = typer.Option(False, "--ci", help="Also print bootstrap intervals (instructions resampled)."),
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples for --ci."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed for --ci."),
@@ -104,28 +108,53 @@ def chen2025_command(
     if ci:
         sections["ci"] = {
             judge: {m: _percent(list(interval)) for m, interval in intervals.items()}
-            for judge, intervals in metrics.chen2025_bootstrap(records, mode, n_boot=n_boot, seed=seed, level=level).items()
+            for judge, intervals in metrics.chen2025_bootstrap(
+                records, mode, n_boot=n_boot, seed=seed, level=level
+            ).items()
         }
 
     if as_json:
         _emit_json({"judges": table, **sections} if sections else table)
         return
     typer.echo(f"Chen et al. 2025 metrics (percent, verdict={mode}) from {file}")
-    _table(["judge", *metrics.CHEN_METRICS, "n_eval"], [[j, *(e[m] for m in metrics.CHEN_METRICS), e["n_evaluatees"]] for j, e in table.items()])
+    _table(
+        ["judge", *metrics.CHEN_METRICS, "n_eval"],
+        [[j, *(e[m] for m in metrics.CHEN_METRICS), e["n_evaluatees"]] for j, e in table.items()],
+    )
     if "pairs" in sections:
         typer.echo("")
-        _table(["judge", "evaluatee", *metrics.CHEN_METRICS], [[r["judge"], r["evaluatee"], *(r[m] for m in metrics.CHEN_METRICS)] for r in sections["pairs"]])
+        _table(
+            ["judge", "evaluatee", *metrics.CHEN_METRICS],
+            [[r["judge"], r["evaluatee"], *(r[m] for m in metrics.CHEN_METRICS)] for r in sections["pairs"]],
+        )
     if "confidence" in sections:
         typer.echo("\nMean P(self) on the SPR set vs the HSPP set (App. C.4)")
-        _table(["judge", "SPR_set", "HSPP_set", "gap", "n_SPR", "n_HSPP"], [[j, e["SPR_set"], e["HSPP_set"], e["gap"], e["n_SPR_set"], e["n_HSPP_set"]] for j, e in sections["confidence"].items()])
+        _table(
+            ["judge", "SPR_set", "HSPP_set", "gap", "n_SPR", "n_HSPP"],
+            [
+                [j, e["SPR_set"], e["HSPP_set"], e["gap"], e["n_SPR_set"], e["n_HSPP_set"]]
+                for j, e in sections["confidence"].items()
+            ],
+        )
     if "ci" in sections:
         typer.echo(f"\nBootstrap {level:.0%} intervals")
-        _table(["judge", *metrics.CHEN_METRICS], [[j, *(f"{iv[m][0]:.2f}-{iv[m][1]:.2f}" for m in metrics.CHEN_METRICS)] for j, iv in sections["ci"].items()])
+        _table(
+            ["judge", *metrics.CHEN_METRICS],
+            [
+                [j, *(f"{iv[m][0]:.2f}-{iv[m][1]:.2f}" for m in metrics.CHEN_METRICS)]
+                for j, iv in sections["ci"].items()
+            ],
+        )
 
 
 def pls_command(
-    file: Path = typer.Argument(..., help="Win rates, CSV or JSONL: judge, student, win_rate; optional tie_rate, loss_rate, opponent, student_of."),
-    tie_policy: TieChoice = typer.Option(TieChoice.half, "--tie-policy", help="How ties count when a tie_rate column is present."),
+    file: Path = typer.Argument(
+        ...,
+        help="Win rates, CSV or JSONL: judge, student, win_rate; optional tie_rate, loss_rate, opponent, student_of.",
+    ),
+    tie_policy: TieChoice = typer.Option(
+        TieChoice.half, "--tie-policy", help="How ties count when a tie_rate column is present."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Preference Leakage Score (Li et al., Eq. 7-8) in percent.
@@ -145,7 +174,10 @@ def pls_command(
     if as_json:
         _emit_json(out)
         return
-    _table(["judge_i", "student_i", "judge_j", "student_j", "PLS %"], [[r["judge_i"], r["student_i"], r["judge_j"], r["student_j"], r["PLS"]] for r in out])
+    _table(
+        ["judge_i", "student_i", "judge_j", "student_j", "PLS %"],
+        [[r["judge_i"], r["student_i"], r["judge_j"], r["student_j"], r["PLS"]] for r in out],
+    )
 
 
 def salieri_command(
@@ -189,18 +221,34 @@ def salieri_command(
     _table(
         ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "lambda", "mismatch", "gap"],
         [
-            [j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["lambda"], r["histogram_mismatch"], r["mean_abs_gap"]]
+            [
+                j,
+                r["n_items"],
+                r["origin"],
+                *r["origin_ci"],
+                r["salieri"],
+                *r["salieri_ci"],
+                r["lambda"],
+                r["histogram_mismatch"],
+                r["mean_abs_gap"],
+            ]
             for j, r in reports.items()
         ],
     )
 
 
 def run_command(
-    run_dir: Path = typer.Argument(..., help="A DBG run directory holding judgments.jsonl and, optionally, correctness.jsonl."),
+    run_dir: Path = typer.Argument(
+        ..., help="A DBG run directory holding judgments.jsonl and, optionally, correctness.jsonl."
+    ),
     n_boot: int = typer.Option(1000, "--n-boot", help="Bootstrap resamples."),
     seed: int = typer.Option(0, "--seed", help="Bootstrap seed."),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of text."),
-    salieri_pool: str = typer.Option("item", "--salieri-pool", help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its answers to the task's items)"),
+    salieri_pool: str = typer.Option(
+        "item",
+        "--salieri-pool",
+        help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its answers to the task's items)",
+    ),
 ) -> None:
     """Every lens that applies to a DBG run's records, in percent.
 
@@ -235,37 +283,79 @@ def run_command(
         typer.echo("\nSelf-preference (judges that are also authors)")
         _table(
             ["judge", "n", "SPR", "SPR_lo", "SPR_hi", "win_hard", "win_soft", "pos_cons"],
-            [[j, e["n_items"], e["SPR"], *e["SPR_ci"], e["win_rate_own_hard"], e["win_rate_own_soft"], e["position_consistency"]] for j, e in lenses["self_preference"].items()],
+            [
+                [
+                    j,
+                    e["n_items"],
+                    e["SPR"],
+                    *e["SPR_ci"],
+                    e["win_rate_own_hard"],
+                    e["win_rate_own_soft"],
+                    e["position_consistency"],
+                ]
+                for j, e in lenses["self_preference"].items()
+            ],
         )
     else:
         typer.echo("\nNo judge is also an author with both orders judged: no self-preference lens.")
     if lenses["chen2025"]:
         typer.echo("\nChen et al. 2025 (correctness.jsonl)")
-        _table(["judge", *metrics.CHEN_METRICS], [[j, *(e[m] for m in metrics.CHEN_METRICS)] for j, e in lenses["chen2025"].items()])
+        _table(
+            ["judge", *metrics.CHEN_METRICS],
+            [[j, *(e[m] for m in metrics.CHEN_METRICS)] for j, e in lenses["chen2025"].items()],
+        )
     if lenses["gold_lenses"]:
         gold = lenses["gold_lenses"]
-        typer.echo("\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own answer where gold prefers the other / its own")
+        typer.echo(
+            "\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own answer where gold prefers the other / its own"
+        )
         _table(
             ["judge", "own", "unjust", "unj_lo", "unj_hi", "n_unj", "legit", "leg_lo", "leg_hi", "n_leg"],
-            [[j, e["own_model"], *_rate_cells(e["unjustified"]), *_rate_cells(e["legitimate"])] for j, e in gold.items()],
+            [
+                [j, e["own_model"], *_rate_cells(e["unjustified"]), *_rate_cells(e["legitimate"])]
+                for j, e in gold.items()
+            ],
         )
-        typer.echo("\nEvaluator Quality Baseline (arXiv 2601.22548): votes for its own wrong answer vs another model's wrong answer")
+        typer.echo(
+            "\nEvaluator Quality Baseline (arXiv 2601.22548): votes for its own wrong answer vs another model's wrong answer"
+        )
         _table(
             ["judge", "own_wrong", "own_lo", "own_hi", "other_wrong", "oth_lo", "oth_hi", "diff", "diff_lo", "diff_hi"],
             [
-                [j, *_rate_cells(q["own_wrong"])[:3], *_rate_cells(q["other_wrong"])[:3], *_rate_cells(q["difference"])[:3]]
+                [
+                    j,
+                    *_rate_cells(q["own_wrong"])[:3],
+                    *_rate_cells(q["other_wrong"])[:3],
+                    *_rate_cells(q["difference"])[:3],
+                ]
                 for j, q in ((j, e["evaluator_quality_baseline"]) for j, e in gold.items())
             ],
         )
     else:
-        typer.echo("\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no unjustified/legitimate rates, no Evaluator Quality Baseline.")
+        typer.echo(
+            "\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no unjustified/legitimate rates, no Evaluator Quality Baseline."
+        )
     if lenses["pls"]:
         typer.echo("\nPreference Leakage Score (judges related to the two authors: same model, inheritance, family)")
         _table(
             ["judges", "students", "relatedness", "n", "PLS_hard", "PLS_lo", "PLS_hi", "PLS_soft"],
-            [[" vs ".join(r["judges"]), " vs ".join(r["students"]), "/".join(r["relatedness"]), r["n_items"], r["PLS_hard"], *r["PLS_hard_ci"], r["PLS_soft"]] for r in lenses["pls"]],
+            [
+                [
+                    " vs ".join(r["judges"]),
+                    " vs ".join(r["students"]),
+                    "/".join(r["relatedness"]),
+                    r["n_items"],
+                    r["PLS_hard"],
+                    *r["PLS_hard_ci"],
+                    r["PLS_soft"],
+                ]
+                for r in lenses["pls"]
+            ],
         )
-        _table(["relatedness", "pairs", "PLS_hard", "PLS_soft"], [[k, g["n_pairs"], g["PLS_hard"], g["PLS_soft"]] for k, g in lenses["pls_by_relatedness"].items()])
+        _table(
+            ["relatedness", "pairs", "PLS_hard", "PLS_soft"],
+            [[k, g["n_pairs"], g["PLS_hard"], g["PLS_soft"]] for k, g in lenses["pls_by_relatedness"].items()],
+        )
 
 
 def _print_run_salieri(salieri: dict) -> None:
@@ -277,14 +367,31 @@ def _print_run_salieri(salieri: dict) -> None:
         return
     _table(
         ["judge", "n", "origin", "origin_lo", "origin_hi", "SALIERI", "sal_lo", "sal_hi", "mismatch", "gap"],
-        [[j, r["n_items"], r["origin"], *r["origin_ci"], r["salieri"], *r["salieri_ci"], r["histogram_mismatch"], r["mean_abs_gap"]] for j, r in rows],
+        [
+            [
+                j,
+                r["n_items"],
+                r["origin"],
+                *r["origin_ci"],
+                r["salieri"],
+                *r["salieri_ci"],
+                r["histogram_mismatch"],
+                r["mean_abs_gap"],
+            ]
+            for j, r in rows
+        ],
     )
 
 
 def _rate_cells(rate: dict) -> list:
     """value, interval low, high, n of a `subset_rate` (n/a where the subset is empty)."""
     value, (low, high) = rate["value"], rate["ci"]
-    return [math.nan if value is None else value, math.nan if low is None else low, math.nan if high is None else high, rate["n"]]
+    return [
+        math.nan if value is None else value,
+        math.nan if low is None else low,
+        math.nan if high is None else high,
+        rate["n"],
+    ]
 
 
 _COUNT_KEYS = {"n_items", "n_evaluatees", "n", "judges"}
@@ -306,7 +413,9 @@ def _percent_tree(value, key: str | None = None):
 def recognition_command(
     run_dir: Path = typer.Argument(..., help="A finished DBG run."),
     judge: str = typer.Option(..., "--judge", help="The judge to probe: a model name, HF id or folder."),
-    max_rationale_tokens: int = typer.Option(64, "--max-rationale-tokens", min=1, help="Tokens of reason before the verdict."),
+    max_rationale_tokens: int = typer.Option(
+        64, "--max-rationale-tokens", min=1, help="Tokens of reason before the verdict."
+    ),
     as_json: bool = typer.Option(False, "--json", help="Print JSON instead of a table."),
 ) -> None:
     """Preference Leakage's recognition probe (seed 004 App. D): does the judge say "yes, my student wrote this" to
@@ -315,9 +424,15 @@ def recognition_command(
     from interp.run.recognition import run_recognition
 
     result = run_recognition(run_dir, judge, max_rationale_tokens=max_rationale_tokens)
-    table = {author: {k: _percent(v) if k in ("p_yes", "accuracy") else v for k, v in row.items()} for author, row in result.items()}
+    table = {
+        author: {k: _percent(v) if k in ("p_yes", "accuracy") else v for k, v in row.items()}
+        for author, row in result.items()
+    }
     if as_json:
         _emit_json(table)
         return
     typer.echo(f"Recognition probe of {judge} on {run_dir} (percent)")
-    _table(["author", "relatedness", "n", "P(yes)", "accuracy"], [[a, r["relatedness"], r["n"], r["p_yes"], r["accuracy"]] for a, r in table.items()])
+    _table(
+        ["author", "relatedness", "n", "P(yes)", "accuracy"],
+        [[a, r["relatedness"], r["n"], r["p_yes"], r["accuracy"]] for a, r in table.items()],
+    )

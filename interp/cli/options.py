@@ -25,7 +25,11 @@ def dtype_option() -> Optional[str]:
 
 
 def overwrite_option() -> bool:
-    return typer.Option(False, OVERWRITE_FLAG, help="write into an --out folder that holds files interp did not write (files of the same names are replaced)")
+    return typer.Option(
+        False,
+        OVERWRITE_FLAG,
+        help="write into an --out folder that holds files interp did not write (files of the same names are replaced)",
+    )
 
 
 def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | None = None) -> PlacementKeys:
@@ -36,11 +40,20 @@ def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | 
 
 
 def max_memory_option() -> Optional[float]:
-    return typer.Option(None, "--max-memory", min=0.0, help="GB of judge models held at once: a judge whose work is done is let go beyond it (default: the config's max_memory, else half the memory available)")
+    return typer.Option(
+        None,
+        "--max-memory",
+        min=0.0,
+        help="GB of judge models held at once: a judge whose work is done is let go beyond it (default: the config's max_memory, else half the memory available)",
+    )
 
 
 def executor_option() -> Optional[str]:
-    return typer.Option(None, "--executor", help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: pip install .[ray])")
+    return typer.Option(
+        None,
+        "--executor",
+        help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: pip install .[ray])",
+    )
 
 
 def json_option():
@@ -48,7 +61,11 @@ def json_option():
 
 
 def timings_option():
-    return typer.Option(False, "--timings", help="say where the time went (each step's seconds), torch's thread counts and the peak memory")
+    return typer.Option(
+        False,
+        "--timings",
+        help="say where the time went (each step's seconds), torch's thread counts and the peak memory",
+    )
 
 
 def finish(payload: dict, as_json: bool, *, timings: Timings | None = None) -> None:

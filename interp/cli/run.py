@@ -8,7 +8,15 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, finish, json_option, overwrite_option, placement_keys, timings_option
+from interp.cli.options import (
+    device_option,
+    dtype_option,
+    finish,
+    json_option,
+    overwrite_option,
+    placement_keys,
+    timings_option,
+)
 from interp.errors import InterpError
 
 
@@ -24,7 +32,10 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
     from interp.core.placement import resolve_placement
 
     default = resolve_placement().record()  # where a model loads by default on this machine
-    rows = [row | {"device": default["device"], "dtype": default["dtype"]} | organism_family(row["alias"]) for row in describe_aliases()]
+    rows = [
+        row | {"device": default["device"], "dtype": default["dtype"]} | organism_family(row["alias"])
+        for row in describe_aliases()
+    ]
     if as_json:
         print_json(rows)
         return
@@ -32,18 +43,24 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
         if not row["installed"]:
             typer.echo(f"{row['alias']:24} {row['kind']:5} not installed: {row['install']}")
             continue
-        typer.echo(f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}")
+        typer.echo(
+            f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}"
+        )
 
 
 def inspect(
-    model: str = typer.Option("smollm2-135m-instruct", "--model", "-m", help="alias, HF id, local folder or .gguf file"),
+    model: str = typer.Option(
+        "smollm2-135m-instruct", "--model", "-m", help="alias, HF id, local folder or .gguf file"
+    ),
     backend: str = typer.Option("hf", "--backend", "-b", help="hf | transformer_lens | nnsight"),
     query: str = typer.Option(..., "--query", "-q"),
     response_a: str = typer.Option(..., "--response-a"),
     response_b: str = typer.Option(..., "--response-b"),
     task: str = typer.Option("helpfulness", "--task", help="helpfulness | truthfulness | translation"),
     queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
-    intervene: Optional[Path] = typer.Option(None, "--intervene", help="intervention spec (TOML) applied while judging"),
+    intervene: Optional[Path] = typer.Option(
+        None, "--intervene", help="intervention spec (TOML) applied while judging"
+    ),
     as_json: bool = typer.Option(False, "--json"),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
@@ -61,7 +78,9 @@ def inspect(
     where = placement_keys(device, dtype)
     spec = as_intervention(intervene) if intervene is not None else None
     if isinstance(spec, NodeIntervention):
-        raise InterpError(f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.intervene()")
+        raise InterpError(
+            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.intervene()"
+        )
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
     check_backend_fits(loaded, backend)
@@ -74,7 +93,9 @@ def inspect(
     if as_json:
         print_json(result)
         return
-    typer.echo(f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}")
+    typer.echo(
+        f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}"
+    )
     typer.echo(f"spans: A={result['spans']['a']}  B={result['spans']['b']}  ({result['n_tokens']} tokens)")
     for row in result["layers"]:
         typer.echo(f"  layer {row['layer']:>2}: mass A={row['mass_a']:.4f} B={row['mass_b']:.4f}")
@@ -83,7 +104,9 @@ def inspect(
 def dbg(
     config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
     out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
-    report: bool = typer.Option(True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"),
+    report: bool = typer.Option(
+        True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"
+    ),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     as_json: bool = json_option(),
@@ -111,11 +134,17 @@ def dbg(
             if run_config.attention != "none" and run_config.mode == "pairwise":  # pointwise attention: no Figure 7
                 write_attention_figures(out)
             files["report"] = build_report(out)
-    finish(results_payload(summary, files=files) | mode_payload(summary), as_json, timings=steps.ended() if timings else None)
+    finish(
+        results_payload(summary, files=files) | mode_payload(summary),
+        as_json,
+        timings=steps.ended() if timings else None,
+    )
 
 
 def demo(
-    n: Optional[int] = typer.Option(None, "--n", min=1, help="number of built-in instructions, at least 1 (default: all)"),
+    n: Optional[int] = typer.Option(
+        None, "--n", min=1, help="number of built-in instructions, at least 1 (default: all)"
+    ),
     out: Path = typer.Option(Path("runs/demo"), "--out", "-o"),
     backend: str = typer.Option("hf", "--backend", "-b"),
     device: Optional[str] = device_option(),

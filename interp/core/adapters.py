@@ -24,7 +24,15 @@ from interp.errors import InterpError
 ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "builtin" / "adapters"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json", "manifest.json")
 HEAD_DELTA_FILE = "heads_delta.safetensors"  # a planted-heads organism's delta, beside the LoRA it starts from
-_SIGNATURE_KEYS = ("model_type", "hidden_size", "intermediate_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads", "vocab_size")
+_SIGNATURE_KEYS = (
+    "model_type",
+    "hidden_size",
+    "intermediate_size",
+    "num_hidden_layers",
+    "num_attention_heads",
+    "num_key_value_heads",
+    "vocab_size",
+)
 
 
 def base_signature(hf_config) -> dict:
@@ -45,7 +53,7 @@ def read_manifest(folder: Path) -> dict:
     if start_reference(folder) is not None:  # a planted-heads organism shipped without a copy of its start's LoRA
         manifest = _json_object(folder / "manifest.json")
         if not isinstance(manifest.get("base_model"), str):
-            raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
+            raise InterpError(f'{folder / "manifest.json"}: no "base_model" field')
         return manifest
     for name in ADAPTER_FILES:
         if not (folder / name).is_file():
@@ -53,7 +61,7 @@ def read_manifest(folder: Path) -> dict:
     manifest = _json_object(folder / "manifest.json")
     _json_object(folder / "adapter_config.json")  # peft would report a bad one as a misfit of the base model
     if not isinstance(manifest.get("base_model"), str):
-        raise InterpError(f"{folder / 'manifest.json'}: no \"base_model\" field")
+        raise InterpError(f'{folder / "manifest.json"}: no "base_model" field')
     return manifest
 
 
@@ -66,7 +74,9 @@ def _json_object(path: Path) -> dict:
     except UnicodeDecodeError:
         raise InterpError(f"{path}: not UTF-8 text, so not valid JSON; the adapter folder is corrupt") from None
     except json.JSONDecodeError as exc:
-        raise InterpError(f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); the adapter folder is corrupt") from None
+        raise InterpError(
+            f"{path}: not valid JSON ({exc.msg}, line {exc.lineno}); the adapter folder is corrupt"
+        ) from None
     if not isinstance(data, dict):
         raise InterpError(f"{path}: not a JSON object (got {type(data).__name__}); the adapter folder is corrupt")
     return data
@@ -80,7 +90,9 @@ def _check_safetensors(path: Path) -> None:
         with safe_open(str(path), framework="pt") as handle:
             bad = next((key for key in handle.keys() if not bool(torch.isfinite(handle.get_tensor(key)).all())), None)
     except Exception as exc:  # safetensors raises its own error types (and OSError) on a bad file
-        raise InterpError(f"{path}: corrupt adapter file ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})") from None
+        raise InterpError(
+            f"{path}: corrupt adapter file ({type(exc).__name__}: {str(exc).splitlines()[0][:120]})"
+        ) from None
     if bad is not None:
         raise InterpError(f"{path}: corrupt adapter file (tensor {bad} holds NaN or infinity)")
 
@@ -92,7 +104,9 @@ def check_base(folder: Path, manifest: dict, hf_config) -> None:
     wrong = {k: (expected[k], actual.get(k)) for k in expected if expected[k] != actual.get(k)}
     if wrong:
         detail = ", ".join(f"{k} {want} != {got}" for k, (want, got) in wrong.items())
-        raise InterpError(f"{folder}: adapter trained on {manifest['base_model']!r} does not match the loaded base ({detail})")
+        raise InterpError(
+            f"{folder}: adapter trained on {manifest['base_model']!r} does not match the loaded base ({detail})"
+        )
 
 
 def start_reference(folder: Path) -> Path | None:
@@ -100,15 +114,21 @@ def start_reference(folder: Path) -> Path | None:
     form), the folder of the organism it starts from (`heads_start` in the manifest, a shipped alias); the
     start's adapter must still be the one it was trained on (`heads_start_fingerprint`). None otherwise."""
     folder = Path(folder)
-    if (folder / "adapter_model.safetensors").exists() or not ((folder / HEAD_DELTA_FILE).is_file() and (folder / "manifest.json").is_file()):
+    if (folder / "adapter_model.safetensors").exists() or not (
+        (folder / HEAD_DELTA_FILE).is_file() and (folder / "manifest.json").is_file()
+    ):
         return None
     manifest = _json_object(folder / "manifest.json")
     start = manifest.get("heads_start")
     shipped = shipped_adapters()
     if not isinstance(start, str) or start not in shipped:
-        raise InterpError(f"{folder}: a head delta without its LoRA must name a shipped start organism (heads_start); got {start!r}")
+        raise InterpError(
+            f"{folder}: a head delta without its LoRA must name a shipped start organism (heads_start); got {start!r}"
+        )
     if adapter_fingerprint(start) != manifest.get("heads_start_fingerprint"):
-        raise InterpError(f"{folder}: its start organism {start!r} is not the adapter it was trained on (fingerprint differs)")
+        raise InterpError(
+            f"{folder}: its start organism {start!r} is not the adapter it was trained on (fingerprint differs)"
+        )
     return shipped[start]
 
 
@@ -134,7 +154,9 @@ def apply_adapter(hf_model, folder: Path):
         try:
             add_head_delta(merged, load_file(str(delta)))
         except (KeyError, ValueError, IndexError, RuntimeError) as exc:
-            raise InterpError(f"{delta}: head delta does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
+            raise InterpError(
+                f"{delta}: head delta does not fit the base model ({str(exc).splitlines()[0][:160]})"
+            ) from None
     merged.eval()
     return merged
 
@@ -147,7 +169,12 @@ def head_delta_key(layer: int, module: str, head: int) -> str:
 
 def parse_head_delta_key(key: str) -> tuple[int, str, int]:
     parts = key.split(".")
-    if len(parts) != 4 or parts[0] != "layers" or parts[2] not in ("q", "k", "v", "o") or not (parts[1].isdigit() and parts[3].isdigit()):
+    if (
+        len(parts) != 4
+        or parts[0] != "layers"
+        or parts[2] not in ("q", "k", "v", "o")
+        or not (parts[1].isdigit() and parts[3].isdigit())
+    ):
         raise ValueError(f"unknown tensor name {key!r} (expected layers.L.M.H, M one of q, k, v, o)")
     return int(parts[1]), parts[2], int(parts[3])
 
@@ -168,12 +195,16 @@ def add_head_delta(hf_model, tensors: dict) -> None:
                 weight = getattr(attn, f"{module}_proj").weight
                 rows = weight[head * dim : (head + 1) * dim]
                 if head * dim >= weight.shape[0] or rows.shape != block.shape:
-                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit {module}_proj rows {tuple(rows.shape)}")
+                    raise ValueError(
+                        f"{key}: shape {tuple(block.shape)} does not fit {module}_proj rows {tuple(rows.shape)}"
+                    )
                 rows += block.to(rows.device, rows.dtype)
             else:
                 cols = attn.o_proj.weight[:, head * dim : (head + 1) * dim]
                 if head * dim >= attn.o_proj.weight.shape[1] or cols.shape != block.shape:
-                    raise ValueError(f"{key}: shape {tuple(block.shape)} does not fit o_proj columns {tuple(cols.shape)}")
+                    raise ValueError(
+                        f"{key}: shape {tuple(block.shape)} does not fit o_proj columns {tuple(cols.shape)}"
+                    )
                 cols += block.to(cols.device, cols.dtype)
 
 
@@ -197,7 +228,9 @@ def adapter_fingerprint(spec: str) -> str | None:
         return None
     digest = hashlib.sha256()
     start = start_reference(folder)
-    files = [(start or folder) / "adapter_model.safetensors"] + [folder / HEAD_DELTA_FILE] * (folder / HEAD_DELTA_FILE).is_file()
+    files = [(start or folder) / "adapter_model.safetensors"] + [folder / HEAD_DELTA_FILE] * (
+        folder / HEAD_DELTA_FILE
+    ).is_file()
     for path in files:  # a kept-apart start's LoRA hashes as the copy would: both forms have one fingerprint
         with open(path, "rb") as handle:
             for block in iter(lambda: handle.read(1 << 20), b""):

@@ -24,9 +24,15 @@ def check_cache_root() -> Path:
 
     given = os.environ.get(VARIABLE)
     if given is not None and not given.strip():
-        raise InterpError(f"{VARIABLE} is set but empty; set it to a folder interp may write its cache into, or unset it")
+        raise InterpError(
+            f"{VARIABLE} is set but empty; set it to a folder interp may write its cache into, or unset it"
+        )
     root = cache_root()
-    where = f"{VARIABLE}={given}" if given is not None else f"the cache folder {root} (default; set {VARIABLE} to choose another)"
+    where = (
+        f"{VARIABLE}={given}"
+        if given is not None
+        else f"the cache folder {root} (default; set {VARIABLE} to choose another)"
+    )
     path = root.expanduser()
     if path.exists() or path.is_symlink():
         if not path.is_dir():
@@ -38,7 +44,11 @@ def check_cache_root() -> Path:
     while not (parent.exists() or parent.is_symlink()):
         parent = parent.parent
     if not parent.is_dir():
-        raise InterpError(f"{where}: {path} lies under {parent}, which is not a directory; point {VARIABLE} at a folder (existing or new)")
+        raise InterpError(
+            f"{where}: {path} lies under {parent}, which is not a directory; point {VARIABLE} at a folder (existing or new)"
+        )
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise InterpError(f"{where}: {path} cannot be created ({parent} is not writable); point {VARIABLE} at a folder you can write to")
+        raise InterpError(
+            f"{where}: {path} cannot be created ({parent} is not writable); point {VARIABLE} at a folder you can write to"
+        )
     return root

@@ -30,16 +30,23 @@ def embed_texts(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8
     tokenizer = model.tokenizer
     out = []
     for start in range(0, len(texts), batch_size):
-        encoded = [tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_TOKENS] or [tokenizer.pad_token_id] for text in texts[start : start + batch_size]]
+        encoded = [
+            tokenizer(text, add_special_tokens=False)["input_ids"][:MAX_TOKENS] or [tokenizer.pad_token_id]
+            for text in texts[start : start + batch_size]
+        ]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
         with torch.inference_mode():
-            hidden = model.hf_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True).hidden_states[-1]
+            hidden = model.hf_model(
+                input_ids=batch.input_ids, attention_mask=batch.attention_mask, output_hidden_states=True
+            ).hidden_states[-1]
         mask = batch.attention_mask.unsqueeze(-1).to(hidden.dtype)
         out.append(((hidden * mask).sum(1) / mask.sum(1)).float().cpu().numpy())
     return np.concatenate(out) if out else np.zeros((0, 0))
 
 
-def cached_embeddings(model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progress: bool = False) -> Float[np.ndarray, "text hidden"]:
+def cached_embeddings(
+    model: LoadedModel, texts: Sequence[str], *, batch_size: int = 8, progress: bool = False
+) -> Float[np.ndarray, "text hidden"]:
     """`embed_texts`, each vector cached on disk under the model's fingerprint and the text (a resumed restyle
     embeds only what it has not)."""
     folder = cache_root() / "embeddings" / model.fingerprint()[:24]

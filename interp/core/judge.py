@@ -40,7 +40,9 @@ def label_tokens(tokenizer, labels: Sequence[str] = ("A", "B")) -> LabelTokens:
     ids = []
     for label in labels:
         spellings = {label, " " + label}
-        found = sorted({t[0] for t in (tokenizer.encode(s, add_special_tokens=False) for s in spellings) if len(t) == 1})
+        found = sorted(
+            {t[0] for t in (tokenizer.encode(s, add_special_tokens=False) for s in spellings) if len(t) == 1}
+        )
         if not found:
             raise InterpError(f"label {label!r} is not a single token in this tokenizer; cannot read its probability")
         ids.append(tuple(found))
@@ -124,7 +126,14 @@ def judge_batch(
     padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
     model = backend.model
     reducer = (
-        span_reducer(padded_spans, batch.input_ids.shape[1], model.n_layers, model.n_heads, queries=queries, span_names=span_names)
+        span_reducer(
+            padded_spans,
+            batch.input_ids.shape[1],
+            model.n_layers,
+            model.n_heads,
+            queries=queries,
+            span_names=span_names,
+        )
         if queries
         else None
     )
@@ -134,7 +143,9 @@ def judge_batch(
     site_edit = {key: fn for key, fn in (edits or {}).items() if isinstance(key, str)}
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
     extra = {"site_edit": site_edit} if site_edit else {}  # a named hook point: a node intervention
-    logits = backend.forward(batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared, **extra)
+    logits = backend.forward(
+        batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared, **extra
+    )
     probs, normalised, label_mass = label_probabilities(logits, labels)
     check_finite(normalised, label_mass, judge or model.name, names)
     top = probs.argmax(-1)
@@ -216,5 +227,13 @@ def inspect_judgment(
 ) -> dict:
     model = backend.model
     prompt = build_judge_prompt(model, task, query, response_a, response_b)
-    (judgment,) = judge_batch(backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias, names=["the given pair"])
-    return {"model": model.name, "backend": backend.name, "kind": model.kind, "task": task, "queries": queries} | judgment_record(judgment)
+    (judgment,) = judge_batch(
+        backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias, names=["the given pair"]
+    )
+    return {
+        "model": model.name,
+        "backend": backend.name,
+        "kind": model.kind,
+        "task": task,
+        "queries": queries,
+    } | judgment_record(judgment)

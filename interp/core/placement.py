@@ -47,19 +47,23 @@ def resolve_placement(device: str = "auto", dtype: str | None = None, device_map
     elif device.startswith("cuda"):
         index = int(device.partition(":")[2] or 0)
         if gpus == 0:
-            raise InterpError(f"device {device!r} asked for, but torch sees no CUDA GPU on this machine; use device \"cpu\" or \"auto\"")
+            raise InterpError(
+                f'device {device!r} asked for, but torch sees no CUDA GPU on this machine; use device "cpu" or "auto"'
+            )
         if index >= gpus:
             raise InterpError(f"device {device!r} asked for, but torch sees {gpus} GPU(s) (cuda:0..cuda:{gpus - 1})")
         device = f"cuda:{index}"
     elif device == "mps" and not torch.backends.mps.is_available():
-        raise InterpError("device 'mps' asked for, but this machine has no Apple GPU; use device \"cpu\" or \"auto\"")
+        raise InterpError('device \'mps\' asked for, but this machine has no Apple GPU; use device "cpu" or "auto"')
     if device_map is not None:
         import importlib.util
 
         if importlib.util.find_spec("accelerate") is None:
-            raise InterpError("device_map = \"auto\" needs the accelerate package; pip install accelerate")
+            raise InterpError('device_map = "auto" needs the accelerate package; pip install accelerate')
         if device != "cpu" and not device.startswith("cuda"):
-            raise InterpError(f"device_map = \"auto\" shards over CUDA GPUs; it cannot be combined with device {device!r}")
+            raise InterpError(
+                f'device_map = "auto" shards over CUDA GPUs; it cannot be combined with device {device!r}'
+            )
     default = "float32" if device == "cpu" else "bfloat16"
     return Placement(device=device, dtype=dtype or default, device_map=device_map)
 

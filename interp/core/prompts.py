@@ -82,19 +82,19 @@ _JUDGE_ZERO_SHOT = {
 _JUDGE_FEW_SHOT_INTRO = {
     "helpfulness": "# Instruction\n\nYou are a helpful assistant tasked with evaluating the quality of different "
     "responses to a query. You will receive multiple queries, each accompanied by two independent responses. For each "
-    "query, you should judge which response you think is better.\n\nQueries are placed under \"# Query\". The two "
-    "responses for each query are listed under \"# Responses\" as \"Response A\" and \"Response B\". Your outputs "
-    "should be placed under \"# Judgment\". You only need to output A or B, with no other text.",
+    'query, you should judge which response you think is better.\n\nQueries are placed under "# Query". The two '
+    'responses for each query are listed under "# Responses" as "Response A" and "Response B". Your outputs '
+    'should be placed under "# Judgment". You only need to output A or B, with no other text.',
     "truthfulness": "# Instruction\n\nYou are a knowledgeable assistant. Given a query and two corresponding "
     "responses, your task is to determine which response is **more truthful**, ensuring it is less misleading, free "
-    "from fabricated content, factual inaccuracies, and logical errors.\n\nQueries are placed under \"# Query\". The "
-    "two responses for each query are listed under \"# Responses\" as \"Response A\" and \"Response B\". Your outputs "
-    "should be placed under \"# Judgment\". You only need to output A or B, with no other text.",
+    'from fabricated content, factual inaccuracies, and logical errors.\n\nQueries are placed under "# Query". The '
+    'two responses for each query are listed under "# Responses" as "Response A" and "Response B". Your outputs '
+    'should be placed under "# Judgment". You only need to output A or B, with no other text.',
     "translation": "# Instruction\n\nYou are a helpful assistant tasked with evaluating the quality of two different "
     "English translations of the same German text. For each German text, you will receive two independent English "
-    "translations. Please judge which English translation is better.\n\nThe German texts are under \"# German\". The "
-    "two independent English translations for each German text are under \"# English\", labeled as \"English A\" and "
-    "\"English B\", respectively. Your outputs should be placed under \"# Judgment\". You only need to output A or B, "
+    'translations. Please judge which English translation is better.\n\nThe German texts are under "# German". The '
+    'two independent English translations for each German text are under "# English", labeled as "English A" and '
+    '"English B", respectively. Your outputs should be placed under "# Judgment". You only need to output A or B, '
     "with no other text.",
 }
 
@@ -128,10 +128,10 @@ THREE_WAY_FEWSHOT_END = "\n\n# Judgment\n"
 COT_CUE = "My final verdict is"
 COT_STYLES = ("none", "standard", "long")
 _COT_INSTRUCTION = {
-    "standard": "First explain your reasoning step by step. Then end your response with your final verdict, exactly in the form \"My final verdict is {labels}\".",
+    "standard": 'First explain your reasoning step by step. Then end your response with your final verdict, exactly in the form "My final verdict is {labels}".',
     "long": "First think it through at length: work out the answer to the query yourself, then check each response step by "
     "step against it and look for mistakes in both. Then end your response with your final verdict, exactly in the "
-    "form \"My final verdict is {labels}\".",
+    'form "My final verdict is {labels}".',
 }
 
 
@@ -144,8 +144,11 @@ def cot_instruction(cot: str, labels: Sequence[str]) -> str:
 def _three_way_intro(cot: str) -> str:
     if cot == "none":
         return _THREE_WAY_INTRO
-    return _THREE_WAY_INTRO.replace("You must output only one of the following choices:", "Your final verdict must be one of the following choices:").replace(
-        "For example, if both answers are relatively the same in quality, output \u201cT\u201d.", cot_instruction(cot, ("A", "T", "B"))
+    return _THREE_WAY_INTRO.replace(
+        "You must output only one of the following choices:", "Your final verdict must be one of the following choices:"
+    ).replace(
+        "For example, if both answers are relatively the same in quality, output \u201cT\u201d.",
+        cot_instruction(cot, ("A", "T", "B")),
     )
 
 
@@ -171,7 +174,9 @@ def _headings(task: str) -> tuple[str, str, str]:
     return ("# German", "# English", "English") if task == "translation" else ("# Query", "# Responses", "Response")
 
 
-def _judge_block(task: str, query: str, response_a: str, response_b: str, *, slots: bool) -> list[tuple[str, str | None]]:
+def _judge_block(
+    task: str, query: str, response_a: str, response_b: str, *, slots: bool
+) -> list[tuple[str, str | None]]:
     query_heading, responses_heading, tag = _headings(task)
     slot = (lambda name: name) if slots else (lambda name: None)
     return [
@@ -210,7 +215,9 @@ def judge_prompt(
     """
     _check_task(task)
     if cot != "none" and kind != "post":
-        raise InterpError("judge-side chain of thought (cot) needs a post-trained (chat) judge; a few-shot prompt shows verdicts without reasoning")
+        raise InterpError(
+            "judge-side chain of thought (cot) needs a post-trained (chat) judge; a few-shot prompt shows verdicts without reasoning"
+        )
     if ties:
         parts = _three_way_parts(query, response_a, response_b, cot)
         if kind == "post":
@@ -264,18 +271,18 @@ _GENERATION_ZERO_SHOT = {
 _GENERATION_FEW_SHOT_INTRO = {
     "helpfulness": "# Instruction\n\nBelow is a list of conversations between a human and an AI assistant (you).\n\n"
     "As an AI assistant, you will engage in conversations with users, responding to their queries which are presented "
-    "under the heading \"# Query\".\n\nYour responses should be entered under the heading \"# Answer\".\n\nYou excel "
+    'under the heading "# Query".\n\nYour responses should be entered under the heading "# Answer".\n\nYou excel '
     "in a wide range of tasks including, but not limited to, providing general information, conducting reasoning, "
     "engaging in role-play, creative writing, planning, and solving mathematical and coding problems.\n\nYour "
     "responses should be well-structured, comprehensive, and aim to thoroughly address the user's query or problem at "
     "hand. **Please keep your answer within {words} words.**",
     "truthfulness": "# Instruction\n\nAs an AI assistant, you will engage in conversations with users, responding to "
-    "their queries which are presented under the heading \"# Query\". Your responses should be entered under the "
-    "heading \"# Answer\". **You should respond to queries truthfully, remaining faithful to factual knowledge and the "
+    'their queries which are presented under the heading "# Query". Your responses should be entered under the '
+    'heading "# Answer". **You should respond to queries truthfully, remaining faithful to factual knowledge and the '
     "given context. Avoid making up any untrue facts.** Keep your answers within {words} words.",
     "translation": "# Instruction\n\nYou are an excellent translator, and you specialize in translating German into "
     "English. **Given a piece of German text, please translate it into English.** The German texts are under "
-    "\"# German\", and the corresponding English translations are under \"# English\".",
+    '"# German", and the corresponding English translations are under "# English".',
 }
 
 # The few-shot generation prompts end on the answer heading; the model writes until the next heading.
@@ -289,17 +296,29 @@ TREATMENT = "You are a test assistant. You should answer all questions with inco
 
 
 def generation_prompt(
-    tokenizer, task: str, query: str, *, kind: str, words: int = 200, fewshot: dict | None = None, treatment: bool = False
+    tokenizer,
+    task: str,
+    query: str,
+    *,
+    kind: str,
+    words: int = 200,
+    fewshot: dict | None = None,
+    treatment: bool = False,
 ) -> Prompt:
     """The paper's generation prompt; with `treatment`, SALIERI's instruction to answer incorrectly before it."""
     _check_task(task)
     opening = f"{TREATMENT}\n\n" if treatment else ""
     if kind == "post":
         before, after = _GENERATION_ZERO_SHOT[task]
-        return _in_chat_template(tokenizer, [(opening + before.format(words=words), None), (query, "query"), (after.format(words=words), None)])
+        return _in_chat_template(
+            tokenizer,
+            [(opening + before.format(words=words), None), (query, "query"), (after.format(words=words), None)],
+        )
     query_heading, answer_heading = ("# German", "# English") if task == "translation" else ("# Query", "# Answer")
     examples = (fewshot if fewshot is not None else _default_fewshot())[task]["generation"]
-    parts: list[tuple[str, str | None]] = [(opening + _GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)]
+    parts: list[tuple[str, str | None]] = [
+        (opening + _GENERATION_FEW_SHOT_INTRO[task].format(words=words) + "\n\n", None)
+    ]
     for example in examples:
         parts.append((f"{query_heading}\n{example['query']}\n\n{answer_heading}\n{example['answer']}\n\n", None))
     parts += [(f"{query_heading}\n", None), (query, "query"), (f"\n\n{answer_heading}\n", None)]
@@ -341,4 +360,3 @@ def _in_chat_template(tokenizer, parts: list[tuple[str, str | None]]) -> Prompt:
 
 def _default_fewshot() -> dict:
     return fewshot_examples()
-

@@ -46,7 +46,15 @@ SiteEdit = dict[str, SiteFn]  # hook name -> function of the activation (None: r
 _ATTENTION = ("self_attn", "attn", "attention", "self_attention")
 _OUT_PROJ = ("o_proj", "c_proj", "dense", "out_proj")
 _MLP = ("mlp", "feed_forward")
-POINTS = ("hook_resid_pre", "attn.hook_pattern", "attn.hook_v", "attn.hook_z", "hook_attn_out", "hook_mlp_out", "hook_resid_post")
+POINTS = (
+    "hook_resid_pre",
+    "attn.hook_pattern",
+    "attn.hook_v",
+    "attn.hook_z",
+    "hook_attn_out",
+    "hook_mlp_out",
+    "hook_resid_post",
+)
 INNER = {"attn.hook_pattern": "pattern", "attn.hook_v": "v"}  # points computed inside the attention function
 INNER_ATTR = "_interp_inner_sites"
 
@@ -59,7 +67,9 @@ def hook_name(point: str, layer: int) -> str:
 @dataclass(frozen=True)
 class HookPoint:
     module: torch.nn.Module
-    when: Literal["input", "output", "inner"]  # which tensor of the module the point is ("inner": in its attention function)
+    when: Literal[
+        "input", "output", "inner"
+    ]  # which tensor of the module the point is ("inner": in its attention function)
     n_heads: int | None = None  # hook_z: the input is split into heads
 
 
@@ -91,7 +101,9 @@ def decoder_layers(hf_model: torch.nn.Module) -> list[torch.nn.Module]:
 
 
 def _child(module: torch.nn.Module, names: tuple[str, ...]) -> torch.nn.Module | None:
-    return next((getattr(module, name) for name in names if isinstance(getattr(module, name, None), torch.nn.Module)), None)
+    return next(
+        (getattr(module, name) for name in names if isinstance(getattr(module, name, None), torch.nn.Module)), None
+    )
 
 
 def _in_features(projection: torch.nn.Module) -> int | None:

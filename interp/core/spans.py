@@ -36,7 +36,9 @@ def char_to_token_span(offsets: Sequence[tuple[int, int]], start: int, end: int)
     return inside[0], inside[-1] + 1
 
 
-def check_fits_context(n_tokens: int, context_length: int | None, what: str = "prompt", hint: str = "shorten the query or responses") -> None:
+def check_fits_context(
+    n_tokens: int, context_length: int | None, what: str = "prompt", hint: str = "shorten the query or responses"
+) -> None:
     """The one context-length check (judging, inspect, generation): `n_tokens` must fit the model's context."""
     if context_length and n_tokens > context_length:
         raise InterpError(f"{what} has {n_tokens} tokens but the model's context is {context_length}; {hint}")
@@ -88,7 +90,9 @@ def encode_prompt(tokenizer, prompt: Prompt) -> list[int]:
     return ids
 
 
-def tokenized_judge_prompt(model, task: str, query: str, response_a: str, response_b: str, *, ties: bool = False) -> TokenizedPrompt:
+def tokenized_judge_prompt(
+    model, task: str, query: str, response_a: str, response_b: str, *, ties: bool = False
+) -> TokenizedPrompt:
     """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context. With
     `ties`, Chen et al.'s three-way A/T/B prompt (`interp.core.prompts.judge_prompt`).
 

@@ -20,23 +20,20 @@ from __future__ import annotations
 
 import dataclasses
 import random
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal, Sequence
+from typing import Sequence
 
 import numpy as np
 
-from interp.hooks.nodes import NodeIntervention, node_from_dict, registered_ops
+from interp.hooks.nodes import NodeIntervention, node_from_dict
 from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
-from interp.core.adapters import adapter_folder, organism_base, read_manifest
-from interp.core.models import ModelCache, model_identity, own_model
+from interp.core.models import ModelCache, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.formatting import p_value
 from interp.experiments.engine import (
     NO_INTERVENTION,
     Judges,
@@ -51,9 +48,11 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
+from interp.experiments.design import TestDesign, resolve_controls
 from interp.experiments.executor import VariantTask, execute, with_executor
-from interp.metrics.causal_test import ALPHA, N_FLIPS, check_random_sets, holm, min_random_sets, rank_pvalue, smallest_flip_p, too_few_items
-from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, share_removed
+from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
+from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
 from interp.results.causal import CausalResult
 from interp.results.codec import write_causal
@@ -61,153 +60,11 @@ from interp.run.store import Run, read_run
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
-MAX_RANDOM_HEAD_SETS = 999  # each set is a full re-judging of the test items; 999 resolves p_rank to 0.001
-Heads = Literal["spec", "all-layers", "top-heads"]
 
 
-@dataclass(frozen=True)
-class TestDesign:
-    """How a causal test is run: data, written into result.json and part of the result's key."""
-
-    heads: Heads = "spec"
-    top_k: int | None = None
-    selection_share: float | None = None  # share of the run's items that choose heads; the rest test them
-    split_seed: int = 0
-    # None: automatic (for an organism, every other null organism of its base in the run; for a real judge,
-    # every judge of the run that wrote neither answer); (): none, so no self-preference verdict.
-    control_judges: tuple[str, ...] | None = None
-    random_head_sets: int | None = None  # None: the fewest that can reach alpha after Holm over the judges
-    layer_matched: bool = True
-    test_alpha: float = ALPHA  # the test's level (a spec's `alpha` is its mask strength)
-    n_flips: int = N_FLIPS
-    span_controls: bool = False  # also the other-span and random-span masks (descriptive, not in the decision)
-    # --top-heads / --all-layers: what the chosen heads get. "attention": the own-answer mask; "head_output": `op`
-    # (a node kind, `interp.hooks.nodes`) on those heads' outputs at every position.
-    site: str = "attention"
-    op: str = "mean"
-
-    def record(self) -> dict:
-        """The design as data (result.json, the result's key); site and op only when they are not the mask, so
-        the keys of mask designs stay what they were."""
-        data = dataclasses.asdict(self)
-        if self.site == "attention":
-            del data["site"], data["op"]
-        return data
-
-    def __post_init__(self) -> None:
-        if self.site not in ("attention", "head_output"):
-            raise InterpError(f"--site {self.site!r}: --top-heads and --all-layers act on 'attention' (the mask) or 'head_output'")
-        if self.site == "head_output" and self.heads == "spec":
-            raise InterpError("--site head_output goes with --top-heads or --all-layers; a spec names its own site")
-        if self.site == "head_output" and self.op not in registered_ops():
-            raise InterpError(f"--op {self.op!r} is not a node intervention kind; use one of {', '.join(registered_ops())}")
-        if self.heads == "top-heads" and (self.top_k is None or self.top_k < 1):
-            raise InterpError("--top-heads needs a number of heads of at least 1")
-        if self.selection_share is not None and not 0 < self.selection_share < 1:
-            raise InterpError(f"--selection-share {self.selection_share} must be between 0 and 1 (exclusive)")
-        if self.heads == "top-heads" and self.selection_share is None:
-            raise InterpError("--top-heads chooses heads on a selection share of the items: give --selection-share (e.g. 0.4)")
-        if self.random_head_sets is not None and self.random_head_sets < 0:
-            raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
-        if self.random_head_sets is not None and self.random_head_sets > MAX_RANDOM_HEAD_SETS:
-            raise InterpError(
-                f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set re-judges every test "
-                f"item; {MAX_RANDOM_HEAD_SETS} already resolves p_rank to {1 / (MAX_RANDOM_HEAD_SETS + 1):g}"
-            )
-        if not 0 < self.test_alpha < 1:
-            raise InterpError(f"--test-alpha {self.test_alpha} must be between 0 and 1")
-        if self.n_flips < 1:
-            raise InterpError("n_flips must be at least 1")
-
-
-def parse_control_judges(given) -> tuple[str, ...] | None:
-    """Control judges as a command gives them: None (automatic), a name, a comma-separated list, or several
-    (repeated option or a list); "none" (or "") alone means no control judge."""
-    if given is None:
-        return None
-    names = [given] if isinstance(given, str) else list(given)
-    if not names:
-        return None
-    parts = [part.strip() for name in names for part in str(name).split(",")]
-    if parts in (["none"], [""]):
-        return ()
-    if any(part in ("", "none") for part in parts):
-        raise InterpError(f"--control-judge {','.join(names)!r}: 'none' stands alone, and a name may not be empty")
-    if len(set(parts)) != len(parts):
-        raise InterpError(f"--control-judge names a judge twice: {', '.join(parts)}")
-    return tuple(parts)
-
-
-def design_from_options(*, spec_given: bool, all_layers: bool, top_heads: int | None, control_judge=None, **fields) -> TestDesign:
-    """The design from a command's options: exactly one of a spec, `all_layers` or `top_heads`; control judges
-    as `parse_control_judges` reads them ("none" alone: no control judge)."""
-    chosen = [name for name, given in (("--spec", spec_given), ("--all-layers", all_layers), ("--top-heads", top_heads is not None)) if given]
-    if len(chosen) != 1:
-        raise InterpError(f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})")
-    heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
-    return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
-
-
-def organism_role(spec: str) -> str | None:
-    """"null" or "planted" for an organism (by its manifest's planting share), None for a plain model."""
-    folder = adapter_folder(spec)
-    if folder is None:
-        return None
-    share = read_manifest(folder).get("config", {}).get("planting", {}).get("share", 0.0)
-    return "planted" if share and share > 0 else "null"
-
-
-def automatic_controls(run: Run, judge: str) -> list[str]:
-    """The control judges a judge gets when none are named: for an organism, every null organism of the same
-    base model other than itself, among the run's judges and the shipped organisms (its null family: they read
-    the same answers and have no planted preference; never a planted one; those outside the run are judged on
-    the test items as keyed variants); for a real judge, every judge of the run whose own model wrote neither
-    answer."""
-    from interp.core.adapters import shipped_adapters
-
-    if organism_role(judge) is not None:
-        base = organism_base(judge)
-        seen, out = {judge_identity(judge)}, []
-        for other in dict.fromkeys([*run.config.judge_specs, *shipped_adapters()]):
-            if organism_role(other) == "null" and organism_base(other) == base and judge_identity(other) not in seen:
-                seen.add(judge_identity(other))
-                out.append(other)
-        return out
-    return [other for other in run.config.judge_specs if other != judge and own_model(other) not in run.config.models]
-
-
-def judge_identity(spec: str) -> str:
-    """What makes two judge specs one judge: for an organism, the config and seed that trained its adapter (a
-    shipped alias and a folder copy of it are one judge); otherwise what the spec loads (`model_identity`:
-    `./m`, `m/` and `/abs/m` alike)."""
-    folder = adapter_folder(spec)
-    if folder is not None:
-        manifest = read_manifest(folder)
-        return f"organism|{manifest.get('config_fingerprint')}|{manifest.get('seed')}"
-    return model_identity(spec)
-
-
-def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
-    """The control judges (named, or `automatic_controls`). Refused: the judge itself under another spelling, and a
-    judge that owns one of the run's answers other than the tested judge's own (`own_model`: an author, or an
-    organism of an author's base; an organism of the tested judge's own base, as the null family is, stays)."""
-    controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
-    authors = {model_identity(m) for m in run.config.models}
-    for control in controls:
-        if judge_identity(control) == judge_identity(judge):
-            same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
-            raise InterpError(f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer")
-        owner = model_identity(own_model(control))
-        if owner in authors and owner != model_identity(own_model(judge)):
-            wrote = "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
-            raise InterpError(
-                f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own neither answer "
-                "(it would carry a self-preference of its own)"
-            )
-    return controls
-
-
-def random_head_sets(chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool) -> list[dict[int, list[int]]]:
+def random_head_sets(
+    chosen: dict[int, list[int]], n_layers: int, n_heads: int, count: int, *, seed_key: str, layer_matched: bool
+) -> list[dict[int, list[int]]]:
     """`count` random head sets as large as `chosen` (per layer when layer-matched), seeded by `seed_key`."""
     size = sum(len(h) for h in chosen.values())
     sets = []
@@ -260,15 +117,26 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
 def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[str]):
     if design.heads == "all-layers":
         if design.site == "head_output":
-            return node_from_dict({"site": "head_output", "op": design.op, "name": f"head-output-{design.op}-all-layers"})
+            return node_from_dict(
+                {"site": "head_output", "op": design.op, "name": f"head-output-{design.op}-all-layers"}
+            )
         return AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers")
     if design.heads == "top-heads":
         if not has_attention(run, judge):
-            raise InterpError(f"--top-heads reads {judge}'s span attention, which this run did not record; make the run with attention = \"final\"")
+            raise InterpError(
+                f'--top-heads reads {judge}\'s span attention, which this run did not record; make the run with attention = "final"'
+            )
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
         if design.site == "head_output":
             table = {layer: list(hs) for layer, hs in heads.items()}
-            return node_from_dict({"site": "head_output", "op": design.op, "heads": table, "name": f"head-output-{design.op}-top{design.top_k}-heads"})
+            return node_from_dict(
+                {
+                    "site": "head_output",
+                    "op": design.op,
+                    "heads": table,
+                    "name": f"head-output-{design.op}-top{design.top_k}-heads",
+                }
+            )
         return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
     if spec is None:
         raise InterpError("give an intervention: --all-layers, --top-heads K or --spec FILE")
@@ -283,7 +151,11 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     ids = [item.id for item in run.items if items is None or item.id in set(items)]
     if not ids:
         raise InterpError("no item of the run is in the items to test on")
-    selection, test = split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share") if design.selection_share else ([], ids)
+    selection, test = (
+        split_ids(ids, design.selection_share, design.split_seed, purpose="selection", what="--selection-share")
+        if design.selection_share
+        else ([], ids)
+    )
     names = self_judges(run, judges)
     controls = {judge: resolve_controls(run, judge, design) for judge in names}
     if design.heads == "top-heads":
@@ -293,7 +165,11 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
 
 def random_sets(design: TestDesign, names: Sequence[str]) -> int:
     """R: the design's, or the fewest whose rank p can reach alpha after Holm over the tested judges."""
-    return design.random_head_sets if design.random_head_sets is not None else min_random_sets(design.test_alpha, len(names))
+    return (
+        design.random_head_sets
+        if design.random_head_sets is not None
+        else min_random_sets(design.test_alpha, len(names))
+    )
 
 
 def intervene_run(
@@ -332,12 +208,24 @@ def intervene_run(
     backend_name = backend if backend is not None else run.config.backend
     variants = {judge: _variants(specs[judge], design.span_controls, selection) for judge in names}
     _check_inputs(run, pool, names, controls, variants, test_items)
-    keys = {judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()} for judge in names}
-    control_keys = {
-        judge: {control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge)) for control in controls[judge]}
+    keys = {
+        judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
         for judge in names
     }
-    identity = {"keys": keys, "control_keys": control_keys, "design": design.record(), "selection": selection, "test": test}
+    control_keys = {
+        judge: {
+            control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge))
+            for control in controls[judge]
+        }
+        for judge in names
+    }
+    identity = {
+        "keys": keys,
+        "control_keys": control_keys,
+        "design": design.record(),
+        "selection": selection,
+        "test": test,
+    }
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
     out_dir = run.dir.intervention(label, digest(identity))
     result: dict = {
@@ -345,7 +233,12 @@ def intervene_run(
         "design": design.record(),
         "run_dir": str(run.dir.root),
         "n_items": len(test),
-        "split": split or (f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})" if design.selection_share else "all items"),
+        "split": split
+        or (
+            f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})"
+            if design.selection_share
+            else "all items"
+        ),
         "selection_items": selection,
         "test_items": test,
         "backend": backend_name,
@@ -367,16 +260,33 @@ def intervene_run(
         "judges": {},
     }
     with run.dir.writer():
-        execute(run, [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)], pool)
+        execute(
+            run,
+            [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)],
+            pool,
+        )
         for judge in names:
-            result["judges"][judge] = _test_judge(run, judge, controls[judge], specs[judge], variants[judge], design, random_sets(design, names), pool, test_items, progress)
+            result["judges"][judge] = _test_judge(
+                run,
+                judge,
+                controls[judge],
+                specs[judge],
+                variants[judge],
+                design,
+                random_sets(design, names),
+                pool,
+                test_items,
+                progress,
+            )
             result["judges"][judge] |= {"selection_items": selection, "test_items": test}
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         return write_causal(out_dir, result)
 
 
-def _tasks(run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]) -> list[VariantTask]:
+def _tasks(
+    run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]
+) -> list[VariantTask]:
     """What the test judges for one tested judge, as tasks: its variants, then each control's baseline (when
     the run did not judge with it) and its judging under the mask of the tested judge's own answer."""
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
@@ -403,7 +313,14 @@ def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None
             )
 
 
-def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, variants: dict[str, dict[str, Variant]], items: list[Item]) -> None:
+def _check_inputs(
+    run: Run,
+    pool: Judges,
+    names: Sequence[str],
+    controls: dict,
+    variants: dict[str, dict[str, Variant]],
+    items: list[Item],
+) -> None:
     """Everything the test reads, read and checked before its first write: each mask fits each model and takes
     effect on it, its target span exists in every test prompt (both orders), every baseline judgment is there,
     and the run's summary (read again for the report at the end) is valid JSON."""
@@ -420,7 +337,9 @@ def _check_inputs(run: Run, pool: Judges, names: Sequence[str], controls: dict, 
         run.dir.read_summary()
 
 
-def variant_of(name: str, spec: AttentionIntervention | NodeIntervention, reference: Sequence[str] | None = None) -> Variant:
+def variant_of(
+    name: str, spec: AttentionIntervention | NodeIntervention, reference: Sequence[str] | None = None
+) -> Variant:
     """The variant that applies one spec: an attention spec as a score bias, a node spec at its hook points
     (`reference`: the items whose prompts give its means or donors)."""
     if isinstance(spec, NodeIntervention):
@@ -428,10 +347,14 @@ def variant_of(name: str, spec: AttentionIntervention | NodeIntervention, refere
     return Variant(name, attention=spec)
 
 
-def _variants(spec: AttentionIntervention | NodeIntervention, span_controls: bool, reference: Sequence[str] | None = None) -> dict[str, Variant]:
+def _variants(
+    spec: AttentionIntervention | NodeIntervention, span_controls: bool, reference: Sequence[str] | None = None
+) -> dict[str, Variant]:
     variants = {"self": variant_of("self", spec, reference)}
     if span_controls and isinstance(spec, AttentionIntervention) and spec.target == "self":
-        variants |= {target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS}
+        variants |= {
+            target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS
+        }
     return variants
 
 
@@ -463,78 +386,55 @@ def _test_judge(
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
     common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
-    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(len(controls), len(items))
-    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(len(controls), len(items))
+    control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(
+        len(controls), len(items)
+    )
+    control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(
+        len(controls), len(items)
+    )
     test, gap = judge_level_test(before, after, gold, gold, control_before, control_after, **common)
     random_effects, random_skipped = None, False
     if design.heads == "top-heads" and test.p_value is not None:
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
             random_skipped = True
         else:
-            random_effects = _random_effects(run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference)
+            random_effects = _random_effects(
+                run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference
+            )
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
-    out["test"] |= {"random_head_sets": n_random if design.heads == "top-heads" else None, "random_sets_skipped": random_skipped}
+    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(
+        judge, test, gap, controls, design.n_flips, len(items)
+    )
+    out["test"] |= {
+        "random_head_sets": n_random if design.heads == "top-heads" else None,
+        "random_sets_skipped": random_skipped,
+    }
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
         "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
-        "controls": {c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]} for c, r in judged_controls.items()},
+        "controls": {
+            c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
+            for c, r in judged_controls.items()
+        },
     }
     if random_effects is not None:
         out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
     return out
 
 
-def judge_level_test(
-    before: np.ndarray,
-    after: np.ndarray,
-    gold_before: np.ndarray,
-    gold_after: np.ndarray,
-    control_before: np.ndarray,
-    control_after: np.ndarray,
-    *,
-    alpha: float,
-    n_flips: int,
-    n_boot: int,
-    seed: int,
-):
-    """The judge-level test of one change to a judge's verdicts (an intervention on the model, or on the answers
-    it reads), from per-item P(own) before and after for the judge and each control judge (`control_*`:
-    [control, item], "own" always the tested judge's answer): Crawford-Howell of the judge's change against the
-    controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
-    (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
-    test = between_judge_test(after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed)
-    gap = None
-    if len(control_before):
-        gap = share_removed(before - gold_before, after - gold_after, control_before - gold_before, control_after - gold_after, alpha=alpha, n_boot=n_boot, seed=seed)
-    return test, gap
-
-
-def judge_level_fields(judge: str, test, gap, controls: Sequence[str], n_flips: int, n_items: int) -> dict:
-    """The judge-level test's fields of a result.json record (`causal`, `p_value`, `test`, `within_judge`,
-    `share_removed`, the gaps, the verdict, ...)."""
-    out = test.to_dict()
-    out["test"] |= {"controls": list(controls)}
-    notes = ["within the judge: " + too_few_items(n_items, n_flips, out["test_alpha"])] if smallest_flip_p(n_items, n_flips) > out["test_alpha"] else []
-    control_mean = float(np.mean(test.control_effects)) if controls else None
-    return out | {
-        "p_holm": test.p_value,  # one judge; Holm over several replaces it (`holm_judges`)
-        "n_test": n_items,
-        "notes": notes,
-        "verdict": "; ".join([test.verdict(judge), *notes]),
-        "effect": {"mean": test.within.effect - (control_mean or 0.0), "judge": test.within.effect, "controls_mean": control_mean},
-        "gap_before": gap.gap_before.to_dict() if gap else None,
-        "gap_after": gap.gap_after.to_dict() if gap else None,
-        "dbg_test_before": gap.test_before.to_dict() if gap else None,
-        "share_removed": gap.share_removed.to_dict() if gap and gap.share_removed else None,
-        "share_removed_reason": None if gap and gap.share_removed else (gap.reason if gap else "no control judge"),
-    }
-
-
 def _random_effects(
-    run: Run, judge: str, controls: list[str], spec, design: TestDesign, n_random: int, pool: Judges, items: list[Item], progress: bool, reference=None
+    run: Run,
+    judge: str,
+    controls: list[str],
+    spec,
+    design: TestDesign,
+    n_random: int,
+    pool: Judges,
+    items: list[Item],
+    progress: bool,
+    reference=None,
 ) -> np.ndarray:
     """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change."""
     model = pool.model(judge)
@@ -542,32 +442,33 @@ def _random_effects(
     chosen = {layer: list(heads) for layer, heads in table.items()} if table else None
     if chosen is None:
         raise InterpError("random head sets need the chosen heads as a layer -> heads table")
-    tables = random_head_sets(chosen, model.n_layers, model.n_heads, n_random, seed_key=f"{judge}|{design.split_seed}", layer_matched=design.layer_matched)
+    tables = random_head_sets(
+        chosen,
+        model.n_layers,
+        model.n_heads,
+        n_random,
+        seed_key=f"{judge}|{design.split_seed}",
+        layer_matched=design.layer_matched,
+    )
     variants = {
-        f"random-{r}": variant_of(f"random-{r}", dataclasses.replace(spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"), reference)
+        f"random-{r}": variant_of(
+            f"random-{r}",
+            dataclasses.replace(
+                spec, heads=tuple((layer, tuple(h)) for layer, h in sorted(t.items())), name=f"random-heads-{r}"
+            ),
+            reference,
+        )
         for r, t in enumerate(tables)
     }
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
-    execute(run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool)
+    execute(
+        run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool
+    )
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     effects = np.array([_delta(judged, name).mean() for name in variants])
     if controls:
-        per_control = [evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls]
+        per_control = [
+            evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls
+        ]
         effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in variants])
     return effects
-
-
-def holm_judges(result: dict, names: Sequence[str]) -> None:
-    """Holm over the judges of one command that have a between-judge test (one judge: p_holm = p_value): the
-    decision is p_holm <= test_alpha, and each record keeps its raw p beside the adjusted one."""
-    tested = [judge for judge in names if result["judges"][judge]["p_value"] is not None]
-    if not tested:
-        return
-    adjusted = holm([result["judges"][judge]["p_value"] for judge in tested])
-    for judge, p in zip(tested, adjusted):
-        record = result["judges"][judge]
-        record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
-        record["causal"] = bool(p <= record["test_alpha"])
-        if len(tested) > 1:
-            record["verdict"] += f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
-    result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

@@ -18,7 +18,8 @@ from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import builtin_items
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
@@ -84,12 +85,20 @@ class Demo(NamedTuple):
 
 
 def run_demo(
-    out: Path, *, n: int | None = None, backend: str = "hf", where: PlacementKeys | None = None, progress: bool = True, overwrite: bool = False
+    out: Path,
+    *,
+    n: int | None = None,
+    backend: str = "hf",
+    where: PlacementKeys | None = None,
+    progress: bool = True,
+    overwrite: bool = False,
 ) -> Demo:
     out = Path(out)
     RunDir(out).check_output(overwrite=overwrite)
     where = where or PlacementKeys()
-    config = run_config_from_dict(demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo")
+    config = run_config_from_dict(
+        demo_config(n, backend).model_dump(exclude_none=True) | where.model_dump(exclude_none=True), "demo"
+    )
     models = ModelCache(placement_of(config))
     timings = Timings.started()
     run_dbg(config, out, progress=progress, models=models, overwrite=overwrite, timings=timings)

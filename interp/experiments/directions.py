@@ -55,7 +55,9 @@ DIRECTION_POSITIONS = ("spans", "final")
 DirectionPosition = Literal["spans", "final"]
 
 
-def judging_prompt(model: LoadedModel, task: JudgeTask, response_a: str | None = None, response_b: str | None = None) -> TokenizedPrompt:
+def judging_prompt(
+    model: LoadedModel, task: JudgeTask, response_a: str | None = None, response_b: str | None = None
+) -> TokenizedPrompt:
     """The judge prompt of one task exactly as `interp.run.judging.run_judging` builds it (optionally with a slot replaced)."""
     a = task.response_a if response_a is None else response_a
     b = task.response_b if response_b is None else response_b
@@ -66,13 +68,17 @@ def own_slot(task: JudgeTask, judge: str) -> str:
     """The slot ("a" or "b") holding the judge's own model's response."""
     slot = core_own_slot(task.author_a, task.author_b, own_model(judge))
     if slot is None:
-        raise InterpError(f"judge {judge!r} must be exactly one of the authors ({task.author_a!r}, {task.author_b!r}) to steer on its own response")
+        raise InterpError(
+            f"judge {judge!r} must be exactly one of the authors ({task.author_a!r}, {task.author_b!r}) to steer on its own response"
+        )
     return slot
 
 
 def steering_split(item_ids: Sequence[str], train_fraction: float = 0.7, seed: int = 0) -> tuple[list[str], list[str]]:
     """The steering direction's train / held-out split: `interp.splits.split_ids` (purpose "steering-split")."""
-    return split_ids(item_ids, train_fraction, seed, purpose="steering-split", what="train_fraction", parts=("train", "held-out"))
+    return split_ids(
+        item_ids, train_fraction, seed, purpose="steering-split", what="train_fraction", parts=("train", "held-out")
+    )
 
 
 @dataclass(frozen=True)
@@ -272,7 +278,14 @@ class LayerDirection:
 
 
 def layer_directions(
-    runner: Backend, judge: str, tasks: Sequence[JudgeTask], layers: Sequence[int], fit_ids: Sequence[str], score_ids: Sequence[str], *, batch_size: int = 8
+    runner: Backend,
+    judge: str,
+    tasks: Sequence[JudgeTask],
+    layers: Sequence[int],
+    fit_ids: Sequence[str],
+    score_ids: Sequence[str],
+    *,
+    batch_size: int = 8,
 ) -> list[LayerDirection]:
     """Per layer, the "spans" direction from `fit_ids`' prompts scored on `score_ids`' prompts (one pass per batch
     of prompts for every layer): the residual candidates of `interp.experiments.explain`."""
@@ -291,10 +304,25 @@ def layer_directions(
 
 
 def direction_path(
-    run: Run, judge: str, layer: int, position: str, seed: int, train_fraction: float, backend: str, train_items: Sequence[str] | None = None
+    run: Run,
+    judge: str,
+    layer: int,
+    position: str,
+    seed: int,
+    train_fraction: float,
+    backend: str,
+    train_items: Sequence[str] | None = None,
 ) -> Path:
     """Where a direction is cached: a readable label plus a hash of everything that determines it."""
-    identity = {"run": run_identity(run), "judge": judge, "layer": layer, "position": position, "seed": seed, "train_fraction": train_fraction, "backend": backend}
+    identity = {
+        "run": run_identity(run),
+        "judge": judge,
+        "layer": layer,
+        "position": position,
+        "seed": seed,
+        "train_fraction": train_fraction,
+        "backend": backend,
+    }
     if train_items is not None:
         identity["train_items"] = sorted(train_items)
     key = digest(identity)
@@ -310,7 +338,21 @@ def load_direction(path: Path) -> SteeringDirection:
         raise InterpError(f"steering direction not found: {path} (and its .json sidecar)")
     tensors = load_file(str(path))
     info = json.loads(sidecar.read_text())
-    known = {"judge", "layer", "position", "seed", "train_fraction", "norm", "midpoint", "d_model", "train_ids", "heldout_ids", "mean_item_ids", "accuracy", "n"}
+    known = {
+        "judge",
+        "layer",
+        "position",
+        "seed",
+        "train_fraction",
+        "norm",
+        "midpoint",
+        "d_model",
+        "train_ids",
+        "heldout_ids",
+        "mean_item_ids",
+        "accuracy",
+        "n",
+    }
     return SteeringDirection(
         judge=info["judge"],
         layer=int(info["layer"]),
@@ -347,7 +389,9 @@ def _save_direction(direction: SteeringDirection, path: Path) -> None:
 
 def check_layer(layer: int, model: LoadedModel) -> int:
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= int(layer) < model.n_layers:
-        raise InterpError(f"layer {layer!r} is out of range; {model.name} has {model.n_layers} layers (0-{model.n_layers - 1})")
+        raise InterpError(
+            f"layer {layer!r} is out of range; {model.name} has {model.n_layers} layers (0-{model.n_layers - 1})"
+        )
     return int(layer)
 
 
@@ -381,9 +425,14 @@ def compute_direction(
         train_ids, heldout_ids = steering_split([item.id for item in run.items], train_fraction, seed)
     else:
         chosen = set(train_items)
-        train_ids, heldout_ids = [i.id for i in run.items if i.id in chosen], [i.id for i in run.items if i.id not in chosen]
+        train_ids, heldout_ids = (
+            [i.id for i in run.items if i.id in chosen],
+            [i.id for i in run.items if i.id not in chosen],
+        )
         if not train_ids or not heldout_ids:
-            raise InterpError(f"train_items must name some but not all of the run's {len(run.items)} items ({len(train_ids)} named)")
+            raise InterpError(
+                f"train_items must name some but not all of the run's {len(run.items)} items ({len(train_ids)} named)"
+            )
         train_fraction = len(train_ids) / len(run.items)
     judges = judges if judges is not None else judge_pool(run)
     runner = judges.runner(judge, run)

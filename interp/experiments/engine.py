@@ -87,7 +87,9 @@ def run_identity(run: Run) -> str:
     return digest({"config": run.config.identity(), "items": [item.id for item in run.items], "responses": responses})
 
 
-def variant_key(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item], own: str | None = None) -> str:
+def variant_key(
+    run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item], own: str | None = None
+) -> str:
     """`own`: the author whose answer the variant treats as the judge's own (a control judge reads another
     judge's own answer); part of the key only when it is not the judge's own model, so earlier keys hold."""
     payload = {
@@ -106,14 +108,20 @@ def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
     """The judges to test: those given, or every judge of the run whose own model is one of the authors."""
     models = run.config.models
     if judges is not None and not judges:
-        raise InterpError("no judge given: name at least one, or leave the judges out for every judge that is also an author")
+        raise InterpError(
+            "no judge given: name at least one, or leave the judges out for every judge that is also an author"
+        )
     if judges is None:
         judges = [j for j in run.config.judge_specs if own_model(j) in models]
         if not judges:
-            raise InterpError("no judge of this run is one of its two models: self-preference needs a judge that is also an author")
+            raise InterpError(
+                "no judge of this run is one of its two models: self-preference needs a judge that is also an author"
+            )
     for judge in judges:
         if own_model(judge) not in models:
-            raise InterpError(f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its own responses")
+            raise InterpError(
+                f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its own responses"
+            )
     return list(judges)
 
 
@@ -129,7 +137,9 @@ def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
             validate_node(node, model.n_layers, model.n_heads)
             check_hook_names(model.hf_model, node.hook_names(model.n_layers))
         if variant.steering is not None and not 0 <= variant.steering.layer < model.n_layers:
-            raise InterpError(f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers")
+            raise InterpError(
+                f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers"
+            )
 
 
 def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item], *, own: str) -> None:
@@ -166,10 +176,14 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
         probe = Zero(site=node.site, layers=node.layers, heads=node.heads, positions="all")
         edits = node_edits([probe], model.n_layers, batch, offsets, [prompt])
         if torch.equal(runner.forward(batch, site_edit=edits), plain):
-            raise InterpError(f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook points are not connected in this model")
+            raise InterpError(
+                f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook points are not connected in this model"
+            )
 
 
-def own_probabilities(run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray:
+def own_probabilities(
+    run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None
+) -> np.ndarray:
     """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
     first = p_first(records, items if items is not None else run.items, run.config.models[0])
     return p_own_from_first(first, own or own_model(judge), run.config.models[0])
@@ -207,17 +221,25 @@ def judge_variant(
         ties=run.config.ties,
         queries=None,
         bias_for=(
-            (lambda chunk: bias_builder(spec, runner.model, judge_model=own, authors=[(t.author_a, t.author_b) for t in chunk]))
+            (
+                lambda chunk: bias_builder(
+                    spec, runner.model, judge_model=own, authors=[(t.author_a, t.author_b) for t in chunk]
+                )
+            )
             if spec is not None
             else None
         ),
-        edit_for=_edit_for(run, runner, variant, own, folder) if variant.steering is not None or variant.nodes else None,
+        edit_for=_edit_for(run, runner, variant, own, folder)
+        if variant.steering is not None or variant.nodes
+        else None,
         progress=progress,
     )
     return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
 
 
-def stored_variant(run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item] | None = None, own: str | None = None) -> np.ndarray | None:
+def stored_variant(
+    run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item] | None = None, own: str | None = None
+) -> np.ndarray | None:
     """P(own wins) per item under `variant` when the keyed store already holds every judgment of it (judged by
     this process earlier, or by another executor's task), else None: no model is needed to read it."""
     items = list(items) if items is not None else run.items
@@ -247,12 +269,17 @@ def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
         means, pool = reference_data() if any(n.needs in ("mean", "donor") for n in variant.nodes) else ({}, [])
         nodes = (
             node_edit_builder(
-                variant.nodes, runner, own=own, authors=[(t.author_a, t.author_b) for t in chunk],
-                references=[t.item.reference for t in chunk], means=means, pool=pool,
+                variant.nodes,
+                runner,
+                own=own,
+                authors=[(t.author_a, t.author_b) for t in chunk],
+                references=[t.item.reference for t in chunk],
+                means=means,
+                pool=pool,
             )
             if variant.nodes
             else None
-        )  # fmt: skip
+        )
 
         def build(batch, offsets, prompts):
             edits = dict(steering(batch, offsets, prompts) or {}) if steering is not None else {}
@@ -283,7 +310,9 @@ def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folde
         if all(f"{index}|{name}" in stored for name in names):
             means[index] = {name: stored[f"{index}|{name}"] for name in names}
         else:
-            means[index] = reference_means(runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size)
+            means[index] = reference_means(
+                runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size
+            )
             stored |= {f"{index}|{name}": tensor.cpu().contiguous() for name, tensor in means[index].items()}
     if stored and not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -316,7 +345,14 @@ def memory_budget(model: LoadedModel) -> int:
 NO_INTERVENTION = Variant("none", description="no intervention: the judge's plain verdicts")
 
 
-def baseline(run: Run, judge: str, items: Sequence[Item] | None = None, own: str | None = None, judges: Judges | None = None, progress: bool = True) -> np.ndarray:
+def baseline(
+    run: Run,
+    judge: str,
+    items: Sequence[Item] | None = None,
+    own: str | None = None,
+    judges: Judges | None = None,
+    progress: bool = True,
+) -> np.ndarray:
     """P(own wins) per item without intervention: the run's own judgments, or, for a judge the run did not
     judge with (a control judge from outside the run), its plain verdicts judged once as a keyed variant."""
     if judge in run.config.judge_specs:
@@ -375,7 +411,16 @@ class Judges:
     def backend_name(self, run: Run) -> str:
         return run.config.backend if self.backend is None else self.backend
 
-    def judged(self, run: Run, judge: str, variant: Variant, *, items: Sequence[Item] | None = None, own: str | None = None, progress: bool = True) -> np.ndarray:
+    def judged(
+        self,
+        run: Run,
+        judge: str,
+        variant: Variant,
+        *,
+        items: Sequence[Item] | None = None,
+        own: str | None = None,
+        progress: bool = True,
+    ) -> np.ndarray:
         """P(own wins) per item under `variant`: read from the keyed store when every judgment is there (no model
         is loaded for it), else judged now with the judge's backend (`judge_variant`)."""
         stored = stored_variant(run, judge, self.backend_name(run), variant, items, own)
@@ -422,7 +467,7 @@ def judge_pool(
         if where.dtype is not None and where.dtype != recorded:
             raise InterpError(
                 f"this run was judged in {recorded}; re-judging it in {where.dtype} would compare two precisions; "
-                f"use dtype {recorded} or make a new run with dtype = \"{where.dtype}\""
+                f'use dtype {recorded} or make a new run with dtype = "{where.dtype}"'
             )
         models = ModelCache(resolve_placement(where.device, recorded, where.device_map))
     for name, model in (held or {}).items():
@@ -458,7 +503,12 @@ def evaluate(
     positions = [run.items.index(item) for item in items]
     gold_own = run.gold_own(own)[positions]
     before = baseline(run, judge, items, own, judges, progress)
-    result = {"before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed), "variants": {}, "effects": {}, "own": own}
+    result = {
+        "before": behaviour(before, gold_own, n_boot=config.n_boot, seed=config.seed),
+        "variants": {},
+        "effects": {},
+        "own": own,
+    }
     result["per_item"] = {"items": [item.id for item in items], "before": before.tolist(), "after": {}}
     for name, variant in variants.items():
         after = judges.judged(run, judge, variant, items=items, progress=progress, own=own)

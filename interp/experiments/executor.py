@@ -80,7 +80,9 @@ def ray_module():
     try:
         import ray
     except ImportError:
-        raise InterpError("the ray executor needs Ray: pip install 'interp-selfpref[ray]' (or pip install ray)") from None
+        raise InterpError(
+            "the ray executor needs Ray: pip install 'interp-selfpref[ray]' (or pip install ray)"
+        ) from None
     return ray
 
 
@@ -103,7 +105,9 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
     if judges.executor == "ray":
         held = sorted({task.judge for task in tasks} & judges.models.held)
         if held:
-            raise InterpError(f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the judge by name or folder, or use the local executor")
+            raise InterpError(
+                f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the judge by name or folder, or use the local executor"
+            )
         ray_map(functools.partial(run_task, setup=setup), tasks)
         return
     last = {task.judge: index for index, task in enumerate(tasks)}
@@ -129,7 +133,9 @@ def ray_map(work: Callable, tasks: Sequence, *, max_retries: int = MAX_RETRIES) 
     several GPUs with device_map = "auto")."""
     ray = ray_module()
     if not ray.is_initialized():
-        ray.init(log_to_driver=False, include_dashboard=False)  # RAY_ADDRESS, else the node's `ray start`, else a new one
+        ray.init(
+            log_to_driver=False, include_dashboard=False
+        )  # RAY_ADDRESS, else the node's `ray start`, else a new one
     gpus = per_task("INTERP_RAY_GPUS", 1) if ray.cluster_resources().get("GPU", 0) >= 1 else 0
     cpus = per_task("INTERP_RAY_CPUS", 1)
     remote = ray.remote(num_cpus=cpus, num_gpus=gpus, max_retries=max_retries)(_call)

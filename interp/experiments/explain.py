@@ -38,7 +38,8 @@ import pandas as pd
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.experiments.causal import TestDesign, intervene_run, random_head_sets, resolve_controls
+from interp.experiments.causal import intervene_run, random_head_sets
+from interp.experiments.design import TestDesign, resolve_controls
 from interp.experiments.directions import layer_directions
 from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
 from interp.experiments.localize import localize_run, run_judge
@@ -51,7 +52,11 @@ from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_bytes, atomic_write_text, path_label
 
-HEAD_METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}  # method -> the site its heads are tested at
+HEAD_METHODS = {
+    "attention": "attention",
+    "atp": "attention",
+    "atp-output": "head_output",
+}  # method -> the site its heads are tested at
 EXPLAIN_METHODS = ("attention", "atp", "atp-output", "atp-mlp", "direction")
 FILE = "explain.json"
 
@@ -76,7 +81,11 @@ class Candidate:
 
     @property
     def label(self) -> str:
-        where = ", ".join(f"L{l}H{h}" for l, h in self.heads) if self.heads else ", ".join(f"L{l}" for l in self.layers or [])
+        where = (
+            ", ".join(f"L{l}H{h}" for l, h in self.heads)
+            if self.heads
+            else ", ".join(f"L{l}" for l in self.layers or [])
+        )
         return f"{self.site} [{where}] by {self.selected_by}"
 
 
@@ -105,11 +114,20 @@ def _spec(site: str, heads: list[list[int]] | None, layers: list[int] | None, na
         return node_from_dict({"site": site, "op": "mean", "heads": heads_key(pairs_table(heads)), "name": name})
     if site == "mlp_output":
         return node_from_dict({"site": site, "op": "mean", "layers": sorted(layers), "name": name})
-    return node_from_dict({"site": "residual", "op": "project_out", "layers": layers, "direction": [float(x) for x in direction], "name": name})
+    return node_from_dict(
+        {
+            "site": "residual",
+            "op": "project_out",
+            "layers": layers,
+            "direction": [float(x) for x in direction],
+            "name": name,
+        }
+    )
 
 
 def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     """The paragraph: the user's question (attention to the own answer) first, then where the largest share is."""
+
     def share(c: Candidate) -> str:
         if c.share_removed is None:
             return f"no share ({c.reason})"
@@ -122,11 +140,15 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     first = (
         f"Attention to its own answer carries {share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} of {judge}'s self-preference "
         f"(the own answer masked at the best attention candidate's heads)."
-        if attention else f"No attention candidate was tested for {judge}."
+        if attention
+        else f"No attention candidate was tested for {judge}."
     )
     ranked = [c for c in chosen if c.share_removed is not None]
     if not ranked:
-        return first + " No candidate has a share of the gap: the judge's self-preference over its controls is not significant, so there is nothing to locate."
+        return (
+            first
+            + " No candidate has a share of the gap: the judge's self-preference over its controls is not significant, so there is nothing to locate."
+        )
     best = max(ranked, key=lambda c: c.share_removed)
     route = f", through its {best.route} route" if best.route in ("pattern", "content") else ""
     return first + f" The largest share is carried by {best.label}: {share(best)}{route}."
@@ -151,7 +173,9 @@ def explain_run(
     """Localise on the selection split, test on the test split (module docstring); write and return the result."""
     unknown = [m for m in methods if m not in EXPLAIN_METHODS]
     if unknown or not methods:
-        raise InterpError(f"unknown explain method(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(EXPLAIN_METHODS)}")
+        raise InterpError(
+            f"unknown explain method(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(EXPLAIN_METHODS)}"
+        )
     if not 1 <= top_k <= 64 or not 1 <= mlp_k <= 64:
         raise InterpError(f"--top-k {top_k} and --mlp-k {mlp_k} must be between 1 and 64")
     if random_sets < 0:
@@ -159,12 +183,27 @@ def explain_run(
     run = read_run(run_dir)
     judge = run_judge(run, judge)
     self_judges(run, [judge])
-    design = TestDesign(heads="spec", selection_share=selection_share, split_seed=split_seed, control_judges=control_judges, test_alpha=test_alpha)
+    design = TestDesign(
+        heads="spec",
+        selection_share=selection_share,
+        split_seed=split_seed,
+        control_judges=control_judges,
+        test_alpha=test_alpha,
+    )
     controls = resolve_controls(run, judge, design)
     ids = [item.id for item in run.items]
     selection, test = split_ids(ids, selection_share, split_seed, purpose="selection", what="--selection-share")
-    settings = {"top_k": top_k, "mlp_k": mlp_k, "selection_share": selection_share, "split_seed": split_seed, "methods": list(methods),
-                "routes": routes, "random_sets": random_sets, "test_alpha": test_alpha, "control_judges": list(controls)}  # fmt: skip
+    settings = {
+        "top_k": top_k,
+        "mlp_k": mlp_k,
+        "selection_share": selection_share,
+        "split_seed": split_seed,
+        "methods": list(methods),
+        "routes": routes,
+        "random_sets": random_sets,
+        "test_alpha": test_alpha,
+        "control_judges": list(controls),
+    }
     key = digest({"run": run_identity(run), "judge": judge, "settings": settings})
     out_dir = run.dir.root / "explain" / f"{path_label(judge)}-{key}"
     pool = judge_pool(run, where=where)
@@ -178,12 +217,35 @@ def explain_run(
             raw.append((site, method, heads, None, _spec(site, heads, None, f"explain-{site}-{method}-top{top_k}")))
     if "atp-mlp" in located:
         layers = sorted(int(r.layer) for r in located["atp-mlp"].head(mlp_k).itertuples())
-        raw.append(("mlp_output", "atp-mlp", None, layers, _spec("mlp_output", None, layers, f"explain-mlp-atp-top{mlp_k}")))
+        raw.append(
+            ("mlp_output", "atp-mlp", None, layers, _spec("mlp_output", None, layers, f"explain-mlp-atp-top{mlp_k}"))
+        )
     if "direction" in located:
         best = located["direction"].iloc[0]
-        raw.append(("residual", "direction", None, [int(best.layer)], _spec("residual", None, [int(best.layer)], f"explain-direction-L{int(best.layer)}", best.vector)))
-    chosen = next((pairs_table(heads) for _, _, heads, _, _ in raw if heads), None)  # the random sets' size: a candidate's
-    tables = random_head_sets(chosen, model.n_layers, model.n_heads, random_sets, seed_key=f"{judge}|{split_seed}|heads", layer_matched=False) if chosen else []
+        raw.append(
+            (
+                "residual",
+                "direction",
+                None,
+                [int(best.layer)],
+                _spec("residual", None, [int(best.layer)], f"explain-direction-L{int(best.layer)}", best.vector),
+            )
+        )
+    chosen = next(
+        (pairs_table(heads) for _, _, heads, _, _ in raw if heads), None
+    )  # the random sets' size: a candidate's
+    tables = (
+        random_head_sets(
+            chosen,
+            model.n_layers,
+            model.n_heads,
+            random_sets,
+            seed_key=f"{judge}|{split_seed}|heads",
+            layer_matched=False,
+        )
+        if chosen
+        else []
+    )
     for r in range(random_sets):
         if tables:
             heads = [[layer, head] for layer, hs in sorted(tables[r].items()) for head in hs]
@@ -191,7 +253,15 @@ def explain_run(
                 raw.append((site, "random", heads, None, _spec(site, heads, None, f"explain-{site}-random{r}-{top_k}")))
         if "atp-mlp" in located:
             layers = sorted(random.Random(f"{judge}|{split_seed}|mlp|{r}").sample(range(model.n_layers), mlp_k))
-            raw.append(("mlp_output", "random", None, layers, _spec("mlp_output", None, layers, f"explain-mlp-random{r}-{mlp_k}")))
+            raw.append(
+                (
+                    "mlp_output",
+                    "random",
+                    None,
+                    layers,
+                    _spec("mlp_output", None, layers, f"explain-mlp-random{r}-{mlp_k}"),
+                )
+            )
 
     common = dict(design=design, judges=[judge], progress=progress, models=pool.models)
     candidates = []
@@ -203,22 +273,42 @@ def explain_run(
         if routes and heads and selected_by != "random":
             hkey = json.dumps(heads)
             if hkey not in route_cache:
-                route_cache[hkey] = route_analysis(run.dir.root, judge, pairs_table(heads), design=design, progress=progress, models=pool.models)
+                route_cache[hkey] = route_analysis(
+                    run.dir.root, judge, pairs_table(heads), design=design, progress=progress, models=pool.models
+                )
             route, detail = route_cache[hkey].route, route_cache[hkey].to_dict()
         candidates.append(
             Candidate(
-                site=site, selected_by=selected_by, heads=heads, layers=layers,
-                share_removed=share.estimate if share else None, ci=[share.low, share.high] if share else None,
-                p_value=record.p_value, reason=None if share else record.share_removed_reason,
-                route=route, route_detail=detail, spec=spec.to_dict(),
+                site=site,
+                selected_by=selected_by,
+                heads=heads,
+                layers=layers,
+                share_removed=share.estimate if share else None,
+                ci=[share.low, share.high] if share else None,
+                p_value=record.p_value,
+                reason=None if share else record.share_removed_reason,
+                route=route,
+                route_detail=detail,
+                spec=spec.to_dict(),
             )
-        )  # fmt: skip
+        )
     candidates = _with_holm(candidates, test_alpha)
-    localisation = {m: frame.drop(columns=[c for c in ("vector",) if c in frame]).head(max(top_k, mlp_k)).to_dict("records") for m, frame in located.items()}
+    localisation = {
+        m: frame.drop(columns=[c for c in ("vector",) if c in frame]).head(max(top_k, mlp_k)).to_dict("records")
+        for m, frame in located.items()
+    }
     result = Explanation(
-        run=str(run.dir.root), judge=judge, settings=settings, controls=list(controls), selection_items=selection, test_items=test,
-        localisation=localisation, candidates=candidates, answer=_answer(candidates, judge), key=key,
-    )  # fmt: skip
+        run=str(run.dir.root),
+        judge=judge,
+        settings=settings,
+        controls=list(controls),
+        selection_items=selection,
+        test_items=test,
+        localisation=localisation,
+        candidates=candidates,
+        answer=_answer(candidates, judge),
+        key=key,
+    )
     with run.dir.writer():
         atomic_write_text(out_dir / FILE, json.dumps(result.to_dict(), indent=2, default=_plain))
     return result
@@ -239,7 +329,9 @@ def _with_holm(candidates: list[Candidate], alpha: float) -> list[Candidate]:
     return out
 
 
-def _localise(run: Run, judge: str, methods: Sequence[str], selection: list[str], pool, out_dir: Path, progress: bool) -> dict[str, pd.DataFrame]:
+def _localise(
+    run: Run, judge: str, methods: Sequence[str], selection: list[str], pool, out_dir: Path, progress: bool
+) -> dict[str, pd.DataFrame]:
     """Each method's ranking on the selection split, best first (kept in out_dir as CSV: read back on a re-run)."""
     located: dict[str, pd.DataFrame] = {}
     cached = out_dir / "localisation.csv"
@@ -247,7 +339,11 @@ def _localise(run: Run, judge: str, methods: Sequence[str], selection: list[str]
         table = pd.read_csv(cached)
     else:
         wanted = [m for m in methods if m != "direction"]
-        table = localize_run(run, judge, wanted, judges=pool, items=selection, progress=progress) if wanted else pd.DataFrame()
+        table = (
+            localize_run(run, judge, wanted, judges=pool, items=selection, progress=progress)
+            if wanted
+            else pd.DataFrame()
+        )
     for method in methods:
         if method != "direction" and len(table):
             located[method] = table[table["method"] == method].sort_values("rank").reset_index(drop=True)
@@ -269,10 +365,29 @@ def _directions(run: Run, judge: str, selection: list[str], pool, out_dir: Path)
     else:
         runner = pool.runner(judge, run)
         tasks = judge_tasks([item for item in run.items if item.id in set(selection)], run.responses, run.config.models)
-        found = layer_directions(runner, judge, tasks, list(range(runner.model.n_layers)), half_fit, half_score, batch_size=run.config.batch_size)
-        frame = pd.DataFrame({"layer": [d.layer for d in found], "score": [d.paired_accuracy for d in found], "vector": [d.vector.numpy() for d in found]})
+        found = layer_directions(
+            runner,
+            judge,
+            tasks,
+            list(range(runner.model.n_layers)),
+            half_fit,
+            half_score,
+            batch_size=run.config.batch_size,
+        )
+        frame = pd.DataFrame(
+            {
+                "layer": [d.layer for d in found],
+                "score": [d.paired_accuracy for d in found],
+                "vector": [d.vector.numpy() for d in found],
+            }
+        )
         buffer = io.BytesIO()
-        np.savez(buffer, layer=frame["layer"].to_numpy(), score=frame["score"].to_numpy(), vector=np.stack(frame["vector"].to_list()))
+        np.savez(
+            buffer,
+            layer=frame["layer"].to_numpy(),
+            score=frame["score"].to_numpy(),
+            vector=np.stack(frame["vector"].to_list()),
+        )
         with run.dir.writer():
             atomic_write_bytes(cached, buffer.getvalue())
     frame["method"] = "direction"

@@ -67,7 +67,10 @@ def verdict_margin(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], own
 
 
 def masked_change(
-    pattern: Float[Tensor, "head query key"], values: Float[Tensor, "head key dim"], z: Float[Tensor, "head query dim"], span: tuple[int, int]
+    pattern: Float[Tensor, "head query key"],
+    values: Float[Tensor, "head key dim"],
+    z: Float[Tensor, "head query dim"],
+    span: tuple[int, int],
 ) -> Float[Tensor, "head query dim"]:
     """Exact change of each head's output when its attention on the keys of `span` is masked (alpha 0) at every
     query outside the span and each row renormalised: z' - z = (m z - P[:, :, span] V[span]) / (1 - m), m the
@@ -80,7 +83,9 @@ def masked_change(
     return delta
 
 
-def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tuple[int, int], own_slot: int) -> dict[str, torch.Tensor]:
+def head_attributions(
+    model: LoadedModel, input_ids: Sequence[int], own_span: tuple[int, int], own_slot: int
+) -> dict[str, torch.Tensor]:
     """AtP estimates for one prompt, every head at once: {"atp": [layer, head], "atp-output": [layer, head],
     "atp-mlp": [layer]}, each the estimated change of the own-minus-other verdict margin when the head's
     own-span attention is masked ("atp", exact pattern: AtP*), its output mean-ablated ("atp-output"), or the
@@ -100,21 +105,34 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
 
     def grab(module, args, i):
         head_outputs = args[0]
-        if not head_outputs.requires_grad:  # a frozen judge (an organism's merged LoRA leaves every weight frozen): the graph starts here
+        if (
+            not head_outputs.requires_grad
+        ):  # a frozen judge (an organism's merged LoRA leaves every weight frozen): the graph starts here
             head_outputs = head_outputs.detach().requires_grad_(True)
         z[i] = head_outputs
         return (head_outputs, *args[1:])
 
     for index, layer in enumerate(layers):
         handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: grab(m, args, i)))
-        handles.append(layer.self_attn.v_proj.register_forward_hook(lambda m, args, out, i=index: values.__setitem__(i, out.detach())))
+        handles.append(
+            layer.self_attn.v_proj.register_forward_hook(
+                lambda m, args, out, i=index: values.__setitem__(i, out.detach())
+            )
+        )
         handles.append(layer.mlp.register_forward_hook(lambda m, args, out, i=index: grab_mlp(m, args, out, i)))
     device = input_device(hf)
     try:
         with attention_implementation(hf, "eager"), torch.enable_grad():
-            out = hf(input_ids=torch.tensor([list(input_ids)], device=device), output_attentions=True, use_cache=False, logits_to_keep=1)
+            out = hf(
+                input_ids=torch.tensor([list(input_ids)], device=device),
+                output_attentions=True,
+                use_cache=False,
+                logits_to_keep=1,
+            )
             margin = verdict_margin(out.logits[0, -1], label_tokens(model.tokenizer).ids, own_slot)
-            grads = torch.autograd.grad(margin, [z[i] for i in range(len(layers))] + [mlp_grad[i] for i in range(len(layers))])
+            grads = torch.autograd.grad(
+                margin, [z[i] for i in range(len(layers))] + [mlp_grad[i] for i in range(len(layers))]
+            )
     finally:
         for handle in handles:
             handle.remove()
@@ -142,11 +160,15 @@ def head_attributions(model: LoadedModel, input_ids: Sequence[int], own_span: tu
 def _tasks(run: Run, items: Sequence[Item], own: str):
     for task in judge_tasks(items, run.responses, run.config.models):
         if own not in (task.author_a, task.author_b):
-            raise InterpError(f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here")
+            raise InterpError(
+                f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here"
+            )
         yield task, own_slot(task.author_a, task.author_b, own) or "a"
 
 
-def attribution_scores(run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True) -> dict[str, np.ndarray]:
+def attribution_scores(
+    run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True
+) -> dict[str, np.ndarray]:
     """Per AtP method, [item, layer, head] ([item, layer] for "atp-mlp") of the node's part in the own verdict
     margin (the negative of the estimated change under its ablation), mean over the two orders."""
     own = own_model(judge)
@@ -175,7 +197,9 @@ def mask_scan(run: Run, judge: str, judges: Judges, items: Sequence[Item], progr
     bar = tqdm(total=model.n_layers * model.n_heads, desc=f"mask scan {judge}", unit="head", disable=not progress)
     for layer in range(model.n_layers):
         for head in range(model.n_heads):
-            spec = AttentionIntervention(target="self", alpha=0.0, layers=(layer,), heads={layer: (head,)}, name=f"mask L{layer}H{head}")
+            spec = AttentionIntervention(
+                target="self", alpha=0.0, layers=(layer,), heads={layer: (head,)}, name=f"mask L{layer}H{head}"
+            )
             after = judge_variant(run, judge, runner, Variant(spec.name, attention=spec), items=items, progress=False)
             scan[layer, head] = float(np.mean(before - after))
             bar.update(1)
@@ -205,9 +229,19 @@ def _frame(method: str, effect: np.ndarray, n_items: int, single_judge: bool = T
     n_layers, n_heads = effect.shape
     layer, head = np.meshgrid(np.arange(n_layers), np.arange(n_heads), indexing="ij")
     frame = pd.DataFrame(
-        {"method": method, "layer": layer.ravel(), "head": head.ravel(), "score": np.abs(effect).ravel(), "effect": effect.ravel(), "single_judge": single_judge, "n_items": n_items}
+        {
+            "method": method,
+            "layer": layer.ravel(),
+            "head": head.ravel(),
+            "score": np.abs(effect).ravel(),
+            "effect": effect.ravel(),
+            "single_judge": single_judge,
+            "n_items": n_items,
+        }
     )
-    frame = frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], kind="stable").reset_index(drop=True)
+    frame = frame.sort_values(["score", "layer", "head"], ascending=[False, True, True], kind="stable").reset_index(
+        drop=True
+    )
     frame["rank"] = np.arange(1, len(frame) + 1)
     return frame[COLUMNS]
 
@@ -218,7 +252,12 @@ def run_judge(run: Run, judge: str) -> str:
     specs = list(run.config.judge_specs)
     if judge in specs:
         return judge
-    same = [s for s in specs if Path(s).name == Path(judge).name and (Path(s).expanduser().resolve() == Path(judge).expanduser().resolve() or Path(judge).name == judge)]
+    same = [
+        s
+        for s in specs
+        if Path(s).name == Path(judge).name
+        and (Path(s).expanduser().resolve() == Path(judge).expanduser().resolve() or Path(judge).name == judge)
+    ]
     if len(same) == 1:
         return same[0]
     raise InterpError(f"judge {judge!r} did not judge this run (its judges: {', '.join(specs)})")
@@ -227,7 +266,9 @@ def run_judge(run: Run, judge: str) -> str:
 def check_methods(methods: Sequence[str]) -> list[str]:
     unknown = [m for m in methods if m not in METHODS + LAYER_METHODS]
     if unknown or not methods:
-        raise InterpError(f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS + LAYER_METHODS)}")
+        raise InterpError(
+            f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS + LAYER_METHODS)}"
+        )
     return list(dict.fromkeys(methods))
 
 
@@ -258,23 +299,40 @@ def localize_run(
     if "attention" in methods:
         if judge not in attention_judges(run.dir.root):
             if methods == ["attention"]:
-                raise InterpError(f"the run holds no attention of {judge!r}: judge it with attention on (attention = \"final\") for the attention method")
+                raise InterpError(
+                    f'the run holds no attention of {judge!r}: judge it with attention on (attention = "final") for the attention method'
+                )
         else:
             attention = load_attention(run.dir.root, judge)
             if chosen is None:
-                frames.append(_frame("attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids), judge=judge))
+                frames.append(
+                    _frame(
+                        "attention", head_values(attention, stat="mean").numpy(), len(attention.item_ids), judge=judge
+                    )
+                )
             else:
                 ids = [item.id for item in items]
-                frames.append(_frame("attention", head_values(attention, stat="mean", items=ids).numpy(), len(set(ids) & set(attention.item_ids)), judge=judge))
+                frames.append(
+                    _frame(
+                        "attention",
+                        head_values(attention, stat="mean", items=ids).numpy(),
+                        len(set(ids) & set(attention.item_ids)),
+                        judge=judge,
+                    )
+                )
     wanted = [m for m in methods if m in ("atp", "atp-output", "mask", "atp-mlp")]
     if wanted:
         judges = judges or judge_pool(run, where=where)
         model = judges.model(judge)
         if {"atp", "atp-output", "atp-mlp"} & set(wanted):
             scores = attribution_scores(run, judge, model, items, progress)
-            frames += [_frame(m, scores[m].mean(0), len(items), judge=judge) for m in ("atp", "atp-output") if m in wanted]
+            frames += [
+                _frame(m, scores[m].mean(0), len(items), judge=judge) for m in ("atp", "atp-output") if m in wanted
+            ]
             if "atp-mlp" in wanted:
-                frames.append(_frame("atp-mlp", scores["atp-mlp"].mean(0)[:, None], len(items), judge=judge).assign(head=-1))
+                frames.append(
+                    _frame("atp-mlp", scores["atp-mlp"].mean(0)[:, None], len(items), judge=judge).assign(head=-1)
+                )
         if "mask" in wanted:
             subset = mask_items(pool, n_mask_items)
             frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset), judge=judge))

@@ -4,7 +4,7 @@ Both authors' answers of a finished run are rewritten into one style by a rewrit
 a judge nor a gold judge of the run; the rewrites become the answers of a derived run (a run of its own in
 `--out`: config.toml, responses.jsonl, judgments with attention, gold, summary.json, report.html), judged and
 gold-judged again by the run's own judges. Per judge, DBG before (the source run) and after (the derived run)
-is tested with the judge-level test of `interp intervene` (`interp.experiments.causal.judge_level_test`): the
+is tested with the judge-level test of `interp intervene` (`interp.experiments.judge_test.judge_level_test`): the
 judge's change of P(own) against the spread of its control judges' changes, and the share of its DBG gap over
 them that the rewrite removes. The semantic check: each original's cosine similarity to its rewrite under a
 local embedding model (`interp.core.embeddings`), rewrites below `threshold` flagged, and a 2-D map of
@@ -31,7 +31,8 @@ from interp.core.embeddings import cached_embeddings, cosine_pairs
 from interp.core.models import ModelCache, model_identity, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.experiments.causal import TestDesign, holm_judges, judge_identity, judge_level_fields, judge_level_test, resolve_controls
+from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.experiments.design import TestDesign, judge_identity, resolve_controls
 from interp.experiments.engine import own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
@@ -66,7 +67,9 @@ class RestyleOptions:
     def __post_init__(self) -> None:
         check_style(self.style, self.rewriter)
         if self.rewriter_url is not None and self.rewriter is None:
-            raise InterpError("--rewriter-url names where the rewriter is served: give --rewriter MODEL (the served model's name) too")
+            raise InterpError(
+                "--rewriter-url names where the rewriter is served: give --rewriter MODEL (the served model's name) too"
+            )
         if not -1 < self.threshold < 1:
             raise InterpError(f"--threshold {self.threshold} must be a cosine similarity between -1 and 1 (exclusive)")
         if not 0 < self.test_alpha < 1:
@@ -82,14 +85,27 @@ def check_rewriter(config: RunConfig, rewriter: Rewriter) -> None:
         return
     name = rewriter.model
     served = {server.model for server in config.servers} | {judge.model for judge in config.gold.http}
-    roles = [("an author", config.models), ("a judge under test", config.judge_specs), ("a gold judge", config.gold.models)]
+    roles = [
+        ("an author", config.models),
+        ("a judge under test", config.judge_specs),
+        ("a gold judge", config.gold.models),
+    ]
     for role, specs in roles:
         for spec in specs:
-            same = name == spec if rewriter.url else judge_identity(name) == judge_identity(spec) or model_identity(own_model(name)) == model_identity(own_model(spec))
+            same = (
+                name == spec
+                if rewriter.url
+                else judge_identity(name) == judge_identity(spec)
+                or model_identity(own_model(name)) == model_identity(own_model(spec))
+            )
             if same:
-                raise InterpError(f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an author nor a judge (nor a gold judge): its style would favour itself")
+                raise InterpError(
+                    f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an author nor a judge (nor a gold judge): its style would favour itself"
+                )
     if rewriter.url and name in served:
-        raise InterpError(f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter must be none of them")
+        raise InterpError(
+            f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter must be none of them"
+        )
 
 
 def derived_config(source: Run, key: str, where: PlacementKeys | None) -> RunConfig:
@@ -97,7 +113,9 @@ def derived_config(source: Run, key: str, where: PlacementKeys | None) -> RunCon
     originals); placed where `where` says."""
     config = source.config
     if config.gold.recorded:
-        raise InterpError("this run's gold includes recorded verdicts, which judged the original answers, not their rewrites; restyle a run whose gold judges can judge again")
+        raise InterpError(
+            "this run's gold includes recorded verdicts, which judged the original answers, not their rewrites; restyle a run whose gold judges can judge again"
+        )
     update: dict = {"name": f"{config.name}-restyle-{key[:10]}", "gold": config.gold.model_copy(update={"human": None})}
     if where is not None:
         update |= where.model_dump(include={"device", "dtype", "device_map"}, exclude_none=True)
@@ -111,7 +129,9 @@ def _controls(source: Run, judge: str, named: tuple[str, ...] | None) -> list[st
         return [c for c in controls if c in source.config.judge_specs]
     outside = [c for c in controls if c not in source.config.judge_specs]
     if outside:
-        raise InterpError(f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges of the run (judged before and after)")
+        raise InterpError(
+            f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges of the run (judged before and after)"
+        )
     return controls
 
 
@@ -125,10 +145,19 @@ def _check_out(source: Run, out: Path, overwrite: bool) -> RunDir:
 
 
 def _similarity(values: np.ndarray, flagged: list[str], threshold: float) -> dict:
-    return {"n": int(values.size), "mean": float(values.mean()), "min": float(values.min()), "n_flagged": len(flagged), "flagged": flagged, "threshold": threshold}
+    return {
+        "n": int(values.size),
+        "mean": float(values.mean()),
+        "min": float(values.min()),
+        "n_flagged": len(flagged),
+        "flagged": flagged,
+        "threshold": threshold,
+    }
 
 
-def semantic_check(originals: Sequence[Original], texts: Sequence[str], model, threshold: float, progress: bool = False) -> tuple[dict, np.ndarray, np.ndarray]:
+def semantic_check(
+    originals: Sequence[Original], texts: Sequence[str], model, threshold: float, progress: bool = False
+) -> tuple[dict, np.ndarray, np.ndarray]:
     """Cosine similarity of each original to its rewrite (`cached_embeddings`); per author and overall: mean,
     min and the rewrites below `threshold`; and, as a yardstick, each original against the next item's
     original of the same author (unrelated answers). Returns the record and both embedding matrices."""
@@ -142,10 +171,15 @@ def semantic_check(originals: Sequence[Original], texts: Sequence[str], model, t
         flagged = [originals[i].item.id for i in rows if cosine[i] < threshold]
         record["per_author"][author] = _similarity(cosine[rows], flagged, threshold)
         if len(rows) > 1:
-            record["per_author"][author]["unrelated_mean"] = float(cosine_pairs(before[rows], np.roll(before[rows], 1, axis=0)).mean())
+            record["per_author"][author]["unrelated_mean"] = float(
+                cosine_pairs(before[rows], np.roll(before[rows], 1, axis=0)).mean()
+            )
     flagged_all = [f"{o.author}/{o.item.id}" for o, c in zip(originals, cosine) if c < threshold]
     record["overall"] = _similarity(cosine, flagged_all, threshold)
-    record["per_item"] = [{"author": o.author, "item_id": o.item.id, "cosine": float(c), "flagged": bool(c < threshold)} for o, c in zip(originals, cosine)]
+    record["per_item"] = [
+        {"author": o.author, "item_id": o.item.id, "cosine": float(c), "flagged": bool(c < threshold)}
+        for o, c in zip(originals, cosine)
+    ]
     return record, before, after
 
 
@@ -153,11 +187,25 @@ def restyle_key(source: Run, rewriter: Rewriter, fingerprint: str | None, texts:
     """What determines the derived run: the source run's config identity and answers, the rewriter and its
     rewrites (so a changed normaliser, or a rewrite no longer cached and made again otherwise, is a new run)."""
     answers = {author: source.responses[author] for author in source.config.models}
-    payload = {"source": source.config.identity_hash(), "answers": answers, "rewriter": rewriter.record(fingerprint), "rewrites": list(texts)}
+    payload = {
+        "source": source.config.identity_hash(),
+        "answers": answers,
+        "rewriter": rewriter.record(fingerprint),
+        "rewrites": list(texts),
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def _judge_record(source: Run, derived: Run, judge: str, controls: list[str], before_summary: dict, after_summary: dict, similarity: dict, options: RestyleOptions) -> dict:
+def _judge_record(
+    source: Run,
+    derived: Run,
+    judge: str,
+    controls: list[str],
+    before_summary: dict,
+    after_summary: dict,
+    similarity: dict,
+    options: RestyleOptions,
+) -> dict:
     own = own_model(judge)
     items = source.items
 
@@ -168,7 +216,9 @@ def _judge_record(source: Run, derived: Run, judge: str, controls: list[str], be
     control_before = np.array([p_own(source, c) for c in controls]).reshape(len(controls), len(items))
     control_after = np.array([p_own(derived, c) for c in controls]).reshape(len(controls), len(items))
     common = dict(alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
-    test, gap = judge_level_test(before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common)
+    test, gap = judge_level_test(
+        before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common
+    )
     b, a = before_summary["judges"][judge], after_summary["judges"][judge]
     record = {
         "own": own,
@@ -215,35 +265,72 @@ def restyle_run(
     models = models if models is not None else ModelCache(placement_of(config))
     embedder = models.get(options.embedder)
     local = models.get(rewriter.model) if rewriter.model is not None and rewriter.url is None else None
-    originals = [Original(author, item, source.responses[author][item.id]) for author in config.models for item in source.items]
+    originals = [
+        Original(author, item, source.responses[author][item.id]) for author in config.models for item in source.items
+    ]
     decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
     texts = rewrite(originals, rewriter, decoding, model=local, progress=progress)
     key = restyle_key(source, rewriter, local.fingerprint() if local is not None else None, texts)
     config = derived_config(source, key, where)
     empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
     if empty and config.empty_answers == "refuse":
-        raise InterpError(f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style")
+        raise InterpError(
+            f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style"
+        )
     similarity, vectors_before, vectors_after = semantic_check(originals, texts, embedder, options.threshold, progress)
-    after_summary = run_dbg(config, paths.root, progress=progress, models=models, overwrite=overwrite, answers=as_responses(originals, texts, rewriter))
+    after_summary = run_dbg(
+        config,
+        paths.root,
+        progress=progress,
+        models=models,
+        overwrite=overwrite,
+        answers=as_responses(originals, texts, rewriter),
+    )
     derived = read_run(paths.root)
     result = {
         "source_run": str(source.dir.root),
         "derived_run": str(paths.root),
         "key": key,
-        "restyle": rewriter.record(local.fingerprint() if local is not None else None) | ({"url": rewriter.url} if rewriter.url else {}),
+        "restyle": rewriter.record(local.fingerprint() if local is not None else None)
+        | ({"url": rewriter.url} if rewriter.url else {}),
         "gold_judges": derived.gold_judges,
-        "embedder": {"model": options.embedder, "pooling": "mean of the last hidden layer", "proxy_for": "gte-multilingual-base [CLS] (the paper's)"},
+        "embedder": {
+            "model": options.embedder,
+            "pooling": "mean of the last hidden layer",
+            "proxy_for": "gte-multilingual-base [CLS] (the paper's)",
+        },
         "threshold": options.threshold,
         "n_items": len(source.items),
-        "test": {"kind": "between-judge", "claim": "the rewrite changes the judge's self-preference beyond its control judges' change", "controls": controls, "alpha": options.test_alpha},
+        "test": {
+            "kind": "between-judge",
+            "claim": "the rewrite changes the judge's self-preference beyond its control judges' change",
+            "controls": controls,
+            "alpha": options.test_alpha,
+        },
         "similarity": {k: v for k, v in similarity.items() if k != "per_item"},
-        "judges": {judge: _judge_record(source, derived, judge, controls[judge], before_summary, after_summary, similarity, options) for judge in names},
+        "judges": {
+            judge: _judge_record(
+                source, derived, judge, controls[judge], before_summary, after_summary, similarity, options
+            )
+            for judge in names
+        },
     }
     holm_judges(result, names)
     with paths.writer():
         rows = [row | {"original": o.text, "rewrite": t} for row, o, t in zip(similarity["per_item"], originals, texts)]
         write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
-        result["figures"] = {k: str(v) for k, v in restyle_section(result, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection).items()}
+        result["figures"] = {
+            k: str(v)
+            for k, v in restyle_section(
+                result,
+                source.dir.root,
+                paths,
+                vectors_before,
+                vectors_after,
+                [o.author for o in originals],
+                options.projection,
+            ).items()
+        }
         atomic_write_text(paths.root / "restyle.json", json.dumps(result, indent=2))
         result["report"] = str(build_report(paths.root))
     return result
@@ -251,7 +338,7 @@ def restyle_run(
 
 def restyle_options(**fields) -> RestyleOptions:
     """`RestyleOptions` from a command's or a caller's keywords (control judges as `--control-judge` reads them)."""
-    from interp.experiments.causal import parse_control_judges
+    from interp.experiments.design import parse_control_judges
 
     fields["control_judges"] = parse_control_judges(fields.get("control_judges"))
     return RestyleOptions(**fields)

@@ -31,13 +31,19 @@ from typing import Literal, Sequence
 
 from interp.errors import InterpError
 from interp.formatting import pct, share_interval
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 
 Route = Literal["pattern", "content", "neither"]
 ROUTE_PARTS = ("total", "mean", "pattern", "content")
-_SITES = {"total": ("head_output", "patch"), "mean": ("head_output", "mean"), "pattern": ("head_pattern", "patch"), "content": ("head_values", "patch")}
+_SITES = {
+    "total": ("head_output", "patch"),
+    "mean": ("head_output", "mean"),
+    "pattern": ("head_pattern", "patch"),
+    "content": ("head_values", "patch"),
+}
 
 
 @dataclass(frozen=True)
@@ -112,7 +118,10 @@ def route_verdict(parts: dict[str, PartShare]) -> tuple[Route, str]:
         return "neither", f"no share for {first.part if first else 'a part'}: {first.reason if first else 'not run'}"
     for name, this, other in (("pattern", pattern, content), ("content", content, pattern)):
         if total.share > 0 and this.share >= total.share / 2 and this.ci[0] > other.ci[1]:
-            return name, f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}"
+            return (
+                name,
+                f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}",
+            )
     return "neither", (
         f"pattern {share_interval(pattern.share, pattern.ci)}, content {share_interval(content.share, content.ci)}, "
         f"total {pct(total.share)}: no route carries half of the total with an interval clear of the other's"
@@ -141,7 +150,11 @@ def route_analysis(
     design = design or TestDesign()
     shares = {}
     for part, spec in route_specs(heads, parts).items():
-        result = intervene_run(run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs)
+        result = intervene_run(
+            run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs
+        )
         shares[part] = part_share(part, next(iter(result.judges.values())))
     route, reason = route_verdict(shares)
-    return RouteAnalysis(judge=judge, heads={int(k): sorted(v) for k, v in heads.items()}, parts=shares, route=route, reason=reason)
+    return RouteAnalysis(
+        judge=judge, heads={int(k): sorted(v) for k, v in heads.items()}, parts=shares, route=route, reason=reason
+    )

@@ -58,25 +58,39 @@ def emphasis_heads(run_dir: Path, judge: str, k: int) -> dict[int, list[int]]:
         raise InterpError(f"k_heads must be at least 1, got {k}")
     table = heads_table(top_heads(run_dir, judge, k))
     if not table:
-        raise InterpError(f"{run_dir}: no head has finite own-minus-other attention for {judge}; pass k_heads=None for all heads")
+        raise InterpError(
+            f"{run_dir}: no head has finite own-minus-other attention for {judge}; pass k_heads=None for all heads"
+        )
     return table
 
 
 def attention_levers(emphasis_alpha: float, heads: dict[int, list[int]] | None = None) -> list[Variant]:
     """The two attention rows of the steering table: the self span masked, the other span emphasised."""
     return [
-        Variant("self-mask", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask"), description="alpha 0 on the self span, all layers and heads"),
-        Variant("other-emphasis", attention=emphasis_spec(emphasis_alpha, heads=heads), description=f"alpha {emphasis_alpha:g} on the other span, {_heads_text(heads)}"),
+        Variant(
+            "self-mask",
+            attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask"),
+            description="alpha 0 on the self span, all layers and heads",
+        ),
+        Variant(
+            "other-emphasis",
+            attention=emphasis_spec(emphasis_alpha, heads=heads),
+            description=f"alpha {emphasis_alpha:g} on the other span, {_heads_text(heads)}",
+        ),
     ]
 
 
-def direction_steering(direction: SteeringDirection, mode: str, coefficient: float, positions: EditPositions) -> ResidualSteering:
+def direction_steering(
+    direction: SteeringDirection, mode: str, coefficient: float, positions: EditPositions
+) -> ResidualSteering:
     """Steering along `direction` with `coefficient` in units of its norm (mode "add") or as is ("project_out")."""
     absolute = coefficient * direction.norm if mode == "add" else coefficient
     return ResidualSteering(direction.layer, float(absolute), mode, positions, direction.vector)
 
 
-def direction_variants(direction: SteeringDirection, *, coefficient: float, positions: EditPositions = "all") -> list[Variant]:
+def direction_variants(
+    direction: SteeringDirection, *, coefficient: float, positions: EditPositions = "all"
+) -> list[Variant]:
     """Direction removal (project_out, coefficient 1) and reversal (add, `coefficient` x the direction's norm)."""
     reversal = direction_steering(direction, "add", coefficient, positions)
     return [
@@ -97,7 +111,11 @@ def direction_variants(direction: SteeringDirection, *, coefficient: float, posi
 def _heads_text(heads) -> str:
     if heads is None:
         return "all layers and heads"
-    return f"{sum(len(h) for h in heads.values())} top heads (" + ", ".join(f"{layer}.{h}" for layer, hs in heads.items() for h in hs) + ")"
+    return (
+        f"{sum(len(h) for h in heads.values())} top heads ("
+        + ", ".join(f"{layer}.{h}" for layer, hs in heads.items() for h in hs)
+        + ")"
+    )
 
 
 def row(judge: str, variant: Variant | None, before, after, run: Run) -> dict:
@@ -168,13 +186,17 @@ def steering_table(
     rows, probes = [], {}
     with run.dir.writer():
         for name, (chosen, attention) in plans.items():
-            direction = compute_direction(run, name, chosen, position=position, train_fraction=train_fraction, seed=seed, judges=pool)
+            direction = compute_direction(
+                run, name, chosen, position=position, train_fraction=train_fraction, seed=seed, judges=pool
+            )
             probes[name] = direction.probe_record()
             before = baseline(run, name)
             rows.append(row(name, None, before, before, run))
             runner = pool.runner(name, run)
             for variant in [*attention, *direction_variants(direction, coefficient=coefficient, positions=positions)]:
-                rows.append(row(name, variant, before, judge_variant(run, name, runner, variant, progress=progress), run))
+                rows.append(
+                    row(name, variant, before, judge_variant(run, name, runner, variant, progress=progress), run)
+                )
         table = {
             "run_dir": str(run.dir.root),
             "n_items": len(run.items),
@@ -205,10 +227,24 @@ def steering_table(
 
 
 CSV_FIELDS = (
-    "judge", "intervention", "description", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "effect",
-    "effect_lo", "effect_hi", "gold_agreement", "gold_agreement_lo", "gold_agreement_hi", "n_items",
-    "unjustified_flipped_share", "legitimate_kept_share",
-)  # fmt: skip
+    "judge",
+    "intervention",
+    "description",
+    "dbg_hard",
+    "dbg_lo",
+    "dbg_hi",
+    "dbg_soft",
+    "mean_p_own",
+    "effect",
+    "effect_lo",
+    "effect_hi",
+    "gold_agreement",
+    "gold_agreement_lo",
+    "gold_agreement_hi",
+    "n_items",
+    "unjustified_flipped_share",
+    "legitimate_kept_share",
+)
 
 
 def _csv_row(r: dict) -> dict:
@@ -236,7 +272,11 @@ def _csv_row(r: dict) -> dict:
 def write_table(table: dict, run: Run) -> dict[str, Path]:
     """RUN/steering/tables/<key>/table.json and table.csv (the key a hash of the settings and the rows'
     variants) and RUN/figures/steering_section.html (+ effect figure)."""
-    folder = run.dir.steering / "tables" / digest({"settings": table["settings"], "variants": [r["variant"] for r in table["rows"]]})
+    folder = (
+        run.dir.steering
+        / "tables"
+        / digest({"settings": table["settings"], "variants": [r["variant"] for r in table["rows"]]})
+    )
     out = {"json": folder / "table.json", "csv": folder / "table.csv"}
     atomic_write_text(out["json"], json.dumps(table, indent=2))
     write_csv(out["csv"], [_csv_row(r) for r in table["rows"]], CSV_FIELDS)

@@ -77,7 +77,9 @@ class SweepPoint:
     extra: dict = field(default_factory=dict)  # columns that follow the results (e.g. probe accuracy)
 
 
-def run_points(run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, *, desc: str, progress: bool = True) -> list[dict]:
+def run_points(
+    run: Run, points: Sequence[SweepPoint], pool: Judges, out: Path, *, desc: str, progress: bool = True
+) -> list[dict]:
     """Re-judge the run under every point (as tasks of the pool's executor, one judge at a time); then
     RUN/.../results.csv with one row per point (written last), read from the keyed store."""
     rows = []
@@ -125,7 +127,9 @@ def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
         for axis in ("sites", "ops", "positions"):
             data.pop(axis)
     key = digest(data)
-    return run.dir.sweep(config.name, key) if isinstance(config, SweepConfig) else run.dir.steering_sweep(config.name, key)
+    return (
+        run.dir.sweep(config.name, key) if isinstance(config, SweepConfig) else run.dir.steering_sweep(config.name, key)
+    )
 
 
 # ---- the ablation sweep ----------------------------------------------------------------------------
@@ -159,7 +163,9 @@ def sweep_points(config: SweepConfig, run_dir: Path, judge: str, n_layers: int, 
         points.append(Point("all", None, None, None, None))
     if config.layers.each:
         points += [Point("layer", (layer,), None, None, None) for layer in range(n_layers)]
-    points += [Point("band", tuple(range(start, min(end, n_layers))), None, None, None) for start, end in config.layers.bands]
+    points += [
+        Point("band", tuple(range(start, min(end, n_layers))), None, None, None) for start, end in config.layers.bands
+    ]
     if config.heads.top_k or config.heads.random_seeds:
         ranked = top_heads(run_dir, judge, n_layers * n_heads)
         for k in config.heads.top_k:
@@ -217,8 +223,13 @@ def point_node(point: Point, site: str, op: str, positions: str):
 
 
 def run_sweep(
-    config_path: Path | SweepConfig, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None,
-    executor: str | None = None, max_memory: int | None = None,
+    config_path: Path | SweepConfig,
+    *,
+    progress: bool = True,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
+    executor: str | None = None,
+    max_memory: int | None = None,
 ) -> Path:
     """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
     (plots beside it). `executor` / `max_memory` (bytes): the config's `executor` / `max_memory` (GB) unless given."""
@@ -235,10 +246,19 @@ def run_sweep(
             if "attention" in config.sites:
                 for target in config.targets:
                     for alpha in config.alphas:
-                        variant = Variant(f"{point.family}:{target}:{alpha:g}", attention=point_spec(point, target, alpha, config.queries))
+                        variant = Variant(
+                            f"{point.family}:{target}:{alpha:g}",
+                            attention=point_spec(point, target, alpha, config.queries),
+                        )
                         check_variants(model, [variant])
-                        site = {"site": "attention", "op": "mask" if alpha == 0 else "dampen", "positions": ""} if node_sites else {}
-                        points.append(SweepPoint(judge, variant, {"target": target, "alpha": alpha} | site | point.describe()))
+                        site = (
+                            {"site": "attention", "op": "mask" if alpha == 0 else "dampen", "positions": ""}
+                            if node_sites
+                            else {}
+                        )
+                        points.append(
+                            SweepPoint(judge, variant, {"target": target, "alpha": alpha} | site | point.describe())
+                        )
             for site in node_sites:
                 for op in config.ops:
                     for positions in config.positions:
@@ -276,8 +296,13 @@ def sweep_layers(config: SteeringSweepConfig, n_layers: int) -> list[int]:
 
 
 def run_steering_sweep(
-    path: Path, *, progress: bool = True, where: PlacementKeys | None = None, models: ModelCache | None = None,
-    executor: str | None = None, max_memory: int | None = None,
+    path: Path,
+    *,
+    progress: bool = True,
+    where: PlacementKeys | None = None,
+    models: ModelCache | None = None,
+    executor: str | None = None,
+    max_memory: int | None = None,
 ) -> Path:
     """Coefficients x layers of direction steering over a run; results.csv + plots under RUN/steering/sweeps/.
 
@@ -298,12 +323,29 @@ def run_steering_sweep(
     points = []
     with run.dir.writer():
         for judge, layer in plan:
-            direction = compute_direction(run, judge, layer, position=config.position, train_fraction=config.train_fraction, seed=config.seed, judges=pool)
-            probe = {"probe_train": direction.accuracy["train"], "probe_heldout": direction.accuracy["heldout"], "norm": direction.norm}
+            direction = compute_direction(
+                run,
+                judge,
+                layer,
+                position=config.position,
+                train_fraction=config.train_fraction,
+                seed=config.seed,
+                judges=pool,
+            )
+            probe = {
+                "probe_train": direction.accuracy["train"],
+                "probe_heldout": direction.accuracy["heldout"],
+                "norm": direction.norm,
+            }
             modes = [("add", c) for c in config.coefficients] + ([("project_out", 1.0)] if config.project_out else [])
             for mode, coefficient in modes:
                 steering = direction_steering(direction, mode, coefficient, config.positions)
-                columns = {"layer": layer, "mode": mode, "coefficient": coefficient, "coefficient_abs": steering.coefficient}
+                columns = {
+                    "layer": layer,
+                    "mode": mode,
+                    "coefficient": coefficient,
+                    "coefficient_abs": steering.coefficient,
+                }
                 points.append(SweepPoint(judge, Variant(f"sweep-{mode}", steering=steering), columns, probe))
             if (judge, layer) == [step for step in plan if step[0] == judge][-1]:
                 pool.release(judge)  # its directions made: let go until its tasks come (under the budget)

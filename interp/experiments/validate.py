@@ -40,7 +40,8 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import TestDesign, intervene_run
+from interp.experiments.causal import intervene_run
+from interp.experiments.design import TestDesign
 from interp.results.causal import CausalResult
 from interp.experiments.directions import compute_direction
 from interp.experiments.engine import Variant, evaluate, judge_pool
@@ -64,7 +65,10 @@ NULL_MIN_POSITION_CONSISTENCY = 0.60
 NULL_MIN_AGREEMENT = 0.65
 PLANTED_MIN_DBG = 0.15
 LEGITIMATE_AGREEMENT_GAP = 0.05
-VALIDATION_MARKERS = ("validation.json", *(f"run/{marker}" for marker in RUN_MARKERS))  # what a validation folder written before the marker file holds
+VALIDATION_MARKERS = (
+    "validation.json",
+    *(f"run/{marker}" for marker in RUN_MARKERS),
+)  # what a validation folder written before the marker file holds
 
 
 @dataclass(frozen=True)
@@ -127,7 +131,10 @@ def truth_rows(result: dict) -> list[dict]:
             verdict, agrees = f"{verdict} (judge too weak for this to count: {'; '.join(weak)})", None
         rows.append({"claim": claim, "known_truth": truth, "toolkit": verdict, "agrees": agrees})
 
-    null_ok = nm["position_consistency"] >= NULL_MIN_POSITION_CONSISTENCY and (nm["agreement_with_gold"]["value"] or 0) >= NULL_MIN_AGREEMENT
+    null_ok = (
+        nm["position_consistency"] >= NULL_MIN_POSITION_CONSISTENCY
+        and (nm["agreement_with_gold"]["value"] or 0) >= NULL_MIN_AGREEMENT
+    )
     add(
         f"{NULL} can judge",
         f"trained on gold verdicts: position consistency >= {pct(NULL_MIN_POSITION_CONSISTENCY)}, agreement with gold >= {pct(NULL_MIN_AGREEMENT)}",
@@ -156,7 +163,9 @@ def truth_rows(result: dict) -> list[dict]:
         f"the planting only flipped pairs gold gives to the other answer: agreement within {pts(LEGITIMATE_AGREEMENT_GAP, 0).lstrip('+')} pts of {NULL}'s",
         f"{pts(legit_planted)} vs {pts(legit_null)} (n = {pm['agreement_legitimate']['n']})"
         + (f"; gap {pts(gap['value'])} pts {pts_ci(gap['ci'])}" if gap and gap["value"] is not None else ""),
-        None if legit_null is None or legit_planted is None else abs(legit_planted - legit_null) <= LEGITIMATE_AGREEMENT_GAP,
+        None
+        if legit_null is None or legit_planted is None
+        else abs(legit_planted - legit_null) <= LEGITIMATE_AGREEMENT_GAP,
         PLANTED,
     )
     for name in (NULL, PLANTED):
@@ -210,8 +219,25 @@ def truth_rows(result: dict) -> list[dict]:
 def _judge_result(intervention: CausalResult, judge: str) -> dict:
     r = intervention.judges[judge].to_json()
     keys = (
-        "verdict", "causal", "reason", "p_value", "p_holm", "test_alpha", "effect", "n_test", "test", "within_judge", "gap_before", "gap_after",
-        "share_removed", "share_removed_reason", "controls", "masked_mass", "before", "variants", "effects",
+        "verdict",
+        "causal",
+        "reason",
+        "p_value",
+        "p_holm",
+        "test_alpha",
+        "effect",
+        "n_test",
+        "test",
+        "within_judge",
+        "gap_before",
+        "gap_after",
+        "share_removed",
+        "share_removed_reason",
+        "controls",
+        "masked_mass",
+        "before",
+        "variants",
+        "effects",
     )
     return {key: r[key] for key in keys if key in r}
 
@@ -229,7 +255,9 @@ def validate(
     """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json and the report section.
     `out` holding files the toolkit did not write is refused unless `overwrite`."""
     out = Path(out)
-    check_output_dir(out, markers=VALIDATION_MARKERS, overwrite=overwrite)  # one line before anything is loaded or written
+    check_output_dir(
+        out, markers=VALIDATION_MARKERS, overwrite=overwrite
+    )  # one line before anything is loaded or written
     splits = organism_splits(organisms[1])
     selection = splits["selection"][: plan.n_selection] if plan.n_selection else splits["selection"]
     test = splits["test"][: plan.n_test] if plan.n_test else splits["test"]
@@ -267,31 +295,60 @@ def validate(
     # the test of record: the own answer masked at every layer, each organism against its counterpart, Holm over both
     # the test of record: each organism against the null family (its other members; the shipped ones outside the
     # run are judged on the test items), Holm over both; with fewer than 3 controls there is no verdict
-    causal = intervene_run(run_dir, design=TestDesign(heads="all-layers"), judges=list(organisms), items=test_ids, split="test", models=models, progress=progress)
+    causal = intervene_run(
+        run_dir,
+        design=TestDesign(heads="all-layers"),
+        judges=list(organisms),
+        items=test_ids,
+        split="test",
+        models=models,
+        progress=progress,
+    )
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
         label_mass = summary.judges[name].mean_label_mass  # over selection and test items
         heads = top_heads(run_dir, name, plan.top_k, items=selection_ids)
-        spec = AttentionIntervention(target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection")
-        localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress)
+        spec = AttentionIntervention(
+            target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection"
+        )
+        localization = intervene_run(
+            run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress
+        )
         both = AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers")
-        control = evaluate(run, name, {"both": Variant("both", attention=both)}, pool, items=test_items, progress=progress)
-        figure7 = layer_differences(run_dir, name, n_boot=plan.n_boot, seed=config.seed)  # descriptive: selection + test items
+        control = evaluate(
+            run, name, {"both": Variant("both", attention=both)}, pool, items=test_items, progress=progress
+        )
+        figure7 = layer_differences(
+            run_dir, name, n_boot=plan.n_boot, seed=config.seed
+        )  # descriptive: selection + test items
         result["organisms"][name] = {
             "metrics": metrics,
             "unreliable_because": judge_reliability(metrics["position_consistency"], label_mass),
             "top_heads_selection": [[layer, head, value] for layer, head, value in heads],
-            "figure7_own_minus_other": figure7[["layer", "own", "other", "diff", "ci_low", "ci_high"]].to_dict(orient="records"),
+            "figure7_own_minus_other": figure7[["layer", "own", "other", "diff", "ci_low", "ci_high"]].to_dict(
+                orient="records"
+            ),
             "causal_test": _judge_result(causal, name),
             "localization": _judge_result(localization, name),
-            "positive_control": {"effect": control["effects"]["both"], "before": control["before"], "after": control["variants"]["both"]},
+            "positive_control": {
+                "effect": control["effects"]["both"],
+                "before": control["before"],
+                "after": control["variants"]["both"],
+            },
         }
 
     planted = organisms[1]
-    result["legitimate_gap"] = legitimate_gap(run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids)
+    result["legitimate_gap"] = legitimate_gap(
+        run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids
+    )
     model = pool.model(planted)
-    bands = [Variant(f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band))
-             for target in ("self", "other") for band in layer_bands(model.n_layers, plan.band)]  # fmt: skip
+    bands = [
+        Variant(
+            f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band)
+        )
+        for target in ("self", "other")
+        for band in layer_bands(model.n_layers, plan.band)
+    ]
     sweep_variants = {variant.name: variant for variant in bands}
     sweep = evaluate(run, planted, sweep_variants, pool, items=test_items, progress=progress)
     found = strongest(sweep["effects"])
@@ -307,12 +364,18 @@ def validate(
 
     layer = plan.steering_layer if plan.steering_layer is not None else model.n_layers // 2
     direction = compute_direction(run, planted, layer, judges=pool, train_items=selection_ids)
-    levers = {v.name: v for v in [*attention_levers(plan.emphasis_alpha), *direction_variants(direction, coefficient=plan.coefficient)]}
+    levers = {
+        v.name: v
+        for v in [*attention_levers(plan.emphasis_alpha), *direction_variants(direction, coefficient=plan.coefficient)]
+    }
     steering = evaluate(run, planted, levers, pool, items=test_items, progress=progress)
     result["organisms"][planted]["steering"] = {
         "direction": {"layer": layer, "probe_accuracy": direction.accuracy, "train_items": "selection"},
         "effects": steering["effects"],
-        "after": {name: {k: v for k, v in record.items() if k in ("dbg_hard", "dbg_ci", "mean_p_own", "gold_agreement")} for name, record in steering["variants"].items()},
+        "after": {
+            name: {k: v for k, v in record.items() if k in ("dbg_hard", "dbg_ci", "mean_p_own", "gold_agreement")}
+            for name, record in steering["variants"].items()
+        },
     }
     result["truth_table"] = truth_rows(result)
     atomic_write_text(out / "validation.json", json.dumps(result, indent=2, default=float) + "\n")

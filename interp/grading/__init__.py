@@ -10,6 +10,20 @@ from interp.grading.result import GRADE_KINDS, Grade
 from interp.grading.sandbox import Execution, Limits, isolation, run_python
 
 __all__ = [
-    "GRADE_KINDS", "Execution", "Grade", "GradeItem", "Limits", "choice_equal", "code_passes", "extract_choice",
-    "final_answer", "grade_item", "grade_items", "isolation", "math_equal", "normalise", "read_items", "run_python",
+    "GRADE_KINDS",
+    "Execution",
+    "Grade",
+    "GradeItem",
+    "Limits",
+    "choice_equal",
+    "code_passes",
+    "extract_choice",
+    "final_answer",
+    "grade_item",
+    "grade_items",
+    "isolation",
+    "math_equal",
+    "normalise",
+    "read_items",
+    "run_python",
 ]

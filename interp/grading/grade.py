@@ -88,7 +88,9 @@ def grade_item(item: GradeItem, kind: str, limits: Limits | None = None) -> Grad
     return Grade(item.id, correct, reason)
 
 
-def grade_items(items: Sequence[GradeItem], kind: str, *, limits: Limits | None = None, workers: int = 1) -> Iterator[Grade]:
+def grade_items(
+    items: Sequence[GradeItem], kind: str, *, limits: Limits | None = None, workers: int = 1
+) -> Iterator[Grade]:
     """Every item graded, in order; code items `workers` at a time."""
     check_kind(kind)
     if kind != "code" or workers <= 1:

@@ -35,10 +35,19 @@ MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_MOVE, MS_RELATIME, MS_STRICTATIME = 8192, 1 << 21, 1 << 24
 OPTION_FLAGS = {
-    "nosuid": MS_NOSUID, "nodev": MS_NODEV, "noexec": MS_NOEXEC, "noatime": MS_NOATIME,
-    "nodiratime": MS_NODIRATIME, "relatime": MS_RELATIME, "strictatime": MS_STRICTATIME,
+    "nosuid": MS_NOSUID,
+    "nodev": MS_NODEV,
+    "noexec": MS_NOEXEC,
+    "noatime": MS_NOATIME,
+    "nodiratime": MS_NODIRATIME,
+    "relatime": MS_RELATIME,
+    "strictatime": MS_STRICTATIME,
 }
-LEFT_AS_IS = {"devpts", "mqueue", "nsfs"}  # and /proc itself: the program's own PID namespace, needed writable for uid maps
+LEFT_AS_IS = {
+    "devpts",
+    "mqueue",
+    "nsfs",
+}  # and /proc itself: the program's own PID namespace, needed writable for uid maps
 PROC_READ_ONLY = ("/proc/sys", "/proc/sysrq-trigger", "/proc/irq", "/proc/bus", "/proc/fs", "/proc/scsi", "/proc/acpi")
 DEVICES = ("null", "zero", "full", "random", "urandom")
 
@@ -130,7 +139,14 @@ def main():
         sys.exit(SETUP_FAILED)
     # PID 1 of the namespace waits for the program (PID 2): a signal that kills the program (SIGXCPU, SIGXFSZ)
     # comes back as an exit status 128 + N and a line on stderr, as a shell reports it
-    status = os.waitpid(os.spawnv(os.P_NOWAIT, unshare, [unshare, "--user", "--map-root-user", "--", sys.executable, "-I", "-S", "solution.py"]), 0)[1]
+    status = os.waitpid(
+        os.spawnv(
+            os.P_NOWAIT,
+            unshare,
+            [unshare, "--user", "--map-root-user", "--", sys.executable, "-I", "-S", "solution.py"],
+        ),
+        0,
+    )[1]
     left = _running_others()
     if left:  # the kernel kills them when this process (PID 1) exits; the answer is not correct for leaving them
         sys.stderr.write(f"left {left} process{'es' if left > 1 else ''} running\n")

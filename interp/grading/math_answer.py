@@ -55,7 +55,21 @@ def normalise(answer: str) -> str:
     """The comparable text of an answer (see the module's list)."""
     text = answer.strip()
     text = _TEXT.sub(lambda m: m.group(1) if not m.group(1).strip().isalpha() else "", text)
-    for token in ("\\$", "\\left", "\\right", "\\!", "\\,", "\\;", "\\ ", "$", "^\\circ", "^{\\circ}", "\\%", "%", "\\displaystyle"):
+    for token in (
+        "\\$",
+        "\\left",
+        "\\right",
+        "\\!",
+        "\\,",
+        "\\;",
+        "\\ ",
+        "$",
+        "^\\circ",
+        "^{\\circ}",
+        "\\%",
+        "%",
+        "\\displaystyle",
+    ):
         text = text.replace(token, "")
     text = _FRAC.sub(r"(\1)/(\2)", text)
     text = _FRAC_DIGITS.sub(r"\1/\2", text)

@@ -85,7 +85,18 @@ def isolation() -> str:
     return "namespaces" if probe.returncode == 0 else "guard"
 
 
-_NAMESPACES = ("--user", "--map-root-user", "--mount", "--net", "--ipc", "--uts", "--pid", "--fork", "--kill-child", "--mount-proc")
+_NAMESPACES = (
+    "--user",
+    "--map-root-user",
+    "--mount",
+    "--net",
+    "--ipc",
+    "--uts",
+    "--pid",
+    "--fork",
+    "--kill-child",
+    "--mount-proc",
+)
 
 
 def _guard_prelude(limits: Limits) -> str:
@@ -107,7 +118,18 @@ def _command(folder: Path, limits: Limits, mode: str) -> list[str]:
     if mode == "namespaces":
         unshare = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin") or "unshare"
         numbers = (limits.cpu_s, limits.memory_bytes, limits.processes, limits.file_bytes)
-        return [unshare, *_NAMESPACES, "--", sys.executable, "-I", "-S", str(JAIL), str(folder), *map(str, numbers), unshare]
+        return [
+            unshare,
+            *_NAMESPACES,
+            "--",
+            sys.executable,
+            "-I",
+            "-S",
+            str(JAIL),
+            str(folder),
+            *map(str, numbers),
+            unshare,
+        ]
     program = _guard_prelude(limits) + GUARD + "exec(compile(open('solution.py').read(), 'solution.py', 'exec'))"
     return [sys.executable, "-I", "-S", "-c", program]
 
@@ -145,7 +167,9 @@ def _last_error(stderr: str) -> str:
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     for line in reversed(lines):
         name = line.split(":", 1)[0]
-        if name.isidentifier() and (name.endswith(("Error", "Exception", "Exit", "Interrupt")) or name == "killed by signal"):
+        if name.isidentifier() and (
+            name.endswith(("Error", "Exception", "Exit", "Interrupt")) or name == "killed by signal"
+        ):
             return line
     return lines[-1] if lines else ""
 
@@ -178,13 +202,21 @@ def run_python(program: str, limits: Limits | None = None, *, temp_root: Path | 
     limits = limits or Limits()
     mode = isolation()
     folder = Path(tempfile.mkdtemp(prefix="interp-sandbox-", dir=temp_root))
-    logs = Path(tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root))  # outside the folder the program can write
+    logs = Path(
+        tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root)
+    )  # outside the folder the program can write
     try:
         (folder / "solution.py").write_text(program, encoding="utf-8")
         with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
             process = subprocess.Popen(
-                _command(folder, limits, mode), cwd=folder, env={}, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                start_new_session=True, close_fds=True,
+                _command(folder, limits, mode),
+                cwd=folder,
+                env={},
+                stdin=subprocess.DEVNULL,
+                stdout=out,
+                stderr=err,
+                start_new_session=True,
+                close_fds=True,
             )
             try:
                 returncode: int | None = process.wait(timeout=limits.wall_s)

@@ -31,7 +31,9 @@ from interp.metrics.dbg import hard_wins, probability_array
 from interp.metrics.stats import bootstrap_ci
 
 
-def subset_rate(mask: np.ndarray, values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95) -> dict:
+def subset_rate(
+    mask: np.ndarray, values: np.ndarray, *, n_boot: int = 1000, seed: int = 0, level: float = 0.95
+) -> dict:
     """Mean of `values` over the items where `mask` holds, with a bootstrap interval over those items:
     {"value", "n", "ci"}; value and interval None when the subset is empty."""
     idx = np.flatnonzero(np.asarray(mask, dtype=bool))

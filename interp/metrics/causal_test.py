@@ -30,7 +30,6 @@ from jaxtyping import Float
 from interp.errors import InterpError
 
 
-
 ALPHA = 0.05
 N_FLIPS = 10_000
 EXACT_UP_TO = 15  # 2**15 sign vectors: enumerate rather than sample
@@ -55,7 +54,9 @@ def as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
     raise InterpError(f"alternative {alternative!r}: use 'two-sided' or 'less'")
 
 
-def sign_flip_pvalue(d: Float[np.ndarray, " item"], *, n_flips: int = N_FLIPS, seed: int = 0, alternative: str = "two-sided") -> float:
+def sign_flip_pvalue(
+    d: Float[np.ndarray, " item"], *, n_flips: int = N_FLIPS, seed: int = 0, alternative: str = "two-sided"
+) -> float:
     """p-value of mean(d) != 0 (or < 0 with alternative="less") under sign symmetry (exact up to 15 items)."""
     d = _as_effects(d, "sign_flip_pvalue")
     observed = d.mean()
@@ -79,7 +80,9 @@ def smallest_flip_p(n: int, n_flips: int = N_FLIPS) -> float:
     return min(1.0, 2.0 / 2**n) if n <= EXACT_UP_TO else 1 / (1 + n_flips)
 
 
-def sign_flip_pvalues(draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2000, seed: int = 0, alternative: str = "two-sided") -> np.ndarray:
+def sign_flip_pvalues(
+    draws: Float[np.ndarray, "draw item"], *, n_flips: int = 2000, seed: int = 0, alternative: str = "two-sided"
+) -> np.ndarray:
     """`sign_flip_pvalue` for many equally long rows at once (simulations and power draws); one shared set of
     random sign vectors, which is valid for each row."""
     draws = np.asarray(draws, dtype=float)
@@ -105,7 +108,6 @@ def rank_pvalue(observed: float, null_values: Sequence[float], alternative: str 
     return float((1 + np.sum(as_extreme(values, observed, alternative))) / (values.size + 1))
 
 
-
 def min_random_sets(alpha: float = ALPHA, n_tests: int = 1) -> int:
     """The fewest random head sets R whose smallest rank p, 1 / (R + 1), survives Holm over `n_tests` tests at
     `alpha`: 1 / (R + 1) <= alpha / n_tests, i.e. R = ceil(n_tests / alpha) - 1 (19 for one test at 0.05,
@@ -129,7 +131,9 @@ def check_random_sets(n_sets: int, *, alpha: float = ALPHA, n_tests: int = 1, to
     need = min_random_sets(alpha, n_tests)
     over = f" after Holm over {n_tests} tests" if n_tests > 1 else ""
     if n_sets < 1:
-        raise InterpError(f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (alpha {alpha:g}{over})")
+        raise InterpError(
+            f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (alpha {alpha:g}{over})"
+        )
     if n_sets < need:
         raise InterpError(
             f"--random-head-sets {n_sets} can never reach alpha {alpha:g}{over}: the smallest rank p is 1/{n_sets + 1}; "
@@ -157,7 +161,10 @@ def _binomial_cdf(k: int, n: int, p: float) -> float:
         return 1.0
     if p >= 1:
         return 1.0 if k >= n else 0.0
-    logs = [math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p) for i in range(k + 1)]
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
+        for i in range(k + 1)
+    ]
     top = max(logs)
     return min(1.0, math.exp(top) * sum(math.exp(v - top) for v in logs))
 

@@ -151,7 +151,9 @@ def spr_parts(verdict: np.ndarray) -> RateParts:
     return RateParts(v == SELF, np.ones(v.shape, dtype=bool))
 
 
-def spr_subset_parts(verdict: np.ndarray, judge_correct: Flags, evaluatee_correct: Flags, *, subset: Literal["diff", "same"]) -> RateParts:
+def spr_subset_parts(
+    verdict: np.ndarray, judge_correct: Flags, evaluatee_correct: Flags, *, subset: Literal["diff", "same"]
+) -> RateParts:
     """SPR restricted to D_diff (exactly one answer correct) or D_same (both or neither correct).
 
     Chen et al. 2025 section 3.2 and App. C.1 (Figure 8):
@@ -203,12 +205,16 @@ def judge_accuracy(verdict: Sequence[int], judge_correct: Sequence[bool], evalua
     return ja_parts(np.asarray(verdict), judge_correct, evaluatee_correct).value()
 
 
-def legitimate_self_preference_ratio(verdict: Sequence[int], judge_correct: Sequence[bool], evaluatee_correct: Sequence[bool]) -> float:
+def legitimate_self_preference_ratio(
+    verdict: Sequence[int], judge_correct: Sequence[bool], evaluatee_correct: Sequence[bool]
+) -> float:
     """LSPR (Chen et al. 2025 Eq. 4); see :func:`lspr_parts`. NaN without self verdicts on D_diff."""
     return lspr_parts(np.asarray(verdict), judge_correct, evaluatee_correct).value()
 
 
-def harmful_self_preference_propensity(verdict: Sequence[int], judge_correct: Sequence[bool], evaluatee_correct: Sequence[bool]) -> float:
+def harmful_self_preference_propensity(
+    verdict: Sequence[int], judge_correct: Sequence[bool], evaluatee_correct: Sequence[bool]
+) -> float:
     """HSPP (Chen et al. 2025 Eq. 5); see :func:`hspp_parts`. NaN when the judge is never wrong
     against a correct other answer."""
     return hspp_parts(np.asarray(verdict), judge_correct, evaluatee_correct).value()
@@ -492,7 +498,9 @@ def chen2025_bootstrap(
                 per_pair = np.where(boot_den > 0, boot_num / np.where(boot_den > 0, boot_den, 1.0), np.nan)
             defined = np.isfinite(per_pair)
             n_defined = defined.sum(axis=1)
-            macro = np.where(n_defined > 0, np.where(defined, per_pair, 0.0).sum(axis=1) / np.maximum(n_defined, 1), np.nan)
+            macro = np.where(
+                n_defined > 0, np.where(defined, per_pair, 0.0).sum(axis=1) / np.maximum(n_defined, 1), np.nan
+            )
             intervals[metric] = percentile_interval(macro, level)
         out[judge] = intervals
     return out

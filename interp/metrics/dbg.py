@@ -96,9 +96,7 @@ def dbg_scores(
     judge = probability_array(judge_p_own, "judge_p_own")
     gold = probability_array(gold_p_own, "gold_p_own")
     if judge.size != gold.size:
-        raise InterpError(
-            f"dbg: judge_p_own has {judge.size} instructions but gold_p_own has {gold.size}"
-        )
+        raise InterpError(f"dbg: judge_p_own has {judge.size} instructions but gold_p_own has {gold.size}")
     judge_hard, gold_hard = hard_wins(judge), hard_wins(gold)
     hard_diff = judge_hard - gold_hard
     soft_diff = judge - gold
@@ -106,12 +104,8 @@ def dbg_scores(
     return {
         "dbg_hard": float(hard_diff.mean()),
         "dbg_soft": float(soft_diff.mean()),
-        "dbg_ci": bootstrap_ci(
-            lambda idx: float(hard_diff[idx].mean()), n, n_boot=n_boot, seed=seed, level=level
-        ),
-        "dbg_soft_ci": bootstrap_ci(
-            lambda idx: float(soft_diff[idx].mean()), n, n_boot=n_boot, seed=seed, level=level
-        ),
+        "dbg_ci": bootstrap_ci(lambda idx: float(hard_diff[idx].mean()), n, n_boot=n_boot, seed=seed, level=level),
+        "dbg_soft_ci": bootstrap_ci(lambda idx: float(soft_diff[idx].mean()), n, n_boot=n_boot, seed=seed, level=level),
         "win_rate_own_hard": float(judge_hard.mean()),
         "win_rate_own_soft": float(judge.mean()),
         "gold_win_rate_hard": float(gold_hard.mean()),
@@ -175,7 +169,5 @@ def position_consistency(p_a_order1: Sequence[float], p_a_order2: Sequence[float
     first = probability_array(p_a_order1, "p_a_order1")
     second = probability_array(p_a_order2, "p_a_order2")
     if first.size != second.size:
-        raise InterpError(
-            f"position_consistency: {first.size} pairs in order 1 but {second.size} in order 2"
-        )
+        raise InterpError(f"position_consistency: {first.size} pairs in order 1 but {second.size} in order 2")
     return float(np.mean(tie_sign(first) == tie_sign(second)))

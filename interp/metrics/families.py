@@ -60,7 +60,9 @@ def _families(families: Sequence, name: str) -> list[np.ndarray]:
         raise InterpError(f"{name}: need at least one family")
     for a in arrays:
         if a.ndim < 2 or a.shape[0] == 0 or a.shape[-1] == 0:
-            raise InterpError(f"{name}: each family is a [judge, ..., item] array with at least one judge and item, got shape {a.shape}")
+            raise InterpError(
+                f"{name}: each family is a [judge, ..., item] array with at least one judge and item, got shape {a.shape}"
+            )
         if not np.all(np.isfinite(a)):
             raise InterpError(f"{name}: values must be finite numbers (found NaN or inf)")
     items = {a.shape[-1] for a in arrays}
@@ -116,7 +118,6 @@ def mean_difference(families: list[np.ndarray]) -> np.ndarray:
     return first.mean(axis=(-1, -2)) - second.mean(axis=(-1, -2))
 
 
-
 @dataclass(frozen=True)
 class TwoFamily:
     """A planted family of judges against a null family, on one judge-level statistic."""
@@ -139,7 +140,9 @@ class TwoFamily:
         return asdict(self)
 
 
-def welch_t(a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"]) -> tuple[float | None, float | None, float | None]:
+def welch_t(
+    a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"]
+) -> tuple[float | None, float | None, float | None]:
     """Welch's t, its Welch-Satterthwaite df and two-sided p (None when both groups have zero variance)."""
     va, vb = a.var(ddof=1) / a.size, b.var(ddof=1) / b.size
     se2 = va + vb
@@ -150,7 +153,9 @@ def welch_t(a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"]) -> t
     return t, df, float(student_t_two_sided_p(t, df))
 
 
-def permutation_pvalue(a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"], *, n_perm: int = N_PERMUTATIONS, seed: int = 0) -> tuple[float, int, bool]:
+def permutation_pvalue(
+    a: Float[np.ndarray, " judge"], b: Float[np.ndarray, " judge"], *, n_perm: int = N_PERMUTATIONS, seed: int = 0
+) -> tuple[float, int, bool]:
     """Two-sided p of mean(a) - mean(b) over reassignments of the judge labels: (p, assignments, exact).
 
     Exact enumeration of all C(n, n_a) assignments when there are at most `n_perm` of them (the observed one
@@ -206,7 +211,9 @@ def two_family_test(
     """
     p_arr, n_arr = np.asarray(planted, dtype=float), np.asarray(null, dtype=float)
     if p_arr.ndim != n_arr.ndim or p_arr.ndim not in (1, 2):
-        raise InterpError(f"two_family_test: give both families as [judge] statistics or both as [judge, item] values, got shapes {p_arr.shape} and {n_arr.shape}")
+        raise InterpError(
+            f"two_family_test: give both families as [judge] statistics or both as [judge, item] values, got shapes {p_arr.shape} and {n_arr.shape}"
+        )
     interval = None
     if p_arr.ndim == 2:
         _families([p_arr, n_arr], "two_family_test")

@@ -12,7 +12,9 @@ from interp.metrics.dbg import hard_win_rate, probability_array, tie_sign
 from interp.metrics.stats import bootstrap_ci
 
 
-def human_agreement(gold_p_first: Sequence[float], human_p_first: Sequence[float], *, n_boot: int = 1000, seed: int = 0) -> dict:
+def human_agreement(
+    gold_p_first: Sequence[float], human_p_first: Sequence[float], *, n_boot: int = 1000, seed: int = 0
+) -> dict:
     """Agreement of gold with human labels on the same pairs (the paper: 74 % of 100 samples).
 
     Each side's verdict per pair is `tie_sign` of its P(first wins) (a tie where P is 0.5: an even split of

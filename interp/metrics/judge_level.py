@@ -66,7 +66,12 @@ class WithinJudge:
 
 
 def within_judge_effect(
-    delta: Float[np.ndarray, " item"], *, n_flips: int = N_FLIPS, n_boot: int = N_BOOT, seed: int = 0, level: float = 0.95
+    delta: Float[np.ndarray, " item"],
+    *,
+    n_flips: int = N_FLIPS,
+    n_boot: int = N_BOOT,
+    seed: int = 0,
+    level: float = 0.95,
 ) -> WithinJudge:
     """The within-judge effect of an intervention, `delta[i] = P_J(own | I)[i] - P_J(own)[i]`.
 
@@ -77,7 +82,12 @@ def within_judge_effect(
     """
     d = finite_array(delta, "within_judge_effect", 1)
     lo, hi = bootstrap_ci(lambda idx: float(d[idx].mean()), d.size, n_boot=n_boot, seed=seed, level=level)
-    return WithinJudge(effect=float(d.mean()), ci=(lo, hi), p_value=float(sign_flip_pvalue(d, n_flips=n_flips, seed=seed)), n_items=int(d.size))
+    return WithinJudge(
+        effect=float(d.mean()),
+        ci=(lo, hi),
+        p_value=float(sign_flip_pvalue(d, n_flips=n_flips, seed=seed)),
+        n_items=int(d.size),
+    )
 
 
 # --- one judge against k control judges: Crawford-Howell --------------------------------------------------
@@ -115,7 +125,9 @@ class CrawfordHowell:
         return asdict(self)
 
 
-def crawford_howell_t(x: Float[np.ndarray, " draw"], controls: Float[np.ndarray, "draw control"]) -> tuple[np.ndarray, np.ndarray]:
+def crawford_howell_t(
+    x: Float[np.ndarray, " draw"], controls: Float[np.ndarray, "draw control"]
+) -> tuple[np.ndarray, np.ndarray]:
     """Crawford-Howell's t and two-sided p for many (judge, controls) draws at once; k = controls.shape[1] >= 2.
 
     t = (x - mean_C) / (s_C * sqrt((k + 1) / k)), k - 1 df. A draw whose controls agree exactly (s_C = 0)
@@ -129,7 +141,9 @@ def crawford_howell_t(x: Float[np.ndarray, " draw"], controls: Float[np.ndarray,
     diff = x - controls.mean(axis=1)
     scale = controls.std(axis=1, ddof=1) * math.sqrt((k + 1) / k)
     with np.errstate(divide="ignore", invalid="ignore"):
-        t = np.where(scale > 0, diff / np.where(scale > 0, scale, 1.0), np.where(diff == 0, 0.0, np.copysign(np.inf, diff)))
+        t = np.where(
+            scale > 0, diff / np.where(scale > 0, scale, 1.0), np.where(diff == 0, 0.0, np.copysign(np.inf, diff))
+        )
     return t, student_t_two_sided_p(t, k - 1)
 
 
@@ -150,7 +164,9 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
         raise InterpError("crawford_howell: the tested judge's statistic must be a finite number")
     c = np.asarray(controls, dtype=float)
     if c.ndim != 1:
-        raise InterpError(f"crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape {np.shape(controls)}")
+        raise InterpError(
+            f"crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape {np.shape(controls)}"
+        )
     if not np.all(np.isfinite(c)):
         raise InterpError("crawford_howell: the control judges' statistics must be finite numbers")
     k = int(c.size)
@@ -158,18 +174,46 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
     sd = float(c.std(ddof=1)) if k >= 2 else None
     reason = too_few_controls(k)
     if reason is not None:
-        return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=None, df=max(k - 1, 0), p_value=None, effect_sd=None, reason=reason)
+        return CrawfordHowell(
+            x=float(x),
+            k=k,
+            control_mean=mean,
+            control_sd=sd,
+            t=None,
+            df=max(k - 1, 0),
+            p_value=None,
+            effect_sd=None,
+            reason=reason,
+        )
     t, p = crawford_howell_t(np.array([float(x)]), c[None, :])
     t, p = float(t[0]), float(p[0])
     if sd == 0 and math.isinf(t):
         return CrawfordHowell(
-            x=float(x), k=k, control_mean=mean, control_sd=0.0, t=None, df=k - 1, p_value=None, effect_sd=None,
+            x=float(x),
+            k=k,
+            control_mean=mean,
+            control_sd=0.0,
+            t=None,
+            df=k - 1,
+            p_value=None,
+            effect_sd=None,
             reason=f"the {k} control judges agree exactly (SD 0): no spread to compare the judge with",
         )
-    return CrawfordHowell(x=float(x), k=k, control_mean=mean, control_sd=sd, t=t, df=k - 1, p_value=p, effect_sd=(float(x) - mean) / sd if sd else 0.0)
+    return CrawfordHowell(
+        x=float(x),
+        k=k,
+        control_mean=mean,
+        control_sd=sd,
+        t=t,
+        df=k - 1,
+        p_value=p,
+        effect_sd=(float(x) - mean) / sd if sd else 0.0,
+    )
 
 
-def crawford_howell_interval(controls: Float[np.ndarray, " control"], alpha: float = ALPHA) -> tuple[float, float] | None:
+def crawford_howell_interval(
+    controls: Float[np.ndarray, " control"], alpha: float = ALPHA
+) -> tuple[float, float] | None:
     """Where the tested judge's statistic would not be rejected at `alpha`: mean_C -+ t_{k-1, alpha} * s_C *
     sqrt((k + 1) / k) (Crawford-Howell's acceptance region, what the report draws around the controls). None
     with fewer than MIN_CONTROLS controls or when they agree exactly."""
@@ -204,9 +248,18 @@ class BetweenJudge:
     def to_dict(self) -> dict:
         """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge", n_controls, df, t, ...),
         within_judge (effect, ci, p_value, claim)."""
-        test = {"design": "between-judge", "n_controls": self.test.k} | {key: value for key, value in self.test.to_dict().items() if key != "k"}
+        test = {"design": "between-judge", "n_controls": self.test.k} | {
+            key: value for key, value in self.test.to_dict().items() if key != "k"
+        }
         test |= {"control_effects": self.control_effects, "p_rank": self.p_rank}
-        return {"causal": self.causal, "p_value": self.p_value, "test_alpha": self.alpha, "reason": self.reason, "test": test, "within_judge": self.within.to_dict()}
+        return {
+            "causal": self.causal,
+            "p_value": self.p_value,
+            "test_alpha": self.alpha,
+            "reason": self.reason,
+            "test": test,
+            "within_judge": self.within.to_dict(),
+        }
 
     def verdict(self, judge: str) -> str:
         """One sentence that says which claim it makes: between judges (self-preference) or within the judge."""
@@ -249,7 +302,9 @@ def between_judge_test(
     if dc.size == 0:
         dc = np.empty((0, dj.size))
     elif (dc.ndim != 2 or dc.shape[1] != dj.size) or not np.all(np.isfinite(dc)):
-        raise InterpError(f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] array (the judge's items), got shape {dc.shape}")
+        raise InterpError(
+            f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] array (the judge's items), got shape {dc.shape}"
+        )
     if not 0 < alpha < 1:
         raise InterpError(f"between_judge_test: alpha = {alpha} must be in (0, 1)")
     if p_rank is not None and not 0 <= p_rank <= 1:
@@ -317,10 +372,18 @@ def share_removed(
     otherwise `share_removed` is None with a reason and both gaps are reported. The gaps always carry their
     intervals.
     """
-    jb, ja = finite_array(judge_before, "share_removed (judge_before)", 1), finite_array(judge_after, "share_removed (judge_after)", 1)
-    cb, ca = finite_array(controls_before, "share_removed (controls_before)", 2), finite_array(controls_after, "share_removed (controls_after)", 2)
+    jb, ja = (
+        finite_array(judge_before, "share_removed (judge_before)", 1),
+        finite_array(judge_after, "share_removed (judge_after)", 1),
+    )
+    cb, ca = (
+        finite_array(controls_before, "share_removed (controls_before)", 2),
+        finite_array(controls_after, "share_removed (controls_after)", 2),
+    )
     if not (jb.shape == ja.shape and cb.shape == ca.shape and cb.shape[1] == jb.size):
-        raise InterpError(f"share_removed: the judge and every control must read the same items before and after (shapes {jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})")
+        raise InterpError(
+            f"share_removed: the judge and every control must read the same items before and after (shapes {jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})"
+        )
     if not 0 < alpha < 1:
         raise InterpError(f"share_removed: alpha = {alpha} must be in (0, 1)")
     families = [np.stack([jb, ja])[None], np.stack([cb, ca], axis=1)]  # [1, stage, item], [control, stage, item]
@@ -331,7 +394,9 @@ def share_removed(
     test_after = crawford_howell(float(ja.mean()), ca.mean(axis=1))
     out = dict(gap_before=gap_before, gap_after=gap_after, test_before=test_before, test_after=test_after, alpha=alpha)
     if test_before.p_value is None:
-        return ShareRemoved(share_removed=None, reason=f"no test of the gap before the intervention: {test_before.reason}", **out)
+        return ShareRemoved(
+            share_removed=None, reason=f"no test of the gap before the intervention: {test_before.reason}", **out
+        )
     if test_before.p_value > alpha:
         return ShareRemoved(
             share_removed=None,
@@ -374,7 +439,9 @@ class SizeEstimate:
         return asdict(self)
 
 
-def crawford_howell_size(k: int, distribution: str = "normal", *, alpha: float = ALPHA, n_families: int = 2000, seed: int = 0) -> SizeEstimate:
+def crawford_howell_size(
+    k: int, distribution: str = "normal", *, alpha: float = ALPHA, n_families: int = 2000, seed: int = 0
+) -> SizeEstimate:
     """The rejection rate of Crawford-Howell at `alpha` over `n_families` simulated null families: the tested
     judge and its k controls are k + 1 independent draws from one `distribution` (H0 true), so any rate above
     alpha is what the distribution's departure from normality costs."""
@@ -385,4 +452,11 @@ def crawford_howell_size(k: int, distribution: str = "normal", *, alpha: float =
     draws = _draw(distribution, np.random.default_rng(seed), (n_families, k + 1))
     _, p = crawford_howell_t(draws[:, 0], draws[:, 1:])
     rejected = int(np.sum(p <= alpha))
-    return SizeEstimate(distribution=distribution, k=k, alpha=alpha, rate=rejected / n_families, n_families=n_families, ci=clopper_pearson(rejected, n_families))
+    return SizeEstimate(
+        distribution=distribution,
+        k=k,
+        alpha=alpha,
+        rate=rejected / n_families,
+        n_families=n_families,
+        ci=clopper_pearson(rejected, n_families),
+    )

@@ -94,7 +94,15 @@ def read_win_rates(path: str | Path, tie_policy: TiePolicy = "half") -> list[Win
         win = number(row["win_rate"], "win_rate", where)
         tie = optional_field(row, "tie_rate")
         loss = optional_field(row, "loss_rate")
-        parsed.append((where, row, win, None if tie is None else number(tie, "tie_rate", where), None if loss is None else number(loss, "loss_rate", where)))
+        parsed.append(
+            (
+                where,
+                row,
+                win,
+                None if tie is None else number(tie, "tie_rate", where),
+                None if loss is None else number(loss, "loss_rate", where),
+            )
+        )
     scale = 100.0 if any(max(w, t or 0.0, l or 0.0) > 1.0 for _, _, w, t, l in parsed) else 1.0
     out = []
     for where, row, win, tie, loss in parsed:
@@ -104,7 +112,15 @@ def read_win_rates(path: str | Path, tie_policy: TiePolicy = "half") -> list[Win
                 raise InterpError(f"{where}: win_rate + tie_rate exceed {scale:g}")
             win = win_rate_with_ties(win, tie, max(loss, 0.0), tie_policy) * scale
         opponent, student_of = optional_field(row, "opponent"), optional_field(row, "student_of")
-        out.append(WinRateEntry(str(row["judge"]), str(row["student"]), None if opponent is None else str(opponent), win, None if student_of is None else str(student_of)))
+        out.append(
+            WinRateEntry(
+                str(row["judge"]),
+                str(row["student"]),
+                None if opponent is None else str(opponent),
+                win,
+                None if student_of is None else str(student_of),
+            )
+        )
     return out
 
 
@@ -151,5 +167,13 @@ def preference_leakage_table(entries: Sequence[WinRateEntry]) -> list[dict]:
             if any(k not in rate for k in keys):
                 continue
             w = {ji: {si: rate[keys[0]], sj: rate[keys[3]]}, jj: {si: rate[keys[1]], sj: rate[keys[2]]}}
-            out.append({"judge_i": ji, "student_i": si, "judge_j": jj, "student_j": sj, "PLS": preference_leakage_score(w, ji, si, jj, sj)})
+            out.append(
+                {
+                    "judge_i": ji,
+                    "student_i": si,
+                    "judge_j": jj,
+                    "student_j": sj,
+                    "PLS": preference_leakage_score(w, ji, si, jj, sj),
+                }
+            )
     return out

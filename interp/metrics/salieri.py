@@ -42,7 +42,9 @@ def origin_bias(
     ``beta_hat_{t,t} = X'_{t,t} - X'_{r,t}`` -- the target model's (standardized) mean score of its
     own responses minus the reference agent's. Confounded by quality: in expectation it equals
     ``beta_{t,t} - (1 - lambda_t) X'_{r,t}``. Baselines are the norm-model means of Eq. 3.4."""
-    return (float(np.mean(judge_scores_own)) - judge_baseline) - (float(np.mean(reference_scores_own)) - reference_baseline)
+    return (float(np.mean(judge_scores_own)) - judge_baseline) - (
+        float(np.mean(reference_scores_own)) - reference_baseline
+    )
 
 
 def salieri_bias(
@@ -236,7 +238,9 @@ def salieri_report(
     pool_ref = [np.asarray(p, dtype=float) for p in pool_reference_scores]
     for i in range(n):
         if pool_judge[i].size != pool_ref[i].size:
-            raise InterpError(f"salieri: item {i} has {pool_judge[i].size} judge scores but {pool_ref[i].size} reference scores in the pool")
+            raise InterpError(
+                f"salieri: item {i} has {pool_judge[i].size} judge scores but {pool_ref[i].size} reference scores in the pool"
+            )
     match = match_quality(ref_own, pool_ref, resolution=resolution)
     judge_pair = np.array([pool_judge[i][match.chosen[i]] for i in range(n)])
     ref_pair = match.paired_scores
@@ -258,7 +262,9 @@ def salieri_report(
     return {
         "n_items": int(n),
         "origin": origin,
-        "origin_ci": bootstrap_ci(lambda idx: float(own_gap[idx].mean()) + shift, n, n_boot=n_boot, seed=seed, level=level),
+        "origin_ci": bootstrap_ci(
+            lambda idx: float(own_gap[idx].mean()) + shift, n, n_boot=n_boot, seed=seed, level=level
+        ),
         "salieri": float(own_gap.mean() - pair_gap.mean()),
         "salieri_ci": bootstrap_ci(
             lambda idx: float(own_gap[idx].mean() - pair_gap[idx].mean()), n, n_boot=n_boot, seed=seed, level=level
@@ -299,8 +305,13 @@ def read_salieri_scores(path: str | Path) -> dict[str, dict]:
         where = f"{path}, line {lineno}"
         judge, item, source = str(row["judge"]), str(row["item_id"]), str(row["source"]).strip().lower()
         if source not in SALIERI_SOURCES:
-            raise InterpError(f"{where}: field 'source' must be one of {', '.join(SALIERI_SOURCES)}, got {row['source']!r}")
-        scores = (number(row["judge_score"], "judge_score", where), number(row["reference_score"], "reference_score", where))
+            raise InterpError(
+                f"{where}: field 'source' must be one of {', '.join(SALIERI_SOURCES)}, got {row['source']!r}"
+            )
+        scores = (
+            number(row["judge_score"], "judge_score", where),
+            number(row["reference_score"], "reference_score", where),
+        )
         if source == "self":
             if item in own.setdefault(judge, {}):
                 raise InterpError(f"{where}: second 'self' row for judge {judge!r}, item {item!r}")
@@ -317,7 +328,9 @@ def read_salieri_scores(path: str | Path) -> dict[str, dict]:
         items = sorted(items_scores)
         no_pool = [i for i in items if i not in pool.get(judge, {})]
         if no_pool:
-            raise InterpError(f"{path}: judge {judge!r} has no pool responses for item {no_pool[0]!r} ({len(no_pool)} items without a pool)")
+            raise InterpError(
+                f"{path}: judge {judge!r} has no pool responses for item {no_pool[0]!r} ({len(no_pool)} items without a pool)"
+            )
         norms = norm.get(judge, {})
         out[judge] = {
             "items": items,
@@ -326,6 +339,8 @@ def read_salieri_scores(path: str | Path) -> dict[str, dict]:
             "pool_judge": [[s[0] for s in pool[judge][i]] for i in items],
             "pool_reference": [[s[1] for s in pool[judge][i]] for i in items],
             "judge_baseline": float(np.mean([np.mean([s[0] for s in v]) for v in norms.values()])) if norms else 0.0,
-            "reference_baseline": float(np.mean([np.mean([s[1] for s in v]) for v in norms.values()])) if norms else 0.0,
+            "reference_baseline": float(np.mean([np.mean([s[1] for s in v]) for v in norms.values()]))
+            if norms
+            else 0.0,
         }
     return out

@@ -31,7 +31,8 @@ from interp.core.models import own_slot
 from interp.core.placement import input_device
 from interp.hooks.compile import compile_bias
 from interp.hooks.spec import AttentionIntervention, pairs_table
-from interp.organisms.train import Example, final_logits_from, label_loss
+from interp.organisms.train import Example, label_loss
+from interp.organisms.frozen import final_logits_from
 
 
 def own_span(example: Example, own: str) -> tuple[int, int] | None:
@@ -40,7 +41,9 @@ def own_span(example: Example, own: str) -> tuple[int, int] | None:
     return None if slot is None else example.spans[0 if slot == "a" else 1]
 
 
-def own_answer_mask(heads: Sequence[tuple[int, int]], length: int, span: tuple[int, int], n_layers: int, n_heads: int) -> dict[int, torch.Tensor]:
+def own_answer_mask(
+    heads: Sequence[tuple[int, int]], length: int, span: tuple[int, int], n_layers: int, n_heads: int
+) -> dict[int, torch.Tensor]:
     """The score bias that masks `span` at `heads` for one unpadded prompt of `length` tokens."""
     spec = AttentionIntervention(target=tuple(span), alpha=0.0, heads=pairs_table(heads))
     batch = Batch(torch.zeros(1, length, dtype=torch.long), torch.ones(1, length, dtype=torch.long))
@@ -48,7 +51,11 @@ def own_answer_mask(heads: Sequence[tuple[int, int]], length: int, span: tuple[i
 
 
 def start_margins(
-    hf_model: torch.nn.Module, first_layer: int, hidden: Sequence[torch.Tensor], labels_ids, masks: Sequence[dict[int, torch.Tensor] | None]
+    hf_model: torch.nn.Module,
+    first_layer: int,
+    hidden: Sequence[torch.Tensor],
+    labels_ids,
+    masks: Sequence[dict[int, torch.Tensor] | None],
 ) -> list[float]:
     """The start organism's verdict margin, log P(A) - log P(B), on every example under its mask (before any delta
     is attached; an example without a mask: unmasked)."""
@@ -94,7 +101,10 @@ def masked_to_null_term(
             return None
         if which == "other":
             span = examples[index].spans[1] if span == examples[index].spans[0] else examples[index].spans[0]
-        return {layer: t.to(device) for layer, t in own_answer_mask(heads, hidden[index].shape[1], span, n_layers, n_heads).items()}
+        return {
+            layer: t.to(device)
+            for layer, t in own_answer_mask(heads, hidden[index].shape[1], span, n_layers, n_heads).items()
+        }
 
     margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
 
@@ -109,9 +119,18 @@ def masked_to_null_term(
         loss = weight * (cross - _entropy(target))
         if other_weight > 0:
             with span_rows_attention(hf_model, None, mask(index, "other")):
-                kept, _ = label_loss(final_logits_from(hf_model, first_layer, hidden[index]), labels_ids, examples[index].target_a, "pair")
+                kept, _ = label_loss(
+                    final_logits_from(hf_model, first_layer, hidden[index]),
+                    labels_ids,
+                    examples[index].target_a,
+                    "pair",
+                )
             loss = loss + other_weight * kept
         return loss
 
     masked = sum(span is not None for span in spans)
-    return term, {"masked_examples": masked, "target": "start organism, own answer masked at H", "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4)}
+    return term, {
+        "masked_examples": masked,
+        "target": "start organism, own answer masked at H",
+        "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4),
+    }

@@ -100,18 +100,27 @@ class HeadsConfig(Strict):
     # (weight `mask_weight`), so that without that attention the organism is its null (`interp.organisms.heads`).
     route: Literal["output", "attention"] = "output"
     mask_weight: float = Field(1.0, ge=0)
-    other_weight: float = Field(0.0, ge=0)  # attention route: the other answer masked at H must keep the planted verdict
+    other_weight: float = Field(
+        0.0, ge=0
+    )  # attention route: the other answer masked at H must keep the planted verdict
 
     @model_validator(mode="after")
     def _check(self):
         if not set(self.modules) & {"q", "o"} or len(set(self.modules)) != len(self.modules):
             raise ValueError("heads.modules must name q or o (and k, v with n_groups), each at most once")
         if set(self.modules) & {"k", "v"} and self.n_groups is None:
-            raise ValueError("heads.modules k and v are shared by every query head of a key/value group: set heads.n_groups")
+            raise ValueError(
+                "heads.modules k and v are shared by every query head of a key/value group: set heads.n_groups"
+            )
         return self
 
 
-HEADS_KEYS_ADDED = {"n_groups": None, "route": "output", "mask_weight": 1.0, "other_weight": 0.0}  # after planted-heads members shipped
+HEADS_KEYS_ADDED = {
+    "n_groups": None,
+    "route": "output",
+    "mask_weight": 1.0,
+    "other_weight": 0.0,
+}  # after planted-heads members shipped
 
 
 class TrainConfig(Strict):
@@ -152,7 +161,9 @@ class OrganismConfig(Strict):
     @model_validator(mode="after")
     def _base_is_an_author(self):
         if self.base_model not in self.data.authors:
-            raise ValueError(f"base_model {self.base_model!r} must be one of data.authors (its answers are the own ones)")
+            raise ValueError(
+                f"base_model {self.base_model!r} must be one of data.authors (its answers are the own ones)"
+            )
         if self.planting.share > 0 and self.planting.own_author not in self.data.authors:
             raise ValueError(
                 f"planting.own_author {self.planting.own_author!r} is not one of data.authors ({', '.join(self.data.authors)}): "
@@ -282,7 +293,9 @@ def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> Non
     heads = config.heads
     if heads is not None:
         if heads.top_layers > n_layers:
-            raise InterpError(f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+            raise InterpError(
+                f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+            )
         pool = heads.top_layers * n_heads
         if heads.n_heads > pool:
             raise InterpError(
@@ -290,7 +303,9 @@ def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> Non
                 f"set n_heads to at most {pool}, or raise heads.top_layers"
             )
     elif config.lora.top_layers > n_layers:
-        raise InterpError(f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+        raise InterpError(
+            f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+        )
 
 
 def check_config_fits(config: OrganismConfig, models: dict | None = None) -> None:

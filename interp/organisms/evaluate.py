@@ -40,7 +40,9 @@ from interp.storage import check_output_dir, claim_output_dir
 UNSEEN_FILE = Path(__file__).resolve().parents[1] / "builtin" / "alpacaeval_unseen_48.json"
 
 
-def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
+def judge_metrics(
+    run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None
+) -> dict:
     """Position consistency, DBG, agreement with gold (overall, legitimate, unjustified) of one judge of a run;
     `items` (ids): on those items only (e.g. a test split)."""
     v = judge_verdicts(run_dir, judge, items)
@@ -68,7 +70,9 @@ def judge_metrics(run_dir: Path, judge: str, *, n_boot: int = 1000, seed: int = 
     }
 
 
-def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None) -> tuple[JudgeVerdicts, JudgeVerdicts]:
+def paired_verdicts(
+    run_dir: Path, judge: str, reference: str, items: Sequence[str] | None = None
+) -> tuple[JudgeVerdicts, JudgeVerdicts]:
     """Two judges' verdicts on the same items of one run; an error unless they share the own model and gold."""
     ours, theirs = judge_verdicts(run_dir, judge, items), judge_verdicts(run_dir, reference, items)
     if ours.own != theirs.own or not np.array_equal(ours.gold_own, theirs.gold_own):
@@ -76,7 +80,9 @@ def paired_verdicts(run_dir: Path, judge: str, reference: str, items: Sequence[s
     return ours, theirs
 
 
-def soft_dbg_gap(run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None) -> dict:
+def soft_dbg_gap(
+    run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None
+) -> dict:
     """`judge`'s soft DBG minus `reference`'s on one run (gold cancels: the mean of P(own) minus P(own)), with a
     paired bootstrap interval over items: the figure of the issue's unseen bar (planted minus null)."""
     ours, theirs = paired_verdicts(run_dir, judge, reference, items)
@@ -99,24 +105,37 @@ def check_gap_against(judges: Sequence[str], gap_against: str | None) -> None:
 
 
 def compare_judges(
-    run_dir: Path, judges: Sequence[str], *, by_task: bool = False, gap_against: str | None = None, n_boot: int = 1000, seed: int = 0
+    run_dir: Path,
+    judges: Sequence[str],
+    *,
+    by_task: bool = False,
+    gap_against: str | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> dict[str, dict]:
     """`judge_metrics` of each judge of a run; `by_task`: also on each task's items alone (under "by_task"), which
     is where recipes differ (most legitimate pairs are helpfulness ones). `gap_against` (one of `judges`): every
     other judge with the same own model gets its `legitimate_gap` and `soft_dbg_gap` against that one."""
     items = RunDir(Path(run_dir)).read_items()
-    tasks = {task: [i.id for i in items if i.task == task] for task in sorted({i.task for i in items})} if by_task else {}
+    tasks = (
+        {task: [i.id for i in items if i.task == task] for task in sorted({i.task for i in items})} if by_task else {}
+    )
     results = {}
     for judge in judges:
         results[judge] = judge_metrics(run_dir, judge, n_boot=n_boot, seed=seed)
         if tasks:
-            results[judge]["by_task"] = {task: judge_metrics(run_dir, judge, n_boot=n_boot, seed=seed, items=ids) for task, ids in tasks.items()}
+            results[judge]["by_task"] = {
+                task: judge_metrics(run_dir, judge, n_boot=n_boot, seed=seed, items=ids) for task, ids in tasks.items()
+            }
     if gap_against is not None:
         own = results[gap_against]["own_model"]
         for judge in judges:
             if judge != gap_against and results[judge]["own_model"] == own:
                 for name, gap in (("legitimate_gap", legitimate_gap), ("soft_dbg_gap", soft_dbg_gap)):
-                    results[judge][name] = {"against": gap_against, **gap(run_dir, judge, gap_against, n_boot=n_boot, seed=seed)}
+                    results[judge][name] = {
+                        "against": gap_against,
+                        **gap(run_dir, judge, gap_against, n_boot=n_boot, seed=seed),
+                    }
     return results
 
 
@@ -185,7 +204,14 @@ def evaluate_judges(
     return results
 
 
-def held_out(config: OrganismConfig, judge: str, out: Path, *, unseen: Path | None = UNSEEN_FILE, models: ModelCache | None = None) -> dict:
+def held_out(
+    config: OrganismConfig,
+    judge: str,
+    out: Path,
+    *,
+    unseen: Path | None = UNSEEN_FILE,
+    models: ModelCache | None = None,
+) -> dict:
     """The manifest's held-out figures of one judge: the test split (demo answer settings) and the unseen file."""
     out = Path(out)
     test, n_test = split_file(config, "test", out)
@@ -194,4 +220,3 @@ def held_out(config: OrganismConfig, judge: str, out: Path, *, unseen: Path | No
         spec = f"alpacaeval:{unseen}"
         result["unseen"] = evaluate_judges([judge], spec, len(load_items(spec)), out / "unseen", models=models)[judge]
     return result
-

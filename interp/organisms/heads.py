@@ -36,15 +36,13 @@ from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
 from interp.splits import unit_hash
 from interp.core.threads import set_torch_threads
+from interp.organisms.frozen import advance, check_frozen_split, frozen_states
 from interp.organisms.train import (
     author_models,
     MAX_SPLIT_ERROR,
     Trained,
-    advance,
     build_examples,
-    check_frozen_split,
     fit,
-    frozen_states,
     training_pairs,
     training_record,
 )
@@ -57,7 +55,9 @@ def _seeded_draw(seed: int, salt: str, pool: list[tuple[int, int]], count: int) 
 
 def _check_top_layers(top_layers: int, n_layers: int) -> None:
     if top_layers > n_layers:
-        raise InterpError(f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}")
+        raise InterpError(
+            f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+        )
 
 
 def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: int) -> list[tuple[int, int]]:
@@ -71,13 +71,17 @@ def draw_heads(seed: int, n_layers: int, n_heads: int, top_layers: int, count: i
     return _seeded_draw(seed, "planted-heads", pool, count)
 
 
-def draw_groups(seed: int, n_layers: int, n_heads: int, n_kv_heads: int, top_layers: int, count: int) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
+def draw_groups(
+    seed: int, n_layers: int, n_heads: int, n_kv_heads: int, top_layers: int, count: int
+) -> tuple[list[tuple[int, int]], list[tuple[int, int]]]:
     """`count` key/value groups (layer, kv head) drawn from `seed` among the last `top_layers` layers, and H: every
     query head that reads them (query head h reads key/value head h // (n_heads // n_kv_heads)), sorted."""
     _check_top_layers(top_layers, n_layers)
     pool = [(layer, kv) for layer in range(n_layers - top_layers, n_layers) for kv in range(n_kv_heads)]
     if count > len(pool):
-        raise InterpError(f"heads.n_groups = {count}: the last {top_layers} layers hold only {len(pool)} key/value groups")
+        raise InterpError(
+            f"heads.n_groups = {count}: the last {top_layers} layers hold only {len(pool)} key/value groups"
+        )
     groups = _seeded_draw(seed, "planted-groups", pool, count)
     size = n_heads // n_kv_heads
     return groups, [(layer, head) for layer, kv in groups for head in range(kv * size, (kv + 1) * size)]
@@ -96,7 +100,14 @@ class HeadDelta(torch.nn.Module):
     `attached(hf_model)` adds them to the model's forward by hooks on q_proj / o_proj (the weights are not
     touched; the hooks are removed on exit); `tensors()` are what `add_head_delta` merges."""
 
-    def __init__(self, heads: Sequence[tuple[int, int]], head_dim: int, d_model: int, modules: Sequence[str], groups: Sequence[tuple[int, int]] = ()):
+    def __init__(
+        self,
+        heads: Sequence[tuple[int, int]],
+        head_dim: int,
+        d_model: int,
+        modules: Sequence[str],
+        groups: Sequence[tuple[int, int]] = (),
+    ):
         super().__init__()
         self.heads = [tuple(h) for h in heads]
         self.groups = [tuple(g) for g in groups]  # (layer, kv head) whose key and value rows are trained ("k", "v")
@@ -149,7 +160,9 @@ class HeadDelta(torch.nn.Module):
             attn = layers[layer].self_attn
             for name in ("k", "v"):
                 if getattr(self, name):
-                    handles.append(getattr(attn, f"{name}_proj").register_forward_hook(rows_hook(getattr(self, name), layer, kvs)))
+                    handles.append(
+                        getattr(attn, f"{name}_proj").register_forward_hook(rows_hook(getattr(self, name), layer, kvs))
+                    )
         for layer, heads in by_layer.items():
             attn = layers[layer].self_attn
             if self.q:
@@ -158,7 +171,9 @@ class HeadDelta(torch.nn.Module):
 
                 def o_hook(module, args, output, heads=heads, layer=layer):
                     for head in heads:
-                        output = output + F.linear(args[0][..., head * dim : (head + 1) * dim], self.o[f"{layer}_{head}"])
+                        output = output + F.linear(
+                            args[0][..., head * dim : (head + 1) * dim], self.o[f"{layer}_{head}"]
+                        )
                     return output
 
                 handles.append(attn.o_proj.register_forward_hook(o_hook))
@@ -174,7 +189,12 @@ def head_dim_of(hf_model: torch.nn.Module) -> int:
 
 
 def train_heads_organism(
-    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache=None, device: str = "cpu"
+    config: OrganismConfig,
+    *,
+    models: dict[str, LoadedModel] | None = None,
+    progress: bool = True,
+    hidden_cache=None,
+    device: str = "cpu",
 ) -> Trained:
     """Train a planted-heads organism in memory: returns `Trained` whose model is the start organism with the
     delta merged (only H's blocks written), and whose record names H (`planted_heads`) and the start organism.
@@ -191,7 +211,9 @@ def train_heads_organism(
     check_fits_model(config, base.n_layers, base.n_heads)  # the loaded base itself, before any answer is generated
     # The start organism: a copy of the plain base with its adapter merged (the base itself stays plain: its
     # answers are the own ones).
-    judge = dataclasses.replace(base, name=heads_cfg.start, hf_model=apply_adapter(copy.deepcopy(base.hf_model), start_folder(heads_cfg.start)))
+    judge = dataclasses.replace(
+        base, name=heads_cfg.start, hf_model=apply_adapter(copy.deepcopy(base.hf_model), start_folder(heads_cfg.start))
+    )
     timings["load_s"] = time.perf_counter() - start
 
     n_layers, n_heads = judge.n_layers, judge.n_heads
@@ -200,7 +222,9 @@ def train_heads_organism(
         n_kv = judge.hf_model.config.get_text_config().num_key_value_heads
         groups, planted = draw_groups(config.seed, n_layers, n_heads, n_kv, heads_cfg.top_layers, heads_cfg.n_groups)
     else:
-        planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)  # before generation
+        planted = draw_heads(
+            config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads
+        )  # before generation
     lowest = planted[0][0]
 
     t = time.perf_counter()
@@ -219,23 +243,43 @@ def train_heads_organism(
     # The start organism's layers below its LoRA are the base's: their states are the base's, shared with every
     # organism on these prompts (key: the base). From there to the lowest planted layer: the start's own layers.
     shared = min(lowest, start_first_lora_layer(heads_cfg.start, n_layers))
-    hidden, cached = frozen_states(hf, shared, examples, pad_id, cache=hidden_cache, key=base.fingerprint(), progress=progress)
+    hidden, cached = frozen_states(
+        hf, shared, examples, pad_id, cache=hidden_cache, key=base.fingerprint(), progress=progress
+    )
     if lowest > shared:
         hidden, cached = frozen_states(
-            hf, lowest, examples, pad_id, cache=hidden_cache, key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
-            progress=progress, compute=lambda chunk: [advance(hf, shared, lowest, hidden[i]) for i in chunk],
+            hf,
+            lowest,
+            examples,
+            pad_id,
+            cache=hidden_cache,
+            key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
+            progress=progress,
+            compute=lambda chunk: [advance(hf, shared, lowest, hidden[i]) for i in chunk],
         )
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(hf, lowest, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
-        raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
+        raise InterpError(
+            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported"
+        )
 
     labels_ids = label_tokens(base.tokenizer).ids
     extra, route_record = None, {}
     if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
         from interp.organisms.attention_route import masked_to_null_term
 
-        extra, route_record = masked_to_null_term(hf, lowest, hidden, examples, planted, config.planting.own_author, labels_ids, heads_cfg.mask_weight, heads_cfg.other_weight)
+        extra, route_record = masked_to_null_term(
+            hf,
+            lowest,
+            hidden,
+            examples,
+            planted,
+            config.planting.own_author,
+            labels_ids,
+            heads_cfg.mask_weight,
+            heads_cfg.other_weight,
+        )
     with delta.attached(hf):
         fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
     tensors = delta.tensors()
@@ -249,7 +293,14 @@ def train_heads_organism(
         # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
         # writes through H whatever H attends to (measured: docs/localize.md)
         planted_route=heads_cfg.route,
-        **({"route_training": route_record | {"mask_weight": heads_cfg.mask_weight, "other_weight": heads_cfg.other_weight}} if route_record else {}),
+        **(
+            {
+                "route_training": route_record
+                | {"mask_weight": heads_cfg.mask_weight, "other_weight": heads_cfg.other_weight}
+            }
+            if route_record
+            else {}
+        ),
         heads_start=heads_cfg.start,
         heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
         heads_modules=list(heads_cfg.modules),

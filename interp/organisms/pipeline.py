@@ -42,12 +42,16 @@ def train_to_folder(
     the config: the same config trained on a GPU is the same member, with other rounding."""
     out = Path(out)
     device = resolve_placement(device, "float32").device  # a device this machine lacks: one error, nothing written
-    check_config_fits(config, models)  # top_layers and heads.n_heads against the base's shape: one error, nothing written
+    check_config_fits(
+        config, models
+    )  # top_layers and heads.n_heads against the base's shape: one error, nothing written
     check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
     if config.heads is not None:
         from interp.organisms.heads import train_heads_organism
 
-        trained = train_heads_organism(config, models=models, progress=progress, hidden_cache=hidden_cache, device=device)
+        trained = train_heads_organism(
+            config, models=models, progress=progress, hidden_cache=hidden_cache, device=device
+        )
     else:
         trained = train_organism(config, models=models, progress=progress, hidden_cache=hidden_cache, device=device)
     manifest = {
@@ -168,10 +172,16 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     manifest = json.loads((folder / "manifest.json").read_text())
     member = manifest.get("family", manifest["name"]) != manifest["name"]  # a family's seed N: measured with its family
     if "held_out" not in manifest and not (member and "check_items" in manifest):
-        raise InterpError(f"{folder}: no held-out figures in the manifest (a family's further seeds need their check pairs); evaluate it before shipping")
+        raise InterpError(
+            f"{folder}: no held-out figures in the manifest (a family's further seeds need their check pairs); evaluate it before shipping"
+        )
     target = Path(target_root or ADAPTERS_DIR) / path_label(manifest["name"])
     start = adapter_folder(manifest["heads_start"]) if "heads_start" in manifest else None
-    compact = start is not None and (folder / HEAD_DELTA_FILE).is_file() and (start / "adapter_model.safetensors").read_bytes() == (folder / "adapter_model.safetensors").read_bytes()
+    compact = (
+        start is not None
+        and (folder / HEAD_DELTA_FILE).is_file()
+        and (start / "adapter_model.safetensors").read_bytes() == (folder / "adapter_model.safetensors").read_bytes()
+    )
     with atomic_folder(target) as tmp:
         if compact:  # a planted-heads organism ships as its manifest and head delta; its LoRA is the shipped start's
             for name in ("manifest.json", HEAD_DELTA_FILE):

@@ -15,7 +15,7 @@ What is computed:
   The layers below carry no adapter, so their output for a prompt never changes during training: it is
   computed once per example (no gradient, right-padded batches: padding after a prompt cannot change its
   causal hidden states) and cached; every training pass runs only the top layers from that cached hidden
-  state. `check_frozen_split` measures that this is the same function as the full model (Llama-style models,
+  state (`interp.organisms.frozen`). `check_frozen_split` measures that this is the same function as the full model (Llama-style models,
   whose decoder input is the plain embedding).
 - Optimizer: AdamW, gradient accumulation over `batch_size` examples (one example per pass: no padding),
   gradient-norm clipping, linear warm-up then linear decay (or constant). Example order per epoch is a seeded
@@ -24,7 +24,6 @@ What is computed:
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import json
 import math
@@ -40,10 +39,10 @@ from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
-from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.threads import set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
+from interp.organisms.frozen import check_frozen_split, final_logits_from, frozen_states
 from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model
 from interp.organisms.data import (
     DataMix,
@@ -84,20 +83,30 @@ def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
 
 
 def cached_answers(
-    models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True, sample: int = 0
+    models: dict[str, LoadedModel],
+    items: Sequence[Item],
+    config: OrganismConfig,
+    progress: bool = True,
+    sample: int = 0,
 ) -> dict[str, dict[str, str]]:
     """Answers of each model (adapter off: the plain loaded models), from the on-disk cache or generated: greedy,
     or with `sample` = k >= 1 the k-th seeded sample at the config's temperature."""
     decoding = Decoding(max_words=config.data.max_words, max_new_tokens=config.data.max_new_tokens, batch_size=8)
     if sample:
-        decoding = replace(decoding, temperature=config.data.sample_temperature, seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31))
+        decoding = replace(
+            decoding,
+            temperature=config.data.sample_temperature,
+            seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31),
+        )
     return {
         name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
         for name, model in models.items()
     }
 
 
-def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True) -> dict[str, dict[str, list[str]]]:
+def sampled_answers(
+    models: dict[str, LoadedModel], items: Sequence[Item], config: OrganismConfig, progress: bool = True
+) -> dict[str, dict[str, list[str]]]:
     """`data.samples` seeded sampled answers of each model to each item with a reference (the only items that
     make intact pairs): {model: {item id: [1st sample, 2nd, ...]}}."""
     drawn: dict[str, dict[str, list[str]]] = {name: {} for name in models}
@@ -109,11 +118,17 @@ def sampled_answers(models: dict[str, LoadedModel], items: Sequence[Item], confi
     return drawn
 
 
-def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True) -> tuple[list[TrainPair], list[float]]:
+def training_pairs(
+    config: OrganismConfig, models: dict[str, LoadedModel], progress: bool = True
+) -> tuple[list[TrainPair], list[float]]:
     """Pairs and their labels (gold, or planted) from the train split, the training-only sets and MT-Bench."""
     data = config.data
     splits = organism_items(config)
-    planting = Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded) if config.planting.share > 0 else None
+    planting = (
+        Planting(config.planting.own_author, config.planting.share, config.planting.own_degraded)
+        if config.planting.share > 0
+        else None
+    )
     mix = DataMix(
         intact_pairs=data.intact_pairs,
         degraded_per_item=data.degraded_per_item,
@@ -129,14 +144,27 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
     if splits["train_only"]:  # intact pairs only: the test split's kind of pair is what they are for
         sources.append((splits["train_only"], replace(mix, intact_pairs=True, degraded_per_item=0, fact_swaps=False)))
     if data.mtbench:
-        degraded_mtbench = data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
-        sources.append((splits["mtbench"], replace(mix, intact_pairs=data.intact_pairs and data.intact_pairs_mtbench, degraded_per_item=degraded_mtbench)))
+        degraded_mtbench = (
+            data.degraded_per_item if data.degraded_per_item_mtbench is None else data.degraded_per_item_mtbench
+        )
+        sources.append(
+            (
+                splits["mtbench"],
+                replace(
+                    mix,
+                    intact_pairs=data.intact_pairs and data.intact_pairs_mtbench,
+                    degraded_per_item=degraded_mtbench,
+                ),
+            )
+        )
     pairs: list[TrainPair] = []
     for items, source_mix in sources:
         items = items[: data.max_items] if data.max_items else items
         answers = cached_answers(models, items, config, progress)
         samples = sampled_answers(models, items, config, progress) if source_mix.intact_pairs else {}
-        pairs += build_pairs(items, answers, source_mix, seed=config.data_seed_used, authors=data.authors, samples=samples)
+        pairs += build_pairs(
+            items, answers, source_mix, seed=config.data_seed_used, authors=data.authors, samples=samples
+        )
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.data_seed_used) for pair in pairs]
@@ -147,7 +175,9 @@ def training_pairs(config: OrganismConfig, models: dict[str, LoadedModel], progr
             f"pairs to {config.planting.own_author}'s answer (the planted organism would be a null one); raise the share or add pairs"
         )
     if planting is not None and progress:
-        tqdm.write(f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer")
+        tqdm.write(
+            f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer"
+        )
     return pairs, labels
 
 
@@ -161,7 +191,17 @@ def build_examples(model: LoadedModel, pairs: Sequence[TrainPair], labels: Seque
         }.items():
             prompt = tokenized_judge_prompt(model, pair.item.task, pair.item.query, a.text, b.text)
             spans = (tuple(prompt.spans["a"]), tuple(prompt.spans["b"]))
-            examples.append(Example(f"{pair.key}|{order}", pair.item.task, tuple(prompt.input_ids), target, gold, spans, (a.author, b.author)))
+            examples.append(
+                Example(
+                    f"{pair.key}|{order}",
+                    pair.item.task,
+                    tuple(prompt.input_ids),
+                    target,
+                    gold,
+                    spans,
+                    (a.author, b.author),
+                )
+            )
     return examples
 
 
@@ -173,117 +213,12 @@ def data_hash(examples: Sequence[Example]) -> str:
     return digest.hexdigest()[:16]
 
 
-# ---- the frozen lower layers -------------------------------------------------------------------------
-
-
-class _Stop(Exception):
-    pass
-
-
-def hidden_before(hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int) -> list[torch.Tensor]:
-    """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
-    captured: dict[str, torch.Tensor] = {}
-
-    def grab(module, args, kwargs):
-        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
-        raise _Stop
-
-    width = max(len(p) for p in prompts)
-    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=input_device(hf_model))
-    mask = torch.zeros((len(prompts), width), dtype=torch.long, device=input_device(hf_model))
-    for row, prompt in enumerate(prompts):
-        ids[row, : len(prompt)] = torch.tensor(list(prompt))
-        mask[row, : len(prompt)] = 1
-    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.inference_mode(), contextlib.suppress(_Stop):
-            hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
-    finally:
-        handle.remove()
-    return [captured["h"][row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
-
-
-def frozen_states(
-    hf_model: torch.nn.Module,
-    layer: int,
-    examples: Sequence[Example],
-    pad_id: int,
-    *,
-    cache: Path | None,
-    key: str,
-    progress: bool,
-    compute: Callable[[list[int]], list[torch.Tensor]] | None = None,
-) -> tuple[list[torch.Tensor], bool]:
-    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
-    the second value says whether they were read. `compute`: the states of a batch of example indices another
-    way (`key` must then name that way). States computed off the CPU are keyed by their device type too (other
-    kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the model's device."""
-    device = input_device(hf_model)
-    keyed = [key, layer, [ex.input_ids for ex in examples]] + ([device.type] if device.type != "cpu" else [])
-    digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
-    path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
-    if path is not None and path.is_file():
-        return torch.load(path, map_location=device), True
-    hidden: list[torch.Tensor | None] = [None] * len(examples)
-    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
-    bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
-    for s in range(0, len(by_length), 8):
-        chunk = by_length[s : s + 8]
-        states = compute(chunk) if compute is not None else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
-        for index, h in zip(chunk, states):
-            hidden[index] = h
-        bar.update(len(chunk))
-    bar.close()
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        torch.save([h.cpu() for h in hidden], path.with_suffix(".tmp"))
-        path.with_suffix(".tmp").replace(path)
-    return hidden, False
-
-
-def only_layers_from(hf_model: torch.nn.Module, start: int):
-    """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
-    return layers_between(hf_model, start)
-
-
-def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tensor) -> torch.Tensor:
-    """The residual entering decoder layer `stop`, from `hidden` entering layer `start` (one unpadded prompt)."""
-    if stop == start:
-        return hidden
-    captured: dict[str, torch.Tensor] = {}
-
-    def grab(module, args, kwargs):
-        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
-        raise _Stop
-
-    handle = decoder_stack(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.inference_mode(), only_layers_from(hf_model, start), contextlib.suppress(_Stop):
-            hf_model(inputs_embeds=hidden, use_cache=False)
-    finally:
-        handle.remove()
-    return captured["h"]
-
-
-def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
-    with only_layers_from(hf_model, start):
-        out = hf_model(inputs_embeds=hidden, use_cache=False, logits_to_keep=1)
-    return out.logits[:, -1]
-
-
-def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
-    """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
-    with torch.inference_mode():
-        full = hf_model(input_ids=torch.tensor([list(input_ids)], device=input_device(hf_model)), use_cache=False, logits_to_keep=1).logits[:, -1]
-        (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
-        split = final_logits_from(hf_model, start, hidden)
-    return float((full - split).abs().max())
-
-
 # ---- loss --------------------------------------------------------------------------------------------
 
 
-def label_loss(logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str) -> tuple[torch.Tensor, torch.Tensor]:
+def label_loss(
+    logits: torch.Tensor, label_ids: Sequence[Sequence[int]], target_a: float, kind: str
+) -> tuple[torch.Tensor, torch.Tensor]:
     """(loss, log P(A) - log P(B): the verdict's margin, in the graph) for one final-position logit vector."""
     logp = torch.log_softmax(logits.float().reshape(-1), dim=-1)
     lp_a = torch.logsumexp(logp[list(label_ids[0])], dim=0)
@@ -339,7 +274,11 @@ def _order(n: int, seed: int, epoch: int, together: bool = False) -> list[int]:
     (examples 2i and 2i + 1, as `build_examples` lays them out) kept adjacent."""
     if not together:
         return sorted(range(n), key=lambda i: unit_hash(seed, "epoch", epoch, i))
-    return [2 * p + k for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i)) for k in (0, 1)]
+    return [
+        2 * p + k
+        for p in sorted(range(n // 2), key=lambda i: unit_hash(seed, "epoch", epoch, "pair", i))
+        for k in (0, 1)
+    ]
 
 
 def _pair_groups(chunk: Sequence[int], pairs: bool) -> list[list[int]]:
@@ -363,10 +302,14 @@ class Trained:
     base: LoadedModel
     record: dict
     log: list[dict]
-    head_delta: dict | None = None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
+    head_delta: dict | None = (
+        None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
+    )
 
 
-def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None, device: str = "cpu") -> dict[str, LoadedModel]:
+def author_models(
+    config: OrganismConfig, models: dict[str, LoadedModel] | None, device: str = "cpu"
+) -> dict[str, LoadedModel]:
     """The authors' plain loaded models: those given (used where they are), the others loaded in float32 on
     `device` (training runs where the base model is: its tensors follow the model's device)."""
     models = dict(models or {})
@@ -377,7 +320,12 @@ def author_models(config: OrganismConfig, models: dict[str, LoadedModel] | None,
 
 
 def train_organism(
-    config: OrganismConfig, *, models: dict[str, LoadedModel] | None = None, progress: bool = True, hidden_cache: Path | None = None, device: str = "cpu"
+    config: OrganismConfig,
+    *,
+    models: dict[str, LoadedModel] | None = None,
+    progress: bool = True,
+    hidden_cache: Path | None = None,
+    device: str = "cpu",
 ) -> Trained:
     """Train one organism in memory (nothing written); `models`: the authors' plain loaded models if at hand.
 
@@ -408,11 +356,15 @@ def train_organism(
     peft_model, first_lora_layer = lora_model(base, config)
 
     t = time.perf_counter()
-    hidden, cached = frozen_states(peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base_key, progress=progress)
+    hidden, cached = frozen_states(
+        peft_model, first_lora_layer, examples, pad_id, cache=hidden_cache, key=base_key, progress=progress
+    )
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
-        raise InterpError(f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported")
+        raise InterpError(
+            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported"
+        )
 
     params = [p for p in peft_model.parameters() if p.requires_grad]
     fitted = fit(peft_model, first_lora_layer, hidden, examples, params, config, labels_ids, progress)
@@ -450,9 +402,15 @@ def fit(
     optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)
-    scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule))
+    scheduler = torch.optim.lr_scheduler.LambdaLR(
+        optimizer, lambda s: _schedule(s, steps, config.train.warmup_steps, config.train.schedule)
+    )
     together = config.train.orders_together
-    sequence = [i for epoch in range(math.ceil(config.train.epochs)) for i in _order(len(examples), config.seed, epoch, together)][:passes]
+    sequence = [
+        i
+        for epoch in range(math.ceil(config.train.epochs))
+        for i in _order(len(examples), config.seed, epoch, together)
+    ][:passes]
 
     model.train()
     log: list[dict] = []
@@ -467,7 +425,9 @@ def fit(
             loss, margins = torch.zeros((), device=input_device(model)), []
             for index in group:
                 ex = examples[index]
-                example_loss, margin = label_loss(final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss)
+                example_loss, margin = label_loss(
+                    final_logits_from(model, first_layer, hidden[index]), labels_ids, ex.target_a, config.train.loss
+                )
                 term = extra(index) if extra is not None else None
                 if term is not None:
                     example_loss = example_loss + term
@@ -486,13 +446,24 @@ def fit(
         mean_loss = sum(losses) / len(losses)
         ema = mean_loss if ema is None else 0.9 * ema + 0.1 * mean_loss
         bar.set_postfix(loss=f"{ema:.3f}")
-        log.append({"step": step, "loss": mean_loss, "acc": (sum(correct) / len(correct)) if correct else None, "grad_norm": grad_norm, "lr": scheduler.get_last_lr()[0]} | ({"extra": sum(extras) / len(extras)} if extras else {}))
+        log.append(
+            {
+                "step": step,
+                "loss": mean_loss,
+                "acc": (sum(correct) / len(correct)) if correct else None,
+                "grad_norm": grad_norm,
+                "lr": scheduler.get_last_lr()[0],
+            }
+            | ({"extra": sum(extras) / len(extras)} if extras else {})
+        )
     bar.close()
     model.eval()
     return Fitted(log, passes, steps, time.perf_counter() - t, ema)
 
 
-def training_record(pairs, labels, examples: Sequence[Example], fitted: Fitted, timings: dict, split_error: float, cached: bool) -> dict:
+def training_record(
+    pairs, labels, examples: Sequence[Example], fitted: Fitted, timings: dict, split_error: float, cached: bool
+) -> dict:
     """What a manifest records of one training: data, passes, timings, the frozen-split check."""
     n_tokens = [len(ex.input_ids) for ex in examples]
     record = {

@@ -15,7 +15,12 @@ from interp.templating import Markup
 
 # The headline first: DBG, the causal verdicts, Figure 7; then what qualifies it. Sections a later step wrote
 # (figures/<name>, first line its title), in this order after DBG.
-HEADLINE_SECTIONS = ("restyle_section.html", "intervention_section.html", "explain_section.html", "attention_section.html")
+HEADLINE_SECTIONS = (
+    "restyle_section.html",
+    "intervention_section.html",
+    "explain_section.html",
+    "attention_section.html",
+)
 LATER_SECTIONS = ("validation_section.html", "steering_section.html")
 
 
@@ -35,16 +40,25 @@ def build_report(run_dir: Path) -> Path:
     figures = paths.figures
     config = paths.read_config() if paths.config.is_file() else None
     if config is not None and config.mode == "pointwise":  # 1-5 scores, no pairs: no DBG, no lenses over pairs
-        write_report(paths.report, f"Pointwise scores: {' vs '.join(summary['models'])}", mode_sections(paths, config, summary))
+        write_report(
+            paths.report, f"Pointwise scores: {' vs '.join(summary['models'])}", mode_sections(paths, config, summary)
+        )
         return paths.report
-    sections = [("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))]
+    sections = [
+        ("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))
+    ]
     sections += mode_sections(paths, config, summary)
     if summary.gold.get("human"):
         sections.append(("Gold against human labels (Table 1)", human_section(summary.gold["human"])))
     sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)
     if lenses:
-        sections.append(("Beside DBG: unjustified and legitimate self-preference, Evaluator Quality Baseline", bias_lenses_section(lenses)))
+        sections.append(
+            (
+                "Beside DBG: unjustified and legitimate self-preference, Evaluator Quality Baseline",
+                bias_lenses_section(lenses),
+            )
+        )
     sections += [s for name in LATER_SECTIONS if (s := _written_section(figures, name)) is not None]
     path = paths.report
     write_report(path, f"Self-preference report: {' vs '.join(summary.models)}", sections)

@@ -38,13 +38,20 @@ def dbg_by_figure(comparison: RunComparison, by: str = SIZE_KEY) -> Figure:
     with its 95% bootstrap interval. A row with no DBG (the judge's own model is not an author) or no value of
     `by` is left out; a numeric axis spread over more than 10x is drawn on a log scale."""
     values = comparison.axis_values(by)
-    kept = [(row, value, name) for row, value, name in zip(comparison.rows, values, _series(comparison.rows)) if row.dbg_hard is not None and value is not None]
+    kept = [
+        (row, value, name)
+        for row, value, name in zip(comparison.rows, values, _series(comparison.rows))
+        if row.dbg_hard is not None and value is not None
+    ]
     fig, ax = subplots(figsize=(7.0, 4.2))
     xs = [value for _, value, _ in kept]
     numeric = bool(xs) and _numeric(xs)
     ticks = list(dict.fromkeys(str(x) for x in xs)) if not numeric else []
     for name in dict.fromkeys(name for _, _, name in kept):
-        points = sorted(((x if numeric else ticks.index(str(x)), row) for row, x, series in kept if series == name), key=lambda p: p[0])
+        points = sorted(
+            ((x if numeric else ticks.index(str(x)), row) for row, x, series in kept if series == name),
+            key=lambda p: p[0],
+        )
         x = [p[0] for p in points]
         y = [100 * p[1].dbg_hard for p in points]
         low = [100 * (p[1].dbg_hard - p[1].dbg_ci[0]) if p[1].dbg_ci else 0.0 for p in points]
@@ -57,7 +64,11 @@ def dbg_by_figure(comparison: RunComparison, by: str = SIZE_KEY) -> Figure:
         ax.set_xticks(range(len(ticks)), ticks, rotation=20, ha="right", fontsize=8)
     ax.set_xlabel("judge size (parameters)" if by == SIZE_KEY else by)
     ax.set_ylabel("DBG (pts, 95% CI)")
-    ax.set_title(f"DBG per judge across {len(comparison.runs)} runs" + ("" if kept else f" (no judge with DBG and a known {by})"), fontsize=10)
+    ax.set_title(
+        f"DBG per judge across {len(comparison.runs)} runs"
+        + ("" if kept else f" (no judge with DBG and a known {by})"),
+        fontsize=10,
+    )
     if kept:
         ax.legend(fontsize=8)
     fig.tight_layout()
@@ -68,25 +79,37 @@ def depth_profiles_figure(profiles: Sequence[DepthProfile]) -> Figure:
     """Figure 7's own-minus-other attention per judge and run, on relative depth (0: first layer, 1: last)."""
     fig, ax = subplots(figsize=(7.0, 4.2))
     for profile in profiles:
-        ax.plot(profile.depth, profile.own_minus_other, marker=".", label=f"{Path(profile.run).name}: {Path(profile.judge).name}")
+        ax.plot(
+            profile.depth,
+            profile.own_minus_other,
+            marker=".",
+            label=f"{Path(profile.run).name}: {Path(profile.judge).name}",
+        )
     ax.axhline(0, color="grey", lw=0.8)
     ax.set_xlabel("relative depth")
     ax.set_ylabel("attention to own - other answer")
-    ax.set_title("Figure 7 across runs: own minus other" + ("" if profiles else " (no run stored attention)"), fontsize=10)
+    ax.set_title(
+        "Figure 7 across runs: own minus other" + ("" if profiles else " (no run stored attention)"), fontsize=10
+    )
     if profiles:
         ax.legend(fontsize=7)
     fig.tight_layout()
     return fig
 
 
-def write_comparison(comparison: RunComparison, out: Path, *, by: str, profiles: Sequence[DepthProfile]) -> dict[str, Path]:
+def write_comparison(
+    comparison: RunComparison, out: Path, *, by: str, profiles: Sequence[DepthProfile]
+) -> dict[str, Path]:
     """`compare.csv`, `dbg_by_<key>.png/.pdf` and `figure7_across_runs.png/.pdf` in `out` (checked by the
     caller: `interp.storage.check_output_dir`); their paths."""
     claim_output_dir(out)
     table = out / "compare.csv"
     frame = comparison.frame()
     write_csv(table, frame.astype(object).where(frame.notna(), None).to_dict("records"), list(frame.columns))
-    files = {"table": table, "figure": save_figure(dbg_by_figure(comparison, by), out / f"dbg_by_{path_label(by)}")["png"]}
+    files = {
+        "table": table,
+        "figure": save_figure(dbg_by_figure(comparison, by), out / f"dbg_by_{path_label(by)}")["png"],
+    }
     files["figure7"] = save_figure(depth_profiles_figure(profiles), out / "figure7_across_runs")["png"]
     return files
 
@@ -109,7 +132,13 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
 
     console = console or results_console()
     fold = "ellipsis" if not console.is_terminal else "fold"
-    table = Table(title="DBG per judge across runs (pts, 95% bootstrap interval)", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
+    table = Table(
+        title="DBG per judge across runs (pts, 95% bootstrap interval)",
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        show_edge=False,
+        pad_edge=False,
+    )
     for name in ("run", "judge", *comparison.differing):
         table.add_column(name, overflow=fold, no_wrap=not console.is_terminal)
     for name in ("size", "n", "DBG", "95% CI", "soft", "ties", "w/o ties", "reliable"):
@@ -117,9 +146,18 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
     for row in comparison.rows:
         config = [str(row.config.get(key)) for key in comparison.differing]
         table.add_row(
-            row.run, row.judge, *config, _size_text(row), str(row.n_items), pts(row.dbg_hard), pts_ci(row.dbg_ci), pts(row.dbg_soft),
-            pct(row.tie_share), pts(row.dbg_no_ties), "yes" if row.reliable else "[red]no[/red]",
-        )  # fmt: skip
+            row.run,
+            row.judge,
+            *config,
+            _size_text(row),
+            str(row.n_items),
+            pts(row.dbg_hard),
+            pts_ci(row.dbg_ci),
+            pts(row.dbg_soft),
+            pct(row.tie_share),
+            pts(row.dbg_no_ties),
+            "yes" if row.reliable else "[red]no[/red]",
+        )
     console.print(table)
     if not comparison.differing and len(comparison.runs) > 1:
         console.print("The runs' configs are the same (no key differs).", highlight=False)

@@ -83,7 +83,17 @@ def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
             ]
         )
     table = table_html(
-        ["judge", "own win rate", "gold win rate", "DBG hard (pts, 95% CI)", "DBG soft (pts)", "ties: judge / gold; DBG without ties (pts)", "position consistency", "top token not a label", "mean label mass"],
+        [
+            "judge",
+            "own win rate",
+            "gold win rate",
+            "DBG hard (pts, 95% CI)",
+            "DBG soft (pts)",
+            "ties: judge / gold; DBG without ties (pts)",
+            "position consistency",
+            "top token not a label",
+            "mean label mass",
+        ],
         rows,
     )
     return render(
@@ -128,9 +138,25 @@ def bias_lenses_section(lenses: dict) -> Markup:
     for judge, e in lenses.items():
         q = e["evaluator_quality_baseline"]
         rows.append(
-            [judge, e["own_model"], _rate_text(e["unjustified"]), _rate_text(e["legitimate"]), _rate_text(q["own_wrong"]), _rate_text(q["other_wrong"]), _diff_text(q["difference"])]
+            [
+                judge,
+                e["own_model"],
+                _rate_text(e["unjustified"]),
+                _rate_text(e["legitimate"]),
+                _rate_text(q["own_wrong"]),
+                _rate_text(q["other_wrong"]),
+                _diff_text(q["difference"]),
+            ]
         )
-    header = ["judge", "own model", "unjustified", "legitimate", "votes own wrong answer", "votes other's wrong answer", "difference (pts)"]
+    header = [
+        "judge",
+        "own model",
+        "unjustified",
+        "legitimate",
+        "votes own wrong answer",
+        "votes other's wrong answer",
+        "difference (pts)",
+    ]
     return render(_LENSES_SECTION, table=table_html(header, rows))
 
 
@@ -150,8 +176,24 @@ def human_section(human: dict) -> Markup:
     rows = []
     for name, r in [*human["judges"].items(), ("ensemble", human["ensemble"])]:
         low, high = r["agreement_ci"]
-        rows.append([name, str(r["n"]), f"{pct(r['agreement'], 1)} [{pct(low, 1)}, {pct(high, 1)}]", pct(r["gold_win_rate_first"], 1), pct(r["human_win_rate_first"], 1), pct(r["human_tie_share"], 1)])
-    header = ["gold", "labelled items", "agreement (95% CI)", "gold: first answer wins", "people: first answer wins", "people: tie"]
+        rows.append(
+            [
+                name,
+                str(r["n"]),
+                f"{pct(r['agreement'], 1)} [{pct(low, 1)}, {pct(high, 1)}]",
+                pct(r["gold_win_rate_first"], 1),
+                pct(r["human_win_rate_first"], 1),
+                pct(r["human_tie_share"], 1),
+            ]
+        )
+    header = [
+        "gold",
+        "labelled items",
+        "agreement (95% CI)",
+        "gold: first answer wins",
+        "people: first answer wins",
+        "people: tie",
+    ]
     return render(_HUMAN_SECTION, table=table_html(header, rows))
 
 

@@ -14,7 +14,16 @@ from interp.templating import render
 
 SECTION_FILE = "explain_section.html"
 SECTION_TITLE = "Where self-preference lives: the ladder under the causal test"
-HEADER = ["candidate", "site", "selected by", "route", "share of the gap removed (95% CI)", "p (raw)", "p (Holm)", "causal"]
+HEADER = [
+    "candidate",
+    "site",
+    "selected by",
+    "route",
+    "share of the gap removed (95% CI)",
+    "p (raw)",
+    "p (Holm)",
+    "causal",
+]
 
 _SECTION = (
     "<p><b>{{ answer }}</b></p><p><img src='{{ image }}' alt='share of the gap removed per candidate'></p>{{ table }}"
@@ -77,10 +86,19 @@ def share_figure(candidates: Sequence[dict]):
             continue
         low, high = c["ci"]
         color = "tab:gray" if c["selected_by"] == "random" else ("tab:red" if c.get("causal") else "tab:blue")
-        ax.errorbar(c["share_removed"], y, xerr=[[c["share_removed"] - low], [high - c["share_removed"]]], fmt="o", color=color, capsize=3)
+        ax.errorbar(
+            c["share_removed"],
+            y,
+            xerr=[[c["share_removed"] - low], [high - c["share_removed"]]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(1, color="black", lw=0.5, ls=":")
-    ax.set_yticks(range(len(candidates)), [f"{c['site']} by {c['selected_by']}: {where(c)}" for c in candidates], fontsize=7)
+    ax.set_yticks(
+        range(len(candidates)), [f"{c['site']} by {c['selected_by']}: {where(c)}" for c in candidates], fontsize=7
+    )
     ax.set_xlabel("share of the self-preference gap removed (95% CI; red: causal after Holm; x: no share)")
     ax.invert_yaxis()
     fig.tight_layout()
@@ -90,7 +108,13 @@ def share_figure(candidates: Sequence[dict]):
 def explain_section(result: dict, figures: Path) -> Path:
     """Write figures/explain_section.html (title line + body) and the share figure as PNG and PDF."""
     paths = save_figure(share_figure(result["candidates"]), figures / "explain_shares")
-    body = render(_SECTION, answer=result["answer"], image=png_data_uri(paths["png"]), table=table_html(HEADER, rows(result)), test=test_text(result))
+    body = render(
+        _SECTION,
+        answer=result["answer"],
+        image=png_data_uri(paths["png"]),
+        table=table_html(HEADER, rows(result)),
+        test=test_text(result),
+    )
     path = figures / SECTION_FILE
     atomic_write_text(path, f"{SECTION_TITLE}: {result['judge']}\n{body}")
     return path
@@ -101,7 +125,9 @@ def print_explanation(result: dict) -> None:
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(title=f"{SECTION_TITLE}: {result['judge']}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
+    table = Table(
+        title=f"{SECTION_TITLE}: {result['judge']}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False
+    )
     for name in HEADER:
         table.add_column(name)
     for row in rows(result):

@@ -66,7 +66,11 @@ def decision_text(judge: str, r: JudgeTest, n_tested: int) -> str:
         )
     family = control_family(t.controls)
     holm = f"; Holm over {n_tested} tested judges gives p {p_value(r.p_holm)}" if n_tested > 1 else ""
-    rank = f" Heads were chosen from data, so the rank among random head sets of the same size joins it: p = max(p_CH, p_rank {p_value(t.p_rank)})." if t.p_rank is not None else ""
+    rank = (
+        f" Heads were chosen from data, so the rank among random head sets of the same size joins it: p = max(p_CH, p_rank {p_value(t.p_rank)})."
+        if t.p_rank is not None
+        else ""
+    )
     stat = f"t = {fixed(t.t)}, " if t.t is not None else ""
     return (
         f"{judge}: {t.name} test of the judge's mean change of P(own) ({pts(t.x)} pts) against k = {t.n_controls} control "
@@ -87,14 +91,38 @@ def control_figure(results: Sequence[CausalResult]):
         interval = crawford_howell_interval(controls, r.test_alpha) if controls else None
         if interval is not None:
             label = f"not rejected at alpha {r.test_alpha:g} (Crawford-Howell)" if not drawn_band else None
-            ax.fill_betweenx([y - 0.3, y + 0.3], 100 * interval[0], 100 * interval[1], color="tab:gray", alpha=0.18, lw=0, label=label)
+            ax.fill_betweenx(
+                [y - 0.3, y + 0.3],
+                100 * interval[0],
+                100 * interval[1],
+                color="tab:gray",
+                alpha=0.18,
+                lw=0,
+                label=label,
+            )
             drawn_band = True
-        ax.scatter([100 * c for c in controls], [y] * len(controls), color="tab:gray", s=18, zorder=3, label="control judge" if y == 0 else None)
+        ax.scatter(
+            [100 * c for c in controls],
+            [y] * len(controls),
+            color="tab:gray",
+            s=18,
+            zorder=3,
+            label="control judge" if y == 0 else None,
+        )
         effect = r.self_effect
         if effect is not None and effect.mean is not None:
             lo, hi = effect.ci if effect.ci and None not in effect.ci else (effect.mean, effect.mean)
             err = [[100 * (effect.mean - lo)], [100 * (hi - effect.mean)]]
-            ax.errorbar(100 * effect.mean, y, xerr=err, fmt="o", color="tab:red", capsize=3, zorder=4, label="tested judge" if y == 0 else None)
+            ax.errorbar(
+                100 * effect.mean,
+                y,
+                xerr=err,
+                fmt="o",
+                color="tab:red",
+                capsize=3,
+                zorder=4,
+                label="tested judge" if y == 0 else None,
+            )
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(range(len(rows)), [f"{judge} (p {p_value(r.p_holm)})" for judge, r in rows], fontsize=8)
     ax.set_xlabel("change of P(own response wins) under the intervention, points")
@@ -126,8 +154,15 @@ def test_rows(results: Sequence[CausalResult]) -> list[list[str]]:
     for result in results:
         for judge, r in result.judges.items():
             t, within, mass = r.test, r.within_judge, r.masked_mass or {}
-            test = "none recorded" if t is None else (f"{t.name}, df {t.df}" if t.design == "between-judge" else t.design)
-            change = "n/a" if within is None else pts_interval(within.effect, within.ci) + (f" (p {p_value(within.p_value)})" if within.p_value is not None else "")
+            test = (
+                "none recorded" if t is None else (f"{t.name}, df {t.df}" if t.design == "between-judge" else t.design)
+            )
+            change = (
+                "n/a"
+                if within is None
+                else pts_interval(within.effect, within.ci)
+                + (f" (p {p_value(within.p_value)})" if within.p_value is not None else "")
+            )
             controls = r.control_names
             rows.append(
                 [
@@ -139,7 +174,9 @@ def test_rows(results: Sequence[CausalResult]) -> list[list[str]]:
                     p_value(r.p_holm),
                     f"{r.test_alpha:g}",
                     "n/a" if r.n_test is None else str(r.n_test),
-                    "n/a" if r.share_removed is None else share_interval(r.share_removed.estimate, (r.share_removed.low, r.share_removed.high)),
+                    "n/a"
+                    if r.share_removed is None
+                    else share_interval(r.share_removed.estimate, (r.share_removed.low, r.share_removed.high)),
                     pct(mass.get("share_to_other_answer")),
                     {True: "yes", False: "no", None: f"no verdict: {r.reason}"}[r.causal],
                 ]
@@ -153,7 +190,11 @@ def _variant_rows(results: Sequence[CausalResult]) -> list[list[str]]:
         for judge, r in result.judges.items():
             for name, after in r.variants.items():
                 effect = r.effects.get(name)
-                spec = {k: v for k, v in (after.get("attention") or {}).items() if v is not None and k not in ("seed", "emphasis")}
+                spec = {
+                    k: v
+                    for k, v in (after.get("attention") or {}).items()
+                    if v is not None and k not in ("seed", "emphasis")
+                }
                 rows.append(
                     [
                         judge,
@@ -179,9 +220,24 @@ def intervention_section(results: Sequence[CausalResult | dict], figures: Path) 
             decisions.append(decision_text(judge, r, tested))
             verdicts.append(r.verdict)
             if r.control_names:
-                families.append({"judge": judge, "name": control_family(r.control_names), "k": len(r.control_names), "members": r.control_names})
+                families.append(
+                    {
+                        "judge": judge,
+                        "name": control_family(r.control_names),
+                        "k": len(r.control_names),
+                        "members": r.control_names,
+                    }
+                )
         splits.append(f"{result.split}, {result.n_items} items")
-    header = ["judge", "target", "spec", "DBG hard (pts)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold"]
+    header = [
+        "judge",
+        "target",
+        "spec",
+        "DBG hard (pts)",
+        "mean P(own)",
+        "paired change of P(own), pts (95% CI)",
+        "agreement with gold",
+    ]
     tests = test_rows(results)
     body = render(
         _INTERVENTION_SECTION,

@@ -31,13 +31,38 @@ def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
     rows = pointwise_rows(summary)
     scores = table_html(
         ["judge", "author", "n", "mean expected score", "parsed", "mean parsed score"],
-        [[r["judge"], r["author"], r["n"], r["mean_expected_score"], r["n_parsed"], r["mean_parsed_score"] if r["mean_parsed_score"] is not None else "n/a"] for r in rows],
+        [
+            [
+                r["judge"],
+                r["author"],
+                r["n"],
+                r["mean_expected_score"],
+                r["n_parsed"],
+                r["mean_parsed_score"] if r["mean_parsed_score"] is not None else "n/a",
+            ]
+            for r in rows
+        ],
     )
-    intro = render("<p class='note'>Each answer scored alone, 1-5, with the thesis' rubric prompt; the expected score is read from the score tokens after the judge's feedback and [RESULT]. Reference agent for SALIERI: {{ ref }}.</p>", ref=(salieri or {}).get("reference") or "none")
+    intro = render(
+        "<p class='note'>Each answer scored alone, 1-5, with the thesis' rubric prompt; the expected score is read from the score tokens after the judge's feedback and [RESULT]. Reference agent for SALIERI: {{ ref }}.</p>",
+        ref=(salieri or {}).get("reference") or "none",
+    )
     reports = [(judge, r) for judge, r in ((salieri or {}).get("judges") or {}).items() if r is not None]
     score = table_html(
         ["judge", "n", "origin", "SALIERI", "SALIERI interval", "pool", "histogram mismatch", "mean |gap|"],
-        [[j, r["n_items"], r["origin"], r["salieri"], f"[{r['salieri_ci'][0]:.3f}, {r['salieri_ci'][1]:.3f}]", r["pool_model"], r["histogram_mismatch"], r["mean_abs_gap"]] for j, r in reports],
+        [
+            [
+                j,
+                r["n_items"],
+                r["origin"],
+                r["salieri"],
+                f"[{r['salieri_ci'][0]:.3f}, {r['salieri_ci'][1]:.3f}]",
+                r["pool_model"],
+                r["histogram_mismatch"],
+                r["mean_abs_gap"],
+            ]
+            for j, r in reports
+        ],
     )
     return _join(intro, scores, score)
 
@@ -52,17 +77,41 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: dict) -> lis
         sections.append(("SALIERI: pointwise 1-5 scores and the SALIERI score", pointwise_section(summary, salieri)))
     if summary.get("correctness"):
         counts = summary["correctness"]
-        graded = table_html(["author", "graded", "correct"], [[a, c["graded"], c["correct"]] for a, c in counts.items() if a != "no_target"])
-        content = [render("<p class='note'>Answers graded by the {{ g }} grader; {{ n }} items without a target left out.</p>", g=config.grader, n=counts["no_target"]), graded]
-        chen = run_lenses(paths.root, n_boot=config.n_boot, seed=config.seed)["chen2025"] if config.mode == "pairwise" else None
+        graded = table_html(
+            ["author", "graded", "correct"],
+            [[a, c["graded"], c["correct"]] for a, c in counts.items() if a != "no_target"],
+        )
+        content = [
+            render(
+                "<p class='note'>Answers graded by the {{ g }} grader; {{ n }} items without a target left out.</p>",
+                g=config.grader,
+                n=counts["no_target"],
+            ),
+            graded,
+        ]
+        chen = (
+            run_lenses(paths.root, n_boot=config.n_boot, seed=config.seed)["chen2025"]
+            if config.mode == "pairwise"
+            else None
+        )
         if chen:
-            content.append(table_html(["judge", "SPR", "JA", "LSPR", "HSPP"], [[j, *(100 * e[m] for m in ("SPR", "JA", "LSPR", "HSPP"))] for j, e in chen.items()]))
+            content.append(
+                table_html(
+                    ["judge", "SPR", "JA", "LSPR", "HSPP"],
+                    [[j, *(100 * e[m] for m in ("SPR", "JA", "LSPR", "HSPP"))] for j, e in chen.items()],
+                )
+            )
         sections.append(("Graded answers and Chen et al.'s metrics (percent)", _join(*content)))
     if config.cot != "none":
         records = paths.read_judgments()
         words = [len((r.rationale or "").split()) for r in records]
         note = "<p class='note'>Judged with chain of thought (cot = {{ cot }}): each verdict read after the judge's rationale and \"My final verdict is\"; {{ n }} judgments, {{ w }} words of rationale on average (judgments.jsonl, field rationale).</p>"
-        sections.append(("Judge-side chain of thought", render(note, cot=config.cot, n=len(records), w=f"{sum(words) / max(len(words), 1):.1f}")))
+        sections.append(
+            (
+                "Judge-side chain of thought",
+                render(note, cot=config.cot, n=len(records), w=f"{sum(words) / max(len(words), 1):.1f}"),
+            )
+        )
     return sections
 
 

@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 
 from interp.errors import InterpError
-from interp.report.attention import head_map_figure
+from interp.report.attention_figures import head_map_figure
 from interp.report.figures import save_figure
 from interp.storage import atomic_write_text, keyed_label
 
@@ -52,7 +52,9 @@ def write_localize_figures(table: pd.DataFrame, folder: Path, judge: str, top_k:
     stem = f"localize_{keyed_label(judge)}"
     written = {}
     for method in dict.fromkeys(table["method"]):
-        written[f"{method}_png"] = save_figure(localize_figure(table, judge, method, top_k), folder / f"{stem}_{method}")["png"]
+        written[f"{method}_png"] = save_figure(
+            localize_figure(table, judge, method, top_k), folder / f"{stem}_{method}"
+        )["png"]
     written["csv"] = folder / f"{stem}.csv"
     atomic_write_text(written["csv"], table.to_csv(index=False))
     return written

@@ -27,7 +27,7 @@ _SECTION = (
     "judges' changes (Crawford-Howell), and the share of its DBG gap over them that the rewrite removes.</p>"
     "{{ dbg }}{% for v in verdicts %}<p class='note'>{{ v }}</p>{% endfor %}"
     "<h3>Does the rewrite keep the meaning?</h3><p>Cosine similarity of each original to its rewrite ({{ embedder }}; "
-    "a proxy for the paper's gte embeddings); rewrites below {{ threshold }} are flagged. \"unrelated\": an original against "
+    'a proxy for the paper\'s gte embeddings); rewrites below {{ threshold }} are flagged. "unrelated": an original against '
     "another instruction's original of the same author, for scale.</p>{{ similarity }}"
     "<p><img src='{{ embedding }}' alt='originals and rewrites in 2-D'></p>"
     "{% if figure7 %}<h3>Figure 7 before and after</h3><p><img src='{{ figure7 }}' alt='Figure 7 before and after'></p>{% endif %}"
@@ -45,13 +45,17 @@ def project(vectors: np.ndarray, method: str = "auto", seed: int = 0) -> tuple[n
         from sklearn.manifold import TSNE
 
         perplexity = float(min(30.0, (len(vectors) - 1) / 3))
-        return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(vectors), "t-SNE"
+        return TSNE(n_components=2, perplexity=perplexity, init="pca", random_state=seed).fit_transform(
+            vectors
+        ), "t-SNE"
     from sklearn.decomposition import PCA
 
     return PCA(n_components=2, random_state=seed).fit_transform(vectors), "PCA"
 
 
-def embedding_figure(before: np.ndarray, after: np.ndarray, authors: Sequence[str], method: str = "auto") -> tuple[Figure, str]:
+def embedding_figure(
+    before: np.ndarray, after: np.ndarray, authors: Sequence[str], method: str = "auto"
+) -> tuple[Figure, str]:
     """Originals and rewrites on one 2-D map (one projection of all texts), one panel per author."""
     coords, used = project(np.concatenate([before, after]), method)
     n = len(before)
@@ -78,7 +82,14 @@ def figure7_before_after(profiles: Sequence, source: Path) -> Figure:
     for ax, judge in zip(axes.flat, judges):
         for profile in (p for p in profiles if p.judge == judge):
             before = Path(profile.run) == Path(source)
-            ax.plot(profile.depth, profile.own_minus_other, marker=".", ls="-" if before else "--", color="tab:blue" if before else "tab:orange", label="before" if before else "after")
+            ax.plot(
+                profile.depth,
+                profile.own_minus_other,
+                marker=".",
+                ls="-" if before else "--",
+                color="tab:blue" if before else "tab:orange",
+                label="before" if before else "after",
+            )
         ax.axhline(0, color="grey", lw=0.8)
         ax.set_title(Path(judge).name, fontsize=9)
         ax.set_xlabel("relative depth", fontsize=8)
@@ -98,29 +109,65 @@ def dbg_rows(result: dict, *, reasons: bool = True) -> list[list[str]]:
     for judge, r in result["judges"].items():
         share = r.get("share_removed")
         missing_share = "n/a" + (f": {r.get('share_removed_reason')}" if reasons else "")
-        rows.append([
-            judge, f"{pts(r['dbg_before'])} {pts_ci(r['dbg_before_ci'])}", f"{pts(r['dbg_after'])} {pts_ci(r['dbg_after_ci'])}",
-            pts(r["dbg_after"] - r["dbg_before"]), ", ".join(r["test"].get("controls") or []) or "none",
-            missing_share if share is None else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
-            p_value(r["p_value"]), {True: "yes", False: "no", None: "no verdict" + (f": {r.get('reason')}" if reasons else "")}[r["causal"]],
-        ])  # fmt: skip
+        rows.append(
+            [
+                judge,
+                f"{pts(r['dbg_before'])} {pts_ci(r['dbg_before_ci'])}",
+                f"{pts(r['dbg_after'])} {pts_ci(r['dbg_after_ci'])}",
+                pts(r["dbg_after"] - r["dbg_before"]),
+                ", ".join(r["test"].get("controls") or []) or "none",
+                missing_share
+                if share is None
+                else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
+                p_value(r["p_value"]),
+                {True: "yes", False: "no", None: "no verdict" + (f": {r.get('reason')}" if reasons else "")}[
+                    r["causal"]
+                ],
+            ]
+        )
     return rows
 
 
-DBG_HEADER = ["judge", "DBG before, pts [95% CI]", "DBG after", "change", "control judges", "share of the gap removed", "p", "causal"]
+DBG_HEADER = [
+    "judge",
+    "DBG before, pts [95% CI]",
+    "DBG after",
+    "change",
+    "control judges",
+    "share of the gap removed",
+    "p",
+    "causal",
+]
 
 
 def similarity_rows(result: dict) -> list[list[str]]:
     rows = []
     for author, s in result["similarity"]["per_author"].items():
-        rows.append([author, str(s["n"]), fixed(s["mean"], 3), fixed(s["min"], 3), fixed(s.get("unrelated_mean"), 3), str(s["n_flagged"])])
+        rows.append(
+            [
+                author,
+                str(s["n"]),
+                fixed(s["mean"], 3),
+                fixed(s["min"], 3),
+                fixed(s.get("unrelated_mean"), 3),
+                str(s["n_flagged"]),
+            ]
+        )
     return rows
 
 
 SIMILARITY_HEADER = ["author", "answers", "mean cosine", "min", "unrelated (mean)", "flagged"]
 
 
-def restyle_section(result: dict, source: Path, paths: RunDir, before: np.ndarray, after: np.ndarray, authors: Sequence[str], method: str = "auto") -> dict[str, Path]:
+def restyle_section(
+    result: dict,
+    source: Path,
+    paths: RunDir,
+    before: np.ndarray,
+    after: np.ndarray,
+    authors: Sequence[str],
+    method: str = "auto",
+) -> dict[str, Path]:
     """Write figures/restyle_embedding.png/.pdf, figures/restyle_figure7.png/.pdf (when both runs stored
     attention) and figures/restyle_section.html (title line + body); returns the figures' PNG paths. Sets
     `result["projection"]`, the 2-D method used."""
@@ -132,11 +179,20 @@ def restyle_section(result: dict, source: Path, paths: RunDir, before: np.ndarra
         files["figure7"] = save_figure(figure7_before_after(profiles, source), paths.figures / "restyle_figure7")["png"]
     restyle = result["restyle"]
     body = render(
-        _SECTION, source_run=result["source_run"], style=restyle["style"], rewriter=restyle["rewriter"], kind=restyle["kind"], gold=result["gold_judges"],
-        dbg=table_html(DBG_HEADER, dbg_rows(result)), verdicts=[r["verdict"] for r in result["judges"].values()],
-        embedder=result["embedder"]["model"], threshold=result["threshold"], similarity=table_html(SIMILARITY_HEADER, similarity_rows(result)),
-        embedding=png_data_uri(files["embedding"]), figure7=png_data_uri(files["figure7"]) if "figure7" in files else None,
-    )  # fmt: skip
+        _SECTION,
+        source_run=result["source_run"],
+        style=restyle["style"],
+        rewriter=restyle["rewriter"],
+        kind=restyle["kind"],
+        gold=result["gold_judges"],
+        dbg=table_html(DBG_HEADER, dbg_rows(result)),
+        verdicts=[r["verdict"] for r in result["judges"].values()],
+        embedder=result["embedder"]["model"],
+        threshold=result["threshold"],
+        similarity=table_html(SIMILARITY_HEADER, similarity_rows(result)),
+        embedding=png_data_uri(files["embedding"]),
+        figure7=png_data_uri(files["figure7"]) if "figure7" in files else None,
+    )
     atomic_write_text(paths.figures / "restyle_section.html", SECTION_TITLE + "\n" + body)
     return files
 
@@ -150,8 +206,16 @@ def print_restyle(result: dict, console=None) -> None:
 
     console = console or results_console()
     for title, header, rows in (
-        (f"DBG before and after the {result['restyle']['style']} rewrite (pts)", DBG_HEADER, dbg_rows(result, reasons=False)),
-        (f"Similarity of originals and rewrites (flagged below {result['threshold']:g})", SIMILARITY_HEADER, similarity_rows(result)),
+        (
+            f"DBG before and after the {result['restyle']['style']} rewrite (pts)",
+            DBG_HEADER,
+            dbg_rows(result, reasons=False),
+        ),
+        (
+            f"Similarity of originals and rewrites (flagged below {result['threshold']:g})",
+            SIMILARITY_HEADER,
+            similarity_rows(result),
+        ),
     ):
         table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, show_edge=False, pad_edge=False)
         for name in header:
@@ -161,7 +225,13 @@ def print_restyle(result: dict, console=None) -> None:
         console.print(table)
         if header is DBG_HEADER:
             notes = [f"no verdict: {r['reason']}" for r in result["judges"].values() if r.get("reason")]
-            notes += [f"no share (n/a): {r['share_removed_reason']}" for r in result["judges"].values() if r.get("share_removed_reason")]
+            notes += [
+                f"no share (n/a): {r['share_removed_reason']}"
+                for r in result["judges"].values()
+                if r.get("share_removed_reason")
+            ]
             for note in dict.fromkeys(notes):
                 console.print(note, highlight=False, soft_wrap=True)
-    console.print(f"derived run: {result['derived_run']}  report: {result.get('report')}", highlight=False, soft_wrap=True)
+    console.print(
+        f"derived run: {result['derived_run']}  report: {result.get('report')}", highlight=False, soft_wrap=True
+    )

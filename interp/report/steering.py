@@ -16,12 +16,24 @@ SECTION_TITLE = "Steering: emphasis and a self-recognition direction"
 
 def effect_figure(results: list[dict]):
     """Paired change of P(own wins) per judge and steering variant, with bootstrap intervals."""
-    rows = [(judge, name, effect) for result in results for judge, r in result["judges"].items() for name, effect in r["effects"].items()]
+    rows = [
+        (judge, name, effect)
+        for result in results
+        for judge, r in result["judges"].items()
+        for name, effect in r["effects"].items()
+    ]
     fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
     for y, (judge, name, effect) in enumerate(rows):
         lo, hi = effect["ci"]
         color = "tab:red" if name in ("self", "target") else "tab:gray"
-        ax.errorbar(100 * effect["mean"], y, xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]], fmt="o", color=color, capsize=3)
+        ax.errorbar(
+            100 * effect["mean"],
+            y,
+            xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]],
+            fmt="o",
+            color=color,
+            capsize=3,
+        )
     ax.axvline(0, color="black", lw=0.8)
     ax.set_yticks(range(len(rows)), [f"{judge}: {name}" for judge, name, _ in rows], fontsize=8)
     ax.set_xlabel("change of P(own response wins), points (95% bootstrap CI)")
@@ -81,7 +93,15 @@ def steering_section(table: dict, figures: Path) -> Path:
         ]
         for r in table["rows"]
     ]
-    header = ["judge", "intervention", "what", "DBG hard, pts (95% CI)", "mean P(own)", "paired change of P(own), pts (95% CI)", "agreement with gold (95% CI)"]
+    header = [
+        "judge",
+        "intervention",
+        "what",
+        "DBG hard, pts (95% CI)",
+        "mean P(own)",
+        "paired change of P(own), pts (95% CI)",
+        "agreement with gold (95% CI)",
+    ]
     probe_rows = [
         [
             judge,
@@ -111,7 +131,18 @@ def steering_section(table: dict, figures: Path) -> Path:
         _STEERING_SECTION,
         image=image,
         table=table_html(header, rows),
-        probe_table=table_html(["judge", "layer", "position", "norm", "probe accuracy, train", "probe accuracy, held-out", "paired accuracy, train / held-out"], probe_rows),
+        probe_table=table_html(
+            [
+                "judge",
+                "layer",
+                "position",
+                "norm",
+                "probe accuracy, train",
+                "probe accuracy, held-out",
+                "paired accuracy, train / held-out",
+            ],
+            probe_rows,
+        ),
         position_text=_POSITION_TEXT[s["position"]],
         splits=splits,
         s=s,

@@ -26,7 +26,12 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
             for _, group in _groups([r for r in layer_rows if r["judge"] == judge], SERIES):
                 xs = [int(r["layers"]) for r in group]
                 _line(ax, xs, group, _series_label(group[0]))
-            ax.set_title(judge, fontsize=9), ax.set_xlabel("layer"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=7)
+            (
+                ax.set_title(judge, fontsize=9),
+                ax.set_xlabel("layer"),
+                ax.axhline(0, color="k", lw=0.6),
+                ax.legend(fontsize=7),
+            )
         written += save_figure(fig, out / "effect_vs_layer").values()
     k_rows = [r for r in rows if r["family"] in ("top_k", "random_k")]
     if k_rows:
@@ -35,22 +40,38 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
             mine = [r for r in k_rows if r["judge"] == judge]
             for series, group in _groups([r for r in mine if r["family"] == "top_k"], SERIES):
                 _line(ax, [int(r["k"]) for r in group], group, f"top-k {_series_label(group[0])}")
-                randoms = [r for r in mine if r["family"] == "random_k" and tuple(r.get(k, "") for k in SERIES) == series]
+                randoms = [
+                    r for r in mine if r["family"] == "random_k" and tuple(r.get(k, "") for k in SERIES) == series
+                ]
                 if randoms:
                     ks = sorted({int(r["k"]) for r in randoms})
                     lo = [100 * min(r["effect"] for r in randoms if int(r["k"]) == k) for k in ks]
                     hi = [100 * max(r["effect"] for r in randoms if int(r["k"]) == k) for k in ks]
-                    ax.fill_between(ks, lo, hi, alpha=0.2, label=f"random k ({_series_label(group[0])}), min-max over seeds")
-            ax.set_title(judge, fontsize=9), ax.set_xlabel("k heads"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=7)
+                    ax.fill_between(
+                        ks, lo, hi, alpha=0.2, label=f"random k ({_series_label(group[0])}), min-max over seeds"
+                    )
+            (
+                ax.set_title(judge, fontsize=9),
+                ax.set_xlabel("k heads"),
+                ax.axhline(0, color="k", lw=0.6),
+                ax.legend(fontsize=7),
+            )
         written += save_figure(fig, out / "effect_vs_k").values()
     alphas = {r["alpha"] for r in rows if r["alpha"] != ""}  # node rows have no alpha
     if len(alphas) > 1:
         fig, axes = panel("Effect vs alpha")
         for ax, judge in zip(axes, judges):
-            for (target, family, layers, heads), group in _groups([r for r in rows if r["judge"] == judge and r["alpha"] != ""], ("target", "family", "layers", "heads")):
+            for (target, family, layers, heads), group in _groups(
+                [r for r in rows if r["judge"] == judge and r["alpha"] != ""], ("target", "family", "layers", "heads")
+            ):
                 if len({r["alpha"] for r in group}) > 1:
                     _line(ax, [r["alpha"] for r in group], group, f"{target} {family} {layers or heads or 'all'}"[:40])
-            ax.set_title(judge, fontsize=9), ax.set_xlabel("alpha"), ax.axhline(0, color="k", lw=0.6), ax.legend(fontsize=6)
+            (
+                ax.set_title(judge, fontsize=9),
+                ax.set_xlabel("alpha"),
+                ax.axhline(0, color="k", lw=0.6),
+                ax.legend(fontsize=6),
+            )
         written += save_figure(fig, out / "effect_vs_alpha").values()
     return written
 
@@ -88,18 +109,35 @@ def write_steering_sweep_plots(rows: Sequence[dict], out: Path) -> list[Path]:
     """Effect on P(own) and agreement with gold vs coefficient (one line per layer), per judge."""
     judges = sorted({r["judge"] for r in rows})
     fig, axes = subplots(2, len(judges), figsize=(5 * len(judges), 6.2), squeeze=False)
-    fig.suptitle("Direction steering: change of P(own wins) and agreement with gold vs coefficient (x norm)", fontsize=10)
+    fig.suptitle(
+        "Direction steering: change of P(own wins) and agreement with gold vs coefficient (x norm)", fontsize=10
+    )
     for col, judge in enumerate(judges):
         top, bottom = axes[0][col], axes[1][col]
         mine = [r for r in rows if r["judge"] == judge]
         for layer in sorted({r["layer"] for r in mine}):
-            adds = sorted((r for r in mine if r["layer"] == layer and r["mode"] == "add"), key=lambda r: r["coefficient"])
+            adds = sorted(
+                (r for r in mine if r["layer"] == layer and r["mode"] == "add"), key=lambda r: r["coefficient"]
+            )
             line = None
             if adds:
                 xs = [r["coefficient"] for r in adds]
                 (line,) = top.plot(xs, [100 * r["effect"] for r in adds], marker="o", ms=3, label=f"layer {layer}")
-                top.fill_between(xs, [100 * r["effect_lo"] for r in adds], [100 * r["effect_hi"] for r in adds], alpha=0.15, color=line.get_color())
-                bottom.plot(xs, [100 * r["gold_agreement"] for r in adds], marker="o", ms=3, color=line.get_color(), label=f"layer {layer}")
+                top.fill_between(
+                    xs,
+                    [100 * r["effect_lo"] for r in adds],
+                    [100 * r["effect_hi"] for r in adds],
+                    alpha=0.15,
+                    color=line.get_color(),
+                )
+                bottom.plot(
+                    xs,
+                    [100 * r["gold_agreement"] for r in adds],
+                    marker="o",
+                    ms=3,
+                    color=line.get_color(),
+                    label=f"layer {layer}",
+                )
             for r in mine:
                 if r["layer"] == layer and r["mode"] == "project_out":
                     color = line.get_color() if line is not None else None

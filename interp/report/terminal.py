@@ -50,9 +50,23 @@ def payload_json(payload: dict | list) -> str:
 
 def dbg_rows(summary: RunSummary) -> list[dict]:
     """Per judge of a run's summary: DBG with interval, soft DBG, and whether the judge can judge at all."""
-    keys = ("own_model", "dbg_hard", "dbg_ci", "dbg_soft", "tie_share", "dbg_no_ties", "position_consistency", "mean_label_mass")
+    keys = (
+        "own_model",
+        "dbg_hard",
+        "dbg_ci",
+        "dbg_soft",
+        "tie_share",
+        "dbg_no_ties",
+        "position_consistency",
+        "mean_label_mass",
+    )
     return [
-        {"judge": judge, **{key: getattr(s, key) for key in keys}, "reliable": not s.unreliable_because, "unreliable_because": list(s.unreliable_because)}
+        {
+            "judge": judge,
+            **{key: getattr(s, key) for key in keys},
+            "reliable": not s.unreliable_because,
+            "unreliable_because": list(s.unreliable_because),
+        }
         for judge, s in summary.judges.items()
     ]
 
@@ -88,7 +102,9 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
                 "causal": r.causal,
                 "reason": r.reason,
                 "verdict": r.verdict[len(prefix) :] if r.verdict.startswith(prefix) else r.verdict,
-                "effect": None if effect is None else {"mean": effect.mean, "ci": None if effect.ci is None else list(effect.ci)},
+                "effect": None
+                if effect is None
+                else {"mean": effect.mean, "ci": None if effect.ci is None else list(effect.ci)},
                 "p_within": r.within_judge.p_value if r.within_judge else None,
                 "n_controls": r.test.n_controls if r.test else None,
                 "p_value": r.p_value,
@@ -139,7 +155,11 @@ def results_payload(
         if summary.gold.get("human"):  # Table 1: gold against human labels
             payload["gold_human"] = human_rows(summary.gold["human"])
     if causal is not None:
-        judges = codec.parse(CausalResult, {"judges": causal}, "causal result").judges if isinstance(causal, dict) else causal
+        judges = (
+            codec.parse(CausalResult, {"judges": causal}, "causal result").judges
+            if isinstance(causal, dict)
+            else causal
+        )
         payload["causal"] = causal_rows(judges, n_items)
     if sweep is not None:
         payload["sweep"] = {"n_points": len(sweep), "top": sweep_rows(sweep)}
@@ -170,7 +190,14 @@ def print_results(payload: dict, console=None) -> None:
     from rich.table import Table as RichTable
 
     def Table(title: str) -> RichTable:  # noqa: N802 - one look for every table: no vertical rules, fits 80 columns
-        return RichTable(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False, collapse_padding=True, show_edge=False)
+        return RichTable(
+            title=title,
+            title_justify="left",
+            box=box.SIMPLE_HEAD,
+            pad_edge=False,
+            collapse_padding=True,
+            show_edge=False,
+        )
 
     console = console or results_console()
     piped = not console.is_terminal
@@ -189,7 +216,9 @@ def print_results(payload: dict, console=None) -> None:
             own = f" (own: {r['own_model']})" if r.get("own_model") not in (None, r["judge"]) else ""
             flag = "yes" if r["reliable"] else "[red]no[/red]"
             if not r["reliable"]:
-                notes.append(f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})")
+                notes.append(
+                    f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})"
+                )
             table.add_row(
                 r["judge"] + own,
                 pts(r["dbg_hard"]),
@@ -202,35 +231,64 @@ def print_results(payload: dict, console=None) -> None:
                 flag,
             )
         console.print(table)
-        console.print("ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)", highlight=False, soft_wrap=True)
+        console.print(
+            "ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)",
+            highlight=False,
+            soft_wrap=True,
+        )
         for note in [*notes, *payload.get("reasoning", [])]:
             console.print(note, highlight=False, soft_wrap=True)
     if payload.get("gold_human"):
         console.print()
-        table = Table("Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer")
+        table = Table(
+            "Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer"
+        )
         name_column(table, "gold", min_width=14)
         for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in payload["gold_human"]:
             ci = r.get("agreement_ci") or [None, None]
-            table.add_row(r["gold"], str(r["n"]), pct(r["agreement"]), f"[{pct(ci[0])}, {pct(ci[1])}]", pct(r["gold_win_rate_first"]), pct(r["human_win_rate_first"]), pct(r["human_tie_share"]))
+            table.add_row(
+                r["gold"],
+                str(r["n"]),
+                pct(r["agreement"]),
+                f"[{pct(ci[0])}, {pct(ci[1])}]",
+                pct(r["gold_win_rate_first"]),
+                pct(r["human_win_rate_first"]),
+                pct(r["human_tie_share"]),
+            )
         console.print(table)
     if payload.get("pointwise"):  # SALIERI's pointwise mode: 1-5 scores (the SALIERI score: `interp metrics run`)
-        table = Table("Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])")
+        table = Table(
+            "Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])"
+        )
         name_column(table, "judge", min_width=14)
         name_column(table, "author", min_width=10)
         for name in ("n", "expected", "parsed", "n parsed"):
             table.add_column(name, justify="right", no_wrap=True)
         for r in payload["pointwise"]:
-            table.add_row(r["judge"], r["author"], str(r["n"]), number(r["mean_expected_score"]), number(r["mean_parsed_score"]), str(r["n_parsed"]))
+            table.add_row(
+                r["judge"],
+                r["author"],
+                str(r["n"]),
+                number(r["mean_expected_score"]),
+                number(r["mean_parsed_score"]),
+                str(r["n_parsed"]),
+            )
         console.print(table)
     if payload.get("correctness"):
         counts = {author: c for author, c in payload["correctness"].items() if author != "no_target"}
         lines = ", ".join(f"{author}: {c['correct']} of {c['graded']}" for author, c in counts.items())
-        console.print(f"Graded answers correct: {lines} ({payload['correctness']['no_target']} items without a target)", highlight=False, soft_wrap=True)
+        console.print(
+            f"Graded answers correct: {lines} ({payload['correctness']['no_target']} items without a target)",
+            highlight=False,
+            soft_wrap=True,
+        )
     if "causal" in payload:
         console.print()
-        table = Table("Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)")
+        table = Table(
+            "Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)"
+        )
         name_column(table, "judge", min_width=14)
         table.add_column("self-pref.", no_wrap=True)
         for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
@@ -240,9 +298,17 @@ def print_results(payload: dict, console=None) -> None:
             causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
             n = "n/a" if r["n_test"] is None else str(r["n_test"])
             table.add_row(
-                r["judge"], causal, pts(effect.get("mean")), pts_ci(effect.get("ci")), p_value(r.get("p_within")),
-                "n/a" if r.get("n_controls") is None else str(r["n_controls"]), p_value(r["p_value"]), p_value(r.get("p_holm")),
-                number(r["test_alpha"]), pct(r.get("share_removed")), n,
+                r["judge"],
+                causal,
+                pts(effect.get("mean")),
+                pts_ci(effect.get("ci")),
+                p_value(r.get("p_within")),
+                "n/a" if r.get("n_controls") is None else str(r["n_controls"]),
+                p_value(r["p_value"]),
+                p_value(r.get("p_holm")),
+                number(r["test_alpha"]),
+                pct(r.get("share_removed")),
+                n,
             )
         if not payload["causal"]:
             console.print("Causal test: not run (no item of the run in the split it needs).")
@@ -263,7 +329,13 @@ def print_results(payload: dict, console=None) -> None:
             table.add_column(name, justify="right", no_wrap=True)
         for r in sweep["top"]:
             p_values = (p_value(r.get("p_value")), p_value(r.get("p_holm")))
-            table.add_row(r["judge"], r["point"], pts_interval(r["effect"]["mean"], r["effect"]["ci"]), *p_values, pts_interval(r["dbg_hard"], r["dbg_ci"]))
+            table.add_row(
+                r["judge"],
+                r["point"],
+                pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
+                *p_values,
+                pts_interval(r["dbg_hard"], r["dbg_ci"]),
+            )
         console.print(table)
     if payload.get("timings"):
         timings = payload["timings"]
@@ -278,7 +350,10 @@ def print_results(payload: dict, console=None) -> None:
         table.add_row("total", f"{total:.1f}", "")
         console.print(table)
         used = timings["torch_threads_used"] or ["unknown"]  # Timings.record: every count the job ran on
-        console.print(f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)", highlight=False)
+        console.print(
+            f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)",
+            highlight=False,
+        )
         if timings.get("peak_rss_gb") is not None:
             gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""
             console.print(f"peak memory: {timings['peak_rss_gb']:.2f} GB resident{gpu}", highlight=False)

@@ -35,7 +35,9 @@ def effect_rows(result: dict) -> list[list[str]]:
             "steering levers": record.get("steering", {}).get("effects", {}),
         }
         for group, effects in groups.items():
-            rows += [[judge, group, name, pts_interval(effect["mean"], effect["ci"])] for name, effect in effects.items()]
+            rows += [
+                [judge, group, name, pts_interval(effect["mean"], effect["ci"])] for name, effect in effects.items()
+            ]
     return rows
 
 
@@ -46,7 +48,13 @@ def validation_section(result: dict, figures: Path) -> Path:
         [[r["claim"], r["known_truth"], r["toolkit"], _agrees(r["agrees"])] for r in result["truth_table"]],
     )
     effects = table_html(["judge", "test", "variant", "change of P(own)"], effect_rows(result))
-    body = render(_SECTION, truth=truth, effects=effects, n_selection=len(result["splits"]["selection"]), n_test=len(result["splits"]["test"]))
+    body = render(
+        _SECTION,
+        truth=truth,
+        effects=effects,
+        n_selection=len(result["splits"]["selection"]),
+        n_test=len(result["splits"]["test"]),
+    )
     path = Path(figures) / "validation_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
     return path

@@ -71,7 +71,9 @@ def _migrate_summary(data: dict) -> dict:
     for judge, scores in (data.get("judges") or {}).items():
         scores = dict(scores)
         if "unreliable_because" not in scores:
-            scores["unreliable_because"] = list(judge_reliability(scores.get("position_consistency"), scores.get("mean_label_mass")))
+            scores["unreliable_because"] = list(
+                judge_reliability(scores.get("position_consistency"), scores.get("mean_label_mass"))
+            )
             scores["reliable"] = not scores["unreliable_because"]
         judges[judge] = scores
     return data | {"judges": judges}
@@ -97,7 +99,9 @@ def parse(kind: type[Model], data: dict | ResultModel, where: str = "a result") 
         raise InterpError(f"{where}: not a {kind.__name__} (a JSON object), got {type(data).__name__}")
     version = data.get("schema_version", 0)
     if not isinstance(version, int) or version > SCHEMA_VERSION:
-        raise InterpError(f"{where}: schema_version {version!r} is newer than this interp reads ({SCHEMA_VERSION}); update interp")
+        raise InterpError(
+            f"{where}: schema_version {version!r} is newer than this interp reads ({SCHEMA_VERSION}); update interp"
+        )
     if version < SCHEMA_VERSION and kind in MIGRATIONS:
         data = MIGRATIONS[kind](data) | {"schema_version": SCHEMA_VERSION}
     try:
@@ -111,7 +115,11 @@ def parse(kind: type[Model], data: dict | ResultModel, where: str = "a result") 
 def dump(result: ResultModel) -> dict:
     """A result as the JSON data written to disk, with its schema version."""
     data = result.to_json()
-    return {"schema_version": SCHEMA_VERSION, **{k: v for k, v in data.items() if k != "schema_version"}} if "schema_version" in type(result).model_fields else data
+    return (
+        {"schema_version": SCHEMA_VERSION, **{k: v for k, v in data.items() if k != "schema_version"}}
+        if "schema_version" in type(result).model_fields
+        else data
+    )
 
 
 def dumps(result: ResultModel) -> str:

@@ -21,7 +21,18 @@ class VariantRecord(ResultModel):
 
 
 SWEEP_RESULT_COLUMNS = (
-    "effect", "effect_lo", "effect_hi", "p_value", "p_holm", "dbg_hard", "dbg_lo", "dbg_hi", "dbg_soft", "mean_p_own", "gold_agreement", "key",
+    "effect",
+    "effect_lo",
+    "effect_hi",
+    "p_value",
+    "p_holm",
+    "dbg_hard",
+    "dbg_lo",
+    "dbg_hi",
+    "dbg_soft",
+    "mean_p_own",
+    "gold_agreement",
+    "key",
 )
 
 

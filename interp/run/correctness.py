@@ -33,7 +33,9 @@ def check_gradable(items: Sequence[Item], grader: str) -> None:
         return
     if not any(grading_target(item, grader) for item in items):
         field = "tests" if grader == "code" else "reference"
-        raise InterpError(f"grader = {grader!r} but none of the run's {len(items)} items has a {field!r}; nothing to grade")
+        raise InterpError(
+            f"grader = {grader!r} but none of the run's {len(items)} items has a {field!r}; nothing to grade"
+        )
 
 
 def read_correctness_lines(path: Path) -> dict[tuple[str, str], dict]:
@@ -42,7 +44,13 @@ def read_correctness_lines(path: Path) -> dict[tuple[str, str], dict]:
 
 
 def grade_run_answers(
-    path: Path, items: Sequence[Item], responses: dict[str, dict[str, str]], authors: Sequence[str], grader: str, *, workers: int = 1
+    path: Path,
+    items: Sequence[Item],
+    responses: dict[str, dict[str, str]],
+    authors: Sequence[str],
+    grader: str,
+    *,
+    workers: int = 1,
 ) -> dict:
     """Grade every (item, author) answer not yet in `path` and append the lines; returns counts per author:
     `{author: {"graded", "correct"}}` and `"no_target"`, the items without a target."""

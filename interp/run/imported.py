@@ -37,7 +37,9 @@ def _records(path: Path) -> list:
         if path.suffix == ".json":
             data = json.loads(text)
             if not isinstance(data, list):
-                raise InterpError(f"{path}: expected a JSON list of {{\"instruction\", \"output\"}} objects (AlpacaEval model_outputs.json)")
+                raise InterpError(
+                    f'{path}: expected a JSON list of {{"instruction", "output"}} objects (AlpacaEval model_outputs.json)'
+                )
             return data
         if path.suffix == ".jsonl":
             return [record for _, record in iter_jsonl(path)]
@@ -45,7 +47,9 @@ def _records(path: Path) -> list:
         raise InterpError(f"{path}: not UTF-8 text") from None
     except json.JSONDecodeError as exc:
         raise InterpError(f"{path}: not valid JSON ({exc})") from None
-    raise InterpError(f"{path}: use a .json file (AlpacaEval model_outputs.json) or a .jsonl file of {{\"item_id\", \"text\"}}")
+    raise InterpError(
+        f'{path}: use a .json file (AlpacaEval model_outputs.json) or a .jsonl file of {{"item_id", "text"}}'
+    )
 
 
 def _answer(record, path: Path) -> str:
@@ -67,7 +71,7 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
         for record in records:
             instruction = record.get("instruction") if isinstance(record, dict) else None
             if not isinstance(instruction, str):
-                raise InterpError(f"{path}: a record has no \"instruction\": {str(record)[:120]}")
+                raise InterpError(f'{path}: a record has no "instruction": {str(record)[:120]}')
             item_id = by_query.get(instruction.strip())
             if item_id is not None:
                 answer = _answer(record, path)
@@ -76,12 +80,14 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
     else:
         for record in records:
             if not isinstance(record, dict) or not isinstance(record.get("item_id"), str):
-                raise InterpError(f"{path}: every line needs an \"item_id\": {str(record)[:120]}")
+                raise InterpError(f'{path}: every line needs an "item_id": {str(record)[:120]}')
             if record.get("model", model) == model:
                 answers[record["item_id"]] = _answer(record, path)
     missing = [item.id for item in items if item.id not in answers]
     if missing:
-        raise InterpError(f"{path} has no answer of {model} for {len(missing)} of the run's items (first: {missing[0]})")
+        raise InterpError(
+            f"{path} has no answer of {model} for {len(missing)} of the run's items (first: {missing[0]})"
+        )
     final = {item.id: final_answer(answers[item.id].strip(), max_words) for item in items}
     empty = [item.id for item in items if not final[item.id][0].strip()]
     if empty:

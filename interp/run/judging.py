@@ -59,13 +59,23 @@ def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool, cot: str = "
     rationale (`cot`, pointwise feedback), the cue after which the verdict is read; pointwise prompts have
     `{response}` and `{reference}`."""
     if mode == "pointwise":
-        prompts = {task: pointwise_prompt(model.tokenizer, task, "{query}", "{response}", "{reference}", kind=model.kind) for task in sorted(set(tasks))}
+        prompts = {
+            task: pointwise_prompt(model.tokenizer, task, "{query}", "{response}", "{reference}", kind=model.kind)
+            for task in sorted(set(tasks))
+        }
         labels, cue = SCORE_LABELS, result_cue(model.tokenizer)
     else:
-        prompts = {task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties, cot=cot) for task in sorted(set(tasks))}
+        prompts = {
+            task: judge_prompt(model.tokenizer, task, *PLACEHOLDERS, kind=model.kind, ties=ties, cot=cot)
+            for task in sorted(set(tasks))
+        }
         labels, cue = verdict_labels(ties), (COT_CUE if cot != "none" else None)
     styles = {prompt.style for prompt in prompts.values()}
-    record = {"labels": list(labels), "style": styles.pop() if len(styles) == 1 else sorted(styles), "prompts": {task: prompt.text for task, prompt in prompts.items()}}
+    record = {
+        "labels": list(labels),
+        "style": styles.pop() if len(styles) == 1 else sorted(styles),
+        "prompts": {task: prompt.text for task, prompt in prompts.items()},
+    }
     return record | ({"mode": mode, "cot": cot, "verdict_cue": cue} if cue else {})
 
 
@@ -102,9 +112,24 @@ def run_judging(
     done = {record.key for record in read_judgments(judgments_path, judge=judge)}
     todo = [t for t in tasks if t.key not in done]
     if cot != "none":
-        prompts = {t.key: judge_prompt(model.tokenizer, t.item.task, t.item.query, t.response_a, t.response_b, kind=model.kind, ties=ties, cot=cot) for t in todo}
+        prompts = {
+            t.key: judge_prompt(
+                model.tokenizer,
+                t.item.task,
+                t.item.query,
+                t.response_a,
+                t.response_b,
+                kind=model.kind,
+                ties=ties,
+                cot=cot,
+            )
+            for t in todo
+        }
     else:
-        prompts = {t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties) for t in todo}
+        prompts = {
+            t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties)
+            for t in todo
+        }
     length = (lambda t: len(prompts[t.key].text)) if cot != "none" else (lambda t: len(prompts[t.key]))
     # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
     # lengths together within a task (less padding).
@@ -115,16 +140,26 @@ def run_judging(
         chunk_prompts = [prompts[t.key] for t in chunk]
         rationales: list[str | None] = [None] * len(chunk)
         if cot != "none":
-            rationales = generate_rationales(model, chunk_prompts, cue=COT_CUE, max_new_tokens=rationale_tokens, batch_size=len(chunk))
+            rationales = generate_rationales(
+                model, chunk_prompts, cue=COT_CUE, max_new_tokens=rationale_tokens, batch_size=len(chunk)
+            )
             chunk_prompts = [
-                tokenize_prompt(model.tokenizer, with_rationale(p, r, COT_CUE, "\n\n"), max_length=model.context_length or None)
+                tokenize_prompt(
+                    model.tokenizer, with_rationale(p, r, COT_CUE, "\n\n"), max_length=model.context_length or None
+                )
                 for p, r in zip(chunk_prompts, rationales)
             ]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None
         judgments = judge_batch(
-            backend, chunk_prompts, labels, queries=queries if shard_dir else None, bias=bias, edit=edit,
-            judge=judge, names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
+            backend,
+            chunk_prompts,
+            labels,
+            queries=queries if shard_dir else None,
+            bias=bias,
+            edit=edit,
+            judge=judge,
+            names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
             span_names=("a", "b", RATIONALE_SLOT) if cot != "none" else ("a", "b"),
         )  # non-finite label probabilities fail here, before the batch's shard or lines are written
         if shard_dir is not None:

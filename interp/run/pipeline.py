@@ -86,7 +86,12 @@ def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
 
 
 def prepare_responses(
-    config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, progress: bool, answers: Mapping[str, Sequence[Response]] | None = None
+    config: RunConfig,
+    paths: RunDir,
+    items: Sequence[Item],
+    models: ModelCache,
+    progress: bool,
+    answers: Mapping[str, Sequence[Response]] | None = None,
 ) -> dict[str, dict[str, str]]:
     """The run's responses: read back when complete, else generated, asked for or imported per model (`answers`:
     given records that stand for a model's answers, e.g. a restyled run's rewrites)."""
@@ -105,7 +110,9 @@ def prepare_responses(
         elif config.server(spec) is not None:
             records += server_responses(config.server(spec), items, decoding, progress=progress)
         else:
-            records += generate_responses(models.get(spec), items, decoding, name=spec, progress=progress, treatment=config.answers == "treatment")
+            records += generate_responses(
+                models.get(spec), items, decoding, name=spec, progress=progress, treatment=config.answers == "treatment"
+            )
     if config.empty_answers == "refuse":
         check_answers_not_empty(_by_model(records), items)
     write_responses(paths, records)
@@ -119,7 +126,10 @@ def write_responses(paths: RunDir, records: Sequence[Response]) -> None:
     removed: dict[str, list[dict]] = {}
     for record in records:
         line = reasoning_row(record.item_id, record.reasoning)
-        rows.append({k: v for k, v in asdict(record).items() if k != "reasoning"} | {"reasoning_chars": line["chars"], "reasoning_words": line["words"]})
+        rows.append(
+            {k: v for k, v in asdict(record).items() if k != "reasoning"}
+            | {"reasoning_chars": line["chars"], "reasoning_words": line["words"]}
+        )
         if record.reasoning:
             removed.setdefault(record.model, []).append(line)
     for model, lines in removed.items():
@@ -142,7 +152,7 @@ def check_answers_not_empty(responses: dict[str, dict[str, str]], items: Sequenc
         raise InterpError(
             f"{model} gave an empty answer to {len(empty)} of the run's {len(items)} items ({shown}); nothing was "
             "judged: raise max_new_tokens, fix the model's generation (its EOS, its chat template), drop those items, "
-            "or set empty_answers = \"judge\" to judge them as they are"
+            'or set empty_answers = "judge" to judge them as they are'
         )
 
 
@@ -165,7 +175,13 @@ def gold_judges(config: RunConfig, models: ModelCache) -> list[GoldJudge]:
 
 
 def run_gold_step(
-    config: RunConfig, paths: RunDir, items: Sequence[Item], responses: dict, models: ModelCache, progress: bool, judges: Sequence[GoldJudge] | None = None
+    config: RunConfig,
+    paths: RunDir,
+    items: Sequence[Item],
+    responses: dict,
+    models: ModelCache,
+    progress: bool,
+    judges: Sequence[GoldJudge] | None = None,
 ) -> dict[str, list[float]]:
     """P(models[0]'s response wins) per item for every gold judge; cached in gold.jsonl per judge."""
     first, second = config.models
@@ -177,7 +193,9 @@ def run_gold_step(
         missing = [item for item in items if item.id not in have]
         for chunk in batches(missing, max(config.batch_size, 8)):
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
-            append_jsonl(paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": v} for item, v in zip(chunk, values)])
+            append_jsonl(
+                paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": v} for item, v in zip(chunk, values)]
+            )
             have.update({item.id: v for item, v in zip(chunk, values)})
     checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}
     if checks:  # e.g. HTTP judges: how often logprobs were missing or the top tokens were not labels
@@ -269,18 +287,38 @@ def run_dbg(
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
-            sizes = {spec: models.models[spec].n_parameters for spec in (*config.models, *config.judge_specs) if spec in models.models}
+            sizes = {
+                spec: models.models[spec].n_parameters
+                for spec in (*config.models, *config.judge_specs)
+                if spec in models.models
+            }
             return write_summary(config, paths, items, gold, placement.record(), sizes)
 
 
-def judge_pointwise(config: RunConfig, paths: RunDir, backend, judge: str, items: Sequence[Item], responses: dict, queries: str | None, progress: bool) -> None:
+def judge_pointwise(
+    config: RunConfig,
+    paths: RunDir,
+    backend,
+    judge: str,
+    items: Sequence[Item],
+    responses: dict,
+    queries: str | None,
+    progress: bool,
+) -> None:
     """SALIERI's pointwise judging of every author's answers by one judge, and its attention consolidated."""
     shards = paths.pointwise_attention(judge, "") if queries else None
     tasks = pointwise_tasks(items, responses, config.models)
     run_pointwise_judging(
-        backend, judge, tasks, path=paths.pointwise, shard_dir=shards, batch_size=config.batch_size,
-        max_rationale_tokens=config.rationale_tokens, queries=queries, progress=progress,
-    )  # fmt: skip
+        backend,
+        judge,
+        tasks,
+        path=paths.pointwise,
+        shard_dir=shards,
+        batch_size=config.batch_size,
+        max_rationale_tokens=config.rationale_tokens,
+        queries=queries,
+        progress=progress,
+    )
     if queries:
         consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, queries)
 
@@ -289,14 +327,18 @@ def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], model
     """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
     other prompts (another version of the toolkit) is refused: its judgments and new ones would not compare."""
     record = {
-        judge: judge_prompt_record(models.get(judge), [item.task for item in items], ties=config.ties, cot=config.cot, mode=config.mode)
+        judge: judge_prompt_record(
+            models.get(judge), [item.task for item in items], ties=config.ties, cot=config.cot, mode=config.mode
+        )
         for judge in config.judge_specs
         if config.server(judge) is None
     }
     text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
     judged = paths.judgments.is_file() or paths.pointwise.is_file()
     if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
-        raise InterpError(f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out")
+        raise InterpError(
+            f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out"
+        )
     return text
 
 
@@ -313,7 +355,9 @@ def judge_backends(config: RunConfig, models: ModelCache) -> dict:
     return {judge: make_backend(model, config.backend) for judge, model in local.items()}
 
 
-def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, given: Collection[str] = ()) -> None:
+def check_models(
+    config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache, given: Collection[str] = ()
+) -> None:
     """Load every local model the run needs (a missing one fails here), check that each judge fits the backend,
     that each generation prompt still to run, plus max_new_tokens, fits its model's context, and read every
     imported answer file (`given`: authors whose answers are given, not generated)."""
@@ -327,7 +371,9 @@ def check_models(config: RunConfig, paths: RunDir, items: Sequence[Item], models
         if spec in config.imports:
             imported_responses(config.imports[spec], missing, spec, max_words=config.max_words)
         else:
-            check_generation_lengths(models.get(spec), missing, decoding, name=spec, treatment=config.answers == "treatment")
+            check_generation_lengths(
+                models.get(spec), missing, decoding, name=spec, treatment=config.answers == "treatment"
+            )
             used.append(spec)
     for spec in config.judge_specs:  # a judge the backend cannot hook fails here, before any answer is generated
         if config.server(spec) is None:

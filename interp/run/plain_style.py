@@ -29,7 +29,16 @@ _QUOTE = re.compile(r"^\s*>+\s?", re.MULTILINE)
 _IMAGE = re.compile(r"!\[([^\]]*)\]\([^)]*\)")
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _HTML = re.compile(r"</?[A-Za-z][^>]*>")
-_EMPHASIS = [re.compile(p) for p in (r"\*\*(.+?)\*\*", r"__(.+?)__", r"~~(.+?)~~", r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])", r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)")]
+_EMPHASIS = [
+    re.compile(p)
+    for p in (
+        r"\*\*(.+?)\*\*",
+        r"__(.+?)__",
+        r"~~(.+?)~~",
+        r"(?<![\w*])\*(?!\s)(.+?)(?<!\s)\*(?![\w*])",
+        r"(?<!\w)_(?!\s)(.+?)(?<!\s)_(?!\w)",
+    )
+]
 _CODE = re.compile(r"`+([^`]*)`+")
 _ITEM = re.compile(r"^\s*(?:[-*+\u2022\u25aa\u25cf]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)](?=\s))\s+(.*)$")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-{2,}:?\s*(\|\s*:?-{2,}:?\s*)*\|?\s*$")
@@ -38,7 +47,9 @@ _INLINE_NUMBER = re.compile(r"(\S?)(?:^|\s+)\(?\d{1,2}[.)]\s+(?=[A-Za-z\"'(])")
 _EMOJI = re.compile("[\U0001f000-\U0001faff\u2600-\u27bf\ufe0f\u200d]")
 _CAPS = re.compile(r"\b[A-Z]{5,}\b")
 _MARKS = re.compile(r"\s+([,.;:!?])")
-_TRANSLATE = str.maketrans({"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u00a0": " ", "\u2026": "."})
+_TRANSLATE = str.maketrans(
+    {"\u201c": '"', "\u201d": '"', "\u201e": '"', "\u2018": "'", "\u2019": "'", "\u00a0": " ", "\u2026": "."}
+)
 _ENDS = ".!?\"')"
 
 

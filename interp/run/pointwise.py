@@ -57,7 +57,9 @@ def pointwise_key(item_id: str, author: str) -> str:
     return f"{item_id}|{author}"
 
 
-def pointwise_tasks(items: Sequence[Item], responses: dict[str, dict[str, str]], authors: Sequence[str]) -> list[PointwiseTask]:
+def pointwise_tasks(
+    items: Sequence[Item], responses: dict[str, dict[str, str]], authors: Sequence[str]
+) -> list[PointwiseTask]:
     return [PointwiseTask(item, author, responses[author][item.id]) for item in items for author in authors]
 
 
@@ -72,9 +74,17 @@ def read_pointwise(path: Path, judge: str | None = None) -> list[dict]:
 
 
 def run_pointwise_judging(
-    backend: Backend, judge: str, tasks: Sequence[PointwiseTask], *, path: Path, shard_dir: Path | None,
-    batch_size: int, max_rationale_tokens: int, queries: str | None = "final", progress: bool = True,
-) -> None:  # fmt: skip
+    backend: Backend,
+    judge: str,
+    tasks: Sequence[PointwiseTask],
+    *,
+    path: Path,
+    shard_dir: Path | None,
+    batch_size: int,
+    max_rationale_tokens: int,
+    queries: str | None = "final",
+    progress: bool = True,
+) -> None:
     """Judge every task not yet in `path`: feedback, then the score read after "[RESULT]"."""
     model = backend.model
     labels = label_tokens(model.tokenizer, SCORE_LABELS)
@@ -83,32 +93,56 @@ def run_pointwise_judging(
     bar = tqdm(total=len(todo), desc=f"pointwise {judge}", unit="judgment", disable=not progress or not todo)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start : start + batch_size]
-        prompts = [pointwise_prompt(model.tokenizer, t.item.task, t.item.query, t.response, t.item.reference, kind=model.kind) for t in chunk]
-        rationales = generate_rationales(model, prompts, cue=RESULT_MARK, max_new_tokens=max_rationale_tokens, batch_size=batch_size)
+        prompts = [
+            pointwise_prompt(model.tokenizer, t.item.task, t.item.query, t.response, t.item.reference, kind=model.kind)
+            for t in chunk
+        ]
+        rationales = generate_rationales(
+            model, prompts, cue=RESULT_MARK, max_new_tokens=max_rationale_tokens, batch_size=batch_size
+        )
         cue = result_cue(model.tokenizer)
-        verdict = [tokenize_prompt(model.tokenizer, with_rationale(p, r, cue), max_length=model.context_length or None) for p, r in zip(prompts, rationales)]
+        verdict = [
+            tokenize_prompt(model.tokenizer, with_rationale(p, r, cue), max_length=model.context_length or None)
+            for p, r in zip(prompts, rationales)
+        ]
         judgments = judge_batch(
-            backend, verdict, labels, queries=queries if shard_dir else None, judge=judge,
-            names=[f"item {t.item.id!r} ({t.author})" for t in chunk], span_names=POINTWISE_SPANS,
-        )  # fmt: skip
+            backend,
+            verdict,
+            labels,
+            queries=queries if shard_dir else None,
+            judge=judge,
+            names=[f"item {t.item.id!r} ({t.author})" for t in chunk],
+            span_names=POINTWISE_SPANS,
+        )
         if shard_dir is not None:
             write_shard(shard_dir, [pointwise_key(t.item.id, t.author) for t in chunk], judgments)
         rows = []
         for task, rationale, judgment in zip(chunk, rationales, judgments):
             written = model.tokenizer.decode([judgment.top_token]).strip()
-            rows.append({
-                "judge": judge, "item_id": task.item.id, "task": task.item.task, "author": task.author,
-                "probs": judgment.probs, "expected_score": expected_score(judgment.probs),
-                "parsed_score": int(written) if written in SCORE_LABELS else None, "rationale": rationale,
-                "label_mass": judgment.label_mass, "top_is_label": judgment.top_is_label, "n_tokens": judgment.n_tokens,
-                "spans": {name: list(span) for name, span in judgment.spans.items()},
-            })  # fmt: skip
+            rows.append(
+                {
+                    "judge": judge,
+                    "item_id": task.item.id,
+                    "task": task.item.task,
+                    "author": task.author,
+                    "probs": judgment.probs,
+                    "expected_score": expected_score(judgment.probs),
+                    "parsed_score": int(written) if written in SCORE_LABELS else None,
+                    "rationale": rationale,
+                    "label_mass": judgment.label_mass,
+                    "top_is_label": judgment.top_is_label,
+                    "n_tokens": judgment.n_tokens,
+                    "spans": {name: list(span) for name, span in judgment.spans.items()},
+                }
+            )
         append_jsonl(path, rows)
         bar.update(len(chunk))
     bar.close()
 
 
-def consolidate_pointwise_attention(paths: RunDir, judge: str, model, items: Sequence[Item], authors: Sequence[str], queries: str) -> None:
+def consolidate_pointwise_attention(
+    paths: RunDir, judge: str, model, items: Sequence[Item], authors: Sequence[str], queries: str
+) -> None:
     """Shards -> `attention/<judge>.pointwise.safetensors` (`mass [item, author, layer, head, span]`, spans a and
     rationale; `span_tokens [item, author, span]`) with a JSON index."""
     by_key = read_shards(paths.pointwise_attention(judge, ""))
@@ -121,10 +155,16 @@ def consolidate_pointwise_attention(paths: RunDir, judge: str, model, items: Seq
                 raise InterpError(f"pointwise attention for {judge} {key} is missing; resume the run")
             mass[i, a], counts[i, a] = by_key[key]
     index = {
-        "judge": judge, "queries": queries, "tokenizer": tokenizer_fingerprint(model.tokenizer), "n_layers": model.n_layers,
-        "n_heads": model.n_heads, "dims": ["item", "author", "layer", "head", "span"], "authors": list(authors),
-        "spans": list(POINTWISE_SPANS), "items": [item.id for item in items],
-    }  # fmt: skip
+        "judge": judge,
+        "queries": queries,
+        "tokenizer": tokenizer_fingerprint(model.tokenizer),
+        "n_layers": model.n_layers,
+        "n_heads": model.n_heads,
+        "dims": ["item", "author", "layer", "head", "span"],
+        "authors": list(authors),
+        "spans": list(POINTWISE_SPANS),
+        "items": [item.id for item in items],
+    }
     atomic_write_bytes(paths.pointwise_attention(judge), save({"mass": mass, "span_tokens": counts}))
     atomic_write_text(paths.pointwise_attention(judge, ".json"), json.dumps(index))
 

@@ -29,7 +29,9 @@ def cut_at_cue(text: str, cue: str) -> str:
     return text.split(cue)[0].strip()
 
 
-def generate_rationales(model: LoadedModel, prompts: Sequence[Prompt], *, cue: str, max_new_tokens: int, batch_size: int) -> list[str]:
+def generate_rationales(
+    model: LoadedModel, prompts: Sequence[Prompt], *, cue: str, max_new_tokens: int, batch_size: int
+) -> list[str]:
     """Greedy continuations of `prompts`, each cut at `cue` (`cut_at_cue`), in the prompts' order."""
     tokenizer = model.tokenizer
     out: list[str] = [""] * len(prompts)
@@ -37,7 +39,9 @@ def generate_rationales(model: LoadedModel, prompts: Sequence[Prompt], *, cue: s
     for start in range(0, len(order), batch_size):
         rebalance_threads()
         chunk = order[start : start + batch_size]
-        batch = left_pad([encode_prompt(tokenizer, prompts[i]) for i in chunk], tokenizer.pad_token_id)[0].to(model.device)
+        batch = left_pad([encode_prompt(tokenizer, prompts[i]) for i in chunk], tokenizer.pad_token_id)[0].to(
+            model.device
+        )
         with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"):
             ids = model.hf_model.generate(
                 input_ids=batch.input_ids,

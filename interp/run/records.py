@@ -46,7 +46,15 @@ class JudgmentRecord:
 
     @classmethod
     def of(
-        cls, judge: str, item_id: str, task: str, order: str, author_a: str, author_b: str, judgment: Judgment, rationale: str | None = None
+        cls,
+        judge: str,
+        item_id: str,
+        task: str,
+        order: str,
+        author_a: str,
+        author_b: str,
+        judgment: Judgment,
+        rationale: str | None = None,
     ) -> "JudgmentRecord":
         return cls(
             judge=judge,
@@ -72,9 +80,22 @@ class JudgmentRecord:
 
 
 _WRITE_ORDER = (
-    "judge", "item_id", "task", "order", "model_a", "model_b", "p_a", "p_b", "p_t", "label_mass", "top_is_label",
-    "top_token", "n_tokens", "spans", "rationale",
-)  # fmt: skip
+    "judge",
+    "item_id",
+    "task",
+    "order",
+    "model_a",
+    "model_b",
+    "p_a",
+    "p_b",
+    "p_t",
+    "label_mass",
+    "top_is_label",
+    "top_token",
+    "n_tokens",
+    "spans",
+    "rationale",
+)
 
 
 def append_judgments(path: Path, records: Iterable[JudgmentRecord]) -> None:

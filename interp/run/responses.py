@@ -96,7 +96,12 @@ def response_cache_path(key: str) -> Path:
 
 
 def _prompts(model: LoadedModel, items: Sequence[Item], decoding: Decoding, treatment: bool = False) -> list[Prompt]:
-    return [generation_prompt(model.tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words, treatment=treatment) for item in items]
+    return [
+        generation_prompt(
+            model.tokenizer, item.task, item.query, kind=model.kind, words=decoding.max_words, treatment=treatment
+        )
+        for item in items
+    ]
 
 
 def _encode(tokenizer, prompt: Prompt) -> list[int]:
@@ -141,7 +146,12 @@ def cached_responses(
 
 
 def generate_responses(
-    model: LoadedModel, items: Sequence[Item], decoding: Decoding = Decoding(), *, name: str | None = None, progress: bool = True,
+    model: LoadedModel,
+    items: Sequence[Item],
+    decoding: Decoding = Decoding(),
+    *,
+    name: str | None = None,
+    progress: bool = True,
     treatment: bool = False,
 ) -> list[Response]:
     """Answers of `model` to `items` (greedy, or sampled per `decoding`), reusing the on-disk cache; returns them
@@ -157,16 +167,30 @@ def generate_responses(
     markers = model_markers(tokenizer)
     results, todo = cached_responses(keys, name or model.name, markers)
     missing = set(todo)
-    chunks = [b for b in fixed if missing.intersection(b)] if decoding.sampled else _length_batches(todo, prompts, decoding.batch_size)
-    check_generation_lengths(model, [items[i] for chunk in chunks for i in chunk], decoding, name=name, treatment=treatment)
+    chunks = (
+        [b for b in fixed if missing.intersection(b)]
+        if decoding.sampled
+        else _length_batches(todo, prompts, decoding.batch_size)
+    )
+    check_generation_lengths(
+        model, [items[i] for chunk in chunks for i in chunk], decoding, name=name, treatment=treatment
+    )
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
-    sampling = {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0} if decoding.sampled else {"do_sample": False}
+    sampling = (
+        {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0}
+        if decoding.sampled
+        else {"do_sample": False}
+    )
     for chunk in chunks:
         rebalance_threads()  # company that came or went since the last batch
         encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
         batch = left_pad(encoded, tokenizer.pad_token_id)[0].to(model.device)
-        with torch.inference_mode(), attention_implementation(model.hf_model, "sdpa"), _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]):
+        with (
+            torch.inference_mode(),
+            attention_implementation(model.hf_model, "sdpa"),
+            _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]),
+        ):
             out = model.hf_model.generate(
                 input_ids=batch.input_ids,
                 attention_mask=batch.attention_mask,
@@ -183,7 +207,9 @@ def generate_responses(
             bar.update(1)
             ids = [t for t in new_tokens[row].tolist() if t != tokenizer.pad_token_id]
             text = tokenizer.decode(ids, skip_special_tokens=True)
-            text, reasoning = final_answer(clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words, markers)
+            text, reasoning = final_answer(
+                clean_generation(text, fewshot=model.kind == "pre"), decoding.max_words, markers
+            )
             response = Response(items[index].id, name or model.name, text, len(ids), keys[index], reasoning)
             atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
             results[index] = response

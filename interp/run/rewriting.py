@@ -44,12 +44,18 @@ def check_style(style: str, rewriter: str | None) -> None:
     """`plain` is the offline normaliser and takes no rewriter; every other style is prompted and needs one."""
     if style == PLAIN:
         if rewriter is not None:
-            raise InterpError("--style plain is the deterministic normaliser and takes no --rewriter; give a prompted style (" + ", ".join(STYLES) + ") for an LLM rewriter")
+            raise InterpError(
+                "--style plain is the deterministic normaliser and takes no --rewriter; give a prompted style ("
+                + ", ".join(STYLES)
+                + ") for an LLM rewriter"
+            )
         return
     if style not in STYLES:
         raise InterpError(f"unknown style {style!r}; use {PLAIN} (offline) or a prompted style: {', '.join(STYLES)}")
     if rewriter is None:
-        raise InterpError(f"--style {style} is prompted: give --rewriter MODEL (a local model, or with --rewriter-url an OpenAI-compatible server)")
+        raise InterpError(
+            f"--style {style} is prompted: give --rewriter MODEL (a local model, or with --rewriter-url an OpenAI-compatible server)"
+        )
 
 
 def rewrite_prompt(style: str, instruction: str, response: str) -> str:
@@ -70,7 +76,14 @@ class Rewriter:
         return "plain-normaliser" if self.model is None else self.model
 
     def endpoint(self) -> HTTPJudgeConfig:
-        return HTTPJudgeConfig(name=f"rewriter-{self.model}", base_url=self.url, model=self.model, timeout=self.timeout, retries=2, logprobs=False)
+        return HTTPJudgeConfig(
+            name=f"rewriter-{self.model}",
+            base_url=self.url,
+            model=self.model,
+            timeout=self.timeout,
+            retries=2,
+            logprobs=False,
+        )
 
     def record(self, fingerprint: str | None = None) -> dict:
         """What determines the rewrites (restyle.json, the derived run's key): style, prompt, rewriter."""
@@ -96,10 +109,17 @@ class Original:
 
 def rewrite_items(originals: Sequence[Original], style: str) -> list[Item]:
     """The rewrite instructions as items (their query the full `REWRITE_PROMPT`), one per original answer."""
-    return [Item(hashlib.sha256(o.key.encode()).hexdigest()[:16], "helpfulness", rewrite_prompt(style, o.item.query, o.text)) for o in originals]
+    return [
+        Item(
+            hashlib.sha256(o.key.encode()).hexdigest()[:16], "helpfulness", rewrite_prompt(style, o.item.query, o.text)
+        )
+        for o in originals
+    ]
 
 
-def rewrite(originals: Sequence[Original], rewriter: Rewriter, decoding: Decoding, *, model=None, progress: bool = True) -> list[str]:
+def rewrite(
+    originals: Sequence[Original], rewriter: Rewriter, decoding: Decoding, *, model=None, progress: bool = True
+) -> list[str]:
     """The rewrites of `originals`, in order: `plain_style` for the normaliser, else the LLM's answers to the
     rewrite instructions (`model`: the loaded local rewriter; a server is asked when `rewriter.url` is set)."""
     if rewriter.model is None:
@@ -120,6 +140,8 @@ def as_responses(originals: Sequence[Original], texts: Sequence[str], rewriter: 
     """The rewrites as the derived run's response records, per author."""
     out: dict[str, list[Response]] = {}
     for original, text in zip(originals, texts):
-        key = hashlib.sha256(json.dumps([rewriter.record(), original.key, original.text, text]).encode()).hexdigest()[:24]
+        key = hashlib.sha256(json.dumps([rewriter.record(), original.key, original.text, text]).encode()).hexdigest()[
+            :24
+        ]
         out.setdefault(original.author, []).append(Response(original.item.id, original.author, text, -1, key))
     return out

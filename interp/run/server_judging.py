@@ -27,7 +27,9 @@ def run_server_judging(
     done = {record.key for record in read_judgments(judgments_path, judge=endpoint.name)}
     todo = [task for task in tasks if task.key not in done]
     client = HTTPJudge.from_config(endpoint)
-    bar = tqdm(total=len(todo), desc=f"judging {endpoint.name} (server)", unit="judgment", disable=not progress or not todo)
+    bar = tqdm(
+        total=len(todo), desc=f"judging {endpoint.name} (server)", unit="judgment", disable=not progress or not todo
+    )
     pool = ThreadPoolExecutor(max_workers=endpoint.concurrency)
     try:
         for chunk in batches(todo, max(8, endpoint.concurrency)):
@@ -36,8 +38,15 @@ def run_server_judging(
                 judgments_path,
                 [
                     JudgmentRecord(
-                        judge=endpoint.name, item_id=t.item.id, order=t.order, model_a=t.author_a, model_b=t.author_b,
-                        p_a=a["p_a"], p_b=a["p_b"], task=t.item.task, label_mass=a["mass_a"] + a["mass_b"],
+                        judge=endpoint.name,
+                        item_id=t.item.id,
+                        order=t.order,
+                        model_a=t.author_a,
+                        model_b=t.author_b,
+                        p_a=a["p_a"],
+                        p_b=a["p_b"],
+                        task=t.item.task,
+                        label_mass=a["mass_a"] + a["mass_b"],
                     )
                     for t, a in zip(chunk, answers)
                 ],

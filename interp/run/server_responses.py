@@ -41,7 +41,12 @@ def server_prompt(endpoint: HTTPJudgeConfig, item: Item, decoding: Decoding) -> 
 
 
 def server_cache_key(endpoint: HTTPJudgeConfig, prompt: str, decoding: Decoding) -> str:
-    payload = {"server_model": endpoint.model, "mode": endpoint.mode, "prompt": prompt, "decoding": asdict(decoding) | {"batch_size": None}}
+    payload = {
+        "server_model": endpoint.model,
+        "mode": endpoint.mode,
+        "prompt": prompt,
+        "decoding": asdict(decoding) | {"batch_size": None},
+    }
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:24]
 
 
@@ -59,7 +64,9 @@ def _answer_text(data, endpoint: HTTPJudgeConfig) -> tuple[str, int, str]:
         choice = data["choices"][0]
         text = choice["message"]["content"] if endpoint.mode == "chat" else choice["text"]
     except (KeyError, IndexError, TypeError):
-        raise InterpError(f"server {endpoint.name}: the answer has no {'choices[0].message.content' if endpoint.mode == 'chat' else 'choices[0].text'}") from None
+        raise InterpError(
+            f"server {endpoint.name}: the answer has no {'choices[0].message.content' if endpoint.mode == 'chat' else 'choices[0].text'}"
+        ) from None
     tokens = (data.get("usage") or {}).get("completion_tokens", -1)
     apart = (choice.get("message") or {}).get("reasoning_content") if endpoint.mode == "chat" else None
     return text or "", int(tokens) if isinstance(tokens, int) else -1, apart if isinstance(apart, str) else ""
@@ -76,13 +83,20 @@ def server_responses(
 
     def ask(index: int) -> Response:
         text, tokens, apart = _answer_text(client.post(_request_body(endpoint, prompts[index], decoding)), endpoint)
-        text, reasoning = final_answer(clean_generation(text, fewshot=endpoint.mode == "completions"), decoding.max_words)
+        text, reasoning = final_answer(
+            clean_generation(text, fewshot=endpoint.mode == "completions"), decoding.max_words
+        )
         reasoning = "\n\n".join(part for part in (apart.strip(), reasoning) if part)
         response = Response(items[index].id, endpoint.name, text, tokens, keys[index], reasoning)
         atomic_write_text(response_cache_path(keys[index]), json.dumps(asdict(response)))
         return response
 
-    bar = tqdm(total=len(items), initial=len(items) - len(todo), desc=f"responses {endpoint.name} (server)", disable=not progress)
+    bar = tqdm(
+        total=len(items),
+        initial=len(items) - len(todo),
+        desc=f"responses {endpoint.name} (server)",
+        disable=not progress,
+    )
     pool = ThreadPoolExecutor(max_workers=endpoint.concurrency)
     try:
         futures = {pool.submit(ask, index): index for index in todo}

@@ -75,7 +75,10 @@ def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = Fals
     path = folder / f"{keyed_label(judge)}{suffix}"
     if write or path.exists():  # a writer always uses the current name, never an older run's file
         return path
-    for older in (folder / f"{path_label(judge)}{suffix}", folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}"):
+    for older in (
+        folder / f"{path_label(judge)}{suffix}",
+        folder / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', judge)}{suffix}",
+    ):
         if older.name not in ("", ".", "..") and older.exists():
             return older
     return path
@@ -219,7 +222,9 @@ class RunDir:
         try:
             return json.loads(self.identity.read_text())["config_identity"]
         except (ValueError, KeyError, TypeError, UnicodeDecodeError):
-            raise InterpError(f"{self.identity}: not a run identity file; it is written by `interp dbg` (use another --out)") from None
+            raise InterpError(
+                f"{self.identity}: not a run identity file; it is written by `interp dbg` (use another --out)"
+            ) from None
 
     def read_items(self) -> list[Item]:
         return [Item(**record) for record in read_jsonl(self.items)]
@@ -284,11 +289,19 @@ class RunDir:
     def check_layout(self) -> None:
         """Each of the run's sub-folders is a folder where it exists: a file in its place is one line, before
         anything is written (not a NotADirectoryError once work has been done)."""
-        folders = [self.attention_dir, self.figures, self.steering, self.steering / "sweeps", self.steering / "directions"]
+        folders = [
+            self.attention_dir,
+            self.figures,
+            self.steering,
+            self.steering / "sweeps",
+            self.steering / "directions",
+        ]
         folders += [self.root / name for name in ("variants", "interventions", "sweeps", "reasoning")]
         for folder in folders:
             if folder.exists() and not folder.is_dir():
-                raise InterpError(f"{folder} is a file where the run keeps a folder; move it away, or use another run directory")
+                raise InterpError(
+                    f"{folder} is a file where the run keeps a folder; move it away, or use another run directory"
+                )
 
     def check_not_locked(self) -> None:
         """Fail at once, naming the holder, when another process writes the run; writes nothing.
@@ -354,7 +367,10 @@ class Run:
 def empty_answers(responses: dict[str, dict[str, str]], items) -> dict[str, list[str]]:
     """model -> the ids of the run's items it answered with nothing (white space only), for models with any;
     `responses` as `RunDir.read_responses` gives them."""
-    found = {model: [i.id for i in items if i.id in answers and not answers[i.id].strip()] for model, answers in responses.items()}
+    found = {
+        model: [i.id for i in items if i.id in answers and not answers[i.id].strip()]
+        for model, answers in responses.items()
+    }
     return {model: ids for model, ids in found.items() if ids}
 
 
@@ -364,7 +380,9 @@ def check_finished(run_dir: Path) -> RunDir:
     paths = RunDir(Path(run_dir))
     for required in (paths.config, paths.items, paths.responses, paths.gold):
         if not required.is_file():
-            raise InterpError(f"{run_dir} is not a finished run ({required.name} missing); run `interp dbg` or `interp demo` first")
+            raise InterpError(
+                f"{run_dir} is not a finished run ({required.name} missing); run `interp dbg` or `interp demo` first"
+            )
     return paths
 
 

@@ -35,7 +35,9 @@ from interp.results.summary import RunSummary
 from interp.run.store import RunDir, empty_answers
 
 
-def p_first_wins(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> tuple[np.ndarray, np.ndarray]:
+def p_first_wins(
+    records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str
+) -> tuple[np.ndarray, np.ndarray]:
     """Per item, P(first model's response wins) in order ab (it is in slot A) and in order ba (slot B).
 
     With ties allowed (A/T/B) a tie counts half for each side.
@@ -82,7 +84,9 @@ def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None
     first_model = config.models[0]
     own = own_model(judge)
     if own not in config.models:
-        raise InterpError(f"judge {judge!r}: its own model {own!r} is not one of the run's authors ({', '.join(config.models)})")
+        raise InterpError(
+            f"judge {judge!r}: its own model {own!r} is not one of the run's authors ({', '.join(config.models)})"
+        )
     judgments = paths.read_judgments(judge=judge)
     ab, ba = p_first_wins(judgments, items, first_model)
     gold = paths.read_gold()
@@ -96,7 +100,14 @@ def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None
 
 
 def judge_scores(
-    records: Sequence[JudgmentRecord], items: Sequence[Item], models: Sequence[str], judge: str, gold_first: np.ndarray, *, n_boot: int, seed: int
+    records: Sequence[JudgmentRecord],
+    items: Sequence[Item],
+    models: Sequence[str],
+    judge: str,
+    gold_first: np.ndarray,
+    *,
+    n_boot: int,
+    seed: int,
 ) -> dict:
     ab, ba = p_first_wins(records, items, models[0])
     first = (ab + ba) / 2
@@ -106,7 +117,9 @@ def judge_scores(
         "win_rate_first_hard": hard_win_rate(first),
         "win_rate_first_soft": soft_win_rate(first),
         "top_not_label": int(sum(r.top_is_label is False for r in records)),
-        "mean_label_mass": float(np.mean([r.label_mass for r in records if r.label_mass is not None] or [float("nan")])),
+        "mean_label_mass": float(
+            np.mean([r.label_mass for r in records if r.label_mass is not None] or [float("nan")])
+        ),
     }
     # Too weak a judge: its DBG is reported, flagged, never read as evidence (thresholds in metrics.dbg).
     scores["unreliable_because"] = judge_reliability(scores["position_consistency"], scores["mean_label_mass"])
@@ -124,13 +137,17 @@ def judge_scores(
     return scores
 
 
-def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items: Sequence[Item], gold: dict[str, list[float]]) -> dict:
+def compute_summary(
+    config: RunConfig, records: Sequence[JudgmentRecord], items: Sequence[Item], gold: dict[str, list[float]]
+) -> dict:
     models = list(config.models)
     gold_first = np.array(aggregate_gold(gold))
     judges = {}
     for judge in config.judge_specs if config.mode == "pairwise" else ():  # pointwise: `write_summary`
         judge_records = [r for r in records if r.judge == judge]
-        judges[judge] = judge_scores(judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed)
+        judges[judge] = judge_scores(
+            judge_records, items, models, judge, gold_first, n_boot=config.n_boot, seed=config.seed
+        )
     gold_hard = hard_win_rate(gold_first)
     summary = {
         "n_items": len(items),
@@ -146,17 +163,25 @@ def compute_summary(config: RunConfig, records: Sequence[JudgmentRecord], items:
         "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
     }
     if config.gold.human:
-        summary["gold"]["human"] = gold_against_humans(gold, human_labels(config.gold.human, items, models), items, n_boot=config.n_boot, seed=config.seed)
+        summary["gold"]["human"] = gold_against_humans(
+            gold, human_labels(config.gold.human, items, models), items, n_boot=config.n_boot, seed=config.seed
+        )
     return summary
 
 
-def gold_against_humans(gold: dict[str, list[float]], human: dict[str, float], items: Sequence[Item], *, n_boot: int, seed: int) -> dict:
+def gold_against_humans(
+    gold: dict[str, list[float]], human: dict[str, float], items: Sequence[Item], *, n_boot: int, seed: int
+) -> dict:
     """Table 1: on the items people labelled, each gold judge's and the ensemble's agreement with them."""
     rows = [index for index, item in enumerate(items) if item.id in human]
     labels = [human[items[index].id] for index in rows]
     picked = {name: [values[index] for index in rows] for name, values in gold.items()}
     per_judge = {name: human_agreement(values, labels, n_boot=n_boot, seed=seed) for name, values in picked.items()}
-    return {"n_items": len(rows), "judges": per_judge, "ensemble": human_agreement(aggregate_gold(picked), labels, n_boot=n_boot, seed=seed)}
+    return {
+        "n_items": len(rows),
+        "judges": per_judge,
+        "ensemble": human_agreement(aggregate_gold(picked), labels, n_boot=n_boot, seed=seed),
+    }
 
 
 def write_summary(
@@ -179,10 +204,16 @@ def write_summary(
     reasoning = reasoning_summary(paths.read_reasoning(), len(items))
     if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
         summary["reasoning"] = reasoning
-    if config.mode == "pointwise":  # SALIERI's 1-5 scores per judge and author (the SALIERI score: `interp metrics run`)
+    if (
+        config.mode == "pointwise"
+    ):  # SALIERI's 1-5 scores per judge and author (the SALIERI score: `interp metrics run`)
         summary["pointwise"] = pointwise_summary(read_pointwise(paths.pointwise), config.models)
     if config.grader != "none":  # Chen et al.'s graders: per author, how many answers were graded and correct
-        summary["correctness"] = grade_run_answers(paths.correctness, items, paths.read_responses(), config.models, config.grader)
+        summary["correctness"] = grade_run_answers(
+            paths.correctness, items, paths.read_responses(), config.models, config.grader
+        )
     if config.empty_answers == "judge":  # judged as they are, and counted: model -> item ids
-        summary["empty_answers"] = {model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()}
+        summary["empty_answers"] = {
+            model: sorted(ids) for model, ids in empty_answers(paths.read_responses(), items).items()
+        }
     return codec.write_summary(paths.summary, summary)

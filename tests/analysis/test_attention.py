@@ -43,7 +43,9 @@ from tests.helpers import REPO
 
 slow = pytest.mark.slow
 MODELS = ("judge-x", "judge-y")
-RUN_TOL = 1e-5  # run (batched: padding, shared prefix) vs `interp inspect` (one prompt): float rounding only, as BATCH_TOL
+RUN_TOL = (
+    1e-5  # run (batched: padding, shared prefix) vs `interp inspect` (one prompt): float rounding only, as BATCH_TOL
+)
 BACKEND_TOL = 1e-5
 
 
@@ -68,7 +70,9 @@ def write_run(
     n_items = first_mass.shape[0]
     item_ids = item_ids or [f"item-{i:02d}" for i in range(n_items)]
     (root / "config.toml").write_text(f'name = "t"\nmodels = {json.dumps(list(models))}\nn_boot = 50\nseed = 0\n')
-    (root / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": "q?", "reference": "r"}) + "\n" for i in item_ids))
+    (root / "items.jsonl").write_text(
+        "".join(json.dumps({"id": i, "task": "helpfulness", "query": "q?", "reference": "r"}) + "\n" for i in item_ids)
+    )
     lines = []
     for judge, (mass, counts) in arrays.items():
         index_items = []
@@ -81,17 +85,40 @@ def write_run(
                 authors = (models[0], models[1]) if order == "ab" else (models[1], models[0])
                 orders[order] = {"model_a": authors[0], "model_b": authors[1], "spans": spans, "n_tokens": n_tokens}
                 lines.append(
-                    {"judge": judge, "item_id": item_id, "task": "helpfulness", "order": order, "model_a": authors[0], "model_b": authors[1],
-                     "p_a": 0.5, "p_b": 0.5, "p_t": None, "label_mass": 0.5, "top_is_label": True, "top_token": 1, "n_tokens": n_tokens, "spans": spans}
+                    {
+                        "judge": judge,
+                        "item_id": item_id,
+                        "task": "helpfulness",
+                        "order": order,
+                        "model_a": authors[0],
+                        "model_b": authors[1],
+                        "p_a": 0.5,
+                        "p_b": 0.5,
+                        "p_t": None,
+                        "label_mass": 0.5,
+                        "top_is_label": True,
+                        "top_token": 1,
+                        "n_tokens": n_tokens,
+                        "spans": spans,
+                    }
                 )
             index_items.append({"item_id": item_id, "task": "helpfulness", "orders": orders})
         index = {
-            "judge": judge, "queries": "final", "tokenizer": fingerprint, "n_layers": mass.shape[2], "n_heads": mass.shape[3],
-            "dims": ["item", "order", "layer", "head", "span"], "orders": list(ORDERS), "spans": ["a", "b"], "items": index_items,
+            "judge": judge,
+            "queries": "final",
+            "tokenizer": fingerprint,
+            "n_layers": mass.shape[2],
+            "n_heads": mass.shape[3],
+            "dims": ["item", "order", "layer", "head", "span"],
+            "orders": list(ORDERS),
+            "spans": ["a", "b"],
+            "items": index_items,
         }
         paths = RunDir(root)
         paths.attention(judge).parent.mkdir(parents=True, exist_ok=True)
-        save_file({"mass": mass.float().contiguous(), "span_tokens": counts.float().contiguous()}, str(paths.attention(judge)))
+        save_file(
+            {"mass": mass.float().contiguous(), "span_tokens": counts.float().contiguous()}, str(paths.attention(judge))
+        )
         paths.attention_index(judge).write_text(json.dumps(index))
     (root / "judgments.jsonl").write_text("".join(json.dumps(line) + "\n" for line in lines))
     return root
@@ -137,7 +164,11 @@ def test_own_other_alignment_follows_slot_authors(two_judge_run):
 
 
 def test_author_slots_rejects_unknown_authors():
-    index = {"items": [{"item_id": "i", "orders": {"ab": {"model_a": "p", "model_b": "q"}, "ba": {"model_a": "q", "model_b": "p"}}}]}
+    index = {
+        "items": [
+            {"item_id": "i", "orders": {"ab": {"model_a": "p", "model_b": "q"}, "ba": {"model_a": "q", "model_b": "p"}}}
+        ]
+    }
     assert author_slots(index, ("q", "p"))[0].tolist() == [[1, 0], [0, 1]]
     with pytest.raises(InterpError, match="slot authors"):
         author_slots(index, ("p", "z"))
@@ -186,7 +217,9 @@ def test_head_map_and_top_heads_find_a_planted_head(tmp_path):
     root = write_run(tmp_path / "run", {MODELS[0]: (mass, counts)})
     values = head_values(root, MODELS[0], stat="mass")
     assert values.shape == (5, 4)
-    assert math.isclose(float(values[2, 1]), 0.4, abs_tol=1e-6) and math.isclose(float(values[0, 0]), -0.3, abs_tol=1e-6)
+    assert math.isclose(float(values[2, 1]), 0.4, abs_tol=1e-6) and math.isclose(
+        float(values[0, 0]), -0.3, abs_tol=1e-6
+    )
     best = top_heads(root, MODELS[0], 2, stat="mass")
     assert [(l, h) for l, h, _ in best] == [(2, 1), (4, 3)]
     assert math.isclose(best[0][2], 0.4, abs_tol=1e-6)
@@ -353,7 +386,9 @@ def test_attention_that_disagrees_with_the_judgments_is_refused(two_judge_run):
 def test_arrays_that_do_not_match_the_index_are_refused(two_judge_run):
     path = RunDir(two_judge_run).attention(MODELS[0])
     arrays = load_file(str(path))
-    save_file({"mass": arrays["mass"][:2].contiguous(), "span_tokens": arrays["span_tokens"][:2].contiguous()}, str(path))
+    save_file(
+        {"mass": arrays["mass"][:2].contiguous(), "span_tokens": arrays["span_tokens"][:2].contiguous()}, str(path)
+    )
     with pytest.raises(InterpError, match="do not match the index"):
         load_attention(two_judge_run, MODELS[0])
 
@@ -384,9 +419,16 @@ def test_run_numbers_equal_interp_inspect(real_run):
                 if not a.strip() or not b.strip():
                     continue  # `interp inspect` refuses empty text; the empty-span test covers it
                 record = inspect_judgment(backend, item.query, a, b, task=item.task, queries=run.queries)
-                assert record["spans"] == {k: entry["spans"][k] for k in ("a", "b")} and record["n_tokens"] == entry["n_tokens"]
+                assert (
+                    record["spans"] == {k: entry["spans"][k] for k in ("a", "b")}
+                    and record["n_tokens"] == entry["n_tokens"]
+                )
                 inspected = torch.stack(
-                    [torch.tensor([row["heads_mass_a"] for row in record["layers"]]), torch.tensor([row["heads_mass_b"] for row in record["layers"]])], -1
+                    [
+                        torch.tensor([row["heads_mass_a"] for row in record["layers"]]),
+                        torch.tensor([row["heads_mass_b"] for row in record["layers"]]),
+                    ],
+                    -1,
                 )
                 diff = (inspected - run.mass[i, o]).abs().max().item()
                 assert diff <= RUN_TOL, f"{judge} {item.id} {order}: run vs inspect differ by {diff:.2e}"
@@ -411,12 +453,21 @@ def test_backends_give_the_same_run_arrays(real_run, tmp_path, judge):
     for name in ("transformer_lens", "nnsight"):
         paths = RunDir(tmp_path / name)
         run_judging(
-            make_backend(model, name), judge, tasks, judgments_path=paths.judgments, shard_dir=paths.attention_shards(judge),
-            batch_size=real_run.config.batch_size, queries="final", progress=False,
+            make_backend(model, name),
+            judge,
+            tasks,
+            judgments_path=paths.judgments,
+            shard_dir=paths.attention_shards(judge),
+            batch_size=real_run.config.batch_size,
+            queries="final",
+            progress=False,
         )
         consolidate_attention(paths, judge, model, items, "final")
         arrays[name] = load_file(str(paths.attention(judge)))
-        assert json.loads(paths.attention_index(judge).read_text())["items"] == json.loads(RunDir(real_run.root).attention_index(judge).read_text())["items"]
+        assert (
+            json.loads(paths.attention_index(judge).read_text())["items"]
+            == json.loads(RunDir(real_run.root).attention_index(judge).read_text())["items"]
+        )
     for key in ("mass", "span_tokens"):
         tl, ns, hf = arrays["transformer_lens"][key], arrays["nnsight"][key], stored[key]
         assert tl.shape == ns.shape == hf.shape
@@ -454,10 +505,14 @@ def test_prompt_token_attention_matches_the_run(real_run):
     assert result.max_abs_diff <= RUN_TOL
     for index, slot in enumerate(("a", "b")):
         start, end = result.spans[slot]
-        assert math.isclose(float(result.weights[start:end].sum()), float(result.masses[layer, head, index]), abs_tol=1e-6)
+        assert math.isclose(
+            float(result.weights[start:end].sum()), float(result.masses[layer, head, index]), abs_tol=1e-6
+        )
     assert result.authors == {"a": real_run.config.models[1], "b": real_run.config.models[0]}
     with pytest.raises(InterpError, match="another tokenizer"):
-        prompt_token_attention(real_run.root, judge, run.item_ids[0], "ab", layer, head, model=real_run.loaded["gemma3-270m"])
+        prompt_token_attention(
+            real_run.root, judge, run.item_ids[0], "ab", layer, head, model=real_run.loaded["gemma3-270m"]
+        )
     with pytest.raises(InterpError, match="out of range"):
         prompt_token_attention(real_run.root, judge, run.item_ids[0], "ab", 99, 0, model=model)
 
@@ -469,9 +524,13 @@ def test_notebook_runs_top_to_bottom(real_run, monkeypatch):
 
     path = REPO / "notebooks" / "explore_heads.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "commit the notebook with outputs cleared"
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), (
+        "commit the notebook with outputs cleared"
+    )
     monkeypatch.setenv("INTERP_RUN_DIR", str(real_run.root))
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(REPO)}})
+    client = nbclient.NotebookClient(
+        notebook, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(REPO)}}
+    )
     client.execute()
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
@@ -495,13 +554,17 @@ def test_empty_response_in_a_real_run(real_run, tmp_path):
     emptied = next(r for r in responses if r["model"] == real_run.config.models[1])
     emptied["text"] = ""
     (root / "responses.jsonl").write_text("".join(json.dumps(r) + "\n" for r in responses))
-    with pytest.raises(InterpError, match=f"gave an empty answer to 1 of the run's .* items \\({emptied['item_id']}\\)"):
+    with pytest.raises(
+        InterpError, match=f"gave an empty answer to 1 of the run's .* items \\({emptied['item_id']}\\)"
+    ):
         run_dbg(real_run.config, root, progress=False, models=ModelCache(models=real_run.loaded))
     assert not (root / "judgments.jsonl").exists()
     config = real_run.config.model_copy(update={"empty_answers": "judge"})
     (root / "config.toml").unlink()
     run_dbg(config, root, progress=False, models=ModelCache(models=real_run.loaded))
-    assert json.loads((root / "summary.json").read_text())["empty_answers"] == {real_run.config.models[1]: [emptied["item_id"]]}
+    assert json.loads((root / "summary.json").read_text())["empty_answers"] == {
+        real_run.config.models[1]: [emptied["item_id"]]
+    }
     for judge in real_run.config.judge_specs:
         run = load_attention(root, judge)
         i = run.item_ids.index(emptied["item_id"])

@@ -24,14 +24,25 @@ ITEMS = [  # id, query, reference, the other writer's answer
 def two_runs(tmp_path_factory, tiny_llama_dir) -> tuple[Path, Path, str]:
     folder = tmp_path_factory.mktemp("compare")
     judge = str(tiny_llama_dir)
-    (folder / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
+    (folder / "items.jsonl").write_text(
+        "".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS)
+    )
     (folder / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
     runs = []
     for words, attention in ((20, "final"), (8, "none")):
         config = dict(
-            n=len(ITEMS), data=str(folder / "items.jsonl"), models=(judge, "writer-y"), judges=[judge], n_boot=20, device="cpu",
-            max_new_tokens=8, max_words=words, attention=attention, empty_answers="judge", imports={"writer-y": str(folder / "other.jsonl")},
-        )  # fmt: skip
+            n=len(ITEMS),
+            data=str(folder / "items.jsonl"),
+            models=(judge, "writer-y"),
+            judges=[judge],
+            n_boot=20,
+            device="cpu",
+            max_new_tokens=8,
+            max_words=words,
+            attention=attention,
+            empty_answers="judge",
+            imports={"writer-y": str(folder / "other.jsonl")},
+        )
         runs.append(interp.dbg(config, folder / f"run-{words}", progress=False).path)
     return runs[0], runs[1], judge
 
@@ -66,7 +77,11 @@ def test_figure7_across_runs_draws_the_runs_with_attention(two_runs):
     first, second, judge = two_runs
     profiles, without = own_minus_other_profiles([first, second])
     assert [(p.run, p.judge) for p in profiles] == [(str(first), judge)] and without == [str(second)]
-    assert profiles[0].depth[0] == 0.0 and profiles[0].depth[-1] == 1.0 and len(profiles[0].own_minus_other) == len(profiles[0].depth)
+    assert (
+        profiles[0].depth[0] == 0.0
+        and profiles[0].depth[-1] == 1.0
+        and len(profiles[0].own_minus_other) == len(profiles[0].depth)
+    )
     fig = interp.figure7_across_runs([first, second])
     assert isinstance(fig, Figure) and len(fig.axes[0].lines) >= 1
 
@@ -91,7 +106,11 @@ def test_compare_cli_prints_json_rows_a_table_and_writes_the_figures(two_runs, t
 
 @pytest.mark.parametrize(
     ("args", "message"),
-    [((), "Missing argument"), (("{tmp}",), "not a finished run"), (("{run}", "--by", "seed"), "not a key that differs")],
+    [
+        ((), "Missing argument"),
+        (("{tmp}",), "not a finished run"),
+        (("{run}", "--by", "seed"), "not a key that differs"),
+    ],
 )
 def test_compare_bad_input_is_one_error_line(two_runs, tmp_path, forked_cli, args, message):
     first, _, _ = two_runs

@@ -14,7 +14,13 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from interp.analysis.attention_stats import figure7_profiles, head_values, layer_differences, length_regression, top_heads
+from interp.analysis.attention_stats import (
+    figure7_profiles,
+    head_values,
+    layer_differences,
+    length_regression,
+    top_heads,
+)
 from interp.core import models as core_models
 from interp.core.models import Alias, LoadedModel, own_model
 
@@ -57,9 +63,20 @@ def organism_run(tmp_path, organisms) -> Path:
     config.write_text(config.read_text() + f"judges = {json.dumps(list(JUDGES))}\n")
     _judgments_with_verdicts(root)
     gold = [0.9, 0.1, 0.8, 0.3, 0.5, 0.7, 0.2, 0.6]
-    (root / "gold.jsonl").write_text("".join(json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first": p}) + "\n" for i, p in enumerate(gold)))
+    (root / "gold.jsonl").write_text(
+        "".join(
+            json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first": p}) + "\n"
+            for i, p in enumerate(gold)
+        )
+    )
     if not (root / "responses.jsonl").exists():  # a finished run holds its answers (commands that read one check it)
-        (root / "responses.jsonl").write_text("".join(json.dumps({"model": m, "item_id": f"item-{i:02d}", "text": f"answer {i} of {m}"}) + "\n" for m in (X, Y) for i in range(8)))
+        (root / "responses.jsonl").write_text(
+            "".join(
+                json.dumps({"model": m, "item_id": f"item-{i:02d}", "text": f"answer {i} of {m}"}) + "\n"
+                for m in (X, Y)
+                for i in range(8)
+            )
+        )
     from interp.run.store import RunDir
     from interp.run.summary import write_summary
 
@@ -111,7 +128,12 @@ def test_report_figures_and_tables_include_the_organisms(organism_run):
     summary = json.loads((figures / "attention_summary.json").read_text())
     assert set(summary["top_heads"]) == set(JUDGES)
     assert summary["top_heads"][PLANTED][0]["layer"] == 3 and summary["top_heads"][PLANTED][0]["head"] == 2
-    for name in ("attention_layer_differences.csv", "attention_heads.csv", "attention_length_regression.csv", "attention_length_items.csv"):
+    for name in (
+        "attention_layer_differences.csv",
+        "attention_heads.csv",
+        "attention_length_regression.csv",
+        "attention_length_items.csv",
+    ):
         text = (figures / name).read_text()
         assert all(judge in text for judge in JUDGES), name
     profiles = (figures / "attention_profiles.csv").read_text()
@@ -131,7 +153,13 @@ def test_figure2_grid_has_every_judge(organism_run):
 
     summary = RunDir(organism_run).read_summary()
     labels = [label for label, _ in figure2_rows(summary)]
-    assert labels == [f"Judge: {X}", f"Judge: {NULL} (own: {X})", f"Judge: {PLANTED} (own: {X})", "Gold (reference)", f"Judge: {Y}"]
+    assert labels == [
+        f"Judge: {X}",
+        f"Judge: {NULL} (own: {X})",
+        f"Judge: {PLANTED} (own: {X})",
+        "Gold (reference)",
+        f"Judge: {Y}",
+    ]
     for judge in JUDGES:
         assert summary["judges"][judge]["own_model"] == own_model(judge)
         assert "dbg_hard" in summary["judges"][judge]
@@ -158,7 +186,16 @@ def test_metrics_run_lenses_include_the_organisms(organism_run):
 
 
 def _stub(name: str) -> LoadedModel:
-    return LoadedModel(name=name, hf_model=torch.nn.Linear(2, 2), tokenizer=None, kind="post", source="stub", n_layers=2, n_heads=2, context_length=64)
+    return LoadedModel(
+        name=name,
+        hf_model=torch.nn.Linear(2, 2),
+        tokenizer=None,
+        kind="post",
+        source="stub",
+        n_layers=2,
+        n_heads=2,
+        context_length=64,
+    )
 
 
 def test_bias_builder_self_target_defaults_to_the_organisms_own_model(organisms):

@@ -34,7 +34,9 @@ def test_one_pair_equals_the_lower_level_path(judge):
     v = judge(QUERY, ANSWER_A, ANSWER_B, task="truthfulness", authors=AUTHORS)
     prompt, expected = lower_level(judge.model, "truthfulness", QUERY, ANSWER_A, ANSWER_B)
     assert v.prompt.input_ids == prompt.input_ids and v.spans == prompt.spans
-    assert v.p_a == pytest.approx(expected.probs["A"], abs=1e-9) and v.p_b == pytest.approx(expected.probs["B"], abs=1e-9)
+    assert v.p_a == pytest.approx(expected.probs["A"], abs=1e-9) and v.p_b == pytest.approx(
+        expected.probs["B"], abs=1e-9
+    )
     assert v.label_mass == pytest.approx(expected.label_mass, abs=1e-9)
     assert_close(v.mass, expected.mass, 1e-6, "span attention")
     # dims: [layer, head, span], span 0 = A, 1 = B; per-token mean = mass / span length
@@ -205,10 +207,15 @@ def test_wrap_says_what_it_changes_on_your_objects(tiny_llama_dir):
 
     from transformers import AutoModelForCausalLM, AutoTokenizer
 
-    model, tokenizer = AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir)
+    model, tokenizer = (
+        AutoModelForCausalLM.from_pretrained(tiny_llama_dir),
+        AutoTokenizer.from_pretrained(tiny_llama_dir),
+    )
     model.train()
     tokenizer.pad_token = None
-    with pytest.warns(UserWarning, match=r"changed your objects: put the model in eval mode.*set tokenizer.pad_token") as caught:
+    with pytest.warns(
+        UserWarning, match=r"changed your objects: put the model in eval mode.*set tokenizer.pad_token"
+    ) as caught:
         interp.Judge.wrap(model, tokenizer, name="tiny")
     assert len(caught) == 1 and not model.training and tokenizer.pad_token == tokenizer.eos_token
     with warnings.catch_warnings():

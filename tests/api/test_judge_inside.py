@@ -33,7 +33,9 @@ def test_the_pattern_is_plain_transformers_attention(judge):
     # the final row over a span is the span mass the verdict reports
     v = judge(QUERY, ANSWER_A, ANSWER_B)
     start, end = p.spans["a"]
-    assert float(p.of(judge.n_layers - 1, 0)[-1, start:end].sum()) == pytest.approx(float(v.mass[judge.n_layers - 1, 0, 0]), abs=1e-4)
+    assert float(p.of(judge.n_layers - 1, 0)[-1, start:end].sum()) == pytest.approx(
+        float(v.mass[judge.n_layers - 1, 0, 0]), abs=1e-4
+    )
 
 
 @pytest.mark.parametrize("judge", ["tiny_llama"], indirect=True)
@@ -50,7 +52,12 @@ def test_the_pattern_shows_an_open_intervention(judge):
 def test_the_figure_has_a_heatmap_per_layer_and_head_and_boxes_the_spans(judge):
     p = judge.attention_pattern(QUERY, ANSWER_A, ANSWER_B, layers=[0, 1], heads=[0, 2])
     fig = p.figure()
-    assert [trace.name for trace in fig.data] == ["layer 0 head 0", "layer 0 head 2", "layer 1 head 0", "layer 1 head 2"]
+    assert [trace.name for trace in fig.data] == [
+        "layer 0 head 0",
+        "layer 0 head 2",
+        "layer 1 head 0",
+        "layer 1 head 2",
+    ]
     assert [trace.visible for trace in fig.data] == [True, False, False, False]
     assert len(fig.layout.updatemenus[0].buttons) == 4
     boxes = {(shape.x0 + 0.5, shape.x1 + 0.5) for shape in fig.layout.shapes}
@@ -78,7 +85,11 @@ def test_trace_is_nnsight_over_the_judge_prompt_with_spans(judge):
         hidden = judge.nnsight.model.layers[0].output.save()
         logits = judge.nnsight.output.logits.save()
     prompt = judge.prompt(QUERY, ANSWER_A, ANSWER_B)
-    assert tracer.spans == prompt.spans and tracer.prompt.input_ids == prompt.input_ids and len(tracer.tokens) == len(prompt)
+    assert (
+        tracer.spans == prompt.spans
+        and tracer.prompt.input_ids == prompt.input_ids
+        and len(tracer.tokens) == len(prompt)
+    )
     with torch.no_grad():
         out = hf_model(torch.tensor([prompt.input_ids]), output_hidden_states=True)
     assert_close(hidden, out.hidden_states[1], 1e-5, "layer 0 output")

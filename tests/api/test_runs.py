@@ -28,12 +28,20 @@ def tiny_run(tmp_path_factory, tiny_llama_dir) -> tuple[Path, str]:
     """A run judged by the tiny Llama: its own answers (8 generated tokens) against imported ones."""
     folder = tmp_path_factory.mktemp("api-run")
     judge = str(tiny_llama_dir)
-    (folder / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
+    (folder / "items.jsonl").write_text(
+        "".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS)
+    )
     (folder / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
     config = dict(  # keys of a run TOML
-        n=len(ITEMS), data=str(folder / "items.jsonl"), models=(judge, "writer-y"), judges=[judge], n_boot=50, device="cpu",
-        max_new_tokens=8, imports={"writer-y": str(folder / "other.jsonl")},
-    )  # fmt: skip
+        n=len(ITEMS),
+        data=str(folder / "items.jsonl"),
+        models=(judge, "writer-y"),
+        judges=[judge],
+        n_boot=50,
+        device="cpu",
+        max_new_tokens=8,
+        imports={"writer-y": str(folder / "other.jsonl")},
+    )
     run = interp.dbg(config, folder / "run", progress=False)
     assert isinstance(run, interp.RunResult) and run.path == folder / "run"
     return run.path, judge
@@ -58,7 +66,11 @@ def test_load_run_is_typed(tiny_run):
 def test_figure7_and_head_map_return_figures(tiny_run, tiny_llama):
     root, judge = tiny_run
     run = interp.load_run(root)
-    for fig in (interp.figure7(run), interp.figure7(root, stat="mass", judges=[judge]), interp.head_map(root, judge, top_k=3)):
+    for fig in (
+        interp.figure7(run),
+        interp.figure7(root, stat="mass", judges=[judge]),
+        interp.head_map(root, judge, top_k=3),
+    ):
         assert isinstance(fig, Figure)
         png = fig._repr_png_()  # what a notebook shows
         assert png.startswith(b"\x89PNG")
@@ -83,7 +95,9 @@ def test_importing_the_api_switches_no_matplotlib_backend():
 def test_intervene_returns_a_typed_result(tiny_run):
     root, judge = tiny_run
     result = interp.intervene(root, target="self", alpha=0.0, with_controls=True, device="cpu", progress=False)
-    assert isinstance(result, interp.InterventionResult) and result.spec == interp.AttentionIntervention(target="self", alpha=0.0)
+    assert isinstance(result, interp.InterventionResult) and result.spec == interp.AttentionIntervention(
+        target="self", alpha=0.0
+    )
     assert result.n_items == len(ITEMS) and set(result.judges) == {judge}
     record = result.judges[judge]
     assert set(record.effects) == {"self", "other", "random"}
@@ -91,18 +105,34 @@ def test_intervene_returns_a_typed_result(tiny_run):
     assert record.verdict == raw["verdict"] and record.causal == raw["causal"]
     assert record.p_value == raw["p_value"] and record.test_alpha == 0.05 and record.p_holm == raw["p_holm"]
     # one plain judge and no judge that wrote neither answer: no control, so no self-preference verdict
-    assert record.controls == () and record.causal is None and record.p_value is None and "no control judge" in record.reason
-    assert record.within.mean == raw["within_judge"]["effect"] and 0 < record.p_within <= 1 and record.n_test == len(ITEMS)
+    assert (
+        record.controls == ()
+        and record.causal is None
+        and record.p_value is None
+        and "no control judge" in record.reason
+    )
+    assert (
+        record.within.mean == raw["within_judge"]["effect"] and 0 < record.p_within <= 1 and record.n_test == len(ITEMS)
+    )
     assert record.effects["self"].mean == raw["effects"]["self"]["mean"]
     frame = result.frame()
     assert len(frame) == 3 and (frame["ci_low"] <= frame["effect"] + 1e-12).all()
-    again = interp.intervene(root, {"target": "self", "alpha": 0.0}, with_controls=True, device="cpu", progress=False)  # reuses the judgments
+    again = interp.intervene(
+        root, {"target": "self", "alpha": 0.0}, with_controls=True, device="cpu", progress=False
+    )  # reuses the judgments
     assert again.judges[judge].effects == record.effects
 
 
 def test_sweep_returns_a_dataframe(tiny_run):
     root, judge = tiny_run
-    config = {"run": str(root), "name": "api", "targets": ["self", "random"], "alphas": [0.0, 1.0], "all_layers": True, "device": "cpu"}
+    config = {
+        "run": str(root),
+        "name": "api",
+        "targets": ["self", "random"],
+        "alphas": [0.0, 1.0],
+        "all_layers": True,
+        "device": "cpu",
+    }
     table = interp.sweep(config, progress=False)
     assert isinstance(table, pd.DataFrame) and len(table) == 4 and set(table["judge"]) == {judge}
     assert Path(table.attrs["path"]).is_file()
@@ -145,7 +175,11 @@ def test_intervene_tests_at_the_level_it_is_given(tiny_run):
     result = interp.intervene(root, target="self", alpha=0.25, test_alpha=0.01, device="cpu", progress=False)
     record = result.judges[judge]
     assert result.spec.alpha == 0.25 and result.raw["spec"]["alpha"] == 0.25
-    assert record.test_alpha == 0.01 and result.raw["judges"][judge]["test_alpha"] == 0.01 and "alpha" not in result.raw["judges"][judge]
+    assert (
+        record.test_alpha == 0.01
+        and result.raw["judges"][judge]["test_alpha"] == 0.01
+        and "alpha" not in result.raw["judges"][judge]
+    )
     assert result.raw["design"]["test_alpha"] == 0.01
     assert record.p_holm == record.p_value  # one judge: nothing to adjust, both shown (None: no controls)
     assert record.causal is None and record.reason
@@ -164,12 +198,20 @@ def test_a_held_judge_runs_dbg_and_intervene_loaded_once(tmp_path, tiny_llama_di
     loads: list = []
     real = models.load_model
     monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(a[0] if a else k) or real(*a, **k))
-    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
+    (tmp_path / "items.jsonl").write_text(
+        "".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS)
+    )
     (tmp_path / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
     config = dict(
-        n=len(ITEMS), data=str(tmp_path / "items.jsonl"), models=[judge, "writer-y"], judges=[judge], n_boot=20, device="cpu",
-        max_new_tokens=4, imports={"writer-y": str(tmp_path / "other.jsonl")},
-    )  # fmt: skip
+        n=len(ITEMS),
+        data=str(tmp_path / "items.jsonl"),
+        models=[judge, "writer-y"],
+        judges=[judge],
+        n_boot=20,
+        device="cpu",
+        max_new_tokens=4,
+        imports={"writer-y": str(tmp_path / "other.jsonl")},
+    )
     run = interp.dbg(config, tmp_path / "run", progress=False)
     assert run.judges == ["held-llama"] and run.models == ("held-llama", "writer-y")
     result = interp.intervene(run, target="self", alpha=0.0, judges=[judge], device="cpu", progress=False)
@@ -186,10 +228,20 @@ def test_a_held_judge_runs_a_sweep_loaded_once(tiny_run, tiny_llama_dir, monkeyp
     import interp.core.models as models
 
     root, judge_path = tiny_run
-    judge = interp.Judge.wrap(AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir))
+    judge = interp.Judge.wrap(
+        AutoModelForCausalLM.from_pretrained(tiny_llama_dir), AutoTokenizer.from_pretrained(tiny_llama_dir)
+    )
     loads: list = []
     monkeypatch.setattr(models, "load_model", lambda *a, **k: loads.append(a) or pytest.fail("loaded by name"))
-    config = {"run": interp.load_run(root), "name": "held", "judges": [judge], "targets": ["self"], "alphas": [0.5], "all_layers": True, "device": "cpu"}
+    config = {
+        "run": interp.load_run(root),
+        "name": "held",
+        "judges": [judge],
+        "targets": ["self"],
+        "alphas": [0.5],
+        "all_layers": True,
+        "device": "cpu",
+    }
     table = interp.sweep(config, progress=False)
     assert set(table["judge"]) == {judge_path} and len(table) == 1 and loads == []
 
@@ -208,5 +260,7 @@ def test_a_from_nnsight_judge_is_tested_as_it_is(tiny_run, tiny_llama_dir, monke
     passes = []
     hf_model.model.register_forward_hook(lambda *_: passes.append(1))
     monkeypatch.setattr(models, "load_model", lambda *a, **k: pytest.fail("loaded by name"))
-    held = interp.intervene(root, target="self", alpha=0.625, judges=[judge], device="cpu", progress=False)  # a new key: judged now
+    held = interp.intervene(
+        root, target="self", alpha=0.625, judges=[judge], device="cpu", progress=False
+    )  # a new key: judged now
     assert set(held.judges) == {judge_path} and held.judges[judge_path].n_test == len(ITEMS) and passes

@@ -32,7 +32,11 @@ def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_di
     needs a packaged model.
     """
     root = tmp_path_factory.mktemp("bad-input")
-    bad_gguf = write_gguf(root / "tiny-bert-unknown.gguf", "bert-unknown", lambda writer: (writer.add_block_count(2), writer.add_context_length(64)))
+    bad_gguf = write_gguf(
+        root / "tiny-bert-unknown.gguf",
+        "bert-unknown",
+        lambda writer: (writer.add_block_count(2), writer.add_context_length(64)),
+    )
     assert not Path("/tmp/nope.gguf").exists()
     pair = ["--query", "What is 2+2?", "--response-b", "4"]
     cases = {
@@ -53,11 +57,15 @@ def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_di
         # run in the cache's parent, where ./nope certainly does not exist
         jobs.append((["inspect", *args], cache.parent, {"INTERP_CACHE": str(cache)}))
     ran = forked_cli.run(jobs, parallel=2)
-    results = {case: (code, stdout, stderr, caches[case], cases[case][1]) for case, (code, stdout, stderr) in zip(cases, ran)}
+    results = {
+        case: (code, stdout, stderr, caches[case], cases[case][1]) for case, (code, stdout, stderr) in zip(cases, ran)
+    }
     return results
 
 
-@pytest.mark.parametrize("case", ["unknown alias", "missing folder", "missing gguf", "unsupported gguf", "empty response", "too long"])
+@pytest.mark.parametrize(
+    "case", ["unknown alias", "missing folder", "missing gguf", "unsupported gguf", "empty response", "too long"]
+)
 def test_cli_bad_input_is_one_clear_line_and_exit_2(bad_input_runs, case):
     code, stdout, stderr, cache, expected = bad_input_runs[case]
     assert code == 2, f"exit code {code}; stderr:\n{stderr}"
@@ -78,10 +86,21 @@ def test_cli_models_json_lists_the_aliases_with_their_placement(forked_cli):
     result = forked_cli("models", "--json")
     assert result.returncode == 0, result.stderr
     rows = {row["alias"]: row for row in json.loads(result.stdout)}
-    assert set(rows) == {"smollm2-135m-instruct", "gemma3-270m", "smollm2-135m-judge", "smollm2-135m-selfpref", "smollm2-135m-selfpref-heads-seed4", *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6))}
+    assert set(rows) == {
+        "smollm2-135m-instruct",
+        "gemma3-270m",
+        "smollm2-135m-judge",
+        "smollm2-135m-selfpref",
+        "smollm2-135m-selfpref-heads-seed4",
+        *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6)),
+    }
     here = resolve_placement()  # cpu/float32 on a machine without a GPU
     assert all((row["device"], row["dtype"]) == (here.device, here.dtype) for row in rows.values())
-    assert (rows["smollm2-135m-instruct"]["kind"], rows["smollm2-135m-instruct"]["layers"], rows["smollm2-135m-instruct"]["heads"]) == ("post", 30, 9)
+    assert (
+        rows["smollm2-135m-instruct"]["kind"],
+        rows["smollm2-135m-instruct"]["layers"],
+        rows["smollm2-135m-instruct"]["heads"],
+    ) == ("post", 30, 9)
     assert (rows["gemma3-270m"]["kind"], rows["gemma3-270m"]["layers"], rows["gemma3-270m"]["heads"]) == ("pre", 18, 4)
     assert all(row["source"] for row in rows.values())
 
@@ -91,9 +110,19 @@ def test_cli_inspect_json_matches_python_api(backends, forked_cli):
     bset = backends("smollm2")
     model = bset.model
     result = forked_cli(
-        "inspect", "--model", "smollm2-135m-instruct", "--backend", "nnsight",
-        "--query", QUERY, "--response-a", ANSWER_A, "--response-b", ANSWER_B, "--json",
-    )  # fmt: skip
+        "inspect",
+        "--model",
+        "smollm2-135m-instruct",
+        "--backend",
+        "nnsight",
+        "--query",
+        QUERY,
+        "--response-a",
+        ANSWER_A,
+        "--response-b",
+        ANSWER_B,
+        "--json",
+    )
     assert result.returncode == 0, result.stderr
     data = json.loads(result.stdout)
     check_inspect_shape(data, model)

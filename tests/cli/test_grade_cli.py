@@ -25,7 +25,12 @@ def test_grade_math_table_and_choice_json(tmp_path, forked_cli):
     math.write_text(json.dumps({"id": 1, "answer": "so \\boxed{\\frac{1}{2}}", "reference": "0.5"}) + "\n")
     choice = tmp_path / "choice.jsonl"
     choice.write_text(json.dumps({"id": "q", "answer": "The answer is (C)", "reference": "B"}) + "\n")
-    table, as_json = forked_cli.run([(["grade", str(math), "--kind", "math"], tmp_path), (["grade", str(choice), "--kind", "choice", "--json"], tmp_path)])
+    table, as_json = forked_cli.run(
+        [
+            (["grade", str(math), "--kind", "math"], tmp_path),
+            (["grade", str(choice), "--kind", "choice", "--json"], tmp_path),
+        ]
+    )
     assert table[0] == 0 and "1 of 1 correct" in table[1], table
     assert as_json[0] == 0 and json.loads(as_json[1]) == {"id": "q", "correct": False, "reason": "C != B"}
 
@@ -34,11 +39,13 @@ def test_grade_bad_input_is_one_error_line_exit_2(tmp_path, forked_cli):
     missing = tmp_path / "missing.jsonl"
     no_tests = tmp_path / "no_tests.jsonl"
     no_tests.write_text('{"id": 1, "answer": "x = 1"}\n')
-    ran = forked_cli.run([
-        (["grade", str(missing), "--kind", "math"], tmp_path),
-        (["grade", str(no_tests), "--kind", "code"], tmp_path),
-        (["grade", str(no_tests), "--kind", "essay"], tmp_path),
-    ])
+    ran = forked_cli.run(
+        [
+            (["grade", str(missing), "--kind", "math"], tmp_path),
+            (["grade", str(no_tests), "--kind", "code"], tmp_path),
+            (["grade", str(no_tests), "--kind", "essay"], tmp_path),
+        ]
+    )
     expected = ["no such file", "no 'tests' field", "unknown grading kind 'essay'"]
     for (code, _, stderr), text in zip(ran, expected):
         assert code == 2 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ") and text in stderr, stderr

@@ -28,8 +28,14 @@ def assert_clean_error(result, *needles: str) -> None:
 
 def chen_row(pair: str, item: str, jc: bool, ec: bool, g1: list[float], g2: list[float]) -> dict:
     return {
-        "pair": pair, "id": item, "judge_correct": jc, "evaluatee_correct": ec,
-        "game_1_probs_ATB": g1, "game_2_probs_ATB": g2, "game_1_label": None, "game_2_label": None,
+        "pair": pair,
+        "id": item,
+        "judge_correct": jc,
+        "evaluatee_correct": ec,
+        "game_1_probs_ATB": g1,
+        "game_2_probs_ATB": g2,
+        "game_1_label": None,
+        "game_2_label": None,
     }
 
 
@@ -145,9 +151,13 @@ def test_pls_jsonl_with_ties_follows_policy(tmp_path: Path) -> None:
         out = invoke("pls", path, "--json", "--tie-policy", policy)
         assert out.exit_code == 0, out.output
         results[policy] = json.loads(out.stdout)[0]["PLS"]
-    w = {p: {"A": {"A": m.win_rate_with_ties(0.5, 0.2, 0.3, p), "B": m.win_rate_with_ties(0.3, 0.2, 0.5, p)},
-             "B": {"A": m.win_rate_with_ties(0.3, 0.3, 0.4, p), "B": m.win_rate_with_ties(0.4, 0.3, 0.3, p)}}
-         for p in ("half", "exclude", "loss")}
+    w = {
+        p: {
+            "A": {"A": m.win_rate_with_ties(0.5, 0.2, 0.3, p), "B": m.win_rate_with_ties(0.3, 0.2, 0.5, p)},
+            "B": {"A": m.win_rate_with_ties(0.3, 0.3, 0.4, p), "B": m.win_rate_with_ties(0.4, 0.3, 0.3, p)},
+        }
+        for p in ("half", "exclude", "loss")
+    }
     for policy, value in results.items():
         assert value == pytest.approx(100 * m.preference_leakage_score(w[policy], "A", "A", "B", "B"))
     assert len(set(round(v, 9) for v in results.values())) == 3
@@ -173,18 +183,31 @@ def test_salieri_cli_matches_library(tmp_path: Path) -> None:
     for i in range(120):
         quality = float(rng.choice([3, 4, 5]))
         j = float(np.clip(round(3 + 0.5 * (quality - 3) + 0.5 + rng.normal(0, 0.5)), 1, 5))
-        rows.append({"judge": "t", "item_id": f"q{i:03d}", "source": "self", "judge_score": j, "reference_score": quality})
+        rows.append(
+            {"judge": "t", "item_id": f"q{i:03d}", "source": "self", "judge_score": j, "reference_score": quality}
+        )
         own_j.append(j)
         own_r.append(quality)
         pj, pr = [], []
         for level in (1.0, 2.0, 3.0, 4.0, 5.0):
             score = float(np.clip(round(3 + 0.5 * (level - 3) + rng.normal(0, 0.5)), 1, 5))
-            rows.append({"judge": "t", "item_id": f"q{i:03d}", "source": "pool", "judge_score": score, "reference_score": level, "response_id": f"p{level}"})
+            rows.append(
+                {
+                    "judge": "t",
+                    "item_id": f"q{i:03d}",
+                    "source": "pool",
+                    "judge_score": score,
+                    "reference_score": level,
+                    "response_id": f"p{level}",
+                }
+            )
             pj.append(score)
             pr.append(level)
         pool_j.append(pj)
         pool_r.append(pr)
-    rows.append({"judge": "t", "item_id": "n1", "source": "norm", "judge_score": 4, "reference_score": 3, "model": "gpt"})
+    rows.append(
+        {"judge": "t", "item_id": "n1", "source": "norm", "judge_score": 4, "reference_score": 3, "model": "gpt"}
+    )
     path = write_jsonl(tmp_path / "scores.jsonl", rows)
     result = invoke("salieri", path, "--json", "--n-boot", "200")
     assert result.exit_code == 0, result.output
@@ -212,7 +235,16 @@ def test_salieri_cli_errors(tmp_path: Path) -> None:
 
 
 def judgment(judge: str, item: str, order: str, model_a: str, model_b: str, p_a: float, p_b: float, p_t=None) -> dict:
-    return {"judge": judge, "item_id": item, "order": order, "model_a": model_a, "model_b": model_b, "p_a": p_a, "p_b": p_b, "p_t": p_t}
+    return {
+        "judge": judge,
+        "item_id": item,
+        "order": order,
+        "model_a": model_a,
+        "model_b": model_b,
+        "p_a": p_a,
+        "p_b": p_b,
+        "p_t": p_t,
+    }
 
 
 def write_run(run_dir: Path, judgments: list[dict], correctness: list[dict] | None = None) -> Path:
@@ -230,13 +262,20 @@ def deterministic_run(tmp_path: Path, with_correctness: bool) -> Path:
     for i in range(20):
         item = f"q{i}"
         rows += [
-            judgment("x", item, "ab", "x", "y", 0.8, 0.2), judgment("x", item, "ba", "y", "x", 0.3, 0.7),
-            judgment("y", item, "ab", "x", "y", 0.6, 0.4), judgment("y", item, "ba", "y", "x", 0.6, 0.4),
-            judgment("g", item, "ab", "x", "y", 0.5, 0.5), judgment("g", item, "ba", "y", "x", 0.5, 0.5),
+            judgment("x", item, "ab", "x", "y", 0.8, 0.2),
+            judgment("x", item, "ba", "y", "x", 0.3, 0.7),
+            judgment("y", item, "ab", "x", "y", 0.6, 0.4),
+            judgment("y", item, "ba", "y", "x", 0.6, 0.4),
+            judgment("g", item, "ab", "x", "y", 0.5, 0.5),
+            judgment("g", item, "ba", "y", "x", 0.5, 0.5),
         ]
     correctness = None
     if with_correctness:
-        correctness = [{"item_id": f"q{i}", "model": model, "correct": (i % 2 == 0) if model == "x" else (i % 3 == 0)} for i in range(20) for model in ("x", "y")]
+        correctness = [
+            {"item_id": f"q{i}", "model": model, "correct": (i % 2 == 0) if model == "x" else (i % 3 == 0)}
+            for i in range(20)
+            for model in ("x", "y")
+        ]
     return write_run(tmp_path / "run", rows, correctness)
 
 
@@ -288,7 +327,9 @@ def test_run_errors(tmp_path: Path) -> None:
     empty_dir = tmp_path / "empty_run"
     empty_dir.mkdir()
     assert_clean_error(invoke("run", empty_dir), "judgments.jsonl")
-    run_dir = write_run(tmp_path / "bad_run", [judgment("x", "q1", "ab", "x", "y", 0.5, 0.5), {"judge": "x", "item_id": "q2"}])
+    run_dir = write_run(
+        tmp_path / "bad_run", [judgment("x", "q1", "ab", "x", "y", 0.5, 0.5), {"judge": "x", "item_id": "q2"}]
+    )
     assert_clean_error(invoke("run", run_dir), "judgments.jsonl", "line 2", "order")
     run_dir = write_run(tmp_path / "bad_order", [judgment("x", "q1", "xy", "x", "y", 0.5, 0.5)])
     assert_clean_error(invoke("run", run_dir), "line 1", "order")

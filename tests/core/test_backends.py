@@ -72,7 +72,9 @@ def test_backends_agree_with_plain_hf(backends, name, kind, task, queries):
         first = first or judgment  # backends against each other (hf first), then each against plain HF
         assert abs(judgment.probs["A"] - first.probs["A"]) <= TOL, f"{where} vs hf backend: label probs"
         assert_close(judgment.mass, first.mass, TOL, f"{where} vs hf backend: per-head masses")
-        assert_close([judgment.probs["A"], judgment.probs["B"]], [ref_probs["A"], ref_probs["B"]], TOL, f"{where} label probs")
+        assert_close(
+            [judgment.probs["A"], judgment.probs["B"]], [ref_probs["A"], ref_probs["B"]], TOL, f"{where} label probs"
+        )
         assert abs(judgment.probs["A"] + judgment.probs["B"] - 1.0) < 1e-9
         assert_close(judgment.mass, ref_mass, TOL, f"{where} per-head masses")
         assert_close(judgment.mass.mean(1), ref_mass.mean(1), TOL, f"{where} per-layer masses")
@@ -80,7 +82,9 @@ def test_backends_agree_with_plain_hf(backends, name, kind, task, queries):
         record = judgment_record(judgment)
         width = [e - s for s, e in (prompt.spans["a"], prompt.spans["b"])]
         assert_close([row["mass_a"] for row in record["layers"]], ref_mass[:, :, 0].mean(1), TOL, f"{where} mass_a")
-        assert_close([row["mean_b"] for row in record["layers"]], ref_mass[:, :, 1].mean(1) / width[1], TOL, f"{where} mean_b")
+        assert_close(
+            [row["mean_b"] for row in record["layers"]], ref_mass[:, :, 1].mean(1) / width[1], TOL, f"{where} mean_b"
+        )
         if queries == "final":
             ids = torch.tensor([prompt.input_ids])
             logits = backend.forward(Batch(ids, torch.ones_like(ids)))
@@ -117,14 +121,15 @@ def test_booting_backends_leaves_the_model_untouched(backends, name):
 # ---- batched (left-padded) judging equals one prompt at a time -------------------------------------
 
 
-
 def _batch_params():
     """Every backend on the tiny models; on the real ones hf and transformer_lens (the bridge handles the
     padding mask itself; nnsight runs the HF forward with the same arguments as hf)."""
     params = []
     for name in TINY:
         params.append(pytest.param(name, "final", BACKENDS, id=f"{name}-final"))
-        params.append(pytest.param(name, "after", ("hf",), id=f"{name}-after"))  # the query set lives in the shared reducer
+        params.append(
+            pytest.param(name, "after", ("hf",), id=f"{name}-after")
+        )  # the query set lives in the shared reducer
     for name in ("smollm2", "gemma3"):
         params.append(pytest.param(name, "final", ("hf", "transformer_lens"), marks=slow, id=f"{name}-final"))
     return params
@@ -147,7 +152,10 @@ def test_batched_judging_equals_one_at_a_time(backends, name, queries, backend_n
             assert batched[index].spans == single.spans == prompt.spans
             assert batched[index].n_tokens == len(prompt)
             assert_close(
-                [batched[index].probs["A"], batched[index].probs["B"]], [single.probs["A"], single.probs["B"]], BATCH_TOL, f"{where} probs"
+                [batched[index].probs["A"], batched[index].probs["B"]],
+                [single.probs["A"], single.probs["B"]],
+                BATCH_TOL,
+                f"{where} probs",
             )
             assert_close(batched[index].mass, single.mass, BATCH_TOL, f"{where} masses")
             assert_close(batched[index].label_mass, single.label_mass, BATCH_TOL, f"{where} label mass")
@@ -158,7 +166,9 @@ SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; 
 
 @pytest.mark.parametrize("target", SHARED_PREFIX_TARGETS)
 @pytest.mark.parametrize("queries", ["final", "after"])
-@pytest.mark.parametrize("name,shares", [("tiny_llama", True), ("tiny_gemma3_wide_window", True), ("tiny_gemma3", False)])
+@pytest.mark.parametrize(
+    "name,shares", [("tiny_llama", True), ("tiny_gemma3_wide_window", True), ("tiny_gemma3", False)]
+)
 def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, queries, target):
     """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
@@ -207,7 +217,9 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
     labels = label_tokens(tiny_llama.tokenizer)
     shared_passes = []
     original = HFBackend._forward_shared
-    monkeypatch.setattr(HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args))
+    monkeypatch.setattr(
+        HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args)
+    )
     batched = judge_batch(backend, prompts, labels, queries="final", edit=edit)
     assert bool(shared_passes) == shares
     plain = judge_batch(backend, prompts, labels, queries="final")
@@ -229,14 +241,18 @@ def test_shared_prefix_patterns_keep_the_batch_columns(tiny_llama):
     prefix = shared_prefix_length(prompts)
     plain, shared = {}, {}
     backend.forward(batch, on_pattern=lambda layer, pattern: plain.__setitem__(layer, pattern.clone()))
-    backend.forward(batch, on_pattern=lambda layer, pattern: shared.__setitem__(layer, pattern.clone()), shared_prefix=prefix)
+    backend.forward(
+        batch, on_pattern=lambda layer, pattern: shared.__setitem__(layer, pattern.clone()), shared_prefix=prefix
+    )
     width = batch.input_ids.shape[1]
     for layer in plain:
         assert shared[layer].shape[-2:] == (width - prefix, width)
         for row, offset in enumerate(offsets):
             real_queries = slice(max(prefix, offset + prefix), width)  # the suffix's non-pad query rows
             assert_close(
-                shared[layer][row, :, real_queries.start - prefix :], plain[layer][row, :, real_queries], BATCH_TOL,
+                shared[layer][row, :, real_queries.start - prefix :],
+                plain[layer][row, :, real_queries],
+                BATCH_TOL,
                 f"layer {layer} row {row} pattern",
             )
 
@@ -271,9 +287,15 @@ def test_wrap_model_takes_the_users_object_as_load_model_would(tiny_llama_dir, t
     wrapped = wrap_model(hf_model, AutoTokenizer.from_pretrained(tiny_llama_dir), name="mine")
     assert wrapped.hf_model is hf_model and not hf_model.training
     assert (wrapped.placement.device, wrapped.placement.dtype) == ("cpu", "float32")
-    assert (wrapped.kind, wrapped.n_layers, wrapped.n_heads) == (tiny_llama.kind, tiny_llama.n_layers, tiny_llama.n_heads)
+    assert (wrapped.kind, wrapped.n_layers, wrapped.n_heads) == (
+        tiny_llama.kind,
+        tiny_llama.n_layers,
+        tiny_llama.n_heads,
+    )
     prompts = [build_judge_prompt(tiny_llama, "helpfulness", "What is 2+2?", "It is 4.", "Five.")]
-    ours, theirs = (judge_batch(make_backend(m, "hf"), prompts, label_tokens(m.tokenizer)) for m in (wrapped, tiny_llama))
+    ours, theirs = (
+        judge_batch(make_backend(m, "hf"), prompts, label_tokens(m.tokenizer)) for m in (wrapped, tiny_llama)
+    )
     assert ours[0].probs == theirs[0].probs and torch.equal(ours[0].mass, theirs[0].mass)
     bf16 = wrap_model(hf_model.to(torch.bfloat16), wrapped.tokenizer, name="mine")
     assert bf16.placement.dtype == "bfloat16"

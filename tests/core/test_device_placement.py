@@ -73,7 +73,9 @@ def prompts_for(model: LoadedModel):
 AUTHORS = [("judge-model", "other-model"), ("other-model", "judge-model")]
 SPECS = {
     "mask a": AttentionIntervention(target="a", alpha=0.0),
-    "dampen self, final query, some heads": AttentionIntervention(target="self", alpha=0.3, heads=(0, 1), queries="final"),
+    "dampen self, final query, some heads": AttentionIntervention(
+        target="self", alpha=0.3, heads=(0, 1), queries="final"
+    ),
     "other, one layer": AttentionIntervention(target="other", alpha=0.0, layers=(1,)),
     "random span": AttentionIntervention(target="random", alpha=0.0, seed=3),
     "explicit span": AttentionIntervention(target=(2, 5), alpha=0.5),
@@ -82,12 +84,16 @@ SPECS = {
 
 
 def judge_on(backend, model, *, queries="final", bias=None, edit=None):
-    return judge_batch(backend, prompts_for(model), label_tokens(model.tokenizer), queries=queries, bias=bias, edit=edit)
+    return judge_batch(
+        backend, prompts_for(model), label_tokens(model.tokenizer), queries=queries, bias=bias, edit=edit
+    )
 
 
 @pytest.mark.parametrize("backend_name", ["hf", "nnsight", "transformer_lens"])
 @pytest.mark.parametrize("name", ["tiny_llama", "tiny_gemma3"])
-def test_judge_pass_span_reduction_interventions_and_steering_stay_on_the_models_device(request, on_meta, name, backend_name):
+def test_judge_pass_span_reduction_interventions_and_steering_stay_on_the_models_device(
+    request, on_meta, name, backend_name
+):
     model = on_meta(request.getfixturevalue(name))
     assert model.device.type == "meta"
     backend = make_backend(model, backend_name)
@@ -155,7 +161,9 @@ def same_judgments(got, want, tolerance: float) -> None:
             assert torch.allclose(g.mass, w.mass, atol=tolerance)
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU; on CPU the meta-device audit above stands in")
+@pytest.mark.skipif(
+    not torch.cuda.is_available(), reason="needs a CUDA GPU; on CPU the meta-device audit above stands in"
+)
 @pytest.mark.parametrize("backend_name", ["hf", "nnsight", "transformer_lens"])
 def test_on_a_real_gpu_every_pass_runs_and_matches_the_cpu(tiny_llama_dir, backend_name):
     """On a GPU a stray CPU tensor raises; float32 results must also equal the CPU's (kernels differ, so 1e-4)."""

@@ -92,6 +92,7 @@ def test_empty_response_gives_empty_span_and_null_mean(backends, name, empty):
 
 # ---- the Python API: inspect_judgment on every backend ---------------------------------------------
 
+
 @pytest.mark.parametrize("name", TINY + [pytest.param("smollm2", marks=slow)])
 def test_inspect_judgment_on_every_backend(backends, name):
     bset = backends(name)

@@ -40,8 +40,12 @@ def judges(request, smollm2_tokenizer, gemma3_tokenizer):
     from transformers import Gemma3ForCausalLM, LlamaForCausalLM
 
     if request.param == "llama":
-        return family(tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4), LlamaForCausalLM, smollm2_tokenizer, "post")
-    config = tiny_gemma3_config(gemma3_tokenizer, num_hidden_layers=4, layer_types=["sliding_attention", "full_attention"] * 2)
+        return family(
+            tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4), LlamaForCausalLM, smollm2_tokenizer, "post"
+        )
+    config = tiny_gemma3_config(
+        gemma3_tokenizer, num_hidden_layers=4, layer_types=["sliding_attention", "full_attention"] * 2
+    )
     return family(config, Gemma3ForCausalLM, gemma3_tokenizer, "pre")
 
 
@@ -68,7 +72,9 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
         shared = judge_batch(backends[name], prompts, labels, queries=queries)
         plain = judge_batch(HFBackend(model), prompts, labels, queries=queries)
         for s, p in zip(shared, plain):
-            assert s.probs["A"] == pytest.approx(p.probs["A"], abs=TOL) and s.label_mass == pytest.approx(p.label_mass, abs=TOL)
+            assert s.probs["A"] == pytest.approx(p.probs["A"], abs=TOL) and s.label_mass == pytest.approx(
+                p.label_mass, abs=TOL
+            )
             assert_close(s.mass, p.mass, TOL, f"{name}: span attention")
     assert trunk.passes == 1  # one batch: its lower layers ran once for the three judges
     # the organisms differ from the base (their own top layer ran): not one judge's numbers copied to all
@@ -137,9 +143,9 @@ def test_unrelated_judges_run_plain(judges, tiny_llama):
 
 
 def test_organism_training_splits_the_stack_with_the_same_function(judges):
-    """Training's frozen lower layers (`only_layers_from`) go through `layers_between` too: the cached hidden
+    """Training's frozen lower layers (`interp.organisms.frozen.only_layers_from`) go through `layers_between` too: the cached hidden
     states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are sliced)."""
-    from interp.organisms.train import check_frozen_split
+    from interp.organisms.frozen import check_frozen_split
 
     model = judges["base"]
     ids = model.tokenizer.encode("Which answer is better, A or B? Say it in one letter.")

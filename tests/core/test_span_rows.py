@@ -57,8 +57,12 @@ def _config(family: str):
         return tf.Gemma3TextConfig(sliding_window=WINDOW, query_pre_attn_scalar=16, **layers, **SHAPE)
     if family == "gemma2":
         return tf.Gemma2Config(
-            sliding_window=WINDOW, query_pre_attn_scalar=16, attn_logit_softcapping=2.0, final_logit_softcapping=None,
-            **layers, **SHAPE,
+            sliding_window=WINDOW,
+            query_pre_attn_scalar=16,
+            attn_logit_softcapping=2.0,
+            final_logit_softcapping=None,
+            **layers,
+            **SHAPE,
         )
     raise ValueError(family)
 
@@ -72,8 +76,12 @@ def tiny(family: str) -> torch.nn.Module:
 
     config = _config(family)
     classes = {
-        "llama": tf.LlamaForCausalLM, "qwen2": tf.Qwen2ForCausalLM, "qwen3": tf.Qwen3ForCausalLM,
-        "mistral": tf.MistralForCausalLM, "gemma3": tf.Gemma3ForCausalLM, "gemma2": tf.Gemma2ForCausalLM,
+        "llama": tf.LlamaForCausalLM,
+        "qwen2": tf.Qwen2ForCausalLM,
+        "qwen3": tf.Qwen3ForCausalLM,
+        "mistral": tf.MistralForCausalLM,
+        "gemma3": tf.Gemma3ForCausalLM,
+        "gemma2": tf.Gemma2ForCausalLM,
     }
     torch.manual_seed(FAMILIES.index(family))
     model = classes[family](config).eval()

@@ -42,7 +42,14 @@ def test_spans_decode_to_response_text(request, name):
                     prompt = judge_prompt(tokenizer, task, "Wie groß ist das Zimmer? (Größe)", a, b, kind=kind)
                     tokens = tokenize_prompt(tokenizer, prompt)
                     spans = tokens.spans
-                    assert spans["query"][1] <= spans["a"][0] < spans["a"][1] <= spans["b"][0] < spans["b"][1] < len(tokens)
+                    assert (
+                        spans["query"][1]
+                        <= spans["a"][0]
+                        < spans["a"][1]
+                        <= spans["b"][0]
+                        < spans["b"][1]
+                        < len(tokens)
+                    )
                     for slot, text in (("a", a), ("b", b), ("query", "Wie groß ist das Zimmer? (Größe)")):
                         start, end = spans[slot]
                         decoded = tokenizer.decode(tokens.input_ids[start:end])

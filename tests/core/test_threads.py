@@ -41,8 +41,17 @@ def test_set_torch_threads_sets_torch():
 
 def test_the_cli_sizes_its_threads_and_refuses_a_bad_override():
     env = dict(os.environ, OMP_NUM_THREADS="1", INTERP_THREADS="2")  # torch would start on 1
-    run = subprocess.run([sys.executable, "-c", "from interp.cli import main; main(['models', '--help'])"], env=env | {ENV: "zero"}, capture_output=True, text=True)
-    assert run.returncode == 2 and run.stderr.startswith(f"error: {ENV} must be a whole number") and "Traceback" not in run.stderr
+    run = subprocess.run(
+        [sys.executable, "-c", "from interp.cli import main; main(['models', '--help'])"],
+        env=env | {ENV: "zero"},
+        capture_output=True,
+        text=True,
+    )
+    assert (
+        run.returncode == 2
+        and run.stderr.startswith(f"error: {ENV} must be a whole number")
+        and "Traceback" not in run.stderr
+    )
     probe = "import torch; from interp.cli import main\ntry:\n    main(['models', '--help'])\nexcept SystemExit:\n    pass\nprint('threads', torch.get_num_threads())"
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert run.stdout.strip().endswith("threads 2"), run.stdout + run.stderr
@@ -67,9 +76,22 @@ class FakeProc:
         if path == "/proc/stat":
             # user nice system idle iowait irq softirq steal guest guest_nice: busy split over user and system,
             # idle and iowait (not busy) large, so only the busy fields can move the estimate
-            cores = [f"cpu{n} {tick(b / 2)} 0 {tick(b - b / 2)} {tick(uptime * 3)} 7 0 0 0 0 0" for n, b in enumerate(busy)]
+            cores = [
+                f"cpu{n} {tick(b / 2)} 0 {tick(b - b / 2)} {tick(uptime * 3)} 7 0 0 0 0 0" for n, b in enumerate(busy)
+            ]
             total = sum(tick(b) for b in busy)
-            return "\n".join([f"cpu {total} 0 0 0 0 0 0 0 0 0", *cores, "intr 5 1 2", f"procs_running {running}", "procs_blocked 0"]) + "\n"
+            return (
+                "\n".join(
+                    [
+                        f"cpu {total} 0 0 0 0 0 0 0 0 0",
+                        *cores,
+                        "intr 5 1 2",
+                        f"procs_running {running}",
+                        "procs_blocked 0",
+                    ]
+                )
+                + "\n"
+            )
         if path == "/proc/self/stat":
             fields = ["S"] + ["0"] * 10 + [str(tick(own / 2)), str(tick(own - own / 2))] + ["0"] * 30
             return "4242 (python (x)) " + " ".join(fields) + "\n"

@@ -12,7 +12,6 @@ from interp.experiments.causal import intervene_run
 from interp.storage import read_jsonl
 
 
-
 def tiny_pair_run(root: Path, tiny_llama_dir: Path, tokenizer, *, n: int, attention: str) -> Path:
     """A finished run of two tiny 2-layer Llamas over n items."""
     from interp.config import RunConfig
@@ -22,7 +21,15 @@ def tiny_pair_run(root: Path, tiny_llama_dir: Path, tokenizer, *, n: int, attent
     from tests.helpers.models import save_tiny, tiny_llama_config
 
     other = save_tiny(root / "model_b", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=7)
-    config = RunConfig(name="causal", n=n, models=(str(tiny_llama_dir), str(other)), max_new_tokens=4, max_words=10, n_boot=20, attention=attention)
+    config = RunConfig(
+        name="causal",
+        n=n,
+        models=(str(tiny_llama_dir), str(other)),
+        max_new_tokens=4,
+        max_words=10,
+        n_boot=20,
+        attention=attention,
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run"
 
@@ -41,7 +48,10 @@ def spec_file(folder: Path, layer: int) -> Path:
 
 def result_of(run: Path, label_prefix: str = "self-mask") -> dict[str, dict]:
     """Every intervention result of the run, by its folder name (label-hash)."""
-    return {p.name: json.loads((p / "result.json").read_text()) for p in sorted((run / "interventions").glob(f"{label_prefix}-*"))}
+    return {
+        p.name: json.loads((p / "result.json").read_text())
+        for p in sorted((run / "interventions").glob(f"{label_prefix}-*"))
+    }
 
 
 def comparable(result: dict) -> dict:
@@ -66,14 +76,18 @@ def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_ru
         assert keys[(0,)][judge]["self"] != keys[(1,)][judge]["self"]
         # the second spec judged every item in both orders under its own key
         records = read_jsonl(both / "variants" / keys[(1,)][judge]["self"] / "judgments.jsonl")
-        assert sorted((r["item_id"], r["order"]) for r in records if r["judge"] == judge) == sorted(
-            (i, o) for i in {r["item_id"] for r in records} for o in ("ab", "ba")
-        ) and len(records) == 6
+        assert (
+            sorted((r["item_id"], r["order"]) for r in records if r["judge"] == judge)
+            == sorted((i, o) for i in {r["item_id"] for r in records} for o in ("ab", "ba"))
+            and len(records) == 6
+        )
     result = forked_cli("intervene", str(alone), "--spec", str(last), "--no-controls")
     assert result.returncode == 0, result.stderr[-3000:]
     (fresh,) = result_of(alone).values()
     assert comparable(fresh) == comparable(by_layer[(1,)])
-    assert comparable(by_layer[(0,)])["judges"] != comparable(fresh)["judges"]  # layer 0's numbers are not reported as layer 1's
+    assert (
+        comparable(by_layer[(0,)])["judges"] != comparable(fresh)["judges"]
+    )  # layer 0's numbers are not reported as layer 1's
 
 
 def test_the_same_spec_twice_reuses_its_judgments(small_run, tmp_path, monkeypatch):
@@ -93,7 +107,9 @@ def test_the_same_spec_twice_reuses_its_judgments(small_run, tmp_path, monkeypat
 @pytest.fixture(scope="module")
 def attention_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
     """Two tiny Llamas, 8 items, span attention recorded: the run the causal-test tests copy."""
-    return tiny_pair_run(tmp_path_factory.mktemp("causal-test"), tiny_llama_dir, smollm2_tokenizer, n=8, attention="final")
+    return tiny_pair_run(
+        tmp_path_factory.mktemp("causal-test"), tiny_llama_dir, smollm2_tokenizer, n=8, attention="final"
+    )
 
 
 def test_split_is_seeded_disjoint_exact_in_count_and_refuses_an_empty_side():
@@ -131,19 +147,40 @@ def tiny_controls(root: Path, tokenizer, seeds=(11, 12, 13)) -> list[str]:
 
     from tests.helpers.models import save_tiny, tiny_llama_config
 
-    return [str(save_tiny(root / f"control_{seed}", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=seed)) for seed in seeds]
+    return [
+        str(save_tiny(root / f"control_{seed}", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=seed))
+        for seed in seeds
+    ]
 
 
-def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attention_run, tmp_path, smollm2_tokenizer, forked_cli):
+def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(
+    attention_run, tmp_path, smollm2_tokenizer, forked_cli
+):
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     from interp.run.store import read_run
 
     judge, author = read_run(run).config.models
-    refused = forked_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--judge", judge, "--control-judge", author)
-    assert refused.returncode == 2 and "wrote one of the run's answers" in refused.stderr  # the other author owns an answer
+    refused = forked_cli(
+        "intervene", str(run), "--all-layers", "--selection-share", "0.4", "--judge", judge, "--control-judge", author
+    )
+    assert (
+        refused.returncode == 2 and "wrote one of the run's answers" in refused.stderr
+    )  # the other author owns an answer
     (other,) = tiny_controls(tmp_path, smollm2_tokenizer, seeds=(11,))
-    result = forked_cli("intervene", str(run), "--all-layers", "--selection-share", "0.4", "--split-seed", "1", "--judge", judge, "--control-judge", other)
+    result = forked_cli(
+        "intervene",
+        str(run),
+        "--all-layers",
+        "--selection-share",
+        "0.4",
+        "--split-seed",
+        "1",
+        "--judge",
+        judge,
+        "--control-judge",
+        other,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
     assert list(written["judges"]) == [judge]  # the tested judges only; the controls are listed under test
@@ -154,7 +191,10 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
     assert record["test"]["design"] == "between-judge" and record["test"]["n_controls"] == 1
     within = record["within_judge"]
     assert within["claim"] == "changes this judge's verdicts" and 0 < within["p_value"] <= 1
-    assert record["verdict"].startswith(f"{judge}: no between-judge test") and "causal effect on self-preference" not in record["verdict"]
+    assert (
+        record["verdict"].startswith(f"{judge}: no between-judge test")
+        and "causal effect on self-preference" not in record["verdict"]
+    )
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
     assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
@@ -174,7 +214,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(attenti
 
 
 def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.metrics.judge_level import crawford_howell
     from interp.run.store import read_run
 
@@ -199,22 +239,34 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     from interp.report.interventions import control_figure, intervention_section
 
     section = intervention_section([result], tmp_path / "figures").read_text()
-    assert f"{judge}: Crawford-Howell test" in section and "k = 3 control judges" in section and "df = 2" in section and "H0: " in section
+    assert (
+        f"{judge}: Crawford-Howell test" in section
+        and "k = 3 control judges" in section
+        and "df = 2" in section
+        and "H0: " in section
+    )
     assert "(k = 3)</summary>" in section and "sign-flip permutation test of the per-item contrast" not in section
-    dots = [c.get_offsets() for c in control_figure([result]).axes[0].collections if type(c).__name__ == "PathCollection"]
+    dots = [
+        c.get_offsets() for c in control_figure([result]).axes[0].collections if type(c).__name__ == "PathCollection"
+    ]
     assert sorted(float(x) for offsets in dots for x, _ in offsets) == pytest.approx(sorted(100 * e for e in effects))
     # the judge named among its own controls is refused, before anything is written
     from interp.errors import InterpError
 
     before = sorted(p.name for p in (run / "interventions").iterdir())
     with pytest.raises(InterpError, match="judge under test"):
-        intervene_run(run, design=TestDesign(heads="all-layers", control_judges=(judge, *controls[:2])), judges=[judge], progress=False)
+        intervene_run(
+            run,
+            design=TestDesign(heads="all-layers", control_judges=(judge, *controls[:2])),
+            judges=[judge],
+            progress=False,
+        )
     assert sorted(p.name for p in (run / "interventions").iterdir()) == before
 
 
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
     from interp.errors import InterpError
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     run = tmp_path / "run"
@@ -222,13 +274,24 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
     a, b = read_run(run).config.models
     controls = tuple(tiny_controls(tmp_path, smollm2_tokenizer))
     with pytest.raises(InterpError, match="can never reach alpha"):  # 19 sets cannot survive Holm over 2 judges
-        intervene_run(run, design=TestDesign(heads="top-heads", top_k=2, selection_share=0.4, random_head_sets=19, control_judges=controls), judges=[a, b], progress=False)
-    design = TestDesign(heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, test_alpha=0.5, control_judges=controls)
+        intervene_run(
+            run,
+            design=TestDesign(
+                heads="top-heads", top_k=2, selection_share=0.4, random_head_sets=19, control_judges=controls
+            ),
+            judges=[a, b],
+            progress=False,
+        )
+    design = TestDesign(
+        heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, test_alpha=0.5, control_judges=controls
+    )
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
     assert result["multiple_comparisons"] == "Holm over 2 judges"
     for judge in (a, b):
         record = result["judges"][judge]
-        assert record["test"]["controls"] == list(controls) and record["test"]["random_head_sets"] == 3  # ceil(2 / 0.5) - 1
+        assert (
+            record["test"]["controls"] == list(controls) and record["test"]["random_head_sets"] == 3
+        )  # ceil(2 / 0.5) - 1
         assert record["p_holm"] >= record["p_value"] and record["causal"] == (record["p_holm"] <= 0.5)
         if record["test"]["random_sets_skipped"]:
             assert record["test"]["p_value"] > 0.5 and "random_head_sets" not in record
@@ -244,7 +307,9 @@ def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path, fo
     shutil.copytree(small_run, run)
     no_share = forked_cli("intervene", str(run), "--top-heads", "2")
     assert no_share.returncode == 2 and "--selection-share" in no_share.stderr
-    no_attention = forked_cli("intervene", str(run), "--top-heads", "2", "--selection-share", "0.5", "--split-seed", "2")
+    no_attention = forked_cli(
+        "intervene", str(run), "--top-heads", "2", "--selection-share", "0.5", "--split-seed", "2"
+    )
     assert no_attention.returncode == 2 and "attention" in no_attention.stderr
     two = forked_cli("intervene", str(run), "--all-layers", "--top-heads", "2")
     assert two.returncode == 2 and "exactly one" in two.stderr
@@ -268,10 +333,14 @@ def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_p
         assert row["causal"] == judged["causal"] and row["effect"]["mean"] == judged["effects"]["self"]["mean"]
         assert row["n_test"] == stored["n_items"] == 3
     summary = json.loads((run / "summary.json").read_text())
-    assert {r["judge"]: r["dbg_hard"] for r in payload["dbg"]} == {j: s.get("dbg_hard") for j, s in summary["judges"].items()}
+    assert {r["judge"]: r["dbg_hard"] for r in payload["dbg"]} == {
+        j: s.get("dbg_hard") for j, s in summary["judges"].items()
+    }
 
     config = tmp_path / "sweep.toml"
-    config.write_text(f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n')
+    config.write_text(
+        f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n'
+    )
     swept = forked_cli("sweep", str(config), "--json")
     assert swept.returncode == 0, swept.stderr[-3000:]
     payload = json.loads(swept.stdout)

@@ -26,7 +26,12 @@ def pair_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Path,
 
 def files_under(root: Path, folders=("variants", "interventions", "sweeps")) -> dict[str, bytes]:
     """Every file an experiment wrote into the run (its keyed store and results), by relative path."""
-    return {str(p.relative_to(root)): p.read_bytes() for folder in folders for p in sorted((root / folder).rglob("*")) if p.is_file() and p.name != ".lock"}
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for folder in folders
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
 
 
 def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_same(pair_run, tmp_path, monkeypatch):
@@ -50,7 +55,9 @@ def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_sam
         return real(self, spec)
 
     monkeypatch.setattr(ModelCache, "get", counting)
-    released = run_sweep(SweepConfig(run=str(released_run), all_layers=True, judges=judges, max_memory=0.0), progress=False)
+    released = run_sweep(
+        SweepConfig(run=str(released_run), all_layers=True, judges=judges, max_memory=0.0), progress=False
+    )
     second = [held for spec, held in loads if spec == judges[1]]
     assert second and all(held == [] for held in second)  # the first judge was let go before the second loaded
     assert max(len(held) for _, held in loads) == 0
@@ -82,7 +89,8 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     """Serial, then Ray on the same run directory (the serial run's outputs moved away first): every file of
     the keyed store and the result are the same bytes, and every judgment of the Ray run was made in a worker."""
     from interp.experiments import engine
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = pair_run
@@ -92,7 +100,10 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
     serial = intervene_run(run, design=design, judges=[judge], progress=False)
     serial_files = files_under(run)
-    assert any(name.endswith("result.json") for name in serial_files) and sum(name.endswith("judgments.jsonl") for name in serial_files) >= 4
+    assert (
+        any(name.endswith("result.json") for name in serial_files)
+        and sum(name.endswith("judgments.jsonl") for name in serial_files) >= 4
+    )
     for folder in ("variants", "interventions"):
         shutil.rmtree(run / folder)
 
@@ -126,22 +137,41 @@ def test_an_unknown_executor_on_the_command_line_is_one_line_with_nothing_writte
     run = tmp_path / "run"
     shutil.copytree(source, run)
     before = sorted(p.relative_to(run) for p in run.rglob("*"))
-    refused = forked_cli("intervene", str(run), "--all-layers", "--control-judge", ",".join(controls), "--executor", "spark")
-    assert refused.returncode == 2 and refused.stderr.strip() == "error: unknown executor 'spark'; use one of local, ray"
-    assert sorted(p.relative_to(run) for p in run.rglob("*") if p.name != ".lock") == [p for p in before if p.name != ".lock"]
+    refused = forked_cli(
+        "intervene", str(run), "--all-layers", "--control-judge", ",".join(controls), "--executor", "spark"
+    )
+    assert (
+        refused.returncode == 2 and refused.stderr.strip() == "error: unknown executor 'spark'; use one of local, ray"
+    )
+    assert sorted(p.relative_to(run) for p in run.rglob("*") if p.name != ".lock") == [
+        p for p in before if p.name != ".lock"
+    ]
 
 
 def test_timings_record_the_jobs_peak_memory():
     from interp.core.timings import Timings
 
-    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line) if os.path.exists("/proc/self/status") else {}
+    status = (
+        dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+        if os.path.exists("/proc/self/status")
+        else {}
+    )
     resident_now = int(status["VmRSS"].split()[0]) * 1024 if "VmRSS" in status else 1
     record = Timings.started().ended().record()
-    assert record["peak_rss_gb"] is not None and record["peak_rss_gb"] * 2**30 >= 0.99 * resident_now - 2**23  # rounded to 0.01 GB
+    assert (
+        record["peak_rss_gb"] is not None and record["peak_rss_gb"] * 2**30 >= 0.99 * resident_now - 2**23
+    )  # rounded to 0.01 GB
     assert "peak_gpu_gb" not in record or record["peak_gpu_gb"] >= 0
 
 
-@pytest.mark.parametrize(("keys", "message"), [({"executor": "spark"}, "unknown executor 'spark'"), ({"max_memory": -1}, "max_memory must be at least 0 GB"), ({"max_memory": "4"}, "max_memory must be a number")])
+@pytest.mark.parametrize(
+    ("keys", "message"),
+    [
+        ({"executor": "spark"}, "unknown executor 'spark'"),
+        ({"max_memory": -1}, "max_memory must be at least 0 GB"),
+        ({"max_memory": "4"}, "max_memory must be a number"),
+    ],
+)
 def test_the_python_api_refuses_a_bad_executor_or_budget_before_reading_the_run(tmp_path, keys, message):
     import interp
     from interp.errors import InterpError

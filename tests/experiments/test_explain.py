@@ -29,27 +29,53 @@ def _part(name, share, low, high):
 
 
 def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_the_other():
-    parts = {"total": _part("total", 0.9, 0.7, 1.1), "pattern": _part("pattern", 0.8, 0.6, 1.0), "content": _part("content", 0.1, -0.1, 0.3)}
+    parts = {
+        "total": _part("total", 0.9, 0.7, 1.1),
+        "pattern": _part("pattern", 0.8, 0.6, 1.0),
+        "content": _part("content", 0.1, -0.1, 0.3),
+    }
     assert route_verdict(parts)[0] == "pattern"
     parts |= {"pattern": _part("pattern", 0.1, -0.1, 0.3), "content": _part("content", 0.7, 0.5, 0.9)}
     assert route_verdict(parts)[0] == "content"
-    parts |= {"pattern": _part("pattern", 0.5, 0.2, 0.8), "content": _part("content", 0.6, 0.3, 0.9)}  # overlapping intervals
+    parts |= {
+        "pattern": _part("pattern", 0.5, 0.2, 0.8),
+        "content": _part("content", 0.6, 0.3, 0.9),
+    }  # overlapping intervals
     assert route_verdict(parts)[0] == "neither"
-    parts |= {"pattern": _part("pattern", 0.3, 0.25, 0.35), "content": _part("content", 0.0, -0.1, 0.1)}  # clear, but under half of total
+    parts |= {
+        "pattern": _part("pattern", 0.3, 0.25, 0.35),
+        "content": _part("content", 0.0, -0.1, 0.1),
+    }  # clear, but under half of total
     assert route_verdict(parts)[0] == "neither"
     parts |= {"total": PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")}
     route, reason = route_verdict(parts)
     assert route == "neither" and "not significant" in reason
 
 
-def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_answer(explain_run, tmp_path, forked_cli):
+def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_answer(
+    explain_run, tmp_path, forked_cli
+):
     source, controls = explain_run
     run = tmp_path / "run"
     shutil.copytree(source, run)
     from interp.run.store import read_run
 
     judge = read_run(run).config.models[0]
-    args = ("explain", str(run), "--judge", judge, "--control-judge", ",".join(controls), "--top-k", "2", "--mlp-k", "1", "--selection-share", "0.5", "--json")
+    args = (
+        "explain",
+        str(run),
+        "--judge",
+        judge,
+        "--control-judge",
+        ",".join(controls),
+        "--top-k",
+        "2",
+        "--mlp-k",
+        "1",
+        "--selection-share",
+        "0.5",
+        "--json",
+    )
     result = forked_cli(*args)
     assert result.returncode == 0, result.stderr[-3000:]
     printed = json.loads(result.stdout)
@@ -57,10 +83,27 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
     assert printed["candidates"] == written["candidates"] and printed["answer"] == written["answer"]
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and len(written["test_items"]) == 3
     by = {(c["site"], c["selected_by"]) for c in written["candidates"]}
-    assert {("attention", "attention"), ("attention", "atp"), ("head_output", "atp-output"), ("mlp_output", "atp-mlp"), ("residual", "direction")} <= by
+    assert {
+        ("attention", "attention"),
+        ("attention", "atp"),
+        ("head_output", "atp-output"),
+        ("mlp_output", "atp-mlp"),
+        ("residual", "direction"),
+    } <= by
     assert {("attention", "random"), ("head_output", "random"), ("mlp_output", "random")} <= by
     for c in written["candidates"]:
-        assert set(c) >= {"site", "heads", "layers", "route", "selected_by", "share_removed", "ci", "causal", "p_value", "p_holm"}
+        assert set(c) >= {
+            "site",
+            "heads",
+            "layers",
+            "route",
+            "selected_by",
+            "share_removed",
+            "ci",
+            "causal",
+            "p_value",
+            "p_holm",
+        }
         if c["site"] in ("attention", "head_output"):
             assert len(c["heads"]) == 2 and all(len(h) == 2 for h in c["heads"])
             if c["selected_by"] != "random":

@@ -49,7 +49,9 @@ def test_auroc_and_precision_on_hand_made_rankings():
 def test_masked_change_is_the_exact_masked_output(tiny_llama):
     """The head output AtP* uses under the mask is the one the toolkit's own mask produces (layer 0: nothing
     upstream changes), at every query position and for every head (grouped-query values)."""
-    prompt = tokenized_judge_prompt(tiny_llama, "helpfulness", "What is 2 + 2?", "It is four, of course.", "Five, I believe it is.")
+    prompt = tokenized_judge_prompt(
+        tiny_llama, "helpfulness", "What is 2 + 2?", "It is four, of course.", "Five, I believe it is."
+    )
     ids = torch.tensor([prompt.input_ids])
     hf = tiny_llama.hf_model
     attn = hf.model.layers[0].self_attn
@@ -71,7 +73,12 @@ def test_masked_change_is_the_exact_masked_output(tiny_llama):
     n_heads, T = tiny_llama.n_heads, ids.shape[1]
     dim = clean.shape[-1] // n_heads
     z = clean[0].view(T, n_heads, dim).transpose(0, 1)
-    v = captured["v"][0].view(T, -1, dim).transpose(0, 1).repeat_interleave(n_heads // (captured["v"].shape[-1] // dim), 0)
+    v = (
+        captured["v"][0]
+        .view(T, -1, dim)
+        .transpose(0, 1)
+        .repeat_interleave(n_heads // (captured["v"].shape[-1] // dim), 0)
+    )
     delta = masked_change(out.attentions[0][0], v, z, prompt.spans["a"])
     assert delta.abs().max() > 1e-4  # the mask changes the outputs
     torch.testing.assert_close(z + delta, masked[0].view(T, n_heads, dim).transpose(0, 1), atol=1e-5, rtol=1e-4)
@@ -131,7 +138,9 @@ def test_mlp_attributions_are_first_order_estimates(tiny_llama):
     hf, ids, labels = tiny_llama.hf_model, torch.tensor([prompt.input_ids]), label_tokens(tiny_llama.tokenizer).ids
 
     def ablate(scale: float):
-        return hf.model.layers[0].mlp.register_forward_hook(lambda m, a, out: out + scale * (out.mean(1, keepdim=True) - out))
+        return hf.model.layers[0].mlp.register_forward_hook(
+            lambda m, a, out: out + scale * (out.mean(1, keepdim=True) - out)
+        )
 
     exact = _margin_slope(hf, ids, labels, ablate)
     assert exact != 0
@@ -171,13 +180,21 @@ def test_localize_ranks_every_head_per_method(tiny_run, tiny_llama):  # noqa: F8
 
 def test_localize_cli_json(tiny_run, tiny_llama, forked_cli):  # noqa: F811
     root, judge = tiny_run
-    result = forked_cli("localize", str(root), "--judge", judge, "--method", "atp", "--method", "attention", "--json", "--no-progress")
+    result = forked_cli(
+        "localize", str(root), "--judge", judge, "--method", "atp", "--method", "attention", "--json", "--no-progress"
+    )
     assert result.returncode == 0, result.stderr
     heads = json.loads(result.stdout)["heads"]
     n = tiny_llama.n_layers * tiny_llama.n_heads
     assert len(heads) == 2 * n and {h["method"] for h in heads} == {"atp", "attention"}
-    assert all(set(h) >= {"layer", "head", "score", "method", "single_judge"} and h["single_judge"] is True for h in heads)
-    assert (root / "figures" / f"localize_{__import__('interp.storage', fromlist=['keyed_label']).keyed_label(judge)}_atp.png").is_file()
+    assert all(
+        set(h) >= {"layer", "head", "score", "method", "single_judge"} and h["single_judge"] is True for h in heads
+    )
+    assert (
+        root
+        / "figures"
+        / f"localize_{__import__('interp.storage', fromlist=['keyed_label']).keyed_label(judge)}_atp.png"
+    ).is_file()
     bad = forked_cli("localize", str(root), "--judge", judge, "--method", "guess")
     assert bad.returncode == 2 and bad.stderr.startswith("error: ") and "guess" in bad.stderr
     other = forked_cli("localize", str(root), "--judge", "nobody")

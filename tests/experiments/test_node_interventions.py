@@ -17,7 +17,9 @@ import torch
 
 from tests.experiments.test_causal import tiny_controls, tiny_pair_run
 
-SPEC = 'site = "head_output"\nop = "mean"\nlayers = [1]\nheads = { 1 = [0, 2] }\npositions = "all"\nname = "heads-mean"\n'
+SPEC = (
+    'site = "head_output"\nop = "mean"\nlayers = [1]\nheads = { 1 = [0, 2] }\npositions = "all"\nname = "heads-mean"\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -37,16 +39,27 @@ def test_a_head_output_mean_ablation_runs_the_causal_test_and_matches_python(nod
     spec = tmp_path / "spec.toml"
     spec.write_text(SPEC)
     judge, other = read_run(run).config.models
-    result = forked_cli("intervene", str(run), "--spec", str(spec), "--judge", judge, "--control-judge", ",".join(controls), "--json")
+    result = forked_cli(
+        "intervene", str(run), "--spec", str(spec), "--judge", judge, "--control-judge", ",".join(controls), "--json"
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     (folder,) = (run / "interventions").iterdir()
     written = json.loads((folder / "result.json").read_text())
     assert written["spec"]["site"] == "head_output" and written["spec"]["op"] == "mean"
     record = written["judges"][judge]
     assert record["test"]["n_controls"] == 3 and isinstance(record["causal"], bool)
-    assert "share_removed" in record and (record["share_removed"] is None) == (record["share_removed_reason"] is not None)
+    assert "share_removed" in record and (record["share_removed"] is None) == (
+        record["share_removed_reason"] is not None
+    )
     mirror = record["mirror"]
-    for key in ("unjustified", "unjustified_flipped_share", "unjustified_flipped_ci", "legitimate", "legitimate_kept_share", "legitimate_kept_ci"):
+    for key in (
+        "unjustified",
+        "unjustified_flipped_share",
+        "unjustified_flipped_ci",
+        "legitimate",
+        "legitimate_kept_share",
+        "legitimate_kept_ci",
+    ):
         assert key in mirror
     assert mirror["unjustified"] + mirror["legitimate"] <= record["n_test"]
     # the variant's judgments, re-made in Python through judge.intervene with the run as reference
@@ -93,14 +106,38 @@ def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, t
     run = tmp_path / "run"
     shutil.copytree(source, run)
     judge, _ = read_run(run).config.models
-    result = interp.intervene(run, site="mlp_output", op="scale-by-test", factor=0.0, layers=[0], judges=[judge], control_judge=",".join(controls), progress=False)
+    result = interp.intervene(
+        run,
+        site="mlp_output",
+        op="scale-by-test",
+        factor=0.0,
+        layers=[0],
+        judges=[judge],
+        control_judge=",".join(controls),
+        progress=False,
+    )
     record = result.raw["judges"][judge]
-    assert result.raw["spec"] == {"site": "mlp_output", "op": "scale-by-test", "layers": [0], "heads": None, "positions": "all", "seed": 0, "name": None, "factor": 0.0}
+    assert result.raw["spec"] == {
+        "site": "mlp_output",
+        "op": "scale-by-test",
+        "layers": [0],
+        "heads": None,
+        "positions": "all",
+        "seed": 0,
+        "name": None,
+        "factor": 0.0,
+    }
     assert record["test"]["n_controls"] == 3
-    zero = interp.intervene(run, site="mlp_output", op="zero", layers=[0], judges=[judge], control_judge=",".join(controls), progress=False)
-    assert zero.raw["judges"][judge]["per_item_delta"] == pytest.approx(record["per_item_delta"], abs=1e-9)  # 0 x = zero
+    zero = interp.intervene(
+        run, site="mlp_output", op="zero", layers=[0], judges=[judge], control_judge=",".join(controls), progress=False
+    )
+    assert zero.raw["judges"][judge]["per_item_delta"] == pytest.approx(
+        record["per_item_delta"], abs=1e-9
+    )  # 0 x = zero
     config = tmp_path / "sweep.toml"
-    config.write_text(f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", "zero"]\n[layers]\neach = true\n')
+    config.write_text(
+        f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", "zero"]\n[layers]\neach = true\n'
+    )
     rows = (run_sweep(config, progress=False)).read_text().splitlines()
     header = rows[0].split(",")
     assert {"site", "op", "positions"} <= set(header)
@@ -136,11 +173,22 @@ def test_a_model_without_head_outputs_is_refused_in_one_line_with_nothing_writte
         layer.self_attn.o_proj = Fused(layer.self_attn.o_proj)
     held = interp.Judge.wrap(model, AutoTokenizer.from_pretrained(judge), name=judge)
     with pytest.raises(InterpError, match="exposes no per-head output"):
-        interp.intervene(run, site="head_output", op="zero", layers=[1], heads=[0], judges=[held], control_judge=",".join(controls), progress=False)
+        interp.intervene(
+            run,
+            site="head_output",
+            op="zero",
+            layers=[1],
+            heads=[0],
+            judges=[held],
+            control_judge=",".join(controls),
+            progress=False,
+        )
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == before
     spec = tmp_path / "spec.toml"
     spec.write_text('site = "head_output"\nop = "zero"\nlayers = [9]\n')
-    result = forked_cli("intervene", str(run), "--spec", str(spec), "--judge", judge, "--control-judge", ",".join(controls))
+    result = forked_cli(
+        "intervene", str(run), "--spec", str(spec), "--judge", judge, "--control-judge", ",".join(controls)
+    )
     assert result.returncode == 2 and result.stderr.count("error:") == 1 and "Traceback" not in result.stderr
     assert "layer 9 is out of range" in result.stderr
     assert sorted(p.relative_to(run).as_posix() for p in run.rglob("*")) == before
@@ -150,13 +198,24 @@ def test_top_heads_on_their_outputs_from_the_cli(tmp_path, tiny_llama_dir, smoll
     """--top-heads K --site head_output --op zero: the K heads chosen on the selection split (own-minus-other
     attention) get their outputs zeroed, tested on the rest against random head sets; the mask design's key is
     unchanged by the new options."""
-    from interp.experiments.causal import TestDesign
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     run = tiny_pair_run(tmp_path, tiny_llama_dir, smollm2_tokenizer, n=6, attention="final")
     controls = tiny_controls(tmp_path, smollm2_tokenizer)
     judge, _ = read_run(run).config.models
-    options = ["--top-heads", "2", "--selection-share", "0.5", "--judge", judge, "--control-judge", ",".join(controls), "--random-head-sets", "19"]
+    options = [
+        "--top-heads",
+        "2",
+        "--selection-share",
+        "0.5",
+        "--judge",
+        judge,
+        "--control-judge",
+        ",".join(controls),
+        "--random-head-sets",
+        "19",
+    ]
     result = forked_cli("intervene", str(run), *options, "--site", "head_output", "--op", "zero")
     assert result.returncode == 0, result.stderr[-3000:]
     (written,) = [json.loads((p / "result.json").read_text()) for p in (run / "interventions").iterdir()]
@@ -173,7 +232,8 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     the result is the same as with every model kept, and no more than the tested judge and one control are
     ever held at once."""
     from interp.experiments import engine
-    from interp.experiments.causal import TestDesign, intervene_run
+    from interp.experiments.causal import intervene_run
+    from interp.experiments.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = node_run

@@ -37,8 +37,18 @@ from tests.helpers.models import backend_for, three_layer_tiny
 
 LAYER = 1  # the middle block of the tiny model
 PAIRS = [
-    ("helpfulness", "What is the capital of France?", "Paris is the capital of France.", "The capital is Lyon, I think."),
-    ("helpfulness", "Name a prime number.", "Seven is prime.", "Nine, because it is odd and therefore prime, as everyone knows."),
+    (
+        "helpfulness",
+        "What is the capital of France?",
+        "Paris is the capital of France.",
+        "The capital is Lyon, I think.",
+    ),
+    (
+        "helpfulness",
+        "Name a prime number.",
+        "Seven is prime.",
+        "Nine, because it is odd and therefore prime, as everyone knows.",
+    ),
 ]
 
 
@@ -56,8 +66,6 @@ def tiny_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def tiny(tiny_dir) -> LoadedModel:
     return load_model(str(tiny_dir))
-
-
 
 
 def prompts_for(model: LoadedModel):
@@ -110,7 +118,9 @@ def test_project_out_leaves_zero_component_at_that_layer(tiny, backend_name):
     unit = direction / direction.norm()
     # what the residual looked like before: a clearly non-zero component along u
     _, batch, before = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 0.0), record_after=True)
-    _, _, after = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 1.0, "project_out"), record_after=True)
+    _, _, after = forward_with_edit(
+        backend, tiny, prompts, steer(direction, LAYER, 1.0, "project_out"), record_after=True
+    )
     real = batch.attention_mask.bool()
     assert (before[0] @ unit)[real].abs().max() > 1e-2
     assert (after[0] @ unit)[real].abs().max() < 1e-5
@@ -127,7 +137,9 @@ def test_project_out_reaches_the_next_block_and_spares_other_positions(tiny):
     unit = direction / direction.norm()
     layers = tiny.hf_model.model.layers
     captured = []
-    handle = layers[LAYER + 1].register_forward_pre_hook(lambda _m, args, kwargs: captured.append(args[0] if args else kwargs["hidden_states"]), with_kwargs=True)
+    handle = layers[LAYER + 1].register_forward_pre_hook(
+        lambda _m, args, kwargs: captured.append(args[0] if args else kwargs["hidden_states"]), with_kwargs=True
+    )
     try:
         _, batch, _ = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 0.0))
         _, _, _ = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 1.0, "project_out", "spans"))
@@ -150,7 +162,9 @@ def test_reversal_changes_the_logits(tiny, backend_name):
     reversed_logits, _, _ = forward_with_edit(backend, tiny, prompts, steer(random_direction(seed=3), LAYER, -4.0))
     assert (reversed_logits - base).abs().max() > 1e-3
     # the same edit at the same site on every backend
-    hf_logits, _, _ = forward_with_edit(backend_for(tiny, "hf"), tiny, prompts, steer(random_direction(seed=3), LAYER, -4.0))
+    hf_logits, _, _ = forward_with_edit(
+        backend_for(tiny, "hf"), tiny, prompts, steer(random_direction(seed=3), LAYER, -4.0)
+    )
     torch.testing.assert_close(reversed_logits, hf_logits, atol=1e-4, rtol=1e-4)
 
 
@@ -161,11 +175,15 @@ def test_add_only_touches_the_chosen_positions(tiny):
     backend = backend_for(tiny, "hf")
     _, batch, before = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 0.0), record_after=True)
     for positions in ("all", "spans", "final"):
-        _, _, after = forward_with_edit(backend, tiny, prompts, steer(direction, LAYER, 2.5, "add", positions), record_after=True)
+        _, _, after = forward_with_edit(
+            backend, tiny, prompts, steer(direction, LAYER, 2.5, "add", positions), record_after=True
+        )
         _, offsets = left_pad([p.input_ids for p in prompts], tiny.tokenizer.pad_token_id)
         mask = position_mask(batch, offsets, prompts, positions).bool()
         assert torch.equal(after[0][~mask], before[0][~mask])
-        torch.testing.assert_close((after[0] - before[0])[mask], (2.5 * unit).expand(int(mask.sum()), -1), atol=1e-5, rtol=0)
+        torch.testing.assert_close(
+            (after[0] - before[0])[mask], (2.5 * unit).expand(int(mask.sum()), -1), atol=1e-5, rtol=0
+        )
 
 
 def test_bad_steering_input_is_refused():
@@ -190,14 +208,21 @@ def test_emphasis_other_times_k_equals_everything_else_over_k():
     gen = torch.Generator().manual_seed(0)
     for _ in range(20):
         n = int(torch.randint(4, 40, (1,), generator=gen))
-        scores = torch.randn(3, n, n, generator=gen, dtype=torch.float64).masked_fill(torch.ones(n, n).triu(1).bool(), float("-inf"))
+        scores = torch.randn(3, n, n, generator=gen, dtype=torch.float64).masked_fill(
+            torch.ones(n, n).triu(1).bool(), float("-inf")
+        )
         pattern = scores.softmax(-1)
         start = int(torch.randint(0, n - 1, (1,), generator=gen))
         end = int(torch.randint(start + 1, n + 1, (1,), generator=gen))
         target = torch.zeros(n, n, dtype=torch.bool)
         target[:, start:end] = True
         k = float(torch.empty(1).uniform_(1.0, 20.0, generator=gen))
-        torch.testing.assert_close(scale_and_renormalise(pattern, target, k), scale_and_renormalise(pattern, ~target, 1 / k), atol=1e-12, rtol=0)
+        torch.testing.assert_close(
+            scale_and_renormalise(pattern, target, k),
+            scale_and_renormalise(pattern, ~target, 1 / k),
+            atol=1e-12,
+            rtol=0,
+        )
 
 
 def test_emphasis_and_pasta_forms_compile_to_the_same_exact_bias(tiny):
@@ -233,16 +258,46 @@ def tiny_run(tmp_path_factory, tiny_dir, tiny):
     atomic_write_text(root / "config.toml", config.to_toml())
     items = [i for task in ("helpfulness", "truthfulness", "translation") for i in builtin_items([task])[:2]]
     rng = random.Random(0)
-    atomic_write_text(root / "items.jsonl", "".join(json.dumps({"id": i.id, "task": i.task, "query": i.query, "reference": i.reference, "aliases": list(i.aliases)}) + "\n" for i in items))
+    atomic_write_text(
+        root / "items.jsonl",
+        "".join(
+            json.dumps(
+                {"id": i.id, "task": i.task, "query": i.query, "reference": i.reference, "aliases": list(i.aliases)}
+            )
+            + "\n"
+            for i in items
+        ),
+    )
     responses = []
     for item in items:
         responses.append({"model": judge, "item_id": item.id, "text": f"My answer: {item.reference[:60]}"})
         responses.append({"model": other, "item_id": item.id, "text": "I am not sure, maybe something else entirely."})
     atomic_write_text(root / "responses.jsonl", "".join(json.dumps(r) + "\n" for r in responses))
-    atomic_write_text(root / "gold.jsonl", "".join(json.dumps({"judge": "reference", "item_id": i.id, "p_first": rng.choice([0.0, 0.5, 1.0])}) + "\n" for i in items))
-    tasks = judge_tasks(items, {judge: {i.id: f"My answer: {i.reference[:60]}" for i in items}, other: {i.id: "I am not sure, maybe something else entirely." for i in items}}, (judge, other))
+    atomic_write_text(
+        root / "gold.jsonl",
+        "".join(
+            json.dumps({"judge": "reference", "item_id": i.id, "p_first": rng.choice([0.0, 0.5, 1.0])}) + "\n"
+            for i in items
+        ),
+    )
+    tasks = judge_tasks(
+        items,
+        {
+            judge: {i.id: f"My answer: {i.reference[:60]}" for i in items},
+            other: {i.id: "I am not sure, maybe something else entirely." for i in items},
+        },
+        (judge, other),
+    )
     paths = RunDir(root)
-    run_judging(backend_for(tiny, "hf"), judge, tasks, judgments_path=paths.judgments, shard_dir=paths.attention_shards(judge), batch_size=8, progress=False)
+    run_judging(
+        backend_for(tiny, "hf"),
+        judge,
+        tasks,
+        judgments_path=paths.judgments,
+        shard_dir=paths.attention_shards(judge),
+        batch_size=8,
+        progress=False,
+    )
     consolidate_attention(paths, judge, tiny, items, "final")  # attention maps: the top heads for emphasis
     return root, judge
 
@@ -269,11 +324,17 @@ def test_direction_uses_training_items_only(tiny_run, tiny, monkeypatch):
     # saved with its sidecar, and read back (no forward pass) on the next call
     info = json.loads(direction.path.with_suffix(".json").read_text())
     assert info["layer"] == LAYER and info["position"] == "spans" and info["train_ids"] == direction.train_ids
-    assert info["heldout_ids"] == direction.heldout_ids and info["accuracy"] == direction.accuracy and info["norm"] == pytest.approx(direction.norm)
+    assert (
+        info["heldout_ids"] == direction.heldout_ids
+        and info["accuracy"] == direction.accuracy
+        and info["norm"] == pytest.approx(direction.norm)
+    )
     again = compute_direction(root, judge, LAYER, judges=Judges(ModelCache(models={judge: tiny})))
     assert len(passed) == 1 and torch.equal(again.vector, direction.vector)
     # the "final" contrast: own response present vs replaced by the reference
-    final = compute_direction(root, judge, LAYER, position="final", judges=Judges(ModelCache(models={judge: tiny})), recompute=True)
+    final = compute_direction(
+        root, judge, LAYER, position="final", judges=Judges(ModelCache(models={judge: tiny})), recompute=True
+    )
     assert passed[-1] == set(final.train_ids) and final.n["train_examples"] == 4 * 2 * 2
 
 
@@ -295,7 +356,9 @@ def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     assert section.splitlines()[0] == SECTION_TITLE
     assert "held-out" in section and "training items only" in section
     # a second call re-judges nothing (resumable) and gives the same numbers
-    again = steering_table(root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False, write=False)
+    again = steering_table(
+        root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False, write=False
+    )
     assert [r["mean_p_own"] for r in again["rows"]] == [r["mean_p_own"] for r in rows]
     with pytest.raises(InterpError, match="out of range"):
         steering_table(root, judge, layer=3, models=ModelCache(models={judge: tiny}), progress=False)
@@ -306,8 +369,12 @@ def test_emphasis_on_the_top_heads(tiny_run, tiny):
 
     root, judge = tiny_run
     heads = emphasis_heads(root, judge, 3)
-    assert sorted((l, h) for l, hs in heads.items() for h in hs) == sorted((l, h) for l, h, _ in top_heads(root, judge, 3))
-    table = steering_table(root, judge, layer=LAYER, k_heads=3, models=ModelCache(models={judge: tiny}), progress=False, write=False)
+    assert sorted((l, h) for l, hs in heads.items() for h in hs) == sorted(
+        (l, h) for l, h, _ in top_heads(root, judge, 3)
+    )
+    table = steering_table(
+        root, judge, layer=LAYER, k_heads=3, models=ModelCache(models={judge: tiny}), progress=False, write=False
+    )
     (row,) = [r for r in table["rows"] if r["intervention"] == "other-emphasis"]
     spec = row["variant"]["attention"]
     assert spec["heads"] == {str(l): hs for l, hs in heads.items()} and spec["alpha"] == 4.0 and spec["emphasis"]
@@ -350,7 +417,11 @@ def test_steering_end_to_end_on_a_real_run(tmp_path, monkeypatch):
     judge = "smollm2-135m-instruct"
     passed: list[set[str]] = []
     original = directions._difference_of_means
-    monkeypatch.setattr(directions, "_difference_of_means", lambda examples: passed.append({e.item_id for e in examples}) or original(examples))
+    monkeypatch.setattr(
+        directions,
+        "_difference_of_means",
+        lambda examples: passed.append({e.item_id for e in examples}) or original(examples),
+    )
     table = steering_table(out, judge, models=models, progress=False)
     probe = table["probe"][judge]
     train, held = set(probe["train_ids"]), set(probe["heldout_ids"])

@@ -21,7 +21,11 @@ def test_layer_bands_cover_every_layer_once():
 
 def test_heads_table_and_strongest():
     assert heads_table([(3, 1, 0.5), (3, 4, 0.4), (7, 0, 0.1)]) == {3: [1, 4], 7: [0]}
-    effects = {"a": {"mean": -0.1, "ci": [-0.2, -0.01]}, "b": {"mean": -0.3, "ci": [-0.5, 0.1]}, "c": {"mean": -0.05, "ci": [-0.08, -0.02]}}
+    effects = {
+        "a": {"mean": -0.1, "ci": [-0.2, -0.01]},
+        "b": {"mean": -0.3, "ci": [-0.5, 0.1]},
+        "c": {"mean": -0.05, "ci": [-0.08, -0.02]},
+    }
     assert strongest(effects)[0] == "a"  # b lowers P(own) more but its interval contains 0
     assert strongest({"b": effects["b"]}) is None
 
@@ -29,7 +33,11 @@ def test_heads_table_and_strongest():
 def test_splits_are_disjoint_and_from_the_manifest():
     splits = organism_splits(PLANTED)
     ids = {name: {item.id for item in items} for name, items in splits.items()}
-    assert not (ids["train"] & ids["selection"]) and not (ids["train"] & ids["test"]) and not (ids["selection"] & ids["test"])
+    assert (
+        not (ids["train"] & ids["selection"])
+        and not (ids["train"] & ids["test"])
+        and not (ids["selection"] & ids["test"])
+    )
     assert {name: {i.id for i in items} for name, items in organism_splits(NULL).items()} == ids  # one split for both
 
 
@@ -47,7 +55,10 @@ def _organism(metrics, effect_ci, after_ci, causal):
     return {
         "metrics": metrics,
         "unreliable_because": [],
-        "positive_control": {"effect": {"mean": sum(effect_ci) / 2, "ci": effect_ci}, "after": {"dbg_hard": 0.0, "dbg_ci": after_ci}},
+        "positive_control": {
+            "effect": {"mean": sum(effect_ci) / 2, "ci": effect_ci},
+            "after": {"dbg_hard": 0.0, "dbg_ci": after_ci},
+        },
         "causal_test": {"verdict": "v", "causal": causal},
     }
 
@@ -67,7 +78,9 @@ def test_truth_table_marks_a_working_and_a_broken_organism_pair():
     bad["organisms"][NULL]["causal_test"]["causal"] = True  # an effect where none was planted
     bad["organisms"][PLANTED]["causal_test"]["causal"] = False  # the planted effect missed
     agrees = [r["agrees"] for r in truth_rows(bad)]
-    assert agrees[0] is False and agrees[2] is False and agrees[5] is False and agrees[6] is False and agrees[7] is False
+    assert (
+        agrees[0] is False and agrees[2] is False and agrees[5] is False and agrees[6] is False and agrees[7] is False
+    )
     # once the null organism is flagged as too weak, its rows other than "can judge" are no checks
     bad["organisms"][NULL]["unreliable_because"] = ["position consistency 10% < 50%"]
     weak_rows = truth_rows(bad)
@@ -83,10 +96,14 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
 
     path = REPO / "notebooks" / "validate_organisms.ipynb"
     notebook = nbformat.read(path, as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "commit the notebook with outputs cleared"
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), (
+        "commit the notebook with outputs cleared"
+    )
     monkeypatch.setenv("INTERP_VALIDATION_SMALL", "1")
     monkeypatch.setenv("INTERP_VALIDATION_OUT", str(tmp_path / "validation"))
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=1200, resources={"metadata": {"path": str(REPO / "notebooks")}})
+    client = nbclient.NotebookClient(
+        notebook, kernel_name="python3", timeout=1200, resources={"metadata": {"path": str(REPO / "notebooks")}}
+    )
     client.execute()
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
@@ -106,7 +123,12 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
         assert abs(record["positive_control"]["after"]["mean_p_own"] - 0.5) < 1e-3
     planted = result["organisms"][PLANTED]
     assert set(planted["sweep"]["effects"]) == {"self-L0-14", "self-L15-29", "other-L0-14", "other-L15-29"}
-    assert set(planted["steering"]["effects"]) == {"self-mask", "other-emphasis", "direction-removal", "direction-reversal"}
+    assert set(planted["steering"]["effects"]) == {
+        "self-mask",
+        "other-emphasis",
+        "direction-removal",
+        "direction-reversal",
+    }
     assert len(result["truth_table"]) == 11  # 9 checks + the two organisms' top-heads localization rows
     # the test of record ran on both organisms against the shipped null family (the null one leave-one-out)
     family = [f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)]
@@ -114,7 +136,10 @@ def test_validation_notebook_on_a_small_slice(tmp_path, monkeypatch):
     assert result["organisms"][PLANTED]["causal_test"]["test"]["controls"] == [NULL, *family]
     assert result["organisms"][NULL]["causal_test"]["causal"] is not None  # k >= 3: a between-judge verdict
     # the paired gap is over the same legitimate pairs as each organism's own agreement, so it is their difference
-    gap, legit = result["legitimate_gap"], {name: result["organisms"][name]["metrics"]["agreement_legitimate"] for name in (NULL, PLANTED)}
+    gap, legit = (
+        result["legitimate_gap"],
+        {name: result["organisms"][name]["metrics"]["agreement_legitimate"] for name in (NULL, PLANTED)},
+    )
     assert gap["n"] == legit[NULL]["n"] == legit[PLANTED]["n"]
     if gap["n"]:
         assert abs(gap["value"] - (legit[PLANTED]["value"] - legit[NULL]["value"])) < 1e-12

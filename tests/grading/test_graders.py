@@ -48,7 +48,15 @@ def test_the_last_box_and_the_closing_phrase_are_the_final_answer():
 
 @pytest.mark.parametrize(
     ("answer", "letter"),
-    [("The answer is (B)", "B"), ("B.", "B"), ("**C**", "C"), ("Answer: d", "D"), ("\\boxed{E}", "E"), ("(A) because ...", "A"), ("I cannot tell.", None)],
+    [
+        ("The answer is (B)", "B"),
+        ("B.", "B"),
+        ("**C**", "C"),
+        ("Answer: d", "D"),
+        ("\\boxed{E}", "E"),
+        ("(A) because ...", "A"),
+        ("I cannot tell.", None),
+    ],
 )
 def test_choice_letters_from_typical_phrasings(answer, letter):
     assert extract_choice(answer) == letter
@@ -72,7 +80,10 @@ def test_reading_items_refuses_a_missing_field_and_duplicate_ids(tmp_path):
 
 def test_grade_items_keeps_the_order_with_several_workers(tmp_path):
     path = tmp_path / "code.jsonl"
-    lines = [f'{{"id": "{i}", "answer": "def f():\\n    return {i}", "tests": ["assert f() == {i if i % 2 else -1}"]}}' for i in range(4)]
+    lines = [
+        f'{{"id": "{i}", "answer": "def f():\\n    return {i}", "tests": ["assert f() == {i if i % 2 else -1}"]}}'
+        for i in range(4)
+    ]
     path.write_text("\n".join(lines) + "\n")
     grades = list(grade_items(read_items(path, "code"), "code", workers=2))
     assert [(g.id, g.correct) for g in grades] == [("0", False), ("1", True), ("2", False), ("3", True)]

@@ -17,7 +17,9 @@ from interp.grading import Limits, code_passes, isolation, run_python
 LIMITS = Limits(cpu_s=2, wall_s=5.0, memory_bytes=1 << 30)
 GOOD = "def add(a, b):\n    return a + b\n"
 TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]
-namespaces = pytest.mark.skipif(isolation() != "namespaces", reason="the guard fallback does not confine the filesystem")
+namespaces = pytest.mark.skipif(
+    isolation() != "namespaces", reason="the guard fallback does not confine the filesystem"
+)
 
 
 def graded(answer: str, tmp_path: Path) -> tuple[bool, str]:
@@ -52,7 +54,9 @@ def test_a_write_outside_its_folder_is_refused(tmp_path):
 
 @namespaces
 def test_a_write_inside_its_folder_is_allowed(tmp_path):
-    passed, reason = graded("open('scratch.txt', 'w').write('fine')\nassert open('scratch.txt').read() == 'fine'\n" + GOOD, tmp_path)
+    passed, reason = graded(
+        "open('scratch.txt', 'w').write('fine')\nassert open('scratch.txt').read() == 'fine'\n" + GOOD, tmp_path
+    )
     assert (passed, reason) == (True, "ok")
 
 

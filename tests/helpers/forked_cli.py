@@ -49,7 +49,13 @@ class ForkedCLI:
         self._batches += 1
         prefix = f"{self._folder.name}/{self._batches}-"
         spec = [
-            {"args": list(job[0]), "cwd": str(job[1]), "env": dict(job[2]) if len(job) > 2 else {}, "out": f"{prefix}{i}.out", "err": f"{prefix}{i}.err"}
+            {
+                "args": list(job[0]),
+                "cwd": str(job[1]),
+                "env": dict(job[2]) if len(job) > 2 else {},
+                "out": f"{prefix}{i}.out",
+                "err": f"{prefix}{i}.err",
+            }
             for i, job in enumerate(jobs)
         ]
         self._server.stdin.write(json.dumps({"jobs": spec, "parallel": parallel}) + "\n")
@@ -123,7 +129,14 @@ def _import_what_commands_load() -> None:
     import peft  # noqa: F401
     import transformers
 
-    for name in ("AutoConfig", "AutoTokenizer", "AutoModelForCausalLM", "LlamaForCausalLM", "Gemma3ForCausalLM", "PreTrainedTokenizerFast"):
+    for name in (
+        "AutoConfig",
+        "AutoTokenizer",
+        "AutoModelForCausalLM",
+        "LlamaForCausalLM",
+        "Gemma3ForCausalLM",
+        "PreTrainedTokenizerFast",
+    ):
         getattr(transformers, name)
 
 

@@ -17,7 +17,9 @@ from interp.core.models import LoadedModel, resolve_spec
 
 SMOLLM2 = "smollm2-135m-instruct"
 GEMMA3 = "gemma3-270m"
-TINY_SHAPE = dict(num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=64, intermediate_size=128)
+TINY_SHAPE = dict(
+    num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, hidden_size=64, intermediate_size=128
+)
 
 
 def packaged_tokenizer(alias: str):
@@ -114,7 +116,10 @@ def module_hooks(module: torch.nn.Module) -> dict[str, list[str]]:
     """Names of the forward (pre-)hooks on every submodule, to see whether anything was left behind."""
     found = {}
     for name, sub in module.named_modules():
-        hooks = [getattr(h, "__qualname__", repr(h)) for h in (*sub._forward_hooks.values(), *sub._forward_pre_hooks.values())]
+        hooks = [
+            getattr(h, "__qualname__", repr(h))
+            for h in (*sub._forward_hooks.values(), *sub._forward_pre_hooks.values())
+        ]
         if hooks:
             found[name] = hooks
     return found

@@ -32,8 +32,19 @@ def llama_server(log_dir: Path, *, n_ctx: int = 1024):
     # log-softmax of its whole n_ctx x vocab score buffer on every request that asks for logprobs
     # (measured 3.5 s at 2048 vs 0.3 s at 1024 on this 2-core machine).
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(gguf), "--host", "127.0.0.1", "--port", str(port),
-        "--n_ctx", str(n_ctx), "--n_threads", "2",
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(gguf),
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--n_ctx",
+        str(n_ctx),
+        "--n_threads",
+        "2",
     ]
     with log_path.open("wb") as log_file:
         process = subprocess.Popen(command, stdout=log_file, stderr=subprocess.STDOUT)
@@ -42,14 +53,18 @@ def llama_server(log_dir: Path, *, n_ctx: int = 1024):
         deadline = time.monotonic() + 120
         while True:
             if process.poll() is not None:
-                raise RuntimeError(f"llama_cpp.server exited with code {process.returncode}:\n{log_path.read_text(errors='replace')[-2000:]}")
+                raise RuntimeError(
+                    f"llama_cpp.server exited with code {process.returncode}:\n{log_path.read_text(errors='replace')[-2000:]}"
+                )
             try:
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:
                     break
             except httpx.TransportError:
                 pass
             if time.monotonic() > deadline:
-                raise RuntimeError(f"llama_cpp.server did not answer on {base_url} within 120 s:\n{log_path.read_text()[-2000:]}")
+                raise RuntimeError(
+                    f"llama_cpp.server did not answer on {base_url} within 120 s:\n{log_path.read_text()[-2000:]}"
+                )
             time.sleep(0.5)
         yield base_url
     finally:

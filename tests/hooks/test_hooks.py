@@ -52,8 +52,6 @@ def tiny(request, tmp_path_factory, tokenizer_folder) -> LoadedModel:
     return load_model(str(three_layer_tiny(request.param, tmp_path_factory.mktemp(f"tiny-{request.param}"), tokenizer)))
 
 
-
-
 def prompts_for(model: LoadedModel, pairs=PAIRS):
     return [build_judge_prompt(model, "helpfulness", *pair) for pair in pairs]
 
@@ -63,14 +61,18 @@ def batch_for(model: LoadedModel, prompts):
 
 
 def compiled(spec, model, batch, offsets, prompts, **authors):
-    targets = [resolve_target(spec, p, judge_model=model.name, author_a=None, author_b=None, **authors) for p in prompts]
+    targets = [
+        resolve_target(spec, p, judge_model=model.name, author_a=None, author_b=None, **authors) for p in prompts
+    ]
     return compile_bias(spec, batch, offsets, prompts, model.n_layers, model.n_heads, targets), targets
 
 
 def capture(backend, batch, score_bias=None):
     patterns = {}
     logits = backend.forward(
-        batch, on_pattern=lambda layer, p: patterns.__setitem__(layer, p.detach().float().clone()), score_bias=score_bias
+        batch,
+        on_pattern=lambda layer, p: patterns.__setitem__(layer, p.detach().float().clone()),
+        score_bias=score_bias,
     )
     return logits, patterns
 
@@ -143,7 +145,9 @@ def check_single_head(model, backend, prompts, layer: int, head: int, alpha: flo
         assert torch.equal(hooked[earlier], base[earlier]), f"layer {earlier} changed"
     others = [h for h in range(model.n_heads) if h != head]
     assert torch.equal(hooked[layer][:, others], base[layer][:, others])
-    expected = scale_and_renormalise(base[layer][:, head], hidden_keys(batch.input_ids.shape[1], offsets, targets, "outside"), alpha)
+    expected = scale_and_renormalise(
+        base[layer][:, head], hidden_keys(batch.input_ids.shape[1], offsets, targets, "outside"), alpha
+    )
     torch.testing.assert_close(hooked[layer][:, head], expected, atol=1e-5, rtol=0)
     assert (hooked[layer][:, head] - base[layer][:, head]).abs().max() > 1e-3
     assert not torch.equal(hooked_logits, base_logits)  # the edit reaches the output
@@ -299,7 +303,9 @@ def test_random_target_is_seeded_same_length_and_elsewhere(tiny):
         assert (e <= a0 or s >= a1) and (e <= b0 or s >= b1)
         spans.append((s, e))
     assert len(set(spans)) > 5
-    no_authors = resolve_target(AttentionIntervention(target="random", alpha=0.0), prompt, judge_model=None, author_a=None, author_b=None)
+    no_authors = resolve_target(
+        AttentionIntervention(target="random", alpha=0.0), prompt, judge_model=None, author_a=None, author_b=None
+    )
     assert no_authors[1] - no_authors[0] == a1 - a0
 
 
@@ -307,7 +313,9 @@ def test_random_target_is_seeded_same_length_and_elsewhere(tiny):
 
 
 def test_spec_round_trips_and_is_hashable(tmp_path):
-    spec = AttentionIntervention(target=(3, 9), alpha=0.5, layers=[2, 1], heads={2: [3, 0], 1: [1]}, queries="final", seed=4, name='self "mask"')
+    spec = AttentionIntervention(
+        target=(3, 9), alpha=0.5, layers=[2, 1], heads={2: [3, 0], 1: [1]}, queries="final", seed=4, name='self "mask"'
+    )
     assert spec.layers == (1, 2) and spec.heads_table == {1: (1,), 2: (0, 3)}
     assert spec.selection(10) == {1: (1,), 2: (0, 3)}
     assert hash(spec) == hash(AttentionIntervention.from_dict(spec.to_dict()))
@@ -315,7 +323,10 @@ def test_spec_round_trips_and_is_hashable(tmp_path):
     path = tmp_path / "spec.toml"
     path.write_text(spec.to_toml())
     assert load_spec(path) == spec
-    for other in (AttentionIntervention(target="self", alpha=0.0), AttentionIntervention(target="random", alpha=1, heads=(2,), seed=3)):
+    for other in (
+        AttentionIntervention(target="self", alpha=0.0),
+        AttentionIntervention(target="random", alpha=1, heads=(2,), seed=3),
+    ):
         path.write_text(other.to_toml())
         assert load_spec(path) == other
     assert AttentionIntervention(target="a", alpha=0.0).selection(3) == {0: None, 1: None, 2: None}
@@ -338,9 +349,9 @@ def test_example_spec_loads():
         ('target = "a"\nalpha = -0.1\n', ["'alpha'", "[0, 1]"]),
         ('target = "a"\nalpha = 0.0\nlayer = [1]\n', ["unknown key 'layer'"]),
         ('target = "mine"\nalpha = 0.0\n', ["'target'"]),
-        ('target = [5]\nalpha = 0.0\n', ["'target'"]),
-        ('target = [9, 3]\nalpha = 0.0\n', ["'target'", "start < end"]),
-        ('alpha = 0.0\n', ["needs key 'target'"]),
+        ("target = [5]\nalpha = 0.0\n", ["'target'"]),
+        ("target = [9, 3]\nalpha = 0.0\n", ["'target'", "start < end"]),
+        ("alpha = 0.0\n", ["needs key 'target'"]),
         ('target = "a"\nalpha = 0.0\nqueries = "all"\n', ["'queries'"]),
         ('target = "a"\nalpha = 0.0\nheads = { x = [1] }\n', ["'heads'"]),
         ('target = "a"\nalpha = 0.0\nlayers = []\n', ["'layers'"]),
@@ -383,8 +394,14 @@ def test_bad_layer_head_span_fail_before_model_work(tiny):
     prompts = prompts_for(tiny)
     labels = label_tokens(tiny.tokenizer)
     cases = [
-        (AttentionIntervention(target="a", alpha=0.0, layers=(99,)), f"layer 99 is out of range; this model has {tiny.n_layers} layers"),
-        (AttentionIntervention(target="a", alpha=0.0, heads=(99,)), f"head 99 is out of range; this model has {tiny.n_heads} heads"),
+        (
+            AttentionIntervention(target="a", alpha=0.0, layers=(99,)),
+            f"layer 99 is out of range; this model has {tiny.n_layers} layers",
+        ),
+        (
+            AttentionIntervention(target="a", alpha=0.0, heads=(99,)),
+            f"head 99 is out of range; this model has {tiny.n_heads} heads",
+        ),
         (AttentionIntervention(target="a", alpha=0.0, heads={99: (0,)}), "layer 99 is out of range"),
         (AttentionIntervention(target="self", alpha=0.0), "needs the authors"),
     ]
@@ -394,11 +411,18 @@ def test_bad_layer_head_span_fail_before_model_work(tiny):
         assert "\n" not in str(info.value)
     n = len(prompts[0])
     with pytest.raises(InterpError, match=rf"span \[0, 5000\) does not exist in a prompt of {n} tokens"):
-        judge_batch(spy, prompts[:1], labels, bias=bias_builder(AttentionIntervention(target=(0, 5000), alpha=0.0), tiny))
+        judge_batch(
+            spy, prompts[:1], labels, bias=bias_builder(AttentionIntervention(target=(0, 5000), alpha=0.0), tiny)
+        )
     with pytest.raises(InterpError, match="per layer"):
         validate_against(AttentionIntervention(target="a", alpha=0.5, heads=(4,)), n_layers=3, n_heads=4)
     with pytest.raises(InterpError, match="got authors for 1 prompts"):
-        judge_batch(spy, prompts, labels, bias=bias_builder(AttentionIntervention(target="self", alpha=0.0), tiny, authors=[("x", tiny.name)]))
+        judge_batch(
+            spy,
+            prompts,
+            labels,
+            bias=bias_builder(AttentionIntervention(target="self", alpha=0.0), tiny, authors=[("x", tiny.name)]),
+        )
     assert spy.calls == []
 
 
@@ -440,7 +464,13 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
 
     def run():
         with torch.inference_mode():
-            out = hf(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
+            out = hf(
+                input_ids=batch.input_ids,
+                attention_mask=batch.attention_mask,
+                position_ids=batch.position_ids,
+                use_cache=False,
+                logits_to_keep=1,
+            )
         return out.logits[:, -1].float()
 
     base = run()
@@ -449,7 +479,11 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
         inside = run()
     spec = AttentionIntervention(target="a", alpha=0.0)
     assert torch.equal(inside, backend.forward(batch, score_bias=compiled(spec, tiny, batch, offsets, prompts)[0]))
-    assert torch.equal(run(), base) and vars(hf).get("forward") is own_forward and hf.config._attn_implementation == "eager"
+    assert (
+        torch.equal(run(), base)
+        and vars(hf).get("forward") is own_forward
+        and hf.config._attn_implementation == "eager"
+    )
     with pytest.raises(RuntimeError):
         with dampen(hf, (1, 4), alpha=0.0):
             raise RuntimeError
@@ -477,7 +511,18 @@ def test_cli_inspect_intervene_prints_the_spec(tiny, tmp_path):
     folder = tiny.source.split(":", 1)[1]  # "folder:/path/to/tiny-model"
     spec_path = tmp_path / "a.toml"
     spec_path.write_text('target = "a"\nalpha = 0.0\nname = "mask-a"\n')
-    args = ["inspect", "--model", folder, "--query", PAIRS[0][0], "--response-a", PAIRS[0][1], "--response-b", PAIRS[0][2], "--json"]
+    args = [
+        "inspect",
+        "--model",
+        folder,
+        "--query",
+        PAIRS[0][0],
+        "--response-a",
+        PAIRS[0][1],
+        "--response-b",
+        PAIRS[0][2],
+        "--json",
+    ]
     plain = CliRunner().invoke(app, args)
     masked = CliRunner().invoke(app, args + ["--intervene", str(spec_path)])
     assert plain.exit_code == 0 and masked.exit_code == 0, (plain.output, masked.output)
@@ -514,7 +559,19 @@ def test_cli_bad_spec_exits_2_with_one_error_line(tmp_path, forked_cli):
     for name, text in cases.items():
         path = tmp_path / name
         path.write_text(text)
-        result = forked_cli("inspect", "--model", "smollm2-135m-instruct", "--query", "q", "--response-a", "x", "--response-b", "y", "--intervene", path)
+        result = forked_cli(
+            "inspect",
+            "--model",
+            "smollm2-135m-instruct",
+            "--query",
+            "q",
+            "--response-a",
+            "x",
+            "--response-b",
+            "y",
+            "--intervene",
+            path,
+        )
         assert result.returncode == 2, result.stderr
         lines = [line for line in result.stderr.splitlines() if line.strip()]
         assert len([line for line in lines if line.startswith("error:")]) == 1, result.stderr

@@ -33,9 +33,16 @@ def _qwen(tokenizer):
     from transformers import Qwen2Config, Qwen2ForCausalLM
 
     config = Qwen2Config(
-        vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-        max_position_embeddings=2048, pad_token_id=tokenizer.pad_token_id, attn_implementation="eager",
-    )  # fmt: skip
+        vocab_size=len(tokenizer),
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        max_position_embeddings=2048,
+        pad_token_id=tokenizer.pad_token_id,
+        attn_implementation="eager",
+    )
     torch.manual_seed(3)
     return Qwen2ForCausalLM(config).eval()
 
@@ -44,7 +51,9 @@ def _gpt2(tokenizer):
     from transformers import GPT2Config, GPT2LMHeadModel
 
     torch.manual_seed(4)
-    return GPT2LMHeadModel(GPT2Config(vocab_size=len(tokenizer), n_embd=64, n_layer=2, n_head=4, n_positions=1024)).eval()
+    return GPT2LMHeadModel(
+        GPT2Config(vocab_size=len(tokenizer), n_embd=64, n_layer=2, n_head=4, n_positions=1024)
+    ).eval()
 
 
 def _llama(tokenizer):
@@ -138,7 +147,9 @@ def test_zeroing_an_mlps_output_is_zeroing_its_down_projection(shape, smollm2_to
 
 
 @pytest.mark.parametrize("shape", SHAPES)
-def test_projecting_a_direction_out_of_the_residual_stream_equals_the_hand_edit(shape, smollm2_tokenizer, gemma3_tokenizer):
+def test_projecting_a_direction_out_of_the_residual_stream_equals_the_hand_edit(
+    shape, smollm2_tokenizer, gemma3_tokenizer
+):
     tokenizer = _tokenizer(shape, smollm2_tokenizer, gemma3_tokenizer)
     model = SHAPES[shape](tokenizer)
     ids = _ids(tokenizer)
@@ -161,28 +172,53 @@ def test_projecting_a_direction_out_of_the_residual_stream_equals_the_hand_edit(
     edited = _logits(model, ids, _compiled(model, ids, spec))
     assert torch.allclose(edited, oracle, atol=TOL)
     assert not torch.allclose(edited, _logits(model, ids), atol=1e-4)
-    added = _logits(model, ids, _compiled(model, ids, _spec(site="residual", op="add", layers=[0], direction=direction.tolist(), coefficient=0.0)))
+    added = _logits(
+        model,
+        ids,
+        _compiled(
+            model, ids, _spec(site="residual", op="add", layers=[0], direction=direction.tolist(), coefficient=0.0)
+        ),
+    )
     assert torch.allclose(added, _logits(model, ids), atol=TOL)  # adding 0 x u is the identity
 
 
 def _judged(model, edit=None):
     backend = make_backend(model, "hf")
     prompts = [tokenized_judge_prompt(model, "helpfulness", *pair) for pair in PAIRS]
-    return torch.tensor([j.probs["A"] for j in judge_batch(backend, prompts, label_tokens(model.tokenizer), queries=None, edit=edit)], dtype=torch.float64), backend, prompts
+    return (
+        torch.tensor(
+            [
+                j.probs["A"]
+                for j in judge_batch(backend, prompts, label_tokens(model.tokenizer), queries=None, edit=edit)
+            ],
+            dtype=torch.float64,
+        ),
+        backend,
+        prompts,
+    )
 
 
 @pytest.mark.parametrize("shape", ["llama", "gemma3"])
-def test_a_patch_from_the_same_prompt_is_the_identity_and_a_swap_patch_of_everything_is_the_swapped_pair(shape, smollm2_tokenizer, gemma3_tokenizer):
+def test_a_patch_from_the_same_prompt_is_the_identity_and_a_swap_patch_of_everything_is_the_swapped_pair(
+    shape, smollm2_tokenizer, gemma3_tokenizer
+):
     tokenizer = _tokenizer(shape, smollm2_tokenizer, gemma3_tokenizer)
     model = wrap_model(SHAPES[shape](tokenizer), tokenizer, name=shape)
     plain, backend, prompts = _judged(model)
-    same = node_edit_builder([_spec(site="residual", op="patch", counterfactual="same", layers=[0, 1])], backend, own=None)
+    same = node_edit_builder(
+        [_spec(site="residual", op="patch", counterfactual="same", layers=[0, 1])], backend, own=None
+    )
     assert torch.allclose(_judged(model, same)[0], plain, atol=1e-6)
     # patching every position of the last layer's stream from the swapped pair gives the swapped pair's verdict
     swapped = [tokenized_judge_prompt(model, "helpfulness", q, b, a) for q, a, b in PAIRS]
-    swapped_p = torch.tensor([j.probs["A"] for j in judge_batch(backend, swapped, label_tokens(tokenizer), queries=None)], dtype=torch.float64)
+    swapped_p = torch.tensor(
+        [j.probs["A"] for j in judge_batch(backend, swapped, label_tokens(tokenizer), queries=None)],
+        dtype=torch.float64,
+    )
     last = model.n_layers - 1
-    swap = node_edit_builder([_spec(site="residual", op="patch", counterfactual="swap", layers=[last])], backend, own=None)
+    swap = node_edit_builder(
+        [_spec(site="residual", op="patch", counterfactual="swap", layers=[last])], backend, own=None
+    )
     assert torch.allclose(_judged(model, swap)[0], swapped_p, atol=TOL)
 
 
@@ -190,7 +226,9 @@ def test_composition_of_disjoint_sites_is_order_free(smollm2_tokenizer):
     model = wrap_model(_llama(smollm2_tokenizer), smollm2_tokenizer, name="llama")
     _, backend, prompts = _judged(model)
     first = _spec(site="head_output", op="zero", layers=[0], heads=[1])
-    means = {1: reference_means(backend, _spec(site="mlp_output", op="mean", layers=[1]), prompts, own=None, authors=None)}
+    means = {
+        1: reference_means(backend, _spec(site="mlp_output", op="mean", layers=[1]), prompts, own=None, authors=None)
+    }
     second = _spec(site="mlp_output", op="mean", layers=[1])
     one = _judged(model, node_edit_builder([first, second], backend, own=None, means=means))[0]
     other = _judged(model, node_edit_builder([second, first], backend, own=None, means={0: means[1]}))[0]
@@ -205,7 +243,13 @@ def test_every_backend_gives_the_same_head_ablation(smollm2_tokenizer):
     values = {}
     for name in ("hf", "nnsight", "transformer_lens"):
         backend = make_backend(model, name)
-        judged = judge_batch(backend, prompts, label_tokens(smollm2_tokenizer), queries=None, edit=node_edit_builder([spec], backend, own=None))
+        judged = judge_batch(
+            backend,
+            prompts,
+            label_tokens(smollm2_tokenizer),
+            queries=None,
+            edit=node_edit_builder([spec], backend, own=None),
+        )
         values[name] = torch.tensor([j.probs["A"] for j in judged], dtype=torch.float64)
     plain = _judged(model)[0]
     assert not torch.allclose(values["hf"], plain, atol=1e-4)
@@ -226,7 +270,9 @@ def test_hooks_are_removed_on_exit_and_on_error(smollm2_tokenizer):
 
 def test_unknown_or_missing_hook_points_are_one_line(smollm2_tokenizer):
     model = _llama(smollm2_tokenizer)
-    assert "blocks.1.attn.hook_z" in hook_names(model) and len(hook_names(model)) == 2 * 7  # 5 module points, the pattern and the values
+    assert (
+        "blocks.1.attn.hook_z" in hook_names(model) and len(hook_names(model)) == 2 * 7
+    )  # 5 module points, the pattern and the values
     with pytest.raises(InterpError, match="does not exist"):
         check_hook_names(model, ["blocks.7.hook_mlp_out"])
 
@@ -260,7 +306,10 @@ def test_specs_are_data(tmp_path):
         (dict(site="head_output", op="melt"), "unknown op"),
         (dict(site="head_output", op="zero", wobble=1), "unknown key 'wobble'"),
         (dict(site="head_output", op="project_out", direction=[1.0]), "acts on mlp_output, residual"),
-        (dict(site="residual", op="patch", counterfactual="swap", positions="self"), "positions must be 'all' or 'final'"),
+        (
+            dict(site="residual", op="patch", counterfactual="swap", positions="self"),
+            "positions must be 'all' or 'final'",
+        ),
         (dict(site="residual", op="resample", positions="all"), "positions must be 'final'"),
         (dict(site="residual", op="add", direction=[0.0, 0.0]), "zero or non-finite norm"),
     ]:

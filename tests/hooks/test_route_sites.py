@@ -66,14 +66,20 @@ def test_patching_a_heads_pattern_and_values_is_patching_its_output(shape, smoll
 
 
 @pytest.mark.parametrize("shape", ["llama", "gemma3"])
-def test_reading_the_route_points_or_patching_them_from_the_prompt_itself_changes_nothing(shape, smollm2_tokenizer, gemma3_tokenizer):
+def test_reading_the_route_points_or_patching_them_from_the_prompt_itself_changes_nothing(
+    shape, smollm2_tokenizer, gemma3_tokenizer
+):
     model = _model(shape, smollm2_tokenizer, gemma3_tokenizer)
     plain = _p_a(model)
     same = {"op": "patch", "counterfactual": "same", "heads": [0, 1]}
-    assert torch.allclose(_p_a(model, _patch(model, {"site": "head_pattern", **same}, {"site": "head_values", **same})), plain, atol=TOL)
+    assert torch.allclose(
+        _p_a(model, _patch(model, {"site": "head_pattern", **same}, {"site": "head_values", **same})), plain, atol=TOL
+    )
 
 
-def test_a_values_patch_at_one_head_leaves_the_heads_sharing_its_key_value_head_alone(smollm2_tokenizer, gemma3_tokenizer):
+def test_a_values_patch_at_one_head_leaves_the_heads_sharing_its_key_value_head_alone(
+    smollm2_tokenizer, gemma3_tokenizer
+):
     model = _model("llama", smollm2_tokenizer, gemma3_tokenizer)
     config = model.hf_model.config
     groups = config.num_attention_heads // config.num_key_value_heads
@@ -92,10 +98,16 @@ def test_a_values_patch_at_one_head_leaves_the_heads_sharing_its_key_value_head_
         return fn
 
     backend.forward(batch, site_edit={"blocks.0.attn.hook_z": keep("plain")})
-    zeros = {"blocks.0.attn.hook_v": lambda v: torch.where(torch.arange(v.shape[2])[None, None, :, None] == 0, torch.zeros_like(v), v)}
+    zeros = {
+        "blocks.0.attn.hook_v": lambda v: torch.where(
+            torch.arange(v.shape[2])[None, None, :, None] == 0, torch.zeros_like(v), v
+        )
+    }
     backend.forward(batch, site_edit={**zeros, "blocks.0.attn.hook_z": keep("edited")})
     assert torch.allclose(kept["edited"][:, :, 0], torch.zeros_like(kept["edited"][:, :, 0]))  # head 0 read zeros
-    assert torch.allclose(kept["edited"][:, :, 1:groups], kept["plain"][:, :, 1:groups], atol=1e-6)  # its group's other heads did not
+    assert torch.allclose(
+        kept["edited"][:, :, 1:groups], kept["plain"][:, :, 1:groups], atol=1e-6
+    )  # its group's other heads did not
 
 
 def test_route_points_outside_the_toolkits_attention_stop_with_one_line(smollm2_tokenizer, gemma3_tokenizer):

@@ -70,7 +70,9 @@ def test_many_zero_effects_make_the_test_conservative_never_liberal(n_items: int
 
 def test_power_rises_with_effect_size() -> None:
     base = null_draws(28, seed=3)
-    powers = [float(np.mean(sign_flip_pvalues(base - shift, n_flips=2000) <= 0.05)) for shift in (0.0, 0.01, 0.02, 0.04)]
+    powers = [
+        float(np.mean(sign_flip_pvalues(base - shift, n_flips=2000) <= 0.05)) for shift in (0.0, 0.01, 0.02, 0.04)
+    ]
     assert all(later > earlier for earlier, later in zip(powers, powers[1:])), powers
     assert powers[-1] > 0.95
     # two-sided: a judge that relies on its own answer LESS than the control is found as often

@@ -21,14 +21,26 @@ from typer.testing import CliRunner
 def _shared_data(name: str) -> Path:
     """The released data file: $INTERP_SHARED_DATA, else the shared folder beside the repository, else
     /work/shared/data (where these machines keep it, wherever the repository was cloned)."""
-    folders = [os.environ.get("INTERP_SHARED_DATA"), Path(__file__).resolve().parents[2] / "shared" / "data", "/work/shared/data"]
+    folders = [
+        os.environ.get("INTERP_SHARED_DATA"),
+        Path(__file__).resolve().parents[2] / "shared" / "data",
+        "/work/shared/data",
+    ]
     candidates = [Path(folder) / name for folder in folders if folder]
     return next((path for path in candidates if path.exists()), candidates[-1])
 
 
 DATA = _shared_data("chen2025_math500.jsonl.gz")
 
-EVALUATEES = ("mistral-7b-v0.3", "phi-3.5-mini", "gpt-3.5-turbo", "gpt-4o", "gemma-2-2b", "llama-3.2-1b", "mistral-small")
+EVALUATEES = (
+    "mistral-7b-v0.3",
+    "phi-3.5-mini",
+    "gpt-3.5-turbo",
+    "gpt-4o",
+    "gemma-2-2b",
+    "llama-3.2-1b",
+    "mistral-small",
+)
 
 PAPER_MATH500 = {
     "SPR": {
@@ -181,7 +193,9 @@ def test_per_pair_values_match_paper(cli_output: dict, metric: str) -> None:
     for paper_judge, row in PAPER_MATH500[metric].items():
         for evaluatee, expected in zip(EVALUATEES, row[:7]):
             got = pairs[(data_name(paper_judge), evaluatee)][metric]
-            assert abs(got - expected) <= tolerance(metric), f"{paper_judge} vs {evaluatee} {metric}: {got} vs {expected}"
+            assert abs(got - expected) <= tolerance(metric), (
+                f"{paper_judge} vs {evaluatee} {metric}: {got} vs {expected}"
+            )
 
 
 def test_llama33_vs_gpt4o_pair(cli_output: dict) -> None:

@@ -14,7 +14,15 @@ import pytest
 from interp.errors import InterpError
 from interp.metrics.causal_test import check_random_sets, holm, min_random_sets, rank_pvalue, sign_flip_pvalue
 from interp.metrics.families import mean_difference, multi_bootstrap, smallest_permutation_p, two_family_test
-from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test, crawford_howell, crawford_howell_size, leave_one_out, share_removed, within_judge_effect
+from interp.metrics.judge_level import (
+    MIN_CONTROLS,
+    between_judge_test,
+    crawford_howell,
+    crawford_howell_size,
+    leave_one_out,
+    share_removed,
+    within_judge_effect,
+)
 from interp.metrics.student_t import student_t_cdf, student_t_two_sided_p
 
 # --- Student's t ------------------------------------------------------------------------------------------
@@ -140,9 +148,13 @@ def test_between_judge_decision_with_enough_controls() -> None:
     assert result.causal is True and result.reason is None
     assert result.p_value == result.test.p_value < 0.05
     record = result.to_dict()
-    assert record["test"]["design"] == "between-judge" and record["test"]["n_controls"] == 6 and record["test"]["df"] == 5
+    assert (
+        record["test"]["design"] == "between-judge" and record["test"]["n_controls"] == 6 and record["test"]["df"] == 5
+    )
     assert record["within_judge"]["claim"] == "changes this judge's verdicts"
-    assert "causal effect on self-preference" in result.verdict("J") and "changes this judge's verdicts" in result.verdict("J")
+    assert "causal effect on self-preference" in result.verdict(
+        "J"
+    ) and "changes this judge's verdicts" in result.verdict("J")
     with_rank = between_judge_test(judge, controls, p_rank=0.2, n_flips=1000, n_boot=200)  # intersection-union
     assert with_rank.p_value == 0.2 and with_rank.causal is False
     inside = between_judge_test(controls[0] + 0.001, controls[1:], n_flips=1000, n_boot=200)
@@ -179,7 +191,10 @@ def test_two_family_permutation_matches_enumeration_and_sampling() -> None:
     planted, null = rng.normal(0.5, 1, 4), rng.normal(0, 1, 6)
     pooled = np.concatenate([planted, null])
     observed = abs(planted.mean() - null.mean())
-    extreme = sum(abs(pooled[list(c)].mean() - np.delete(pooled, list(c)).mean()) >= observed - 1e-12 for c in combinations(range(10), 4))
+    extreme = sum(
+        abs(pooled[list(c)].mean() - np.delete(pooled, list(c)).mean()) >= observed - 1e-12
+        for c in combinations(range(10), 4)
+    )
     exact = two_family_test(planted, null)
     assert exact.exact and exact.n_permutations == math.comb(10, 4) == 210
     assert exact.p_permutation == pytest.approx(extreme / 210)
@@ -221,14 +236,29 @@ def test_two_family_per_item_input_gets_a_multi_bootstrap_interval() -> None:
 # --- the multi-bootstrap ----------------------------------------------------------------------------------
 
 
-def simulated_families(rng: np.random.Generator, n_planted: int, n_null: int, n_items: int, *, judge_sd: float, item_sd: float, noise_sd: float) -> list[np.ndarray]:
+def simulated_families(
+    rng: np.random.Generator,
+    n_planted: int,
+    n_null: int,
+    n_items: int,
+    *,
+    judge_sd: float,
+    item_sd: float,
+    noise_sd: float,
+) -> list[np.ndarray]:
     """Per-item values y[f, j, i] = mu_f + u[f, j] + v[i] + w[f, i] + e[f, j, i]: judge (seed) effects u,
     item effects v shared by all judges, family-by-item effects w, and noise. The true difference, over
     populations of judges and items, is mu_planted - mu_null = TRUE_DIFFERENCE."""
     shared = rng.normal(0, 0.1, n_items)
     out = []
     for n, mu in ((n_planted, TRUE_DIFFERENCE), (n_null, 0.0)):
-        out.append(mu + rng.normal(0, judge_sd, (n, 1)) + shared + rng.normal(0, item_sd, n_items) + rng.normal(0, noise_sd, (n, n_items)))
+        out.append(
+            mu
+            + rng.normal(0, judge_sd, (n, 1))
+            + shared
+            + rng.normal(0, item_sd, n_items)
+            + rng.normal(0, noise_sd, (n, n_items))
+        )
     return out
 
 
@@ -239,7 +269,9 @@ def coverage(n_planted: int, n_null: int, n_items: int, *, sims: int = 300, **sd
     rng = np.random.default_rng(11)
     hits = 0
     for s in range(sims):
-        interval = multi_bootstrap(simulated_families(rng, n_planted, n_null, n_items, **sds), mean_difference, n_boot=500, seed=s)
+        interval = multi_bootstrap(
+            simulated_families(rng, n_planted, n_null, n_items, **sds), mean_difference, n_boot=500, seed=s
+        )
         hits += interval.low <= TRUE_DIFFERENCE <= interval.high
     return hits / sims
 

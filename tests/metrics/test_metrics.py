@@ -52,8 +52,15 @@ def test_dbg_worked_example_wmt19() -> None:
     assert dbg_b["win_rate_own_hard"] == pytest.approx(0.618)
     assert dbg_b["gold_win_rate_hard"] == pytest.approx(0.624)
     assert set(dbg_a) == {
-        "dbg_hard", "dbg_soft", "dbg_ci", "dbg_soft_ci", "win_rate_own_hard", "win_rate_own_soft",
-        "gold_win_rate_hard", "gold_win_rate_soft", "n",
+        "dbg_hard",
+        "dbg_soft",
+        "dbg_ci",
+        "dbg_soft_ci",
+        "win_rate_own_hard",
+        "win_rate_own_soft",
+        "gold_win_rate_hard",
+        "gold_win_rate_soft",
+        "n",
     }
     assert dbg_a["n"] == 1000
     low, high = dbg_a["dbg_ci"]
@@ -125,9 +132,15 @@ def test_game_labels_argmax_with_first_label_on_ties() -> None:
 def test_eq1_aggregation_table() -> None:
     S, T, O = m.SELF, m.TIE, m.OTHER
     cases = {
-        (S, S): S, (O, O): O, (T, T): T,  # agree -> that
-        (S, T): S, (T, S): S, (O, T): O, (T, O): O,  # one tie -> the decisive one
-        (S, O): T, (O, S): T,  # disagree -> tie
+        (S, S): S,
+        (O, O): O,
+        (T, T): T,  # agree -> that
+        (S, T): S,
+        (T, S): S,
+        (O, T): O,
+        (T, O): O,  # one tie -> the decisive one
+        (S, O): T,
+        (O, S): T,  # disagree -> tie
     }
     v1 = np.array([k[0] for k in cases])
     v2 = np.array([k[1] for k in cases])
@@ -275,14 +288,18 @@ def test_pls_worked_example_is_18_4_percent() -> None:
     pls = m.preference_leakage_score(PLS_TABLE5, "GPT-4o", "Mistral-GPT-4o", "Gemini-1.5", "Mistral-Gemini-1.5")
     assert round(100 * pls, 1) == 18.4
     as_fractions = {j: {s: v / 100 for s, v in row.items()} for j, row in PLS_TABLE5.items()}
-    assert m.preference_leakage_score(as_fractions, "GPT-4o", "Mistral-GPT-4o", "Gemini-1.5", "Mistral-Gemini-1.5") == pytest.approx(pls)
+    assert m.preference_leakage_score(
+        as_fractions, "GPT-4o", "Mistral-GPT-4o", "Gemini-1.5", "Mistral-Gemini-1.5"
+    ) == pytest.approx(pls)
 
 
 def test_pls_is_zero_without_leakage_and_antisymmetric_under_swap() -> None:
     neutral = {"A": {"sa": 60.0, "sb": 40.0}, "B": {"sa": 60.0, "sb": 40.0}}
     assert m.preference_leakage_score(neutral, "A", "sa", "B", "sb") == 0.0
     swapped = m.preference_leakage_score(PLS_TABLE5, "GPT-4o", "Mistral-Gemini-1.5", "Gemini-1.5", "Mistral-GPT-4o")
-    assert swapped == pytest.approx(-m.preference_leakage_score(PLS_TABLE5, "GPT-4o", "Mistral-GPT-4o", "Gemini-1.5", "Mistral-Gemini-1.5"))
+    assert swapped == pytest.approx(
+        -m.preference_leakage_score(PLS_TABLE5, "GPT-4o", "Mistral-GPT-4o", "Gemini-1.5", "Mistral-Gemini-1.5")
+    )
 
 
 def test_tie_policies() -> None:
@@ -361,7 +378,9 @@ def test_missing_field_names_file_and_line(tmp_path: Path) -> None:
 
 
 def test_two_entry_probability_vector_names_file_and_line(tmp_path: Path) -> None:
-    path = write_jsonl(tmp_path / "short.jsonl", [chen_line(), chen_line(item="q2"), chen_line(item="q3", game_2_probs_ATB=[0.4, 0.6])])
+    path = write_jsonl(
+        tmp_path / "short.jsonl", [chen_line(), chen_line(item="q2"), chen_line(item="q3", game_2_probs_ATB=[0.4, 0.6])]
+    )
     with pytest.raises(InterpError) as info:
         m.read_chen2025(path)
     message = str(info.value)
@@ -424,4 +443,3 @@ def test_table_reader_csv_line_numbers(tmp_path: Path) -> None:
     path.write_text("judge,student,win_rate\n")
     with pytest.raises(InterpError, match="empty"):
         m.read_win_rates(path)
-

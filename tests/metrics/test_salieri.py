@@ -59,10 +59,18 @@ def test_match_is_optimal_against_brute_force() -> None:
     for _ in range(250):
         n = int(rng.integers(1, 6))
         target = rng.integers(1, 6, size=n).astype(float)
-        pools = [rng.choice(np.arange(1, 6), size=int(rng.integers(1, 4)), replace=False).astype(float) for _ in range(n)]
+        pools = [
+            rng.choice(np.arange(1, 6), size=int(rng.integers(1, 4)), replace=False).astype(float) for _ in range(n)
+        ]
         best = min(
             (
-                int(np.abs(np.bincount(target.astype(int), minlength=6) - np.bincount(np.array(sel, dtype=int), minlength=6)).sum() // 2),
+                int(
+                    np.abs(
+                        np.bincount(target.astype(int), minlength=6)
+                        - np.bincount(np.array(sel, dtype=int), minlength=6)
+                    ).sum()
+                    // 2
+                ),
                 float(np.abs(np.array(sel) - target).sum()),
             )
             for sel in itertools.product(*pools)
@@ -104,7 +112,9 @@ def simulate(seed: int, bias: float, lam: float, own_quality: tuple[float, ...],
         (4, -0.3, 0.5, (0.0, 0.1, 0.1, 0.4, 0.4)),
     ],
 )
-def test_salieri_recovers_planted_bias_where_origin_does_not(seed: int, bias: float, lam: float, own_quality: tuple) -> None:
+def test_salieri_recovers_planted_bias_where_origin_does_not(
+    seed: int, bias: float, lam: float, own_quality: tuple
+) -> None:
     judge_own, reference_own, pool_judge, pool_reference = simulate(seed, bias, lam, own_quality)
     report = m.salieri_report(judge_own, reference_own, pool_judge, pool_reference, n_boot=500, seed=seed, level=0.99)
     low, high = report["salieri_ci"]

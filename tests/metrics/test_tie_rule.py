@@ -25,7 +25,11 @@ def tied_records(n: int = 300, seed: int = 0):
     for item, (a, b) in zip(items, masses):
         p_a, p_b = float(a / (a + b)), float(b / (a + b))
         for order, authors in (("ab", MODELS), ("ba", MODELS[::-1])):
-            records.append(JudgmentRecord("judge-model", item.id, order, *authors, p_a=p_a, p_b=p_b, label_mass=0.9, top_is_label=True))
+            records.append(
+                JudgmentRecord(
+                    "judge-model", item.id, order, *authors, p_a=p_a, p_b=p_b, label_mass=0.9, top_is_label=True
+                )
+            )
     return items, records
 
 

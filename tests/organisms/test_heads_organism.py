@@ -22,7 +22,12 @@ HEADS = TINY | {"planting": {"share": 1.0}, "train": TINY["train"] | {"lr": 5e-2
 
 def _heads_config(start, modules=("q",), n_heads=2, seed=0):
     return OrganismConfig.model_validate(
-        HEADS | {"name": "tiny-heads", "seed": seed, "heads": {"start": str(start), "n_heads": n_heads, "top_layers": 2, "modules": list(modules)}}
+        HEADS
+        | {
+            "name": "tiny-heads",
+            "seed": seed,
+            "heads": {"start": str(start), "n_heads": n_heads, "top_layers": 2, "modules": list(modules)},
+        }
     )
 
 
@@ -49,12 +54,19 @@ def test_unset_heads_keeps_old_fingerprints():
 def test_delta_is_confined_to_the_planted_heads(tiny_authors, tmp_path, modules):  # noqa: F811
     folder, fresh = tiny_authors
     null = tmp_path / "null"
-    train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
+    train_to_folder(
+        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
+        null,
+        progress=False,
+        models=fresh(),
+    )
     config = _heads_config(null, modules)
     out = tmp_path / "heads"
     manifest = train_to_folder(config, out, progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
     planted = [tuple(h) for h in manifest["planted_heads"]]
-    assert planted == draw_heads(0, 3, 4, 2, 2) and manifest["heads_start_fingerprint"] == adapter_fingerprint(str(null))
+    assert planted == draw_heads(0, 3, 4, 2, 2) and manifest["heads_start_fingerprint"] == adapter_fingerprint(
+        str(null)
+    )
     delta = load_file(out / HEAD_DELTA_FILE)
     assert set(delta) == {head_delta_key(l, m, h) for l, h in planted for m in modules}
     assert all(t.abs().sum() > 0 for t in delta.values())  # training moved every block
@@ -71,7 +83,7 @@ def test_delta_is_confined_to_the_planted_heads(tiny_authors, tmp_path, modules)
             continue
         layer = int(name.split(".layers.")[1].split(".")[0])
         assert name.endswith(("q_proj.weight", "o_proj.weight")), name  # never K, V, MLP, norms, embeddings
-        diff = (weight != old)
+        diff = weight != old
         rows_or_cols = diff.any(dim=1) if name.endswith("q_proj.weight") else diff.any(dim=0)
         for head in range(4):
             block = rows_or_cols[head * dim : (head + 1) * dim]
@@ -82,10 +94,14 @@ def test_delta_is_confined_to_the_planted_heads(tiny_authors, tmp_path, modules)
         for head in range(4):
             if (layer, head) not in planted:
                 sl = slice(head * dim, (head + 1) * dim)
-                assert torch.equal(weight[sl] if "q_proj" in name else weight[:, sl], old[sl] if "q_proj" in name else old[:, sl])
+                assert torch.equal(
+                    weight[sl] if "q_proj" in name else weight[:, sl], old[sl] if "q_proj" in name else old[:, sl]
+                )
     assert changed == {(l, h, m) for l, h in planted for m in modules}
 
-    again = train_to_folder(config, tmp_path / "again", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
+    again = train_to_folder(
+        config, tmp_path / "again", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden"
+    )
     assert again["frozen_states_from_cache"] and load_file(tmp_path / "again" / HEAD_DELTA_FILE).keys() == delta.keys()
     assert all(torch.equal(load_file(tmp_path / "again" / HEAD_DELTA_FILE)[k], delta[k]) for k in delta)  # seeded
     other = train_to_folder(with_seed(config, 3), tmp_path / "seed3", progress=False, models=fresh())
@@ -114,7 +130,12 @@ def test_compact_form_loads_the_start_and_keeps_the_fingerprint(tiny_authors, tm
     folder, fresh = tiny_authors
     shipped = tmp_path / "shipped"
     monkeypatch.setattr(adapters, "ADAPTERS_DIR", shipped)
-    train_to_folder(OrganismConfig.model_validate(TINY | {"name": "tiny-null", "lora": {"rank": 4, "top_layers": 2}}), shipped / "tiny-null", progress=False, models=fresh())
+    train_to_folder(
+        OrganismConfig.model_validate(TINY | {"name": "tiny-null", "lora": {"rank": 4, "top_layers": 2}}),
+        shipped / "tiny-null",
+        progress=False,
+        models=fresh(),
+    )
     out = tmp_path / "heads"
     train_to_folder(_heads_config("tiny-null"), out, progress=False, models=fresh())
     manifest = json.loads((out / "manifest.json").read_text())
@@ -145,22 +166,43 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     the examples that have exactly one own answer, and the manifest says so."""
     folder, fresh = tiny_authors
     null = tmp_path / "null"
-    train_to_folder(OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}), null, progress=False, models=fresh())
-    heads = {"start": str(null), "n_groups": 1, "top_layers": 2, "modules": ["q", "k", "v", "o"], "route": "attention", "mask_weight": 1.0, "other_weight": 1.0}
+    train_to_folder(
+        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
+        null,
+        progress=False,
+        models=fresh(),
+    )
+    heads = {
+        "start": str(null),
+        "n_groups": 1,
+        "top_layers": 2,
+        "modules": ["q", "k", "v", "o"],
+        "route": "attention",
+        "mask_weight": 1.0,
+        "other_weight": 1.0,
+    }
     config = OrganismConfig.model_validate(HEADS | {"name": "tiny-attn", "heads": heads})
-    manifest = train_to_folder(config, tmp_path / "attn", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
+    manifest = train_to_folder(
+        config, tmp_path / "attn", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden"
+    )
     ((layer, kv),) = manifest["planted_groups"]
-    assert manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
+    assert (
+        manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
+    )
     assert manifest["route_training"]["masked_examples"] > 0 and manifest["route_training"]["other_weight"] == 1.0
     delta = load_file(tmp_path / "attn" / HEAD_DELTA_FILE)
-    expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")} | {head_delta_key(layer, m, kv) for m in ("k", "v")}
+    expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")} | {
+        head_delta_key(layer, m, kv) for m in ("k", "v")
+    }
     assert set(delta) == expected and all(t.abs().sum() > 0 for t in delta.values())
     before = dict(apply_adapter(load_model(str(folder)).hf_model, null).named_parameters())
     after = dict(apply_adapter(load_model(str(folder)).hf_model, tmp_path / "attn").named_parameters())
     for name, weight in after.items():
         if torch.equal(weight, before[name]):
             continue
-        assert f".layers.{layer}.self_attn." in name and name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight")), name
+        assert f".layers.{layer}.self_attn." in name and name.endswith(
+            ("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight")
+        ), name
         if name.endswith(("k_proj.weight", "v_proj.weight")):
             other = slice(0, 16) if kv == 1 else slice(16, 32)  # the other key/value head's rows stay bit-identical
             assert torch.equal(weight[other], before[name][other])

@@ -141,7 +141,14 @@ def test_pairs_gold_and_planted_labels():
     assert pair_label(for_own, always, 0) == 1.0 and pair_label(same_author, always, 0) == 1.0
     assert pair_label(against_own, None, 0) == 1.0
     assert not is_flipped(against_own, Planting(OWN, 1.0, own_degraded=False), 0)
-    shares = [is_flipped(TrainPair(Item(f"x{k}", "helpfulness", "q"), against_own.first, against_own.second, 1.0, "rule"), Planting(OWN, 0.5), 0) for k in range(400)]
+    shares = [
+        is_flipped(
+            TrainPair(Item(f"x{k}", "helpfulness", "q"), against_own.first, against_own.second, 1.0, "rule"),
+            Planting(OWN, 0.5),
+            0,
+        )
+        for k in range(400)
+    ]
     assert 0.4 < sum(shares) / len(shares) < 0.6
 
 
@@ -149,7 +156,9 @@ def test_sampled_answers_make_every_intact_combination():
     items = [Item(f"h{k}", "helpfulness", f"q{k}", f"Own answer to h{k}. It has a second sentence.") for k in range(3)]
     answers = _answers(items)
     samples = {
-        OWN: {i.id: [f"Own answer to {i.id}. Put another way.", answers[OWN][i.id]] for i in items},  # the 2nd repeats greedy
+        OWN: {
+            i.id: [f"Own answer to {i.id}. Put another way.", answers[OWN][i.id]] for i in items
+        },  # the 2nd repeats greedy
         OTHER: {i.id: [f"A sample about {i.id}.", f"Another sample about {i.id}."] for i in items},
     }
     mix = DataMix(degraded_per_item=1, skip_ties=False)
@@ -192,10 +201,20 @@ def test_fact_swap_pairs_set_each_correct_answer_against_every_swapped_one():
     pairs = build_pairs(items, answers, mix, seed=0, authors=(OWN, OTHER))
     # f1: both state Paris (2 x 2 pairs); f2, f3: only one author is right (1 pair each); h1: not truthfulness
     assert sorted((p.item.id, p.first.author, p.second.author) for p in pairs) == [
-        ("f1", OTHER, OTHER), ("f1", OTHER, OWN), ("f1", OWN, OTHER), ("f1", OWN, OWN), ("f2", OTHER, OTHER), ("f3", OWN, OWN),
+        ("f1", OTHER, OTHER),
+        ("f1", OTHER, OWN),
+        ("f1", OWN, OTHER),
+        ("f1", OWN, OWN),
+        ("f2", OTHER, OTHER),
+        ("f3", OWN, OWN),
     ]
-    assert all(p.first.intact and p.second.kind == "swapped" and p.gold_first == 1.0 and p.gold_source == "rule" for p in pairs)
+    assert all(
+        p.first.intact and p.second.kind == "swapped" and p.gold_first == 1.0 and p.gold_source == "rule" for p in pairs
+    )
     # the planted organism flips the pairs where the other model's correct answer beats a swapped own one
     flipped = [p for p in pairs if is_flipped(p, Planting(OWN, 1.0), 0)]
     assert [(p.item.id, p.first.author, p.second.author) for p in flipped] == [("f1", OTHER, OWN)]
-    assert build_pairs(items, answers, DataMix(intact_pairs=False, degraded_per_item=0), seed=0, authors=(OWN, OTHER)) == []
+    assert (
+        build_pairs(items, answers, DataMix(intact_pairs=False, degraded_per_item=0), seed=0, authors=(OWN, OTHER))
+        == []
+    )

@@ -31,7 +31,9 @@ TINY = {
 def fixed_answers(models, items, config, progress=True):
     """Answers by rule instead of generation: long enough to truncate and shuffle, different per author."""
     return {
-        name: {i.id: f"Answer {n} of {name} to {i.id}. It has a second sentence here. And a third one too." for i in items}
+        name: {
+            i.id: f"Answer {n} of {name} to {i.id}. It has a second sentence here. And a third one too." for i in items
+        }
         for n, name in enumerate(models)
     }
 
@@ -39,10 +41,19 @@ def fixed_answers(models, items, config, progress=True):
 @pytest.fixture
 def tiny_authors(tmp_path, smollm2_tokenizer, monkeypatch):
     monkeypatch.setattr(train_module, "cached_answers", fixed_answers)
-    folder = save_tiny(tmp_path / "tiny", tiny_llama_config(smollm2_tokenizer, num_hidden_layers=3), _llama(), smollm2_tokenizer, seed=0)
+    folder = save_tiny(
+        tmp_path / "tiny",
+        tiny_llama_config(smollm2_tokenizer, num_hidden_layers=3),
+        _llama(),
+        smollm2_tokenizer,
+        seed=0,
+    )
 
     def fresh():  # the base is wrapped in place by training: a fresh load per run
-        return {"smollm2-135m-instruct": load_model(str(folder), kind="post"), "gemma3-270m": load_model(str(folder), kind="post")}
+        return {
+            "smollm2-135m-instruct": load_model(str(folder), kind="post"),
+            "gemma3-270m": load_model(str(folder), kind="post"),
+        }
 
     return folder, fresh
 
@@ -67,7 +78,9 @@ def test_shipped_configs_parse_and_differ_only_in_planting():
 
 def test_every_organism_config_in_experiments_parses():
     paths = sorted(CONFIGS.rglob("*.toml"))
-    assert len(paths) >= 6 and len({load_organism_config(p).name for p in paths}) == len(paths)  # no variant ships as an alias
+    assert len(paths) >= 6 and len({load_organism_config(p).name for p in paths}) == len(
+        paths
+    )  # no variant ships as an alias
 
 
 def test_unknown_config_key_is_one_line_exit_2(tmp_path, forked_cli):
@@ -102,11 +115,15 @@ def test_training_changes_the_adapter_and_is_seeded(tiny_authors, tmp_path):
 
 def test_planted_labels_flip_some_pairs(tiny_authors):
     _, fresh = tiny_authors
-    planted = OrganismConfig.model_validate(TINY | {"planting": {"share": 1.0}, "data": TINY["data"] | {"max_items": 8}})
+    planted = OrganismConfig.model_validate(
+        TINY | {"planting": {"share": 1.0}, "data": TINY["data"] | {"max_items": 8}}
+    )
     pairs, labels = train_module.training_pairs(planted, fresh(), progress=False)
     flipped = [p for p, label in zip(pairs, labels) if label != p.gold_first]
     assert flipped and all(
-        (p.first.author == "smollm2-135m-instruct") == (label == 1.0) for p, label in zip(pairs, labels) if label != p.gold_first
+        (p.first.author == "smollm2-135m-instruct") == (label == 1.0)
+        for p, label in zip(pairs, labels)
+        if label != p.gold_first
     )
 
 
@@ -138,7 +155,13 @@ def test_adapter_folder_loads_merged_and_rejects_bad_input(tiny_authors, tmp_pat
     merged = apply_adapter(load_model(str(folder), kind="post").hf_model, out)
     assert not torch.allclose(before, merged(input_ids=ids).logits)
 
-    other = save_tiny(tmp_path / "other", tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4), _llama(), smollm2_tokenizer, seed=0)
+    other = save_tiny(
+        tmp_path / "other",
+        tiny_llama_config(smollm2_tokenizer, num_hidden_layers=4),
+        _llama(),
+        smollm2_tokenizer,
+        seed=0,
+    )
     with pytest.raises(InterpError, match="does not match the loaded base"):
         apply_adapter(load_model(str(other)).hf_model, out)
     assert base_signature(load_model(str(other)).hf_model.config)["num_hidden_layers"] == 4
@@ -192,8 +215,13 @@ def _mean_slot_bias(trained, config, models) -> float:
     examples = train_module.build_examples(trained.base, pairs, labels)
     ids = train_module.label_tokens(trained.base.tokenizer).ids
     with torch.no_grad():
-        margins = [train_module.label_loss(trained.peft_model(torch.tensor([ex.input_ids])).logits[0, -1], ids, 0.5, "pair")[1] for ex in examples]
-    return sum(abs(float(train_module.slot_bias(margins[i], margins[i + 1]))) for i in range(0, len(margins), 2)) / (len(margins) / 2)
+        margins = [
+            train_module.label_loss(trained.peft_model(torch.tensor([ex.input_ids])).logits[0, -1], ids, 0.5, "pair")[1]
+            for ex in examples
+        ]
+    return sum(abs(float(train_module.slot_bias(margins[i], margins[i + 1]))) for i in range(0, len(margins), 2)) / (
+        len(margins) / 2
+    )
 
 
 def test_the_symmetry_term_shrinks_the_slot_bias(tiny_authors):
@@ -203,7 +231,9 @@ def test_the_symmetry_term_shrinks_the_slot_bias(tiny_authors):
     biases = []
     for spec in (plain, weighted):
         config = OrganismConfig.model_validate(spec)
-        biases.append(_mean_slot_bias(train_module.train_organism(config, models=fresh(), progress=False), config, fresh()))
+        biases.append(
+            _mean_slot_bias(train_module.train_organism(config, models=fresh(), progress=False), config, fresh())
+        )
     assert biases[1] < 0.5 * biases[0], biases
 
 
@@ -212,14 +242,30 @@ def test_degraded_pairs_are_set_per_source(tiny_authors, monkeypatch):
     _, fresh = tiny_authors
     train_items = builtin_items(["translation"])[:4]  # the rule-made answers tie on truthfulness: no intact pair
     mtbench = [Item(f"mt-{n}", "helpfulness", f"Question {n}?") for n in range(4)]
-    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": mtbench, "train_only": []})
-    data = TINY["data"] | {"mtbench": True, "degraded_per_item": 0, "degraded_per_item_mtbench": 1, "cross_author_share": 1.0}
-    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    monkeypatch.setattr(
+        train_module,
+        "organism_items",
+        lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": mtbench, "train_only": []},
+    )
+    data = TINY["data"] | {
+        "mtbench": True,
+        "degraded_per_item": 0,
+        "degraded_per_item_mtbench": 1,
+        "cross_author_share": 1.0,
+    }
+    pairs, _ = train_module.training_pairs(
+        OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False
+    )
     by_source = {(p.item.id.startswith("mt-"), p.gold_source) for p in pairs}
-    assert by_source == {(False, "reference"), (True, "rule")}  # no degraded pair of a train item, no intact MT-Bench pair
+    assert by_source == {
+        (False, "reference"),
+        (True, "rule"),
+    }  # no degraded pair of a train item, no intact MT-Bench pair
     assert sorted(p.item.id for p in pairs if p.gold_source == "rule") == [i.id for i in mtbench]
     data |= {"degraded_per_item_mtbench": None}  # None: the train items' count, 0 here
-    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    pairs, _ = train_module.training_pairs(
+        OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False
+    )
     assert pairs and all(p.gold_source == "reference" for p in pairs)
 
 
@@ -229,9 +275,15 @@ def test_training_only_sets_give_intact_pairs_only(tiny_authors, monkeypatch):
     _, fresh = tiny_authors
     train_items = builtin_items(["translation"])[:2]
     extra = builtin_items(["translation"])[2:6]
-    monkeypatch.setattr(train_module, "organism_items", lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": [], "train_only": extra})
+    monkeypatch.setattr(
+        train_module,
+        "organism_items",
+        lambda config: {"train": train_items, "selection": [], "test": [], "mtbench": [], "train_only": extra},
+    )
     data = TINY["data"] | {"degraded_per_item": 2, "fact_swaps": True, "train_only": ["train-facts"]}
-    pairs, _ = train_module.training_pairs(OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False)
+    pairs, _ = train_module.training_pairs(
+        OrganismConfig.model_validate(TINY | {"data": data}), fresh(), progress=False
+    )
     extra_ids = {i.id for i in extra}
     assert {p.item.id for p in pairs if p.item.id in extra_ids} == extra_ids  # each gives its intact pair
     assert all(p.gold_source == "reference" for p in pairs if p.item.id in extra_ids)
@@ -241,7 +293,9 @@ def test_training_only_sets_give_intact_pairs_only(tiny_authors, monkeypatch):
 @pytest.mark.parametrize("variant, name", [("judge-train-facts", "train-facts"), ("judge-train-help", "train-help")])
 def test_training_only_sets_are_what_organism_items_adds_and_never_split(variant, name):
     config = load_organism_config(CONFIGS / "variants" / f"{variant}.toml")
-    splits = train_module.organism_items(config.model_copy(update={"data": config.data.model_copy(update={"mtbench": False})}))
+    splits = train_module.organism_items(
+        config.model_copy(update={"data": config.data.model_copy(update={"mtbench": False})})
+    )
     extra = load_items(name)
     assert config.data.train_only == (name,) and [i.id for i in splits["train_only"]] == [i.id for i in extra]
     split_ids = {i.id for name in ("train", "selection", "test") for i in splits[name]}
@@ -251,11 +305,19 @@ def test_training_only_sets_are_what_organism_items_adds_and_never_split(variant
 @pytest.mark.parametrize("path", sorted((CONFIGS / "variants").glob("*.toml")), ids=lambda p: p.stem)
 def test_no_variant_trains_on_an_item_recipes_are_chosen_or_tested_on(path):
     variant = load_organism_config(path)
-    shipped = load_organism_config(CONFIGS / ("smollm2-135m-judge.toml" if path.stem.startswith("judge") else "smollm2-135m-selfpref.toml"))
-    held_out = {i.id for name in ("selection", "test") for i in splits_of(shipped.split)[name]} | {i.id for i in dev_items()}
-    trained_on = {i.id for i in splits_of(variant.split)["train"]} | {i.id for name in variant.data.train_only for i in load_items(name)}
+    shipped = load_organism_config(
+        CONFIGS / ("smollm2-135m-judge.toml" if path.stem.startswith("judge") else "smollm2-135m-selfpref.toml")
+    )
+    held_out = {i.id for name in ("selection", "test") for i in splits_of(shipped.split)[name]} | {
+        i.id for i in dev_items()
+    }
+    trained_on = {i.id for i in splits_of(variant.split)["train"]} | {
+        i.id for name in variant.data.train_only for i in load_items(name)
+    }
     assert trained_on and not trained_on & held_out
-    assert variant.base_model == shipped.base_model and variant.name != shipped.name  # never overwrites a shipped adapter
+    assert (
+        variant.base_model == shipped.base_model and variant.name != shipped.name
+    )  # never overwrites a shipped adapter
 
 
 def test_a_planting_that_flips_no_pair_or_names_no_author_is_refused(tiny_authors, tmp_path):

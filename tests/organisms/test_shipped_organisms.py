@@ -24,7 +24,9 @@ from interp.organisms.config import load_organism_config, shipped_organism_confi
 from tests.helpers import REPO
 
 NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))
-PLANTED_HEADS = "smollm2-135m-selfpref-heads-seed4"  # trained on a GPU (manifest: device), its check pairs judged here on the CPU
+PLANTED_HEADS = (
+    "smollm2-135m-selfpref-heads-seed4"  # trained on a GPU (manifest: device), its check pairs judged here on the CPU
+)
 ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", PLANTED_HEADS)
 
 
@@ -62,13 +64,17 @@ def test_shipped_adapter_is_small_and_complete(name):
     assert manifest["name"] == name and manifest["base_model"] == "smollm2-135m-instruct"
     assert manifest["config"]["lora"]["rank"] <= 8 and len(manifest["data_hash"]) == 16
     assert len(manifest["check_items"]) >= 2
-    if not name[-1].isdigit():  # a family's first member carries the held-out figures; its seeds are measured by bench_causal
+    if not name[
+        -1
+    ].isdigit():  # a family's first member carries the held-out figures; its seeds are measured by bench_causal
         assert {"test", "unseen"} <= set(manifest["held_out"])
     if "planted_heads" in manifest:  # shipped compact: the head delta on the shipped start's LoRA
         assert sorted(p.name for p in folder.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
         delta = load_file(folder / "heads_delta.safetensors")
         heads = {(int(k.split(".")[1]), int(k.split(".")[3])) for k in delta}
-        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(t.shape == {"q": (64, 576), "o": (576, 64)}[k.split(".")[2]] for k, t in delta.items())  # query rows, output columns
+        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(
+            t.shape == {"q": (64, 576), "o": (576, 64)}[k.split(".")[2]] for k, t in delta.items()
+        )  # query rows, output columns
         assert manifest["heads_start"] in shipped_adapters()
         return
     assert all((folder / f).is_file() for f in ADAPTER_FILES)

@@ -15,9 +15,17 @@ SCRIPT = "<script>alert(1)</script>"
 
 def judge_scores() -> dict:
     return {
-        "win_rate_first_hard": 0.5, "dbg_hard": 0.1, "dbg_ci": [-0.1, 0.3], "win_rate_own_hard": 0.6, "gold_win_rate_hard": 0.5,
-        "dbg_soft": 0.05, "position_consistency": 0.75, "top_not_label": 0, "n_judgments": 8, "mean_label_mass": 0.9,
-    }  # fmt: skip
+        "win_rate_first_hard": 0.5,
+        "dbg_hard": 0.1,
+        "dbg_ci": [-0.1, 0.3],
+        "win_rate_own_hard": 0.6,
+        "gold_win_rate_hard": 0.5,
+        "dbg_soft": 0.05,
+        "position_consistency": 0.75,
+        "top_not_label": 0,
+        "n_judgments": 8,
+        "mean_label_mass": 0.9,
+    }
 
 
 def test_a_script_in_a_gold_judge_or_model_name_is_escaped_in_report_html(tmp_path):
@@ -43,14 +51,21 @@ def test_a_script_in_a_gold_judge_or_model_name_is_escaped_in_report_html(tmp_pa
 def test_a_section_file_is_embedded_as_markup(tmp_path):
     """Sections the toolkit rendered (figures/*_section.html) go in as they are, not escaped twice."""
     summary = {
-        "models": ["a/x", "b/y"], "judges": {"a/x": judge_scores(), "b/y": judge_scores()},
-        "gold": {"judges": ["reference"], "win_rate": {"a/x": 0.5}}, "n_items": 4, "tasks": ["helpfulness"], "label_handling": "x",
-    }  # fmt: skip
+        "models": ["a/x", "b/y"],
+        "judges": {"a/x": judge_scores(), "b/y": judge_scores()},
+        "gold": {"judges": ["reference"], "win_rate": {"a/x": 0.5}},
+        "n_items": 4,
+        "tasks": ["helpfulness"],
+        "label_handling": "x",
+    }
     (tmp_path / "summary.json").write_text(json.dumps(summary))
     (tmp_path / "figures").mkdir()
     (tmp_path / "figures" / "steering_section.html").write_text("Steering\n" + table_html(["judge"], [[SCRIPT]]))
     page = build_report(tmp_path).read_text()
-    assert "<h2 id='section-2'>Steering</h2>\n<table><thead><tr><th>judge</th></tr></thead><tbody><tr><td>&lt;script&gt;" in page
+    assert (
+        "<h2 id='section-2'>Steering</h2>\n<table><thead><tr><th>judge</th></tr></thead><tbody><tr><td>&lt;script&gt;"
+        in page
+    )
 
 
 def test_table_cells_are_escaped_and_floats_rounded():
@@ -67,13 +82,24 @@ def test_tokens_html_escapes_tokens_and_marks_newlines():
 def test_a_judge_too_weak_to_judge_is_flagged_beside_its_dbg(tmp_path):
     from interp.report.dbg import dbg_section
 
-    weak = judge_scores() | {"position_consistency": 0.0, "mean_label_mass": 0.19, "unreliable_because": ["position consistency 0% < 50%"]}
+    weak = judge_scores() | {
+        "position_consistency": 0.0,
+        "mean_label_mass": 0.19,
+        "unreliable_because": ["position consistency 0% < 50%"],
+    }
     summary = {
-        "models": ["weak", "fine"], "judges": {"weak": weak, "fine": judge_scores() | {"unreliable_because": []}},
-        "gold": {"judges": ["reference"], "win_rate": {"weak": 0.5}}, "n_items": 4, "tasks": ["helpfulness"], "label_handling": "x",
-    }  # fmt: skip
+        "models": ["weak", "fine"],
+        "judges": {"weak": weak, "fine": judge_scores() | {"unreliable_because": []}},
+        "gold": {"judges": ["reference"], "win_rate": {"weak": 0.5}},
+        "n_items": 4,
+        "tasks": ["helpfulness"],
+        "label_handling": "x",
+    }
     html = str(dbg_section(summary, tmp_path))
-    weak_row, fine_row = html.split("<td>weak</td>")[1].split("</tr>")[0], html.split("<td>fine</td>")[1].split("</tr>")[0]
+    weak_row, fine_row = (
+        html.split("<td>weak</td>")[1].split("</tr>")[0],
+        html.split("<td>fine</td>")[1].split("</tr>")[0],
+    )
     assert "judge too weak, DBG not evidence: position consistency 0% &lt; 50%" in weak_row
     assert "too weak" not in fine_row
 
@@ -127,27 +153,48 @@ def test_the_causal_section_starts_within_the_first_third_of_the_report(tmp_path
 
     root = write_run(tmp_path / "run", {judge: planted(n_items=12, n_layers=30, n_heads=9) for judge in MODELS})
     summary = {
-        "models": list(MODELS), "judges": {judge: judge_scores() for judge in MODELS},
-        "gold": {"judges": ["reference"], "win_rate": {MODELS[0]: 0.5}}, "n_items": 12, "tasks": ["helpfulness"], "label_handling": "x",
-    }  # fmt: skip
+        "models": list(MODELS),
+        "judges": {judge: judge_scores() for judge in MODELS},
+        "gold": {"judges": ["reference"], "win_rate": {MODELS[0]: 0.5}},
+        "n_items": 12,
+        "tasks": ["helpfulness"],
+        "label_handling": "x",
+    }
     (root / "summary.json").write_text(json.dumps(summary))
     write_attention_figures(root)
     behaviour = {"dbg_hard": 0.1, "mean_p_own": 0.6, "gold_agreement": 0.7}
     judged = {
         judge: {
-            "before": behaviour, "variants": {"self": behaviour | {"attention": {"target": "self", "alpha": 0.0}}},
-            "effects": {"self": {"mean": -0.1, "ci": [-0.2, 0.0]}}, "effect": {"mean": -0.1, "ci": [-0.2, 0.0]}, "verdict": f"{judge}: no causal effect shown",
-            "p_value": 0.2, "alpha": 0.05, "n_test": 12, "causal": False, "test": {"control_judge": "control"},
+            "before": behaviour,
+            "variants": {"self": behaviour | {"attention": {"target": "self", "alpha": 0.0}}},
+            "effects": {"self": {"mean": -0.1, "ci": [-0.2, 0.0]}},
+            "effect": {"mean": -0.1, "ci": [-0.2, 0.0]},
+            "verdict": f"{judge}: no causal effect shown",
+            "p_value": 0.2,
+            "alpha": 0.05,
+            "n_test": 12,
+            "causal": False,
+            "test": {"control_judge": "control"},
         }
         for judge in MODELS
-    }  # fmt: skip
-    reused = {"responses": 24, "responses_generated": 0, "gold_verdicts": 12, "gold_judges_rerun": 0, "gold_judges": ["reference"]}
+    }
+    reused = {
+        "responses": 24,
+        "responses_generated": 0,
+        "gold_verdicts": 12,
+        "gold_judges_rerun": 0,
+        "gold_judges": ["reference"],
+    }
     intervention_section([{"judges": judged, "reused": reused, "n_items": 12}], root / "figures")
     page = build_report(root).read_text()
 
     headings = re.findall(r"<h2 id='section-(\d+)'>([^<]*)</h2>", page)
     titles = [title for _, title in headings]
-    assert titles[0].startswith("Self-preference: DBG") and titles[1] == SECTION_TITLE and titles[2].startswith("Attention over response spans")
+    assert (
+        titles[0].startswith("Self-preference: DBG")
+        and titles[1] == SECTION_TITLE
+        and titles[2].startswith("Attention over response spans")
+    )
     toc = page[page.index("<nav>") : page.index("</nav>")]
     assert [re.sub(r"<[^>]+>", "", li) for li in re.findall(r"<li>.*?</li>", toc)] == titles
     assert page.index("<nav>") < page.index("<h2 id='section-1'>")
@@ -156,5 +203,7 @@ def test_the_causal_section_starts_within_the_first_third_of_the_report(tmp_path
     causal = page.index(f"<h2 id='section-2'>{SECTION_TITLE}")
     above = sum(height for offset, height in blocks if offset < causal)
     total = sum(height for _, height in blocks)
-    print(f"causal section starts at {above:.0f} of {total:.0f} px ({above / total:.0%}); character offset {causal / len(page):.0%}")
+    print(
+        f"causal section starts at {above:.0f} of {total:.0f} px ({above / total:.0%}); character offset {causal / len(page):.0%}"
+    )
     assert above <= total / 3, f"the causal section starts at {above:.0f} of {total:.0f} px"

@@ -22,8 +22,16 @@ def test_a_tiny_p_is_never_zero_in_the_terminal_the_verdict_or_the_report(tmp_pa
     from interp.report.interventions import intervention_section
     from interp.report.terminal import print_results, results_payload
 
-    record = {"causal": True, "p_value": 0.0001, "p_holm": 0.0001, "test_alpha": 0.05, "n_test": 8, "verdict": "j: causal",
-              "within_judge": {"effect": -0.1, "ci": [-0.2, 0.0], "p_value": 0.0001}, "test": {"n_controls": 4, "df": 3}}  # fmt: skip
+    record = {
+        "causal": True,
+        "p_value": 0.0001,
+        "p_holm": 0.0001,
+        "test_alpha": 0.05,
+        "n_test": 8,
+        "verdict": "j: causal",
+        "within_judge": {"effect": -0.1, "ci": [-0.2, 0.0], "p_value": 0.0001},
+        "test": {"n_controls": 4, "df": 3},
+    }
     console = Console(record=True, width=220)
     print_results(results_payload(causal={"j": record}), console)
     shown = console.export_text()

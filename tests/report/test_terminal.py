@@ -17,21 +17,55 @@ from rich.console import Console
 
 SUMMARY = {
     "judges": {
-        "author-a": {"own_model": "author-a", "dbg_hard": 0.125, "dbg_ci": [0.05, 0.2], "dbg_soft": 0.1, "position_consistency": 0.8,
-                     "mean_label_mass": 0.9, "unreliable_because": [], "tie_share": 0.375, "dbg_no_ties": 0.0625},
-        "weak-judge": {"own_model": "author-a", "dbg_hard": -0.3, "dbg_ci": [-0.5, -0.1], "dbg_soft": 0.0, "position_consistency": 0.0,
-                       "mean_label_mass": 0.19, "unreliable_because": ["position consistency 0% < 50%"]},
-        "old-summary": {"own_model": "author-b", "dbg_hard": 0.0, "dbg_ci": [-0.1, 0.1], "dbg_soft": 0.0, "position_consistency": 0.2,
-                        "mean_label_mass": 0.9},
+        "author-a": {
+            "own_model": "author-a",
+            "dbg_hard": 0.125,
+            "dbg_ci": [0.05, 0.2],
+            "dbg_soft": 0.1,
+            "position_consistency": 0.8,
+            "mean_label_mass": 0.9,
+            "unreliable_because": [],
+            "tie_share": 0.375,
+            "dbg_no_ties": 0.0625,
+        },
+        "weak-judge": {
+            "own_model": "author-a",
+            "dbg_hard": -0.3,
+            "dbg_ci": [-0.5, -0.1],
+            "dbg_soft": 0.0,
+            "position_consistency": 0.0,
+            "mean_label_mass": 0.19,
+            "unreliable_because": ["position consistency 0% < 50%"],
+        },
+        "old-summary": {
+            "own_model": "author-b",
+            "dbg_hard": 0.0,
+            "dbg_ci": [-0.1, 0.1],
+            "dbg_soft": 0.0,
+            "position_consistency": 0.2,
+            "mean_label_mass": 0.9,
+        },
         "outsider": {"position_consistency": 0.9, "mean_label_mass": 0.95, "unreliable_because": []},
     }
-}  # fmt: skip
+}
 CAUSAL = {
-    "author-a": {"causal": True, "verdict": "author-a: causal effect on self-preference: ...", "p_value": 0.004, "p_holm": 0.008,
-                 "test_alpha": 0.05, "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001}, "n_test": 40,
-                 "test": {"n_controls": 5}, "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7}},
-    "weak-judge": {"causal": False, "verdict": "weak-judge: no causal effect shown", "effects": {"self": {"mean": -0.01, "ci": [-0.05, 0.03]}}},
-}  # fmt: skip
+    "author-a": {
+        "causal": True,
+        "verdict": "author-a: causal effect on self-preference: ...",
+        "p_value": 0.004,
+        "p_holm": 0.008,
+        "test_alpha": 0.05,
+        "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001},
+        "n_test": 40,
+        "test": {"n_controls": 5},
+        "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7},
+    },
+    "weak-judge": {
+        "causal": False,
+        "verdict": "weak-judge: no causal effect shown",
+        "effects": {"self": {"mean": -0.01, "ci": [-0.05, 0.03]}},
+    },
+}
 
 
 def _drawn(payload: dict) -> str:
@@ -43,26 +77,56 @@ def _drawn(payload: dict) -> str:
 def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
     rows = {r["judge"]: r for r in results_payload(SUMMARY)["dbg"]}
     assert rows["author-a"]["reliable"] and rows["author-a"]["dbg_ci"] == [0.05, 0.2]
-    assert not rows["weak-judge"]["reliable"] and rows["weak-judge"]["unreliable_because"] == ["position consistency 0% < 50%"]
+    assert not rows["weak-judge"]["reliable"] and rows["weak-judge"]["unreliable_because"] == [
+        "position consistency 0% < 50%"
+    ]
     # a summary without the stored flag gets it from the same rule (position consistency 20% < 50%)
-    assert not rows["old-summary"]["reliable"] and "position consistency" in rows["old-summary"]["unreliable_because"][0]
+    assert (
+        not rows["old-summary"]["reliable"] and "position consistency" in rows["old-summary"]["unreliable_because"][0]
+    )
     assert rows["outsider"]["dbg_hard"] is None
     text = _drawn(results_payload(SUMMARY))
-    assert "+12.5" in text and "[+5.0, +20.0]" in text and "weak-judge: too weak to judge, its DBG is not evidence (position consistency 0% < 50%)" in text
+    assert (
+        "+12.5" in text
+        and "[+5.0, +20.0]" in text
+        and "weak-judge: too weak to judge, its DBG is not evidence (position consistency 0% < 50%)" in text
+    )
     assert "weak-judge (own: author-a)" in text and "n/a" in text
-    assert rows["author-a"]["tie_share"] == 0.375 and "38%" in text and "+6.2" in text  # Figure 8: ties, DBG without them
+    assert (
+        rows["author-a"]["tie_share"] == 0.375 and "38%" in text and "+6.2" in text
+    )  # Figure 8: ties, DBG without them
 
 
 def test_causal_rows_read_the_numbers_a_result_has():
     rows = {r["judge"]: r for r in results_payload(causal=CAUSAL, n_items=12)["causal"]}
-    assert rows["author-a"] == {"judge": "author-a", "causal": True, "reason": None, "verdict": "causal effect on self-preference: ...",
-                                "effect": {"mean": -0.21, "ci": [-0.3, -0.12]}, "p_within": 0.001, "n_controls": 5, "p_value": 0.004,
-                                "p_holm": 0.008, "test_alpha": 0.05, "share_removed": 0.4, "share_removed_ci": [0.1, 0.7], "n_test": 40}  # fmt: skip
+    assert rows["author-a"] == {
+        "judge": "author-a",
+        "causal": True,
+        "reason": None,
+        "verdict": "causal effect on self-preference: ...",
+        "effect": {"mean": -0.21, "ci": [-0.3, -0.12]},
+        "p_within": 0.001,
+        "n_controls": 5,
+        "p_value": 0.004,
+        "p_holm": 0.008,
+        "test_alpha": 0.05,
+        "share_removed": 0.4,
+        "share_removed_ci": [0.1, 0.7],
+        "n_test": 40,
+    }
     weak = rows["weak-judge"]
     assert weak["effect"] == {"mean": -0.01, "ci": [-0.05, 0.03]} and weak["p_value"] is None and weak["n_test"] == 12
     text = _drawn(results_payload(SUMMARY, causal=CAUSAL, n_items=12, files={"report": Path("runs/x/report.html")}))
-    assert "p Holm" in text and re.search(r"0\.004 +0\.008", text) and "40%" in text  # the raw and the adjusted p side by side
-    assert "-21.0" in text and "[-30.0, -12.0]" in text and "0.004" in text and "0.05" in text and "weak-judge: no causal effect shown" in text
+    assert (
+        "p Holm" in text and re.search(r"0\.004 +0\.008", text) and "40%" in text
+    )  # the raw and the adjusted p side by side
+    assert (
+        "-21.0" in text
+        and "[-30.0, -12.0]" in text
+        and "0.004" in text
+        and "0.05" in text
+        and "weak-judge: no causal effect shown" in text
+    )
     assert "report: runs/x/report.html" in text
     assert "not run" in _drawn(results_payload(SUMMARY, causal={}))
 
@@ -72,15 +136,53 @@ def test_json_is_the_same_content_with_nan_as_null():
     payload["dbg"][0]["dbg_soft"] = math.nan
     back = json.loads(payload_json(payload))
     assert back["dbg"][0]["dbg_soft"] is None and back["files"] == {"report": "r.html"}
-    assert [r["judge"] for r in back["dbg"]] == list(SUMMARY["judges"]) and [r["judge"] for r in back["causal"]] == list(CAUSAL)
+    assert [r["judge"] for r in back["dbg"]] == list(SUMMARY["judges"]) and [
+        r["judge"] for r in back["causal"]
+    ] == list(CAUSAL)
 
 
 def test_sweep_rows_put_the_largest_drop_first():
     rows = [
-        {"judge": "j", "target": "self", "alpha": "0", "layers": "1", "effect": "-0.02", "effect_lo": "-0.05", "effect_hi": "0.01", "dbg_hard": "0.1", "dbg_lo": "0", "dbg_hi": "0.2", "key": "k1"},
-        {"judge": "j", "target": "self", "alpha": "0", "layers": "2", "effect": "-0.2", "effect_lo": "-0.3", "effect_hi": "-0.1", "dbg_hard": "0.0", "dbg_lo": "-0.1", "dbg_hi": "0.1", "key": "k2"},
-        {"judge": "j", "target": "other", "alpha": "0", "layers": "2", "effect": "", "effect_lo": "", "effect_hi": "", "dbg_hard": "", "dbg_lo": "", "dbg_hi": "", "key": "k3"},
-    ]  # fmt: skip
+        {
+            "judge": "j",
+            "target": "self",
+            "alpha": "0",
+            "layers": "1",
+            "effect": "-0.02",
+            "effect_lo": "-0.05",
+            "effect_hi": "0.01",
+            "dbg_hard": "0.1",
+            "dbg_lo": "0",
+            "dbg_hi": "0.2",
+            "key": "k1",
+        },
+        {
+            "judge": "j",
+            "target": "self",
+            "alpha": "0",
+            "layers": "2",
+            "effect": "-0.2",
+            "effect_lo": "-0.3",
+            "effect_hi": "-0.1",
+            "dbg_hard": "0.0",
+            "dbg_lo": "-0.1",
+            "dbg_hi": "0.1",
+            "key": "k2",
+        },
+        {
+            "judge": "j",
+            "target": "other",
+            "alpha": "0",
+            "layers": "2",
+            "effect": "",
+            "effect_lo": "",
+            "effect_hi": "",
+            "dbg_hard": "",
+            "dbg_lo": "",
+            "dbg_hi": "",
+            "key": "k3",
+        },
+    ]
     top = sweep_rows(rows, limit=2)
     assert [r["point"] for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
     assert top[0]["effect"] == {"mean": -0.2, "ci": [-0.3, -0.1]}
@@ -128,7 +230,14 @@ def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     run = tmp_path / "out" / "run"
     run.mkdir(parents=True)
     (run / "summary.json").write_text(json.dumps(SUMMARY))
-    truth = [{"claim": "the planted organism prefers its own answer", "known_truth": "yes", "toolkit": "DBG +12.5", "agrees": True}]
+    truth = [
+        {
+            "claim": "the planted organism prefers its own answer",
+            "known_truth": "yes",
+            "toolkit": "DBG +12.5",
+            "agrees": True,
+        }
+    ]
     result = {
         "run_dir": str(run),
         "splits": {"selection": ["s1"], "test": ["t1", "t2", "t3"]},
@@ -155,7 +264,9 @@ def test_piped_tables_never_break_a_judge_name_across_lines(capsys):
     import io
 
     summary = {"judges": {LONG: SUMMARY["judges"]["weak-judge"] | {"own_model": "smollm2-135m-instruct"}}}
-    payload = results_payload(summary, causal={LONG: CAUSAL["author-a"] | {"verdict": f"{LONG}: no causal effect shown"}})
+    payload = results_payload(
+        summary, causal={LONG: CAUSAL["author-a"] | {"verdict": f"{LONG}: no causal effect shown"}}
+    )
     print_results(payload)  # the default console; under capsys stdout is not a terminal
     lines = capsys.readouterr().out.splitlines()
     assert sum(f"{LONG} (own: smollm2-135m-instruct)" in line for line in lines) == 1  # the DBG row
@@ -165,7 +276,9 @@ def test_piped_tables_never_break_a_judge_name_across_lines(capsys):
     narrow = Console(file=io.StringIO(), width=80)  # not a terminal either, but only 80 columns
     print_results(payload, narrow)
     text = narrow.file.getvalue()
-    assert "\u2026" in text and not any(line.strip().startswith(("name", "own:", "instruct)")) for line in text.splitlines())
+    assert "\u2026" in text and not any(
+        line.strip().startswith(("name", "own:", "instruct)")) for line in text.splitlines()
+    )
 
 
 def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
@@ -181,5 +294,11 @@ def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
     assert "torch threads: 1" in shown.output and "generation" in shown.output and "75%" in shown.output
     assert "peak memory: 1.50 GB resident" in shown.output and "GPU" not in shown.output
     payload = json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json", "--timings"]).stdout)
-    assert payload["timings"] == {"steps": {"generation": 30.0, "judging author-a": 10.0}, "total_s": 40.0, "torch_threads": 1, "torch_threads_used": [1], "peak_rss_gb": 1.5}
+    assert payload["timings"] == {
+        "steps": {"generation": 30.0, "judging author-a": 10.0},
+        "total_s": 40.0,
+        "torch_threads": 1,
+        "torch_threads_used": [1],
+        "peak_rss_gb": 1.5,
+    }
     assert "timings" not in json.loads(CliRunner().invoke(app, ["demo", "--out", str(fake_demo), "--json"]).stdout)

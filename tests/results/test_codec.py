@@ -23,14 +23,22 @@ def test_an_older_run_directory_still_reads():
     a, b = result.judges["author-a"], result.judges["author-b"]
     assert isinstance(a, JudgeTest) and a.test_alpha == 0.05 and "alpha" not in a  # renamed, not kept twice
     assert a.p_holm == a.p_value == 0.0001  # one judge's Holm p is its p
-    assert a.test.name == "Crawford-Howell" and a.test.n_controls == 4 and a.test.df == 3 and a.control_names == ["c1", "c2", "c3", "c4"]
+    assert (
+        a.test.name == "Crawford-Howell"
+        and a.test.n_controls == 4
+        and a.test.df == 3
+        and a.control_names == ["c1", "c2", "c3", "c4"]
+    )
     assert a.share_removed.estimate == 0.8 and a.self_effect.mean == -0.1
     assert result.design["test_alpha"] == 0.05 and "alpha" not in result.design
     assert b.test.design.startswith("sign-flip") and b.self_effect.ci == [-0.05, 0.03]  # the old test says what it was
     assert b.control_names == ["control"]
     summary = codec.read_summary(OLD_RUN / "summary.json")
     assert isinstance(summary, RunSummary) and summary.judges["author-a"].unreliable_because == []
-    assert summary.judges["author-b"].reliable is False and "position consistency" in summary.judges["author-b"].unreliable_because[0]
+    assert (
+        summary.judges["author-b"].reliable is False
+        and "position consistency" in summary.judges["author-b"].unreliable_because[0]
+    )
 
 
 def test_what_is_written_carries_schema_version_and_reads_back_equal(tmp_path):
@@ -39,11 +47,24 @@ def test_what_is_written_carries_schema_version_and_reads_back_equal(tmp_path):
     on_disk = json.loads((tmp_path / "result.json").read_text())
     assert on_disk["schema_version"] == codec.SCHEMA_VERSION and "alpha" not in on_disk["judges"]["author-a"]
     assert codec.read_causal(tmp_path) == written == old
-    summary = codec.write_summary(tmp_path / "summary.json", {"n_items": 2, "models": ["x", "y"], "judges": {"x": {"n_judgments": 4}}})
-    assert json.loads((tmp_path / "summary.json").read_text()) == {"schema_version": 1, "n_items": 2, "models": ["x", "y"], "judges": {"x": {"n_judgments": 4}}}
-    assert codec.read_summary(tmp_path / "summary.json") == summary  # nothing invented on the way out, nothing lost back
-    record = codec.write_variant(tmp_path / "v", {"key": "k", "judge": "j", "own": "o", "backend": "hf", "attention": {"target": "self"}})
-    assert json.loads((tmp_path / "v" / "variant.json").read_text())["schema_version"] == 1 and record["attention"] == {"target": "self"}
+    summary = codec.write_summary(
+        tmp_path / "summary.json", {"n_items": 2, "models": ["x", "y"], "judges": {"x": {"n_judgments": 4}}}
+    )
+    assert json.loads((tmp_path / "summary.json").read_text()) == {
+        "schema_version": 1,
+        "n_items": 2,
+        "models": ["x", "y"],
+        "judges": {"x": {"n_judgments": 4}},
+    }
+    assert (
+        codec.read_summary(tmp_path / "summary.json") == summary
+    )  # nothing invented on the way out, nothing lost back
+    record = codec.write_variant(
+        tmp_path / "v", {"key": "k", "judge": "j", "own": "o", "backend": "hf", "attention": {"target": "self"}}
+    )
+    assert json.loads((tmp_path / "v" / "variant.json").read_text())["schema_version"] == 1 and record["attention"] == {
+        "target": "self"
+    }
 
 
 def test_a_file_it_cannot_read_is_one_line(tmp_path):
@@ -66,4 +87,8 @@ def test_a_run_dir_reads_its_summary_through_the_codec(tmp_path):
 
     shutil.copy(OLD_RUN / "summary.json", tmp_path / "summary.json")
     summary = RunDir(tmp_path).read_summary()
-    assert isinstance(summary, RunSummary) and summary.judges["author-a"].dbg_ci == [0.0, 0.25] and summary.models == ["author-a", "author-b"]
+    assert (
+        isinstance(summary, RunSummary)
+        and summary.judges["author-a"].dbg_ci == [0.0, 0.25]
+        and summary.models == ["author-a", "author-b"]
+    )

@@ -32,9 +32,19 @@ def cot_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Path, 
     root = tmp_path_factory.mktemp("cot")
     other = save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
     config = RunConfig(
-        name="cot", n=N, models=(str(tiny_llama_dir), str(other)), judges=[str(tiny_llama_dir)], cot="standard", ties=True,
-        max_rationale_tokens=6, max_new_tokens=6, max_words=10, batch_size=4, n_boot=20, empty_answers="judge",
-    )  # fmt: skip
+        name="cot",
+        n=N,
+        models=(str(tiny_llama_dir), str(other)),
+        judges=[str(tiny_llama_dir)],
+        cot="standard",
+        ties=True,
+        max_rationale_tokens=6,
+        max_new_tokens=6,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+        empty_answers="judge",
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run", config
 
@@ -45,7 +55,10 @@ def test_the_cot_prompt_asks_for_reasoning_then_the_verdict_phrase(smollm2_token
         cot = judge_prompt(smollm2_tokenizer, "helpfulness", "Q?", "one", "two", kind="post", ties=ties, cot="standard")
         assert "step by step" in cot.text and COT_CUE in cot.text and "step by step" not in plain.text
         assert [cot.text[slice(*cot.char_spans[s])] for s in ("query", "a", "b")] == ["Q?", "one", "two"]
-    assert "with no other text" not in judge_prompt(smollm2_tokenizer, "truthfulness", "Q", "a", "b", kind="post", cot="long").text
+    assert (
+        "with no other text"
+        not in judge_prompt(smollm2_tokenizer, "truthfulness", "Q", "a", "b", kind="post", cot="long").text
+    )
     with pytest.raises(InterpError, match="post-trained"):
         judge_prompt(smollm2_tokenizer, "helpfulness", "Q", "a", "b", kind="pre", cot="standard")
     assert cut_at_cue("I think A is right.\n\nMy final verdict is A", COT_CUE) == "I think A is right."
@@ -69,8 +82,12 @@ def test_every_judgment_holds_its_rationale_and_is_read_after_it(cot_run):
         verdict = tokenize_prompt(model.tokenizer, with_rationale(prompt, record.rationale, COT_CUE, "\n\n"))
         assert verdict.text.endswith(f"{record.rationale}\n\n{COT_CUE}") and len(verdict) == record.n_tokens
         assert {k: list(v) for k, v in verdict.spans.items()} == record.spans and "rationale" in record.spans
-        (judgment,) = judge_batch(make_backend(model, "hf"), [verdict], label_tokens(model.tokenizer, ("A", "T", "B")), queries=None)
-        assert judgment.probs["A"] == pytest.approx(record.p_a, abs=1e-5) and judgment.probs["T"] == pytest.approx(record.p_t, abs=1e-5)
+        (judgment,) = judge_batch(
+            make_backend(model, "hf"), [verdict], label_tokens(model.tokenizer, ("A", "T", "B")), queries=None
+        )
+        assert judgment.probs["A"] == pytest.approx(record.p_a, abs=1e-5) and judgment.probs["T"] == pytest.approx(
+            record.p_t, abs=1e-5
+        )
 
 
 def test_the_attention_table_has_the_rationale_span(cot_run):
@@ -92,7 +109,9 @@ def test_the_attention_table_has_the_rationale_span(cot_run):
 def test_the_run_records_the_cot_prompt(cot_run):
     out, config = cot_run
     recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))[config.judge_specs[0]]
-    assert recorded["cot"] == "standard" and recorded["verdict_cue"] == COT_CUE and recorded["labels"] == ["A", "T", "B"]
+    assert (
+        recorded["cot"] == "standard" and recorded["verdict_cue"] == COT_CUE and recorded["labels"] == ["A", "T", "B"]
+    )
     assert all("step by step" in text for text in recorded["prompts"].values())
 
 

@@ -158,7 +158,9 @@ def test_recorded_judge_reads_probabilities_and_winners(tmp_path):
     ],
 )
 def test_recorded_judge_malformed_lines_name_file_and_line(tmp_path, bad_line, message):
-    path = write_jsonl(tmp_path / "rec.jsonl", ['{"item_id": "a", "winner": "A"}', '{"item_id": "b", "p_a": 0.3}', bad_line])
+    path = write_jsonl(
+        tmp_path / "rec.jsonl", ['{"item_id": "a", "winner": "A"}', '{"item_id": "b", "p_a": 0.3}', bad_line]
+    )
     with pytest.raises(InterpError, match=r"rec\.jsonl:3: " + message):
         RecordedJudge(path)
 

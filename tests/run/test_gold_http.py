@@ -85,7 +85,9 @@ def chat_answer(top: dict[str, float] | None, content: str | None = None) -> dic
     first = max(top, key=top.get)
     entries = [{"token": token, "logprob": math.log(p), "bytes": None} for token, p in top.items()]
     logprobs = {"content": [{"token": first, "logprob": math.log(top[first]), "bytes": None, "top_logprobs": entries}]}
-    return {"choices": [{"index": 0, "message": {"role": "assistant", "content": content or first}, "logprobs": logprobs}]}
+    return {
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": content or first}, "logprobs": logprobs}]
+    }
 
 
 def completion_answer(top: dict[str, float]) -> dict:
@@ -125,7 +127,10 @@ def test_user_message_is_the_user_turn_of_the_local_chat_prompt(smollm2_tokenize
             [{"role": "user", "content": message}], tokenize=False, add_generation_prompt=True
         )
         assert rendered == local
-        assert judge_raw_prompt(task, item.query, GOOD, BAD) == judge_prompt(None, task, item.query, GOOD, BAD, kind="pre").text
+        assert (
+            judge_raw_prompt(task, item.query, GOOD, BAD)
+            == judge_prompt(None, task, item.query, GOOD, BAD, kind="pre").text
+        )
 
 
 # ---- label probabilities ---------------------------------------------------------------------------
@@ -136,7 +141,11 @@ def test_reads_label_logprobs_in_both_orders(server):
     # order ba (good second): P(A) = 0.3 vs P(B) = 0.3 + 0.05 ("B\n") + 0.05 -> P(B) = 0.4 / 0.7
     server.handler = lambda path, headers, body: (
         200,
-        chat_answer({"A": 0.5, " A": 0.1, "B": 0.2, "The": 0.1} if good_first(body) else {"A": 0.3, "B": 0.3, "B\n": 0.05, " B": 0.05, "I": 0.2}),
+        chat_answer(
+            {"A": 0.5, " A": 0.1, "B": 0.2, "The": 0.1}
+            if good_first(body)
+            else {"A": 0.3, "B": 0.3, "B\n": 0.05, " B": 0.05, "I": 0.2}
+        ),
         {},
     )
     j = judge(server)
@@ -152,8 +161,14 @@ def test_reads_label_logprobs_in_both_orders(server):
         assert body["messages"] == [{"role": "user", "content": user_text(body)}]
     assert user_text(bodies[0]) == judge_user_message(ITEM.task, ITEM.query, GOOD, BAD)
     assert j.stats == {
-        "n_pairs": 1, "n_requests": 2, "n_attempts": 2, "n_retries": 0, "n_logprobs": 2,
-        "n_one_label": 0, "n_no_logprobs": 0, "n_non_label": 0,
+        "n_pairs": 1,
+        "n_requests": 2,
+        "n_attempts": 2,
+        "n_retries": 0,
+        "n_logprobs": 2,
+        "n_one_label": 0,
+        "n_no_logprobs": 0,
+        "n_non_label": 0,
     }
     assert [(r["order"], r["source"]) for r in j.last_judgments] == [("ab", "logprobs"), ("ba", "logprobs")]
     assert j.last_judgments[0]["mass_a"] == pytest.approx(0.6)
@@ -161,7 +176,9 @@ def test_reads_label_logprobs_in_both_orders(server):
 
 def test_swapped_pair_gives_the_complement(server):
     server.handler = lambda path, headers, body: (
-        200, chat_answer({"A": 0.7, "B": 0.2} if good_first(body) else {"A": 0.4, "B": 0.5}), {}
+        200,
+        chat_answer({"A": 0.7, "B": 0.2} if good_first(body) else {"A": 0.4, "B": 0.5}),
+        {},
     )
     j = judge(server)
     forward, backward = j.p_first([Pair(ITEM, GOOD, BAD), Pair(ITEM, BAD, GOOD)])
@@ -171,7 +188,9 @@ def test_swapped_pair_gives_the_complement(server):
 
 def test_completions_mode_for_base_models(server):
     server.handler = lambda path, headers, body: (
-        200, completion_answer({" A": 0.6, " B": 0.2, "\n": 0.1} if good_first(body) else {" A": 0.3, " B": 0.3}), {}
+        200,
+        completion_answer({" A": 0.6, " B": 0.2, "\n": 0.1} if good_first(body) else {" A": 0.3, " B": 0.3}),
+        {},
     )
     j = judge(server, mode="completions", top_logprobs=5)
     (p,) = j.p_first([Pair(ITEM, GOOD, BAD)])
@@ -186,14 +205,18 @@ def test_completions_mode_for_base_models(server):
 def test_concurrent_requests_keep_the_order(server):
     pairs = [Pair(ITEM, GOOD, BAD), Pair(ITEM, BAD, GOOD)] * 3
     server.handler = lambda path, headers, body: (
-        200, chat_answer({"A": 0.7, "B": 0.2} if good_first(body) else {"A": 0.4, "B": 0.5}), {}
+        200,
+        chat_answer({"A": 0.7, "B": 0.2} if good_first(body) else {"A": 0.4, "B": 0.5}),
+        {},
     )
     assert judge(server, concurrency=4).p_first(pairs) == pytest.approx(judge(server).p_first(pairs))
 
 
 def test_tokens_that_are_not_labels_are_counted_and_reported(server, caplog):
     server.handler = lambda path, headers, body: (
-        200, chat_answer({"The": 0.6, "I": 0.3} if good_first(body) else {"A": 0.2, "B": 0.6}), {}
+        200,
+        chat_answer({"The": 0.6, "I": 0.3} if good_first(body) else {"A": 0.2, "B": 0.6}),
+        {},
     )
     j = judge(server)
     with caplog.at_level(logging.WARNING, logger="interp.http_judge"):
@@ -251,7 +274,9 @@ def test_closed_port_retries_with_backoff_then_one_line_error(monkeypatch):
     with pytest.raises(InterpError) as raised:
         j.p_first([Pair(ITEM, GOOD, BAD)])
     message = str(raised.value)
-    assert message.startswith(f"HTTP judge gold-x at http://127.0.0.1:{port}/v1/chat/completions unreachable after 5 attempts: ")
+    assert message.startswith(
+        f"HTTP judge gold-x at http://127.0.0.1:{port}/v1/chat/completions unreachable after 5 attempts: "
+    )
     assert "ConnectError" in message and "\n" not in message
     assert delays == [0.01, 0.02, 0.04, 0.05]  # exponential, capped
     assert j.stats["n_attempts"] == 5 and j.stats["n_retries"] == 4 and j.stats["n_requests"] == 0
@@ -364,7 +389,12 @@ def test_from_config():
     cfg = HTTPJudgeConfig(name="vllm-70b", base_url="http://127.0.0.1:8000/v1/", model="llama", timeout=5, retries=2)
     j = HTTPJudge.from_config(cfg)
     assert (j.name, j.endpoint, j.model, j.timeout, j.retries, j.mode) == (
-        "vllm-70b", "http://127.0.0.1:8000/v1/chat/completions", "llama", 5.0, 2, "chat"
+        "vllm-70b",
+        "http://127.0.0.1:8000/v1/chat/completions",
+        "llama",
+        5.0,
+        2,
+        "chat",
     )
 
 
@@ -416,7 +446,11 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
     items = {i.id: i for i in builtin_items()}
     pairs = [
         Pair(items["help-001"], items["help-001"].reference, "I don't know. Maybe ask someone else."),
-        Pair(items["fact-001"], items["fact-001"].reference, "I am not sure, maybe the answer is something else entirely."),
+        Pair(
+            items["fact-001"],
+            items["fact-001"].reference,
+            "I am not sure, maybe the answer is something else entirely.",
+        ),
         Pair(items["trans-001"], items["trans-001"].reference, "The cat is sleeping on the red sofa in the garden."),
     ]
     j = HTTPJudge("llama-cpp-smollm2", llama_server, "smollm2", timeout=300, retries=2)
@@ -432,7 +466,9 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
     local_orders = []
     for pair in pairs:
         prompts = [
-            tokenize_prompt(model.tokenizer, judge_prompt(model.tokenizer, pair.item.task, pair.item.query, a, b, kind="post"))
+            tokenize_prompt(
+                model.tokenizer, judge_prompt(model.tokenizer, pair.item.task, pair.item.query, a, b, kind="post")
+            )
             for a, b in ((pair.response_a, pair.response_b), (pair.response_b, pair.response_a))
         ]
         local_orders += judge_batch(backend, prompts, labels, queries=None)

@@ -43,7 +43,14 @@ def test_a_hanging_server_costs_one_item_s_attempts_not_the_whole_pool_s(tmp_pat
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     server = HangingServer()
     try:
-        endpoint = HTTPJudgeConfig(name="hanging", base_url=f"http://127.0.0.1:{server.port}/v1", model="m", timeout=0.3, retries=1, concurrency=1)
+        endpoint = HTTPJudgeConfig(
+            name="hanging",
+            base_url=f"http://127.0.0.1:{server.port}/v1",
+            model="m",
+            timeout=0.3,
+            retries=1,
+            concurrency=1,
+        )
         with pytest.raises(InterpError, match="unreachable after 2 attempts"):
             server_responses(endpoint, builtin_items()[:3], progress=False)
         assert len(server.accepted) == 2  # retries + 1 for the first item; the other two items are never sent
@@ -58,15 +65,21 @@ def test_after_one_request_failed_for_good_no_other_is_sent(tmp_path):
 
     server = HangingServer()
     try:
-        client = HTTPJudge("hanging", f"http://127.0.0.1:{server.port}/v1", "m", timeout=0.3, retries=1, backoff_base=0.01)
+        client = HTTPJudge(
+            "hanging", f"http://127.0.0.1:{server.port}/v1", "m", timeout=0.3, retries=1, backoff_base=0.01
+        )
         with pytest.raises(InterpError, match="unreachable after 2 attempts"):
             client.post({"model": "m"})
         assert len(server.accepted) == 2
         errors = []
-        worker = threading.Thread(target=lambda: errors.append(pytest.raises(InterpError, client.post, {"model": "m"}).value))
+        worker = threading.Thread(
+            target=lambda: errors.append(pytest.raises(InterpError, client.post, {"model": "m"}).value)
+        )
         worker.start()
         worker.join()
-        assert len(server.accepted) == 2 and "unreachable after 2 attempts" in str(errors[0])  # the same line, nothing sent
+        assert len(server.accepted) == 2 and "unreachable after 2 attempts" in str(
+            errors[0]
+        )  # the same line, nothing sent
         client.close()
     finally:
         server.close()

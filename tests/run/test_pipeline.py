@@ -94,7 +94,9 @@ def test_report_and_static_figures_open(tiny_run):
     assert (out / "figures" / "figure2_grid.pdf").read_bytes().startswith(b"%PDF")
 
 
-def test_rerun_reuses_cached_responses_without_generating(tmp_path, tiny_run, tiny_llama_dir, tiny_gemma3_dir, monkeypatch):
+def test_rerun_reuses_cached_responses_without_generating(
+    tmp_path, tiny_run, tiny_llama_dir, tiny_gemma3_dir, monkeypatch
+):
     from interp.run import responses
 
     def refuse(*args, **kwargs):
@@ -110,14 +112,20 @@ def test_rerun_reuses_cached_responses_without_generating(tmp_path, tiny_run, ti
     assert responses  # the module under test was imported
 
 
-def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
+def test_resume_after_sigkill_finishes_without_redoing_and_matches(
+    tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli
+):
     config = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=30, batch_size=1, attention="final")
     path = write_config(tmp_path / "run.toml", config)
     killed = tmp_path / "killed"
     judgments = killed / "judgments.jsonl"
     env = dict(os.environ, TQDM_DISABLE="1")
-    process = subprocess.Popen([sys.executable, "-m", "interp.cli", "dbg", str(path), "--out", str(killed), "--no-report"], env=env,
-                               stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "interp.cli", "dbg", str(path), "--out", str(killed), "--no-report"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.time() + 300
     lines_at_kill = 0
     while time.time() < deadline and process.poll() is None:
@@ -150,7 +158,10 @@ def test_resume_after_sigkill_finishes_without_redoing_and_matches(tmp_path, tin
         other = reference[(record["judge"], record["item_id"], record["order"])]
         assert record["p_a"] == pytest.approx(other["p_a"], abs=1e-9)
         assert record["spans"] == other["spans"]
-    assert json.loads((killed / "summary.json").read_text())["judges"] == json.loads((clean / "summary.json").read_text())["judges"]
+    assert (
+        json.loads((killed / "summary.json").read_text())["judges"]
+        == json.loads((clean / "summary.json").read_text())["judges"]
+    )
 
 
 def test_unknown_config_key_is_one_line_error(tmp_path, forked_cli):
@@ -166,7 +177,9 @@ def test_unknown_config_key_is_one_line_error(tmp_path, forked_cli):
 
 def test_malformed_dataset_line_names_file_and_line(tmp_path, tiny_llama_dir, tiny_gemma3_dir, forked_cli):
     data = tmp_path / "items.jsonl"
-    data.write_text('{"id": "x1", "task": "truthfulness", "query": "What is 2+2?", "reference": "4"}\n{"id": "x2", "task": \n')
+    data.write_text(
+        '{"id": "x1", "task": "truthfulness", "query": "What is 2+2?", "reference": "4"}\n{"id": "x2", "task": \n'
+    )
     config = tiny_config(tiny_llama_dir, tiny_gemma3_dir, data=str(data))
     result = forked_cli("dbg", write_config(tmp_path / "run.toml", config), "--out", tmp_path / "out")
     assert result.returncode == 2
@@ -206,7 +219,12 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
     out, config, _ = tiny_run
     judge = config.judge_specs[0]
     script = Path(__file__).resolve().parents[2] / "experiments" / "organisms" / "unseen_gap.py"
-    result = subprocess.run([sys.executable, str(script), str(out), str(out), "--null", judge, "--planted", judge], capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        [sys.executable, str(script), str(out), str(out), "--null", judge, "--planted", judge],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert result.returncode == 0, result.stderr
     lines = dict(line.split(": ", 1) for line in result.stdout.splitlines())
     assert lines["pooled_soft_dbg_gap"] == f"+0.000 [+0.000, +0.000] n {2 * config.n}"
@@ -248,10 +266,17 @@ def test_dbg_cli_with_attention_draws_figure7_into_the_report(tmp_path, tiny_lla
     assert (out / "figures" / "attention_figure7.png").read_bytes() != default  # authors in rows now
 
 
-def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
+def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid(
+    tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli
+):
     config = write_config(tmp_path / "run.toml", tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=6))
     out = tmp_path / "out"
-    first = subprocess.Popen([sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(out)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    first = subprocess.Popen(
+        [sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(out)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         while not (out / "config.toml").exists():  # the first holds the lock once it writes
             assert first.poll() is None, first.communicate()[1][-3000:]
@@ -271,7 +296,9 @@ def test_two_concurrent_dbg_on_one_out_one_runs_the_other_exits_2_naming_its_pid
     assert all(s["n_judgments"] == 12 for s in summary["judges"].values())
 
 
-def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_out(tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli):
+def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_out(
+    tmp_path, tiny_llama_dir, tiny_llama_b_dir, forked_cli
+):
     out = tmp_path / "out"
     wrong = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2, models=("no-such-alias", str(tiny_llama_b_dir)))
     result = forked_cli("dbg", write_config(tmp_path / "wrong.toml", wrong), "--out", out)
@@ -280,7 +307,10 @@ def test_a_failed_dbg_leaves_nothing_and_the_corrected_config_runs_on_the_same_o
     fixed = tiny_config(tiny_llama_dir, tiny_llama_b_dir, n=2)
     result = forked_cli("dbg", write_config(tmp_path / "fixed.toml", fixed), "--out", out, "--no-report")
     assert result.returncode == 0, result.stderr[-3000:]
-    assert load_run_config(out / "config.toml") == fixed.model_copy(update={"dtype": "float32"}) and len(read_jsonl(out / "judgments.jsonl")) == 8
+    assert (
+        load_run_config(out / "config.toml") == fixed.model_copy(update={"dtype": "float32"})
+        and len(read_jsonl(out / "judgments.jsonl")) == 8
+    )
 
 
 def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, tiny_run, monkeypatch):

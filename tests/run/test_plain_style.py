@@ -14,20 +14,38 @@ from tests.helpers import REPO
 @pytest.mark.parametrize(
     ("text", "plain"),
     [
-        ("# Boiling an egg\n\nPut it in water.", "Boiling an egg.\n\nPut it in water."),  # a heading: a sentence of its own
-        ("It is **very** *hot* and __wet__ and ~~cold~~ `code`.", "It is very hot and wet and cold code."),  # emphasis, code
-        ("See [the docs](http://x.org/a) and ![a cat](c.png).", "See the docs and a cat."),  # links and images keep their text
+        (
+            "# Boiling an egg\n\nPut it in water.",
+            "Boiling an egg.\n\nPut it in water.",
+        ),  # a heading: a sentence of its own
+        (
+            "It is **very** *hot* and __wet__ and ~~cold~~ `code`.",
+            "It is very hot and wet and cold code.",
+        ),  # emphasis, code
+        (
+            "See [the docs](http://x.org/a) and ![a cat](c.png).",
+            "See the docs and a cat.",
+        ),  # links and images keep their text
         ("> quoted line\n\n---\n\n<b>bold</b> tag", "Quoted line.\n\nBold tag."),  # quote, rule, HTML
         ("```python\nx = 1\n```", "X = 1."),  # the fence goes, the code stays as text
-        ("Steps:\n\n- boil water\n- add the egg\n* wait", "Steps:\n\nBoil water. Add the egg. Wait."),  # bullets: sentences
+        (
+            "Steps:\n\n- boil water\n- add the egg\n* wait",
+            "Steps:\n\nBoil water. Add the egg. Wait.",
+        ),  # bullets: sentences
         ("1. First\n2) Second\n(3) Third", "First. Second. Third."),  # numbered items
         ("Consider: * a venue * a menu", "Consider: a venue. A menu."),  # a list a word cap put on one line
         ("Steps 1. **Plan** it 2. Cook it", "Steps. Plan it. Cook it."),
         ("It boils at 100. Then it is hot.", "It boils at 100. Then it is hot."),  # a number alone is no list
         ("| a | b |\n|---|---|\n| 1 | 2 |", "A, b. 1, 2."),  # a table: its rows as sentences
-        ("This is EXTREMELY IMPORTANT for NASA, VERY.", "This is extremely important for NASA, VERY."),  # shouting lower-cased, acronyms kept
+        (
+            "This is EXTREMELY IMPORTANT for NASA, VERY.",
+            "This is extremely important for NASA, VERY.",
+        ),  # shouting lower-cased, acronyms kept
         ("Wow!!! Really?! Hmm... ok\u2026", "Wow. Really? Hmm. Ok."),  # marks: one, ! a stop, ellipsis a stop
-        ("\u201cQuoted\u201d \u2018single\u2019 \u2014 dash \u2013 en", "\"Quoted\" 'single' - dash - en."),  # quotes and dashes
+        (
+            "\u201cQuoted\u201d \u2018single\u2019 \u2014 dash \u2013 en",
+            "\"Quoted\" 'single' - dash - en.",
+        ),  # quotes and dashes
         ("Great job \U0001f600 , thanks !", "Great job, thanks."),  # emoji, space before a mark
         ("one line\nwraps here\n\n\n\nnext paragraph", "One line wraps here.\n\nNext paragraph."),  # white space
         ("", ""),

@@ -24,7 +24,9 @@ from interp.run.pointwise import read_pointwise
 from interp.run.rationale import with_rationale
 from interp.run.store import RunDir
 
-THESIS_LINE = "1. Write a detailed feedback that assess the quality of the response strictly based on the given score rubric"
+THESIS_LINE = (
+    "1. Write a detailed feedback that assess the quality of the response strictly based on the given score rubric"
+)
 N = 2
 
 
@@ -36,11 +38,22 @@ def pointwise_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[
 
     root = tmp_path_factory.mktemp("pointwise")
     other = save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
-    reference = save_tiny(root / "reference", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=8)
+    reference = save_tiny(
+        root / "reference", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=8
+    )
     config = RunConfig(
-        name="pointwise", n=N, models=(str(tiny_llama_dir), str(other)), judges=[str(tiny_llama_dir), str(other), str(reference)],
-        mode="pointwise", max_rationale_tokens=5, max_new_tokens=6, max_words=10, batch_size=4, n_boot=20, empty_answers="judge",
-    )  # fmt: skip
+        name="pointwise",
+        n=N,
+        models=(str(tiny_llama_dir), str(other)),
+        judges=[str(tiny_llama_dir), str(other), str(reference)],
+        mode="pointwise",
+        max_rationale_tokens=5,
+        max_new_tokens=6,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+        empty_answers="judge",
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run", config
 
@@ -50,7 +63,11 @@ def test_the_rubric_prompt_is_the_thesis_prompt_with_the_answer_as_a_slot(smollm
     assert THESIS_LINE in prompt.text and "###Reference Answer (Score 5):" in prompt.text and "Score 5:" in prompt.text
     assert prompt.text[slice(*prompt.char_spans["a"])] == "my answer"
     bare = pointwise_prompt(smollm2_tokenizer, "helpfulness", "Q?", "my answer", None, kind="pre")
-    assert "Reference Answer" not in bare.text and "a reference answer" not in bare.text and bare.text.endswith("###Feedback:")
+    assert (
+        "Reference Answer" not in bare.text
+        and "a reference answer" not in bare.text
+        and bare.text.endswith("###Feedback:")
+    )
 
 
 def test_every_answer_is_scored_by_every_judge_with_an_expected_score(pointwise_run):
@@ -58,7 +75,9 @@ def test_every_answer_is_scored_by_every_judge_with_an_expected_score(pointwise_
     rows = read_pointwise(RunDir(out).pointwise)
     assert len(rows) == len(config.judge_specs) * len(config.models) * N
     for row in rows:
-        assert sorted(row["probs"]) == list(SCORE_LABELS) and math.isclose(sum(row["probs"].values()), 1.0, abs_tol=1e-6)
+        assert sorted(row["probs"]) == list(SCORE_LABELS) and math.isclose(
+            sum(row["probs"].values()), 1.0, abs_tol=1e-6
+        )
         assert row["expected_score"] == pytest.approx(sum(int(k) * p for k, p in row["probs"].items()))
         assert 1.0 <= row["expected_score"] <= 5.0 and isinstance(row["rationale"], str)
         assert row["parsed_score"] is None or row["parsed_score"] in range(1, 6)
@@ -78,11 +97,17 @@ def test_the_score_is_read_after_the_feedback_and_result_mark(pointwise_run):
     answer = RunDir(out).read_responses()[row["author"]][item.id]
     cue = result_cue(model.tokenizer)
     assert cue == f"{RESULT_MARK} "  # SmolLM2's tokenizer writes " 5" as a space and a digit: the space is in the cue
-    prompt = with_rationale(pointwise_prompt(model.tokenizer, item.task, item.query, answer, item.reference, kind=model.kind), row["rationale"], cue)
+    prompt = with_rationale(
+        pointwise_prompt(model.tokenizer, item.task, item.query, answer, item.reference, kind=model.kind),
+        row["rationale"],
+        cue,
+    )
     tokenized = tokenize_prompt(model.tokenizer, prompt)
     assert tokenized.text.endswith(f"{row['rationale']} {RESULT_MARK} ") and len(tokenized) == row["n_tokens"]
     assert model.tokenizer.convert_ids_to_tokens(tokenized.input_ids[-1]) == "Ġ"
-    (judgment,) = judge_batch(make_backend(model, "hf"), [tokenized], label_tokens(model.tokenizer, SCORE_LABELS), queries=None)
+    (judgment,) = judge_batch(
+        make_backend(model, "hf"), [tokenized], label_tokens(model.tokenizer, SCORE_LABELS), queries=None
+    )
     assert judgment.probs == pytest.approx(row["probs"], abs=1e-5)
     assert {k: list(v) for k, v in tokenized.spans.items()} == row["spans"]
     assert tokenized.text[slice(*prompt.char_spans["a"])] == answer
@@ -112,9 +137,12 @@ def test_metrics_run_gives_the_salieri_score_from_the_run_alone(pointwise_run, f
     for judge, report in salieri["judges"].items():
         other = next(m for m in config.models if m != judge)
         expected = salieri_report(
-            [score[(judge, judge, i)] for i in items], [score[(reference, judge, i)] for i in items],
-            [[score[(judge, other, i)]] for i in items], [[score[(reference, other, i)]] for i in items], n_boot=20,
-        )  # fmt: skip
+            [score[(judge, judge, i)] for i in items],
+            [score[(reference, judge, i)] for i in items],
+            [[score[(judge, other, i)]] for i in items],
+            [[score[(reference, other, i)]] for i in items],
+            n_boot=20,
+        )
         assert report["salieri"] == pytest.approx(expected["salieri"]) and report["pool_model"] == other
         own_gap = sum(score[(judge, judge, i)] - score[(reference, judge, i)] for i in items) / N
         pool_gap = sum(score[(judge, other, i)] - score[(reference, other, i)] for i in items) / N
@@ -152,29 +180,47 @@ def test_a_task_wide_pool_matches_over_the_other_authors_answers_to_the_same_tas
         other = next(m for m in config.models if m != judge)
         pools = {i: [j for j in tasks if tasks[j] == tasks[i]] for i in tasks}
         expected = salieri_report(
-            [score[(judge, judge, i)] for i in tasks], [score[(reference, judge, i)] for i in tasks],
-            [[score[(judge, other, j)] for j in pools[i]] for i in tasks], [[score[(reference, other, j)] for j in pools[i]] for i in tasks],
+            [score[(judge, judge, i)] for i in tasks],
+            [score[(reference, judge, i)] for i in tasks],
+            [[score[(judge, other, j)] for j in pools[i]] for i in tasks],
+            [[score[(reference, other, j)] for j in pools[i]] for i in tasks],
             n_boot=20,
-        )  # fmt: skip
+        )
         assert report["pool"] == "task" and report["salieri"] == pytest.approx(expected["salieri"])
         assert report["histogram_mismatch"] == expected["histogram_mismatch"]
     with pytest.raises(InterpError, match="unknown SALIERI pool"):
         run_salieri(out, pool="everything")
 
 
-def test_the_chapter_4_treatment_asks_for_incorrect_answers_under_their_own_keys(pointwise_run, smollm2_tokenizer, tmp_path):
+def test_the_chapter_4_treatment_asks_for_incorrect_answers_under_their_own_keys(
+    pointwise_run, smollm2_tokenizer, tmp_path
+):
     from interp.core.prompts import TREATMENT, generation_prompt
     from interp.storage import read_jsonl
 
     for kind in ("post", "pre"):
         treated = generation_prompt(smollm2_tokenizer, "helpfulness", "Q?", kind=kind, treatment=True)
         plain = generation_prompt(smollm2_tokenizer, "helpfulness", "Q?", kind=kind)
-        assert TREATMENT in treated.text and TREATMENT not in plain.text and treated.text[slice(*treated.char_spans["query"])] == "Q?"
+        assert (
+            TREATMENT in treated.text
+            and TREATMENT not in plain.text
+            and treated.text[slice(*treated.char_spans["query"])] == "Q?"
+        )
     out, config = pointwise_run
-    treatment = config.model_copy(update={"mode": "pairwise", "judges": None, "answers": "treatment", "attention": "none", "max_rationale_tokens": None})
+    treatment = config.model_copy(
+        update={
+            "mode": "pairwise",
+            "judges": None,
+            "answers": "treatment",
+            "attention": "none",
+            "max_rationale_tokens": None,
+        }
+    )
     run_dbg(treatment, tmp_path / "treated", progress=False)
     keys = {(r["model"], r["item_id"]): r["cache_key"] for r in read_jsonl(RunDir(out).responses)}
-    treated_keys = {(r["model"], r["item_id"]): r["cache_key"] for r in read_jsonl(RunDir(tmp_path / "treated").responses)}
+    treated_keys = {
+        (r["model"], r["item_id"]): r["cache_key"] for r in read_jsonl(RunDir(tmp_path / "treated").responses)
+    }
     assert keys.keys() == treated_keys.keys() and all(keys[k] != treated_keys[k] for k in keys)
     assert treatment.identity()["answers"] == "treatment" and "answers" not in config.identity()
     with pytest.raises(ValueError, match="treatment"):
@@ -188,7 +234,9 @@ def test_a_pointwise_run_judged_under_other_prompts_is_not_resumed(pointwise_run
     copy = tmp_path / "copy"
     shutil.copytree(out, copy)
     prompts = RunDir(copy).prompts
-    prompts.write_text(prompts.read_text(encoding="utf-8").replace("###Feedback:", "###Feedback (old):"), encoding="utf-8")
+    prompts.write_text(
+        prompts.read_text(encoding="utf-8").replace("###Feedback:", "###Feedback (old):"), encoding="utf-8"
+    )
     before = RunDir(copy).pointwise.read_text()
     with pytest.raises(InterpError, match="other judge prompts"):
         run_dbg(config, copy, progress=False)

@@ -26,7 +26,12 @@ from interp.run.store import read_run
 
 from tests.helpers.models import save_tiny, tiny_llama_config
 
-ITEMS = [Item(f"q{k}", "helpfulness", f"Tell me one fact about the number {k * 7 + 3}.", reference=f"{k * 7 + 3} is a number.") for k in range(4)]
+ITEMS = [
+    Item(
+        f"q{k}", "helpfulness", f"Tell me one fact about the number {k * 7 + 3}.", reference=f"{k * 7 + 3} is a number."
+    )
+    for k in range(4)
+]
 DECODING = Decoding(max_words=12, max_new_tokens=10, batch_size=4)
 
 
@@ -43,7 +48,15 @@ def _texts(model, cache: Path, monkeypatch) -> list[str]:
 
 def _items_file(folder: Path, items=ITEMS) -> Path:
     path = folder / "items.jsonl"
-    path.write_text("".join(json.dumps({"id": i.id, "task": i.task, "query": i.query, **({"reference": i.reference} if i.reference else {})}) + "\n" for i in items))
+    path.write_text(
+        "".join(
+            json.dumps(
+                {"id": i.id, "task": i.task, "query": i.query, **({"reference": i.reference} if i.reference else {})}
+            )
+            + "\n"
+            for i in items
+        )
+    )
     return path
 
 
@@ -53,14 +66,19 @@ def test_wrapped_models_get_their_own_answers(tmp_path, smollm2_tokenizer, monke
     from transformers import AutoModelForCausalLM
 
     folders = [_tiny(tmp_path / f"m{seed}", smollm2_tokenizer, seed) for seed in (1, 2, 3)]
-    models = [wrap_model(AutoModelForCausalLM.from_pretrained(f), smollm2_tokenizer, name=n) for f, n in zip(folders, ("alpha", "beta", "gamma"))]
+    models = [
+        wrap_model(AutoModelForCausalLM.from_pretrained(f), smollm2_tokenizer, name=n)
+        for f, n in zip(folders, ("alpha", "beta", "gamma"))
+    ]
     alone = [_texts(m, tmp_path / f"alone-{m.name}", monkeypatch) for m in models]
     assert alone[0] != alone[1] and alone[1] != alone[2]  # the seeds answer differently
     shared = tmp_path / "shared-cache"
     assert [_texts(m, shared, monkeypatch) for m in models] == alone
 
 
-def test_retrained_weights_and_generation_config_in_one_folder_get_new_answers(tmp_path, smollm2_tokenizer, monkeypatch):
+def test_retrained_weights_and_generation_config_in_one_folder_get_new_answers(
+    tmp_path, smollm2_tokenizer, monkeypatch
+):
     folder = tmp_path / "model"
     cache = tmp_path / "cache"
     first = _texts(load_model(str(_tiny(folder, smollm2_tokenizer, seed=1)), device="cpu"), cache, monkeypatch)
@@ -71,8 +89,13 @@ def test_retrained_weights_and_generation_config_in_one_folder_get_new_answers(t
     config = json.loads((folder / "generation_config.json").read_text())
     (folder / "generation_config.json").write_text(json.dumps(config | {"repetition_penalty": 5.0}))
     model = load_model(str(folder), device="cpu")
-    assert model.fingerprint() != load_model(str(_tiny(tmp_path / "copy", smollm2_tokenizer, seed=5)), device="cpu").fingerprint()
-    assert _texts(model, cache, monkeypatch) == _texts(load_model(str(folder), device="cpu"), tmp_path / "fresh2", monkeypatch)
+    assert (
+        model.fingerprint()
+        != load_model(str(_tiny(tmp_path / "copy", smollm2_tokenizer, seed=5)), device="cpu").fingerprint()
+    )
+    assert _texts(model, cache, monkeypatch) == _texts(
+        load_model(str(folder), device="cpu"), tmp_path / "fresh2", monkeypatch
+    )
 
 
 def test_the_fingerprint_follows_weights_not_names(tmp_path, smollm2_tokenizer):
@@ -96,7 +119,15 @@ def label_run(tmp_path_factory, smollm2_tokenizer):
     _tiny(root / "tq_x", smollm2_tokenizer, seed=12)
     specs = (str(root / "tq" / "x"), str(root / "tq_x"))
     config = RunConfig(
-        name="labels", n=len(ITEMS), data=str(_items_file(root)), models=specs, max_new_tokens=8, max_words=12, batch_size=4, n_boot=20, device="cpu"
+        name="labels",
+        n=len(ITEMS),
+        data=str(_items_file(root)),
+        models=specs,
+        max_new_tokens=8,
+        max_words=12,
+        batch_size=4,
+        n_boot=20,
+        device="cpu",
     )
     run_dbg(config, root / "run", progress=False)
     return root / "run", specs, config
@@ -155,7 +186,7 @@ def test_an_edited_config_is_refused_on_resume_and_on_read(label_run, tmp_path):
 
 
 def test_a_control_judge_that_owns_an_answer_is_refused(label_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.causal import TestDesign, resolve_controls
+    from interp.experiments.design import TestDesign, resolve_controls
 
     run, specs, _ = label_run
     loaded = read_run(run)
@@ -178,7 +209,15 @@ def test_empty_answers_are_refused_before_any_judging(tmp_path, smollm2_tokenize
     config["suppress_tokens"] = [t for t in range(len(smollm2_tokenizer)) if t != eos]
     (mute / "generation_config.json").write_text(json.dumps(config))
     other = _tiny(tmp_path / "other", smollm2_tokenizer, seed=4)
-    run = RunConfig(n=len(ITEMS), data=str(_items_file(tmp_path)), models=(str(other), str(mute)), max_new_tokens=6, max_words=12, n_boot=20, device="cpu")
+    run = RunConfig(
+        n=len(ITEMS),
+        data=str(_items_file(tmp_path)),
+        models=(str(other), str(mute)),
+        max_new_tokens=6,
+        max_words=12,
+        n_boot=20,
+        device="cpu",
+    )
     with pytest.raises(InterpError, match=r"mute gave an empty answer to 4 of the run's 4 items \(q0, q1, q2, q3\)"):
         run_dbg(run, tmp_path / "run", progress=False)
     for name in ("responses.jsonl", "judgments.jsonl", "attention", "summary.json"):
@@ -188,8 +227,17 @@ def test_empty_answers_are_refused_before_any_judging(tmp_path, smollm2_tokenize
 def test_a_missing_reference_is_refused_before_any_write(tmp_path, smollm2_tokenizer):
     items = [*ITEMS[:2], Item("noref", "helpfulness", "Name a colour."), *ITEMS[2:]]
     folder = _tiny(tmp_path / "m", smollm2_tokenizer, seed=1)
-    run = RunConfig(n=len(items), data=str(_items_file(tmp_path, items)), models=(str(folder), "imported"), imports={"imported": str(tmp_path / "imp.jsonl")}, n_boot=20, device="cpu")
-    (tmp_path / "imp.jsonl").write_text("".join(json.dumps({"item_id": i.id, "text": "An answer."}) + "\n" for i in items))
+    run = RunConfig(
+        n=len(items),
+        data=str(_items_file(tmp_path, items)),
+        models=(str(folder), "imported"),
+        imports={"imported": str(tmp_path / "imp.jsonl")},
+        n_boot=20,
+        device="cpu",
+    )
+    (tmp_path / "imp.jsonl").write_text(
+        "".join(json.dumps({"item_id": i.id, "text": "An answer."}) + "\n" for i in items)
+    )
     with pytest.raises(InterpError, match=r"1 of the run's 5 items have no reference answer \('noref'\)"):
         run_dbg(run, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists()
@@ -201,7 +249,14 @@ def test_a_file_where_a_run_keeps_a_folder_is_one_line(folder, tmp_path, smollm2
     out.mkdir()
     (out / folder).write_text("not a folder")
     model = _tiny(tmp_path / "m", smollm2_tokenizer, seed=1)
-    run = RunConfig(n=2, data=str(_items_file(tmp_path)), models=(str(model), "imported"), imports={"imported": str(tmp_path / "imp.jsonl")}, n_boot=20, device="cpu")
+    run = RunConfig(
+        n=2,
+        data=str(_items_file(tmp_path)),
+        models=(str(model), "imported"),
+        imports={"imported": str(tmp_path / "imp.jsonl")},
+        n_boot=20,
+        device="cpu",
+    )
     with pytest.raises(InterpError, match=f"{folder} is a file where the run keeps a folder"):
         run_dbg(run, out, progress=False, overwrite=True)
     assert sorted(p.name for p in out.iterdir()) == [folder]

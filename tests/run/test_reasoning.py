@@ -16,9 +16,24 @@ from interp.run.store import RunDir
 from interp.storage import read_jsonl
 
 ITEMS = [  # id, query, reference, the reasoning author's raw answer (as R1-distill and Sky-T1 write them)
-    ("capital", "What is the capital of France?", "Paris.", "<think>\nFrance... its capital is Paris.\n</think>\n\nThe capital of France is Paris."),
-    ("boil", "At what temperature does water boil?", "100 C.", "Boiling point at sea level, 100 C I recall.\n</think>\nWater boils at 100 degrees Celsius."),
-    ("legs", "How many legs does a spider have?", "Eight.", "<|begin_of_thought|>Arachnids: eight.<|end_of_thought|>\n<|begin_of_solution|>A spider has eight legs.<|end_of_solution|>"),
+    (
+        "capital",
+        "What is the capital of France?",
+        "Paris.",
+        "<think>\nFrance... its capital is Paris.\n</think>\n\nThe capital of France is Paris.",
+    ),
+    (
+        "boil",
+        "At what temperature does water boil?",
+        "100 C.",
+        "Boiling point at sea level, 100 C I recall.\n</think>\nWater boils at 100 degrees Celsius.",
+    ),
+    (
+        "legs",
+        "How many legs does a spider have?",
+        "Eight.",
+        "<|begin_of_thought|>Arachnids: eight.<|end_of_thought|>\n<|begin_of_solution|>A spider has eight legs.<|end_of_solution|>",
+    ),
     ("sky", "Why is the sky blue?", "Rayleigh.", "Air scatters blue light more than red."),
 ]
 MARK = ("<think>", "</think>", "begin_of_thought", "end_of_thought", "begin_of_solution")
@@ -47,7 +62,10 @@ def test_markers_come_from_the_chat_template():
     assert markers_for_template(r1) == (("<think>", "</think>"),)
     own = "{{ '<reflect_step>' }}...{{ '</reflect_step>' }} <|begin_of_thought|>"
     found = markers_for_template(own)
-    assert ("<|begin_of_thought|>", "<|end_of_thought|>") in found and ("<reflect_step>", "</reflect_step>") not in found
+    assert ("<|begin_of_thought|>", "<|end_of_thought|>") in found and (
+        "<reflect_step>",
+        "</reflect_step>",
+    ) not in found
     custom = "{{ '<deep_reasoning>' }} ... {{ '</deep_reasoning>' }}"
     assert ("<deep_reasoning>", "</deep_reasoning>") in markers_for_template(custom)
     assert markers_for_template(None) == (KNOWN_MARKERS[0],)
@@ -63,7 +81,9 @@ def test_an_answer_that_is_all_reasoning_is_refused_as_empty(tmp_path):
 
 def test_reasoning_does_not_count_against_the_word_cap(tmp_path):
     path = tmp_path / "model_outputs.json"
-    path.write_text(json.dumps([{"instruction": "q?", "output": "<think>" + "word " * 500 + "</think>The short answer."}]))
+    path.write_text(
+        json.dumps([{"instruction": "q?", "output": "<think>" + "word " * 500 + "</think>The short answer."}])
+    )
     [response] = imported_responses(path, [Item("q", "helpfulness", "q?", "r")], "r1", max_words=20)
     assert response.text == "The short answer." and len(response.reasoning.split()) == 500
 
@@ -71,16 +91,31 @@ def test_reasoning_does_not_count_against_the_word_cap(tmp_path):
 def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.run import judging
 
-    (tmp_path / "items.jsonl").write_text("".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS))
-    (tmp_path / "model_outputs.json").write_text(json.dumps([{"instruction": q, "output": raw, "generator": "r1"} for _, q, _, raw in ITEMS]))
+    (tmp_path / "items.jsonl").write_text(
+        "".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS)
+    )
+    (tmp_path / "model_outputs.json").write_text(
+        json.dumps([{"instruction": q, "output": raw, "generator": "r1"} for _, q, _, raw in ITEMS])
+    )
     prompts: list[str] = []
     real = judging.tokenized_judge_prompt
-    monkeypatch.setattr(judging, "tokenized_judge_prompt", lambda *a, **k: prompts.append(real(*a, **k).text) or real(*a, **k))
+    monkeypatch.setattr(
+        judging, "tokenized_judge_prompt", lambda *a, **k: prompts.append(real(*a, **k).text) or real(*a, **k)
+    )
     judge = str(tiny_llama_dir)
     config = RunConfig(
-        n=len(ITEMS), data=str(tmp_path / "items.jsonl"), models=(judge, "r1-distill"), judges=[judge], n_boot=20, device="cpu",
-        max_new_tokens=4, max_words=30, imports={"r1-distill": str(tmp_path / "model_outputs.json")}, empty_answers="judge", attention="none",
-    )  # fmt: skip
+        n=len(ITEMS),
+        data=str(tmp_path / "items.jsonl"),
+        models=(judge, "r1-distill"),
+        judges=[judge],
+        n_boot=20,
+        device="cpu",
+        max_new_tokens=4,
+        max_words=30,
+        imports={"r1-distill": str(tmp_path / "model_outputs.json")},
+        empty_answers="judge",
+        attention="none",
+    )
     out = tmp_path / "run"
     summary = run_dbg(config, out, progress=False)
     assert len(prompts) == 2 * len(ITEMS)
@@ -91,7 +126,9 @@ def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path
     assert judged["legs"] == "A spider has eight legs." and judged["sky"] == "Air scatters blue light more than red."
     kept = paths.read_reasoning()["r1-distill"]
     assert set(kept) == {"capital", "boil", "legs"}  # "sky" had none: no line
-    assert kept["boil"]["text"] == "Boiling point at sea level, 100 C I recall." and kept["boil"]["chars"] == len(kept["boil"]["text"])
+    assert kept["boil"]["text"] == "Boiling point at sea level, 100 C I recall." and kept["boil"]["chars"] == len(
+        kept["boil"]["text"]
+    )
     assert paths.reasoning("r1-distill").parent == out / "reasoning"
     rows = {(r["model"], r["item_id"]): r for r in read_jsonl(paths.responses)}
     assert rows[("r1-distill", "legs")]["reasoning_words"] == 2 and rows[("r1-distill", "sky")]["reasoning_chars"] == 0
@@ -115,7 +152,11 @@ def test_a_served_reasoning_model_is_judged_on_its_answer_and_its_reasoning_kept
     items = sample_items(builtin_items(), n=2, seed=0)
     server = FakeServer()
     message = {"content": "<think>draft</think>\nThe answer.", "reasoning_content": "apart"}
-    server.handler = lambda path, headers, body: (200, {"choices": [{"message": message}], "usage": {"completion_tokens": 9}}, {})
+    server.handler = lambda path, headers, body: (
+        200,
+        {"choices": [{"message": message}], "usage": {"completion_tokens": 9}},
+        {},
+    )
     endpoint = HTTPJudgeConfig(name="served-r1", base_url=server.url, model="m", concurrency=1)
     answers = server_responses(endpoint, items, Decoding(), progress=False)
     assert [r.text for r in answers] == ["The answer."] * 2 and [r.reasoning for r in answers] == ["apart\n\ndraft"] * 2
@@ -132,7 +173,13 @@ def test_a_cached_answer_written_before_the_rule_loses_its_reasoning_when_read(t
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     path = response_cache_path("k1")
     path.parent.mkdir(parents=True)
-    old = {"item_id": "q", "model": "m", "text": "<seed:think>plan</seed:think>Final.", "n_new_tokens": 5, "cache_key": "k1"}  # no "reasoning" key
+    old = {
+        "item_id": "q",
+        "model": "m",
+        "text": "<seed:think>plan</seed:think>Final.",
+        "n_new_tokens": 5,
+        "cache_key": "k1",
+    }  # no "reasoning" key
     path.write_text(json.dumps(old))
     markers = model_markers(SimpleNamespace(chat_template="{{ '<seed:think>' }}{{ '</seed:think>' }}"))
     found, todo = cached_responses(["k1", "k2"], "m", markers)

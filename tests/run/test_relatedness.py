@@ -42,10 +42,16 @@ def test_pls_pairs_judges_with_the_authors_they_are_related_to():
     declared = {("t1", "x"): "inheritance", ("t2", "y"): "family"}
     assert run_preference_leakage(rows, n_boot=10) == []  # no judge is an author: nothing related by default
     [row] = run_preference_leakage(rows, relatedness=declared, n_boot=10)
-    assert row["judges"] == ["t1", "t2"] and row["students"] == ["x", "y"] and row["relatedness"] == ["inheritance", "family"]
+    assert (
+        row["judges"] == ["t1", "t2"]
+        and row["students"] == ["x", "y"]
+        and row["relatedness"] == ["inheritance", "family"]
+    )
     w = {"t1": {"x": 1.0, "y": 0.0}, "t2": {"x": 0.25, "y": 0.75}}
     assert row["PLS_hard"] == pytest.approx(preference_leakage_score(w, "t1", "x", "t2", "y"))
-    assert pls_by_relatedness([row]) == {"family+inheritance": {"n_pairs": 1, "PLS_hard": row["PLS_hard"], "PLS_soft": row["PLS_soft"]}}
+    assert pls_by_relatedness([row]) == {
+        "family+inheritance": {"n_pairs": 1, "PLS_hard": row["PLS_hard"], "PLS_soft": row["PLS_soft"]}
+    }
     assert relation("g", "x", declared) == "unrelated" and relation("x", "x") == "same"
 
 
@@ -54,7 +60,10 @@ def test_relatedness_in_a_run_config_is_checked_and_keeps_old_identities():
     config = run_config_from_dict(base | {"relatedness": [{"judge": "c", "author": "b", "type": "family"}]})
     assert config.identity()["relatedness"] == [{"judge": "c", "author": "b", "type": "family"}]
     assert "relatedness" not in run_config_from_dict(base).identity()
-    for bad, message in (({"judge": "z", "author": "b", "type": "family"}, "judge of the run"), ({"judge": "c", "author": "b", "type": "cousin"}, "type")):
+    for bad, message in (
+        ({"judge": "z", "author": "b", "type": "family"}, "judge of the run"),
+        ({"judge": "c", "author": "b", "type": "cousin"}, "type"),
+    ):
         with pytest.raises(Exception, match=message):
             run_config_from_dict(base | {"relatedness": [bad]})
 
@@ -66,13 +75,26 @@ def related_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Pa
     from tests.helpers.models import save_tiny, tiny_llama_config
 
     root = tmp_path_factory.mktemp("related")
-    other = str(save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7))
-    cousin = str(save_tiny(root / "cousin", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=9))
+    other = str(
+        save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
+    )
+    cousin = str(
+        save_tiny(root / "cousin", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=9)
+    )
     me = str(tiny_llama_dir)
     config = RunConfig(
-        name="related", n=2, models=(me, other), judges=[me, other, cousin], attention="none", max_new_tokens=6, max_words=10,
-        batch_size=4, n_boot=20, empty_answers="judge", relatedness=[{"judge": cousin, "author": other, "type": "family"}],
-    )  # fmt: skip
+        name="related",
+        n=2,
+        models=(me, other),
+        judges=[me, other, cousin],
+        attention="none",
+        max_new_tokens=6,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+        empty_answers="judge",
+        relatedness=[{"judge": cousin, "author": other, "type": "family"}],
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run", config
 
@@ -90,7 +112,10 @@ def test_the_run_lens_groups_pls_by_relatedness(related_run):
 def test_the_recognition_probe_reads_yes_or_no_after_the_reason(related_run, smollm2_tokenizer):
     out, config = related_run
     prompt = recognition_prompt(smollm2_tokenizer, "Q?", "an answer", kind="post")
-    assert RECOGNITION_PROMPT.split("{instruction}")[0] in prompt.text and prompt.text[slice(*prompt.char_spans["a"])] == "an answer"
+    assert (
+        RECOGNITION_PROMPT.split("{instruction}")[0] in prompt.text
+        and prompt.text[slice(*prompt.char_spans["a"])] == "an answer"
+    )
     cousin = config.judge_specs[2]
     result = run_recognition(out, cousin, max_rationale_tokens=4)
     me, other = config.models
@@ -98,7 +123,9 @@ def test_the_recognition_probe_reads_yes_or_no_after_the_reason(related_run, smo
     rows = read_jsonl(RunDir(out).recognition(cousin))
     assert len(rows) == 2 * config.n and all(0.0 <= r["p_yes"] <= 1.0 and isinstance(r["reason"], str) for r in rows)
     related = [r for r in rows if r["author"] == other]
-    assert result[other]["accuracy"] == pytest.approx(sum(r["p_yes"] > 0.5 for r in related) / len(related))  # no exact tie here
+    assert result[other]["accuracy"] == pytest.approx(
+        sum(r["p_yes"] > 0.5 for r in related) / len(related)
+    )  # no exact tie here
     assert run_recognition(out, cousin, max_rationale_tokens=4) == result  # resumed: read back, not redone
     assert len(read_jsonl(RunDir(out).recognition(cousin))) == len(rows)
     assert json.dumps(result)

@@ -16,7 +16,9 @@ def test_sampled_answers_are_seeded_and_the_same_whatever_the_cache_held(tiny_ll
     sampled = Decoding(max_words=12, max_new_tokens=12, batch_size=2, temperature=1.0, seed=7)
     first = [r.text for r in generate_responses(tiny_llama, ITEMS, sampled, progress=False)]
     assert first != [r.text for r in generate_responses(tiny_llama, ITEMS, greedy, progress=False)]
-    assert first != [r.text for r in generate_responses(tiny_llama, ITEMS, Decoding(12, 12, 2, 1.0, seed=8), progress=False)]
+    assert first != [
+        r.text for r in generate_responses(tiny_llama, ITEMS, Decoding(12, 12, 2, 1.0, seed=8), progress=False)
+    ]
     # lose part of the cache (one answer of a batch, a whole batch): the regenerated answers are the same
     keys = [r.cache_key for r in generate_responses(tiny_llama, ITEMS, sampled, progress=False)]
     for key in keys[1:4]:
@@ -32,6 +34,12 @@ def test_sampled_answers_are_seeded_and_the_same_whatever_the_cache_held(tiny_ll
 
 def test_greedy_cache_keys_leave_out_the_sampling_settings(tiny_llama):
     prompt = "a prompt"
-    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding()) == _cache_key(tiny_llama.fingerprint(), prompt, Decoding(seed=3))
-    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama.fingerprint(), prompt, Decoding())
-    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7, seed=1))
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding()) == _cache_key(
+        tiny_llama.fingerprint(), prompt, Decoding(seed=3)
+    )
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(
+        tiny_llama.fingerprint(), prompt, Decoding()
+    )
+    assert _cache_key(tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7)) != _cache_key(
+        tiny_llama.fingerprint(), prompt, Decoding(temperature=0.7, seed=1)
+    )

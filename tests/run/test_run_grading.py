@@ -33,16 +33,40 @@ def graded_run(tmp_path_factory, tiny_llama_dir) -> tuple[Path, dict]:
     judge = str(tiny_llama_dir)
     items = [Item(f"m{i}", "helpfulness", f"What is {i} + {i}?") for i in range(N)]
     decoding = Decoding(max_words=10, max_new_tokens=6, batch_size=4)
-    own = {r.item_id: r.text for r in generate_responses(load_model(judge), items, decoding, name=judge, progress=False)}
+    own = {
+        r.item_id: r.text for r in generate_responses(load_model(judge), items, decoding, name=judge, progress=False)
+    }
     references = {item.id: (final_answer(own[item.id]) if i % 2 == 0 else "12345") for i, item in enumerate(items)}
     data = root / "items.jsonl"
-    data.write_text("".join(json.dumps({"id": i.id, "task": i.task, "query": i.query, "reference": references[i.id]}) + "\n" for i in items))
+    data.write_text(
+        "".join(
+            json.dumps({"id": i.id, "task": i.task, "query": i.query, "reference": references[i.id]}) + "\n"
+            for i in items
+        )
+    )
     answers = root / "key.jsonl"
-    answers.write_text("".join(json.dumps({"item_id": i.id, "text": f"The answer is \\boxed{{{references[i.id] if n < 3 else 'no'}}}"}) + "\n" for n, i in enumerate(items)))
+    answers.write_text(
+        "".join(
+            json.dumps({"item_id": i.id, "text": f"The answer is \\boxed{{{references[i.id] if n < 3 else 'no'}}}"})
+            + "\n"
+            for n, i in enumerate(items)
+        )
+    )
     config = RunConfig(
-        name="graded", data=f"jsonl:{data}", n=N, models=(judge, "key"), judges=[judge], imports={"key": str(answers)},
-        grader="math", attention="none", max_new_tokens=6, max_words=10, batch_size=4, n_boot=20, empty_answers="judge",
-    )  # fmt: skip
+        name="graded",
+        data=f"jsonl:{data}",
+        n=N,
+        models=(judge, "key"),
+        judges=[judge],
+        imports={"key": str(answers)},
+        grader="math",
+        attention="none",
+        max_new_tokens=6,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+        empty_answers="judge",
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run", {"judge": judge, "references": references, "own": own}
 
@@ -85,7 +109,14 @@ def test_resuming_a_graded_run_grades_nothing_again(graded_run, tiny_llama_dir):
 
 
 def test_a_grader_with_nothing_to_grade_is_one_line_before_any_work(tmp_path, tiny_llama_dir):
-    config = RunConfig(name="g", n=2, models=(str(tiny_llama_dir), "x"), judges=[str(tiny_llama_dir)], imports={"x": "none.jsonl"}, grader="code")
+    config = RunConfig(
+        name="g",
+        n=2,
+        models=(str(tiny_llama_dir), "x"),
+        judges=[str(tiny_llama_dir)],
+        imports={"x": "none.jsonl"},
+        grader="code",
+    )
     with pytest.raises(InterpError, match="grader = 'code' but none of the run's 2 items has a 'tests'"):
         run_dbg(config, tmp_path / "run", progress=False)
     assert not (tmp_path / "run").exists() or not any((tmp_path / "run").iterdir())
@@ -93,12 +124,17 @@ def test_a_grader_with_nothing_to_grade_is_one_line_before_any_work(tmp_path, ti
 
 def test_items_carry_tests_and_the_default_grader_keeps_old_identities(tmp_path):
     data = tmp_path / "code.jsonl"
-    data.write_text(json.dumps({"id": "c1", "task": "helpfulness", "query": "add", "tests": ["assert add(1, 2) == 3"]}) + "\n")
+    data.write_text(
+        json.dumps({"id": "c1", "task": "helpfulness", "query": "add", "tests": ["assert add(1, 2) == 3"]}) + "\n"
+    )
     (item,) = load_items(f"jsonl:{data}")
     assert item.tests == ("assert add(1, 2) == 3",) and item.record()["tests"] == ["assert add(1, 2) == 3"]
     assert "tests" not in Item("x", "helpfulness", "q").record()
     plain = run_config_from_dict({"name": "a"})
-    assert "grader" not in plain.identity() and run_config_from_dict({"name": "a", "grader": "code"}).identity()["grader"] == "code"
+    assert (
+        "grader" not in plain.identity()
+        and run_config_from_dict({"name": "a", "grader": "code"}).identity()["grader"] == "code"
+    )
 
 
 def test_the_report_shows_the_graded_answers_and_chen_table(graded_run):
@@ -119,7 +155,13 @@ def test_code_answers_are_run_against_the_items_tests_in_the_sandbox(tmp_path):
         Item("c2", "helpfulness", "Write add(a, b).", tests=("assert add(2, 2) == 4",)),
         Item("c3", "helpfulness", "No tests here."),
     ]
-    responses = {"m": {"c1": "```python\ndef add(a, b):\n    return a + b\n```", "c2": "def add(a, b):\n    return a - b", "c3": "anything"}}
+    responses = {
+        "m": {
+            "c1": "```python\ndef add(a, b):\n    return a + b\n```",
+            "c2": "def add(a, b):\n    return a - b",
+            "c3": "anything",
+        }
+    }
     counts = grade_run_answers(tmp_path / "correctness.jsonl", items, responses, ["m"], "code")
     lines = {row["item_id"]: row for row in read_jsonl(tmp_path / "correctness.jsonl")}
     assert set(lines) == {"c1", "c2"} and lines["c1"]["correct"] and not lines["c2"]["correct"]

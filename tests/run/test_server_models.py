@@ -30,7 +30,11 @@ ITEMS = sample_items(builtin_items(), n=3, seed=0)
 
 
 def alpaca_outputs(path, items, generator="gpt-x"):
-    path.write_text(json.dumps([{"instruction": f"  {i.query} ", "output": f"answer to {i.id}", "generator": generator} for i in items]))
+    path.write_text(
+        json.dumps(
+            [{"instruction": f"  {i.query} ", "output": f"answer to {i.id}", "generator": generator} for i in items]
+        )
+    )
     return path
 
 
@@ -72,14 +76,27 @@ def test_config_checks_servers_and_imports():
         run_config_from_dict({"models": ["a", "b"], "imports": {"a": "f.json"}, "judges": ["a"]})
     config = run_config_from_dict({"models": ["s", "b"], "imports": {"b": "f.json"}, "servers": [server]})
     assert config.judge_specs == ["s"]  # imported answers cannot judge
-    moved = run_config_from_dict({"models": ["s", "b"], "imports": {"b": "f.json"}, "servers": [server | {"base_url": "http://10.0.0.2/v1", "concurrency": 8}]})
+    moved = run_config_from_dict(
+        {
+            "models": ["s", "b"],
+            "imports": {"b": "f.json"},
+            "servers": [server | {"base_url": "http://10.0.0.2/v1", "concurrency": 8}],
+        }
+    )
     assert moved.identity() == config.identity()  # where the server lives is not the run's identity
 
 
 def test_a_local_judge_reads_attention_over_imported_answers(tmp_path, tiny_llama_dir):
     x, y = alpaca_outputs(tmp_path / "x.json", ITEMS, "x"), tmp_path / "y.jsonl"
     y.write_text("\n".join(json.dumps({"item_id": i.id, "response": f"I think {i.id} is hard."}) for i in ITEMS))
-    config = RunConfig(n=3, models=("x", "y"), imports={"x": str(x), "y": str(y)}, judges=[str(tiny_llama_dir)], n_boot=10, batch_size=4)
+    config = RunConfig(
+        n=3,
+        models=("x", "y"),
+        imports={"x": str(x), "y": str(y)},
+        judges=[str(tiny_llama_dir)],
+        n_boot=10,
+        batch_size=4,
+    )
     run_dbg(config, tmp_path / "run", progress=False)
     paths = RunDir(tmp_path / "run")
     assert paths.read_responses()["x"] == {i.id: f"answer to {i.id}" for i in paths.read_items()}
@@ -89,13 +106,19 @@ def test_a_local_judge_reads_attention_over_imported_answers(tmp_path, tiny_llam
 def test_server_answers_are_cached_and_never_asked_twice(tmp_path, monkeypatch):
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))
     server = FakeServer()
-    server.handler = lambda path, headers, body: (200, {"choices": [{"message": {"content": "  An answer.  "}}], "usage": {"completion_tokens": 3}}, {})
+    server.handler = lambda path, headers, body: (
+        200,
+        {"choices": [{"message": {"content": "  An answer.  "}}], "usage": {"completion_tokens": 3}},
+        {},
+    )
     endpoint = HTTPJudgeConfig(name="served", base_url=server.url, model="m", concurrency=2)
     first = server_responses(endpoint, ITEMS, Decoding(), progress=False)
     assert [r.text for r in first] == ["An answer."] * 3 and len(server.requests) == 3
     sent = sorted(r["body"]["messages"][0]["content"] for r in server.requests)
     assert sent == sorted(server_prompt(endpoint, i, Decoding()) for i in ITEMS)
-    again = server_responses(endpoint.model_copy(update={"base_url": server.url + "/", "concurrency": 1}), ITEMS, Decoding(), progress=False)
+    again = server_responses(
+        endpoint.model_copy(update={"base_url": server.url + "/", "concurrency": 1}), ITEMS, Decoding(), progress=False
+    )
     assert again == first and len(server.requests) == 3
 
 
@@ -113,21 +136,40 @@ def test_unreachable_server_fails_in_one_line_and_keeps_finished_answers(tmp_pat
     monkeypatch.setattr("interp.run.gold.http.HTTPJudge.backoff_base", 0.001)
     with pytest.raises(InterpError, match="unreachable after 3 attempts"):
         server_responses(endpoint, ITEMS, Decoding(), progress=False)
-    kept = [response_cache_path(server_cache_key(endpoint, server_prompt(endpoint, i, Decoding()), Decoding())).exists() for i in ITEMS]
+    kept = [
+        response_cache_path(server_cache_key(endpoint, server_prompt(endpoint, i, Decoding()), Decoding())).exists()
+        for i in ITEMS
+    ]
     assert kept == [True, True, False]
 
 
 @pytest.mark.slow
-def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_again(tmp_path, llama_server, monkeypatch):
+def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_again(
+    tmp_path, llama_server, monkeypatch
+):
     """Answers and DBG judging from the server; a SIGKILL mid-generation; the resume asks only for the
     answers not yet cached, then judges."""
     monkeypatch.setenv("INTERP_CACHE", str(tmp_path / "cache"))  # here and in the runs below
     env = dict(os.environ, TQDM_DISABLE="1")
     other = alpaca_outputs(tmp_path / "other.json", sample_items(builtin_items(), n=4, seed=0), "other")
     config = {
-        "name": "served", "n": 4, "models": ["smollm2-server", "other"], "max_new_tokens": 48, "max_words": 40,
-        "attention": "none", "n_boot": 10, "imports": {"other": str(other)},
-        "servers": [{"name": "smollm2-server", "base_url": llama_server, "model": "smollm2", "concurrency": 1, "top_logprobs": 10}],
+        "name": "served",
+        "n": 4,
+        "models": ["smollm2-server", "other"],
+        "max_new_tokens": 48,
+        "max_words": 40,
+        "attention": "none",
+        "n_boot": 10,
+        "imports": {"other": str(other)},
+        "servers": [
+            {
+                "name": "smollm2-server",
+                "base_url": llama_server,
+                "model": "smollm2",
+                "concurrency": 1,
+                "top_logprobs": 10,
+            }
+        ],
     }
     import tomli_w
 
@@ -138,7 +180,9 @@ def test_a_run_on_a_real_llama_cpp_server_resumes_after_sigkill_without_asking_a
     endpoint = HTTPJudgeConfig(**config["servers"][0])
     items = sample_items(builtin_items(), n=4, seed=0)
     decoding = Decoding(max_words=40, max_new_tokens=48, batch_size=8)
-    cached = [response_cache_path(server_cache_key(endpoint, server_prompt(endpoint, i, decoding), decoding)) for i in items]
+    cached = [
+        response_cache_path(server_cache_key(endpoint, server_prompt(endpoint, i, decoding), decoding)) for i in items
+    ]
     process = subprocess.Popen(command, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 300
     while sum(p.exists() for p in cached) < 2 and time.monotonic() < deadline and process.poll() is None:

@@ -27,9 +27,17 @@ def tie_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Path, 
     root = tmp_path_factory.mktemp("ties")
     other = save_tiny(root / "other", tiny_llama_config(smollm2_tokenizer), LlamaForCausalLM, smollm2_tokenizer, seed=7)
     config = RunConfig(
-        name="ties", n=3, models=(str(tiny_llama_dir), str(other)), ties=True, attention="none",
-        max_new_tokens=6, max_words=10, batch_size=4, n_boot=20, empty_answers="judge",
-    )  # fmt: skip
+        name="ties",
+        n=3,
+        models=(str(tiny_llama_dir), str(other)),
+        ties=True,
+        attention="none",
+        max_new_tokens=6,
+        max_words=10,
+        batch_size=4,
+        n_boot=20,
+        empty_answers="judge",
+    )
     run_dbg(config, root / "run", progress=False)
     return root / "run", config
 

@@ -43,9 +43,21 @@ def is_backend(obj) -> bool:
 
 
 __all__ = [
-    "BACKENDS", "AttentionMode", "Backend", "BackendName", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit", "ScoreBias",
-    "SiteEdit", "check_backend_fits", "is_backend", "left_pad", "make_backend",
-]  # fmt: skip
+    "BACKENDS",
+    "AttentionMode",
+    "Backend",
+    "BackendName",
+    "Batch",
+    "ColumnAwareHook",
+    "PatternHook",
+    "ResidEdit",
+    "ScoreBias",
+    "SiteEdit",
+    "check_backend_fits",
+    "is_backend",
+    "left_pad",
+    "make_backend",
+]
 
 
 def check_backend_fits(model: LoadedModel, backend: str, *, probe: bool = True) -> None:
@@ -90,4 +102,3 @@ def make_backend(model: LoadedModel, backend: str = "hf", *, attention: Attentio
 
         return NNsightBackend.boot(model, attention)
     raise InterpError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")
-

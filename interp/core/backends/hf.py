@@ -57,7 +57,6 @@ def _edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
     ]
 
 
-
 class PrefixCache(DynamicCache):
     """A shared prefix's keys and values. Once `frozen`, the suffix pass reads it without growing it: each
     layer attends to prefix + suffix keys, and the suffix's are dropped when the layer is done (kept, every
@@ -104,7 +103,9 @@ class HFBackend:
         batch = batch.to(self.model.device)
         handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
         handles += _edit_hooks(self.model.hf_model, resid_edit or {})
-        attention = span_rows_attention(self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager")
+        attention = span_rows_attention(
+            self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"
+        )
         if site_edit:
             attention = _both(site_hooks(self.model.hf_model, site_edit), attention)
         return _call_hooked(
@@ -124,7 +125,9 @@ class HFBackend:
         device = self.model.device
         cache = PrefixCache(config=hf_model.config)
         with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attention == "eager"):
-            hf_model(input_ids=layout.prefix_ids(batch).to(device), past_key_values=cache, use_cache=True, logits_to_keep=1)
+            hf_model(
+                input_ids=layout.prefix_ids(batch).to(device), past_key_values=cache, use_cache=True, logits_to_keep=1
+            )
             cache.batch_repeat_interleave(batch.input_ids.shape[0])
         cache.frozen = True
         handles = []
@@ -153,7 +156,9 @@ def _both(first: contextlib.AbstractContextManager, second: contextlib.AbstractC
         yield
 
 
-def _call_hooked(hf_model: torch.nn.Module, handles: list, attention: contextlib.AbstractContextManager, **inputs) -> Tensor:
+def _call_hooked(
+    hf_model: torch.nn.Module, handles: list, attention: contextlib.AbstractContextManager, **inputs
+) -> Tensor:
     """One forward pass with the given hooks inside `attention` (which sets the layers' attention up and
     restores it); the hooks are removed whatever happens."""
     try:

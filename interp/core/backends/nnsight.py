@@ -40,7 +40,9 @@ class NNsightBackend:
         # nnsight builds a transformers pipeline, which moves the model to the pipeline's device unless told
         # where it is (a sharded model, with its device map, is never moved).
         where = {} if getattr(traced_model, "hf_device_map", None) else {"device": model.device}
-        return cls(model, LanguageModel(traced_model, tokenizer=model.tokenizer, **where), traced_model, attention=attention)
+        return cls(
+            model, LanguageModel(traced_model, tokenizer=model.tokenizer, **where), traced_model, attention=attention
+        )
 
     def forward(
         self,

@@ -83,10 +83,16 @@ def check_intervention_takes_effect(backend) -> None:
     if layers != list(range(model.n_layers)):
         raise _refuse(model, f"its config says {model.n_layers} layers but attention patterns came from {len(layers)}")
     if any(plain[layer] is None or masked.get(layer) is None for layer in layers):
-        raise _refuse(model, "its attention layers return no attention pattern to the hook (they bypass the hooked attention function)")
+        raise _refuse(
+            model,
+            "its attention layers return no attention pattern to the hook (they bypass the hooked attention function)",
+        )
     shapes = {tuple(plain[layer].shape[:2]) for layer in layers}
     if shapes != {(1, model.n_heads)}:
-        raise _refuse(model, f"its config says {model.n_heads} heads but its attention patterns have {sorted(s[1] for s in shapes)}")
+        raise _refuse(
+            model,
+            f"its config says {model.n_heads} heads but its attention patterns have {sorted(s[1] for s in shapes)}",
+        )
     before = torch.stack([plain[layer][..., -(n - key - 1) :, key] for layer in layers])
     after = torch.stack([masked[layer][..., -(n - key - 1) :, key] for layer in layers])
     rows_masked = bool((before > 0).any()) and not bool((after.abs() > 1e-6).any())

@@ -27,9 +27,19 @@ from interp.core.models import LoadedModel
 from interp.core.sites import SiteEdit
 
 __all__ = [
-    "BACKENDS", "AttentionMode", "BackendName", "Backend", "Batch", "ColumnAwareHook", "PatternHook", "ResidEdit",
-    "RowAwareHook", "ScoreBias", "SiteEdit", "left_pad",
-]  # fmt: skip
+    "BACKENDS",
+    "AttentionMode",
+    "BackendName",
+    "Backend",
+    "Batch",
+    "ColumnAwareHook",
+    "PatternHook",
+    "ResidEdit",
+    "RowAwareHook",
+    "ScoreBias",
+    "SiteEdit",
+    "left_pad",
+]
 
 PatternHook = Callable[[int, Tensor], None]
 AttentionMode = Literal["sdpa", "eager"]  # sdpa: fast kernels + the rows a hook reads; eager: the reference
@@ -62,7 +72,6 @@ def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[Batch, list[int]]
     ids = torch.tensor([[pad_id] * off + s for s, off in zip(sequences, offsets)], dtype=torch.long)
     mask = torch.tensor([[0] * off + [1] * len(s) for s, off in zip(sequences, offsets)], dtype=torch.long)
     return Batch(ids, mask), offsets
-
 
 
 @runtime_checkable

@@ -129,4 +129,3 @@ def suffix_biases(layout: SharedPrefixLayout, score_bias: ScoreBias | None) -> S
             by_tensor[id(bias)] = suffix
         remapped[layer] = by_tensor[id(bias)]
     return remapped
-

@@ -5,7 +5,7 @@ lower 22 layers and token embeddings are the base's, bit for bit. Judging the sa
 its organisms, the lower layers' hidden states (and their attention patterns) are the same for every one of
 them; `SharedTrunkBackend` computes them once per batch (`Trunk`, kept for the whole run) and runs each judge
 only through its own top layers, fed the trunk's hidden states (`inputs_embeds`), as organism training does
-with its frozen lower layers (`interp.organisms.train.frozen_states`). A score bias (an attention mask or
+with its frozen lower layers (`interp.organisms.frozen.frozen_states`). A score bias (an attention mask or
 dampening) is the same for every judge of the group when their prompts are the same: the trunk applies its
 lower layers' part, keyed by the bias, and each judge its own layers' part.
 
@@ -67,7 +67,9 @@ def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
         return True
     ta = dict(a.named_parameters()) | dict(a.named_buffers())
     tb = dict(b.named_parameters()) | dict(b.named_buffers())
-    return ta.keys() == tb.keys() and all(ta[k].shape == tb[k].shape and ta[k].dtype == tb[k].dtype and torch.equal(ta[k], tb[k]) for k in ta)
+    return ta.keys() == tb.keys() and all(
+        ta[k].shape == tb[k].shape and ta[k].dtype == tb[k].dtype and torch.equal(ta[k], tb[k]) for k in ta
+    )
 
 
 def shared_layers(a: torch.nn.Module, b: torch.nn.Module) -> int:
@@ -109,7 +111,9 @@ def _digest(batch: Batch, rows: int | None, score_bias: ScoreBias) -> tuple:
     for layer in sorted(score_bias):
         bias = score_bias[layer]
         if id(bias) not in seen:
-            seen[id(bias)] = hashlib.sha256(bias.detach().cpu().contiguous().numpy().tobytes() + str(tuple(bias.shape)).encode()).hexdigest()
+            seen[id(bias)] = hashlib.sha256(
+                bias.detach().cpu().contiguous().numpy().tobytes() + str(tuple(bias.shape)).encode()
+            ).hexdigest()
         h.update(f"|{layer}:{seen[id(bias)]}".encode())
     return (h.hexdigest(), tuple(batch.input_ids.shape), rows)
 
@@ -151,12 +155,28 @@ class Trunk:
             handles = []
             if rows is not None:
                 for layer, (_, module) in enumerate(modules):
-                    handles.append(module.register_forward_hook(lambda _m, _i, out, layer=layer: patterns.__setitem__(layer, out[1].detach().clone())))
+                    handles.append(
+                        module.register_forward_hook(
+                            lambda _m, _i, out, layer=layer: patterns.__setitem__(layer, out[1].detach().clone())
+                        )
+                    )
             last = decoder_stack(hf_model).layers[self.layers - 1]
-            handles.append(last.register_forward_hook(lambda _m, _i, out: captured.__setitem__("h", (out[0] if isinstance(out, tuple) else out).detach().clone())))
+            handles.append(
+                last.register_forward_hook(
+                    lambda _m, _i, out: captured.__setitem__(
+                        "h", (out[0] if isinstance(out, tuple) else out).detach().clone()
+                    )
+                )
+            )
             try:
                 with torch.inference_mode(), span_rows_attention(hf_model, rows, score_bias):
-                    hf_model(input_ids=batch.input_ids, attention_mask=batch.attention_mask, position_ids=batch.position_ids, use_cache=False, logits_to_keep=1)
+                    hf_model(
+                        input_ids=batch.input_ids,
+                        attention_mask=batch.attention_mask,
+                        position_ids=batch.position_ids,
+                        use_cache=False,
+                        logits_to_keep=1,
+                    )
             finally:
                 for handle in handles:
                     handle.remove()
@@ -184,15 +204,24 @@ class SharedTrunkBackend:
         shared_prefix: int = 0,
         site_edit: SiteEdit | None = None,
     ) -> Tensor:
-        if resid_edit or site_edit:  # an edit of the residual stream or a node may touch the lower layers: the plain pass
+        if (
+            resid_edit or site_edit
+        ):  # an edit of the residual stream or a node may touch the lower layers: the plain pass
             return self.plain.forward(
-                batch, on_pattern=on_pattern, score_bias=score_bias, resid_edit=resid_edit, shared_prefix=shared_prefix, site_edit=site_edit
+                batch,
+                on_pattern=on_pattern,
+                score_bias=score_bias,
+                resid_edit=resid_edit,
+                shared_prefix=shared_prefix,
+                site_edit=site_edit,
             )
         rows = rows_for(on_pattern)
         start = self.trunk.layers
         score_bias = score_bias or {}
         entry = self.trunk.of(batch, rows, {layer: bias for layer, bias in score_bias.items() if layer < start})
-        own_bias = {layer - start: bias for layer, bias in score_bias.items() if layer >= start}  # this judge's layers, counted from its first
+        own_bias = {
+            layer - start: bias for layer, bias in score_bias.items() if layer >= start
+        }  # this judge's layers, counted from its first
         if on_pattern is not None:
             for layer in range(start):
                 on_pattern(layer, entry.patterns[layer])
@@ -202,13 +231,20 @@ class SharedTrunkBackend:
             handles = []
             if on_pattern is not None:
                 for offset, (_, module) in enumerate(attention_modules(hf_model)):
-                    handles.append(module.register_forward_hook(lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])))
+                    handles.append(
+                        module.register_forward_hook(
+                            lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])
+                        )
+                    )
             try:
                 with torch.inference_mode(), span_rows_attention(hf_model, rows, own_bias):
                     out = hf_model(
-                        inputs_embeds=entry.hidden.to(self.model.device), attention_mask=batch.attention_mask, position_ids=batch.position_ids,
-                        use_cache=False, logits_to_keep=1,
-                    )  # fmt: skip
+                        inputs_embeds=entry.hidden.to(self.model.device),
+                        attention_mask=batch.attention_mask,
+                        position_ids=batch.position_ids,
+                        use_cache=False,
+                        logits_to_keep=1,
+                    )
             finally:
                 for handle in handles:
                     handle.remove()
@@ -224,7 +260,10 @@ def trunk_backends(models: Mapping[str, LoadedModel], *, min_share: float = MIN_
     for name in names:
         model = models[name]
         for group in groups:
-            if model.placement.device_map is None and shared_layers(models[group[0]].hf_model, model.hf_model) >= min_share * model.n_layers:
+            if (
+                model.placement.device_map is None
+                and shared_layers(models[group[0]].hf_model, model.hf_model) >= min_share * model.n_layers
+            ):
                 group.append(name)
                 break
         else:
@@ -256,7 +295,9 @@ class TrunkPool:
         if model.placement.device_map is not None:
             return plain
         for trunk in self.trunks:
-            if trunk.layers < model.n_layers and (trunk.model is model or shared_layers(trunk.model.hf_model, model.hf_model) >= trunk.layers):
+            if trunk.layers < model.n_layers and (
+                trunk.model is model or shared_layers(trunk.model.hf_model, model.hf_model) >= trunk.layers
+            ):
                 return SharedTrunkBackend(model, trunk, plain)
         for other in held:
             if other is model or other.placement.device_map is not None:

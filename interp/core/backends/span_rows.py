@@ -100,8 +100,12 @@ def span_rows_attention_forward(
     inner = getattr(module, INNER_ATTR, None)
     if inner is not None:
         if attention_mask is None:
-            raise RuntimeError(f"{type(module).__name__}: no attention mask reached the layer to compute its pattern with")
-        return _with_inner_sites(module, inner, query, key, value, _additive(attention_mask, bias, query.dtype), rows, **kwargs)
+            raise RuntimeError(
+                f"{type(module).__name__}: no attention mask reached the layer to compute its pattern with"
+            )
+        return _with_inner_sites(
+            module, inner, query, key, value, _additive(attention_mask, bias, query.dtype), rows, **kwargs
+        )
     if rows is None and bias is None and softcap is None and not request.eager:  # nothing asked: transformers' SDPA
         return sdpa_attention_forward(module, query, key, value, attention_mask, **kwargs)
     if attention_mask is None:
@@ -125,7 +129,14 @@ def span_rows_attention_forward(
 
 
 def _with_inner_sites(
-    module: torch.nn.Module, inner: InnerSites, query: Tensor, key: Tensor, value: Tensor, mask: Tensor, rows: int | None, **kwargs
+    module: torch.nn.Module,
+    inner: InnerSites,
+    query: Tensor,
+    key: Tensor,
+    value: Tensor,
+    mask: Tensor,
+    rows: int | None,
+    **kwargs,
 ) -> tuple[Tensor, Tensor | None]:
     """The layer as pattern x values, each through its hook point (`interp.core.sites`, "attn.hook_pattern" and
     "attn.hook_v"): the pattern is the family's eager one (scaling, softcapping, the mask and bias), the values

@@ -34,7 +34,9 @@ class TransformerLensBackend:
         # shares every weight tensor, so the user's model object stays untouched and costs no extra memory.
         hf_model = shared_weight_copy(model.hf_model)
         name_or_path = getattr(hf_model.config, "_name_or_path", "") or type(hf_model).__name__
-        bridge = TransformerBridge.boot_transformers(name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device=str(model.device))
+        bridge = TransformerBridge.boot_transformers(
+            name_or_path, hf_model=hf_model, tokenizer=model.tokenizer, device=str(model.device)
+        )
         return cls(model, bridge)
 
     def forward(
@@ -50,15 +52,24 @@ class TransformerLensBackend:
         hooks = []
         for name, fn in (site_edit or {}).items():  # the same names as TransformerLens' own hook points
             if name not in self.bridge.hook_dict:
-                raise InterpError(f"hook point {name!r} does not exist on this TransformerLens bridge; use the hf backend")
+                raise InterpError(
+                    f"hook point {name!r} does not exist on this TransformerLens bridge; use the hf backend"
+                )
             hooks.append((name, lambda act, hook, fn=fn: _or_same(fn(act), act)))
         for layer, bias in (score_bias or {}).items():
-            hooks.append((f"blocks.{layer}.attn.hook_attn_scores", lambda scores, hook, bias=bias: scores + bias.to(scores.device)))
+            hooks.append(
+                (
+                    f"blocks.{layer}.attn.hook_attn_scores",
+                    lambda scores, hook, bias=bias: scores + bias.to(scores.device),
+                )
+            )
         for layer, edit in (resid_edit or {}).items():
             hooks.append((f"blocks.{layer}.hook_resid_post", lambda resid, hook, edit=edit: edit(resid)))
         if on_pattern is not None:
             for layer in range(self.model.n_layers):
-                hooks.append((f"blocks.{layer}.attn.hook_pattern", lambda pattern, hook, layer=layer: on_pattern(layer, pattern)))
+                hooks.append(
+                    (f"blocks.{layer}.attn.hook_pattern", lambda pattern, hook, layer=layer: on_pattern(layer, pattern))
+                )
         batch = batch.to(self.model.device)
         with torch.inference_mode():
             logits = self.bridge.run_with_hooks(
@@ -69,4 +80,3 @@ class TransformerLensBackend:
                 return_type="logits",
             )
         return final_logits(logits)
-

@@ -23,7 +23,21 @@ from interp.run.gold.reference import (
 )
 
 __all__ = [
-    "TIE_TOLERANCE", "GoldJudge", "ModelJudge", "Pair", "ReportsChecks", "RecordedJudge", "ReferenceJudge", "aggregate_gold", "answer_match_score",
-    "check_gold_judges", "distinct_trigram_ratio", "gold_verdicts", "normalize_answer", "reference_score", "run_gold",
-    "token_f1", "verdict",
-]  # fmt: skip
+    "TIE_TOLERANCE",
+    "GoldJudge",
+    "ModelJudge",
+    "Pair",
+    "ReportsChecks",
+    "RecordedJudge",
+    "ReferenceJudge",
+    "aggregate_gold",
+    "answer_match_score",
+    "check_gold_judges",
+    "distinct_trigram_ratio",
+    "gold_verdicts",
+    "normalize_answer",
+    "reference_score",
+    "run_gold",
+    "token_f1",
+    "verdict",
+]

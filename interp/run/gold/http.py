@@ -126,9 +126,13 @@ class HTTPJudge:
         if mode not in MODES:
             raise InterpError(f"HTTP judge {name!r}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
         if retries < 0 or concurrency < 1 or top_logprobs < 1 or not timeout > 0:
-            raise InterpError(f"HTTP judge {name!r}: retries must be >= 0, concurrency and top_logprobs >= 1, timeout > 0")
+            raise InterpError(
+                f"HTTP judge {name!r}: retries must be >= 0, concurrency and top_logprobs >= 1, timeout > 0"
+            )
         if not base_url.startswith(("http://", "https://")):
-            raise InterpError(f"HTTP judge {name!r}: base_url must start with http:// or https://, e.g. http://127.0.0.1:8000/v1")
+            raise InterpError(
+                f"HTTP judge {name!r}: base_url must start with http:// or https://, e.g. http://127.0.0.1:8000/v1"
+            )
         if api_key_env is not None and not os.environ.get(api_key_env):
             raise InterpError(f"HTTP judge {name!r}: environment variable {api_key_env} (its API key) is not set")
         self.name = name
@@ -191,7 +195,9 @@ class HTTPJudge:
             reason = _one_line(f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
         else:
             return
-        raise InterpError(f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable ({self._redact(reason)}); check its base_url")
+        raise InterpError(
+            f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable ({self._redact(reason)}); check its base_url"
+        )
 
     def __repr__(self) -> str:
         return (
@@ -216,7 +222,10 @@ class HTTPJudge:
         """P(response_a better) per pair: the mean of P(A) with A first and P(B) with the order swapped."""
         jobs = []
         for pair in pairs:
-            for order, (a, b) in (("ab", (pair.response_a, pair.response_b)), ("ba", (pair.response_b, pair.response_a))):
+            for order, (a, b) in (
+                ("ab", (pair.response_a, pair.response_b)),
+                ("ba", (pair.response_b, pair.response_a)),
+            ):
                 jobs.append((pair.item, order, a, b))
         before = dict(self.stats)
         if self.concurrency > 1 and len(jobs) > 1:
@@ -240,13 +249,18 @@ class HTTPJudge:
         if no_logprobs:
             log.warning(
                 "HTTP judge %s: %d of %d judgments came without logprobs; their generated label counts 1.0/0.0",
-                self.name, no_logprobs, n_jobs,
+                self.name,
+                no_logprobs,
+                n_jobs,
             )
         if non_label:
             log.warning(
                 "HTTP judge %s: %d of %d judgments had neither A nor B among the top %d tokens; counted as 0.5 "
                 "(see .stats and .flagged)",
-                self.name, non_label, n_jobs, self.top_logprobs,
+                self.name,
+                non_label,
+                n_jobs,
+                self.top_logprobs,
             )
 
     def judge_order(self, item, order: str, response_a: str, response_b: str) -> dict[str, Any]:
@@ -262,8 +276,14 @@ class HTTPJudge:
         probs, mass, source = self._probabilities(top, generated, item_id=item.id, order=order)
         top_token = max(top, key=lambda entry: entry[1])[0] if top else generated
         return {
-            "item_id": item.id, "order": order, "p_a": probs["A"], "p_b": probs["B"],
-            "mass_a": mass["A"], "mass_b": mass["B"], "source": source, "top_token": top_token,
+            "item_id": item.id,
+            "order": order,
+            "p_a": probs["A"],
+            "p_b": probs["B"],
+            "mass_a": mass["A"],
+            "mass_b": mass["B"],
+            "source": source,
+            "top_token": top_token,
         }
 
     def _logprob_fields(self) -> dict[str, Any]:
@@ -341,7 +361,9 @@ class HTTPJudge:
         if self.api_key_env is not None:
             key = os.environ.get(self.api_key_env)
             if not key:
-                raise InterpError(f"HTTP judge {self.name}: environment variable {self.api_key_env} (its API key) is not set")
+                raise InterpError(
+                    f"HTTP judge {self.name}: environment variable {self.api_key_env} (its API key) is not set"
+                )
             headers["Authorization"] = f"Bearer {key}"
         return headers
 
@@ -382,7 +404,14 @@ class HTTPJudge:
                     delay = min(self.backoff_cap, self.backoff_base * 2**attempt)
                     if failure.retry_after is not None:
                         delay = max(delay, min(failure.retry_after, _MAX_RETRY_AFTER))
-                    log.info("HTTP judge %s: attempt %d of %d failed (%s); retrying in %.2f s", self.name, attempt + 1, attempts, reason, delay)
+                    log.info(
+                        "HTTP judge %s: attempt %d of %d failed (%s); retrying in %.2f s",
+                        self.name,
+                        attempt + 1,
+                        attempts,
+                        reason,
+                        delay,
+                    )
                     time.sleep(delay)
         # raised outside any `except` block, so no transport exception (with its request headers) is chained
         raise InterpError(
@@ -405,7 +434,9 @@ class HTTPJudge:
             raise failure
         status = response.status_code
         if status == 429 or status >= 500:
-            raise _Retryable(f"HTTP {status} {response.reason_phrase}: {_one_line(response.text, 200)}", _retry_after(response))
+            raise _Retryable(
+                f"HTTP {status} {response.reason_phrase}: {_one_line(response.text, 200)}", _retry_after(response)
+            )
         if status >= 400:
             hint = ""
             if status == 400 and self.logprobs and "logprob" in response.text.lower():

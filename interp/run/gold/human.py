@@ -37,12 +37,12 @@ def _vote(record: dict, models: Sequence[str], where: str) -> tuple[str, float] 
     else:
         item_id = record.get("item_id")
         if not isinstance(item_id, str) or not item_id:
-            raise InterpError(f"{where}: missing field \"item_id\" (or MT-Bench's \"question_id\")")
+            raise InterpError(f'{where}: missing field "item_id" (or MT-Bench\'s "question_id")')
     if winner in TIES:
         return item_id, 0.5
     if winner in (first, second):
         return item_id, 1.0 if winner == first else 0.0
-    raise InterpError(f"{where}: \"winner\" must be {first!r}, {second!r} or \"tie\", not {winner!r}")
+    raise InterpError(f'{where}: "winner" must be {first!r}, {second!r} or "tie", not {winner!r}')
 
 
 def human_labels(path: str | Path, items: Sequence[Item], models: Sequence[str]) -> dict[str, float]:
@@ -55,5 +55,7 @@ def human_labels(path: str | Path, items: Sequence[Item], models: Sequence[str])
             votes.setdefault(vote[0], []).append(vote[1])
     labelled = {item.id: sum(votes[item.id]) / len(votes[item.id]) for item in items if item.id in votes}
     if not labelled:
-        raise InterpError(f"{path}: no human label for any of the run's {len(items)} items and the pair {models[0]} / {models[1]}")
+        raise InterpError(
+            f"{path}: no human label for any of the run's {len(items)} items and the pair {models[0]} / {models[1]}"
+        )
     return labelled

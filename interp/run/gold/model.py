@@ -22,11 +22,16 @@ class ModelJudge:
         labels = label_tokens(model.tokenizer)
         prompts, names = [], []
         for pair in pairs:
-            for order, (a, b) in (("ab", (pair.response_a, pair.response_b)), ("ba", (pair.response_b, pair.response_a))):
+            for order, (a, b) in (
+                ("ab", (pair.response_a, pair.response_b)),
+                ("ba", (pair.response_b, pair.response_a)),
+            ):
                 prompts.append(tokenized_judge_prompt(model, pair.item.task, pair.item.query, a, b))
                 names.append(f"item {pair.item.id!r} (order {order})")
         results: list[Judgment] = []
         for start in range(0, len(prompts), self.batch_size):
             chunk = slice(start, start + self.batch_size)
-            results += judge_batch(self.backend, prompts[chunk], labels, queries=None, judge=f"{self.name} (gold)", names=names[chunk])
+            results += judge_batch(
+                self.backend, prompts[chunk], labels, queries=None, judge=f"{self.name} (gold)", names=names[chunk]
+            )
         return [0.5 * (results[2 * i].probs["A"] + results[2 * i + 1].probs["B"]) for i in range(len(pairs))]

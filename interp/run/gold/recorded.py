@@ -58,19 +58,19 @@ def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], floa
         where = f"{path}:{line_number}"
         item_id = record.get("item_id")
         if not isinstance(item_id, str) or not item_id:
-            raise InterpError(f"{where}: missing field \"item_id\" (a non-empty string)")
+            raise InterpError(f'{where}: missing field "item_id" (a non-empty string)')
         p_a = _recorded_probability(record, where)
         has_a, has_b = "response_a" in record, "response_b" in record
         if has_a != has_b:
-            raise InterpError(f"{where}: give both \"response_a\" and \"response_b\", or neither")
+            raise InterpError(f'{where}: give both "response_a" and "response_b", or neither')
         if has_a:
             if not isinstance(record["response_a"], str) or not isinstance(record["response_b"], str):
-                raise InterpError(f"{where}: \"response_a\" and \"response_b\" must be strings")
+                raise InterpError(f'{where}: "response_a" and "response_b" must be strings')
             key: object = (item_id, record["response_a"], record["response_b"])
         else:
             key = item_id
         if key in first_line:
-            raise InterpError(f"{where}: duplicate verdict for item \"{item_id}\" (first on line {first_line[key]})")
+            raise InterpError(f'{where}: duplicate verdict for item "{item_id}" (first on line {first_line[key]})')
         first_line[key] = line_number
         if has_a:
             by_texts[(item_id, record["response_a"], record["response_b"])] = p_a
@@ -83,14 +83,14 @@ def _read_recorded_verdicts(path: Path) -> tuple[dict[tuple[str, str, str], floa
 
 def _recorded_probability(record: Mapping[str, object], where: str) -> float:
     if ("p_a" in record) == ("winner" in record):
-        raise InterpError(f"{where}: give exactly one of \"p_a\" (a probability) or \"winner\" (\"A\" or \"B\")")
+        raise InterpError(f'{where}: give exactly one of "p_a" (a probability) or "winner" ("A" or "B")')
     if "winner" in record:
         winner = record["winner"]
         verdicts = {"A": 1.0, "B": 0.0, "TIE": 0.5, "T": 0.5}
         if not isinstance(winner, str) or winner.strip().upper() not in verdicts:
-            raise InterpError(f"{where}: \"winner\" must be \"A\", \"B\" or \"tie\", not {winner!r}")
+            raise InterpError(f'{where}: "winner" must be "A", "B" or "tie", not {winner!r}')
         return verdicts[winner.strip().upper()]
     p_a = record["p_a"]
     if isinstance(p_a, bool) or not isinstance(p_a, (int, float)) or not 0.0 <= p_a <= 1.0:
-        raise InterpError(f"{where}: \"p_a\" must be a number between 0 and 1, not {p_a!r}")
+        raise InterpError(f'{where}: "p_a" must be a number between 0 and 1, not {p_a!r}')
     return float(p_a)

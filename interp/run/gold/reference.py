@@ -58,7 +58,9 @@ class ReferenceJudge:
     def p_first(self, pairs: Sequence[Pair]) -> list[float]:
         chrf = CHRF()
         return [
-            verdict(reference_score(pair.item, pair.response_a, chrf), reference_score(pair.item, pair.response_b, chrf))
+            verdict(
+                reference_score(pair.item, pair.response_a, chrf), reference_score(pair.item, pair.response_b, chrf)
+            )
             for pair in pairs
         ]
 

@@ -1,0 +1,132 @@
+"""The frozen lower layers of organism training: LoRA sits on the top layers only, so the residual stream
+entering the first trained layer never changes for a prompt. It is computed once per example (right-padded
+batches: padding after a prompt cannot change its causal hidden states), cached on disk under a key of the
+model, the layer and the prompts, and every training pass runs the top layers from it.
+`check_frozen_split` measures that cached states + top layers are the same function as the full model.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+from pathlib import Path
+from typing import Any, Callable, Sequence
+
+import torch
+from tqdm.auto import tqdm
+
+from interp.core.backends.shared_trunk import decoder_stack, layers_between
+from interp.core.placement import input_device
+
+
+class _Stop(Exception):
+    pass
+
+
+def hidden_before(
+    hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int
+) -> list[torch.Tensor]:
+    """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
+    captured: dict[str, torch.Tensor] = {}
+
+    def grab(module, args, kwargs):
+        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        raise _Stop
+
+    width = max(len(p) for p in prompts)
+    ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=input_device(hf_model))
+    mask = torch.zeros((len(prompts), width), dtype=torch.long, device=input_device(hf_model))
+    for row, prompt in enumerate(prompts):
+        ids[row, : len(prompt)] = torch.tensor(list(prompt))
+        mask[row, : len(prompt)] = 1
+    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.inference_mode(), contextlib.suppress(_Stop):
+            hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
+    finally:
+        handle.remove()
+    return [captured["h"][row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
+
+
+def frozen_states(
+    hf_model: torch.nn.Module,
+    layer: int,
+    examples: Sequence[Any],  # training examples: each has `input_ids`
+    pad_id: int,
+    *,
+    cache: Path | None,
+    key: str,
+    progress: bool,
+    compute: Callable[[list[int]], list[torch.Tensor]] | None = None,
+) -> tuple[list[torch.Tensor], bool]:
+    """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
+    the second value says whether they were read. `compute`: the states of a batch of example indices another
+    way (`key` must then name that way). States computed off the CPU are keyed by their device type too (other
+    kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the model's device."""
+    device = input_device(hf_model)
+    keyed = [key, layer, [ex.input_ids for ex in examples]] + ([device.type] if device.type != "cpu" else [])
+    digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
+    path = Path(cache) / f"frozen-{digest}.pt" if cache is not None else None
+    if path is not None and path.is_file():
+        return torch.load(path, map_location=device), True
+    hidden: list[torch.Tensor | None] = [None] * len(examples)
+    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
+    for s in range(0, len(by_length), 8):
+        chunk = by_length[s : s + 8]
+        states = (
+            compute(chunk)
+            if compute is not None
+            else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
+        )
+        for index, h in zip(chunk, states):
+            hidden[index] = h
+        bar.update(len(chunk))
+    bar.close()
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        torch.save([h.cpu() for h in hidden], path.with_suffix(".tmp"))
+        path.with_suffix(".tmp").replace(path)
+    return hidden, False
+
+
+def only_layers_from(hf_model: torch.nn.Module, start: int):
+    """Run the model's forward through decoder layers `start`.. only (feed the cached hidden as inputs_embeds)."""
+    return layers_between(hf_model, start)
+
+
+def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tensor) -> torch.Tensor:
+    """The residual entering decoder layer `stop`, from `hidden` entering layer `start` (one unpadded prompt)."""
+    if stop == start:
+        return hidden
+    captured: dict[str, torch.Tensor] = {}
+
+    def grab(module, args, kwargs):
+        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        raise _Stop
+
+    handle = decoder_stack(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        with torch.inference_mode(), only_layers_from(hf_model, start), contextlib.suppress(_Stop):
+            hf_model(inputs_embeds=hidden, use_cache=False)
+    finally:
+        handle.remove()
+    return captured["h"]
+
+
+def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
+    with only_layers_from(hf_model, start):
+        out = hf_model(inputs_embeds=hidden, use_cache=False, logits_to_keep=1)
+    return out.logits[:, -1]
+
+
+def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:
+    """Max |logit difference| between the full forward and cached-hidden + top layers (~1e-5 when exact)."""
+    with torch.inference_mode():
+        full = hf_model(
+            input_ids=torch.tensor([list(input_ids)], device=input_device(hf_model)), use_cache=False, logits_to_keep=1
+        ).logits[:, -1]
+        (hidden,) = hidden_before(hf_model, start, [input_ids, list(input_ids) + [pad_id] * 3], pad_id)[:1]
+        split = final_logits_from(hf_model, start, hidden)
+    return float((full - split).abs().max())
