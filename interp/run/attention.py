@@ -49,27 +49,49 @@ def read_shards(shard_dir: Path) -> dict[str, tuple[torch.Tensor, torch.Tensor]]
     return by_key
 
 
+def stack_shards(
+    by_key: dict[str, tuple[torch.Tensor, torch.Tensor]],
+    keys: Sequence[Sequence[str]],
+    shape: tuple[int, int, int, int],
+    missing: str,
+) -> tuple[torch.Tensor, torch.Tensor]:
+    """The shards' rows as `mass [i, j, layer, head, span]` and `span_tokens [i, j, span]`, row `keys[i][j]`
+    (`shape`: j's count, layers, heads, spans); a key absent from `by_key` stops with `missing` (formatted with
+    the key)."""
+    mass = torch.full((len(keys), *shape), float("nan"))
+    counts = torch.zeros(len(keys), shape[0], shape[-1])
+    for i, row in enumerate(keys):
+        for j, key in enumerate(row):
+            if key not in by_key:
+                raise InterpError(missing.format(key=key))
+            mass[i, j], counts[i, j] = by_key[key]
+    return mass, counts
+
+
+def index_header(judge: str, model: LoadedModel, queries: str) -> dict:
+    """The fields every consolidated attention index starts with: whose, read where, with which tokenizer and shape."""
+    return {
+        "judge": judge,
+        "queries": queries,
+        "tokenizer": tokenizer_fingerprint(model.tokenizer),
+        "n_layers": model.n_layers,
+        "n_heads": model.n_heads,
+    }
+
+
 def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], queries: str) -> None:
     """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index (spans a, b, and the
     judge's rationale when it wrote one: `cot`)."""
     by_key = read_shards(paths.attention_shards(judge))
     records = {record.key: record for record in paths.read_judgments(judge)}
     spans = ["a", "b", "rationale"][: next(iter(by_key.values()))[0].shape[-1]] if by_key else ["a", "b"]
-    shape = (len(items), len(ORDERS), model.n_layers, model.n_heads, len(spans))
-    mass = torch.full(shape, float("nan"))
-    counts = torch.zeros(len(items), len(ORDERS), len(spans))
-    for i, item in enumerate(items):
-        for o, order in enumerate(ORDERS):
-            key = f"{item.id}|{order}"
-            if key not in by_key or key not in records:
-                raise InterpError(f"attention for {judge} {key} is missing; re-run the judging step")
-            mass[i, o], counts[i, o] = by_key[key]
-    index = {
-        "judge": judge,
-        "queries": queries,
-        "tokenizer": tokenizer_fingerprint(model.tokenizer),
-        "n_layers": model.n_layers,
-        "n_heads": model.n_heads,
+    judged = {key: rows for key, rows in by_key.items() if key in records}
+    keys = [[f"{item.id}|{order}" for order in ORDERS] for item in items]
+    shape = (len(ORDERS), model.n_layers, model.n_heads, len(spans))
+    mass, counts = stack_shards(
+        judged, keys, shape, f"attention for {judge} {{key}} is missing; re-run the judging step"
+    )
+    index = index_header(judge, model, queries) | {
         "dims": ["item", "order", "layer", "head", "span"],
         "orders": list(ORDERS),
         "spans": spans,

@@ -20,18 +20,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
 from safetensors.torch import save
 from tqdm.auto import tqdm
 
 from interp.core.backends import Backend
-from interp.core.fingerprint import tokenizer_fingerprint
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt
 from interp.data import Item
-from interp.errors import InterpError
-from interp.run.attention import read_shards, write_shard
+from interp.run.attention import index_header, read_shards, stack_shards, write_shard
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.store import RunDir
 from interp.storage import (
@@ -146,20 +143,12 @@ def consolidate_pointwise_attention(
     """Shards -> `attention/<judge>.pointwise.safetensors` (`mass [item, author, layer, head, span]`, spans a and
     rationale; `span_tokens [item, author, span]`) with a JSON index."""
     by_key = read_shards(paths.pointwise_attention(judge, ""))
-    mass = torch.full((len(items), len(authors), model.n_layers, model.n_heads, len(POINTWISE_SPANS)), float("nan"))
-    counts = torch.zeros(len(items), len(authors), len(POINTWISE_SPANS))
-    for i, item in enumerate(items):
-        for a, author in enumerate(authors):
-            key = pointwise_key(item.id, author)
-            if key not in by_key:
-                raise InterpError(f"pointwise attention for {judge} {key} is missing; resume the run")
-            mass[i, a], counts[i, a] = by_key[key]
-    index = {
-        "judge": judge,
-        "queries": queries,
-        "tokenizer": tokenizer_fingerprint(model.tokenizer),
-        "n_layers": model.n_layers,
-        "n_heads": model.n_heads,
+    keys = [[pointwise_key(item.id, author) for author in authors] for item in items]
+    shape = (len(authors), model.n_layers, model.n_heads, len(POINTWISE_SPANS))
+    mass, counts = stack_shards(
+        by_key, keys, shape, f"pointwise attention for {judge} {{key}} is missing; resume the run"
+    )
+    index = index_header(judge, model, queries) | {
         "dims": ["item", "author", "layer", "head", "span"],
         "authors": list(authors),
         "spans": list(POINTWISE_SPANS),
