@@ -185,7 +185,10 @@ class RunConfig(PlacementKeys):
     models: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
     judges: list[str] | None = Field(None, min_length=1)  # default: both models judge
     backend: str = "hf"
-    batch_size: int = Field(8, ge=1)
+    batch_size: int = Field(8, ge=1)  # judged pairs per forward pass
+    # answers per `generate` call: a greedy answer does not depend on it (left padding), and generating on a CPU
+    # is bound by reading the weights once per token, so 24 rows cost little more than 8 (`interp.run.responses`)
+    generation_batch_size: int = Field(24, ge=1)
     max_words: int = Field(200, ge=1)
     max_new_tokens: int = Field(256, ge=1)
     ties: bool = False  # A/T/B labels instead of A/B

@@ -36,7 +36,7 @@ from interp.experiments.design import TestDesign, judge_identity, resolve_contro
 from interp.experiments.engine import own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
-from interp.run.responses import Decoding
+from interp.run.responses import decoding_of
 from interp.run.rewriting import Original, Rewriter, as_responses, check_style, rewrite
 from interp.run.store import Run, RunDir, read_run
 from interp.storage import atomic_write_text, write_jsonl_atomic
@@ -268,7 +268,7 @@ def restyle_run(
     originals = [
         Original(author, item, source.responses[author][item.id]) for author in config.models for item in source.items
     ]
-    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    decoding = decoding_of(config)
     texts = rewrite(originals, rewriter, decoding, model=local, progress=progress)
     key = restyle_key(source, rewriter, local.fingerprint() if local is not None else None, texts)
     config = derived_config(source, key, where)

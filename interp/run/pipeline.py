@@ -38,7 +38,7 @@ from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_prompt_record, judge_tasks, run_judging
 from interp.run.reasoning import reasoning_row
-from interp.run.responses import Decoding, Response, check_generation_lengths, generate_responses
+from interp.run.responses import Response, check_generation_lengths, decoding_of, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
@@ -100,7 +100,7 @@ def prepare_responses(
         if config.empty_answers == "refuse":
             check_answers_not_empty(existing, items)
         return existing
-    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    decoding = decoding_of(config)
     records = []
     for spec in config.models:
         if answers is not None and spec in answers:
@@ -362,7 +362,7 @@ def check_models(
     that each generation prompt still to run, plus max_new_tokens, fits its model's context, and read every
     imported answer file (`given`: authors whose answers are given, not generated)."""
     existing = paths.read_responses()
-    decoding = Decoding(max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.batch_size)
+    decoding = decoding_of(config)
     used = []  # local models that will answer or judge
     for spec in config.models:
         missing = [item for item in items if item.id not in existing.get(spec, {})]

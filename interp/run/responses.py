@@ -44,6 +44,13 @@ class Decoding:
         return self.temperature > 0
 
 
+def decoding_of(config) -> "Decoding":
+    """A run's decoding settings (`RunConfig`: max_words, max_new_tokens, generation_batch_size)."""
+    return Decoding(
+        max_words=config.max_words, max_new_tokens=config.max_new_tokens, batch_size=config.generation_batch_size
+    )
+
+
 @dataclass(frozen=True)
 class Response:
     item_id: str
@@ -176,6 +183,10 @@ def generate_responses(
         model, [items[i] for chunk in chunks for i in chunk], decoding, name=name, treatment=treatment
     )
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
+    from transformers import StoppingCriteriaList
+
+    from interp.run.stop_text import StopText
+
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
     sampling = (
         {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0}
@@ -196,8 +207,9 @@ def generate_responses(
                 attention_mask=batch.attention_mask,
                 max_new_tokens=decoding.max_new_tokens,
                 pad_token_id=tokenizer.pad_token_id,
-                stop_strings=stop_strings,
-                tokenizer=tokenizer if stop_strings else None,
+                stopping_criteria=StoppingCriteriaList(
+                    [StopText(tokenizer, stop_strings, batch.input_ids.shape[1])] if stop_strings else []
+                ),
                 **sampling,
             )
         new_tokens = out[:, batch.input_ids.shape[1] :]
