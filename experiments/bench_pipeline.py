@@ -244,34 +244,44 @@ def dbg_process(tmp: Path, label: str, n: int) -> subprocess.Popen:
     """A small `interp dbg` (n items, SmolLM2 judging, no report) with its own empty answer cache."""
     config = tmp / f"{label}.toml"
     config.write_text(COMPANY_CONFIG.format(n=n))
-    args = [sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(tmp / label), "--no-report", "--json"]
+    args = [sys.executable, "-m", "interp.cli", "dbg", str(config), "--out", str(tmp / label), "--no-report"]
+    args += ["--json", "--timings"]
     env = cli_env(empty_cache(tmp / f"{label}-cache"))
     env.pop("INTERP_THREADS", None)  # each run sizes its threads to the free cores: what this figure measures
-    return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
-def timed(processes: list[subprocess.Popen], start: float) -> list[float]:
+def timed(processes: list[subprocess.Popen], start: float, threads: list | None = None) -> list[float]:
+    """Each process's wall seconds from `start`; `threads` gets each run's torch thread counts (`--timings`)."""
     seconds = []
     for process in processes:
-        _, err = process.communicate()
+        out, err = process.communicate()
         if process.returncode != 0:
             raise RuntimeError(
                 f"interp dbg failed: {err.strip().splitlines()[-1] if err.strip() else process.returncode}"
             )
         seconds.append(time.perf_counter() - start)
+        if threads is not None:
+            threads.append(json.loads(out)["timings"]["torch_threads_used"])
     return seconds
 
 
-def company_figures(n: int = 4) -> None:
+def company_figures(n: int = 16) -> None:
+    """Two `interp dbg` runs of `n` items started together against one alone, each sizing its own threads; the
+    thread counts each used are printed, so a lone run that sized itself to one core (load left by a previous
+    step) is seen. With few items loading dominates and the ratio says little: the default is 16."""
     with tempfile.TemporaryDirectory() as tmp:
         tmp = Path(tmp)
         print(f"company_load_average_before: {load_average()}")
+        threads: list = []
         start = time.perf_counter()
-        (alone,) = timed([dbg_process(tmp, "alone", n)], start)
+        (alone,) = timed([dbg_process(tmp, "alone", n)], start, threads)
         start = time.perf_counter()
-        together = timed([dbg_process(tmp, "pair-1", n), dbg_process(tmp, "pair-2", n)], start)
+        together = timed([dbg_process(tmp, "pair-1", n), dbg_process(tmp, "pair-2", n)], start, threads)
         print(f"company_dbg_n{n}_alone_seconds: {alone:.1f}")
         print(f"company_dbg_n{n}_two_together_seconds: {max(together):.1f}")
+        print(f"company_alone_torch_threads_used: {' -> '.join(map(str, threads[0]))}")
+        print(f"company_pair_torch_threads_used: {' | '.join(' -> '.join(map(str, t)) for t in threads[1:])}")
         print(f"shared_slowdown_ratio: {max(together) / alone:.2f}")
         start = time.perf_counter()
         run = dbg_process(tmp, "beside-stream", n)
@@ -489,6 +499,7 @@ def main() -> None:
     parser.add_argument(
         "--company", action="store_true", help="also the slowdowns beside other runs and a stream of CLI processes"
     )
+    parser.add_argument("--company-n", type=int, default=16, help="items of each run in --company (default 16)")
     parser.add_argument("--threads-only", action="store_true", help="only the thread/wait-policy workload")
     parser.add_argument(
         "--readme",
@@ -527,7 +538,7 @@ def main() -> None:
             demo_figures("demo_full", None)
     if args.company:
         thread_figures()
-        company_figures()
+        company_figures(args.company_n)
     if args.memory:
         memory_figures(args.memory_layers)
     if args.ray:
