@@ -26,6 +26,7 @@ from interp.core.adapters import organism_base
 from interp.core.fingerprint import model_fingerprint
 from interp.core.gguf_header import gguf_architecture, gguf_shape, one_parse_per_file
 from interp.core.placement import DTYPES, Placement, input_device, resolve_placement
+from interp.core.weight_sharing import share_equal_weights
 from interp.errors import InterpError
 
 Kind = Literal["pre", "post"]
@@ -124,8 +125,12 @@ class ModelCache:
     held: set[str] = field(default_factory=set)  # names of models the caller put in (never to be loaded by name)
 
     def get(self, spec: str) -> LoadedModel:
+        """The model `spec`, loaded at its first call; weights equal to a held model's are held once
+        (`interp.core.weight_sharing`: an organism beside its base keeps only its own top layers)."""
         if spec not in self.models:
-            self.models[spec] = load_model(spec, placement=self.placement)
+            model = load_model(spec, placement=self.placement)
+            share_equal_weights(model.hf_model, [held.hf_model for held in self.models.values()])
+            self.models[spec] = model
         return self.models[spec]
 
 

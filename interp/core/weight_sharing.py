@@ -1,0 +1,48 @@
+"""Models of one job that hold the same weights hold them once.
+
+An organism is its base with a LoRA adapter merged into its top layers: loaded beside the base (or beside another
+organism of the same base), its lower layers and embeddings are equal to theirs, bit for bit, but are a second copy
+in memory. `share_equal_weights` points each such parameter at the tensor already held, so a job that judges
+SmolLM2 and its organisms holds SmolLM2's lower layers once (about 0.4 GB a SmolLM2 organism on the CPU, float32).
+
+Only parameters with the same name, shape, dtype, device and values are shared; a parameter tied to others in its
+own model (an embedding and its output head) is replaced under every name it has, so the tie holds. The models are
+for inference: a weight changed in place would change every model that shares it (`ModelCache`, the one caller,
+serves judging jobs; training loads its own models).
+"""
+
+from __future__ import annotations
+
+from typing import Iterable
+
+import torch
+
+
+def share_equal_weights(model: torch.nn.Module, others: Iterable[torch.nn.Module]) -> int:
+    """Point every parameter of `model` that equals one of `others`' (same name, shape, dtype, device, values) at
+    that parameter; returns the bytes no longer held twice."""
+    held: dict[str, list[torch.nn.Parameter]] = {}
+    for other in others:
+        if other is model:
+            continue
+        for name, parameter in other.named_parameters(remove_duplicate=False):
+            held.setdefault(name, []).append(parameter)
+    names: dict[int, list[str]] = {}  # a parameter of `model` -> every name it has there (ties)
+    params: dict[int, torch.nn.Parameter] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(parameter), []).append(name)
+        params[id(parameter)] = parameter
+    freed = 0
+    for key, parameter in params.items():
+        match = next((q for name in names[key] for q in held.get(name, []) if _equal(parameter, q)), None)
+        if match is None or match is parameter:
+            continue
+        for name in names[key]:
+            owner, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(owner) if owner else model, leaf, match)
+        freed += parameter.nbytes
+    return freed
+
+
+def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and bool(torch.equal(a, b))
