@@ -75,7 +75,7 @@ def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_f
         start = time.perf_counter()
         for offset in range(0, len(prompts), batch_size):
             chunk = prompts[offset : offset + batch_size]
-            judge_batch(backend, chunk, labels, queries="final", bias=bias_for(chunk) if bias_for else None)
+            judge_batch(backend, chunk, labels, readout="final", bias=bias_for(chunk) if bias_for else None)
         times.append(time.perf_counter() - start)
     return len(prompts) / statistics.median(times)
 

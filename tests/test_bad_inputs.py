@@ -386,10 +386,10 @@ CASES = [
         "not in the Hugging Face cache",
     ),
     case(
-        "inspect bad --queries",
-        ["inspect", "--queries", "all", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        "inspect bad --readout",
+        ["inspect", "--readout", "all", "-q", "q", "--response-a", "a", "--response-b", "b"],
         nothing,
-        "--queries",
+        "--readout",
     ),
     case(
         "inspect spec not UTF-8",

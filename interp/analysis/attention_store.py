@@ -22,6 +22,7 @@ from interp.core.attention import per_token_mean
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.core.models import own_model, own_slot
 from interp.errors import InterpError
+from interp.run.attention import migrate_index
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
 from jaxtyping import Float
@@ -75,8 +76,8 @@ class RunAttention:
         return [entry.get("task", "") for entry in self.index["items"]]
 
     @property
-    def queries(self) -> str:
-        return self.index.get("queries", "final")
+    def readout(self) -> str:
+        return self.index["readout"]
 
     @property
     def fingerprint(self) -> str | None:
@@ -253,7 +254,7 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
             f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); re-run the judging step"
         )
     try:
-        index = json.loads(index_path.read_text())
+        index = migrate_index(json.loads(index_path.read_text()))
         arrays = load_file(str(array_path))
         mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
     except (ValueError, KeyError, OSError, SafetensorError) as exc:

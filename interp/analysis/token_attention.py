@@ -133,10 +133,10 @@ def prompt_token_attention(
         capture,
         [prompt],
         label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B")),
-        queries=run.queries,
+        readout=run.readout,
     )
     pattern = capture.pattern
-    if run.queries == "final":
+    if run.readout == "final":
         weights = pattern[-1]
     else:
         first = max(prompt.spans["a"][1], prompt.spans["b"][1])

@@ -27,7 +27,7 @@ from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
 from interp.core.sites import check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
-from interp.core.attention import QuerySet, per_token_mean
+from interp.core.attention import Readout, per_token_mean
 from interp.core.backends import Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
@@ -64,7 +64,7 @@ class Judge:
         backend: Backend,
         *,
         own: str | None = None,
-        readout: QuerySet = "final",
+        readout: Readout = "final",
         batch_size: int = 8,
         **unknown: Any,
     ):
@@ -82,7 +82,7 @@ class Judge:
         check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
         self.backend = backend
         self.own = own if own is not None else own_model(backend.model.name)
-        self.readout: QuerySet = readout
+        self.readout: Readout = readout
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention | NodeIntervention] = []
@@ -105,7 +105,7 @@ class Judge:
         kind: Kind | None = None,
         attention: str = "sdpa",
         own: str | None = None,
-        readout: QuerySet = "final",
+        readout: Readout = "final",
         batch_size: int = 8,
         **unknown: Any,
     ) -> "Judge":
@@ -346,7 +346,7 @@ class Judge:
             self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools
         )
         with masks_entered(self.backend, self._active, prompts, authors, own):
-            return judge_batch(self.backend, prompts, self._labels, queries=self.readout, edit=edit)
+            return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edit=edit)
 
     def _verdict(
         self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str

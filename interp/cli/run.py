@@ -57,7 +57,7 @@ def inspect(
     response_a: str = typer.Option(..., "--response-a"),
     response_b: str = typer.Option(..., "--response-b"),
     task: str = typer.Option("helpfulness", "--task", help="helpfulness | truthfulness | translation"),
-    queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
+    readout: str = typer.Option("final", "--readout", help="final | after (every position after both responses)"),
     intervene: Optional[Path] = typer.Option(
         None, "--intervene", help="intervention spec (TOML) applied while judging"
     ),
@@ -73,8 +73,8 @@ def inspect(
     from interp.core.models import load_model
     from interp.core.spans import build_judge_prompt
 
-    if queries not in ("final", "after"):
-        raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
+    if readout not in ("final", "after"):
+        raise InterpError(f"--readout must be 'final' or 'after', not {readout!r}")
     where = placement_keys(device, dtype)
     spec = as_intervention(intervene) if intervene is not None else None
     if isinstance(spec, NodeIntervention):
@@ -86,7 +86,7 @@ def inspect(
     check_backend_fits(loaded, backend)
     runner = make_backend(loaded, backend)
     bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
-    result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
+    result = inspect_judgment(runner, query, response_a, response_b, task=task, readout=readout, bias=bias)
     if spec is not None:
         result["intervention"] = spec.to_dict()
     result["placement"] = loaded.placement.record()

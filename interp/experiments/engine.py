@@ -219,7 +219,7 @@ def judge_variant(
         shard_dir=None,
         batch_size=run.config.batch_size,
         ties=run.config.ties,
-        queries=None,
+        readout=None,
         bias_for=(
             (
                 lambda chunk: bias_builder(

@@ -134,7 +134,7 @@ def write_attention_figures(
     summary = {
         "judges": judges,
         "authors": list(first.models),
-        "queries": first.queries,
+        "readout": first.readout,
         "n_items": first.n_items,
         "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
         "top_heads": {
@@ -252,9 +252,9 @@ def _section_body(
     run_dir: Path, written: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, regression, profiles: dict
 ) -> str:
     first = next(iter(runs.values()))
-    queries = (
+    readout = (
         "the final prompt position (the verdict position)"
-        if first.queries == "final"
+        if first.readout == "final"
         else "every position after both responses"
     )
     empty = sum(int((run.span_tokens == 0).sum()) for run in runs.values())
@@ -266,7 +266,7 @@ def _section_body(
     return render(
         _SECTION,
         figure7=png_data_uri(written["figure7_png"]),
-        queries=queries,
+        readout=readout,
         n_items=first.n_items,
         depth_note=depth_note,
         empty=empty,
@@ -278,7 +278,7 @@ def _section_body(
 
 _SECTION = (
     "<p><img src='{{ figure7 }}' alt='Figure 7 grid'></p>"
-    "<p class='note'>Attention from {{ queries }} onto each response's tokens, per layer; per-token mean (mass / tokens), "
+    "<p class='note'>Attention from {{ readout }} onto each response's tokens, per layer; per-token mean (mass / tokens), "
     "mean over heads, both orders and {{ n_items }} instructions. Rows: judges; columns: response authors; right column: "
     "author difference per judge; bottom row: judge difference per author; bottom right: own minus other response per judge."
     "{{ depth_note }} Files: figures/attention_figure7.png, .pdf (mass: attention_figure7_mass.*), attention_profiles.csv."

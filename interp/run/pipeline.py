@@ -258,7 +258,7 @@ def run_dbg(
             grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
-        queries = None if config.attention == "none" else config.attention
+        readout = None if config.attention == "none" else config.attention
         runners = judge_backends(config, models)
         for judge in config.judge_specs:
             with timings.step(f"judging {judge}"):
@@ -267,23 +267,23 @@ def run_dbg(
                     continue
                 model = models.get(judge)
                 if config.mode == "pointwise":
-                    judge_pointwise(config, paths, runners[judge], judge, items, responses, queries, progress)
+                    judge_pointwise(config, paths, runners[judge], judge, items, responses, readout, progress)
                     continue
                 run_judging(
                     runners[judge],
                     judge,
                     tasks,
                     judgments_path=paths.judgments,
-                    shard_dir=paths.attention_shards(judge) if queries else None,
+                    shard_dir=paths.attention_shards(judge) if readout else None,
                     batch_size=config.batch_size,
                     ties=config.ties,
-                    queries=queries,
+                    readout=readout,
                     progress=progress,
                     cot=config.cot,
                     rationale_tokens=config.rationale_tokens,
                 )
-                if queries:
-                    consolidate_attention(paths, judge, model, items, queries)
+                if readout:
+                    consolidate_attention(paths, judge, model, items, readout)
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
@@ -302,11 +302,11 @@ def judge_pointwise(
     judge: str,
     items: Sequence[Item],
     responses: dict,
-    queries: str | None,
+    readout: str | None,
     progress: bool,
 ) -> None:
     """SALIERI's pointwise judging of every author's answers by one judge, and its attention consolidated."""
-    shards = paths.pointwise_attention(judge, "") if queries else None
+    shards = paths.pointwise_attention(judge, "") if readout else None
     tasks = pointwise_tasks(items, responses, config.models)
     run_pointwise_judging(
         backend,
@@ -316,11 +316,11 @@ def judge_pointwise(
         shard_dir=shards,
         batch_size=config.batch_size,
         max_rationale_tokens=config.rationale_tokens,
-        queries=queries,
+        readout=readout,
         progress=progress,
     )
-    if queries:
-        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, queries)
+    if readout:
+        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, readout)
 
 
 def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:

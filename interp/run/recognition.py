@@ -86,7 +86,7 @@ def recognition_probe(
             for p, r in zip(prompts, reasons)
         ]
         judgments = judge_batch(
-            backend, verdict, labels, queries=None, judge=judge, names=[f"item {i.id!r} ({a})" for i, a in chunk]
+            backend, verdict, labels, readout=None, judge=judge, names=[f"item {i.id!r} ({a})" for i, a in chunk]
         )
         append_jsonl(
             path,

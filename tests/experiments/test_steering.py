@@ -105,8 +105,8 @@ def test_coefficient_zero_reproduces_baseline_logits_exactly(tiny, backend_name)
             assert torch.equal(logits, base), (mode, positions)
     # and through judge_batch, the path the causal test uses
     labels = label_tokens(tiny.tokenizer)
-    plain = judge_batch(backend, prompts, labels, queries=None)
-    steered = judge_batch(backend, prompts, labels, queries=None, edit=steer(direction, LAYER, 0.0))
+    plain = judge_batch(backend, prompts, labels, readout=None)
+    steered = judge_batch(backend, prompts, labels, readout=None, edit=steer(direction, LAYER, 0.0))
     assert [j.probs for j in plain] == [j.probs for j in steered]
 
 

@@ -471,7 +471,7 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
             )
             for a, b in ((pair.response_a, pair.response_b), (pair.response_b, pair.response_a))
         ]
-        local_orders += judge_batch(backend, prompts, labels, queries=None)
+        local_orders += judge_batch(backend, prompts, labels, readout=None)
     local = [0.5 * (local_orders[2 * i].probs["A"] + local_orders[2 * i + 1].probs["B"]) for i in range(len(pairs))]
 
     # llama.cpp runs the Q4_1 weights with 8-bit quantised activations; HF runs the same weights dequantised

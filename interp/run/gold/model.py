@@ -32,6 +32,6 @@ class ModelJudge:
         for start in range(0, len(prompts), self.batch_size):
             chunk = slice(start, start + self.batch_size)
             results += judge_batch(
-                self.backend, prompts[chunk], labels, queries=None, judge=f"{self.name} (gold)", names=names[chunk]
+                self.backend, prompts[chunk], labels, readout=None, judge=f"{self.name} (gold)", names=names[chunk]
             )
         return [0.5 * (results[2 * i].probs["A"] + results[2 * i + 1].probs["B"]) for i in range(len(pairs))]
