@@ -10,7 +10,7 @@ SmolLM2-135M-Instruct, float32, judge prompts of ~512 tokens, batch 8 (left-padd
         `run_with_cache` (its usual call, every activation cached; also with `names_filter` keeping only the
         patterns) and nnsight's trace with every layer's
         `self_attn.output[1].save()` (eager attention, which returns patterns) -> `..._vs_ours_time_ratio`
-        (targets >= 2 and >= 1.2), and our own eager reference (`attention="eager"`).
+        (targets >= 2 and >= 1.2), and our own eager reference (`attn_implementation="eager"`).
   (ii)  peak RSS during that pass, extraction vs plain SDPA, each in fresh subprocesses (torch's CPU
         tensors are invisible to tracemalloc) -> `extraction_vs_sdpa_peak_memory_ratio` (target <= 1.10);
   (iii) peak RSS of `run_judging` (attention streamed to disk shard by shard) over 16 vs 64 instructions
@@ -319,7 +319,7 @@ def bench_time(args) -> dict:
     from interp.core.judge import judge_batch, label_tokens
 
     model, backend = load()
-    eager = make_backend(model, "hf", attention="eager")
+    eager = make_backend(model, "hf", attn_implementation="eager")
     prompts = batch_prompts(model, args.tokens, args.batch)
     labels = label_tokens(model.tokenizer)
     batch, _ = left_pad([p.input_ids for p in prompts], model.tokenizer.pad_token_id)

@@ -158,7 +158,7 @@ def main() -> int:
     fast = judged()[0]  # warm-up (kernels, allocator); the first batch's results to compare with eager
     judged(unshared)
     plain_p_a = p_a_of(plain()[0], labels)
-    eager = judge_batch(make_backend(model, "hf", attention="eager"), batches[0][0], labels, readout="final")
+    eager = judge_batch(make_backend(model, "hf", attn_implementation="eager"), batches[0][0], labels, readout="final")
     mass_difference = max(float((f.mass - e.mass).abs().max()) for f, e in zip(fast, eager))
     p_a_difference = max(abs(f.probs["A"] - e.probs["A"]) for f, e in zip(fast, eager))
     sdpa_p_a_difference = max(abs(float(p) - e.probs["A"]) for p, e in zip(plain_p_a, eager))

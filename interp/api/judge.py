@@ -28,7 +28,7 @@ from interp.hooks.spec import AttentionIntervention, validate_against
 from interp.core.sites import check_hook_names, hook_names
 from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import Readout, per_token_mean
-from interp.core.backends import Backend, is_backend, make_backend
+from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
@@ -103,7 +103,7 @@ class Judge:
         dtype: str | None = None,
         device_map: str | None = None,
         kind: Kind | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         own: str | None = None,
         readout: Readout = "final",
         batch_size: int = 8,
@@ -119,7 +119,7 @@ class Judge:
             dtype: "float32", "bfloat16" or "float16" (default: float32 on the CPU, bfloat16 on a GPU).
             device_map: "auto" shards the model over every visible GPU.
             kind: "pre" (few-shot prompts) or "post" (chat template); default: guessed from the tokenizer.
-            attention: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
+            attn_implementation: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
             own: the model whose answers are the judge's own (default: `own_model(spec)`).
             readout: "final" or "after", the positions the span attention is read from.
             batch_size: pairs per forward pass in `batch`.
@@ -130,7 +130,12 @@ class Judge:
         refuse_unknown(unknown)
         spec = _text(str(spec) if isinstance(spec, Path) else spec, "spec (the model to load)")
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
-        return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
+        return cls(
+            make_backend(model, backend, attn_implementation=attn_implementation),
+            own=own,
+            readout=readout,
+            batch_size=batch_size,
+        )
 
     @classmethod
     def wrap(
@@ -141,7 +146,7 @@ class Judge:
         name: str | None = None,
         kind: Kind | None = None,
         backend: str | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         **options: Any,
     ) -> "Judge":
         """A judge around a model you already hold, used in place (never copied or loaded again). Judging needs
@@ -155,7 +160,7 @@ class Judge:
             name: the judge's name (default: the model's folder or id); `own` defaults from it.
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             backend: "hf" (default), "transformer_lens" or "nnsight"; an nnsight model uses "nnsight".
-            attention: "sdpa" or "eager", for the hf and nnsight backends.
+            attn_implementation: "sdpa" or "eager", for the hf and nnsight backends.
             **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
@@ -163,7 +168,7 @@ class Judge:
         """
         refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
         if is_nnsight(model):
-            return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
+            return cls.from_nnsight(model, name=name, kind=kind, attn_implementation=attn_implementation, **options)
         if is_backend(model):
             return cls(model, **options)
         if isinstance(model, LoadedModel):
@@ -174,7 +179,7 @@ class Judge:
                     "Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)"
                 )
             loaded = wrap_model(model, tokenizer, name=name or model_name(model), kind=kind)
-        return cls(make_backend(loaded, backend or "hf", attention=attention), **options)
+        return cls(make_backend(loaded, backend or "hf", attn_implementation=attn_implementation), **options)
 
     @classmethod
     def from_nnsight(
@@ -183,7 +188,7 @@ class Judge:
         *,
         name: str | None = None,
         kind: Kind | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         **options: Any,
     ) -> "Judge":
         """A judge that runs its passes through your nnsight `LanguageModel` (traced, as `.trace` runs them).
@@ -192,7 +197,7 @@ class Judge:
             language_model: an nnsight `LanguageModel` with its weights loaded (dispatched).
             name: the judge's name (default: the wrapped model's folder or id).
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
-            attention: "sdpa" or "eager".
+            attn_implementation: "sdpa" or "eager".
             **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
@@ -207,7 +212,7 @@ class Judge:
         if any(p.is_meta for p in hf_model.parameters()):
             raise InterpError("this LanguageModel has no weights loaded yet; create it with dispatch=True")
         loaded = wrap_model(hf_model, tokenizer, name=name or model_name(hf_model), kind=kind)
-        backend = NNsightBackend(loaded, language_model, hf_model, attention=attention)
+        backend = NNsightBackend(loaded, language_model, hf_model, attn_implementation=attn_implementation)
         return cls(backend, **options)
 
     # ---- what it is -------------------------------------------------------------------------------

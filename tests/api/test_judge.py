@@ -233,3 +233,11 @@ def test_readout_is_not_a_specs_queries(tiny_llama):
         interp.Judge.wrap(tiny_llama, batchsize=2)
     with pytest.raises(InterpError, match="unknown readout"):
         interp.Judge.wrap(tiny_llama, readout="outside")
+
+
+def test_attn_implementation_is_not_a_run_configs_attention(tiny_llama):
+    """`attention` is a run config's key (final | after | none); how a backend computes it is `attn_implementation`."""
+    judge = interp.Judge.wrap(tiny_llama, attn_implementation="eager")
+    assert judge.backend.attn_implementation == "eager"
+    with pytest.raises(InterpError, match=r"attn_implementation=.*`attention` is a run config's key"):
+        interp.Judge.wrap(tiny_llama, attention="eager")

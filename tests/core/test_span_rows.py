@@ -332,7 +332,7 @@ def test_backend_sdpa_reduces_like_eager(family, readout, shared):
     results = {}
     for attention in ("eager", "sdpa"):
         reducer = span_reducer(spans, width, model.n_layers, model.n_heads, readout=readout)
-        backend = HFBackend(model, attention=attention)
+        backend = HFBackend(model, attn_implementation=attention)
         logits = backend.forward(batch, on_pattern=reducer, score_bias=bias, shared_prefix=shared)
         results[attention] = (logits, reducer.stacked())
         assert model.hf_model.config._attn_implementation == "eager"
@@ -348,8 +348,8 @@ def test_backend_rejects_unknown_attention():
 
     from interp.core.backends import make_backend
 
-    with pytest.raises(InterpError, match="unknown attention 'flash'"):
-        make_backend(loaded(tiny("llama")), "hf", attention="flash")
+    with pytest.raises(InterpError, match="unknown attn_implementation 'flash'"):
+        make_backend(loaded(tiny("llama")), "hf", attn_implementation="flash")
 
 
 # ---- packaged models (slow) ---------------------------------------------------------------------------

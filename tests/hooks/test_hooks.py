@@ -124,7 +124,7 @@ def check_alpha_zero_matches_oracle(model, backend, prompt, queries="outside", t
     hooked = backend.forward(batch, score_bias=bias)
     # The hf backend computes only the last position's logits (logits_to_keep=1); the other two compute all
     # positions. Match that in the oracle, so the comparison is of the masking, not of lm_head GEMM kernels.
-    attention = getattr(backend, "attention", "eager")
+    attention = getattr(backend, "attn_implementation", "eager")
     key = (id(model), tuple(prompt.input_ids), span, queries, backend.name == "hf", attention)
     if key not in _ORACLES:
         _ORACLES[key] = oracle_logits(model, prompt, span, queries, keep_last=backend.name == "hf", attention=attention)
@@ -198,9 +198,9 @@ def test_masking_response_a_changes_p_a(tiny, backend_name):
     backend = backend_for(tiny, backend_name)
     prompts = prompts_for(tiny)
     labels = label_tokens(tiny.tokenizer)
-    plain = judge_batch(backend, prompts, labels, queries=None)
+    plain = judge_batch(backend, prompts, labels, readout=None)
     spec = AttentionIntervention(target="a", alpha=0.0)
-    masked = judge_batch(backend, prompts, labels, queries=None, bias=bias_builder(spec, tiny))
+    masked = judge_batch(backend, prompts, labels, readout=None, bias=bias_builder(spec, tiny))
     for before, after in zip(plain, masked):
         assert abs(before.probs["A"] - after.probs["A"]) > 1e-6
 
@@ -460,7 +460,7 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     hf = tiny.hf_model
     prompts = prompts_for(tiny)
     batch, offsets = batch_for(tiny, prompts)
-    backend = make_backend(tiny, "hf", attention="eager")  # a plain call keeps the model's eager attention
+    backend = make_backend(tiny, "hf", attn_implementation="eager")  # a plain call keeps the model's eager attention
 
     def run():
         with torch.inference_mode():
