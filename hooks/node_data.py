@@ -3,7 +3,7 @@ means (`mean`), the donors' final positions (`resample`) and the counterfactual 
 
 Every pass records only the hook points the specs name (read-only site hooks), so a mean or a patch keeps one
 tensor per asked-for point, never a whole cache. `node_edit_builder` puts it together into the `edit` builder
-that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.intervene`, the engine) uses.
+that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.applying`, the engine) uses.
 """
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ Operations (each replaces the site's activation at the selected heads and positi
 
 A user kind: subclass `NodeIntervention`, set `op` (and `sites` if it is not for every site), implement
 `replacement(activation, context)`, decorate with `@register`. It then loads from TOML and runs wherever a
-built-in kind does (`judge.intervene`, `interp.intervene`, sweeps, the causal test).
+built-in kind does (`judge.applying`, `interp.intervene`, sweeps, the causal test).
 
 `node_edits` compiles specs to hook-point functions (`interp.core.sites`): the one mechanism on every backend.
 """
@@ -69,7 +69,7 @@ assert all(point in POINTS for point in SITES.values())
 
 
 def register(cls: type["NodeIntervention"]) -> type["NodeIntervention"]:
-    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.intervene`, sweeps) can name."""
+    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.applying`, sweeps) can name."""
     if not (isinstance(cls, type) and issubclass(cls, NodeIntervention)) or not cls.op:
         raise InterpError("register a NodeIntervention subclass with a non-empty `op`")
     if cls.op in _REGISTRY and _REGISTRY[cls.op] is not cls and _REGISTRY[cls.op].__module__ == __name__:

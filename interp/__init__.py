@@ -6,7 +6,7 @@ In a notebook:
     judge = interp.Judge.load("smollm2-135m-judge")
     v = judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
     v.p_a, v.mass                        # P(A); attention [layer, head, span]
-    with judge.intervene(target="self", alpha=0.0):
+    with judge.applying(target="self", alpha=0.0):
         judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
     interp.figure7("runs/demo")          # a matplotlib Figure
     interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame

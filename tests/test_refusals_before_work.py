@@ -146,7 +146,7 @@ def test_a_supported_architecture_passes_the_probe_and_its_mask_acts(smollm2_tok
         model = BioGptForCausalLM(BioGptConfig(intermediate_size=64, **shape))
     judge = interp.Judge.wrap(model.eval(), smollm2_tokenizer, name=architecture, own="x")
     plain = judge(QUERY, ANSWER_A, ANSWER_B, authors=("x", "y"))
-    with judge.intervene(target="a", alpha=0.0):
+    with judge.applying(target="a", alpha=0.0):
         masked = judge(QUERY, ANSWER_A, ANSWER_B, authors=("x", "y"))
     assert masked.mass[..., 0].abs().max() == 0 and plain.mass[..., 0].abs().max() > 0 and masked.p_a != plain.p_a
 

@@ -3,7 +3,7 @@
     judge = interp.Judge.load("smollm2-135m-judge")
     v = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
     v.p_a, v.p_b, v.mass            # mass: Float[Tensor, "layer head span"], span 0 = response A, 1 = B
-    with judge.intervene(target="self", alpha=0.0):
+    with judge.applying(target="self", alpha=0.0):
         masked = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
     judge.attention_pattern(query, answer_1, answer_2, layers=[20]).figure()   # full pattern, spans boxed
     with judge.trace(query, answer_1, answer_2) as tracer:                      # nnsight, spans known
@@ -18,6 +18,7 @@ uses), entered around each call and left after it.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -239,7 +240,7 @@ class Judge:
 
     @property
     def interventions(self) -> tuple[AttentionIntervention, ...]:
-        """The intervention specs of the `intervene` blocks open now, outermost first."""
+        """The intervention specs of the `applying` blocks open now, outermost first."""
         return tuple(self._active)
 
     def __repr__(self) -> str:
@@ -394,7 +395,7 @@ class Judge:
             p.pattern        # Float[Tensor, "layer head query key"]
             p.figure()       # interactive plotly heatmaps, the spans boxed
 
-        Computed by the judge's own backend pass, under any `intervene` block that is open.
+        Computed by the judge's own backend pass, under any `applying` block that is open.
 
         Args:
             query: the instruction.
@@ -439,7 +440,7 @@ class Judge:
 
         The tracer is nnsight's own (`judge.nnsight.trace(...)`) on the prompt `judge.prompt(...)` builds, one
         row without padding; it carries `tracer.prompt` (the `TokenizedPrompt`), `tracer.spans` and
-        `tracer.tokens` (a label per token). It runs the plain model: inside `judge.intervene` it is refused
+        `tracer.tokens` (a label per token). It runs the plain model: inside `judge.applying` it is refused
         (edit the model inside the trace instead, as nnsight does).
 
         Args:
@@ -454,7 +455,7 @@ class Judge:
         """
         if self._active:
             raise InterpError(
-                "judge.trace runs the plain model, not under judge.intervene: leave the intervene block, or edit the model inside the trace"
+                "judge.trace runs the plain model, not under judge.applying: leave the applying block, or edit the model inside the trace"
             )
         prompt = self.prompt(query, response_a, response_b, task=task)
         ids = torch.tensor([list(prompt.input_ids)], device=self.model.device)
@@ -466,7 +467,7 @@ class Judge:
     # ---- interventions ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def intervene(
+    def applying(
         self,
         /,
         spec: AttentionIntervention | NodeIntervention | Mapping[str, Any] | str | Path | None = None,
@@ -477,13 +478,13 @@ class Judge:
         """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
         spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
 
-            with judge.intervene(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
+            with judge.applying(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         `reference`: for `mean` and `resample`, the prompts the means or donors come from: a run (its items in
         both orders, as `interp intervene` uses without a selection split) or a list of pairs.
 
-            with judge.intervene(target="self", alpha=0.0, layers=[20, 21]):
+            with judge.applying(target="self", alpha=0.0, layers=[20, 21]):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         Every call inside the block compiles the spec against that call's prompts and authors (target
@@ -524,6 +525,16 @@ class Judge:
             del self._active[depth:]
             self._means.pop(id(spec), None)
             self._pools.pop(id(spec), None)
+
+    def intervene(self, /, spec: Any = None, *, reference: Any = None, **keys: Any):
+        """The older name of `applying`, kept so that older notebooks run; it warns. (`intervene` is the causal
+        test that re-judges a run and writes its result: `interp.intervene`, `interp intervene`.)"""
+        warnings.warn(
+            "Judge.intervene(...) is now Judge.applying(...); interp.intervene is the causal test over a run",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.applying(spec, reference=reference, **keys)
 
     @contextlib.contextmanager
     def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:

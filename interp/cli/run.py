@@ -79,7 +79,7 @@ def inspect(
     spec = as_intervention(intervene) if intervene is not None else None
     if isinstance(spec, NodeIntervention):
         raise InterpError(
-            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.intervene()"
+            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.applying()"
         )
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend

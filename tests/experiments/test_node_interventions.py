@@ -1,4 +1,4 @@
-"""Node interventions through every door: `interp intervene --spec`, `interp.intervene`, `judge.intervene`, sweeps.
+"""Node interventions through every door: `interp intervene --spec`, `interp.intervene`, `judge.applying`, sweeps.
 
 A tiny run of two 2-layer Llamas, three control judges outside it: a head_output mean ablation is tested against
 the controls and reports its share of the gap removed and Breaking the Mirror's shares; the same spec in Python
@@ -62,14 +62,14 @@ def test_a_head_output_mean_ablation_runs_the_causal_test_and_matches_python(nod
     ):
         assert key in mirror
     assert mirror["unjustified"] + mirror["legitimate"] <= record["n_test"]
-    # the variant's judgments, re-made in Python through judge.intervene with the run as reference
+    # the variant's judgments, re-made in Python through judge.applying with the run as reference
     key = written["variant_keys"][judge]["self"]
     records = [json.loads(line) for line in (run / "variants" / key / "judgments.jsonl").read_text().splitlines()]
     assert (run / "variants" / key / "means.safetensors").is_file()
     loaded = read_run(run)
     items = {item.id: item for item in loaded.items}
     held = interp.Judge.load(judge, device="cpu")
-    with held.intervene(spec, reference=run):
+    with held.applying(spec, reference=run):
         for rec in records:
             item = items[rec["item_id"]]
             a, b = (loaded.responses[rec["model_a"]][item.id], loaded.responses[rec["model_b"]][item.id])
