@@ -437,6 +437,8 @@ def _attention_keys(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         keys["alpha"] = 0.0
     elif op == "emphasis":
         keys["emphasis"] = True
+    elif keys.get("emphasis") or (isinstance(keys.get("alpha"), (int, float)) and keys["alpha"] > 1):
+        raise InterpError(f"{where}op 'dampen' takes alpha in [0, 1]; alpha > 1 raises attention: use op 'emphasis'")
     return keys
 
 

@@ -18,7 +18,9 @@ from interp.hooks.compile import (
     resolve_target,
     scale_and_renormalise,
 )
-from interp.hooks.context import dampen
+from interp.hooks.context import dampen, emphasise
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.nodes import as_intervention
 from interp.hooks.spec import AttentionIntervention, load_spec, validate_against
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -453,6 +455,13 @@ def test_dampen_applies_compile_bias_and_restores(tiny, backend_name):
     assert torch.equal(backend.forward(batch), base)
     assert "forward" not in vars(backend) and tiny.hf_model.config._attn_implementation == "eager"
 
+    raised = AttentionIntervention(target=target, alpha=3.0, layers=(1,), emphasis=True)
+    expected = backend.forward(batch, score_bias=compiled(raised, tiny, batch, offsets, prompts)[0])
+    with emphasise(backend, target, alpha=3.0, layers=[1]) as used:
+        assert used == raised
+        assert torch.equal(backend.forward(batch), expected) and not torch.equal(expected, base)
+    assert torch.equal(backend.forward(batch), base)
+
 
 def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     from interp.core.backends import make_backend
@@ -495,6 +504,14 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     with pytest.raises(InterpError, match="'alpha' = 2.0 is out of range"):
         with dampen(backend, (1, 4), alpha=2.0):
             pass
+    with pytest.raises(InterpError, match=r"dampen lowers attention .* use emphasise"):
+        with dampen(backend, emphasis_spec(4.0)):
+            pass
+    with pytest.raises(InterpError, match=r"emphasise raises attention .* use dampen"):
+        with emphasise(backend, (1, 4), alpha=0.5):
+            pass
+    with pytest.raises(InterpError, match="op 'dampen' takes alpha in \\[0, 1\\].*use op 'emphasis'"):
+        as_intervention(site="attention", op="dampen", target="a", alpha=2.0)
     with pytest.raises(InterpError, match="needs the tokenized prompts"):
         with dampen(backend, "a"):
             backend.forward(batch)
