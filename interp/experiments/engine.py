@@ -41,7 +41,7 @@ from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
-from interp.run.summary import p_first
+from interp.run.summary import p_first_model
 
 if TYPE_CHECKING:
     from interp.core.backends.shared_trunk import TrunkPool
@@ -185,7 +185,7 @@ def own_probabilities(
     run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None
 ) -> np.ndarray:
     """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
-    first = p_first(records, items if items is not None else run.items, run.config.models[0])
+    first = p_first_model(records, items if items is not None else run.items, run.config.models[0])
     return p_own_from_first(first, own or own_model(judge), run.config.models[0])
 
 

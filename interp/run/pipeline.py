@@ -194,7 +194,8 @@ def run_gold_step(
         for chunk in batches(missing, max(config.batch_size, 8)):
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
             append_jsonl(
-                paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": v} for item, v in zip(chunk, values)]
+                paths.gold,
+                [{"judge": judge.name, "item_id": item.id, "p_first_model": v} for item, v in zip(chunk, values)],
             )
             have.update({item.id: v for item, v in zip(chunk, values)})
     checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}

@@ -65,7 +65,7 @@ def organism_run(tmp_path, organisms) -> Path:
     gold = [0.9, 0.1, 0.8, 0.3, 0.5, 0.7, 0.2, 0.6]
     (root / "gold.jsonl").write_text(
         "".join(
-            json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first": p}) + "\n"
+            json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first_model": p}) + "\n"
             for i, p in enumerate(gold)
         )
     )

@@ -276,7 +276,7 @@ def tiny_run(tmp_path_factory, tiny_dir, tiny):
     atomic_write_text(
         root / "gold.jsonl",
         "".join(
-            json.dumps({"judge": "reference", "item_id": i.id, "p_first": rng.choice([0.0, 0.5, 1.0])}) + "\n"
+            json.dumps({"judge": "reference", "item_id": i.id, "p_first_model": rng.choice([0.0, 0.5, 1.0])}) + "\n"
             for i in items
         ),
     )

@@ -239,7 +239,7 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
         raise AssertionError("an intervention run must not generate or re-run gold judges")
 
     monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
-    monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_first", refuse)
+    monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_slot_a", refuse)
     out, config, _ = tiny_run
     result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), with_controls=True, progress=False)
     assert result["reused"]["responses"] == 12 and result["reused"]["responses_generated"] == 0

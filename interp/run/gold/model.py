@@ -17,7 +17,7 @@ class ModelJudge:
     name: str
     batch_size: int = 8
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         model = self.backend.model
         labels = label_tokens(model.tokenizer)
         prompts, names = [], []

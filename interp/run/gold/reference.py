@@ -55,7 +55,7 @@ class ReferenceJudge:
         if unscored:
             raise InterpError(f"the reference judge has no score for task {unscored[0]!r}; set gold.reference = false")
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         chrf = CHRF()
         return [
             verdict(
