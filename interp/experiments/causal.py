@@ -159,7 +159,7 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     names = self_judges(run, judges)
     controls = {judge: resolve_controls(run, judge, design) for judge in names}
     if design.heads == "top-heads":
-        check_random_sets(random_sets(design, names), alpha=design.test_alpha, n_tests=len(names))
+        check_random_sets(random_sets(design, names), test_alpha=design.test_alpha, n_tests=len(names))
     return selection, test, names, controls
 
 
@@ -384,7 +384,7 @@ def _test_judge(
         judged_controls[c] = evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own)
         pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
-    common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    common = dict(test_alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
     control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(
         len(controls), len(items)
@@ -413,7 +413,7 @@ def _test_judge(
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
-        "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
+        "mirror": mirror_shares(before, after, gold, test_alpha=design.test_alpha),
         "controls": {
             c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
             for c, r in judged_controls.items()

@@ -215,7 +215,7 @@ def _judge_record(
     before, after = p_own(source, judge), p_own(derived, judge)
     control_before = np.array([p_own(source, c) for c in controls]).reshape(len(controls), len(items))
     control_after = np.array([p_own(derived, c) for c in controls]).reshape(len(controls), len(items))
-    common = dict(alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
+    common = dict(test_alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
     test, gap = judge_level_test(
         before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common
     )

@@ -273,7 +273,7 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
     shutil.copytree(attention_run, run)
     a, b = read_run(run).config.models
     controls = tuple(tiny_controls(tmp_path, smollm2_tokenizer))
-    with pytest.raises(InterpError, match="can never reach alpha"):  # 19 sets cannot survive Holm over 2 judges
+    with pytest.raises(InterpError, match="can never reach --test-alpha"):  # 19 sets cannot survive Holm over 2 judges
         intervene_run(
             run,
             design=TestDesign(
