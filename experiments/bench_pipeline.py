@@ -443,11 +443,11 @@ def ray_figures(n_items: int = 6) -> None:
     from transformers import LlamaForCausalLM
 
     sys.path.insert(0, str(REPO))
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import TestDesign
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
-    from tests.experiments.test_causal import tiny_controls, tiny_pair_run
-    from tests.experiments.test_executor import files_under
+    from tests.causal.test_causal import tiny_controls, tiny_pair_run
+    from tests.causal.test_executor import files_under
     from tests.helpers.models import packaged_tokenizer, save_tiny, tiny_llama_config
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -14,7 +14,7 @@ In a notebook:
 The package is layered; a module imports only from its own layer or the layers below it:
 
 - `interp.api` | `interp.cli`  the notebook API (`Judge`, run functions) and the `interp` command line
-- `interp.experiments`  the causal-test engine, interventions with controls, sweeps, steering, the demo
+- `interp.causal`  the causal-test engine, interventions with controls, sweeps, steering, the demo
 - `interp.organisms`    judges with a known answer: their data, training and evaluation
 - `interp.report`       figures and report sections
 - `interp.analysis`     views of a finished run: stored span attention, Figure 7, heads, metric lenses

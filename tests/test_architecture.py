@@ -45,7 +45,7 @@ def _in_mounted(root: Path, *command: str) -> subprocess.CompletedProcess:
 
 
 def test_layers_contract_is_kept(mounted):
-    """pyproject's import-linter contract: cli > experiments > report > analysis > run | hooks > core > base."""
+    """pyproject's import-linter contract: cli > causal > report > analysis > run | hooks > core > base."""
     lint = Path(sys.executable).with_name("lint-imports")
     result = _in_mounted(mounted, str(lint), "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
@@ -103,7 +103,7 @@ def test_module_is_small_and_says_what_it_is(path):
 
 def test_at_least_three_subpackages():
     subpackages = [p.parent.name for p in (REPO / "interp").glob("*/__init__.py")]
-    assert {"core", "run", "metrics", "analysis", "experiments", "report", "cli"} <= set(subpackages)
+    assert {"core", "run", "metrics", "analysis", "causal", "report", "cli"} <= set(subpackages)
 
 
 # ---- one definition per notion ----------------------------------------------------------------------------

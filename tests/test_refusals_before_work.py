@@ -112,7 +112,7 @@ UNSUPPORTED = {
 def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, name):
     from interp.core.backends import check_backend_fits
     from interp.core.models import wrap_model
-    from interp.experiments.engine import Variant, check_variants
+    from interp.causal.engine import Variant, check_variants
     from interp.hooks.spec import AttentionIntervention
 
     build, architecture, why = UNSUPPORTED[name]
@@ -227,7 +227,7 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.core.models import model_identity, resolve_spec
-    from interp.experiments.design import TestDesign, resolve_controls
+    from interp.causal.design import TestDesign, resolve_controls
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -250,7 +250,7 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
 
 
 def test_random_head_sets_are_bounded():
-    from interp.experiments.design import MAX_RANDOM_HEAD_SETS, TestDesign
+    from interp.causal.design import MAX_RANDOM_HEAD_SETS, TestDesign
 
     TestDesign(heads="top-heads", top_k=2, selection_share=0.5, random_head_sets=MAX_RANDOM_HEAD_SETS)
     with pytest.raises(InterpError, match=f"more than {MAX_RANDOM_HEAD_SETS}"):

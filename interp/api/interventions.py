@@ -1,5 +1,5 @@
 """The intervention test from a notebook: `interp.intervene(run, ...)` runs the causal test of `interp intervene`
-(`interp.experiments.causal`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
+(`interp.causal.causal`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
 judge with its `Effect`s; the spec's keys and the mask choice are checked before anything runs.
 
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult
@@ -24,10 +24,10 @@ from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
 from interp.errors import InterpError
-from interp.experiments.engine import judge_pool
-from interp.experiments.causal import intervene_run
-from interp.experiments.design import design_from_options, parse_control_judges
-from interp.experiments.executor import check_executor
+from interp.causal.engine import judge_pool
+from interp.causal.causal import intervene_run
+from interp.causal.design import design_from_options, parse_control_judges
+from interp.causal.executor import check_executor
 from interp.results.causal import CausalResult, JudgeTest
 from interp.api.runs import _hold, _root
 from interp.run.store import read_run
@@ -210,7 +210,7 @@ def intervene(
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
         executor: where the (judge, variant) tasks run: "local" (this process) or "ray" (a Ray cluster,
-            `interp.experiments.executor`).
+            `interp.causal.executor`).
         max_memory: GB of judge models held at once; a control is let go once judged beyond it (default: half
             the memory available).
         **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`), or a node

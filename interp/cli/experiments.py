@@ -103,8 +103,8 @@ def intervene(
     from interp.core.timings import Timings
     from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import design_from_options
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
@@ -165,7 +165,7 @@ def sweep(
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
     from interp.config import gb_bytes
-    from interp.experiments.sweeps import load_sweep_config, run_sweep
+    from interp.causal.sweeps import load_sweep_config, run_sweep
     from interp.report.terminal import results_payload
     from interp.metrics.tables import read_table_rows
 
@@ -200,7 +200,7 @@ def steer_sweep(
 ) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
     from interp.config import gb_bytes
-    from interp.experiments.sweeps import load_steering_sweep, run_steering_sweep
+    from interp.causal.sweeps import load_steering_sweep, run_steering_sweep
 
     where = placement_keys(device, dtype, load_steering_sweep(config))
     _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
@@ -242,7 +242,7 @@ def steer(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
-    from interp.experiments.steering import steering_table
+    from interp.causal.steering import steering_table
 
     where = placement_keys(device, dtype)
     table = steering_table(

@@ -48,8 +48,8 @@ def explain(
     import json
 
     from interp.cli.experiments import _refresh_report
-    from interp.experiments.design import parse_control_judges
-    from interp.experiments.explain import EXPLAIN_METHODS, explain_run
+    from interp.causal.design import parse_control_judges
+    from interp.causal.explain import EXPLAIN_METHODS, explain_run
 
     result = explain_run(
         Path(run_dir),

@@ -37,7 +37,7 @@ def localize(
     heatmap per method with the top heads boxed (RUN/figures/localize_<judge>-<hash>_<method>.png), the table as CSV."""
     import json
 
-    from interp.experiments.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
+    from interp.causal.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
     from interp.report.localize import write_localize_figures
     from interp.run.store import RunDir, read_run
 

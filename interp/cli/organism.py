@@ -133,7 +133,7 @@ def validate(
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
-    from interp.experiments.validate import ValidationPlan, validate as run_validation
+    from interp.causal.validate import ValidationPlan, validate as run_validation
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 

@@ -154,7 +154,7 @@ def demo(
     timings: bool = timings_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
-    from interp.experiments.demo import run_demo
+    from interp.causal.demo import run_demo
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 

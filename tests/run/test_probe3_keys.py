@@ -186,7 +186,7 @@ def test_an_edited_config_is_refused_on_resume_and_on_read(label_run, tmp_path):
 
 
 def test_a_control_judge_that_owns_an_answer_is_refused(label_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.design import TestDesign, resolve_controls
+    from interp.causal.design import TestDesign, resolve_controls
 
     run, specs, _ = label_run
     loaded = read_run(run)

@@ -12,7 +12,7 @@ Responses and gold verdicts are read from the run directory, never regenerated. 
 The control judge reads the same pairs under the same mask on the same answer (the tested judge's own):
 the one the user names, or, for an organism, a null organism of the same base model (so the same answers)
 when the run holds one (for the null organism: another null, e.g. a seed replicate). Several judges in one
-command are corrected with Holm. Every judgment is keyed (`interp.experiments.engine`), so a killed test
+command are corrected with Holm. Every judgment is keyed (`interp.causal.engine`), so a killed test
 resumes and a different test never reuses another's judgments.
 """
 
@@ -34,7 +34,7 @@ from interp.core.models import ModelCache, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.experiments.engine import (
+from interp.causal.engine import (
     NO_INTERVENTION,
     Judges,
     Variant,
@@ -48,9 +48,9 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.experiments.design import TestDesign, resolve_controls
-from interp.experiments.executor import VariantTask, execute, with_executor
-from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.design import TestDesign, resolve_controls
+from interp.causal.executor import VariantTask, execute, with_executor
+from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
@@ -193,7 +193,7 @@ def intervene_run(
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
     (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
-    (`interp.experiments.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
+    (`interp.causal.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
     if with_controls is not None:

@@ -14,7 +14,7 @@ Every method uses only the tested judge and the run (single_judge = True), as a 
 - "atp-output": the same gradient times mean-ablating the head's output (its mean over the prompt's positions
   replacing it at every position): the head's whole part, whatever it reads.
 - "mask": the exact per-head mask scan (the judge re-judged with the own answer masked at one head at a time,
-  `interp.experiments.engine.judge_variant`, keyed and resumable) on a seeded subset of the items:
+  `interp.causal.engine.judge_variant`, keyed and resumable) on a seeded subset of the items:
   270 re-judgings of the subset for SmolLM2, so only where compute allows.
 
 Per method and head: `effect` = mean over items (both orders) of what the head's part adds to the own
@@ -48,7 +48,7 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.results.rows import LocalizeRow
-from interp.experiments.engine import Judges, Variant, baseline, judge_pool, judge_variant
+from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
 from interp.splits import unit_hash
 from interp.run.judging import judge_tasks
 from interp.run.store import Run

@@ -10,13 +10,13 @@ On the run's selection split (a seeded share of its items), localise with every 
   selection items, scored by its paired accuracy on the other half).
 
 Then, on the disjoint test split, each method's top candidates are tested with the judge-level causal test
-(the judge against its control judges, `interp.experiments.causal.intervene_run`; every judgment keyed, so a
+(the judge against its control judges, `interp.causal.causal.intervene_run`; every judgment keyed, so a
 killed command resumes): the own-answer mask at the top-K heads of `attention` and of `atp` (site
 "attention"), the top-K heads' outputs mean-ablated (`head_output`), the top-M MLP outputs mean-ablated
 (`mlp_output`), the best layer's direction projected out of the residual stream (`residual`); and, as their
 controls, random sets of the same sizes (seeded, `selected_by = "random"`). The candidates' p-values are
 corrected together with Holm; a candidate is causal when its Holm p is at most the test's level. Each head set
-also gets its route (`interp.experiments.routes`: pattern, content or neither).
+also gets its route (`interp.causal.routes`: pattern, content or neither).
 
 The result (`Explanation`) is written to RUN/explain/<judge>-<key>/explain.json, keyed by the run, the judge
 and every setting; `report.html` draws it.
@@ -38,12 +38,12 @@ import pandas as pd
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.experiments.causal import intervene_run, random_head_sets
-from interp.experiments.design import TestDesign, resolve_controls
-from interp.experiments.directions import layer_directions
-from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
-from interp.experiments.localize import localize_run, run_judge
-from interp.experiments.routes import RouteAnalysis, heads_key, route_analysis
+from interp.causal.causal import intervene_run, random_head_sets
+from interp.causal.design import TestDesign, resolve_controls
+from interp.causal.directions import layer_directions
+from interp.causal.engine import digest, judge_pool, run_identity, self_judges
+from interp.causal.localize import localize_run, run_judge
+from interp.causal.routes import RouteAnalysis, heads_key, route_analysis
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.metrics.causal_test import ALPHA, holm

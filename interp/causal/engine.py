@@ -376,7 +376,7 @@ class Judges:
     trunks: TrunkPool | None = None  # made at the first hf runner (its import loads transformers)
     keep: set[str] = field(default_factory=set)  # never released: the judges a command tests (and `models.held`)
     max_memory: int | None = None  # bytes of models held before controls are let go (None: see `release`)
-    executor: str = "local"  # where (judge, variant) tasks run (`interp.experiments.executor`)
+    executor: str = "local"  # where (judge, variant) tasks run (`interp.causal.executor`)
     where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
 
     def model(self, judge: str) -> LoadedModel:

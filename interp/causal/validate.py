@@ -40,12 +40,12 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.metrics.dbg import judge_reliability
-from interp.experiments.causal import intervene_run
-from interp.experiments.design import TestDesign
+from interp.causal.causal import intervene_run
+from interp.causal.design import TestDesign
 from interp.results.causal import CausalResult
-from interp.experiments.directions import compute_direction
-from interp.experiments.engine import Variant, evaluate, judge_pool
-from interp.experiments.steering import attention_levers, direction_variants
+from interp.causal.directions import compute_direction
+from interp.causal.engine import Variant, evaluate, judge_pool
+from interp.causal.steering import attention_levers, direction_variants
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
 from interp.organisms.evaluate import judge_metrics, legitimate_gap

@@ -40,7 +40,7 @@ from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.experiments.engine import (
+from interp.causal.engine import (
     Judges,
     digest,
     judge_pool,
@@ -288,7 +288,7 @@ def layer_directions(
     batch_size: int = 8,
 ) -> list[LayerDirection]:
     """Per layer, the "spans" direction from `fit_ids`' prompts scored on `score_ids`' prompts (one pass per batch
-    of prompts for every layer): the residual candidates of `interp.experiments.explain`."""
+    of prompts for every layer): the residual candidates of `interp.causal.explain`."""
     fit, scored = set(fit_ids), set(score_ids)
     wanted = [task for task in tasks if task.item.id in fit | scored]
     out = []

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 SPEC = (
     'site = "head_output"\nop = "mean"\nlayers = [1]\nheads = { 1 = [0, 2] }\npositions = "all"\nname = "heads-mean"\n'
@@ -98,7 +98,7 @@ def _register_scale():
 
 def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, tmp_path):
     import interp
-    from interp.experiments.sweeps import run_sweep
+    from interp.causal.sweeps import run_sweep
     from interp.run.store import read_run
 
     _register_scale()
@@ -198,7 +198,7 @@ def test_top_heads_on_their_outputs_from_the_cli(tmp_path, tiny_llama_dir, smoll
     """--top-heads K --site head_output --op zero: the K heads chosen on the selection split (own-minus-other
     attention) get their outputs zeroed, tested on the rest against random head sets; the mask design's key is
     unchanged by the new options."""
-    from interp.experiments.design import TestDesign
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     run = tiny_pair_run(tmp_path, tiny_llama_dir, smollm2_tokenizer, n=6, attention="final")
@@ -231,9 +231,9 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     """max_memory = 0: every control is let go once judged (and loaded again when the random sets need it);
     the result is the same as with every model kept, and no more than the tested judge and one control are
     ever held at once."""
-    from interp.experiments import engine
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import TestDesign
+    from interp.causal import engine
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = node_run
@@ -264,7 +264,7 @@ def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_
     down projection is all zeros writes nothing, so a spec on its output is refused in one line."""
     from interp.core.models import load_model
     from interp.errors import InterpError
-    from interp.experiments.engine import Variant, check_nodes_take_effect
+    from interp.causal.engine import Variant, check_nodes_take_effect
     from interp.hooks.nodes import node_from_dict
     from interp.run.store import read_run
 

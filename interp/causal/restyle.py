@@ -4,7 +4,7 @@ Both authors' answers of a finished run are rewritten into one style by a rewrit
 a judge nor a gold judge of the run; the rewrites become the answers of a derived run (a run of its own in
 `--out`: config.toml, responses.jsonl, judgments with attention, gold, summary.json, report.html), judged and
 gold-judged again by the run's own judges. Per judge, DBG before (the source run) and after (the derived run)
-is tested with the judge-level test of `interp intervene` (`interp.experiments.judge_test.judge_level_test`): the
+is tested with the judge-level test of `interp intervene` (`interp.causal.judge_test.judge_level_test`): the
 judge's change of P(own) against the spread of its control judges' changes, and the share of its DBG gap over
 them that the rewrite removes. The semantic check: each original's cosine similarity to its rewrite under a
 local embedding model (`interp.core.embeddings`), rewrites below `threshold` flagged, and a 2-D map of
@@ -31,9 +31,9 @@ from interp.core.embeddings import cached_embeddings, cosine_pairs
 from interp.core.models import ModelCache, model_identity, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
-from interp.experiments.design import TestDesign, judge_identity, resolve_controls
-from interp.experiments.engine import own_probabilities, self_judges
+from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.design import TestDesign, judge_identity, resolve_controls
+from interp.causal.engine import own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
 from interp.run.responses import Decoding
@@ -338,7 +338,7 @@ def restyle_run(
 
 def restyle_options(**fields) -> RestyleOptions:
     """`RestyleOptions` from a command's or a caller's keywords (control judges as `--control-judge` reads them)."""
-    from interp.experiments.design import parse_control_judges
+    from interp.causal.design import parse_control_judges
 
     fields["control_judges"] = parse_control_judges(fields.get("control_judges"))
     return RestyleOptions(**fields)
