@@ -283,6 +283,39 @@ def test_the_codec_checks_can_fail(tmp_path):
     )
 
 
+# ---- analysis/ is views of a stored run ---------------------------------------------------------------------
+
+MODEL_WORK = ("load_model", "wrap_model", "ModelCache", "make_backend", "judge_batch", "inspect_judgment")
+RENDERING = ("interp.templating", "interp.report", "plotly", "matplotlib")
+
+
+def _model_work_or_rendering(text: str) -> list[str]:
+    """The imports of a module that load or run a model, or render: named imports of `MODEL_WORK`, any import
+    of `interp.core.backends` or of a `RENDERING` module (lazy ones inside functions too)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules, names = [node.module], [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules, names = [alias.name for alias in node.names], []
+        else:
+            continue
+        found += [n for n in names if n in MODEL_WORK]
+        found += [m for m in modules if m.startswith(("interp.core.backends", *RENDERING))]
+    return found
+
+
+def test_analysis_loads_no_model_and_renders_nothing():
+    """`interp.analysis` reads stored runs: it loads no model and runs no pass (those are `interp.core` and
+    `interp.run`, glued in `interp.api`) and renders nothing (`interp.report`)."""
+    found = {p.name: _model_work_or_rendering(p.read_text()) for p in (REPO / "interp" / "analysis").glob("*.py")}
+    assert not {name: hits for name, hits in found.items() if hits}
+    assert _model_work_or_rendering("def f():\n    from interp.core.models import load_model, own_model\n") == [
+        "load_model"
+    ]
+    assert _model_work_or_rendering("import plotly.graph_objects as go\n") == ["plotly.graph_objects"]
+
+
 # ---- docs/layout.md is the map of the code ---------------------------------------------------------------------
 
 LAYOUT = REPO / "docs" / "layout.md"

@@ -287,7 +287,7 @@ def test_run_functions_wrong_types_are_interp_errors(tmp_path, call, match):
 
 
 def test_prompt_token_attention_wrong_types(tmp_path):
-    from interp.analysis.token_attention import prompt_token_attention
+    from interp.api.token_attention import prompt_token_attention
 
     for layer, head, match in (
         (1.5, 0, "layer must be an int"),

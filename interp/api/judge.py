@@ -27,14 +27,15 @@ import torch
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
 from interp.core.sites import check_hook_names, hook_names
-from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
 from interp.core.attention import Readout, per_token_mean
+from interp.core.attention_pattern import attention_pattern
 from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.api.judge_passes import masks_entered, pass_edit, reference_data
+from interp.api.patterns import AttentionPatternView, viewed
 from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
@@ -388,7 +389,7 @@ class Judge:
         task: str = "helpfulness",
         authors: Authors | None = None,
         own: str | None = None,
-    ) -> AttentionPattern:
+    ) -> AttentionPatternView:
         """One judgment's full attention pattern at the chosen layers and heads, with token labels and spans.
 
             p = judge.attention_pattern(query, a, b, layers=[20, 21], heads=[0, 3])
@@ -408,14 +409,14 @@ class Judge:
             own: the model whose answers are the judge's own (default: `self.own`).
 
         Returns:
-            An `interp.analysis.attention_pattern.AttentionPattern`.
+            An `interp.api.patterns.AttentionPatternView` (an `interp.core.attention_pattern.AttentionPattern`).
         """
         prompt = self.prompt(query, response_a, response_b, task=task)
         own = own if own is not None else self.own
         with masks_entered(
             self.backend, self._active, [prompt], [tuple(authors) if authors is not None else None], own
         ):
-            return attention_pattern(self.backend, prompt, layers=layers, heads=heads)
+            return viewed(attention_pattern(self.backend, prompt, layers=layers, heads=heads))
 
     @property
     def nnsight(self) -> Any:

@@ -31,7 +31,8 @@ from interp.analysis.attention_store import (
     check_tokenizer,
     load_attention,
 )
-from interp.analysis.token_attention import prompt_token_attention, tokens_html
+from interp.api.token_attention import prompt_token_attention
+from interp.report.token_attention import tokens_html
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.errors import InterpError
 from interp.report.attention import SECTION_TITLE, write_attention_figures

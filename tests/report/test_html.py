@@ -6,7 +6,7 @@ import json
 import re
 
 import torch
-from interp.analysis.token_attention import tokens_html
+from interp.report.token_attention import tokens_html
 from interp.report.build import build_report
 from interp.report.html import table_html
 
