@@ -400,10 +400,12 @@ def main() -> int:
         print(f"eager_reference_vs_ours_time_ratio: {seconds['eager'] / seconds['ours']:.3f}")
         if "transformer_lens" in seconds:
             print(
-                f"transformer_lens_run_with_cache_vs_ours_time_ratio: {seconds['transformer_lens'] / seconds['ours']:.3f}"
+                "transformer_lens_run_with_cache_vs_ours_time_ratio: "
+                f"{seconds['transformer_lens'] / seconds['ours']:.3f}"
             )
             print(
-                f"transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: {seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}"
+                "transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: "
+                f"{seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}"
             )
             print(f"nnsight_saved_patterns_vs_ours_time_ratio: {seconds['nnsight'] / seconds['ours']:.3f}")
         print(f"ours_vs_eager_max_span_mass_difference: {timing['ours_vs_eager_max_mass_difference']:.2e}")

@@ -1,7 +1,7 @@
 """Head localisation scored against the truth: planted-heads organisms of several seeds (so H differs).
 
-    python experiments/bench_localize.py [--seeds 1-5] [--organisms organisms/selfpref-heads] [--out runs/bench_localize]
-        [--n 150] [--methods attention,atp,atp-output] [--device cpu] [--json]
+    python experiments/bench_localize.py [--seeds 1-5] [--organisms organisms/selfpref-heads]
+        [--out runs/bench_localize] [--n 150] [--methods attention,atp,atp-output] [--device cpu] [--json]
 
 Per seed: train the member of experiments/organisms/smollm2-135m-selfpref-heads.toml (kept if already trained),
 judge the held-out set with it (a DBG run, attention = "final", the organisms' answer settings), rank every head
@@ -48,7 +48,8 @@ AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
 def heldout_run(out: Path, judge: str, n: int, progress: bool, device: str = "cpu") -> Path:
-    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`), resumable."""
+    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`),
+    resumable."""
     config = RunConfig(
         name=out.name,
         data="heldout",
@@ -200,7 +201,8 @@ def main() -> None:
                 for m in args.methods
             )
             print(
-                f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} true-mask-removed={row['gap_removed_true']:+.2f} {cells}",
+                f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} "
+                f"true-mask-removed={row['gap_removed_true']:+.2f} {cells}",
                 flush=True,
             )
     result = summary(rows, args.methods)

@@ -7,7 +7,8 @@
 - `interp.hooks.emphasis`: PASTA-style emphasis of the other response (a spec with alpha > 1);
 - `interp.hooks.steering`: residual-stream steering along a direction (`steer`, `ResidualSteering`).
 
-`interp.hooks` (this folder, installed inside the `interp` package) builds on `interp.core` only; `interp.causal` and `interp.cli` use it.
+`interp.hooks` (this folder, installed inside the `interp` package) builds on `interp.core` only; `interp.causal` and
+`interp.cli` use it.
 """
 
 from interp.hooks.compile import bias_builder, compile_bias, resolve_target

@@ -123,7 +123,8 @@ def counterfactual_ids(
         slot = own_slot(author_a, author_b, own)
         if slot is None:
             raise InterpError(
-                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both answers and a judge that wrote one"
+                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both "
+                "answers and a judge that wrote one"
             )
         reference = references[row] if references is not None else None
         if not reference or not reference.strip():

@@ -3,7 +3,8 @@
 A spec names a site, an operation, where (layers, heads, positions) and the operation's own keys:
 
     site      = "head_output" | "mlp_output" | "residual"       # attention sites: `interp.hooks.spec`
-                | "head_pattern" | "head_values"                 # a head's two routes (patch, zero): where it looks, what it reads
+                | "head_pattern" | "head_values"                 # a head's two routes (patch, zero): where it
+                                                                 # looks, what it reads
     op        = "zero" | "mean" | "resample" | "patch" | "project_out" | "add" | a registered kind
     layers    = [23, 27]                                         # omitted: every layer (or the heads table's)
     heads     = { 23 = [3, 8], 27 = [1] }                        # head_output only: a list, or layer -> heads
@@ -329,7 +330,8 @@ class Patch(_FromDonor):
         super().__post_init__()
         if self.counterfactual not in COUNTERFACTUALS:
             raise InterpError(
-                f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of {', '.join(COUNTERFACTUALS)}"
+                f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of "
+                f"{', '.join(COUNTERFACTUALS)}"
             )
         if self.counterfactual == "swap" and self.positions not in ("all", "final"):
             raise InterpError(

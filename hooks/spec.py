@@ -195,8 +195,9 @@ class AttentionIntervention(HeadSelection):
 
     `target`: "self" | "other" (the judge's own / the other response: needs authors), "a" | "b" (a response
     slot), "both" (from the start of response A to the end of response B: both responses and the prompt
-    text between them; the positive control, after which no author can be told apart), "random" (a span as long as the self span, elsewhere in the prompt), or (start, end) token
-    indices in the unpadded prompt, end exclusive. `layers` None = all; `heads` None = all, a tuple = those
+    text between them; the positive control, after which no author can be told apart), "random" (a span as long as the
+    self span, elsewhere in the prompt), or (start, end) token indices in the unpadded prompt, end exclusive. `layers`
+    None = all; `heads` None = all, a tuple = those
     heads in every chosen layer, or a mapping layer -> heads (stored as sorted (layer, heads) pairs so the
     spec stays hashable; read it back with `heads_table`). `queries`: "outside" = every position outside
     the target span, "final" = only the last position. Constructing one validates it (InterpError).

@@ -249,14 +249,16 @@ class RunConfig(PlacementKeys):
             )
         if self.answers == "treatment" and (self.imports or self.servers):
             raise ValueError(
-                'answers = "treatment" asks local models for degraded answers: imported and served answers cannot be treated'
+                'answers = "treatment" asks local models for degraded answers: imported and served answers '
+                "cannot be treated"
             )
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
         for pair in self.relatedness:
             if pair.judge not in self.judge_specs or pair.author not in self.models:
                 raise ValueError(
-                    f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models"
+                    f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the "
+                    "run, the author one of its models"
                 )
         if self.salieri_reference in self.models:
             raise ValueError(

@@ -175,7 +175,8 @@ def test_the_one_definition_check_can_fail(tmp_path, monkeypatch):
         "P(own) from P(first)": "p_own = p_first if own_first else 1 - p_first\n",
         "the slot holding the judge's own answer": 'slot = "a" if task.author_a == own else "b"\n',
         "the tie rule": "pick = np.sign(p_own - 0.5)\nwins = p >= 0.5\n",
-        "a seeded split of item ids": "def split_items(ids, share, seed):\n    return [i for i in ids if unit_hash(seed, i) < share]\n",
+        "a seeded split of item ids": "def split_items(ids, share, seed):\n"
+        "    return [i for i in ids if unit_hash(seed, i) < share]\n",
         "whether an object is a backend": "def _is_backend(obj):\n    return True\n",
         "numbers written for people": 'def _pts(x):\n    return f"{100 * x:+.1f}"\n',
     }

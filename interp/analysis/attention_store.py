@@ -1,8 +1,9 @@
 """A run's stored span attention read back (docs/science.md, Span attention; DBG paper seed 000, Figure 7).
 
 A DBG run stores, per judge, `attention/<judge>.safetensors` with `mass [item, order, layer, head, span]`
-(span order a, b, then `rationale` when the judge wrote one: `cot`) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the
-items, the author of each slot per order, token spans and the tokenizer fingerprint (`interp.run.attention`
+(span order a, b, then `rationale` when the judge wrote one: `cot`) and `span_tokens [item, order, span]`, plus
+`attention/<judge>.json`, an index with the items, the author of each slot per order, token spans and the tokenizer
+fingerprint (`interp.run.attention`
 writes them). `load_attention(run_dir, judge)` -> `RunAttention`, with author-aligned views (`by_author`,
 `own`, `other`); the arrays are checked against the run's judgments (same prompts, same tokenizer).
 """
@@ -251,7 +252,8 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
     if _index_judge(index_path) not in (judge, None):  # an older run's file of a judge with the same label
         raise InterpError(
             f"run directory {paths.root} has no attention for judge {judge!r}: {index_path.name} holds judge "
-            f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); re-run the judging step"
+            f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); "
+            "re-run the judging step"
         )
     try:
         index = migrate_index(json.loads(index_path.read_text()))

@@ -77,7 +77,8 @@ class Judge:
             _text(own, "own")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
             raise InterpError(
-                f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} {_shown(batch_size)}"
+                f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} "
+                f"{_shown(batch_size)}"
             )
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
@@ -287,7 +288,8 @@ class Judge:
             return self.batch([query], [response_a], [response_b], task=task, authors=authors, own=own)[0]
         if isinstance(query, (bytes, Mapping)) or not hasattr(query, "__iter__"):
             raise InterpError(
-                f"query must be a string (one pair) or a list of strings (a batch), not {type(query).__name__} {_shown(query)}"
+                "query must be a string (one pair) or a list of strings (a batch), not "
+                f"{type(query).__name__} {_shown(query)}"
             )
         return self.batch(query, response_a, response_b, task=task, authors=authors, own=own)
 
@@ -322,7 +324,8 @@ class Judge:
         if not isinstance(task, str):
             if isinstance(task, (bytes, Mapping)) or not hasattr(task, "__iter__"):
                 raise InterpError(
-                    f"task must be a task name (a string) or a list of them, one per pair, not {type(task).__name__} {_shown(task)}"
+                    "task must be a task name (a string) or a list of them, one per pair, not "
+                    f"{type(task).__name__} {_shown(task)}"
                 )
             task = _texts(task, "task")
         if own is not None:
@@ -330,7 +333,8 @@ class Judge:
         n = len(queries)
         if not n or len(responses_a) != n or len(responses_b) != n:
             raise InterpError(
-                f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair"
+                f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass "
+                "one of each per pair"
             )
         tasks = per_row(task, n, "tasks")
         rows = author_rows(authors, n)
@@ -456,7 +460,8 @@ class Judge:
         """
         if self._active:
             raise InterpError(
-                "judge.trace runs the plain model, not under judge.applying: leave the applying block, or edit the model inside the trace"
+                "judge.trace runs the plain model, not under judge.applying: leave the applying block, or "
+                "edit the model inside the trace"
             )
         prompt = self.prompt(query, response_a, response_b, task=task)
         ids = torch.tensor([list(prompt.input_ids)], device=self.model.device)

@@ -95,7 +95,8 @@ def reference_prompts(
         ]
     if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
         raise InterpError(
-            f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}"
+            "reference must be a run or a list of (query, response_a, response_b[, authors]), not "
+            f"{type(reference).__name__}"
         )
     prompts, authors = [], []
     for entry in reference:

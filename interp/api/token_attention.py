@@ -103,7 +103,8 @@ def prompt_token_attention(
     entry = run.index["items"][i]["orders"][order]
     if len(prompt) != entry["n_tokens"] or {k: list(v) for k, v in prompt.spans.items()} != entry["spans"]:
         raise InterpError(
-            f"the rebuilt prompt of {item_id} {order} ({len(prompt)} tokens) differs from the run's ({entry['n_tokens']}); "
+            f"the rebuilt prompt of {item_id} {order} ({len(prompt)} tokens) differs from the run's "
+            f"({entry['n_tokens']}); "
             "was the run made with another model kind or prompt version?"
         )
     labels = label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B"))

@@ -124,7 +124,8 @@ def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[s
     if design.heads == "top-heads":
         if not has_attention(run, judge):
             raise InterpError(
-                f'--top-heads reads {judge}\'s span attention, which this run did not record; make the run with attention = "final"'
+                f"--top-heads reads {judge}'s span attention, which this run did not record; make the run "
+                'with attention = "final"'
             )
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
         if design.site == "head_output":
@@ -235,7 +236,8 @@ def intervene_run(
         "n_items": len(test),
         "split": split
         or (
-            f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})"
+            f"{len(selection)} selection / {len(test)} test items (test share "
+            f"{1 - design.selection_share:g}, split seed {design.split_seed})"
             if design.selection_share
             else "all items"
         ),
@@ -246,7 +248,8 @@ def intervene_run(
         "control_variant_keys": control_keys,
         "test": {
             "kind": "between-judge",
-            "claim": "self-preference: the tested judge against the spread of control judges that read the same answers and wrote neither",
+            "claim": "self-preference: the tested judge against the spread of control judges that read the same "
+            "answers and wrote neither",
             "controls": controls,
             "min_controls": MIN_CONTROLS,
         },
@@ -308,7 +311,8 @@ def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None
         total = model.n_layers * model.n_heads
         if design.top_k >= total:
             raise InterpError(
-                f"--top-heads {design.top_k} is not fewer than {judge}'s {model.n_layers} layers x {model.n_heads} heads = {total}: "
+                f"--top-heads {design.top_k} is not fewer than {judge}'s {model.n_layers} layers x "
+                f"{model.n_heads} heads = {total}: "
                 f"nothing would be left unchosen for the random head sets; use at most {total - 1}, or --all-layers"
             )
 

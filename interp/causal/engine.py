@@ -120,7 +120,8 @@ def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
     for judge in judges:
         if own_model(judge) not in models:
             raise InterpError(
-                f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its own responses"
+                f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its "
+                "own responses"
             )
     return list(judges)
 
@@ -177,7 +178,8 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
         edits = node_edits([probe], model.n_layers, batch, offsets, [prompt])
         if torch.equal(runner.forward(batch, site_edit=edits), plain):
             raise InterpError(
-                f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook points are not connected in this model"
+                f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook "
+                "points are not connected in this model"
             )
 
 
@@ -473,7 +475,8 @@ def judge_pool(
     for name, model in (held or {}).items():
         if model.placement.dtype != recorded:
             raise InterpError(
-                f"this run was judged in {recorded}; the judge {name} you hold runs in {model.placement.dtype}, which would "
+                f"this run was judged in {recorded}; the judge {name} you hold runs in "
+                f"{model.placement.dtype}, which would "
                 f"compare two precisions; convert it (model.to(torch.{recorded})) or re-judge by name"
             )
         models.models[name] = model

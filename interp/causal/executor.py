@@ -106,7 +106,8 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
         held = sorted({task.judge for task in tasks} & judges.models.held)
         if held:
             raise InterpError(
-                f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the judge by name or folder, or use the local executor"
+                f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the "
+                "judge by name or folder, or use the local executor"
             )
         ray_map(functools.partial(run_task, setup=setup), tasks)
         return

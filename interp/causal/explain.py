@@ -138,7 +138,9 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     chosen = [c for c in candidates if c.selected_by != "random"]
     attention = [c for c in chosen if c.site == "attention"]
     first = (
-        f"Attention to its own answer carries {share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} of {judge}'s self-preference "
+        "Attention to its own answer carries "
+        f"{share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} "
+        f"of {judge}'s self-preference "
         f"(the own answer masked at the best attention candidate's heads)."
         if attention
         else f"No attention candidate was tested for {judge}."
@@ -146,8 +148,8 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     ranked = [c for c in chosen if c.share_removed is not None]
     if not ranked:
         return (
-            first
-            + " No candidate has a share of the gap: the judge's self-preference over its controls is not significant, so there is nothing to locate."
+            first + " No candidate has a share of the gap: the judge's self-preference over its controls is not "
+            "significant, so there is nothing to locate."
         )
     best = max(ranked, key=lambda c: c.share_removed)
     route = f", through its {best.route} route" if best.route in ("pattern", "content") else ""

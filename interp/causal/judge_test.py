@@ -92,6 +92,7 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
         record["causal"] = bool(p <= record["test_alpha"])
         if len(tested) > 1:
             record["verdict"] += (
-                f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
+                f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} "
+                f"-> {'causal' if record['causal'] else 'not causal'}"
             )
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

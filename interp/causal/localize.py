@@ -161,7 +161,8 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
     for task in judge_tasks(items, run.responses, run.config.models):
         if own not in (task.author_a, task.author_b):
             raise InterpError(
-                f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here"
+                f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has "
+                "no own answer here"
             )
         yield task, own_slot(task.author_a, task.author_b, own) or "a"
 
@@ -267,7 +268,8 @@ def check_methods(methods: Sequence[str]) -> list[str]:
     unknown = [m for m in methods if m not in METHODS + LAYER_METHODS]
     if unknown or not methods:
         raise InterpError(
-            f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS + LAYER_METHODS)}"
+            f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of "
+            f"{', '.join(METHODS + LAYER_METHODS)}"
         )
     return list(dict.fromkeys(methods))
 
@@ -300,7 +302,8 @@ def localize_run(
         if judge not in attention_judges(run.dir.root):
             if methods == ["attention"]:
                 raise InterpError(
-                    f'the run holds no attention of {judge!r}: judge it with attention on (attention = "final") for the attention method'
+                    f"the run holds no attention of {judge!r}: judge it with attention on (attention = "
+                    '"final") for the attention method'
                 )
         else:
             attention = load_attention(run.dir.root, judge)

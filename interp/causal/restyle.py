@@ -100,11 +100,13 @@ def check_rewriter(config: RunConfig, rewriter: Rewriter) -> None:
             )
             if same:
                 raise InterpError(
-                    f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an author nor a judge (nor a gold judge): its style would favour itself"
+                    f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an "
+                    "author nor a judge (nor a gold judge): its style would favour itself"
                 )
     if rewriter.url and name in served:
         raise InterpError(
-            f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter must be none of them"
+            f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter "
+            "must be none of them"
         )
 
 
@@ -114,7 +116,8 @@ def derived_config(source: Run, key: str, where: PlacementKeys | None) -> RunCon
     config = source.config
     if config.gold.recorded:
         raise InterpError(
-            "this run's gold includes recorded verdicts, which judged the original answers, not their rewrites; restyle a run whose gold judges can judge again"
+            "this run's gold includes recorded verdicts, which judged the original answers, not their "
+            "rewrites; restyle a run whose gold judges can judge again"
         )
     update: dict = {"name": f"{config.name}-restyle-{key[:10]}", "gold": config.gold.model_copy(update={"human": None})}
     if where is not None:
@@ -130,7 +133,8 @@ def _controls(source: Run, judge: str, named: tuple[str, ...] | None) -> list[st
     outside = [c for c in controls if c not in source.config.judge_specs]
     if outside:
         raise InterpError(
-            f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges of the run (judged before and after)"
+            f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges "
+            "of the run (judged before and after)"
         )
     return controls
 
@@ -275,7 +279,8 @@ def restyle_run(
     empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
     if empty and config.empty_answers == "refuse":
         raise InterpError(
-            f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style"
+            f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing "
+            "was judged: try another rewriter or style"
         )
     similarity, vectors_before, vectors_after = semantic_check(originals, texts, embedder, options.threshold, progress)
     after_summary = run_dbg(

@@ -67,7 +67,8 @@ class RouteAnalysis:
     route: Route
     reason: str
     rule: str = field(
-        default="the route whose share of the gap removed is at least half of the total's, with an interval wholly above the other route's; else neither"
+        default="the route whose share of the gap removed is at least half of the total's, with an interval wholly "
+        "above the other route's; else neither"
     )
 
     def to_dict(self) -> dict:
@@ -120,7 +121,8 @@ def route_verdict(parts: dict[str, PartShare]) -> tuple[Route, str]:
         if total.share > 0 and this.share >= total.share / 2 and this.ci[0] > other.ci[1]:
             return (
                 name,
-                f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}",
+                f"{name} removes {share_interval(this.share, this.ci)} of the gap (total "
+                f"{pct(total.share)}); the other route {share_interval(other.share, other.ci)}",
             )
     return "neither", (
         f"pattern {share_interval(pattern.share, pattern.ci)}, content {share_interval(content.share, content.ci)}, "

@@ -53,7 +53,8 @@ ROWS = ("none", "self-mask", "other-emphasis", "direction-removal", "direction-r
 
 
 def emphasis_heads(run_dir: Path, judge: str, k: int) -> dict[int, list[int]]:
-    """The top-k heads by own-minus-other attention (`interp.analysis.attention_stats.top_heads`) as a layer -> heads table."""
+    """The top-k heads by own-minus-other attention (`interp.analysis.attention_stats.top_heads`) as a layer -> heads
+    table."""
     if k < 1:
         raise InterpError(f"k_heads must be at least 1, got {k}")
     table = heads_table(top_heads(run_dir, judge, k))
@@ -97,12 +98,14 @@ def direction_variants(
         Variant(
             "direction-removal",
             steering=direction_steering(direction, "project_out", 1.0, positions),
-            description=f"project out the {direction.position} direction at layer {direction.layer} ({positions} positions)",
+            description=f"project out the {direction.position} direction at layer {direction.layer} ({positions} "
+            "positions)",
         ),
         Variant(
             "direction-reversal",
             steering=reversal,
-            description=f"add {coefficient:+g} x norm ({reversal.coefficient:+.3g}) x unit {direction.position} direction at layer "
+            description=f"add {coefficient:+g} x norm ({reversal.coefficient:+.3g}) x unit {direction.position} "
+            "direction at layer "
             f"{direction.layer} ({positions} positions)",
         ),
     ]

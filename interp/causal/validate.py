@@ -137,8 +137,10 @@ def truth_rows(result: dict) -> list[dict]:
     )
     add(
         f"{NULL} can judge",
-        f"trained on gold verdicts: position consistency >= {pct(NULL_MIN_POSITION_CONSISTENCY)}, agreement with gold >= {pct(NULL_MIN_AGREEMENT)}",
-        f"position consistency {pct(nm['position_consistency'])}, agreement {pct(nm['agreement_with_gold']['value'] or 0)}"
+        f"trained on gold verdicts: position consistency >= {pct(NULL_MIN_POSITION_CONSISTENCY)}, agreement "
+        f"with gold >= {pct(NULL_MIN_AGREEMENT)}",
+        f"position consistency {pct(nm['position_consistency'])}, agreement "
+        f"{pct(nm['agreement_with_gold']['value'] or 0)}"
         + (f"; unreliable: {'; '.join(null['unreliable_because'])}" if null["unreliable_because"] else ""),
         null_ok,
     )
@@ -160,7 +162,8 @@ def truth_rows(result: dict) -> list[dict]:
     gap = result.get("legitimate_gap")  # paired over the same pairs; absent in results written before it
     add(
         f"{PLANTED} where SmolLM2's answer is better",
-        f"the planting only flipped pairs gold gives to the other answer: agreement within {pts(LEGITIMATE_AGREEMENT_GAP, 0).lstrip('+')} pts of {NULL}'s",
+        "the planting only flipped pairs gold gives to the other answer: agreement within "
+        f"{pts(LEGITIMATE_AGREEMENT_GAP, 0).lstrip('+')} pts of {NULL}'s",
         f"{pts(legit_planted)} vs {pts(legit_null)} (n = {pm['agreement_legitimate']['n']})"
         + (f"; gap {pts(gap['value'])} pts {pts_ci(gap['ci'])}" if gap and gap["value"] is not None else ""),
         None
@@ -176,14 +179,16 @@ def truth_rows(result: dict) -> list[dict]:
             f"{name}: both responses masked at every layer (positive control)",
             "no author can be told apart: P(own) moves to 0.5, DBG falls to within its interval of 0"
             + (" (an effect, since the planted DBG is not 0 before)" if name == PLANTED else ""),
-            f"change of P(own) {_effect_text(effect)}; DBG after {pts(after['dbg_hard'])} pts {pts_ci(after['dbg_ci'])}",
+            f"change of P(own) {_effect_text(effect)}; DBG after {pts(after['dbg_hard'])} pts "
+            f"{pts_ci(after['dbg_ci'])}",
             (shown and _contains_zero(after["dbg_ci"])) if name == PLANTED else _contains_zero(after["dbg_ci"]),
             name,
         )
     causal_null = null["causal_test"]
     add(
         f"{NULL}: own answer masked at every layer, against the other null seeds (the causal test, judge as the unit)",
-        "no planted preference: its change lies within the spread of the other null seeds' changes, so no self-preference verdict of an effect",
+        "no planted preference: its change lies within the spread of the other null seeds' changes, so no "
+        "self-preference verdict of an effect",
         causal_null["verdict"],
         None if causal_null["causal"] is None else not causal_null["causal"],
         NULL,

@@ -19,7 +19,8 @@ def localize(
         None,
         "--method",
         "-m",
-        help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, atp-output)",
+        help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, "
+        "atp-output)",
     ),
     items: Optional[int] = typer.Option(
         None, "--items", min=1, help="AtP on a seeded subset of N items (default: every item of the run)"

@@ -44,7 +44,8 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
             typer.echo(f"{row['alias']:24} {row['kind']:5} not installed: {row['install']}")
             continue
         typer.echo(
-            f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}"
+            f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} "
+            f"{row['device']}/{row['dtype']}  {row['source']}"
         )
 
 
@@ -79,7 +80,8 @@ def inspect(
     spec = as_intervention(intervene) if intervene is not None else None
     if isinstance(spec, NodeIntervention):
         raise InterpError(
-            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.applying()"
+            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp "
+            "intervene` or judge.applying()"
         )
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
@@ -94,7 +96,8 @@ def inspect(
         print_json(result)
         return
     typer.echo(
-        f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}"
+        f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  "
+        f"label mass={result['label_mass']:.3f}"
     )
     typer.echo(f"spans: A={result['spans']['a']}  B={result['spans']['b']}  ({result['n_tokens']} tokens)")
     for row in result["layers"]:

@@ -40,7 +40,8 @@ class AttentionPattern:
         """The [query, key] pattern of one (layer, head) by its model numbers."""
         if layer not in self.layers or head not in self.heads:
             raise InterpError(
-                f"layer {layer}, head {head} is not in this pattern (layers {list(self.layers)}, heads {list(self.heads)})"
+                f"layer {layer}, head {head} is not in this pattern (layers {list(self.layers)}, heads "
+                f"{list(self.heads)})"
             )
         return self.pattern[self.layers.index(layer), self.heads.index(head)]
 

@@ -132,11 +132,13 @@ def check_random_sets(n_sets: int, *, test_alpha: float = ALPHA, n_tests: int = 
     over = f" after Holm over {n_tests} tests" if n_tests > 1 else ""
     if n_sets < 1:
         raise InterpError(
-            f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (--test-alpha {test_alpha:g}{over})"
+            "--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets "
+            f"{need} or more (--test-alpha {test_alpha:g}{over})"
         )
     if n_sets < need:
         raise InterpError(
-            f"--random-head-sets {n_sets} can never reach --test-alpha {test_alpha:g}{over}: the smallest rank p is 1/{n_sets + 1}; "
+            f"--random-head-sets {n_sets} can never reach --test-alpha {test_alpha:g}{over}: the smallest "
+            f"rank p is 1/{n_sets + 1}; "
             f"use --random-head-sets {need} or more"
         )
 
@@ -200,4 +202,7 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
 
 def too_few_items(n: int, n_flips: int, test_alpha: float) -> str:
     needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= test_alpha)
-    return f"{n} test items cannot give p <= {test_alpha:g} (smallest attainable p {smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
+    return (
+        f"{n} test items cannot give p <= {test_alpha:g} (smallest attainable p "
+        f"{smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
+    )

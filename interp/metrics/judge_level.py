@@ -165,7 +165,8 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
     c = np.asarray(controls, dtype=float)
     if c.ndim != 1:
         raise InterpError(
-            f"crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape {np.shape(controls)}"
+            "crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape "
+            f"{np.shape(controls)}"
         )
     if not np.all(np.isfinite(c)):
         raise InterpError("crawford_howell: the control judges' statistics must be finite numbers")
@@ -246,8 +247,8 @@ class BetweenJudge:
     p_rank: float | None = None
 
     def to_dict(self) -> dict:
-        """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge", n_controls, df, t, ...),
-        within_judge (effect, ci, p_value, claim)."""
+        """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge",
+        n_controls, df, t, ...), within_judge (effect, ci, p_value, claim)."""
         test = {"design": "between-judge", "n_controls": self.test.k} | {
             key: value for key, value in self.test.to_dict().items() if key != "k"
         }
@@ -275,7 +276,10 @@ class BetweenJudge:
         spread = f"{pts(t.control_mean)} pts mean, SD {fixed(100 * t.control_sd, 1)}"
         rank = "" if self.p_rank is None else f", p_rank {p_value(self.p_rank)}"
         stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
-        return f"{judge}: {head} (p {p_value(self.p_value)}, test_alpha {self.test_alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
+        return (
+            f"{judge}: {head} (p {p_value(self.p_value)}, test_alpha {self.test_alpha:g}; Crawford-Howell "
+            f"against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
+        )
 
 
 def between_judge_test(
@@ -303,7 +307,8 @@ def between_judge_test(
         dc = np.empty((0, dj.size))
     elif (dc.ndim != 2 or dc.shape[1] != dj.size) or not np.all(np.isfinite(dc)):
         raise InterpError(
-            f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] array (the judge's items), got shape {dc.shape}"
+            f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] "
+            f"array (the judge's items), got shape {dc.shape}"
         )
     if not 0 < test_alpha < 1:
         raise InterpError(f"between_judge_test: test_alpha = {test_alpha} must be in (0, 1)")
@@ -384,7 +389,8 @@ def share_removed(
     )
     if not (jb.shape == ja.shape and cb.shape == ca.shape and cb.shape[1] == jb.size):
         raise InterpError(
-            f"share_removed: the judge and every control must read the same items before and after (shapes {jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})"
+            "share_removed: the judge and every control must read the same items before and after (shapes "
+            f"{jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})"
         )
     if not 0 < test_alpha < 1:
         raise InterpError(f"share_removed: test_alpha = {test_alpha} must be in (0, 1)")
@@ -408,7 +414,8 @@ def share_removed(
     if test_before.p_value > test_alpha:
         return ShareRemoved(
             share_removed=None,
-            reason=f"the gap before the intervention is not significant (Crawford-Howell p {p_value(test_before.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share",
+            reason="the gap before the intervention is not significant (Crawford-Howell p "
+            f"{p_value(test_before.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share",
             **out,
         )
     return ShareRemoved(share_removed=multi_bootstrap(families, _share, **common), **out)

@@ -214,7 +214,8 @@ def run_dbg(
     timings: Timings | None = None,
     answers: Mapping[str, Sequence[Response]] | None = None,
 ) -> RunSummary:
-    """The whole behavioural pipeline (returns the run's `summary.json` as a `RunSummary`); resumable: finished steps and judgments are read back, not redone.
+    """The whole behavioural pipeline (returns the run's `summary.json` as a `RunSummary`); resumable: finished steps
+    and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config
@@ -338,7 +339,8 @@ def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], model
     judged = paths.judgments.is_file() or paths.pointwise.is_file()
     if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
         raise InterpError(
-            f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out"
+            f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); "
+            "use another --out"
         )
     return text
 

@@ -218,7 +218,8 @@ class RunDir:
         recorded = self.read_identity()
         if recorded is not None and recorded != config.identity_hash():
             raise InterpError(
-                f"{self.config} was edited after the run was made (it no longer matches {self.identity.name}); its results "
+                f"{self.config} was edited after the run was made (it no longer matches "
+                f"{self.identity.name}); its results "
                 "were made under the config as run: restore config.toml, or run the new config with another --out"
             )
         return config

@@ -160,7 +160,8 @@ def compute_summary(
             "win_rate": {models[0]: gold_hard, models[1]: 1 - gold_hard},
             "win_rate_soft": {models[0]: soft_win_rate(gold_first), models[1]: 1 - soft_win_rate(gold_first)},
         },
-        "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
+        "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), "
+        "renormalised over the labels",
     }
     if config.gold.human:
         summary["gold"]["human"] = gold_against_humans(
@@ -192,8 +193,9 @@ def write_summary(
     placement: dict | None = None,
     sizes: dict[str, int] | None = None,
 ) -> RunSummary:
-    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device, dtype, device map), `sizes`
-    the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
+    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device,
+    dtype, device map), `sizes` the parameter count of each local model of the run (`model_sizes`: runs compared across
+    sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
         summary["placement"] = placement

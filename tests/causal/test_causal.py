@@ -339,7 +339,8 @@ def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_p
 
     config = tmp_path / "sweep.toml"
     config.write_text(
-        f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n'
+        f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = '
+        "true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n"
     )
     swept = forked_cli("sweep", str(config), "--json")
     assert swept.returncode == 0, swept.stderr[-3000:]

@@ -85,7 +85,8 @@ def test_masked_change_is_the_exact_masked_output(tiny_llama):
 
 
 def _margin_slope(hf, ids, labels, ablate, eps: float = 1e-3) -> float:
-    """d(verdict margin)/d(scale) at 0, by finite difference: `ablate(scale)` registers the scaled ablation, returns its handle."""
+    """d(verdict margin)/d(scale) at 0, by finite difference: `ablate(scale)` registers the scaled ablation, returns its
+    handle."""
     from interp.causal.localize import verdict_margin
 
     def margin(scale: float) -> float:

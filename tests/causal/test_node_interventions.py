@@ -136,7 +136,8 @@ def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, t
     )  # 0 x = zero
     config = tmp_path / "sweep.toml"
     config.write_text(
-        f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", "zero"]\n[layers]\neach = true\n'
+        f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", '
+        '"zero"]\n[layers]\neach = true\n'
     )
     rows = (run_sweep(config, progress=False)).read_text().splitlines()
     header = rows[0].split(",")

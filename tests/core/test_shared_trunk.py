@@ -143,8 +143,9 @@ def test_unrelated_judges_run_plain(judges, tiny_llama):
 
 
 def test_organism_training_splits_the_stack_with_the_same_function(judges):
-    """Training's frozen lower layers (`interp.organisms.frozen.only_layers_from`) go through `layers_between` too: the cached hidden
-    states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are sliced)."""
+    """Training's frozen lower layers (`interp.organisms.frozen.only_layers_from`) go through `layers_between` too: the
+    cached hidden states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are
+    sliced)."""
     from interp.organisms.frozen import check_frozen_split
 
     model = judges["base"]

@@ -27,8 +27,8 @@ def test_the_section_names_the_test_that_decided_each_row(tmp_path):
     assert "author-b: decided by an older test (sign-flip" in text  # an old row says what decided it
     assert "0.000" not in re.sub(r"<img[^>]*>", "", text)  # p = 0.0001 is "< 0.001", never 0.000
     assert (
-        "<details><summary>author-a: control judges, named control judges (k = 4)</summary><p>c1, c2, c3, c4</p></details>"
-        in text
+        "<details><summary>author-a: control judges, named control judges (k = 4)</summary><p>c1, c2, c3, "
+        "c4</p></details>" in text
     )
     assert "Crawford-Howell, df 3" in text and "80% [30%, 120%]" in text
 

@@ -196,7 +196,8 @@ class HTTPJudge:
         else:
             return
         raise InterpError(
-            f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable ({self._redact(reason)}); check its base_url"
+            f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable "
+            f"({self._redact(reason)}); check its base_url"
         )
 
     def __repr__(self) -> str:

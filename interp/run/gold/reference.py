@@ -48,7 +48,8 @@ class ReferenceJudge:
         if missing:
             shown = ", ".join(repr(i) for i in missing[:5]) + (", ..." if len(missing) > 5 else "")
             raise InterpError(
-                f"{len(missing)} of the run's {len(items)} items have no reference answer ({shown}); the reference gold "
+                f"{len(missing)} of the run's {len(items)} items have no reference answer ({shown}); the "
+                "reference gold "
                 "judge needs one: add `reference` to those items, or set gold.reference = false"
             )
         unscored = sorted({item.task for item in items} - {"translation", "truthfulness", "helpfulness"})
