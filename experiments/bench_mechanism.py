@@ -1,4 +1,4 @@
-"""Issue 46's bench: does `interp explain` find where self-preference lives, when we built it there?
+"""Bench: does `interp explain` find where self-preference lives, when we built it there?
 
     python experiments/bench_mechanism.py [--seeds 1-4] [--null-seeds 0-5] [--families attn,heads,lora,null]
                                           [--n 150] [--device cpu] [--out runs/mechanism]

@@ -12,7 +12,7 @@ TOML keys (see `experiments/ablation_example.toml`):
     queries  = "outside"    # optional; "outside" (default: every position outside the target span) | "final"
     seed     = 0            # optional; seeds the "random" target
     name     = "self-mask"  # optional; a label for logs and tables
-    emphasis = false        # optional; true allows alpha > 1 (PASTA-style steering, a later issue)
+    emphasis = false        # optional; true allows alpha > 1 (PASTA-style emphasis, `interp.hooks.emphasis`)
 
 With a heads table, exactly the listed (layer, head) pairs are intervened on; if `layers` is given too,
 every listed layer must have an entry in the table. Every check raises `InterpError` with one line that

@@ -1,4 +1,4 @@
-"""Held-out probe, issue 44: bad input refused in one line before any work or write.
+"""Bad input refused in one line before any work or write:
 
 A. an organism config whose [heads] (or [lora]) asks for more layers or heads than the base model has;
 B. INTERP_CACHE pointing at a file (or under one);
@@ -334,7 +334,7 @@ def test_localize_figures_refuse_a_table_with_nan_before_writing(tmp_path):
             "n_items": 3,
         }
     )
-    table.loc[0, "score"] = -np.inf  # what the ranking used to put in place of a NaN score
+    table.loc[0, "score"] = -np.inf  # a NaN score stood in for by -inf: still no number to draw
     with pytest.raises(InterpError, match=r"judge 'tiny-judge', method 'attention'"):
         write_localize_figures(table, tmp_path / "figures", "tiny-judge")
     assert not (tmp_path / "figures").exists()

@@ -1,5 +1,5 @@
-"""Refusals that must come before any work (issue 34's held-out probe, defects 1 and 4-12), each on a variant
-other than the issue's repro: other architectures and configs, other spellings, other sizes.
+"""Refusals that must come before any work, each on more than one case: other architectures and configs,
+other spellings, other sizes.
 
 The rule (README): bad input prints one `error:` line, exits 2 and writes nothing; the exceptions run and say
 so (a test that cannot reject runs and says it cannot).

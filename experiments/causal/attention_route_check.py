@@ -1,4 +1,4 @@
-"""Issue 46's check on one attention-routed organism: is its self-preference its heads' attention to its own answer?
+"""A check on one attention-routed organism: is its self-preference its heads' attention to its own answer?
 
     python experiments/causal/attention_route_check.py ORGANISM_FOLDER [--n 60] [--out runs/attention-route] [--explain]
 

@@ -1,4 +1,4 @@
-"""Issue 33's check on instructions no one here wrote: the null family tested leave-one-out must not be called
+"""A check on instructions no one here wrote: the null family tested leave-one-out must not be called
 causal (at most one of its six), and a single control judge gives no self-preference verdict.
 
     python experiments/causal/null_family_check.py [--data interp/builtin/alpacaeval_unseen_48.json]

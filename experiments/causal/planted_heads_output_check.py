@@ -1,4 +1,4 @@
-"""Issue 45's check: does ablating what the planted heads *write* remove the planted organism's self-preference,
+"""Does ablating what the planted heads *write* remove the planted organism's self-preference,
 where masking where they attend did not? On instructions no one here wrote.
 
     python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json]
@@ -10,7 +10,7 @@ Steps, each an `interp` command (printed before it runs; every judgment is keyed
 1. `interp dbg`: SmolLM2 and Gemma-3 answer, the shipped planted-heads organism judges (no attention recorded);
 2. `interp intervene RUN --spec` with a head_output mean ablation at the manifest's `planted_heads` (every
    position; the means over the run's items), against the organism's null family (6 shipped null organisms);
-3. the same heads' own-answer attention mask, for contrast (what issue 36 measured: about 3 % of the gap).
+3. the same heads' own-answer attention mask, for contrast (measured on the held-out set: about 3 % of the gap).
 Prints one figure a line (`name: value`).
 """
 

@@ -201,7 +201,7 @@ def test_wrap_an_hf_model_and_an_nnsight_language_model(tiny_llama):
 
 
 def test_wrap_says_what_it_changes_on_your_objects(tiny_llama_dir):
-    """Issue 35 point 3: wrapping needs eval mode and a pad token; where your objects lack them, the change is
+    """Wrapping needs eval mode and a pad token; where your objects lack them, the change is
     made in place and said in one warning; objects that need nothing are left alone, silently."""
     import warnings
 
