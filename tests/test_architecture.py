@@ -325,7 +325,8 @@ LAYOUT = REPO / "docs" / "layout.md"
 def _layout_rooms() -> dict[str, list[str]]:
     """room path -> the modules its row names (the Rooms table of docs/layout.md)."""
     rooms = {}
-    for line in LAYOUT.read_text().splitlines():
+    section = LAYOUT.read_text().split("\n## Rooms\n", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
         match = re.match(r"^\| `([^`]+)`[^|]*\|[^|]*\|(.*)\|\s*$", line)
         if match:
             rooms[match.group(1)] = re.findall(r"`([\w.]+\.py)`", match.group(2))
