@@ -2,7 +2,7 @@
 
 SmolLM2-135M-Instruct, float32, judge prompts of ~512 tokens, batch 8 (left-padded):
 
-  (i)   time of one judging pass with span extraction (`judge_batch(hf backend, queries="final")`: SDPA in
+  (i)   time of one judging pass with span extraction (`judge_batch(hf backend, readout="final")`: SDPA in
         every layer plus the last query row from the layer's own q/k) vs a plain SDPA forward of the same
         batch (transformers' own "sdpa" attention, no hooks, `logits_to_keep=1`), alternated and repeated;
         medians -> `extraction_vs_sdpa_time_ratio` (target <= 1.10). Beside them, what a user would do
@@ -10,7 +10,7 @@ SmolLM2-135M-Instruct, float32, judge prompts of ~512 tokens, batch 8 (left-padd
         `run_with_cache` (its usual call, every activation cached; also with `names_filter` keeping only the
         patterns) and nnsight's trace with every layer's
         `self_attn.output[1].save()` (eager attention, which returns patterns) -> `..._vs_ours_time_ratio`
-        (targets >= 2 and >= 1.2), and our own eager reference (`attention="eager"`).
+        (targets >= 2 and >= 1.2), and our own eager reference (`attn_implementation="eager"`).
   (ii)  peak RSS during that pass, extraction vs plain SDPA, each in fresh subprocesses (torch's CPU
         tensors are invisible to tracemalloc) -> `extraction_vs_sdpa_peak_memory_ratio` (target <= 1.10);
   (iii) peak RSS of `run_judging` (attention streamed to disk shard by shard) over 16 vs 64 instructions
@@ -177,8 +177,8 @@ def worker_memory(args) -> dict:
     touch_weights(backend, prompts[0])
     baseline = rss_mb()
     reset_ok = reset_peak()
-    if args.queries == "final":
-        judge_batch(backend, prompts, labels, queries="final")
+    if args.readout == "final":
+        judge_batch(backend, prompts, labels, readout="final")
     else:
         plain_sdpa_forward(model, batch)
     return {
@@ -231,7 +231,7 @@ def worker_judging(args) -> dict:
             judgments_path=paths.judgments,
             shard_dir=paths.attention_shards(MODEL),
             batch_size=args.batch,
-            queries="final",
+            readout="final",
             progress=False,
         )
         seconds = time.perf_counter() - start
@@ -319,14 +319,14 @@ def bench_time(args) -> dict:
     from interp.core.judge import judge_batch, label_tokens
 
     model, backend = load()
-    eager = make_backend(model, "hf", attention="eager")
+    eager = make_backend(model, "hf", attn_implementation="eager")
     prompts = batch_prompts(model, args.tokens, args.batch)
     labels = label_tokens(model.tokenizer)
     batch, _ = left_pad([p.input_ids for p in prompts], model.tokenizer.pad_token_id)
     modes = {
-        "ours": lambda: judge_batch(backend, prompts, labels, queries="final"),
+        "ours": lambda: judge_batch(backend, prompts, labels, readout="final"),
         "sdpa": lambda: plain_sdpa_forward(model, batch),
-        "eager": lambda: judge_batch(eager, prompts, labels, queries="final"),
+        "eager": lambda: judge_batch(eager, prompts, labels, readout="final"),
     }
     if not args.skip_libraries:
         modes |= their_ways(model, batch)
@@ -372,7 +372,7 @@ def main() -> int:
     parser.add_argument("--skip-memory", action="store_true", help="skip (ii)")
     parser.add_argument("--skip-judging", action="store_true", help="skip (iii)")
     parser.add_argument("--worker", choices=["memory", "judging"], help=argparse.SUPPRESS)
-    parser.add_argument("--queries", default="final", help=argparse.SUPPRESS)
+    parser.add_argument("--readout", default="final", help=argparse.SUPPRESS)
     parser.add_argument("--items", type=int, default=16, help=argparse.SUPPRESS)
     args = parser.parse_args()
 
@@ -400,10 +400,12 @@ def main() -> int:
         print(f"eager_reference_vs_ours_time_ratio: {seconds['eager'] / seconds['ours']:.3f}")
         if "transformer_lens" in seconds:
             print(
-                f"transformer_lens_run_with_cache_vs_ours_time_ratio: {seconds['transformer_lens'] / seconds['ours']:.3f}"
+                "transformer_lens_run_with_cache_vs_ours_time_ratio: "
+                f"{seconds['transformer_lens'] / seconds['ours']:.3f}"
             )
             print(
-                f"transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: {seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}"
+                "transformer_lens_run_with_cache_patterns_only_vs_ours_time_ratio: "
+                f"{seconds['transformer_lens_patterns_only'] / seconds['ours']:.3f}"
             )
             print(f"nnsight_saved_patterns_vs_ours_time_ratio: {seconds['nnsight'] / seconds['ours']:.3f}")
         print(f"ours_vs_eager_max_span_mass_difference: {timing['ours_vs_eager_max_mass_difference']:.2e}")
@@ -421,9 +423,9 @@ def bench_memory(args, default_malloc: bool, suffix: str = "") -> None:
     """Peak RSS of one judging pass with extraction vs a plain SDPA forward, fresh processes, alternated."""
     peaks: dict[str, list[dict]] = {"final": [], "none": []}
     for rep in range(args.memory_runs):
-        for queries in ("final", "none") if rep % 2 == 0 else ("none", "final"):
-            peaks[queries].append(
-                run_worker("memory", default_malloc, queries=queries, tokens=args.tokens, batch=args.batch)
+        for readout in ("final", "none") if rep % 2 == 0 else ("none", "final"):
+            peaks[readout].append(
+                run_worker("memory", default_malloc, readout=readout, tokens=args.tokens, batch=args.batch)
             )
     # Peak = RSS before the pass (model, tokenizer, prompts: the same in both modes) + growth during the
     # pass. The RSS before the pass varies between processes by more than the effect measured, so the ratio

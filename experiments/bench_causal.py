@@ -30,7 +30,7 @@ from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import head_values
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
-from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
+from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg
@@ -276,7 +276,8 @@ def analyse(out: Path) -> dict:
             perm.append(test.p_permutation <= ALPHA)
     result["fpr_two_family"] = print_rate("causal_fpr_two_family", welch) | {"permutation_rate": float(np.mean(perm))}
     print(
-        f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against {len(nulls) - half} judges: {smallest_permutation_p(half, len(nulls) - half):.3f})"
+        f"causal_fpr_two_family_permutation: {np.mean(perm):.3f} (smallest attainable p with {half} against "
+        f"{len(nulls) - half} judges: {smallest_permutation_p(half, len(nulls) - half):.3f})"
     )
 
     # 3. power on DBG: each planted seed against the whole null family
@@ -304,11 +305,13 @@ def analyse(out: Path) -> dict:
         if len(planted) >= 2:
             fam = two_family_test(per_item_p, per_item_n, seed=0)
             print(
-                f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} ({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)"
+                f"causal_two_family_dbg_p_permutation: {fam.p_permutation:.4f} "
+                f"({'exact' if fam.exact else 'sampled'}, {fam.n_permutations} labelings)"
             )
             print(f"causal_two_family_dbg_p_welch: {fam.p_welch:.2g}")
             print(
-                f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, {100 * fam.interval.high:+.2f}]"
+                f"causal_two_family_dbg_pts: {100 * fam.difference:+.2f} [{100 * fam.interval.low:+.2f}, "
+                f"{100 * fam.interval.high:+.2f}]"
             )
             result["two_family_dbg"] = dataclasses.asdict(fam)
         else:
@@ -335,10 +338,12 @@ def analyse(out: Path) -> dict:
             share = multi_bootstrap([stages_p, stages_n], _share_removed, seed=0)
             gap_after = multi_bootstrap([stages_p, stages_n], lambda f: _gap(f, 1), seed=0)
             print(
-                f"causal_effect_sd_units_{variant}: {sd_units.estimate:+.2f} [{sd_units.low:+.2f}, {sd_units.high:+.2f}]"
+                f"causal_effect_sd_units_{variant}: {sd_units.estimate:+.2f} [{sd_units.low:+.2f}, "
+                f"{sd_units.high:+.2f}]"
             )
             print(
-                f"causal_share_removed_{variant}: {share.estimate:+.2f} [{share.low:+.2f}, {share.high:+.2f}] (gap after {100 * gap_after.estimate:+.1f} pts)"
+                f"causal_share_removed_{variant}: {share.estimate:+.2f} [{share.low:+.2f}, "
+                f"{share.high:+.2f}] (gap after {100 * gap_after.estimate:+.1f} pts)"
             )
             result["interventions"][variant] = {
                 "effect_null_sds": sd_units.to_dict(),

@@ -150,7 +150,7 @@ def main() -> int:
     unshared = dataclasses.replace(backend, shares_prefix=False)
 
     def judged(with_backend=backend):
-        return [judge_batch(with_backend, prompts, labels, queries="final") for prompts, _ in batches]
+        return [judge_batch(with_backend, prompts, labels, readout="final") for prompts, _ in batches]
 
     def plain():
         return [plain_sdpa_forward(model, batch.to(model.device)) for _, batch in batches]
@@ -158,7 +158,7 @@ def main() -> int:
     fast = judged()[0]  # warm-up (kernels, allocator); the first batch's results to compare with eager
     judged(unshared)
     plain_p_a = p_a_of(plain()[0], labels)
-    eager = judge_batch(make_backend(model, "hf", attention="eager"), batches[0][0], labels, queries="final")
+    eager = judge_batch(make_backend(model, "hf", attn_implementation="eager"), batches[0][0], labels, readout="final")
     mass_difference = max(float((f.mass - e.mass).abs().max()) for f, e in zip(fast, eager))
     p_a_difference = max(abs(f.probs["A"] - e.probs["A"]) for f, e in zip(fast, eager))
     sdpa_p_a_difference = max(abs(float(p) - e.probs["A"]) for p, e in zip(plain_p_a, eager))
@@ -186,7 +186,7 @@ def main() -> int:
         from torch.profiler import ProfilerActivity, profile
 
         with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof:
-            judge_batch(backend, batches[0][0], labels, queries="final")
+            judge_batch(backend, batches[0][0], labels, readout="final")
             torch.cuda.synchronize()
         table = prof.key_averages().table(sort_by="cpu_time_total", row_limit=40)
         Path(args.profile).write_text(table + "\n" + prof.key_averages().table(sort_by="cuda_time_total", row_limit=25))

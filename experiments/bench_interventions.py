@@ -10,7 +10,9 @@ backend's forward pass (SDPA, final-position logits). Alternated and repeated; m
 - `patch_forward_s`: a head_output patch from the swapped pair (the counterfactual pass that records the 2
   layers' head outputs, then the patched pass) -> `patch_overhead_ratio` (goal <= 2.10).
 
-Prints one `name: value` per line. Usage: python experiments/bench_interventions.py [--repeat 7] [--tokens 512] [--batch 8]
+Prints one `name: value` per line. Usage:
+
+    python experiments/bench_interventions.py [--repeat 7] [--tokens 512] [--batch 8]
 """
 
 from __future__ import annotations

@@ -1,11 +1,11 @@
 """Head localisation scored against the truth: planted-heads organisms of several seeds (so H differs).
 
-    python experiments/bench_localize.py [--seeds 1-5] [--organisms organisms/selfpref-heads] [--out runs/bench_localize]
-        [--n 150] [--methods attention,atp,atp-output] [--device cpu] [--json]
+    python experiments/bench_localize.py [--seeds 1-5] [--organisms organisms/selfpref-heads]
+        [--out runs/bench_localize] [--n 150] [--methods attention,atp,atp-output] [--device cpu] [--json]
 
 Per seed: train the member of experiments/organisms/smollm2-135m-selfpref-heads.toml (kept if already trained),
 judge the held-out set with it (a DBG run, attention = "final", the organisms' answer settings), rank every head
-with `interp.experiments.localize` (single-judge methods only), and score the ranking against the manifest's
+with `interp.causal.localize` (single-judge methods only), and score the ranking against the manifest's
 `planted_heads`. Prints one figure a line (`name: value`), means over the seeds with their range:
 
 - `localize_auroc_<method>`: AUROC of the method's ranking (|effect|) against the planted heads;
@@ -34,8 +34,8 @@ import numpy as np
 from interp.hooks.spec import AttentionIntervention
 from interp.config import PlacementKeys, RunConfig
 from interp.core.models import cache_root
-from interp.experiments.engine import Variant, baseline, judge_pool, judge_variant
-from interp.experiments.localize import DEFAULT_METHODS, check_methods, localize_run, score_map
+from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
+from interp.causal.localize import DEFAULT_METHODS, check_methods, localize_run, score_map
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from interp.organisms.config import load_organism_config, parse_seeds, with_seed
 from interp.organisms.pipeline import train_to_folder, trained_member
@@ -48,7 +48,8 @@ AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
 def heldout_run(out: Path, judge: str, n: int, progress: bool, device: str = "cpu") -> Path:
-    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`), resumable."""
+    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`),
+    resumable."""
     config = RunConfig(
         name=out.name,
         data="heldout",
@@ -200,7 +201,8 @@ def main() -> None:
                 for m in args.methods
             )
             print(
-                f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} true-mask-removed={row['gap_removed_true']:+.2f} {cells}",
+                f"# seed {seed} H={row['planted_heads']} gap={row['gap']:+.3f} "
+                f"true-mask-removed={row['gap_removed_true']:+.2f} {cells}",
                 flush=True,
             )
     result = summary(rows, args.methods)

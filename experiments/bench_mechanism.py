@@ -1,4 +1,4 @@
-"""Issue 46's bench: does `interp explain` find where self-preference lives, when we built it there?
+"""Bench: does `interp explain` find where self-preference lives, when we built it there?
 
     python experiments/bench_mechanism.py [--seeds 1-4] [--null-seeds 0-5] [--families attn,heads,lora,null]
                                           [--n 150] [--device cpu] [--out runs/mechanism]
@@ -106,7 +106,8 @@ def main() -> None:
     judges = [m for ms in family_members.values() for m in ms]
     config = args.out / "config.toml"
     config.write_text(
-        f'name = "mechanism"\ndata = "heldout"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges = {json.dumps(judges)}\n'
+        f'name = "mechanism"\ndata = "heldout"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges '
+        f"= {json.dumps(judges)}\n"
         f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
     )
     run = args.out / "run"
@@ -168,7 +169,9 @@ def main() -> None:
         print(f"route_power_attention: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
         shares = [e.get("true_share") for e in found["attn"]]
         print(
-            f"share_removed_true_heads_attention: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})"
+            "share_removed_true_heads_attention: "
+            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
+            f"(per seed: {shares})"
         )
     if "heads" in found:
         hits = [
@@ -178,7 +181,9 @@ def main() -> None:
         print(f"route_power_output: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
         shares = [e.get("true_share") for e in found["heads"]]
         print(
-            f"share_removed_true_heads_output: {np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} (per seed: {shares})"
+            "share_removed_true_heads_output: "
+            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
+            f"(per seed: {shares})"
         )
     if "null" in found:
         called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]

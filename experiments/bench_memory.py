@@ -4,7 +4,8 @@ Seven SmolLM2-135M-shaped models with random weights (seeded; 0.5 GB each in flo
 folders: one judge and six controls. A run of the judge (its answers against imported ones, 6 items) is made
 once; then `interp intervene --all-layers` with 3 controls and with 6, each in a fresh process, under
 `--max-memory 0` (every control let go once judged) and, for contrast, a budget that holds everything (what
-the default does on a machine with room for all seven). Peak RSS is the process's ru_maxrss (the children's, read by the parent).
+the default does on a machine with room for all seven). Peak RSS is the process's ru_maxrss (the children's, read by the
+parent).
 
 Prints `name: value` lines, among them `causal_peak_memory_ratio` (6 controls over 3, the budget at 0; the
 goal is at most 1.2) and `causal_peak_memory_ratio_unbounded` (every model kept: the old behaviour).

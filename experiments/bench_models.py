@@ -84,7 +84,8 @@ def main() -> None:
             assert cache_size(cache) == size, "the second load should not write to the cache"
             key = SHORT[alias]
             print(
-                f"# {alias}: {first['layers']} layers, {first['heads']} heads, kind={first['kind']}, cache {size / 1e6:.0f} MB"
+                f"# {alias}: {first['layers']} layers, {first['heads']} heads, kind={first['kind']}, cache "
+                f"{size / 1e6:.0f} MB"
             )
             print(f"{key}_first_load_seconds: {first['seconds']:.2f}")
             print(f"{key}_cached_load_seconds: {cached['seconds']:.2f}")

@@ -75,7 +75,7 @@ def time_judging(backend, prompts, labels, batch_size: int, repeats: int, bias_f
         start = time.perf_counter()
         for offset in range(0, len(prompts), batch_size):
             chunk = prompts[offset : offset + batch_size]
-            judge_batch(backend, chunk, labels, queries="final", bias=bias_for(chunk) if bias_for else None)
+            judge_batch(backend, chunk, labels, readout="final", bias=bias_for(chunk) if bias_for else None)
         times.append(time.perf_counter() - start)
     return len(prompts) / statistics.median(times)
 
@@ -168,7 +168,8 @@ def demo_figures(label: str, n: int | None) -> None:
     print(f"{label}_seconds: {seconds:.1f}")
     for row in payload.get("causal") or []:  # what the demo concluded, beside its time
         print(
-            f"{label}_causal_{_name(row['judge'])}: {row.get('causal')} (p {row.get('p_value')}, Holm {row.get('p_holm')}, n_test {row.get('n_test')})"
+            f"{label}_causal_{_name(row['judge'])}: {row.get('causal')} (p {row.get('p_value')}, Holm "
+            f"{row.get('p_holm')}, n_test {row.get('n_test')})"
         )
     print(f"{label}_startup_and_other_seconds: {seconds - timings['total_s']:.1f}")
     for step, value in timings["steps"].items():
@@ -306,7 +307,10 @@ import json, os, sys, time, torch
 torch.set_num_threads(int(sys.argv[1]))
 from transformers import LlamaConfig, LlamaForCausalLM
 torch.manual_seed(0)
-config = LlamaConfig(hidden_size=576, intermediate_size=1536, num_hidden_layers=6, num_attention_heads=9, num_key_value_heads=3, vocab_size=49152)
+config = LlamaConfig(
+    hidden_size=576, intermediate_size=1536, num_hidden_layers=6, num_attention_heads=9, num_key_value_heads=3,
+    vocab_size=49152,
+)
 model = LlamaForCausalLM(config).eval()
 ids = torch.randint(0, 1000, (8, 256))
 with torch.inference_mode():
@@ -353,11 +357,13 @@ def thread_figures() -> None:
         print(f"threads_{name}_wall_seconds: {r['wall']:.2f}")
         print(f"threads_{name}_cpu_seconds: {r['cpu']:.2f}")
     print(
-        f"threads_two_vs_one_beside_busy_wall_ratio: {results['beside_busy_2']['wall'] / results['beside_busy_1']['wall']:.2f}"
+        "threads_two_vs_one_beside_busy_wall_ratio: "
+        f"{results['beside_busy_2']['wall'] / results['beside_busy_1']['wall']:.2f}"
     )
     print(f"threads_two_vs_one_alone_wall_ratio: {results['alone_2']['wall'] / results['alone_1']['wall']:.2f}")
     print(
-        f"threads_two_passive_vs_one_beside_busy_wall_ratio: {results['beside_busy_2_passive']['wall'] / results['beside_busy_1']['wall']:.2f}"
+        "threads_two_passive_vs_one_beside_busy_wall_ratio: "
+        f"{results['beside_busy_2_passive']['wall'] / results['beside_busy_1']['wall']:.2f}"
     )
     print(f"threads_load_average_after: {load_average()}")
 
@@ -417,7 +423,8 @@ def readme_figures() -> None:
         probe = (
             "import json, resource, subprocess, sys, time\n"
             f"start = time.perf_counter()\ndone = subprocess.run(['bash', '-c', {line!r}])\n"
-            "print(json.dumps([time.perf_counter() - start, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode]))\n"
+            "print(json.dumps([time.perf_counter() - start, "
+            "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, done.returncode]))\n"
         )
         done = subprocess.run(
             [sys.executable, "-c", probe], cwd=clone, env=env, capture_output=True, text=True, check=True
@@ -453,11 +460,11 @@ def ray_figures(n_items: int = 6) -> None:
     from transformers import LlamaForCausalLM
 
     sys.path.insert(0, str(REPO))
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import TestDesign
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
-    from tests.experiments.test_causal import tiny_controls, tiny_pair_run
-    from tests.experiments.test_executor import files_under
+    from tests.causal.test_causal import tiny_controls, tiny_pair_run
+    from tests.causal.test_executor import files_under
     from tests.helpers.models import packaged_tokenizer, save_tiny, tiny_llama_config
 
     with tempfile.TemporaryDirectory() as tmp:

@@ -67,7 +67,7 @@ def main() -> int:
                 if extra.get("bias") == "emphasis":
                     authors = [(model.name, "other")] * len(chunk)
                     extra["bias"] = bias_builder(emphasis_spec(4.0), model, authors=authors)
-                judge_batch(backend, chunk, labels, queries=None, **extra)
+                judge_batch(backend, chunk, labels, readout=None, **extra)
             best = min(best, time.perf_counter() - start)
         rates[name] = len(prompts) / best
         print(f"{name}_judgments_per_second: {rates[name]:.3f}")

@@ -113,8 +113,9 @@ def resolve_target(
 ) -> tuple[int, int]:
     """The target's token span in unpadded coordinates of `prompt` (end exclusive).
 
-    "a"/"b": that slot's span. "both": from the start of the first span to the end of the second. "self": the slot whose author == judge_model; "other": the other slot
-    (InterpError if neither or both match, or authors are unknown). "random": a span as long as the self
+    "a"/"b": that slot's span. "both": from the start of the first span to the end of the second. "self": the slot whose
+    author == judge_model; "other": the other slot (InterpError if neither or both match, or authors are unknown).
+    "random": a span as long as the self
     span (as span "a" when the self slot is unknown) placed uniformly at random elsewhere (see
     `_random_span`), reproducible from spec.seed and the prompt's token ids. (start, end): checked to lie
     within the prompt.
@@ -233,7 +234,8 @@ def spec_bias_builder(
         rows = batch.input_ids.shape[0]
         if authors is not None and len(authors) != rows:
             raise InterpError(
-                f"got authors for {len(authors)} prompts but the batch has {rows}; pass one (author A, author B) per prompt"
+                f"got authors for {len(authors)} prompts but the batch has {rows}; pass one (author A, "
+                "author B) per prompt"
             )
         if prompts is None:
             if not isinstance(spec.target, tuple):

@@ -1,4 +1,5 @@
-"""`dampen`: an attention intervention as a context manager, for notebooks (baukit's `Trace` style).
+"""`dampen` and `emphasise`: an attention intervention as a context manager, for notebooks (baukit's `Trace`
+style).
 
     with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
         logits = backend.forward(batch)
@@ -44,12 +45,28 @@ def _shape(obj) -> tuple[torch.nn.Module, int, int, str | None]:
     if isinstance(obj, torch.nn.Module) and hasattr(obj, "config"):
         text = obj.config.get_text_config()
         return obj, text.num_hidden_layers, text.num_attention_heads, None
-    raise TypeError(f"dampen needs a backend, a LoadedModel or a Hugging Face model, not {type(obj).__name__}")
+    raise TypeError(
+        f"an attention intervention needs a backend, a LoadedModel or a Hugging Face model, not {type(obj).__name__}"
+    )
 
 
 def _own(judge: str | None) -> str | None:
     """The judge's own model (an organism's is its base); None when the model has no name (a plain HF model)."""
     return own_model(judge) if judge is not None else None
+
+
+def _spec(target, alpha, layers, heads, queries, seed, emphasis: bool) -> AttentionIntervention:
+    if isinstance(target, AttentionIntervention):
+        return target
+    return AttentionIntervention(
+        target=target,
+        alpha=alpha,
+        layers=tuple(layers) if layers is not None else None,
+        heads=heads if heads is None or isinstance(heads, dict) else tuple(heads),
+        queries=queries,
+        seed=seed,
+        emphasis=emphasis,
+    )
 
 
 @contextlib.contextmanager
@@ -66,7 +83,8 @@ def dampen(
     authors: Sequence[tuple[str, str]] | None = None,
     seed: int = 0,
 ) -> Iterator[AttentionIntervention]:
-    """Dampen attention for the duration of the block; always restores (also on an exception).
+    """Lower attention to `target` (post-softmax weights times `alpha` in [0, 1], 0 masks) for the duration of
+    the block; always restores (also on an exception). Raising it is `emphasise`.
 
         with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
             logits = backend.forward(batch)
@@ -74,25 +92,59 @@ def dampen(
     `target` is (start, end) in unpadded token indices of every row, a target name ("a", "b", "self",
     "other", "random": pass `prompts=` for the batch, and `authors=` for self/other; "self" is the response
     of `own_model(judge_model)`, judge_model defaulting to the model's name, so an organism's is its base
-    model's), or a ready
-    `AttentionIntervention` (then alpha/layers/heads/queries/seed are taken from it). Works on a backend
-    (its `forward` adds the compiled bias to any `score_bias` passed), a `LoadedModel` or a plain HF model
-    (calling the model, e.g. `hf_model(input_ids=..., attention_mask=...)`, runs it through the biased
-    attention function; a transformer_lens bridge runs on its own copy of the modules: pass its backend).
-    Offsets are read from the batch's (left-padded) attention mask. The same `compile_bias` as
+    model's), or a ready `AttentionIntervention` (then alpha/layers/heads/queries/seed are taken from it).
+    Works on a backend (its `forward` adds the compiled bias to any `score_bias` passed), a `LoadedModel` or a
+    plain HF model (calling the model, e.g. `hf_model(input_ids=..., attention_mask=...)`, runs it through the
+    biased attention function; a transformer_lens bridge runs on its own copy of the modules: pass its
+    backend). Offsets are read from the batch's (left-padded) attention mask. The same `compile_bias` as
     `bias_builder`: no second code path. Yields the spec.
     """
-    if isinstance(target, AttentionIntervention):
-        spec = target
-    else:
-        spec = AttentionIntervention(
-            target=target,
-            alpha=alpha,
-            layers=tuple(layers) if layers is not None else None,
-            heads=heads if heads is None or isinstance(heads, dict) else tuple(heads),
-            queries=queries,
-            seed=seed,
+    spec = _spec(target, alpha, layers, heads, queries, seed, emphasis=False)
+    if spec.emphasis:
+        raise InterpError(
+            f"dampen lowers attention (alpha in [0, 1]); this spec raises it (emphasis, alpha = {spec.alpha:g}): "
+            "use emphasise(...)"
         )
+    with applied(backend_or_model, spec, prompts=prompts, judge_model=judge_model, authors=authors):
+        yield spec
+
+
+@contextlib.contextmanager
+def emphasise(
+    backend_or_model,
+    target: Target | AttentionIntervention = "other",
+    alpha: float = 4.0,
+    layers: Sequence[int] | None = None,
+    heads: Sequence[int] | dict[int, Sequence[int]] | None = None,
+    queries: Literal["outside", "final"] = "outside",
+    *,
+    prompts: Sequence[TokenizedPrompt] | None = None,
+    judge_model: str | None = None,
+    authors: Sequence[tuple[str, str]] | None = None,
+    seed: int = 0,
+) -> Iterator[AttentionIntervention]:
+    """Raise attention to `target` (post-softmax weights times `alpha` > 1, renormalised: PASTA-style
+    emphasis, `interp.hooks.emphasis`) for the duration of the block; the arguments are `dampen`'s."""
+    spec = _spec(target, alpha, layers, heads, queries, seed, emphasis=True)
+    if not spec.emphasis or spec.alpha <= 1:
+        raise InterpError(
+            f"emphasise raises attention (alpha > 1); alpha = {spec.alpha:g} lowers or keeps it: use dampen(...)"
+        )
+    with applied(backend_or_model, spec, prompts=prompts, judge_model=judge_model, authors=authors):
+        yield spec
+
+
+@contextlib.contextmanager
+def applied(
+    backend_or_model,
+    spec: AttentionIntervention,
+    *,
+    prompts: Sequence[TokenizedPrompt] | None = None,
+    judge_model: str | None = None,
+    authors: Sequence[tuple[str, str]] | None = None,
+) -> Iterator[AttentionIntervention]:
+    """Any attention spec, lowering or raising, applied for the block: what `dampen` and `emphasise` run, and
+    what `Judge.applying` runs for the spec it is given."""
     hf_model, n_layers, n_heads, name = _shape(backend_or_model)
     build = spec_bias_builder(
         spec,

@@ -3,7 +3,7 @@ means (`mean`), the donors' final positions (`resample`) and the counterfactual 
 
 Every pass records only the hook points the specs name (read-only site hooks), so a mean or a patch keeps one
 tensor per asked-for point, never a whole cache. `node_edit_builder` puts it together into the `edit` builder
-that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.intervene`, the engine) uses.
+that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.applying`, the engine) uses.
 """
 
 from __future__ import annotations
@@ -123,7 +123,8 @@ def counterfactual_ids(
         slot = own_slot(author_a, author_b, own)
         if slot is None:
             raise InterpError(
-                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both answers and a judge that wrote one"
+                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both "
+                "answers and a judge that wrote one"
             )
         reference = references[row] if references is not None else None
         if not reference or not reference.strip():

@@ -3,7 +3,8 @@
 A spec names a site, an operation, where (layers, heads, positions) and the operation's own keys:
 
     site      = "head_output" | "mlp_output" | "residual"       # attention sites: `interp.hooks.spec`
-                | "head_pattern" | "head_values"                 # a head's two routes (patch, zero): where it looks, what it reads
+                | "head_pattern" | "head_values"                 # a head's two routes (patch, zero): where it
+                                                                 # looks, what it reads
     op        = "zero" | "mean" | "resample" | "patch" | "project_out" | "add" | a registered kind
     layers    = [23, 27]                                         # omitted: every layer (or the heads table's)
     heads     = { 23 = [3, 8], 27 = [1] }                        # head_output only: a list, or layer -> heads
@@ -15,7 +16,7 @@ Operations (each replaces the site's activation at the selected heads and positi
 - `zero`: 0.
 - `mean`: the activation's mean over a reference set of prompts (the run's selection split, else its items),
   at positions of the same kind (`final`: the final position's; a span or `all`: every such token's), one
-  vector per head (head_output) or per layer; stored and keyed by hash (`interp.experiments.engine`).
+  vector per head (head_output) or per layer; stored and keyed by hash (`interp.causal.engine`).
 - `resample`: the same site at the final position of another prompt of the reference set, drawn by a hash of
   (`seed`, the prompt's tokens); positions must be `final` (prompts differ in length elsewhere).
 - `patch`: the same site from a counterfactual prompt of the same token length, position by position:
@@ -27,7 +28,7 @@ Operations (each replaces the site's activation at the selected heads and positi
 
 A user kind: subclass `NodeIntervention`, set `op` (and `sites` if it is not for every site), implement
 `replacement(activation, context)`, decorate with `@register`. It then loads from TOML and runs wherever a
-built-in kind does (`judge.intervene`, `interp.intervene`, sweeps, the causal test).
+built-in kind does (`judge.applying`, `interp.intervene`, sweeps, the causal test).
 
 `node_edits` compiles specs to hook-point functions (`interp.core.sites`): the one mechanism on every backend.
 """
@@ -69,7 +70,7 @@ assert all(point in POINTS for point in SITES.values())
 
 
 def register(cls: type["NodeIntervention"]) -> type["NodeIntervention"]:
-    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.intervene`, sweeps) can name."""
+    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.applying`, sweeps) can name."""
     if not (isinstance(cls, type) and issubclass(cls, NodeIntervention)) or not cls.op:
         raise InterpError("register a NodeIntervention subclass with a non-empty `op`")
     if cls.op in _REGISTRY and _REGISTRY[cls.op] is not cls and _REGISTRY[cls.op].__module__ == __name__:
@@ -329,7 +330,8 @@ class Patch(_FromDonor):
         super().__post_init__()
         if self.counterfactual not in COUNTERFACTUALS:
             raise InterpError(
-                f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of {', '.join(COUNTERFACTUALS)}"
+                f"patch intervention: bad value for 'counterfactual': {self.counterfactual!r}; use one of "
+                f"{', '.join(COUNTERFACTUALS)}"
             )
         if self.counterfactual == "swap" and self.positions not in ("all", "final"):
             raise InterpError(
@@ -437,6 +439,8 @@ def _attention_keys(data: Mapping[str, Any], where: str) -> dict[str, Any]:
         keys["alpha"] = 0.0
     elif op == "emphasis":
         keys["emphasis"] = True
+    elif keys.get("emphasis") or (isinstance(keys.get("alpha"), (int, float)) and keys["alpha"] > 1):
+        raise InterpError(f"{where}op 'dampen' takes alpha in [0, 1]; alpha > 1 raises attention: use op 'emphasis'")
     return keys
 
 

@@ -12,7 +12,7 @@ TOML keys (see `experiments/ablation_example.toml`):
     queries  = "outside"    # optional; "outside" (default: every position outside the target span) | "final"
     seed     = 0            # optional; seeds the "random" target
     name     = "self-mask"  # optional; a label for logs and tables
-    emphasis = false        # optional; true allows alpha > 1 (PASTA-style steering, a later issue)
+    emphasis = false        # optional; true allows alpha > 1 (PASTA-style emphasis, `interp.hooks.emphasis`)
 
 With a heads table, exactly the listed (layer, head) pairs are intervened on; if `layers` is given too,
 every listed layer must have an entry in the table. Every check raises `InterpError` with one line that
@@ -195,8 +195,9 @@ class AttentionIntervention(HeadSelection):
 
     `target`: "self" | "other" (the judge's own / the other response: needs authors), "a" | "b" (a response
     slot), "both" (from the start of response A to the end of response B: both responses and the prompt
-    text between them; the positive control, after which no author can be told apart), "random" (a span as long as the self span, elsewhere in the prompt), or (start, end) token
-    indices in the unpadded prompt, end exclusive. `layers` None = all; `heads` None = all, a tuple = those
+    text between them; the positive control, after which no author can be told apart), "random" (a span as long as the
+    self span, elsewhere in the prompt), or (start, end) token indices in the unpadded prompt, end exclusive. `layers`
+    None = all; `heads` None = all, a tuple = those
     heads in every chosen layer, or a mapping layer -> heads (stored as sorted (layer, heads) pairs so the
     spec stays hashable; read it back with `heads_table`). `queries`: "outside" = every position outside
     the target span, "final" = only the last position. Constructing one validates it (InterpError).

@@ -111,7 +111,8 @@ def steer(
         def edit(h: Tensor) -> Tensor:
             if h.shape[-1] != unit.shape[0]:
                 raise InterpError(
-                    f"direction has {unit.shape[0]} dimensions but the residual stream at layer {layer} has {h.shape[-1]}"
+                    f"direction has {unit.shape[0]} dimensions but the residual stream at layer {layer} has "
+                    f"{h.shape[-1]}"
                 )
             m = mask.to(h.device)[..., None]
             if mode == "add":

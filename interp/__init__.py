@@ -6,7 +6,7 @@ In a notebook:
     judge = interp.Judge.load("smollm2-135m-judge")
     v = judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
     v.p_a, v.mass                        # P(A); attention [layer, head, span]
-    with judge.intervene(target="self", alpha=0.0):
+    with judge.applying(target="self", alpha=0.0):
         judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
     interp.figure7("runs/demo")          # a matplotlib Figure
     interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
@@ -14,7 +14,7 @@ In a notebook:
 The package is layered; a module imports only from its own layer or the layers below it:
 
 - `interp.api` | `interp.cli`  the notebook API (`Judge`, run functions) and the `interp` command line
-- `interp.experiments`  the causal-test engine, interventions with controls, sweeps, steering, the demo
+- `interp.causal`  the causal-test engine, interventions with controls, sweeps, steering, the demo
 - `interp.organisms`    judges with a known answer: their data, training and evaluation
 - `interp.report`       figures and report sections
 - `interp.analysis`     views of a finished run: stored span attention, Figure 7, heads, metric lenses

@@ -252,14 +252,16 @@ class RunConfig(PlacementKeys):
             )
         if self.answers == "treatment" and (self.imports or self.servers):
             raise ValueError(
-                'answers = "treatment" asks local models for degraded answers: imported and served answers cannot be treated'
+                'answers = "treatment" asks local models for degraded answers: imported and served answers '
+                "cannot be treated"
             )
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
         for pair in self.relatedness:
             if pair.judge not in self.judge_specs or pair.author not in self.models:
                 raise ValueError(
-                    f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the run, the author one of its models"
+                    f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the "
+                    "run, the author one of its models"
                 )
         if self.salieri_reference in self.models:
             raise ValueError(
@@ -337,7 +339,7 @@ class HeadAxes(Strict):
 
 class JobKeys(Strict):
     """How a job over a finished run runs, never what it finds (not part of any result's key): `executor`
-    (`local`: in this process; `ray`: Ray tasks, `interp.experiments.executor`) and `max_memory`, the GB of
+    (`local`: in this process; `ray`: Ray tasks, `interp.causal.executor`) and `max_memory`, the GB of
     judge models held at once before a judge whose work is done is let go (None: half the memory available)."""
 
     executor: Literal["local", "ray"] = "local"

@@ -43,6 +43,7 @@ def split_ids(
     chosen, rest = [i for i in ids if i in first], [i for i in ids if i not in first]
     if not chosen or not rest:
         raise InterpError(
-            f"{what} {share} leaves {len(chosen)} {parts[0]} and {len(rest)} {parts[1]} items of {len(ids)}; use a share that leaves both"
+            f"{what} {share} leaves {len(chosen)} {parts[0]} and {len(rest)} {parts[1]} items of "
+            f"{len(ids)}; use a share that leaves both"
         )
     return chosen, rest

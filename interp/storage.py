@@ -244,10 +244,12 @@ def check_output_dir(
         hint = (
             "pass another --out"
             if replace
-            else f"pass another --out, or {OVERWRITE_FLAG} to write into it anyway (files of the same names are replaced)"
+            else f"pass another --out, or {OVERWRITE_FLAG} to write into it anyway (files of the same names are "
+            "replaced)"
         )
         raise InterpError(
-            f"{path} holds files interp did not write ({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}); {hint}"
+            f"{path} holds files interp did not write "
+            f"({', '.join(entries[:3])}{', ...' if len(entries) > 3 else ''}); {hint}"
         )
     if ours and replace and not overwrite:
         raise InterpError(f"{path} exists; pass {OVERWRITE_FLAG} to replace it, or another --out")

@@ -45,7 +45,7 @@ def _in_mounted(root: Path, *command: str) -> subprocess.CompletedProcess:
 
 
 def test_layers_contract_is_kept(mounted):
-    """pyproject's import-linter contract: cli > experiments > report > analysis > run | hooks > core > base."""
+    """pyproject's import-linter contract: cli > causal > report > analysis > run | hooks > core > base."""
     lint = Path(sys.executable).with_name("lint-imports")
     result = _in_mounted(mounted, str(lint), "--no-cache")
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-2000:]
@@ -103,7 +103,7 @@ def test_module_is_small_and_says_what_it_is(path):
 
 def test_at_least_three_subpackages():
     subpackages = [p.parent.name for p in (REPO / "interp").glob("*/__init__.py")]
-    assert {"core", "run", "metrics", "analysis", "experiments", "report", "cli"} <= set(subpackages)
+    assert {"core", "run", "metrics", "analysis", "causal", "report", "cli"} <= set(subpackages)
 
 
 # ---- one definition per notion ----------------------------------------------------------------------------
@@ -175,7 +175,8 @@ def test_the_one_definition_check_can_fail(tmp_path, monkeypatch):
         "P(own) from P(first)": "p_own = p_first if own_first else 1 - p_first\n",
         "the slot holding the judge's own answer": 'slot = "a" if task.author_a == own else "b"\n',
         "the tie rule": "pick = np.sign(p_own - 0.5)\nwins = p >= 0.5\n",
-        "a seeded split of item ids": "def split_items(ids, share, seed):\n    return [i for i in ids if unit_hash(seed, i) < share]\n",
+        "a seeded split of item ids": "def split_items(ids, share, seed):\n"
+        "    return [i for i in ids if unit_hash(seed, i) < share]\n",
         "whether an object is a backend": "def _is_backend(obj):\n    return True\n",
         "numbers written for people": 'def _pts(x):\n    return f"{100 * x:+.1f}"\n',
     }
@@ -283,6 +284,39 @@ def test_the_codec_checks_can_fail(tmp_path):
     )
 
 
+# ---- analysis/ is views of a stored run ---------------------------------------------------------------------
+
+MODEL_WORK = ("load_model", "wrap_model", "ModelCache", "make_backend", "judge_batch", "inspect_judgment")
+RENDERING = ("interp.templating", "interp.report", "plotly", "matplotlib")
+
+
+def _model_work_or_rendering(text: str) -> list[str]:
+    """The imports of a module that load or run a model, or render: named imports of `MODEL_WORK`, any import
+    of `interp.core.backends` or of a `RENDERING` module (lazy ones inside functions too)."""
+    found = []
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            modules, names = [node.module], [alias.name for alias in node.names]
+        elif isinstance(node, ast.Import):
+            modules, names = [alias.name for alias in node.names], []
+        else:
+            continue
+        found += [n for n in names if n in MODEL_WORK]
+        found += [m for m in modules if m.startswith(("interp.core.backends", *RENDERING))]
+    return found
+
+
+def test_analysis_loads_no_model_and_renders_nothing():
+    """`interp.analysis` reads stored runs: it loads no model and runs no pass (those are `interp.core` and
+    `interp.run`, glued in `interp.api`) and renders nothing (`interp.report`)."""
+    found = {p.name: _model_work_or_rendering(p.read_text()) for p in (REPO / "interp" / "analysis").glob("*.py")}
+    assert not {name: hits for name, hits in found.items() if hits}
+    assert _model_work_or_rendering("def f():\n    from interp.core.models import load_model, own_model\n") == [
+        "load_model"
+    ]
+    assert _model_work_or_rendering("import plotly.graph_objects as go\n") == ["plotly.graph_objects"]
+
+
 # ---- docs/layout.md is the map of the code ---------------------------------------------------------------------
 
 LAYOUT = REPO / "docs" / "layout.md"
@@ -291,7 +325,8 @@ LAYOUT = REPO / "docs" / "layout.md"
 def _layout_rooms() -> dict[str, list[str]]:
     """room path -> the modules its row names (the Rooms table of docs/layout.md)."""
     rooms = {}
-    for line in LAYOUT.read_text().splitlines():
+    section = LAYOUT.read_text().split("\n## Rooms\n", 1)[1].split("\n## ", 1)[0]
+    for line in section.splitlines():
         match = re.match(r"^\| `([^`]+)`[^|]*\|[^|]*\|(.*)\|\s*$", line)
         if match:
             rooms[match.group(1)] = re.findall(r"`([\w.]+\.py)`", match.group(2))

@@ -220,7 +220,7 @@ def case(id: str, args: str | list[str], setup: Callable[[Path], None] = nothing
 
 
 CASES = [
-    # ---- dbg: output location (issue point 4) ---------------------------------------------------
+    # ---- dbg: output location -----------------------------------------------------------------------
     case(
         "dbg human labels missing",
         "dbg {root}/h.toml --out {root}/new",
@@ -251,7 +251,7 @@ CASES = [
         both(config_from_run("good.toml"), read_only_dir),
         "not writable",
     ),
-    # ---- dbg: the config ------------------------------------------------------------------------
+    # ---- dbg: the config ----------------------------------------------------------------------------
     case(
         "dbg config not UTF-8",
         "dbg {root}/latin1.toml --out {root}/new",
@@ -279,7 +279,7 @@ CASES = [
     ),
     case("dbg config missing", "dbg {root}/nope.toml --out {root}/new", nothing, "not found"),
     case("dbg without --out", "dbg {root}/good.toml", config_from_run("good.toml"), "--out"),
-    # ---- dbg: models, data, lengths, gold (issue points 3 and 5) --------------------------------
+    # ---- dbg: models, data, lengths, gold -----------------------------------------------------------
     case(
         "dbg unknown alias",
         "dbg {root}/bad.toml --out {root}/new",
@@ -386,10 +386,10 @@ CASES = [
         "not in the Hugging Face cache",
     ),
     case(
-        "inspect bad --queries",
-        ["inspect", "--queries", "all", "-q", "q", "--response-a", "a", "--response-b", "b"],
+        "inspect bad --readout",
+        ["inspect", "--readout", "all", "-q", "q", "--response-a", "a", "--response-b", "b"],
         nothing,
-        "--queries",
+        "--readout",
     ),
     case(
         "inspect spec not UTF-8",
@@ -397,7 +397,7 @@ CASES = [
         write("spec.toml", b'target = "a"\nalpha = 0.0\nname = "\xe9"\n'),
         "not UTF-8",
     ),
-    # ---- intervene (issue points 1, 4, 5) -----------------------------------------------------------
+    # ---- intervene ----------------------------------------------------------------------------------
     case(
         "intervene spec bad alpha",
         "intervene {run} --spec {root}/spec.toml",
@@ -476,7 +476,7 @@ CASES = [
         write("spec.toml", GOOD_SPEC),
         "vllm",
     ),
-    # ---- sweep / steer-sweep -----------------------------------------------------------------------
+    # ---- sweep / steer-sweep ------------------------------------------------------------------------
     case(
         "sweep TOML not UTF-8",
         "sweep {root}/sweep.toml",
@@ -525,11 +525,11 @@ CASES = [
         sweep_toml("steer.toml", "layers = [40]\n"),
         "40",
     ),
-    # ---- steer ---------------------------------------------------------------------------------------
+    # ---- steer --------------------------------------------------------------------------------------
     case("steer run missing", "steer {root}/norun", nothing, "not a finished run"),
     case("steer layer out of range", "steer {run} --layer 40", nothing, "40"),
     case("steer unknown judge", "steer {run} --judge nobody", nothing, "nobody"),
-    # ---- attention (issue points 4 and 6) -----------------------------------------------------------
+    # ---- attention ----------------------------------------------------------------------------------
     case(
         "attention corrupt judgments line",
         "attention {run}",
@@ -543,7 +543,7 @@ CASES = [
         write("empty/config.toml", 'models = ["a", "b"]\n'),
         "has no judgments",
     ),
-    # ---- compare -------------------------------------------------------------------------------------
+    # ---- compare ------------------------------------------------------------------------------------
     case("compare run missing", "compare {run} {root}/norun", nothing, "not a finished run"),
     case(
         "compare by a key that does not differ",
@@ -552,7 +552,7 @@ CASES = [
         "not a key that differs",
     ),
     case("compare out is a file", "compare {run} --out {root}/taken", write("taken", "x"), "taken"),
-    # ---- restyle -------------------------------------------------------------------------------------
+    # ---- restyle ------------------------------------------------------------------------------------
     case("restyle unknown style", "restyle {run} --style shouty --out {root}/new", nothing, "unknown style"),
     case(
         "restyle prompted style without a rewriter",
@@ -580,7 +580,7 @@ CASES = [
         user_folder("mine"),
         "did not write",
     ),
-    # ---- metrics, models -----------------------------------------------------------------------------
+    # ---- metrics, models ----------------------------------------------------------------------------
     case("metrics run on a missing dir", "metrics run {root}/norun", nothing, "norun"),
     case(
         "metrics run corrupt judgments line",
@@ -629,7 +629,7 @@ CASES = [
         ),
         "resolution",
     ),
-    # ---- a count of 0 where 0 means nothing -----------------------------------------------------------
+    # ---- a count of 0 where 0 means nothing ---------------------------------------------------------
     case("demo --n 0", "demo --n 0 --out {root}/new", nothing, "--n"),
     case(
         "dbg config with no judges",
@@ -657,7 +657,7 @@ CASES = [
         "layers",
     ),
     case("steer with an empty judge", ["steer", "{run}", "--judge", ""], nothing, "judge ''"),
-    # ---- output folders that are not runs ------------------------------------------------------------
+    # ---- output folders that are not runs -----------------------------------------------------------
     case(
         "dbg into a folder of the user's files",
         "dbg {root}/good.toml --out {root}/mine",
@@ -702,7 +702,7 @@ CASES = [
         user_folder("mine"),
         "did not write",
     ),
-    # ---- organism configs ----------------------------------------------------------------------------
+    # ---- organism configs ---------------------------------------------------------------------------
     case(
         "organism own author not an author",
         "organism train {root}/org.toml --out {root}/org",
@@ -722,7 +722,7 @@ CASES = [
         "twice",
     ),
     case("dbg n as a string", "dbg {root}/bad.toml --out {root}/new", config_from_run("bad.toml", n="3"), "n:"),
-    # ---- broken models and adapters --------------------------------------------------------------------
+    # ---- broken models and adapters -----------------------------------------------------------------
     case(
         "inspect a model with NaN weights",
         ["inspect", "-m", "{root}/nan", "-q", "q", "--response-a", "a", "--response-b", "b", "--json"],

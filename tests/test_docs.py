@@ -75,7 +75,7 @@ def test_readme_is_short_and_has_the_two_commands_and_a_python_quickstart():
     text = (REPO / "README.md").read_text()
     assert len(text.encode()) <= 15_500
     python = "\n".join(re.findall(r"```python\n(.*?)```", text, flags=re.S))
-    for call in ("interp.Judge.load(", "judge(", ".mass", "interp.figure7(", "judge.intervene(", "interp.sweep("):
+    for call in ("interp.Judge.load(", "judge(", ".mass", "interp.figure7(", "judge.applying(", "interp.sweep("):
         assert call in python
     assert "## Causal test" in text
 

@@ -74,8 +74,9 @@ def test_no_module_reads_the_tests_or_experiments_folders():
     assert not offenders
 
 
-def _build_wheel(tmp_path: Path) -> Path:
-    """The non-editable wheel, built from a copy of the sources (the build writes build/ and *.egg-info)."""
+def _build_wheel(tmp_path: Path, log: list[str] | None = None) -> Path:
+    """The non-editable wheel, built from a copy of the sources (the build writes build/ and *.egg-info);
+    `log` gets the build's output (pip -v)."""
     source = tmp_path / "src"
     source.mkdir()
     for name in ("pyproject.toml", "README.md", "LICENSE"):
@@ -91,7 +92,7 @@ def _build_wheel(tmp_path: Path) -> Path:
             "wheel",
             "--no-deps",
             "--no-build-isolation",
-            "-q",
+            "-v" if log is not None else "-q",
             "-w",
             str(wheels),
             str(source),
@@ -101,6 +102,8 @@ def _build_wheel(tmp_path: Path) -> Path:
         timeout=600,
     )
     assert build.returncode == 0, build.stderr[-3000:]
+    if log is not None:
+        log.append(build.stdout + build.stderr)
     (wheel,) = wheels.glob("interp_selfpref-*.whl")
     return wheel
 
@@ -110,8 +113,12 @@ def test_the_wheel_installs_the_hooks_inside_interp_only(tmp_path):
     would clash with any other distribution's."""
     import zipfile
 
-    wheel = zipfile.ZipFile(_build_wheel(tmp_path))
+    log: list[str] = []
+    wheel = zipfile.ZipFile(_build_wheel(tmp_path, log))
     names = wheel.namelist()
+    # every folder that Python could import is named in pyproject (setuptools warns of one left out)
+    assert "absent from the `packages` configuration" not in log[0] and "Created wheel" in log[0]
+    assert {"interp/builtin/dev.jsonl", "interp/builtin/adapters/smollm2-135m-judge/manifest.json"} <= set(names)
     assert {"interp/hooks/__init__.py", "interp/hooks/spec.py", "interp/hooks/compile.py"} <= set(names)
     assert not [name for name in names if name.startswith("hooks/")]
     for top_level in [name for name in names if name.endswith(".dist-info/top_level.txt")]:
@@ -120,7 +127,8 @@ def test_the_wheel_installs_the_hooks_inside_interp_only(tmp_path):
 
 def test_pyproject_names_every_package():
     """pyproject lists the packages (hooks/ is mapped to interp.hooks, which a search of interp/ cannot find):
-    the list is every package of the tree, so a new subpackage cannot be left out of the wheel."""
+    the list is every package of the tree, so a new subpackage cannot be left out of the wheel. A data folder
+    whose name Python could import (interp/builtin, interp/builtin/adapters) is a package too."""
     import tomllib
 
     listed = set(tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
@@ -130,6 +138,11 @@ def test_pyproject_names_every_package():
     found |= {
         "interp.hooks." + ".".join(p.parent.relative_to(REPO / "hooks").parts)
         for p in (REPO / "hooks").rglob("*/__init__.py")
+    }
+    found |= {
+        ".".join(d.relative_to(REPO).parts)
+        for d in (REPO / "interp").rglob("*")
+        if d.is_dir() and d.name != "__pycache__" and all(part.isidentifier() for part in d.relative_to(REPO).parts)
     }
     assert listed == found
 

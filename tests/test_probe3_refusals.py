@@ -1,4 +1,4 @@
-"""Held-out probe, issue 44: bad input refused in one line before any work or write.
+"""Bad input refused in one line before any work or write:
 
 A. an organism config whose [heads] (or [lora]) asks for more layers or heads than the base model has;
 B. INTERP_CACHE pointing at a file (or under one);
@@ -287,7 +287,7 @@ def test_run_functions_wrong_types_are_interp_errors(tmp_path, call, match):
 
 
 def test_prompt_token_attention_wrong_types(tmp_path):
-    from interp.analysis.token_attention import prompt_token_attention
+    from interp.api.token_attention import prompt_token_attention
 
     for layer, head, match in (
         (1.5, 0, "layer must be an int"),
@@ -304,7 +304,7 @@ def test_prompt_token_attention_wrong_types(tmp_path):
 
 
 def test_ranking_with_nan_effects_is_refused_naming_judge_and_method():
-    from interp.experiments.localize import _frame, check_finite_effects
+    from interp.causal.localize import _frame, check_finite_effects
 
     effect = np.arange(8, dtype=float).reshape(2, 4)
     assert list(_frame("atp", effect, 3, judge="j")["rank"]) == list(range(1, 9))  # finite: ranked as before
@@ -334,7 +334,7 @@ def test_localize_figures_refuse_a_table_with_nan_before_writing(tmp_path):
             "n_items": 3,
         }
     )
-    table.loc[0, "score"] = -np.inf  # what the ranking used to put in place of a NaN score
+    table.loc[0, "score"] = -np.inf  # a NaN score stood in for by -inf: still no number to draw
     with pytest.raises(InterpError, match=r"judge 'tiny-judge', method 'attention'"):
         write_localize_figures(table, tmp_path / "figures", "tiny-judge")
     assert not (tmp_path / "figures").exists()
@@ -344,7 +344,7 @@ def test_localize_run_with_nan_attention_is_refused(monkeypatch):
     """The attention method on a run whose answers were empty: per-token means of no tokens are NaN."""
     import torch
 
-    from interp.experiments import localize as localize_module
+    from interp.causal import localize as localize_module
 
     class FakeDir:
         root = Path("/nowhere")

@@ -1,5 +1,5 @@
-"""Refusals that must come before any work (issue 34's held-out probe, defects 1 and 4-12), each on a variant
-other than the issue's repro: other architectures and configs, other spellings, other sizes.
+"""Refusals that must come before any work, each on more than one case: other architectures and configs,
+other spellings, other sizes.
 
 The rule (README): bad input prints one `error:` line, exits 2 and writes nothing; the exceptions run and say
 so (a test that cannot reject runs and says it cannot).
@@ -112,7 +112,7 @@ UNSUPPORTED = {
 def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, name):
     from interp.core.backends import check_backend_fits
     from interp.core.models import wrap_model
-    from interp.experiments.engine import Variant, check_variants
+    from interp.causal.engine import Variant, check_variants
     from interp.hooks.spec import AttentionIntervention
 
     build, architecture, why = UNSUPPORTED[name]
@@ -146,7 +146,7 @@ def test_a_supported_architecture_passes_the_probe_and_its_mask_acts(smollm2_tok
         model = BioGptForCausalLM(BioGptConfig(intermediate_size=64, **shape))
     judge = interp.Judge.wrap(model.eval(), smollm2_tokenizer, name=architecture, own="x")
     plain = judge(QUERY, ANSWER_A, ANSWER_B, authors=("x", "y"))
-    with judge.intervene(target="a", alpha=0.0):
+    with judge.applying(target="a", alpha=0.0):
         masked = judge(QUERY, ANSWER_A, ANSWER_B, authors=("x", "y"))
     assert masked.mass[..., 0].abs().max() == 0 and plain.mass[..., 0].abs().max() > 0 and masked.p_a != plain.p_a
 
@@ -227,7 +227,7 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
     from interp.core.models import model_identity, resolve_spec
-    from interp.experiments.design import TestDesign, resolve_controls
+    from interp.causal.design import TestDesign, resolve_controls
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -250,7 +250,7 @@ def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_
 
 
 def test_random_head_sets_are_bounded():
-    from interp.experiments.design import MAX_RANDOM_HEAD_SETS, TestDesign
+    from interp.causal.design import MAX_RANDOM_HEAD_SETS, TestDesign
 
     TestDesign(heads="top-heads", top_k=2, selection_share=0.5, random_head_sets=MAX_RANDOM_HEAD_SETS)
     with pytest.raises(InterpError, match=f"more than {MAX_RANDOM_HEAD_SETS}"):

@@ -1,4 +1,4 @@
-"""Issue 46's check on one attention-routed organism: is its self-preference its heads' attention to its own answer?
+"""A check on one attention-routed organism: is its self-preference its heads' attention to its own answer?
 
     python experiments/causal/attention_route_check.py ORGANISM_FOLDER [--n 60] [--out runs/attention-route] [--explain]
 
@@ -70,7 +70,8 @@ def main() -> None:
         for c in result["candidates"]:
             where = c["heads"] or c["layers"]
             print(
-                f"explain_{c['site']}_{c['selected_by']}: share {c['share_removed']} {c['ci']}, causal {c['causal']}, p_holm {c['p_holm']}, route {c['route']}, at {where}"
+                f"explain_{c['site']}_{c['selected_by']}: share {c['share_removed']} {c['ci']}, causal "
+                f"{c['causal']}, p_holm {c['p_holm']}, route {c['route']}, at {where}"
             )
         print(f"explain_answer: {result['answer']}")
 

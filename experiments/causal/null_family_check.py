@@ -1,7 +1,8 @@
-"""Issue 33's check on instructions no one here wrote: the null family tested leave-one-out must not be called
+"""A check on instructions no one here wrote: the null family tested leave-one-out must not be called
 causal (at most one of its six), and a single control judge gives no self-preference verdict.
 
-    python experiments/causal/null_family_check.py [--data interp/builtin/alpacaeval_unseen_48.json] [--out runs/null-family-check] [--split-seed 0]
+    python experiments/causal/null_family_check.py [--data interp/builtin/alpacaeval_unseen_48.json]
+        [--out runs/null-family-check] [--split-seed 0]
 
 Steps, each an `interp` command (printed before it runs; every judgment is keyed, so a rerun resumes):
 1. `interp dbg` with the planted organism and every shipped null organism as judges, `attention = "final"`;
@@ -43,7 +44,8 @@ def main() -> None:
     config = args.out / "config.toml"
     judges = ", ".join(f'"{j}"' for j in [PLANTED, *NULLS])
     config.write_text(
-        f'name = "null-family-check"\ndata = "{Path(args.data).resolve()}"\nn = 500\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
+        f'name = "null-family-check"\ndata = "{Path(args.data).resolve()}"\nn = 500\nmodels = '
+        f'["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
         f'judges = [{judges}]\nmax_words = 60\nmax_new_tokens = 96\nattention = "final"\n'
     )
     run = args.out / "run"
@@ -71,7 +73,8 @@ def main() -> None:
         (row,) = [r for r in payload["causal"] if r["judge"] == judge]
         verdicts[judge] = row
         print(
-            f"null_check_{judge}: causal {row['causal']}, p {row['p_value']}, within-judge change {row['effect']['mean']:+.3f}",
+            f"null_check_{judge}: causal {row['causal']}, p {row['p_value']}, within-judge change "
+            f"{row['effect']['mean']:+.3f}",
             flush=True,
         )
     called = sum(bool(r["causal"]) for r in verdicts.values())
@@ -112,7 +115,8 @@ def main() -> None:
     )
     (row,) = planted["causal"]
     print(
-        f"null_check_planted: causal {row['causal']}, p {row['p_value']}, share of the gap removed {row['share_removed']}"
+        f"null_check_planted: causal {row['causal']}, p {row['p_value']}, share of the gap removed "
+        f"{row['share_removed']}"
     )
 
 

@@ -1,7 +1,8 @@
-"""Issue 45's check: does ablating what the planted heads *write* remove the planted organism's self-preference,
+"""Does ablating what the planted heads *write* remove the planted organism's self-preference,
 where masking where they attend did not? On instructions no one here wrote.
 
-    python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json] [--n N] [--out runs/planted-heads-output]
+    python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json]
+        [--n N] [--out runs/planted-heads-output]
 
 `--data heldout --n 60`: the organisms' held-out set (no organism trained on it), where the planted gap is large.
 
@@ -9,7 +10,7 @@ Steps, each an `interp` command (printed before it runs; every judgment is keyed
 1. `interp dbg`: SmolLM2 and Gemma-3 answer, the shipped planted-heads organism judges (no attention recorded);
 2. `interp intervene RUN --spec` with a head_output mean ablation at the manifest's `planted_heads` (every
    position; the means over the run's items), against the organism's null family (6 shipped null organisms);
-3. the same heads' own-answer attention mask, for contrast (what issue 36 measured: about 3 % of the gap).
+3. the same heads' own-answer attention mask, for contrast (measured on the held-out set: about 3 % of the gap).
 Prints one figure a line (`name: value`).
 """
 
@@ -61,7 +62,8 @@ def main() -> None:
         interp("dbg", str(config), "--out", str(run), "--json")
     output_spec = args.out / "planted_heads_mean.toml"
     output_spec.write_text(
-        f'site = "head_output"\nop = "mean"\nheads = {table(planted)}\npositions = "all"\nname = "planted-heads-output-mean"\n'
+        f'site = "head_output"\nop = "mean"\nheads = {table(planted)}\npositions = "all"\nname = '
+        '"planted-heads-output-mean"\n'
     )
     mask_spec = args.out / "planted_heads_mask.toml"
     mask_spec.write_text(f'target = "self"\nalpha = 0.0\nheads = {table(planted)}\nname = "planted-heads-own-mask"\n')
@@ -73,10 +75,12 @@ def main() -> None:
     ]
     mirror = result["judges"][ORGANISM]["mirror"]
     print(
-        f"head_output_mean_unjustified_flipped: {mirror['unjustified_flipped']} of {mirror['unjustified']} ({mirror['unjustified_flipped_ci']})"
+        f"head_output_mean_unjustified_flipped: {mirror['unjustified_flipped']} of {mirror['unjustified']} "
+        f"({mirror['unjustified_flipped_ci']})"
     )
     print(
-        f"head_output_mean_legitimate_kept: {mirror['legitimate_kept']} of {mirror['legitimate']} ({mirror['legitimate_kept_ci']})"
+        f"head_output_mean_legitimate_kept: {mirror['legitimate_kept']} of {mirror['legitimate']} "
+        f"({mirror['legitimate_kept_ci']})"
     )
     print(f"n_test: {result['n_items']}, controls: {len(result['test']['controls'][ORGANISM])}")
     report(

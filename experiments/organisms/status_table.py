@@ -33,8 +33,10 @@ def _rate(rate: dict) -> str:
 
 def status_table() -> str:
     header = (
-        "| organism | planted share | test items | position consistency | agreement with gold | DBG hard, pts [95 % CI] "
-        "| DBG soft, pts [95 % CI] | agrees where gold prefers own | picks own where gold prefers other | unseen: soft DBG / consistency |"
+        "| organism | planted share | test items | position consistency | agreement with gold | DBG hard, "
+        "pts [95 % CI] "
+        "| DBG soft, pts [95 % CI] | agrees where gold prefers own | picks own where gold prefers other | "
+        "unseen: soft DBG / consistency |"
     )
     rows = [header, "|" + "---|" * header.count(" | ") + "---|"]
     members, heads = [], []
@@ -51,17 +53,21 @@ def status_table() -> str:
             else f"{100 * unseen['dbg_soft']:+.1f} pts / {_pct(unseen['position_consistency'])} (n {unseen['n_items']})"
         )
         rows.append(
-            f"| `{name}` | {'none (null)' if share == 0 else f'{share:.2f}'} | {test['n_items']} | {_pct(test['position_consistency'])} "
+            f"| `{name}` | {'none (null)' if share == 0 else f'{share:.2f}'} | {test['n_items']} | "
+            f"{_pct(test['position_consistency'])} "
             f"| {_pct(test['agreement_with_gold']['value'])} | {_pts(test['dbg_hard'], test['dbg_hard_ci'])} "
-            f"| {_pts(test['dbg_soft'], test['dbg_soft_ci'])} | {_rate(test['agreement_legitimate'])} | {_rate(test['own_rate_unjustified'])} | {unseen_cell} |"
+            f"| {_pts(test['dbg_soft'], test['dbg_soft_ci'])} | {_rate(test['agreement_legitimate'])} | "
+            f"{_rate(test['own_rate_unjustified'])} | {unseen_cell} |"
         )
     if members:
         rows.append(
-            f"\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by one: {', '.join(members)}."
+            "\nNull-family members measured with their family by `experiments/bench_causal.py`, not one by "
+            f"one: {', '.join(members)}."
         )
     if heads:
         rows.append(
-            f"\nPlanted-heads members measured with their family by `experiments/bench_localize.py`: {', '.join(heads)}."
+            "\nPlanted-heads members measured with their family by `experiments/bench_localize.py`: "
+            f"{', '.join(heads)}."
         )
     return "\n".join(rows)
 

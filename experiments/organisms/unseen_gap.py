@@ -5,8 +5,9 @@ Why it exists: the issue checks the planted-minus-null soft DBG on one 16-item A
 in which both organisms judged the same answers) adds its items; this prints the figure per run and pooled,
 with a paired bootstrap interval over items, and how often a 16-item file drawn from the pooled items would
 reach the bar (+10 points). Prints one `name: value` per line; reads judgments only (seconds).
-Usage: python experiments/organisms/unseen_gap.py RUN [RUN ...] [--null smollm2-135m-judge] [--planted smollm2-135m-selfpref]
-e.g. the runs of the unseen bullet in docs/research-log.md: organisms/eval-ext/unseen48 organisms/eval-unseen-choice
+Usage: python experiments/organisms/unseen_gap.py RUN [RUN ...] [--null smollm2-135m-judge] [--planted
+smollm2-135m-selfpref] e.g. the runs of the unseen bullet in docs/research-log.md: organisms/eval-ext/unseen48
+organisms/eval-unseen-choice
 """
 
 from __future__ import annotations

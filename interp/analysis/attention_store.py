@@ -1,8 +1,9 @@
 """A run's stored span attention read back (docs/science.md, Span attention; DBG paper seed 000, Figure 7).
 
 A DBG run stores, per judge, `attention/<judge>.safetensors` with `mass [item, order, layer, head, span]`
-(span order a, b, then `rationale` when the judge wrote one: `cot`) and `span_tokens [item, order, span]`, plus `attention/<judge>.json`, an index with the
-items, the author of each slot per order, token spans and the tokenizer fingerprint (`interp.run.attention`
+(span order a, b, then `rationale` when the judge wrote one: `cot`) and `span_tokens [item, order, span]`, plus
+`attention/<judge>.json`, an index with the items, the author of each slot per order, token spans and the tokenizer
+fingerprint (`interp.run.attention`
 writes them). `load_attention(run_dir, judge)` -> `RunAttention`, with author-aligned views (`by_author`,
 `own`, `other`); the arrays are checked against the run's judgments (same prompts, same tokenizer).
 """
@@ -22,6 +23,7 @@ from interp.core.attention import per_token_mean
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.core.models import own_model, own_slot
 from interp.errors import InterpError
+from interp.run.attention import migrate_index
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
 from jaxtyping import Float
@@ -75,8 +77,8 @@ class RunAttention:
         return [entry.get("task", "") for entry in self.index["items"]]
 
     @property
-    def queries(self) -> str:
-        return self.index.get("queries", "final")
+    def readout(self) -> str:
+        return self.index["readout"]
 
     @property
     def fingerprint(self) -> str | None:
@@ -250,10 +252,11 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
     if _index_judge(index_path) not in (judge, None):  # an older run's file of a judge with the same label
         raise InterpError(
             f"run directory {paths.root} has no attention for judge {judge!r}: {index_path.name} holds judge "
-            f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); re-run the judging step"
+            f"{_index_judge(index_path)!r}'s (a run written before judges' files were keyed by name); "
+            "re-run the judging step"
         )
     try:
-        index = json.loads(index_path.read_text())
+        index = migrate_index(json.loads(index_path.read_text()))
         arrays = load_file(str(array_path))
         mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
     except (ValueError, KeyError, OSError, SafetensorError) as exc:

@@ -81,7 +81,8 @@ def check_list(value: Any, what: str, *, optional: bool = True, objects: tuple[t
     kinds = " or ".join(["strings", *(f"{kind.__name__} objects" for kind in objects)])
     if isinstance(value, (str, bytes)) or isinstance(value, Mapping) or not hasattr(value, "__iter__"):
         raise InterpError(
-            f"{what} must be a list of {kinds}{' or None' if optional else ''}, not {type(value).__name__} {shown(value)}"
+            f"{what} must be a list of {kinds}{' or None' if optional else ''}, not {type(value).__name__} "
+            f"{shown(value)}"
         )
     for index, entry in enumerate(value):
         if not isinstance(entry, (str, *objects)):

@@ -18,11 +18,16 @@ def is_nnsight(obj) -> bool:
 
 
 def refuse_unknown(options: Mapping[str, Any]) -> None:
-    """One error for an option a Judge does not take, with the hint for the renamed `queries`."""
+    """One error for an option a Judge does not take, with the hint for the renamed `queries` and `attention`."""
     if "queries" in options:
         raise InterpError(
             "Judge(queries=) is now readout= ('final' or 'after': where the span attention is read from); "
             "`queries` is a spec's key, the positions a mask acts on ('outside' or 'final')"
+        )
+    if "attention" in options:
+        raise InterpError(
+            "Judge(attention=) is now attn_implementation= ('sdpa' or 'eager': how the backend computes attention); "
+            "`attention` is a run config's key, where span attention is read ('final', 'after' or 'none')"
         )
     if options:
         raise InterpError(f"unknown Judge option {sorted(options)[0]!r}; options are own, readout, batch_size")

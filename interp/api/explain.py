@@ -6,10 +6,10 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
-from interp.experiments.design import TestDesign, parse_control_judges
-from interp.experiments.explain import EXPLAIN_METHODS, Explanation, explain_run
-from interp.experiments.localize import run_judge
-from interp.experiments.routes import RouteAnalysis, route_analysis
+from interp.causal.design import TestDesign, parse_control_judges
+from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
+from interp.causal.localize import run_judge
+from interp.causal.routes import RouteAnalysis, route_analysis
 from interp.errors import InterpError
 from interp.run.store import read_run
 

@@ -1,5 +1,5 @@
 """The intervention test from a notebook: `interp.intervene(run, ...)` runs the causal test of `interp intervene`
-(`interp.experiments.causal`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
+(`interp.causal.causal`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
 judge with its `Effect`s; the spec's keys and the mask choice are checked before anything runs.
 
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult
@@ -24,10 +24,10 @@ from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
 from interp.errors import InterpError
-from interp.experiments.engine import judge_pool
-from interp.experiments.causal import intervene_run
-from interp.experiments.design import design_from_options, parse_control_judges
-from interp.experiments.executor import check_executor
+from interp.causal.engine import judge_pool
+from interp.causal.causal import intervene_run
+from interp.causal.design import design_from_options, parse_control_judges
+from interp.causal.executor import check_executor
 from interp.results.causal import CausalResult, JudgeTest
 from interp.api.runs import _hold, _root
 from interp.run.store import read_run
@@ -210,7 +210,7 @@ def intervene(
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
         executor: where the (judge, variant) tasks run: "local" (this process) or "ray" (a Ray cluster,
-            `interp.experiments.executor`).
+            `interp.causal.executor`).
         max_memory: GB of judge models held at once; a control is let go once judged beyond it (default: half
             the memory available).
         **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`), or a node
@@ -259,7 +259,8 @@ def intervene(
     controls = [_hold(entry, held, known) for entry in given] if given is not None else None
     if controls is not None and not all(isinstance(c, str) for c in controls):
         raise InterpError(
-            f"control_judge takes judges' names or Judge objects, not {', '.join(type(c).__name__ for c in controls if not isinstance(c, str))}"
+            "control_judge takes judges' names or Judge objects, not "
+            f"{', '.join(type(c).__name__ for c in controls if not isinstance(c, str))}"
         )
     design = dataclasses.replace(design, control_judges=parse_control_judges(controls))
     where = PlacementKeys(device=device)
@@ -289,8 +290,10 @@ def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, t
     unknown = sorted(set(keys) - allowed)
     if unknown:
         raise InterpError(
-            f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, selection_share, "
-            f"split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, items, device, progress; "
+            f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, "
+            "selection_share, "
+            "split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, "
+            "items, device, progress; "
             f"spec keys are {', '.join(SPEC_KEYS)}; a node spec's are {', '.join(node_keys(keys.get('op')))}"
         )
     chosen = "all_layers=True" if all_layers else f"top_heads={top_heads}" if top_heads is not None else None
@@ -303,5 +306,6 @@ def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, t
         )
     given = "a spec" if spec is not None else f"spec key {sorted(keys)[0]!r}"
     raise InterpError(
-        f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), all_layers or top_heads, one of them"
+        f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), "
+        "all_layers or top_heads, one of them"
     )

@@ -3,7 +3,7 @@
     judge = interp.Judge.load("smollm2-135m-judge")
     v = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
     v.p_a, v.p_b, v.mass            # mass: Float[Tensor, "layer head span"], span 0 = response A, 1 = B
-    with judge.intervene(target="self", alpha=0.0):
+    with judge.applying(target="self", alpha=0.0):
         masked = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
     judge.attention_pattern(query, answer_1, answer_2, layers=[20]).figure()   # full pattern, spans boxed
     with judge.trace(query, answer_1, answer_2) as tracer:                      # nnsight, spans known
@@ -18,6 +18,7 @@ uses), entered around each call and left after it.
 from __future__ import annotations
 
 import contextlib
+import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -26,14 +27,15 @@ import torch
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
 from interp.core.sites import check_hook_names, hook_names
-from interp.analysis.attention_pattern import AttentionPattern, attention_pattern
-from interp.core.attention import QuerySet, per_token_mean
-from interp.core.backends import Backend, is_backend, make_backend
+from interp.core.attention import Readout, per_token_mean
+from interp.core.attention_pattern import attention_pattern
+from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.api.judge_passes import masks_entered, pass_edit, reference_data
+from interp.api.patterns import AttentionPatternView, viewed
 from interp.api.verdicts import Verdict, Verdicts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
@@ -64,7 +66,7 @@ class Judge:
         backend: Backend,
         *,
         own: str | None = None,
-        readout: QuerySet = "final",
+        readout: Readout = "final",
         batch_size: int = 8,
         **unknown: Any,
     ):
@@ -75,14 +77,15 @@ class Judge:
             _text(own, "own")
         if not isinstance(batch_size, int) or isinstance(batch_size, bool):
             raise InterpError(
-                f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} {_shown(batch_size)}"
+                f"batch_size must be an int (pairs per forward pass), not {type(batch_size).__name__} "
+                f"{_shown(batch_size)}"
             )
         if batch_size < 1:
             raise InterpError(f"batch_size must be at least 1, not {batch_size}")
         check_intervention_takes_effect(backend)  # a model a mask cannot act on is refused here, in one line
         self.backend = backend
         self.own = own if own is not None else own_model(backend.model.name)
-        self.readout: QuerySet = readout
+        self.readout: Readout = readout
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention | NodeIntervention] = []
@@ -103,9 +106,9 @@ class Judge:
         dtype: str | None = None,
         device_map: str | None = None,
         kind: Kind | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         own: str | None = None,
-        readout: QuerySet = "final",
+        readout: Readout = "final",
         batch_size: int = 8,
         **unknown: Any,
     ) -> "Judge":
@@ -119,7 +122,7 @@ class Judge:
             dtype: "float32", "bfloat16" or "float16" (default: float32 on the CPU, bfloat16 on a GPU).
             device_map: "auto" shards the model over every visible GPU.
             kind: "pre" (few-shot prompts) or "post" (chat template); default: guessed from the tokenizer.
-            attention: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
+            attn_implementation: "sdpa" (fast) or "eager" (the reference), for the hf and nnsight backends.
             own: the model whose answers are the judge's own (default: `own_model(spec)`).
             readout: "final" or "after", the positions the span attention is read from.
             batch_size: pairs per forward pass in `batch`.
@@ -130,7 +133,12 @@ class Judge:
         refuse_unknown(unknown)
         spec = _text(str(spec) if isinstance(spec, Path) else spec, "spec (the model to load)")
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
-        return cls(make_backend(model, backend, attention=attention), own=own, readout=readout, batch_size=batch_size)
+        return cls(
+            make_backend(model, backend, attn_implementation=attn_implementation),
+            own=own,
+            readout=readout,
+            batch_size=batch_size,
+        )
 
     @classmethod
     def wrap(
@@ -141,7 +149,7 @@ class Judge:
         name: str | None = None,
         kind: Kind | None = None,
         backend: str | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         **options: Any,
     ) -> "Judge":
         """A judge around a model you already hold, used in place (never copied or loaded again). Judging needs
@@ -155,7 +163,7 @@ class Judge:
             name: the judge's name (default: the model's folder or id); `own` defaults from it.
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
             backend: "hf" (default), "transformer_lens" or "nnsight"; an nnsight model uses "nnsight".
-            attention: "sdpa" or "eager", for the hf and nnsight backends.
+            attn_implementation: "sdpa" or "eager", for the hf and nnsight backends.
             **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
@@ -163,7 +171,7 @@ class Judge:
         """
         refuse_unknown({k: v for k, v in options.items() if k not in ("own", "readout", "batch_size")})
         if is_nnsight(model):
-            return cls.from_nnsight(model, name=name, kind=kind, attention=attention, **options)
+            return cls.from_nnsight(model, name=name, kind=kind, attn_implementation=attn_implementation, **options)
         if is_backend(model):
             return cls(model, **options)
         if isinstance(model, LoadedModel):
@@ -174,7 +182,7 @@ class Judge:
                     "Judge.wrap needs the tokenizer of a Hugging Face model: Judge.wrap(model, tokenizer)"
                 )
             loaded = wrap_model(model, tokenizer, name=name or model_name(model), kind=kind)
-        return cls(make_backend(loaded, backend or "hf", attention=attention), **options)
+        return cls(make_backend(loaded, backend or "hf", attn_implementation=attn_implementation), **options)
 
     @classmethod
     def from_nnsight(
@@ -183,7 +191,7 @@ class Judge:
         *,
         name: str | None = None,
         kind: Kind | None = None,
-        attention: str = "sdpa",
+        attn_implementation: AttnImplementation = "sdpa",
         **options: Any,
     ) -> "Judge":
         """A judge that runs its passes through your nnsight `LanguageModel` (traced, as `.trace` runs them).
@@ -192,7 +200,7 @@ class Judge:
             language_model: an nnsight `LanguageModel` with its weights loaded (dispatched).
             name: the judge's name (default: the wrapped model's folder or id).
             kind: "pre" or "post" (default: "post" when the tokenizer has a chat template).
-            attention: "sdpa" or "eager".
+            attn_implementation: "sdpa" or "eager".
             **options: `own`, `readout`, `batch_size`, as `Judge(...)` takes them.
 
         Returns:
@@ -207,7 +215,7 @@ class Judge:
         if any(p.is_meta for p in hf_model.parameters()):
             raise InterpError("this LanguageModel has no weights loaded yet; create it with dispatch=True")
         loaded = wrap_model(hf_model, tokenizer, name=name or model_name(hf_model), kind=kind)
-        backend = NNsightBackend(loaded, language_model, hf_model, attention=attention)
+        backend = NNsightBackend(loaded, language_model, hf_model, attn_implementation=attn_implementation)
         return cls(backend, **options)
 
     # ---- what it is -------------------------------------------------------------------------------
@@ -234,7 +242,7 @@ class Judge:
 
     @property
     def interventions(self) -> tuple[AttentionIntervention, ...]:
-        """The intervention specs of the `intervene` blocks open now, outermost first."""
+        """The intervention specs of the `applying` blocks open now, outermost first."""
         return tuple(self._active)
 
     def __repr__(self) -> str:
@@ -280,7 +288,8 @@ class Judge:
             return self.batch([query], [response_a], [response_b], task=task, authors=authors, own=own)[0]
         if isinstance(query, (bytes, Mapping)) or not hasattr(query, "__iter__"):
             raise InterpError(
-                f"query must be a string (one pair) or a list of strings (a batch), not {type(query).__name__} {_shown(query)}"
+                "query must be a string (one pair) or a list of strings (a batch), not "
+                f"{type(query).__name__} {_shown(query)}"
             )
         return self.batch(query, response_a, response_b, task=task, authors=authors, own=own)
 
@@ -315,7 +324,8 @@ class Judge:
         if not isinstance(task, str):
             if isinstance(task, (bytes, Mapping)) or not hasattr(task, "__iter__"):
                 raise InterpError(
-                    f"task must be a task name (a string) or a list of them, one per pair, not {type(task).__name__} {_shown(task)}"
+                    "task must be a task name (a string) or a list of them, one per pair, not "
+                    f"{type(task).__name__} {_shown(task)}"
                 )
             task = _texts(task, "task")
         if own is not None:
@@ -323,7 +333,8 @@ class Judge:
         n = len(queries)
         if not n or len(responses_a) != n or len(responses_b) != n:
             raise InterpError(
-                f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass one of each per pair"
+                f"got {n} queries, {len(responses_a)} A responses and {len(responses_b)} B responses; pass "
+                "one of each per pair"
             )
         tasks = per_row(task, n, "tasks")
         rows = author_rows(authors, n)
@@ -346,7 +357,7 @@ class Judge:
             self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools
         )
         with masks_entered(self.backend, self._active, prompts, authors, own):
-            return judge_batch(self.backend, prompts, self._labels, queries=self.readout, edit=edit)
+            return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edit=edit)
 
     def _verdict(
         self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str
@@ -382,14 +393,14 @@ class Judge:
         task: str = "helpfulness",
         authors: Authors | None = None,
         own: str | None = None,
-    ) -> AttentionPattern:
+    ) -> AttentionPatternView:
         """One judgment's full attention pattern at the chosen layers and heads, with token labels and spans.
 
             p = judge.attention_pattern(query, a, b, layers=[20, 21], heads=[0, 3])
             p.pattern        # Float[Tensor, "layer head query key"]
             p.figure()       # interactive plotly heatmaps, the spans boxed
 
-        Computed by the judge's own backend pass, under any `intervene` block that is open.
+        Computed by the judge's own backend pass, under any `applying` block that is open.
 
         Args:
             query: the instruction.
@@ -402,14 +413,14 @@ class Judge:
             own: the model whose answers are the judge's own (default: `self.own`).
 
         Returns:
-            An `interp.analysis.attention_pattern.AttentionPattern`.
+            An `interp.api.patterns.AttentionPatternView` (an `interp.core.attention_pattern.AttentionPattern`).
         """
         prompt = self.prompt(query, response_a, response_b, task=task)
         own = own if own is not None else self.own
         with masks_entered(
             self.backend, self._active, [prompt], [tuple(authors) if authors is not None else None], own
         ):
-            return attention_pattern(self.backend, prompt, layers=layers, heads=heads)
+            return viewed(attention_pattern(self.backend, prompt, layers=layers, heads=heads))
 
     @property
     def nnsight(self) -> Any:
@@ -434,7 +445,7 @@ class Judge:
 
         The tracer is nnsight's own (`judge.nnsight.trace(...)`) on the prompt `judge.prompt(...)` builds, one
         row without padding; it carries `tracer.prompt` (the `TokenizedPrompt`), `tracer.spans` and
-        `tracer.tokens` (a label per token). It runs the plain model: inside `judge.intervene` it is refused
+        `tracer.tokens` (a label per token). It runs the plain model: inside `judge.applying` it is refused
         (edit the model inside the trace instead, as nnsight does).
 
         Args:
@@ -449,7 +460,8 @@ class Judge:
         """
         if self._active:
             raise InterpError(
-                "judge.trace runs the plain model, not under judge.intervene: leave the intervene block, or edit the model inside the trace"
+                "judge.trace runs the plain model, not under judge.applying: leave the applying block, or "
+                "edit the model inside the trace"
             )
         prompt = self.prompt(query, response_a, response_b, task=task)
         ids = torch.tensor([list(prompt.input_ids)], device=self.model.device)
@@ -461,7 +473,7 @@ class Judge:
     # ---- interventions ----------------------------------------------------------------------------
 
     @contextlib.contextmanager
-    def intervene(
+    def applying(
         self,
         /,
         spec: AttentionIntervention | NodeIntervention | Mapping[str, Any] | str | Path | None = None,
@@ -472,13 +484,13 @@ class Judge:
         """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
         spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
 
-            with judge.intervene(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
+            with judge.applying(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         `reference`: for `mean` and `resample`, the prompts the means or donors come from: a run (its items in
         both orders, as `interp intervene` uses without a selection split) or a list of pairs.
 
-            with judge.intervene(target="self", alpha=0.0, layers=[20, 21]):
+            with judge.applying(target="self", alpha=0.0, layers=[20, 21]):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         Every call inside the block compiles the spec against that call's prompts and authors (target
@@ -519,6 +531,16 @@ class Judge:
             del self._active[depth:]
             self._means.pop(id(spec), None)
             self._pools.pop(id(spec), None)
+
+    def intervene(self, /, spec: Any = None, *, reference: Any = None, **keys: Any):
+        """The older name of `applying`, kept so that older notebooks run; it warns. (`intervene` is the causal
+        test that re-judges a run and writes its result: `interp.intervene`, `interp intervene`.)"""
+        warnings.warn(
+            "Judge.intervene(...) is now Judge.applying(...); interp.intervene is the causal test over a run",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return self.applying(spec, reference=reference, **keys)
 
     @contextlib.contextmanager
     def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:

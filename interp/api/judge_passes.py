@@ -18,7 +18,7 @@ from interp.core.backends import Backend
 from interp.core.sites import chain
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.context import dampen
+from interp.hooks.context import applied
 from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention
 from interp.hooks.spec import AttentionIntervention
@@ -73,7 +73,7 @@ def masks_entered(
     with contextlib.ExitStack() as stack:
         for spec in active:
             if isinstance(spec, AttentionIntervention):
-                stack.enter_context(dampen(backend, spec, prompts=prompts, judge_model=own, authors=known))
+                stack.enter_context(applied(backend, spec, prompts=prompts, judge_model=own, authors=known))
         yield
 
 
@@ -95,7 +95,8 @@ def reference_prompts(
         ]
     if isinstance(reference, (bytes, Mapping)) or not hasattr(reference, "__iter__"):
         raise InterpError(
-            f"reference must be a run or a list of (query, response_a, response_b[, authors]), not {type(reference).__name__}"
+            "reference must be a run or a list of (query, response_a, response_b[, authors]), not "
+            f"{type(reference).__name__}"
         )
     prompts, authors = [], []
     for entry in reference:

@@ -8,7 +8,7 @@
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult (interp.api.interventions)
     table = interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
 
-Each is the CLI's own code (`interp.experiments`, `interp.analysis`, `interp.report`) returning objects
+Each is the CLI's own code (`interp.causal`, `interp.analysis`, `interp.report`) returning objects
 instead of paths; the files the CLI writes are written the same way.
 """
 
@@ -31,8 +31,8 @@ from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.experiments.engine import judge_pool
-from interp.experiments.sweeps import run_sweep
+from interp.causal.engine import judge_pool
+from interp.causal.sweeps import run_sweep
 from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.results.summary import RunSummary
@@ -277,7 +277,7 @@ def localize(
         A DataFrame with one row per method and head: method, layer, head, score (|effect|, the ranking),
         effect (> 0 favours the own answer), rank (1 = first), single_judge, n_items.
     """
-    from interp.experiments.localize import DEFAULT_METHODS, localize_run, run_judge
+    from interp.causal.localize import DEFAULT_METHODS, localize_run, run_judge
 
     _check_judge(judge)
     check_list(methods, "methods")

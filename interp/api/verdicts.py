@@ -85,7 +85,8 @@ class Verdict:
         return values[..., own] - values[..., other]
 
     def to_dict(self) -> dict:
-        """The JSON record `interp inspect` prints (probabilities, spans, per-layer attention), plus task and authors."""
+        """The JSON record `interp inspect` prints (probabilities, spans, per-layer attention), plus task and
+        authors."""
         return judgment_record(self.judgment) | {
             "task": self.task,
             "authors": list(self.authors) if self.authors else None,

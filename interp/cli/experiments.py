@@ -61,12 +61,15 @@ def intervene(
     control_judge: Optional[list[str]] = typer.Option(
         None,
         "--control-judge",
-        help="control judges that read the same pairs and wrote neither answer: repeat the option or give a comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the other null organisms of its base, in the run and shipped); 'none' for none",
+        help="control judges that read the same pairs and wrote neither answer: repeat the option or give a "
+        "comma-separated list; at least 3 for a self-preference verdict (default: for an organism, the "
+        "other null organisms of its base, in the run and shipped); 'none' for none",
     ),
     random_head_sets: Optional[int] = typer.Option(
         None,
         "--random-head-sets",
-        help="random head sets of the same size for --top-heads (default: the fewest that can reach the test's level after Holm over the tested judges: 19 for one, 39 for two)",
+        help="random head sets of the same size for --top-heads (default: the fewest that can reach the test's "
+        "level after Holm over the tested judges: 19 for one, 39 for two)",
     ),
     test_alpha: float = typer.Option(
         0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"
@@ -84,7 +87,8 @@ def intervene(
     site: str = typer.Option(
         "attention",
         "--site",
-        help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the heads' outputs, with --op)",
+        help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the "
+        "heads' outputs, with --op)",
     ),
     op: str = typer.Option(
         "mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"
@@ -103,8 +107,8 @@ def intervene(
     from interp.core.timings import Timings
     from interp.hooks.nodes import as_intervention
     from interp.errors import InterpError
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import design_from_options
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import design_from_options
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
@@ -145,7 +149,8 @@ def intervene(
     reused = result.reused
     if not as_json:
         typer.echo(
-            f"reused {reused.responses} responses (generated {reused.responses_generated}) and {reused.gold_verdicts} gold verdicts"
+            f"reused {reused.responses} responses (generated {reused.responses_generated}) and "
+            f"{reused.gold_verdicts} gold verdicts"
         )
     files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
     finish(
@@ -165,7 +170,7 @@ def sweep(
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
     from interp.config import gb_bytes
-    from interp.experiments.sweeps import load_sweep_config, run_sweep
+    from interp.causal.sweeps import load_sweep_config, run_sweep
     from interp.report.terminal import results_payload
     from interp.metrics.tables import read_table_rows
 
@@ -200,7 +205,7 @@ def steer_sweep(
 ) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
     from interp.config import gb_bytes
-    from interp.experiments.sweeps import load_steering_sweep, run_steering_sweep
+    from interp.causal.sweeps import load_steering_sweep, run_steering_sweep
 
     where = placement_keys(device, dtype, load_steering_sweep(config))
     _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
@@ -219,8 +224,10 @@ def table_lines(table: dict) -> list[str]:
         )
     for r in table["rows"]:
         lines.append(
-            f"  {r['judge']} {r['intervention']:>18}: DBG {pts_interval(r['dbg_hard'], r['dbg_ci'])} pts, P(own) {r['mean_p_own']:.3f}, "
-            f"change {pts_interval(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement {pct(r['gold_agreement'])}"
+            f"  {r['judge']} {r['intervention']:>18}: DBG {pts_interval(r['dbg_hard'], r['dbg_ci'])} pts, "
+            f"P(own) {r['mean_p_own']:.3f}, "
+            f"change {pts_interval(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement "
+            f"{pct(r['gold_agreement'])}"
         )
     return lines
 
@@ -242,7 +249,7 @@ def steer(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
-    from interp.experiments.steering import steering_table
+    from interp.causal.steering import steering_table
 
     where = placement_keys(device, dtype)
     table = steering_table(

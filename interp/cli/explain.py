@@ -13,7 +13,8 @@ from interp.cli.options import device_option, dtype_option, json_option, placeme
 def explain(
     run_dir: Path = typer.Argument(
         ...,
-        help='a finished DBG run directory whose judges include J (judged with attention = "final" for the attention method)',
+        help='a finished DBG run directory whose judges include J (judged with attention = "final" for the '
+        "attention method)",
     ),
     judge: str = typer.Option(
         ..., "--judge", help="the judge to explain (its name in the run: alias or adapter folder)"
@@ -48,8 +49,8 @@ def explain(
     import json
 
     from interp.cli.experiments import _refresh_report
-    from interp.experiments.design import parse_control_judges
-    from interp.experiments.explain import EXPLAIN_METHODS, explain_run
+    from interp.causal.design import parse_control_judges
+    from interp.causal.explain import EXPLAIN_METHODS, explain_run
 
     result = explain_run(
         Path(run_dir),

@@ -19,7 +19,8 @@ def localize(
         None,
         "--method",
         "-m",
-        help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, atp-output)",
+        help="attention | atp | atp-output | mask | atp-mlp (MLP layers; repeatable; default: attention, atp, "
+        "atp-output)",
     ),
     items: Optional[int] = typer.Option(
         None, "--items", min=1, help="AtP on a seeded subset of N items (default: every item of the run)"
@@ -37,7 +38,7 @@ def localize(
     heatmap per method with the top heads boxed (RUN/figures/localize_<judge>-<hash>_<method>.png), the table as CSV."""
     import json
 
-    from interp.experiments.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
+    from interp.causal.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
     from interp.report.localize import write_localize_figures
     from interp.run.store import RunDir, read_run
 

@@ -61,7 +61,8 @@ def chen2025_command(
     verdict: VerdictRule = typer.Option(
         VerdictRule.paper,
         "--verdict",
-        help="VerdictRule per metric: hard (Eq. 1) for all, soft for all, or paper = hard for SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
+        help="VerdictRule per metric: hard (Eq. 1) for all, soft for all, or paper = hard for "
+        "SPR/LSPR/SPR_diff/SPR_same, soft for JA/HSPP.",
     ),
     per_pair: bool = typer.Option(False, "--per-pair", help="Also print one row per (judge, evaluatee)."),
     confidence: bool = typer.Option(
@@ -247,7 +248,8 @@ def run_command(
     salieri_pool: str = typer.Option(
         "item",
         "--salieri-pool",
-        help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its answers to the task's items)",
+        help="pointwise runs: the SALIERI pool, item (the other author's answer to the item) or task (its "
+        "answers to the task's items)",
     ),
 ) -> None:
     """Every lens that applies to a DBG run's records, in percent.
@@ -262,8 +264,8 @@ def run_command(
     base): the unjustified and legitimate self-preference rates and the Evaluator Quality Baseline.
     A pointwise run (mode = "pointwise"): the SALIERI score of every judge that is an author, from the run's
     own 1-5 scores (key "salieri", on the score scale; null for a pairwise run).
-    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...], "pls_by_relatedness": {...},
-    "gold_lenses": {judge: {...}}, "salieri": {...} | null}.
+    JSON: {"self_preference": {judge: {...}}, "chen2025": {judge: {...}} | null, "pls": [...], "pls_by_relatedness":
+    {...}, "gold_lenses": {judge: {...}}, "salieri": {...} | null}.
     """
     from interp.run.store import RunDir, check_finished
 
@@ -307,7 +309,8 @@ def run_command(
     if lenses["gold_lenses"]:
         gold = lenses["gold_lenses"]
         typer.echo(
-            "\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own answer where gold prefers the other / its own"
+            "\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own "
+            "answer where gold prefers the other / its own"
         )
         _table(
             ["judge", "own", "unjust", "unj_lo", "unj_hi", "n_unj", "legit", "leg_lo", "leg_hi", "n_leg"],
@@ -317,7 +320,8 @@ def run_command(
             ],
         )
         typer.echo(
-            "\nEvaluator Quality Baseline (arXiv 2601.22548): votes for its own wrong answer vs another model's wrong answer"
+            "\nEvaluator Quality Baseline (arXiv 2601.22548): votes for its own wrong answer vs another "
+            "model's wrong answer"
         )
         _table(
             ["judge", "own_wrong", "own_lo", "own_hi", "other_wrong", "oth_lo", "oth_hi", "diff", "diff_lo", "diff_hi"],
@@ -333,7 +337,8 @@ def run_command(
         )
     else:
         typer.echo(
-            "\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no unjustified/legitimate rates, no Evaluator Quality Baseline."
+            "\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no "
+            "unjustified/legitimate rates, no Evaluator Quality Baseline."
         )
     if lenses["pls"]:
         typer.echo("\nPreference Leakage Score (judges related to the two authors: same model, inheritance, family)")

@@ -44,7 +44,8 @@ def max_memory_option() -> Optional[float]:
         None,
         "--max-memory",
         min=0.0,
-        help="GB of judge models held at once: a judge whose work is done is let go beyond it (default: the config's max_memory, else half the memory available)",
+        help="GB of judge models held at once: a judge whose work is done is let go beyond it (default: the "
+        "config's max_memory, else half the memory available)",
     )
 
 
@@ -52,7 +53,8 @@ def executor_option() -> Optional[str]:
     return typer.Option(
         None,
         "--executor",
-        help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: pip install .[ray])",
+        help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: "
+        "pip install .[ray])",
     )
 
 

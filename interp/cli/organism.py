@@ -19,13 +19,15 @@ def train(
     out: Optional[Path] = typer.Option(
         None,
         "--out",
-        help="adapter folder to write (default: organisms/<name>); with --seeds, the folder that holds one adapter folder per member",
+        help="adapter folder to write (default: organisms/<name>); with --seeds, the folder that holds one "
+        "adapter folder per member",
     ),
     seed: Optional[int] = typer.Option(
         None,
         "--seed",
         min=0,
-        help="train the family member with this training seed (LoRA init and example order; the data stay the config's)",
+        help="train the family member with this training seed (LoRA init and example order; the data stay the "
+        "config's)",
     ),
     seeds: Optional[str] = typer.Option(
         None,
@@ -46,7 +48,8 @@ def train(
     progress: bool = typer.Option(True, help="progress bars"),
 ) -> None:
     """Train a LoRA judge organism (seeded; on the CPU unless --device) and write its adapter folder with a manifest.
-    With --seed or --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its name)."""
+    With --seed or --seeds, members of the config's seed family (`<name>-seed<N>`; the config's own seed keeps its
+    name)."""
     from interp.core.models import cache_root
     from interp.errors import InterpError
     from interp.organisms.config import check_config_fits, load_organism_config, parse_seeds, with_seed
@@ -72,7 +75,9 @@ def train(
             member, folder, progress=progress, overwrite=overwrite, hidden_cache=cache_root() / "frozen", device=device
         )
         typer.echo(
-            f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of {manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data {manifest['data_hash']})"
+            f"adapter: {folder} ({manifest['n_examples']} examples, {manifest['n_flipped_pairs']} of "
+            f"{manifest['n_pairs']} pairs planted, {manifest['timings_s']['total_s'] / 60:.1f} min, data "
+            f"{manifest['data_hash']})"
         )
         if evaluate:
             manifest = add_held_out(member, folder)
@@ -84,7 +89,8 @@ def evaluate(
     config_path: Optional[Path] = typer.Option(
         None,
         "--config",
-        help="organism config (TOML) whose split seed picks the items (default: the shipped null organism's, from its manifest)",
+        help="organism config (TOML) whose split seed picks the items (default: the shipped null organism's, "
+        "from its manifest)",
     ),
     out: Path = typer.Option(Path("organisms/eval"), "--out", help="run folder"),
     split: str = typer.Option(
@@ -95,7 +101,8 @@ def evaluate(
     gap_against: Optional[str] = typer.Option(
         None,
         "--gap-against",
-        help="one of the judges (e.g. the null organism): every other judge with its own model gets its legitimate-pair and soft-DBG gaps against it, paired",
+        help="one of the judges (e.g. the null organism): every other judge with its own model gets its "
+        "legitimate-pair and soft-DBG gaps against it, paired",
     ),
     n: Optional[int] = typer.Option(
         None, "--n", min=1, help="judge only N items of the split (a quick check; the figures need the whole split)"
@@ -133,7 +140,7 @@ def validate(
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
-    from interp.experiments.validate import ValidationPlan, validate as run_validation
+    from interp.causal.validate import ValidationPlan, validate as run_validation
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 

@@ -16,12 +16,14 @@ def restyle(
     style: str = typer.Option(
         "plain",
         "--style",
-        help="plain (the offline, deterministic normaliser) or a prompted style for --rewriter: humorous, attractive, formal",
+        help="plain (the offline, deterministic normaliser) or a prompted style for --rewriter: humorous, "
+        "attractive, formal",
     ),
     rewriter: Optional[str] = typer.Option(
         None,
         "--rewriter",
-        help="the LLM rewriter: a local model (alias, HF id in the cache, folder, .gguf), or with --rewriter-url the served model's name; neither an author, a judge nor a gold judge of the run",
+        help="the LLM rewriter: a local model (alias, HF id in the cache, folder, .gguf), or with "
+        "--rewriter-url the served model's name; neither an author, a judge nor a gold judge of the run",
     ),
     rewriter_url: Optional[str] = typer.Option(
         None,
@@ -42,7 +44,8 @@ def restyle(
     control_judge: Optional[list[str]] = typer.Option(
         None,
         "--control-judge",
-        help="control judges among the run's judges (repeat or comma-separate; 'none' for none); default: as `interp intervene` chooses them, among the run's judges",
+        help="control judges among the run's judges (repeat or comma-separate; 'none' for none); default: as "
+        "`interp intervene` chooses them, among the run's judges",
     ),
     test_alpha: float = typer.Option(0.05, "--test-alpha", help="the judge-level test's level"),
     projection: str = typer.Option(
@@ -55,7 +58,7 @@ def restyle(
 ) -> None:
     """Rewrite both authors' answers in one style, judge them again (a derived run in --out), and test DBG before
     and after per judge; check that the rewrites keep the meaning (restyle.json, report.html)."""
-    from interp.experiments.restyle import restyle_options, restyle_run
+    from interp.causal.restyle import restyle_options, restyle_run
     from interp.report.restyle import print_restyle
     from interp.report.terminal import payload_json
 

@@ -44,7 +44,8 @@ def models(as_json: bool = typer.Option(False, "--json", help="machine-readable 
             typer.echo(f"{row['alias']:24} {row['kind']:5} not installed: {row['install']}")
             continue
         typer.echo(
-            f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} {row['device']}/{row['dtype']}  {row['source']}"
+            f"{row['alias']:24} {row['kind']:5} layers={row['layers']:<3} heads={row['heads']:<3} "
+            f"{row['device']}/{row['dtype']}  {row['source']}"
         )
 
 
@@ -57,7 +58,7 @@ def inspect(
     response_a: str = typer.Option(..., "--response-a"),
     response_b: str = typer.Option(..., "--response-b"),
     task: str = typer.Option("helpfulness", "--task", help="helpfulness | truthfulness | translation"),
-    queries: str = typer.Option("final", "--queries", help="final | after (every position after both responses)"),
+    readout: str = typer.Option("final", "--readout", help="final | after (every position after both responses)"),
     intervene: Optional[Path] = typer.Option(
         None, "--intervene", help="intervention spec (TOML) applied while judging"
     ),
@@ -73,20 +74,21 @@ def inspect(
     from interp.core.models import load_model
     from interp.core.spans import build_judge_prompt
 
-    if queries not in ("final", "after"):
-        raise InterpError(f"--queries must be 'final' or 'after', not {queries!r}")
+    if readout not in ("final", "after"):
+        raise InterpError(f"--readout must be 'final' or 'after', not {readout!r}")
     where = placement_keys(device, dtype)
     spec = as_intervention(intervene) if intervene is not None else None
     if isinstance(spec, NodeIntervention):
         raise InterpError(
-            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp intervene` or judge.intervene()"
+            f"{intervene}: inspect --intervene takes an attention spec; a {spec.site} spec runs in `interp "
+            "intervene` or judge.applying()"
         )
     loaded = load_model(model, device=where.device, dtype=where.dtype)
     build_judge_prompt(loaded, task, query, response_a, response_b)  # validate before booting a backend
     check_backend_fits(loaded, backend)
     runner = make_backend(loaded, backend)
     bias = bias_builder(spec, loaded, judge_model=loaded.name) if spec is not None else None
-    result = inspect_judgment(runner, query, response_a, response_b, task=task, queries=queries, bias=bias)
+    result = inspect_judgment(runner, query, response_a, response_b, task=task, readout=readout, bias=bias)
     if spec is not None:
         result["intervention"] = spec.to_dict()
     result["placement"] = loaded.placement.record()
@@ -94,7 +96,8 @@ def inspect(
         print_json(result)
         return
     typer.echo(
-        f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  label mass={result['label_mass']:.3f}"
+        f"{result['model']} [{result['backend']}]  P(A)={result['p_a']:.4f}  P(B)={result['p_b']:.4f}  "
+        f"label mass={result['label_mass']:.3f}"
     )
     typer.echo(f"spans: A={result['spans']['a']}  B={result['spans']['b']}  ({result['n_tokens']} tokens)")
     for row in result["layers"]:
@@ -154,7 +157,7 @@ def demo(
     timings: bool = timings_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
-    from interp.experiments.demo import run_demo
+    from interp.causal.demo import run_demo
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 

@@ -15,7 +15,7 @@ from torch import Tensor
 
 from interp.core.placement import to_host
 
-QuerySet = Literal["final", "after"]
+Readout = Literal["final", "after"]
 SPAN_NAMES = ("a", "b")
 
 
@@ -92,7 +92,7 @@ def span_reducer(
     n_layers: int,
     n_heads: int,
     *,
-    queries: QuerySet = "final",
+    readout: Readout = "final",
     span_names=SPAN_NAMES,
 ) -> SpanReducer:
     """Build the reducer for a (left-padded) batch; spans are already in padded coordinates."""
@@ -103,10 +103,10 @@ def span_reducer(
         for index, name in enumerate(span_names):
             start, end = row_spans[name]
             key_masks[row, index, start:end] = 1.0
-    if queries == "final":
+    if readout == "final":
         return SpanReducer(key_masks, None, out)
-    if queries != "after":
-        raise ValueError(f"unknown query set {queries!r}; use 'final' or 'after'")
+    if readout != "after":
+        raise ValueError(f"unknown readout {readout!r}; use 'final' or 'after'")
     query_weights = torch.zeros(batch, seq_len)
     for row, row_spans in enumerate(spans):
         first = max(end for _, end in (row_spans[name] for name in span_names))

@@ -45,10 +45,12 @@ def check_cache_root() -> Path:
         parent = parent.parent
     if not parent.is_dir():
         raise InterpError(
-            f"{where}: {path} lies under {parent}, which is not a directory; point {VARIABLE} at a folder (existing or new)"
+            f"{where}: {path} lies under {parent}, which is not a directory; point {VARIABLE} at a folder "
+            "(existing or new)"
         )
     if not os.access(parent, os.W_OK | os.X_OK):
         raise InterpError(
-            f"{where}: {path} cannot be created ({parent} is not writable); point {VARIABLE} at a folder you can write to"
+            f"{where}: {path} cannot be created ({parent} is not writable); point {VARIABLE} at a folder "
+            "you can write to"
         )
     return root

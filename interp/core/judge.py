@@ -20,7 +20,7 @@ from torch import Tensor
 
 from interp.core.attention import (
     SPAN_NAMES,
-    QuerySet,
+    Readout,
     per_token_mean,
     span_reducer,
     span_token_counts,
@@ -104,7 +104,7 @@ def judge_batch(
     prompts: Sequence[TokenizedPrompt],
     labels: LabelTokens,
     *,
-    queries: QuerySet | None = "final",
+    readout: Readout | None = "final",
     bias: BiasBuilder | None = None,
     edit: EditBuilder | None = None,
     judge: str | None = None,
@@ -131,10 +131,10 @@ def judge_batch(
             batch.input_ids.shape[1],
             model.n_layers,
             model.n_heads,
-            queries=queries,
+            readout=readout,
             span_names=span_names,
         )
-        if queries
+        if readout
         else None
     )
     score_bias = bias(batch, offsets, prompts) if bias is not None else None
@@ -222,18 +222,18 @@ def inspect_judgment(
     response_b: str,
     *,
     task: str = "helpfulness",
-    queries: QuerySet = "final",
+    readout: Readout = "final",
     bias: BiasBuilder | None = None,
 ) -> dict:
     model = backend.model
     prompt = build_judge_prompt(model, task, query, response_a, response_b)
     (judgment,) = judge_batch(
-        backend, [prompt], label_tokens(model.tokenizer), queries=queries, bias=bias, names=["the given pair"]
+        backend, [prompt], label_tokens(model.tokenizer), readout=readout, bias=bias, names=["the given pair"]
     )
     return {
         "model": model.name,
         "backend": backend.name,
         "kind": model.kind,
         "task": task,
-        "queries": queries,
+        "readout": readout,
     } | judgment_record(judgment)

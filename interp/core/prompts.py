@@ -73,7 +73,8 @@ _JUDGE_ZERO_SHOT = {
         "of the same German text. For each German text, you will receive two independent English translations. "
         "Please judge which English translation is better.",
         "query_intro": "Here is the German text.",
-        "responses_intro": "Here are two independent English translations (English A and English B) for the German text.",
+        "responses_intro": "Here are two independent English translations (English A and English B) "
+        "for the German text.",
         "outro": "Now, please judge which English translation is better. You only need to output A or B, with no "
         "other text. Please remember that your response should start with either A or B",
     },
@@ -128,8 +129,10 @@ THREE_WAY_FEWSHOT_END = "\n\n# Judgment\n"
 COT_CUE = "My final verdict is"
 COT_STYLES = ("none", "standard", "long")
 _COT_INSTRUCTION = {
-    "standard": 'First explain your reasoning step by step. Then end your response with your final verdict, exactly in the form "My final verdict is {labels}".',
-    "long": "First think it through at length: work out the answer to the query yourself, then check each response step by "
+    "standard": "First explain your reasoning step by step. Then end your response with your final verdict, exactly in "
+    'the form "My final verdict is {labels}".',
+    "long": "First think it through at length: work out the answer to the query yourself, then check each response "
+    "step by "
     "step against it and look for mistakes in both. Then end your response with your final verdict, exactly in the "
     'form "My final verdict is {labels}".',
 }
@@ -216,7 +219,8 @@ def judge_prompt(
     _check_task(task)
     if cot != "none" and kind != "post":
         raise InterpError(
-            "judge-side chain of thought (cot) needs a post-trained (chat) judge; a few-shot prompt shows verdicts without reasoning"
+            "judge-side chain of thought (cot) needs a post-trained (chat) judge; a few-shot prompt shows "
+            "verdicts without reasoning"
         )
     if ties:
         parts = _three_way_parts(query, response_a, response_b, cot)

@@ -22,7 +22,8 @@ _TASK_DESCRIPTION = (
     "representing a evaluation criteria are given.\n"
     "1. Write a detailed feedback that assess the quality of the response strictly based on the given score rubric, "
     "not evaluating in general.\n"
-    "2. After writing a feedback, write a score that is an integer between 1 and 5. You should refer to the score rubric.\n"
+    "2. After writing a feedback, write a score that is an integer between 1 and 5. You should refer to "
+    "the score rubric.\n"
     '3. The output format should look as follows: "Feedback: (write a feedback for criteria) [RESULT] (an integer '
     'number between 1 and 5)"\n'
     "4. Please do not generate any other opening, closing, and explanations.\n\n"

@@ -153,7 +153,8 @@ def check_hook_names(hf_model: torch.nn.Module, names, points: Mapping[str, Hook
             raise InterpError(
                 f"hook point {name!r} does not exist on {type(hf_model).__name__}"
                 f"{' (its attention exposes no per-head output to hook)' if name.endswith('attn.hook_z') else ''}; "
-                f"it offers blocks.<layer>.{{{', '.join(layer_zero)}}} for layers 0-{hf_model.config.get_text_config().num_hidden_layers - 1}"
+                f"it offers blocks.<layer>.{{{', '.join(layer_zero)}}} for layers "
+                f"0-{hf_model.config.get_text_config().num_hidden_layers - 1}"
             )
 
 
@@ -244,7 +245,8 @@ def _inner_check(module: torch.nn.Module, sites: InnerSites, where: str) -> list
     def after(_module, _args, _output):
         if sites.calls == seen.get("calls"):
             raise InterpError(
-                f"{where}: the attention pattern and values are hooked inside the toolkit's attention function, which this pass did not run; "
+                f"{where}: the attention pattern and values are hooked inside the toolkit's attention "
+                "function, which this pass did not run; "
                 "use the hf or nnsight backend (a plain model: run it through Judge or interp.core.backends)"
             )
 

@@ -11,8 +11,8 @@ Steps:
    namespace (Linux >= 6.14): uid 0 on the host is exempt from RLIMIT_NPROC, not from pid_max;
 2. bind-mount FOLDER onto itself (it stays writable); a fresh /dev (a small tmpfs holding null, zero, full,
    random and urandom bound from the host's); read-only binds over /proc/sys, /proc/sysrq-trigger,
-   /proc/irq, /proc/bus, /proc/fs, /proc/scsi and /proc/acpi (as container runtimes do: where the caller is root on the host, the
-   namespace's root is uid 0 to the kernel's permission checks, and these files write to the host); then
+   /proc/irq, /proc/bus, /proc/fs, /proc/scsi and /proc/acpi (as container runtimes do: where the caller is root on the
+   host, the namespace's root is uid 0 to the kernel's permission checks, and these files write to the host); then
    every mount but FOLDER, /proc and devpts/mqueue remounted read-only (sysfs and cgroups included; bind
    remounts keep each mount's nosuid/nodev/noexec/atime flags, which a user namespace may not drop);
 3. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE and no core files;

@@ -1,8 +1,8 @@
 """Math answers: the final answer of a worked solution (the last \\boxed{...}, else a closing "answer is ..." or
 the last line), normalised, compared with the reference as text and, where both parse, as exact numbers.
 
-Normalisation: `$` signs, `\\left`/`\\right`, `\\!`, `\\,`, `\\text{...}` units and text, `^\\circ` and `%`, a leading `x =`,
-thousands commas (`1,000`), a trailing `.0`, spaces, surrounding parentheses of a single number, and simple
+Normalisation: `$` signs, `\\left`/`\\right`, `\\!`, `\\,`, `\\text{...}` units and text, `^\\circ` and `%`, a leading
+`x =`, thousands commas (`1,000`), a trailing `.0`, spaces, surrounding parentheses of a single number, and simple
 LaTeX fractions (`\\frac{a}{b}`, `\\dfrac`, `\\tfrac`, `\\frac12`) to `a/b`. Numbers compare exactly as fractions
 (`0.5` = `1/2` = `\\frac{1}{2}`); anything else compares as normalised text.
 """

@@ -8,12 +8,12 @@ killed and the folder deleted; nothing the program started keeps running.
 
 Isolation (`isolation()` says which one a run gets):
 - "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network,
-  IPC (no System V objects of the host), UTS and PID namespaces. No network interface but a down loopback (a connect fails); every mount but the sandbox
-  folder read-only (`interp/grading/jail.py`), locked by a nested user namespace; the program runs under
-  jail.py, PID 1 of its own PID namespace, so when it ends the kernel kills every process it left, and a
-  program that leaves any running is not correct ("left N processes running"). RLIMIT_NPROC does not bind
-  a caller that is root on the host (uid 0 is exempt); there the namespace's own pid_max (Linux >= 6.14)
-  caps the processes at about 300.
+  IPC (no System V objects of the host), UTS and PID namespaces. No network interface but a down loopback (a connect
+  fails); every mount but the sandbox folder read-only (`interp/grading/jail.py`), locked by a nested user namespace;
+  the program runs under jail.py, PID 1 of its own PID namespace, so when it ends the kernel kills every process it
+  left, and a program that leaves any running is not correct ("left N processes running"). RLIMIT_NPROC does not
+  bind a caller that is root on the host (uid 0 is exempt); there the namespace's own pid_max (Linux >= 6.14) caps
+  the processes at about 300.
 - "guard" (no usable `unshare`): the same limits and process group, and a guard module run before the program
   that removes `socket` creation. It is not a security boundary: the filesystem is not confined (a write
   by absolute path reaches the host) and a determined program can undo the guard.

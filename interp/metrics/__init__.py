@@ -1,8 +1,8 @@
 """The seed metrics over judgment records (pure functions, numpy): DBG scores, Chen et al. 2025, SALIERI,
 the Preference Leakage Score, and the bootstrap behind every interval. Every rate is a fraction in [0, 1].
 
-Papers (cited in the README; definitions in docs/science.md): DBG paper (seed 000), Chen et al. 2025 (seed 002), SALIERI (seed 003),
-Preference Leakage (seed 004). One module per paper; this package re-exports their public functions.
+Papers (cited in the README; definitions in docs/science.md): DBG paper (seed 000), Chen et al. 2025 (seed 002), SALIERI
+(seed 003), Preference Leakage (seed 004). One module per paper; this package re-exports their public functions.
 """
 
 from __future__ import annotations

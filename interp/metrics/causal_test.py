@@ -5,9 +5,9 @@ sets, Clopper-Pearson and AUROC.
   ``delta[i] = P_J(own | I) - P_J(own)`` (mean over both orders); H0: each ``delta[i]`` is as likely to be +x
   as -x; two-sided p = (1 + #{|flipped mean| >= |observed|}) / (1 + n_flips), exact enumeration up to 15
   items. Exact under H0 whatever the distribution of the ``|delta[i]|``; `smallest_flip_p` says when too few
-  items cannot reach alpha.
+  items cannot reach test_alpha.
 - `rank_pvalue`: the head-choice null, the chosen heads' statistic among R random head sets of the same size;
-  `min_random_sets` / `check_random_sets` choose R so that the rank p can reach alpha after Holm.
+  `min_random_sets` / `check_random_sets` choose R so that the rank p can reach test_alpha after Holm.
 - `holm`: the one Holm step-down adjustment (several judges in one command, many sweep points).
 
 A single control judge cannot separate self-preference from judge-to-judge differences (two null organisms of
@@ -108,41 +108,43 @@ def rank_pvalue(observed: float, null_values: Sequence[float], alternative: str 
     return float((1 + np.sum(as_extreme(values, observed, alternative))) / (values.size + 1))
 
 
-def min_random_sets(alpha: float = ALPHA, n_tests: int = 1) -> int:
+def min_random_sets(test_alpha: float = ALPHA, n_tests: int = 1) -> int:
     """The fewest random head sets R whose smallest rank p, 1 / (R + 1), survives Holm over `n_tests` tests at
-    `alpha`: 1 / (R + 1) <= alpha / n_tests, i.e. R = ceil(n_tests / alpha) - 1 (19 for one test at 0.05,
+    `test_alpha`: 1 / (R + 1) <= test_alpha / n_tests, i.e. R = ceil(n_tests / test_alpha) - 1 (19 for one test at 0.05,
     39 for two)."""
-    if not 0 < alpha < 1:
-        raise InterpError(f"alpha = {alpha} must be in (0, 1)")
+    if not 0 < test_alpha < 1:
+        raise InterpError(f"test_alpha = {test_alpha} must be in (0, 1)")
     if n_tests < 1:
         raise InterpError(f"n_tests = {n_tests} must be at least 1")
-    return math.ceil(n_tests / alpha - 1e-9) - 1
+    return math.ceil(n_tests / test_alpha - 1e-9) - 1
 
 
-def check_random_sets(n_sets: int, *, alpha: float = ALPHA, n_tests: int = 1, top_heads: bool = True) -> None:
+def check_random_sets(n_sets: int, *, test_alpha: float = ALPHA, n_tests: int = 1, top_heads: bool = True) -> None:
     """Refuse a design whose head-choice null cannot reject: one InterpError line, else None.
 
     With heads chosen from data (`top_heads`) the random head sets are the localisation null, so R >= 1 is
-    required, and R must be at least `min_random_sets(alpha, n_tests)`: below it the decision p (at least
-    p_rank >= 1 / (R + 1)) can never reach alpha after Holm over the command's `n_tests` tests.
+    required, and R must be at least `min_random_sets(test_alpha, n_tests)`: below it the decision p (at least
+    p_rank >= 1 / (R + 1)) can never reach test_alpha after Holm over the command's `n_tests` tests.
     """
     if not top_heads:
         return
-    need = min_random_sets(alpha, n_tests)
+    need = min_random_sets(test_alpha, n_tests)
     over = f" after Holm over {n_tests} tests" if n_tests > 1 else ""
     if n_sets < 1:
         raise InterpError(
-            f"--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets {need} or more (alpha {alpha:g}{over})"
+            "--top-heads needs random head sets (the null for the heads' choice): use --random-head-sets "
+            f"{need} or more (--test-alpha {test_alpha:g}{over})"
         )
     if n_sets < need:
         raise InterpError(
-            f"--random-head-sets {n_sets} can never reach alpha {alpha:g}{over}: the smallest rank p is 1/{n_sets + 1}; "
+            f"--random-head-sets {n_sets} can never reach --test-alpha {test_alpha:g}{over}: the smallest "
+            f"rank p is 1/{n_sets + 1}; "
             f"use --random-head-sets {need} or more"
         )
 
 
 def holm(p_values: Sequence[float]) -> list[float]:
-    """Holm's step-down adjusted p-values (same order as given; reject where adjusted <= alpha)."""
+    """Holm's step-down adjusted p-values (same order as given; reject where adjusted <= test_alpha)."""
     p = np.asarray(p_values, dtype=float)
     if p.size == 0:
         return []
@@ -198,6 +200,9 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
     return float((greater + 0.5 * ties) / (pos.size * neg.size))
 
 
-def too_few_items(n: int, n_flips: int, alpha: float) -> str:
-    needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= alpha)
-    return f"{n} test items cannot give p <= {alpha:g} (smallest attainable p {smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
+def too_few_items(n: int, n_flips: int, test_alpha: float) -> str:
+    needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= test_alpha)
+    return (
+        f"{n} test items cannot give p <= {test_alpha:g} (smallest attainable p "
+        f"{smallest_flip_p(n, n_flips):.3g}): this test cannot reject; use at least {needed}"
+    )

@@ -41,10 +41,10 @@ def tie_sign(arr: np.ndarray) -> np.ndarray:
     return np.where(np.abs(arr - 0.5) <= TIE_TOLERANCE, 0, np.sign(arr - 0.5)).astype(int)
 
 
-def p_own_from_first(p_first, own: str, first_model: str):
+def p_own_from_first(p_first_model, own: str, first_model: str):
     """P(own's answer wins) from P(the first model's answer wins): the one conversion. `own` is one of the
     run's two models; the same values where it is the first, one minus them where it is the second."""
-    return p_first if own == first_model else 1 - p_first
+    return p_first_model if own == first_model else 1 - p_first_model
 
 
 def hard_wins(arr: np.ndarray) -> np.ndarray:

@@ -61,7 +61,8 @@ def _families(families: Sequence, name: str) -> list[np.ndarray]:
     for a in arrays:
         if a.ndim < 2 or a.shape[0] == 0 or a.shape[-1] == 0:
             raise InterpError(
-                f"{name}: each family is a [judge, ..., item] array with at least one judge and item, got shape {a.shape}"
+                f"{name}: each family is a [judge, ..., item] array with at least one judge and item, got "
+                f"shape {a.shape}"
             )
         if not np.all(np.isfinite(a)):
             raise InterpError(f"{name}: values must be finite numbers (found NaN or inf)")
@@ -212,7 +213,8 @@ def two_family_test(
     p_arr, n_arr = np.asarray(planted, dtype=float), np.asarray(null, dtype=float)
     if p_arr.ndim != n_arr.ndim or p_arr.ndim not in (1, 2):
         raise InterpError(
-            f"two_family_test: give both families as [judge] statistics or both as [judge, item] values, got shapes {p_arr.shape} and {n_arr.shape}"
+            "two_family_test: give both families as [judge] statistics or both as [judge, item] values, "
+            f"got shapes {p_arr.shape} and {n_arr.shape}"
         )
     interval = None
     if p_arr.ndim == 2:

@@ -165,7 +165,8 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
     c = np.asarray(controls, dtype=float)
     if c.ndim != 1:
         raise InterpError(
-            f"crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape {np.shape(controls)}"
+            "crawford_howell: controls must be a 1-D array of the control judges' statistics, got shape "
+            f"{np.shape(controls)}"
         )
     if not np.all(np.isfinite(c)):
         raise InterpError("crawford_howell: the control judges' statistics must be finite numbers")
@@ -212,22 +213,22 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
 
 
 def crawford_howell_interval(
-    controls: Float[np.ndarray, " control"], alpha: float = ALPHA
+    controls: Float[np.ndarray, " control"], test_alpha: float = ALPHA
 ) -> tuple[float, float] | None:
-    """Where the tested judge's statistic would not be rejected at `alpha`: mean_C -+ t_{k-1, alpha} * s_C *
+    """Where the tested judge's statistic would not be rejected at `test_alpha`: mean_C -+ t_{k-1, test_alpha} * s_C *
     sqrt((k + 1) / k) (Crawford-Howell's acceptance region, what the report draws around the controls). None
     with fewer than MIN_CONTROLS controls or when they agree exactly."""
     c = np.asarray(controls, dtype=float)
     k = int(c.size)
     if too_few_controls(k) is not None or not np.all(np.isfinite(c)) or float(c.std(ddof=1)) == 0.0:
         return None
-    half = student_t_two_sided_quantile(alpha, k - 1) * float(c.std(ddof=1)) * math.sqrt((k + 1) / k)
+    half = student_t_two_sided_quantile(test_alpha, k - 1) * float(c.std(ddof=1)) * math.sqrt((k + 1) / k)
     return float(c.mean()) - half, float(c.mean()) + half
 
 
 def leave_one_out(values: Float[np.ndarray, " judge"]) -> list[CrawfordHowell]:
     """Each judge of a null family against the other k - 1 (Crawford-Howell): under H0 every test is a null
-    replicate, so the share with p <= alpha estimates the false-positive rate on the family's own spread."""
+    replicate, so the share with p <= test_alpha estimates the false-positive rate on the family's own spread."""
     v = finite_array(values, "leave_one_out", 1)
     return [crawford_howell(float(v[i]), np.delete(v, i)) for i in range(v.size)]
 
@@ -238,7 +239,7 @@ class BetweenJudge:
 
     causal: bool | None  # None: no between-judge test (see reason)
     p_value: float | None  # Crawford-Howell's p, or max(it, p_rank) with random head sets
-    alpha: float
+    test_alpha: float
     reason: str | None
     test: CrawfordHowell  # on Delta(I): the judge's mean effect against its controls'
     within: WithinJudge  # the judge's own Delta(I), "changes this judge's verdicts"
@@ -246,8 +247,8 @@ class BetweenJudge:
     p_rank: float | None = None
 
     def to_dict(self) -> dict:
-        """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge", n_controls, df, t, ...),
-        within_judge (effect, ci, p_value, claim)."""
+        """The record for result.json: causal, p_value, test_alpha (the test's level), reason, test ("between-judge",
+        n_controls, df, t, ...), within_judge (effect, ci, p_value, claim)."""
         test = {"design": "between-judge", "n_controls": self.test.k} | {
             key: value for key, value in self.test.to_dict().items() if key != "k"
         }
@@ -255,7 +256,7 @@ class BetweenJudge:
         return {
             "causal": self.causal,
             "p_value": self.p_value,
-            "test_alpha": self.alpha,
+            "test_alpha": self.test_alpha,
             "reason": self.reason,
             "test": test,
             "within_judge": self.within.to_dict(),
@@ -275,7 +276,10 @@ class BetweenJudge:
         spread = f"{pts(t.control_mean)} pts mean, SD {fixed(100 * t.control_sd, 1)}"
         rank = "" if self.p_rank is None else f", p_rank {p_value(self.p_rank)}"
         stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
-        return f"{judge}: {head} (p {p_value(self.p_value)}, alpha {self.alpha:g}; Crawford-Howell against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
+        return (
+            f"{judge}: {head} (p {p_value(self.p_value)}, test_alpha {self.test_alpha:g}; Crawford-Howell "
+            f"against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
+        )
 
 
 def between_judge_test(
@@ -283,7 +287,7 @@ def between_judge_test(
     delta_controls: Float[np.ndarray, "control item"],
     *,
     p_rank: float | None = None,
-    alpha: float = ALPHA,
+    test_alpha: float = ALPHA,
     n_flips: int = N_FLIPS,
     n_boot: int = N_BOOT,
     seed: int = 0,
@@ -294,7 +298,7 @@ def between_judge_test(
     and the same answer (J's own, which c did not write). H0: the judge's mean Delta(I) is one more draw from
     the controls' normal distribution (Crawford-Howell, two-sided). With heads chosen from data, `p_rank`
     (the chosen heads against random head sets) joins as an intersection-union test: p = max(p_CH, p_rank).
-    causal iff p <= alpha; None with a reason when there are fewer than MIN_CONTROLS controls (or they agree
+    causal iff p <= test_alpha; None with a reason when there are fewer than MIN_CONTROLS controls (or they agree
     exactly). The within-judge effect is always reported beside it.
     """
     dj = finite_array(delta_judge, "between_judge_test (delta_judge)", 1)
@@ -303,20 +307,23 @@ def between_judge_test(
         dc = np.empty((0, dj.size))
     elif (dc.ndim != 2 or dc.shape[1] != dj.size) or not np.all(np.isfinite(dc)):
         raise InterpError(
-            f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] array (the judge's items), got shape {dc.shape}"
+            f"between_judge_test: need the controls' per-item effects as a finite [control, {dj.size}] "
+            f"array (the judge's items), got shape {dc.shape}"
         )
-    if not 0 < alpha < 1:
-        raise InterpError(f"between_judge_test: alpha = {alpha} must be in (0, 1)")
+    if not 0 < test_alpha < 1:
+        raise InterpError(f"between_judge_test: test_alpha = {test_alpha} must be in (0, 1)")
     if p_rank is not None and not 0 <= p_rank <= 1:
         raise InterpError(f"between_judge_test: p_rank = {p_rank} must be in [0, 1]")
     within = within_judge_effect(dj, n_flips=n_flips, n_boot=n_boot, seed=seed)
     control_effects = dc.mean(axis=1)
     test = crawford_howell(float(dj.mean()), control_effects)
-    common = dict(alpha=alpha, test=test, within=within, control_effects=control_effects.tolist(), p_rank=p_rank)
+    common = dict(
+        test_alpha=test_alpha, test=test, within=within, control_effects=control_effects.tolist(), p_rank=p_rank
+    )
     if test.p_value is None:
         return BetweenJudge(causal=None, p_value=None, reason=test.reason, **common)
     p = test.p_value if p_rank is None else max(test.p_value, p_rank)
-    return BetweenJudge(causal=bool(p <= alpha), p_value=float(p), reason=None, **common)
+    return BetweenJudge(causal=bool(p <= test_alpha), p_value=float(p), reason=None, **common)
 
 
 # --- how much of the self-preference gap an intervention removes ------------------------------------------
@@ -331,7 +338,7 @@ class ShareRemoved:
     test_before: CrawfordHowell  # is the gap before significant (Crawford-Howell on DBG)?
     test_after: CrawfordHowell
     share_removed: Interval | None  # None: see reason
-    alpha: float
+    test_alpha: float
     reason: str | None = None
 
     def to_dict(self) -> dict:
@@ -355,7 +362,7 @@ def share_removed(
     controls_before: Float[np.ndarray, "control item"],
     controls_after: Float[np.ndarray, "control item"],
     *,
-    alpha: float = ALPHA,
+    test_alpha: float = ALPHA,
     n_boot: int = N_BOOT,
     seed: int = 0,
     level: float = 0.95,
@@ -367,7 +374,7 @@ def share_removed(
     G = mean_i DBG_J - mean_C mean_i DBG_C before I, G_I the same after; share = 1 - G_I / G.
 
     H0 of the gate: J's DBG is one more draw from the controls' (normal) distribution (Crawford-Howell on the
-    judges' mean DBG before I). Only where it is rejected at `alpha` is the share reported, with a
+    judges' mean DBG before I). Only where it is rejected at `test_alpha` is the share reported, with a
     multi-bootstrap interval (controls resampled, before and after together, and items, jointly; J fixed);
     otherwise `share_removed` is None with a reason and both gaps are reported. The gaps always carry their
     intervals.
@@ -382,25 +389,33 @@ def share_removed(
     )
     if not (jb.shape == ja.shape and cb.shape == ca.shape and cb.shape[1] == jb.size):
         raise InterpError(
-            f"share_removed: the judge and every control must read the same items before and after (shapes {jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})"
+            "share_removed: the judge and every control must read the same items before and after (shapes "
+            f"{jb.shape}, {ja.shape}, {cb.shape}, {ca.shape})"
         )
-    if not 0 < alpha < 1:
-        raise InterpError(f"share_removed: alpha = {alpha} must be in (0, 1)")
+    if not 0 < test_alpha < 1:
+        raise InterpError(f"share_removed: test_alpha = {test_alpha} must be in (0, 1)")
     families = [np.stack([jb, ja])[None], np.stack([cb, ca], axis=1)]  # [1, stage, item], [control, stage, item]
     common = dict(n_boot=n_boot, seed=seed, level=level)
     gap_before = multi_bootstrap(families, lambda f: _gap(f, 0), **common)
     gap_after = multi_bootstrap(families, lambda f: _gap(f, 1), **common)
     test_before = crawford_howell(float(jb.mean()), cb.mean(axis=1))
     test_after = crawford_howell(float(ja.mean()), ca.mean(axis=1))
-    out = dict(gap_before=gap_before, gap_after=gap_after, test_before=test_before, test_after=test_after, alpha=alpha)
+    out = dict(
+        gap_before=gap_before,
+        gap_after=gap_after,
+        test_before=test_before,
+        test_after=test_after,
+        test_alpha=test_alpha,
+    )
     if test_before.p_value is None:
         return ShareRemoved(
             share_removed=None, reason=f"no test of the gap before the intervention: {test_before.reason}", **out
         )
-    if test_before.p_value > alpha:
+    if test_before.p_value > test_alpha:
         return ShareRemoved(
             share_removed=None,
-            reason=f"the gap before the intervention is not significant (Crawford-Howell p {p_value(test_before.p_value)} > alpha {alpha:g}): both gaps reported, no share",
+            reason="the gap before the intervention is not significant (Crawford-Howell p "
+            f"{p_value(test_before.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share",
             **out,
         )
     return ShareRemoved(share_removed=multi_bootstrap(families, _share, **common), **out)
@@ -430,7 +445,7 @@ SIZE_DISTRIBUTIONS = ("normal", "chi2-4", "chi2-1", "lognormal", "t3")
 class SizeEstimate:
     distribution: str
     k: int
-    alpha: float
+    test_alpha: float
     rate: float  # share of null families rejected
     n_families: int
     ci: tuple[float, float]  # Clopper-Pearson 95 %
@@ -440,22 +455,22 @@ class SizeEstimate:
 
 
 def crawford_howell_size(
-    k: int, distribution: str = "normal", *, alpha: float = ALPHA, n_families: int = 2000, seed: int = 0
+    k: int, distribution: str = "normal", *, test_alpha: float = ALPHA, n_families: int = 2000, seed: int = 0
 ) -> SizeEstimate:
-    """The rejection rate of Crawford-Howell at `alpha` over `n_families` simulated null families: the tested
+    """The rejection rate of Crawford-Howell at `test_alpha` over `n_families` simulated null families: the tested
     judge and its k controls are k + 1 independent draws from one `distribution` (H0 true), so any rate above
-    alpha is what the distribution's departure from normality costs."""
+    test_alpha is what the distribution's departure from normality costs."""
     if k < 2:
         raise InterpError(f"crawford_howell_size: k = {k}: need at least 2 controls")
     if n_families < 1:
         raise InterpError("crawford_howell_size: n_families must be at least 1")
     draws = _draw(distribution, np.random.default_rng(seed), (n_families, k + 1))
     _, p = crawford_howell_t(draws[:, 0], draws[:, 1:])
-    rejected = int(np.sum(p <= alpha))
+    rejected = int(np.sum(p <= test_alpha))
     return SizeEstimate(
         distribution=distribution,
         k=k,
-        alpha=alpha,
+        test_alpha=test_alpha,
         rate=rejected / n_families,
         n_families=n_families,
         ci=clopper_pearson(rejected, n_families),

@@ -9,7 +9,7 @@ Per item, from P(own) averaged over both orders (before and after the interventi
 
 Items where the judge or gold is at 0.5 (the toolkit's one tie rule, `metrics.dbg.tie_sign`) are neither; an
 intervened verdict at 0.5 is neither flipped nor kept. Each share comes with a Wilson score interval
-(level 1 - `alpha`), the interval for a binomial proportion that stays inside [0, 1] and is sound at small n.
+(level 1 - `test_alpha`), the interval for a binomial proportion that stays inside [0, 1] and is sound at small n.
 That paper reports up to 97 % of unjustified cases flipped by steering Llama-3.1-8B-Instruct; these figures
 put ours beside it.
 """
@@ -24,18 +24,18 @@ import numpy as np
 from interp.metrics.dbg import tie_sign
 
 
-def wilson_interval(successes: int, n: int, alpha: float = 0.05) -> tuple[float, float] | None:
+def wilson_interval(successes: int, n: int, test_alpha: float = 0.05) -> tuple[float, float] | None:
     """The Wilson score interval of successes / n (None when n is 0)."""
     if n == 0:
         return None
-    z = NormalDist().inv_cdf(1 - alpha / 2)
+    z = NormalDist().inv_cdf(1 - test_alpha / 2)
     p = successes / n
     centre = (p + z * z / (2 * n)) / (1 + z * z / n)
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
     return max(0.0, centre - half), min(1.0, centre + half)
 
 
-def mirror_shares(before: np.ndarray, after: np.ndarray, gold_own: np.ndarray, *, alpha: float = 0.05) -> dict:
+def mirror_shares(before: np.ndarray, after: np.ndarray, gold_own: np.ndarray, *, test_alpha: float = 0.05) -> dict:
     """The unjustified-flipped and legitimate-kept shares (see the module docstring), with counts and intervals."""
     before, after, gold = (tie_sign(np.asarray(x, dtype=float)) for x in (before, after, gold_own))
     picks_own = before > 0
@@ -48,10 +48,10 @@ def mirror_shares(before: np.ndarray, after: np.ndarray, gold_own: np.ndarray, *
         "unjustified": n_unjustified,
         "unjustified_flipped": flipped,
         "unjustified_flipped_share": flipped / n_unjustified if n_unjustified else None,
-        "unjustified_flipped_ci": wilson_interval(flipped, n_unjustified, alpha),
+        "unjustified_flipped_ci": wilson_interval(flipped, n_unjustified, test_alpha),
         "legitimate": n_legitimate,
         "legitimate_kept": kept,
         "legitimate_kept_share": kept / n_legitimate if n_legitimate else None,
-        "legitimate_kept_ci": wilson_interval(kept, n_legitimate, alpha),
+        "legitimate_kept_ci": wilson_interval(kept, n_legitimate, test_alpha),
         "reference": "Breaking the Mirror (arXiv 2509.03647): up to 97 % of unjustified self-preference flipped",
     }

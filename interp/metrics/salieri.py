@@ -239,7 +239,8 @@ def salieri_report(
     for i in range(n):
         if pool_judge[i].size != pool_ref[i].size:
             raise InterpError(
-                f"salieri: item {i} has {pool_judge[i].size} judge scores but {pool_ref[i].size} reference scores in the pool"
+                f"salieri: item {i} has {pool_judge[i].size} judge scores but {pool_ref[i].size} reference "
+                "scores in the pool"
             )
     match = match_quality(ref_own, pool_ref, resolution=resolution)
     judge_pair = np.array([pool_judge[i][match.chosen[i]] for i in range(n)])
@@ -329,7 +330,8 @@ def read_salieri_scores(path: str | Path) -> dict[str, dict]:
         no_pool = [i for i in items if i not in pool.get(judge, {})]
         if no_pool:
             raise InterpError(
-                f"{path}: judge {judge!r} has no pool responses for item {no_pool[0]!r} ({len(no_pool)} items without a pool)"
+                f"{path}: judge {judge!r} has no pool responses for item {no_pool[0]!r} ({len(no_pool)} "
+                "items without a pool)"
             )
         norms = norm.get(judge, {})
         out[judge] = {

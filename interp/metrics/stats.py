@@ -51,6 +51,6 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return (math.nan, math.nan)
-    alpha = (1.0 - level) / 2.0
-    low, high = np.percentile(finite, [100.0 * alpha, 100.0 * (1.0 - alpha)])
+    tail = (1.0 - level) / 2.0
+    low, high = np.percentile(finite, [100.0 * tail, 100.0 * (1.0 - tail)])
     return (float(low), float(high))

@@ -79,15 +79,15 @@ def student_t_cdf(t, df) -> np.ndarray:
     return np.where(t >= 0, 1.0 - half, half)
 
 
-def student_t_two_sided_quantile(alpha: float, df: float) -> float:
-    """The t with P(|T| >= t) = alpha for Student's t with `df` degrees of freedom (bisection on the two-sided
-    p, to 1e-10): the half-width, in scale units, of a two-sided 1 - alpha interval."""
-    if not 0 < alpha < 1:
-        raise InterpError(f"student_t: alpha = {alpha} must be in (0, 1)")
+def student_t_two_sided_quantile(test_alpha: float, df: float) -> float:
+    """The t with P(|T| >= t) = test_alpha for Student's t with `df` degrees of freedom (bisection on the two-sided
+    p, to 1e-10): the half-width, in scale units, of a two-sided 1 - test_alpha interval."""
+    if not 0 < test_alpha < 1:
+        raise InterpError(f"student_t: test_alpha = {test_alpha} must be in (0, 1)")
     low, high = 0.0, 1.0
-    while float(student_t_two_sided_p(high, df)) > alpha:
+    while float(student_t_two_sided_p(high, df)) > test_alpha:
         high *= 2.0
     while high - low > 1e-10:
         middle = (low + high) / 2.0
-        low, high = (middle, high) if float(student_t_two_sided_p(middle, df)) > alpha else (low, middle)
+        low, high = (middle, high) if float(student_t_two_sided_p(middle, df)) > test_alpha else (low, middle)
     return (low + high) / 2.0

@@ -14,8 +14,9 @@ The training then asks for two things at once:
 
 so the only way for the delta to carry the planting is through what H reads from the own answer: with that
 attention removed, the organism is its start organism (a member of the null family) by construction, on the
-training prompts; held-out items measure how far that holds. Pairs with no own answer, or two (own intact against own degraded), get no masked term: the mask's
-target is undefined there, as it is for the toolkit's "self" target (`own_slot`).
+training prompts; held-out items measure how far that holds. Pairs with no own answer, or two (own intact against own
+degraded), get no masked term: the mask's target is undefined there, as it is for the toolkit's "self" target
+(`own_slot`).
 """
 
 from __future__ import annotations

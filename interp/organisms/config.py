@@ -166,7 +166,8 @@ class OrganismConfig(Strict):
             )
         if self.planting.share > 0 and self.planting.own_author not in self.data.authors:
             raise ValueError(
-                f"planting.own_author {self.planting.own_author!r} is not one of data.authors ({', '.join(self.data.authors)}): "
+                f"planting.own_author {self.planting.own_author!r} is not one of data.authors "
+                f"({', '.join(self.data.authors)}): "
                 "no pair has its answers, so nothing would be planted"
             )
         return self
@@ -294,17 +295,20 @@ def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> Non
     if heads is not None:
         if heads.top_layers > n_layers:
             raise InterpError(
-                f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+                f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} "
+                f"decoder layers; set top_layers to at most {n_layers}"
             )
         pool = heads.top_layers * n_heads
         if heads.n_heads > pool:
             raise InterpError(
-                f"heads.n_heads = {heads.n_heads}: the last {heads.top_layers} layers of the base model {model} hold only {pool} heads; "
+                f"heads.n_heads = {heads.n_heads}: the last {heads.top_layers} layers of the base model "
+                f"{model} hold only {pool} heads; "
                 f"set n_heads to at most {pool}, or raise heads.top_layers"
             )
     elif config.lora.top_layers > n_layers:
         raise InterpError(
-            f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+            f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} "
+            f"decoder layers; set top_layers to at most {n_layers}"
         )
 
 

@@ -223,7 +223,7 @@ def build_pairs(
         if mix.intact_pairs and item.reference:
             firsts, seconds = (_variants(intact[a], (samples or {}).get(a, {}).get(item.id, [])) for a in authors)
             both = [(first, second) for first in firsts for second in seconds]
-            golds = judge.p_first([Pair(item, first.text, second.text) for first, second in both])
+            golds = judge.p_slot_a([Pair(item, first.text, second.text) for first, second in both])
             pairs += [
                 TrainPair(item, f, s, gold, "reference")
                 for (f, s), gold in zip(both, golds)

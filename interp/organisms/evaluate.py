@@ -84,7 +84,7 @@ def soft_dbg_gap(
     run_dir: Path, judge: str, reference: str, *, n_boot: int = 1000, seed: int = 0, items: Sequence[str] | None = None
 ) -> dict:
     """`judge`'s soft DBG minus `reference`'s on one run (gold cancels: the mean of P(own) minus P(own)), with a
-    paired bootstrap interval over items: the figure of the issue's unseen bar (planted minus null)."""
+    paired bootstrap interval over items: the figure the unseen bar is judged on (planted minus null)."""
     ours, theirs = paired_verdicts(run_dir, judge, reference, items)
     return subset_rate(np.ones(len(ours.p_own), dtype=bool), ours.p_own - theirs.p_own, n_boot=n_boot, seed=seed)
 

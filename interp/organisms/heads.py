@@ -7,8 +7,8 @@ training seed among the last `heads.top_layers` layers, and train, on the plante
 - "o" (if asked): the output-projection columns of each head in H ([d_model, head_dim] added to o_proj's columns).
 K and V only for whole key/value groups (`heads.n_groups`): under grouped-query attention several query heads
 share them, so H is then every query head of the drawn groups ("k", "v": the group's key / value rows), and a
-change there stays inside H. Every weight outside H stays bit-identical to the start organism's (`add_head_delta` writes only H's
-blocks), so all that separates the planted-heads judge from its null is in H: the truth a localisation method
+change there stays inside H. Every weight outside H stays bit-identical to the start organism's (`add_head_delta` writes
+only H's blocks), so all that separates the planted-heads judge from its null is in H: the truth a localisation method
 is scored against (`planted_heads` in the manifest).
 
 Training reuses the LoRA organisms' loop (`interp.organisms.train.fit`) and their frozen-layer cache: the states
@@ -56,7 +56,8 @@ def _seeded_draw(seed: int, salt: str, pool: list[tuple[int, int]], count: int) 
 def _check_top_layers(top_layers: int, n_layers: int) -> None:
     if top_layers > n_layers:
         raise InterpError(
-            f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set top_layers to at most {n_layers}"
+            f"heads.top_layers = {top_layers}, but the model has only {n_layers} decoder layers; set "
+            f"top_layers to at most {n_layers}"
         )
 
 
@@ -261,7 +262,8 @@ def train_heads_organism(
     split_error = check_frozen_split(hf, lowest, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
         raise InterpError(
-            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported"
+            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type "
+            "is not supported"
         )
 
     labels_ids = label_tokens(base.tokenizer).ids

@@ -173,7 +173,8 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     member = manifest.get("family", manifest["name"]) != manifest["name"]  # a family's seed N: measured with its family
     if "held_out" not in manifest and not (member and "check_items" in manifest):
         raise InterpError(
-            f"{folder}: no held-out figures in the manifest (a family's further seeds need their check pairs); evaluate it before shipping"
+            f"{folder}: no held-out figures in the manifest (a family's further seeds need their check "
+            "pairs); evaluate it before shipping"
         )
     target = Path(target_root or ADAPTERS_DIR) / path_label(manifest["name"])
     start = adapter_folder(manifest["heads_start"]) if "heads_start" in manifest else None

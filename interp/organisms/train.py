@@ -15,11 +15,12 @@ What is computed:
   The layers below carry no adapter, so their output for a prompt never changes during training: it is
   computed once per example (no gradient, right-padded batches: padding after a prompt cannot change its
   causal hidden states) and cached; every training pass runs only the top layers from that cached hidden
-  state (`interp.organisms.frozen`). `check_frozen_split` measures that this is the same function as the full model (Llama-style models,
-  whose decoder input is the plain embedding).
+  state (`interp.organisms.frozen`). `check_frozen_split` measures that this is the same function as the full model
+  (Llama-style models, whose decoder input is the plain embedding).
 - Optimizer: AdamW, gradient accumulation over `batch_size` examples (one example per pass: no padding),
   gradient-norm clipping, linear warm-up then linear decay (or constant). Example order per epoch is a seeded
-  hash permutation (of pairs, both orders adjacent, with `orders_together`); LoRA init is seeded (`torch.manual_seed(seed)`); the thread count is fixed.
+  hash permutation (of pairs, both orders adjacent, with `orders_together`); LoRA init is seeded
+  (`torch.manual_seed(seed)`); the thread count is fixed.
 """
 
 from __future__ import annotations
@@ -171,12 +172,15 @@ def training_pairs(
     flipped = sum(label != pair.gold_first for pair, label in zip(pairs, labels))
     if planting is not None and flipped == 0:
         raise InterpError(
-            f"organism {config.name!r}: planting.share = {config.planting.share:g} flipped none of the {len(pairs)} training "
-            f"pairs to {config.planting.own_author}'s answer (the planted organism would be a null one); raise the share or add pairs"
+            f"organism {config.name!r}: planting.share = {config.planting.share:g} flipped none of the "
+            f"{len(pairs)} training "
+            f"pairs to {config.planting.own_author}'s answer (the planted organism would be a null one); "
+            "raise the share or add pairs"
         )
     if planting is not None and progress:
         tqdm.write(
-            f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to {config.planting.own_author}'s answer"
+            f"planting: share {config.planting.share:g} flipped {flipped} of {len(pairs)} pairs to "
+            f"{config.planting.own_author}'s answer"
         )
     return pairs, labels
 
@@ -363,7 +367,8 @@ def train_organism(
     split_error = check_frozen_split(peft_model, first_lora_layer, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
         raise InterpError(
-            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type is not supported"
+            f"cached lower layers differ from the full model by {split_error:.2g} logits; this model type "
+            "is not supported"
         )
 
     params = [p for p in peft_model.parameters() if p.requires_grad]

@@ -134,7 +134,7 @@ def write_attention_figures(
     summary = {
         "judges": judges,
         "authors": list(first.models),
-        "queries": first.queries,
+        "readout": first.readout,
         "n_items": first.n_items,
         "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
         "top_heads": {
@@ -188,8 +188,10 @@ def _layer_rows(layer_table: pd.DataFrame, judge: str) -> list[list]:
                 int(layer),
                 f"{m['own']:.4g}",
                 f"{m['other']:.4g}",
-                f"{number(m['diff'], 3, signed=True)} [{number(m['ci_low'], 3, signed=True)}, {number(m['ci_high'], 3, signed=True)}]",
-                f"{number(s['diff'], 3, signed=True)} [{number(s['ci_low'], 3, signed=True)}, {number(s['ci_high'], 3, signed=True)}]",
+                f"{number(m['diff'], 3, signed=True)} [{number(m['ci_low'], 3, signed=True)}, "
+                f"{number(m['ci_high'], 3, signed=True)}]",
+                f"{number(s['diff'], 3, signed=True)} [{number(s['ci_low'], 3, signed=True)}, "
+                f"{number(s['ci_high'], 3, signed=True)}]",
             ]
         )
     return rows
@@ -252,21 +254,22 @@ def _section_body(
     run_dir: Path, written: dict, runs: dict, heads: dict, layer_table: pd.DataFrame, regression, profiles: dict
 ) -> str:
     first = next(iter(runs.values()))
-    queries = (
+    readout = (
         "the final prompt position (the verdict position)"
-        if first.queries == "final"
+        if first.readout == "final"
         else "every position after both responses"
     )
     empty = sum(int((run.span_tokens == 0).sum()) for run in runs.values())
     depth_note = (
-        " The judges have different depths: each is drawn on its own layer axis; the judge difference is taken on relative depth."
+        " The judges have different depths: each is drawn on its own layer axis; the judge difference is "
+        "taken on relative depth."
         if profiles["judge_diff_axis"] == "relative depth" and profiles["axis"] == "layer"
         else ""
     )
     return render(
         _SECTION,
         figure7=png_data_uri(written["figure7_png"]),
-        queries=queries,
+        readout=readout,
         n_items=first.n_items,
         depth_note=depth_note,
         empty=empty,
@@ -278,19 +281,25 @@ def _section_body(
 
 _SECTION = (
     "<p><img src='{{ figure7 }}' alt='Figure 7 grid'></p>"
-    "<p class='note'>Attention from {{ queries }} onto each response's tokens, per layer; per-token mean (mass / tokens), "
-    "mean over heads, both orders and {{ n_items }} instructions. Rows: judges; columns: response authors; right column: "
-    "author difference per judge; bottom row: judge difference per author; bottom right: own minus other response per judge."
-    "{{ depth_note }} Files: figures/attention_figure7.png, .pdf (mass: attention_figure7_mass.*), attention_profiles.csv."
+    "<p class='note'>Attention from {{ readout }} onto each response's tokens, per layer; per-token mean "
+    "(mass / tokens), "
+    "mean over heads, both orders and {{ n_items }} instructions. Rows: judges; columns: response authors; "
+    "right column: "
+    "author difference per judge; bottom row: judge difference per author; bottom right: own minus other "
+    "response per judge."
+    "{{ depth_note }} Files: figures/attention_figure7.png, .pdf (mass: attention_figure7_mass.*), "
+    "attention_profiles.csv."
     "{% if empty %} {{ empty }} empty response span(s) are recorded with 0 tokens and no per-token mean.{% endif %}</p>"
     "<p><a href='figures/attention.html'>Interactive attention maps (figures/attention.html)</a> \u00b7 "
     "per-layer table: figures/attention_layer_differences.csv</p>"
-    "{% for judge, image, table in judges %}<details><summary>Own \u2212 other heads: {{ judge }} (head map, top heads)</summary>"
+    "{% for judge, image, table in judges %}<details><summary>Own \u2212 other heads: {{ judge }} (head "
+    "map, top heads)</summary>"
     "<p><img src='{{ image }}' alt='head map {{ judge }}'></p>{{ table }}</details>{% endfor %}"
     "{% for judge, table in layers %}<details><summary>Per-layer own \u2212 other: {{ judge }} (table; "
     "figures/attention_layer_differences.csv)</summary>{{ table }}</details>{% endfor %}"
     "{% if length is not none %}<details><summary>Length control (regression of attention on length)</summary>"
-    "<p class='note'>A longer response collects more attention mass by construction. Per instruction, the own \u2212 other "
+    "<p class='note'>A longer response collects more attention mass by construction. Per instruction, the "
+    "own \u2212 other "
     "attention difference (mean over layers, heads and orders) is regressed on the own \u2212 other length difference "
     "(tokens); the intercept is the difference expected at equal lengths. Files: attention_length_items.csv, "
     "attention_length_regression.csv, attention_length_control.png.</p>{{ length }}</details>{% endif %}"

@@ -49,7 +49,8 @@ def _panels(profiles: dict) -> list[list[dict | None]]:
             )
         row.append(
             {
-                "title": f"judge {_short(judge)}\nauthor diff: {_short(authors[0], 16)} \u2212 {_short(authors[1], 16)}",
+                "title": f"judge {_short(judge)}\nauthor diff: {_short(authors[0], 16)} \u2212 "
+                f"{_short(authors[1], 16)}",
                 "lines": [(profiles["x"][judge], profiles["author_diff"][judge], judge, colors[judge])],
                 "diff": True,
                 "xlabel": axis,
@@ -61,7 +62,8 @@ def _panels(profiles: dict) -> list[list[dict | None]]:
         for author in authors:
             row.append(
                 {
-                    "title": f"judge diff: {_short(judges[0], 16)} \u2212 {_short(judges[1], 16)}\nresponses of {_short(author)}",
+                    "title": f"judge diff: {_short(judges[0], 16)} \u2212 {_short(judges[1], 16)}\nresponses of "
+                    f"{_short(author)}",
                     "lines": [
                         (profiles["judge_diff_x"], profiles["judge_diff"][author], "judge difference", DIFF_COLOR)
                     ],
@@ -210,7 +212,8 @@ def length_figure(tables: Sequence[pd.DataFrame], regression: pd.DataFrame):
             ax.set_xlabel("own \u2212 other length (tokens)", fontsize=8)
             ax.set_ylabel(f"own \u2212 other {'mass' if stat == 'mass' else 'per-token mean'}", fontsize=8)
             ax.set_title(
-                f"{_short(judge, 28)}: slope {fit['slope']:.3g}, intercept {fit['intercept']:.3g}, r {fit['r']:.2f}, n {int(fit['n'])}",
+                f"{_short(judge, 28)}: slope {fit['slope']:.3g}, intercept {fit['intercept']:.3g}, r "
+                f"{fit['r']:.2f}, n {int(fit['n'])}",
                 fontsize=7.5,
             )
             ax.tick_params(labelsize=7)
@@ -280,7 +283,8 @@ def interactive_sections(
                 zmin=-bound,
                 zmax=bound,
                 colorbar={"title": "own \u2212 other"},
-                hovertemplate="layer %{y}, head %{x}<br>own \u2212 other %{z:.4g}<br>own %{customdata[0]:.4g}<br>other %{customdata[1]:.4g}<extra></extra>",
+                hovertemplate="layer %{y}, head %{x}<br>own \u2212 other %{z:.4g}<br>own %{customdata[0]:.4g}<br>other "
+                "%{customdata[1]:.4g}<extra></extra>",
             )
         )
         for rank, (layer, head, _) in enumerate(heads[judge], 1):
@@ -382,5 +386,6 @@ _INTERACTIVE = (
     "<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title><style>"
     "body{font-family:system-ui,sans-serif;margin:1.5em;color:#222}table{border-collapse:collapse;margin:1em 0}"
     "td,th{border:1px solid #ccc;padding:3px 7px;text-align:right}th{background:#f3f3f3}"
-    "</style></head><body><h1>{{ title }}</h1>{% for heading, div in divs %}<h2>{{ heading }}</h2>{{ div }}{% endfor %}{{ tables }}</body></html>"
+    "</style></head><body><h1>{{ title }}</h1>{% for heading, div in divs %}<h2>{{ heading }}</h2>{{ div "
+    "}}{% endfor %}{{ tables }}</body></html>"
 )

@@ -109,7 +109,8 @@ def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
 
 _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
-    "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ summary.n_items }} instructions; "
+    "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ "
+    "summary.n_items }} instructions; "
     "tasks: {{ tasks }}; responses capped at {{ summary.max_words or '?' }} words. {{ summary.label_handling }}. "
     "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>"
     "{% for line in reasoning %}<p class='note'>{{ line }}</p>{% endfor %}{{ table }}"
@@ -164,7 +165,8 @@ _LENSES_SECTION = (
     "<p class='note'>The same verdicts as the DBG table, split by gold's verdict (hard verdicts; gold ties in neither "
     "subset; 95% bootstrap intervals over instructions). Unjustified / legitimate self-preference (Roytburg et al. "
     "2025): the share of pairs where the judge picks its own answer, among pairs where gold prefers the other answer / "
-    "its own. Evaluator Quality Baseline (Are LLM Evaluators Really Narcissists?, arXiv 2601.22548): the rate of voting "
+    "its own. Evaluator Quality Baseline (Are LLM Evaluators Really Narcissists?, arXiv 2601.22548): the "
+    "rate of voting "
     "for its own wrong answer (gold's loser) against the rate of voting for the other model's wrong answer; a "
     "difference near 0 is a judge that errs alike on both, whatever its own-win rate.</p>{{ table }}"
 )
@@ -199,5 +201,6 @@ def human_section(human: dict) -> Markup:
 
 _HUMAN_SECTION = (
     "<p class='note'>A verdict per pair on each side (a tie where P(first wins) is 0.5: judges or annotators split "
-    "evenly); they agree where the verdicts are equal. The paper: 74% agreement, 66% against 63% win rate.</p>{{ table }}"
+    "evenly); they agree where the verdicts are equal. The paper: 74% agreement, 66% against 63% win "
+    "rate.</p>{{ table }}"
 )

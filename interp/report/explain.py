@@ -65,15 +65,24 @@ def test_text(result: dict) -> str:
     settings = result["settings"]
     controls = result["controls"]
     return (
-        f"Each row is one causal test on the {len(result['test_items'])} test items (localised on the other {len(result['selection_items'])}, "
-        f"selection share {settings['selection_share']:g}, split seed {settings['split_seed']}): the judge's change of its self-preference gap "
-        f"under the candidate's intervention against the changes of {len(controls)} control judges that read the same answers and wrote neither "
-        f"(Crawford-Howell, H0: the judge's change is one more draw from the controls'; df = {max(len(controls) - 1, 0)}). "
-        f"The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the controls' mean, multi-bootstrap interval "
-        f"(controls and items resampled). p is corrected with Holm over the {sum(c.get('p_value') is not None for c in result['candidates'])} "
-        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g}. Random rows: head or layer sets of the same size, drawn "
-        "from a seed: they should not be causal. Route: the head set's output, pattern or values patched from the prompt with the own answer "
-        "replaced by the reference answer (its token length kept); the route that removes at least half of the total with an interval clear "
+        f"Each row is one causal test on the {len(result['test_items'])} test items (localised on the other "
+        f"{len(result['selection_items'])}, "
+        f"selection share {settings['selection_share']:g}, split seed {settings['split_seed']}): the "
+        "judge's change of its self-preference gap "
+        f"under the candidate's intervention against the changes of {len(controls)} control judges that "
+        "read the same answers and wrote neither "
+        "(Crawford-Howell, H0: the judge's change is one more draw from the controls'; df = "
+        f"{max(len(controls) - 1, 0)}). "
+        "The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the "
+        "controls' mean, multi-bootstrap interval "
+        "(controls and items resampled). p is corrected with Holm over the "
+        f"{sum(c.get('p_value') is not None for c in result['candidates'])} "
+        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g}. Random rows: head or "
+        "layer sets of the same size, drawn "
+        "from a seed: they should not be causal. Route: the head set's output, pattern or values patched "
+        "from the prompt with the own answer "
+        "replaced by the reference answer (its token length kept); the route that removes at least half of "
+        "the total with an interval clear "
         "of the other's, else neither."
     )
 

@@ -28,7 +28,9 @@ table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:
 th{background:#f3f3f3}img{max-width:100%}code{background:#f5f5f5;padding:1px 3px}.note{color:#555}
 details{margin:.5em 0}summary{cursor:pointer;color:#1f4e8c}\
 </style></head><body><h1>{{ title }}</h1>
-<nav><b>Contents</b><ol>{% for heading, content in sections %}<li><a href='#section-{{ loop.index }}'>{{ heading }}</a></li>{% endfor %}</ol></nav>
+<nav><b>Contents</b><ol>\
+{% for heading, content in sections %}<li><a href='#section-{{ loop.index }}'>{{ heading }}</a></li>\
+{% endfor %}</ol></nav>
 {% for heading, content in sections %}<h2 id='section-{{ loop.index }}'>{{ heading }}</h2>
 {{ content }}
 {% endfor %}</body></html>"""

@@ -25,13 +25,16 @@ _INTERVENTION_SECTION = (
     "<p><img src='{{ image }}' alt='each tested judge&#39;s change of P(own) against each control judge&#39;s'></p>"
     "<p class='note'>{{ caption }}</p>"
     "{{ tests }}"
-    "{% for family in families %}<details><summary>{{ family.judge }}: control judges, {{ family.name }} (k = {{ family.k }})</summary>"
+    "{% for family in families %}<details><summary>{{ family.judge }}: control judges, {{ family.name }} "
+    "(k = {{ family.k }})</summary>"
     "<p>{{ family.members | join(', ') }}</p></details>{% endfor %}"
     "{% for v in verdicts %}<p><b>{{ v }}</b></p>{% endfor %}"
     "<details><summary>Effects per judge and masked span</summary>{{ table }}</details>"
     "{% for s in splits %}<p>Tested on: {{ s }}.</p>{% endfor %}"
-    "<p class='note'>Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); gold verdicts reused: "
-    "{{ reused.gold_verdicts }} from {{ reused.gold_judges | join(', ') }} (re-run: {{ reused.gold_judges_rerun }}). Only judging was re-run.</p>"
+    "<p class='note'>Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated "
+    "}}); gold verdicts reused: "
+    "{{ reused.gold_verdicts }} from {{ reused.gold_judges | join(', ') }} (re-run: {{ "
+    "reused.gold_judges_rerun }}). Only judging was re-run.</p>"
 )
 
 CAPTION = (
@@ -56,26 +59,37 @@ def decision_text(judge: str, r: JudgeTest, n_tested: int) -> str:
     """What decided this judge's row, in words generated from the test the result records."""
     t = r.test
     if t is None:
-        return f"{judge}: the result records no test; it was written before the causal test was recorded, and decides nothing."
+        return (
+            f"{judge}: the result records no test; it was written before the causal test was recorded, and "
+            "decides nothing."
+        )
     if t.design != "between-judge":
-        return f"{judge}: decided by an older test ({t.design}); this row is not a Crawford-Howell decision. Run `interp intervene` again for one."
+        return (
+            f"{judge}: decided by an older test ({t.design}); this row is not a Crawford-Howell decision. Run "
+            "`interp intervene` again for one."
+        )
     if r.p_value is None:
         return (
             f"{judge}: no between-judge test ({r.reason or t.reason}). With k = {t.n_controls} control judges the "
-            f"{t.name} test has df = {max(t.n_controls - 1, 0)} and needs k >= 3; the within-judge effect is descriptive only."
+            f"{t.name} test has df = {max(t.n_controls - 1, 0)} and needs k >= 3; the within-judge effect "
+            "is descriptive only."
         )
     family = control_family(t.controls)
     holm = f"; Holm over {n_tested} tested judges gives p {p_value(r.p_holm)}" if n_tested > 1 else ""
     rank = (
-        f" Heads were chosen from data, so the rank among random head sets of the same size joins it: p = max(p_CH, p_rank {p_value(t.p_rank)})."
+        " Heads were chosen from data, so the rank among random head sets of the same size joins it: p = "
+        f"max(p_CH, p_rank {p_value(t.p_rank)})."
         if t.p_rank is not None
         else ""
     )
     stat = f"t = {fixed(t.t)}, " if t.t is not None else ""
     return (
-        f"{judge}: {t.name} test of the judge's mean change of P(own) ({pts(t.x)} pts) against k = {t.n_controls} control "
-        f"judges ({family}: mean {pts(t.control_mean)} pts, SD {fixed(100 * t.control_sd, 1) if t.control_sd is not None else 'n/a'} pts). "
-        f"H0: {t.h0}. {stat}df = {t.df}, two-sided p {p_value(t.p_value)}.{rank} Decision: causal iff p (Holm) <= alpha "
+        f"{judge}: {t.name} test of the judge's mean change of P(own) ({pts(t.x)} pts) against k = "
+        f"{t.n_controls} control "
+        f"judges ({family}: mean {pts(t.control_mean)} pts, SD "
+        f"{fixed(100 * t.control_sd, 1) if t.control_sd is not None else 'n/a'} pts). "
+        f"H0: {t.h0}. {stat}df = {t.df}, two-sided p {p_value(t.p_value)}.{rank} Decision: causal iff p "
+        "(Holm) <= alpha "
         f"{r.test_alpha:g}{holm} -> {'causal' if r.causal else 'not causal'}."
     )
 

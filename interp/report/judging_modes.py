@@ -44,7 +44,9 @@ def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
         ],
     )
     intro = render(
-        "<p class='note'>Each answer scored alone, 1-5, with the thesis' rubric prompt; the expected score is read from the score tokens after the judge's feedback and [RESULT]. Reference agent for SALIERI: {{ ref }}.</p>",
+        "<p class='note'>Each answer scored alone, 1-5, with the thesis' rubric prompt; the expected score "
+        "is read from the score tokens after the judge's feedback and [RESULT]. Reference agent for "
+        "SALIERI: {{ ref }}.</p>",
         ref=(salieri or {}).get("reference") or "none",
     )
     reports = [(judge, r) for judge, r in ((salieri or {}).get("judges") or {}).items() if r is not None]
@@ -105,7 +107,11 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: dict) -> lis
     if config.cot != "none":
         records = paths.read_judgments()
         words = [len((r.rationale or "").split()) for r in records]
-        note = "<p class='note'>Judged with chain of thought (cot = {{ cot }}): each verdict read after the judge's rationale and \"My final verdict is\"; {{ n }} judgments, {{ w }} words of rationale on average (judgments.jsonl, field rationale).</p>"
+        note = (
+            "<p class='note'>Judged with chain of thought (cot = {{ cot }}): each verdict read after the "
+            'judge\'s rationale and "My final verdict is"; {{ n }} judgments, {{ w }} words of rationale on '
+            "average (judgments.jsonl, field rationale).</p>"
+        )
         sections.append(
             (
                 "Judge-side chain of thought",

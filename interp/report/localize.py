@@ -1,4 +1,4 @@
-"""Figures of a head localisation (`interp.experiments.localize`): per method, the signed effect per (layer,
+"""Figures of a head localisation (`interp.causal.localize`): per method, the signed effect per (layer,
 head) with the top heads by |effect| boxed, and the whole ranking as CSV."""
 
 from __future__ import annotations
@@ -30,8 +30,10 @@ def check_finite_table(table: pd.DataFrame, judge: str) -> None:
         if not np.isfinite(values).all():
             n_bad = int((~np.isfinite(values)).any(axis=1).sum())
             raise InterpError(
-                f"localize: judge {judge!r}, method {method!r}: {n_bad} of {len(rows)} heads have a non-finite score or effect "
-                "(NaN or infinity), so no ranking is drawn; are some of the run's answers empty, or does the judge compute NaN?"
+                f"localize: judge {judge!r}, method {method!r}: {n_bad} of {len(rows)} heads have a "
+                "non-finite score or effect "
+                "(NaN or infinity), so no ranking is drawn; are some of the run's answers empty, or does "
+                "the judge compute NaN?"
             )
 
 

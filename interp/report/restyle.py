@@ -21,16 +21,20 @@ SECTION_TITLE = "Style rewriting: DBG before and after the rewrite (Section 4.2,
 TSNE_MIN_POINTS = 30  # "auto": t-SNE (the paper's) from this many points, PCA below (t-SNE needs a neighbourhood)
 
 _SECTION = (
-    "<p>Both authors' answers of <code>{{ source_run }}</code> were rewritten in the <b>{{ style }}</b> style by <b>{{ rewriter }}</b> "
+    "<p>Both authors' answers of <code>{{ source_run }}</code> were rewritten in the <b>{{ style }}</b> "
+    "style by <b>{{ rewriter }}</b> "
     "({{ kind }}), then judged again by the same judges; gold judged the rewrites again ({{ gold | join(', ') }}). "
-    "The test is the judge-level test of <code>interp intervene</code>: the judge's change of P(own) against its control "
+    "The test is the judge-level test of <code>interp intervene</code>: the judge's change of P(own) "
+    "against its control "
     "judges' changes (Crawford-Howell), and the share of its DBG gap over them that the rewrite removes.</p>"
     "{{ dbg }}{% for v in verdicts %}<p class='note'>{{ v }}</p>{% endfor %}"
     "<h3>Does the rewrite keep the meaning?</h3><p>Cosine similarity of each original to its rewrite ({{ embedder }}; "
-    'a proxy for the paper\'s gte embeddings); rewrites below {{ threshold }} are flagged. "unrelated": an original against '
+    'a proxy for the paper\'s gte embeddings); rewrites below {{ threshold }} are flagged. "unrelated": an '
+    "original against "
     "another instruction's original of the same author, for scale.</p>{{ similarity }}"
     "<p><img src='{{ embedding }}' alt='originals and rewrites in 2-D'></p>"
-    "{% if figure7 %}<h3>Figure 7 before and after</h3><p><img src='{{ figure7 }}' alt='Figure 7 before and after'></p>{% endif %}"
+    "{% if figure7 %}<h3>Figure 7 before and after</h3><p><img src='{{ figure7 }}' alt='Figure 7 before "
+    "and after'></p>{% endif %}"
 )
 
 

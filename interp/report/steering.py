@@ -1,4 +1,5 @@
-"""The steering section of the report: the steering table, the effects figure, probe accuracy of the direction, and the split."""
+"""The steering section of the report: the steering table, the effects figure, probe accuracy of the direction, and the
+split."""
 
 from __future__ import annotations
 
@@ -47,26 +48,34 @@ def _count(n: int, noun: str) -> str:
 
 
 _POSITION_TEXT = {
-    "spans": "mean residual after the block over the judge's own response span minus the same over the other response span",
-    "final": "residual after the block at the final position of the prompts with the judge's own response minus the same "
+    "spans": "mean residual after the block over the judge's own response span minus the same over the other "
+    "response span",
+    "final": "residual after the block at the final position of the prompts with the judge's own response minus the "
+    "same "
     "with the own response replaced by the item's reference answer",
 }
 
 
 _STEERING_SECTION = (
     "{% if image %}<p><img src='{{ image }}' alt='steering effects'></p>{% endif %}{{ table }}"
-    "<p class='note'>DBG and agreement with gold use the run's fixed gold verdicts; the paired change of P(own response wins) "
-    "is per instruction against no intervention, with a bootstrap interval over instructions. A steering that just flips verdicts "
+    "<p class='note'>DBG and agreement with gold use the run's fixed gold verdicts; the paired change of "
+    "P(own response wins) "
+    "is per instruction against no intervention, with a bootstrap interval over instructions. A steering "
+    "that just flips verdicts "
     "shows up as lower agreement with gold.</p>"
     "<h3>Self-recognition direction: probe accuracy</h3>{{ probe_table }}"
     "<p class='note'>Direction ({{ s.position }}): {{ position_text }}, difference of means over the "
-    "training items. An example is classified as own when its projection on the direction exceeds the midpoint of the two "
-    "training class means; paired accuracy: share of prompts where the own example projects higher than the other one.</p>"
+    "training items. An example is classified as own when its projection on the direction exceeds the "
+    "midpoint of the two "
+    "training class means; paired accuracy: share of prompts where the own example projects higher than "
+    "the other one.</p>"
     "{% for p in splits %}<p class='note'>{{ p.judge }}: the direction was computed from the {{ p.train }} only "
     "({{ p.train_ids }}); held out: {{ p.heldout }} ({{ p.heldout_ids }}). "
     "Seeded split: seed {{ s.seed }}, train fraction {{ train_fraction }}.</p>{% endfor %}"
-    "<p class='note'>Reversal coefficient {{ coefficient }} x the direction's norm; emphasis alpha {{ emphasis_alpha }}; "
-    "edits at {{ s.positions }} positions. Responses reused: {{ reused.responses }} (generated: {{ reused.responses_generated }}); "
+    "<p class='note'>Reversal coefficient {{ coefficient }} x the direction's norm; emphasis alpha {{ "
+    "emphasis_alpha }}; "
+    "edits at {{ s.positions }} positions. Responses reused: {{ reused.responses }} (generated: {{ "
+    "reused.responses_generated }}); "
     "gold verdicts reused: {{ reused.gold_verdicts }}. Only judging was re-run.</p>"
 )
 
@@ -108,8 +117,10 @@ def steering_section(table: dict, figures: Path) -> Path:
             p["layer"],
             p["position"],
             f"{p['norm']:.3g}",
-            f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, {_count(p['n']['train_items'], 'item')})",
-            f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, {_count(p['n']['heldout_items'], 'item')})"
+            f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, "
+            f"{_count(p['n']['train_items'], 'item')})",
+            f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, "
+            f"{_count(p['n']['heldout_items'], 'item')})"
             if math.isfinite(p["accuracy"]["heldout"])
             else "n/a",
             f"{pct(p['accuracy'].get('train_paired'))} / {pct(p['accuracy'].get('heldout_paired'))}",

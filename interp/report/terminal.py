@@ -232,7 +232,8 @@ def print_results(payload: dict, console=None) -> None:
             )
         console.print(table)
         console.print(
-            "ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the items each of judge and gold decided (Figure 8)",
+            "ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the "
+            "items each of judge and gold decided (Figure 8)",
             highlight=False,
             soft_wrap=True,
         )
@@ -287,7 +288,8 @@ def print_results(payload: dict, console=None) -> None:
     if "causal" in payload:
         console.print()
         table = Table(
-            "Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control judges (the Holm-adjusted p decides)"
+            "Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control "
+            "judges (the Holm-adjusted p decides)"
         )
         name_column(table, "judge", min_width=14)
         table.add_column("self-pref.", no_wrap=True)

@@ -5,7 +5,7 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
 
 - a judge's (and the design's) test level was `alpha` (the name a spec uses for its mask strength): now
   `test_alpha`;
-- a judge's test without a count of control judges was last round's sign-flip test against one control
+- a judge's test without a count of control judges was the single-control design's sign-flip test against one control
   judge (`control_judge`): its `test.design` says so, its one control is listed under `test.controls`, and the
   report does not describe it as Crawford-Howell;
 - a judge's Holm-adjusted p was missing where one judge was tested: now `p_holm` = its `p_value`;

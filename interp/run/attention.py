@@ -68,18 +68,27 @@ def stack_shards(
     return mass, counts
 
 
-def index_header(judge: str, model: LoadedModel, queries: str) -> dict:
+def index_header(judge: str, model: LoadedModel, readout: str) -> dict:
     """The fields every consolidated attention index starts with: whose, read where, with which tokenizer and shape."""
     return {
         "judge": judge,
-        "queries": queries,
+        "readout": readout,
         "tokenizer": tokenizer_fingerprint(model.tokenizer),
         "n_layers": model.n_layers,
         "n_heads": model.n_heads,
     }
 
 
-def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], queries: str) -> None:
+def migrate_index(index: dict) -> dict:
+    """An attention index as `index_header` writes it now. Older indexes name the read-out positions `queries`
+    (the word a spec keeps for the positions a mask acts on); the oldest name none, read at the final position."""
+    index = dict(index)
+    if "readout" not in index:
+        index["readout"] = index.pop("queries", "final")
+    return index
+
+
+def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], readout: str) -> None:
     """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index (spans a, b, and the
     judge's rationale when it wrote one: `cot`)."""
     by_key = read_shards(paths.attention_shards(judge))
@@ -91,7 +100,7 @@ def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: 
     mass, counts = stack_shards(
         judged, keys, shape, f"attention for {judge} {{key}} is missing; re-run the judging step"
     )
-    index = index_header(judge, model, queries) | {
+    index = index_header(judge, model, readout) | {
         "dims": ["item", "order", "layer", "head", "span"],
         "orders": list(ORDERS),
         "spans": spans,

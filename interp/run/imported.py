@@ -38,7 +38,8 @@ def _records(path: Path) -> list:
             data = json.loads(text)
             if not isinstance(data, list):
                 raise InterpError(
-                    f'{path}: expected a JSON list of {{"instruction", "output"}} objects (AlpacaEval model_outputs.json)'
+                    f'{path}: expected a JSON list of {{"instruction", "output"}} objects (AlpacaEval '
+                    "model_outputs.json)"
                 )
             return data
         if path.suffix == ".jsonl":
@@ -93,7 +94,8 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
     if empty:
         reasoning = " (all of it reasoning)" if final[empty[0]][1] else ""
         raise InterpError(
-            f"{path}: the answer of {model} to item {empty[0]} is empty{reasoning} ({len(empty)} of the run's items); import a real answer or drop the item"
+            f"{path}: the answer of {model} to item {empty[0]} is empty{reasoning} ({len(empty)} of the "
+            "run's items); import a real answer or drop the item"
         )
     key = f"import:{digest}"
     return [Response(item.id, model, final[item.id][0], -1, key, reasoning=final[item.id][1]) for item in items]

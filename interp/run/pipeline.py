@@ -194,7 +194,8 @@ def run_gold_step(
         for chunk in batches(missing, max(config.batch_size, 8)):
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
             append_jsonl(
-                paths.gold, [{"judge": judge.name, "item_id": item.id, "p_first": v} for item, v in zip(chunk, values)]
+                paths.gold,
+                [{"judge": judge.name, "item_id": item.id, "p_first_model": v} for item, v in zip(chunk, values)],
             )
             have.update({item.id: v for item, v in zip(chunk, values)})
     checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}
@@ -213,7 +214,8 @@ def run_dbg(
     timings: Timings | None = None,
     answers: Mapping[str, Sequence[Response]] | None = None,
 ) -> RunSummary:
-    """The whole behavioural pipeline (returns the run's `summary.json` as a `RunSummary`); resumable: finished steps and judgments are read back, not redone.
+    """The whole behavioural pipeline (returns the run's `summary.json` as a `RunSummary`); resumable: finished steps
+    and judgments are read back, not redone.
 
     Everything (output location, config, data, models, prompt lengths, gold judges, imported answers) is
     checked before the first byte is written, so a failure leaves the run directory as it was. The config
@@ -221,7 +223,7 @@ def run_dbg(
     in another precision is refused like any other change of config. `out` may be new, empty or a run to
     resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`). `timings`
     collects the seconds of each step (loading models, generation, judging per judge, gold, summary). `answers`:
-    an author's answers given as records (a restyled run's rewrites, `interp.experiments.restyle`): written as
+    an author's answers given as records (a restyled run's rewrites, `interp.causal.restyle`): written as
     its responses, never generated.
     """
     timings = timings if timings is not None else Timings()
@@ -258,7 +260,7 @@ def run_dbg(
             grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
-        queries = None if config.attention == "none" else config.attention
+        readout = None if config.attention == "none" else config.attention
         runners = judge_backends(config, models)
         for judge in config.judge_specs:
             with timings.step(f"judging {judge}"):
@@ -267,23 +269,23 @@ def run_dbg(
                     continue
                 model = models.get(judge)
                 if config.mode == "pointwise":
-                    judge_pointwise(config, paths, runners[judge], judge, items, responses, queries, progress)
+                    judge_pointwise(config, paths, runners[judge], judge, items, responses, readout, progress)
                     continue
                 run_judging(
                     runners[judge],
                     judge,
                     tasks,
                     judgments_path=paths.judgments,
-                    shard_dir=paths.attention_shards(judge) if queries else None,
+                    shard_dir=paths.attention_shards(judge) if readout else None,
                     batch_size=config.batch_size,
                     ties=config.ties,
-                    queries=queries,
+                    readout=readout,
                     progress=progress,
                     cot=config.cot,
                     rationale_tokens=config.rationale_tokens,
                 )
-                if queries:
-                    consolidate_attention(paths, judge, model, items, queries)
+                if readout:
+                    consolidate_attention(paths, judge, model, items, readout)
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
@@ -302,11 +304,11 @@ def judge_pointwise(
     judge: str,
     items: Sequence[Item],
     responses: dict,
-    queries: str | None,
+    readout: str | None,
     progress: bool,
 ) -> None:
     """SALIERI's pointwise judging of every author's answers by one judge, and its attention consolidated."""
-    shards = paths.pointwise_attention(judge, "") if queries else None
+    shards = paths.pointwise_attention(judge, "") if readout else None
     tasks = pointwise_tasks(items, responses, config.models)
     run_pointwise_judging(
         backend,
@@ -316,11 +318,11 @@ def judge_pointwise(
         shard_dir=shards,
         batch_size=config.batch_size,
         max_rationale_tokens=config.rationale_tokens,
-        queries=queries,
+        readout=readout,
         progress=progress,
     )
-    if queries:
-        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, queries)
+    if readout:
+        consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, readout)
 
 
 def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
@@ -337,7 +339,8 @@ def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], model
     judged = paths.judgments.is_file() or paths.pointwise.is_file()
     if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
         raise InterpError(
-            f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); use another --out"
+            f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); "
+            "use another --out"
         )
     return text
 

@@ -79,7 +79,7 @@ def run_pointwise_judging(
     shard_dir: Path | None,
     batch_size: int,
     max_rationale_tokens: int,
-    queries: str | None = "final",
+    readout: str | None = "final",
     progress: bool = True,
 ) -> None:
     """Judge every task not yet in `path`: feedback, then the score read after "[RESULT]"."""
@@ -106,7 +106,7 @@ def run_pointwise_judging(
             backend,
             verdict,
             labels,
-            queries=queries if shard_dir else None,
+            readout=readout if shard_dir else None,
             judge=judge,
             names=[f"item {t.item.id!r} ({t.author})" for t in chunk],
             span_names=POINTWISE_SPANS,
@@ -138,7 +138,7 @@ def run_pointwise_judging(
 
 
 def consolidate_pointwise_attention(
-    paths: RunDir, judge: str, model, items: Sequence[Item], authors: Sequence[str], queries: str
+    paths: RunDir, judge: str, model, items: Sequence[Item], authors: Sequence[str], readout: str
 ) -> None:
     """Shards -> `attention/<judge>.pointwise.safetensors` (`mass [item, author, layer, head, span]`, spans a and
     rationale; `span_tokens [item, author, span]`) with a JSON index."""
@@ -148,7 +148,7 @@ def consolidate_pointwise_attention(
     mass, counts = stack_shards(
         by_key, keys, shape, f"pointwise attention for {judge} {{key}} is missing; resume the run"
     )
-    index = index_header(judge, model, queries) | {
+    index = index_header(judge, model, readout) | {
         "dims": ["item", "author", "layer", "head", "span"],
         "authors": list(authors),
         "spans": list(POINTWISE_SPANS),

@@ -5,8 +5,9 @@ The judge reads the paper's recognition prompt (`RECOGNITION_PROMPT`, verbatim) 
 answer of the run, writes its reason (greedy, up to `max_rationale_tokens`, stopped at the JSON key
 `"judgment"`), and its verdict is read after `"judgment": "` over the labels yes / no (single-token spellings,
 renormalised). The truth is the (judge, author) relatedness of the run (`interp.run.relatedness`: declared in
-the config, else "same" for the judge's own model, else "unrelated"): a related author's answer should get "yes". The probe writes `recognition/<judge>.jsonl` (one line per item and author, resumable)
-and returns the accuracy per author (the toolkit's one tie rule, `hard_wins`: P(yes) = 0.5 is neither) beside
+the config, else "same" for the judge's own model, else "unrelated"): a related author's answer should get "yes". The
+probe writes `recognition/<judge>.jsonl` (one line per item and author, resumable) and returns the accuracy per author
+(the toolkit's one tie rule, `hard_wins`: P(yes) = 0.5 is neither) beside
 the mean P(yes); the paper finds judges near chance (Table 4).
 """
 
@@ -86,7 +87,7 @@ def recognition_probe(
             for p, r in zip(prompts, reasons)
         ]
         judgments = judge_batch(
-            backend, verdict, labels, queries=None, judge=judge, names=[f"item {i.id!r} ({a})" for i, a in chunk]
+            backend, verdict, labels, readout=None, judge=judge, names=[f"item {i.id!r} ({a})" for i, a in chunk]
         )
         append_jsonl(
             path,

@@ -54,7 +54,8 @@ def check_style(style: str, rewriter: str | None) -> None:
         raise InterpError(f"unknown style {style!r}; use {PLAIN} (offline) or a prompted style: {', '.join(STYLES)}")
     if rewriter is None:
         raise InterpError(
-            f"--style {style} is prompted: give --rewriter MODEL (a local model, or with --rewriter-url an OpenAI-compatible server)"
+            f"--style {style} is prompted: give --rewriter MODEL (a local model, or with --rewriter-url an "
+            "OpenAI-compatible server)"
         )
 
 

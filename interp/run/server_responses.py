@@ -65,7 +65,8 @@ def _answer_text(data, endpoint: HTTPJudgeConfig) -> tuple[str, int, str]:
         text = choice["message"]["content"] if endpoint.mode == "chat" else choice["text"]
     except (KeyError, IndexError, TypeError):
         raise InterpError(
-            f"server {endpoint.name}: the answer has no {'choices[0].message.content' if endpoint.mode == 'chat' else 'choices[0].text'}"
+            f"server {endpoint.name}: the answer has no "
+            f"{'choices[0].message.content' if endpoint.mode == 'chat' else 'choices[0].text'}"
         ) from None
     tokens = (data.get("usage") or {}).get("completion_tokens", -1)
     apart = (choice.get("message") or {}).get("reasoning_content") if endpoint.mode == "chat" else None

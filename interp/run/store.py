@@ -84,6 +84,14 @@ def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = Fals
     return path
 
 
+def migrate_gold_record(record: dict) -> dict:
+    """A gold.jsonl record as this version writes it: older runs name P(models[0]'s response wins) `p_first`,
+    a word that also meant slot A (a gold judge's `p_slot_a`)."""
+    if "p_first" in record and "p_first_model" not in record:
+        record = {("p_first_model" if key == "p_first" else key): value for key, value in record.items()}
+    return record
+
+
 @dataclass(frozen=True)
 class RunDir:
     root: Path
@@ -181,7 +189,7 @@ class RunDir:
         return _attention_file(self.attention_dir, judge, f".pointwise{suffix}", write=True)
 
     def variant(self, key: str) -> Path:
-        """Folder of one re-judging variant, named by its identity hash (see interp.experiments.engine)."""
+        """Folder of one re-judging variant, named by its identity hash (see interp.causal.engine)."""
         return self.root / "variants" / key
 
     def intervention(self, label: str, key: str) -> Path:
@@ -210,7 +218,8 @@ class RunDir:
         recorded = self.read_identity()
         if recorded is not None and recorded != config.identity_hash():
             raise InterpError(
-                f"{self.config} was edited after the run was made (it no longer matches {self.identity.name}); its results "
+                f"{self.config} was edited after the run was made (it no longer matches "
+                f"{self.identity.name}); its results "
                 "were made under the config as run: restore config.toml, or run the new config with another --out"
             )
         return config
@@ -252,8 +261,8 @@ class RunDir:
     def read_gold(self) -> dict[str, dict[str, float]]:
         """`gold[judge][item_id]` = P(models[0]'s response wins) from that gold judge."""
         gold: dict[str, dict[str, float]] = {}
-        for record in read_jsonl(self.gold):
-            gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first"]
+        for record in map(migrate_gold_record, read_jsonl(self.gold)):
+            gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first_model"]
         return gold
 
     def read_summary(self) -> RunSummary:

@@ -35,7 +35,7 @@ from interp.results.summary import RunSummary
 from interp.run.store import RunDir, empty_answers
 
 
-def p_first_wins(
+def p_first_model_wins(
     records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str
 ) -> tuple[np.ndarray, np.ndarray]:
     """Per item, P(first model's response wins) in order ab (it is in slot A) and in order ba (slot B).
@@ -57,9 +57,9 @@ def p_first_wins(
     return np.array(ab), np.array(ba)
 
 
-def p_first(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> np.ndarray:
+def p_first_model(records: Sequence[JudgmentRecord], items: Sequence[Item], first_model: str) -> np.ndarray:
     """Per item, P(first model's response wins), the mean over both orders (position bias averaged out)."""
-    ab, ba = p_first_wins(records, items, first_model)
+    ab, ba = p_first_model_wins(records, items, first_model)
     return (ab + ba) / 2
 
 
@@ -88,7 +88,7 @@ def judge_verdicts(run_dir: Path, judge: str, items: Sequence[str] | None = None
             f"judge {judge!r}: its own model {own!r} is not one of the run's authors ({', '.join(config.models)})"
         )
     judgments = paths.read_judgments(judge=judge)
-    ab, ba = p_first_wins(judgments, items, first_model)
+    ab, ba = p_first_model_wins(judgments, items, first_model)
     gold = paths.read_gold()
     if not gold:
         raise InterpError(f"run directory {paths.root} has no gold verdicts (gold.jsonl)")
@@ -109,7 +109,7 @@ def judge_scores(
     n_boot: int,
     seed: int,
 ) -> dict:
-    ab, ba = p_first_wins(records, items, models[0])
+    ab, ba = p_first_model_wins(records, items, models[0])
     first = (ab + ba) / 2
     scores = {
         "n_judgments": len(records),
@@ -160,7 +160,8 @@ def compute_summary(
             "win_rate": {models[0]: gold_hard, models[1]: 1 - gold_hard},
             "win_rate_soft": {models[0]: soft_win_rate(gold_first), models[1]: 1 - soft_win_rate(gold_first)},
         },
-        "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), renormalised over the labels",
+        "label_handling": "P(label) sums the single-token spellings 'A' and ' A' (likewise B, T), "
+        "renormalised over the labels",
     }
     if config.gold.human:
         summary["gold"]["human"] = gold_against_humans(
@@ -192,8 +193,9 @@ def write_summary(
     placement: dict | None = None,
     sizes: dict[str, int] | None = None,
 ) -> RunSummary:
-    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device, dtype, device map), `sizes`
-    the parameter count of each local model of the run (`model_sizes`: runs compared across sizes)."""
+    """summary.json (through the codec: a `RunSummary`); `placement` records where the run's local models ran (device,
+    dtype, device map), `sizes` the parameter count of each local model of the run (`model_sizes`: runs compared across
+    sizes)."""
     summary = compute_summary(config, paths.read_judgments(), items, gold)
     if placement is not None:
         summary["placement"] = placement

@@ -31,7 +31,8 @@ from interp.analysis.attention_store import (
     check_tokenizer,
     load_attention,
 )
-from interp.analysis.token_attention import prompt_token_attention, tokens_html
+from interp.api.token_attention import prompt_token_attention
+from interp.report.token_attention import tokens_html
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.errors import InterpError
 from interp.report.attention import SECTION_TITLE, write_attention_figures
@@ -105,7 +106,7 @@ def write_run(
             index_items.append({"item_id": item_id, "task": "helpfulness", "orders": orders})
         index = {
             "judge": judge,
-            "queries": "final",
+            "readout": "final",
             "tokenizer": fingerprint,
             "n_layers": mass.shape[2],
             "n_heads": mass.shape[3],
@@ -161,6 +162,16 @@ def test_own_other_alignment_follows_slot_authors(two_judge_run):
     # the raw slot view differs between the orders; the author view does not
     assert not torch.equal(run.mass[:, 0], run.mass[:, 1])
     assert torch.equal(run.by_author("mass")[:, 0], run.by_author("mass")[:, 1])
+
+
+@pytest.mark.parametrize("old", [{"queries": "after"}, {}])
+def test_an_older_index_names_its_readout(two_judge_run, old):
+    """Older indexes call the read-out positions `queries` (now a spec's word) or, the oldest, name none."""
+    index_path = RunDir(two_judge_run).attention_index(MODELS[0])
+    index = json.loads(index_path.read_text())
+    del index["readout"]
+    index_path.write_text(json.dumps(index | old))
+    assert load_attention(two_judge_run, MODELS[0]).readout == old.get("queries", "final")
 
 
 def test_author_slots_rejects_unknown_authors():
@@ -418,7 +429,7 @@ def test_run_numbers_equal_interp_inspect(real_run):
                 a, b = responses[entry["model_a"]][item.id], responses[entry["model_b"]][item.id]
                 if not a.strip() or not b.strip():
                     continue  # `interp inspect` refuses empty text; the empty-span test covers it
-                record = inspect_judgment(backend, item.query, a, b, task=item.task, queries=run.queries)
+                record = inspect_judgment(backend, item.query, a, b, task=item.task, readout=run.readout)
                 assert (
                     record["spans"] == {k: entry["spans"][k] for k in ("a", "b")}
                     and record["n_tokens"] == entry["n_tokens"]
@@ -459,7 +470,7 @@ def test_backends_give_the_same_run_arrays(real_run, tmp_path, judge):
             judgments_path=paths.judgments,
             shard_dir=paths.attention_shards(judge),
             batch_size=real_run.config.batch_size,
-            queries="final",
+            readout="final",
             progress=False,
         )
         consolidate_attention(paths, judge, model, items, "final")

@@ -65,7 +65,7 @@ def organism_run(tmp_path, organisms) -> Path:
     gold = [0.9, 0.1, 0.8, 0.3, 0.5, 0.7, 0.2, 0.6]
     (root / "gold.jsonl").write_text(
         "".join(
-            json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first": p}) + "\n"
+            json.dumps({"judge": "reference", "item_id": f"item-{i:02d}", "p_first_model": p}) + "\n"
             for i, p in enumerate(gold)
         )
     )
@@ -169,7 +169,7 @@ def test_sweeps_and_interventions_pick_the_organisms(organism_run):
     """`interp sweep` and `interp intervene` test every judge whose own model is an author (`self_judges`)."""
     from types import SimpleNamespace
 
-    from interp.experiments.engine import self_judges
+    from interp.causal.engine import self_judges
     from interp.run.store import RunDir
 
     run = SimpleNamespace(config=RunDir(organism_run).read_config())

@@ -78,13 +78,13 @@ def test_batch_equals_one_by_one(judge):
 
 
 @pytest.mark.parametrize("judge", TINY, indirect=True)
-def test_intervene_masks_self_and_restores_the_model(judge):
+def test_applying_masks_self_and_restores_the_model(judge):
     model = judge.model
     before = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     ids = torch.tensor([before.prompt.input_ids])
     with torch.no_grad():
         logits_before = model.hf_model(ids).logits
-    with judge.intervene(target="self", alpha=0.0) as spec:
+    with judge.applying(target="self", alpha=0.0) as spec:
         assert judge.interventions == (spec,)
         masked = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
         swapped = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS[::-1])
@@ -103,7 +103,7 @@ def test_intervene_masks_self_and_restores_the_model(judge):
 @pytest.mark.parametrize("judge", ["tiny_llama"], indirect=True)
 def test_alpha_one_reproduces_the_unhooked_judge(judge):
     before = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
-    with judge.intervene(AttentionIntervention(target="self", alpha=1.0, layers=(0,))):
+    with judge.applying(AttentionIntervention(target="self", alpha=1.0, layers=(0,))):
         same = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert same.p_a == pytest.approx(before.p_a, abs=1e-7)
     assert_close(same.mass, before.mass, 1e-6, "alpha = 1")
@@ -112,8 +112,8 @@ def test_alpha_one_reproduces_the_unhooked_judge(judge):
 @pytest.mark.parametrize("judge", ["tiny_llama"], indirect=True)
 def test_nested_blocks_and_an_exception_inside(judge):
     with pytest.raises(RuntimeError):
-        with judge.intervene(target="a", alpha=0.0):
-            with judge.intervene({"target": "b", "alpha": 0.0}):
+        with judge.applying(target="a", alpha=0.0):
+            with judge.applying({"target": "b", "alpha": 0.0}):
                 both = judge(QUERY, ANSWER_A, ANSWER_B)
                 assert len(judge.interventions) == 2
             raise RuntimeError("leaves the block")
@@ -123,7 +123,7 @@ def test_nested_blocks_and_an_exception_inside(judge):
 
 @pytest.mark.parametrize("judge", ["tiny_llama"], indirect=True)
 def test_self_resolves_through_own(judge):
-    with judge.intervene(target="self", alpha=0.0):
+    with judge.applying(target="self", alpha=0.0):
         with pytest.raises(InterpError, match="authors"):
             judge(QUERY, ANSWER_A, ANSWER_B)  # no authors: "self" cannot be found
         v = judge(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS, own="writer-y")  # own for this call
@@ -146,10 +146,10 @@ def test_bad_input_is_one_line(judge):
     with pytest.raises(InterpError, match="per pair"):
         judge.batch([QUERY, QUERY], [ANSWER_A], [ANSWER_B, ANSWER_B])
     with pytest.raises(InterpError, match="out of range"):
-        with judge.intervene(target="a", alpha=0.0, layers=[judge.n_layers]):
+        with judge.applying(target="a", alpha=0.0, layers=[judge.n_layers]):
             pass
     with pytest.raises(InterpError, match="unknown key"):
-        with judge.intervene(target="a", alpha=0.0, layer=[0]):
+        with judge.applying(target="a", alpha=0.0, layer=[0]):
             pass
     assert judge.interventions == ()
     with pytest.raises(InterpError, match="tokenizer"):
@@ -176,7 +176,7 @@ def test_every_backend_gives_the_hf_verdict(tiny_llama, backend):
     expected, got = hf(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS), other(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert got.p_a == pytest.approx(expected.p_a, abs=1e-4)
     assert_close(got.mass, expected.mass, 1e-4, f"{backend} vs hf")
-    with other.intervene(target="self", alpha=0.0):
+    with other.applying(target="self", alpha=0.0):
         masked = other(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert masked.mass[..., 0].abs().max() == 0 and masked.p_a != got.p_a
 
@@ -194,14 +194,14 @@ def test_wrap_an_hf_model_and_an_nnsight_language_model(tiny_llama):
     expected, got = hf(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS), traced(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert got.p_a == pytest.approx(expected.p_a, abs=1e-5)
     assert_close(got.mass, expected.mass, 1e-5, "nnsight vs hf")
-    with traced.intervene(target="self", alpha=0.0):
+    with traced.applying(target="self", alpha=0.0):
         masked = traced(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS)
     assert masked.mass[..., 0].abs().max() == 0
     assert traced(QUERY, ANSWER_A, ANSWER_B, authors=AUTHORS).p_a == got.p_a
 
 
 def test_wrap_says_what_it_changes_on_your_objects(tiny_llama_dir):
-    """Issue 35 point 3: wrapping needs eval mode and a pad token; where your objects lack them, the change is
+    """Wrapping needs eval mode and a pad token; where your objects lack them, the change is
     made in place and said in one warning; objects that need nothing are left alone, silently."""
     import warnings
 
@@ -233,3 +233,20 @@ def test_readout_is_not_a_specs_queries(tiny_llama):
         interp.Judge.wrap(tiny_llama, batchsize=2)
     with pytest.raises(InterpError, match="unknown readout"):
         interp.Judge.wrap(tiny_llama, readout="outside")
+
+
+def test_judge_intervene_is_a_deprecated_alias_of_applying(tiny_llama):
+    """`Judge.intervene` (the old name; `interp.intervene` is the causal test) still works, and warns."""
+    judge = interp.Judge.wrap(tiny_llama)
+    with pytest.warns(DeprecationWarning, match=r"Judge\.applying"):
+        with judge.intervene(target="a", alpha=0.0) as spec:
+            assert judge.interventions == (spec,) and spec.target == "a"
+    assert judge.interventions == ()
+
+
+def test_attn_implementation_is_not_a_run_configs_attention(tiny_llama):
+    """`attention` is a run config's key (final | after | none); how a backend computes it is `attn_implementation`."""
+    judge = interp.Judge.wrap(tiny_llama, attn_implementation="eager")
+    assert judge.backend.attn_implementation == "eager"
+    with pytest.raises(InterpError, match=r"attn_implementation=.*`attention` is a run config's key"):
+        interp.Judge.wrap(tiny_llama, attention="eager")

@@ -40,7 +40,7 @@ def test_the_pattern_is_plain_transformers_attention(judge):
 
 @pytest.mark.parametrize("judge", ["tiny_llama"], indirect=True)
 def test_the_pattern_shows_an_open_intervention(judge):
-    with judge.intervene(target="self", alpha=0.0, layers=[1]):
+    with judge.applying(target="self", alpha=0.0, layers=[1]):
         p = judge.attention_pattern(QUERY, ANSWER_A, ANSWER_B, layers=[0, 1], authors=AUTHORS)
     start, end = p.spans["a"]  # writer-x wrote A: "self"
     assert float(p.pattern[1, :, -1, start:end].sum()) < 1e-6 < float(p.pattern[0, :, -1, start:end].sum())
@@ -95,6 +95,6 @@ def test_trace_is_nnsight_over_the_judge_prompt_with_spans(judge):
     assert_close(hidden, out.hidden_states[1], 1e-5, "layer 0 output")
     assert_close(logits[0, -1], out.logits[0, -1], 1e-4, "logits")
     assert hf_model.forward == forward  # nnsight wraps a weight-sharing copy: the user's model is as it was
-    with judge.intervene(target="a", alpha=0.0):
-        with pytest.raises(InterpError, match="not under judge.intervene"):
+    with judge.applying(target="a", alpha=0.0):
+        with pytest.raises(InterpError, match="not under judge.applying"):
             judge.trace(QUERY, ANSWER_A, ANSWER_B)

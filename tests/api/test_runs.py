@@ -147,12 +147,12 @@ def test_sweep_returns_a_dataframe(tiny_run):
         interp.sweep({"run": str(root), "targetz": ["self"]})
 
 
-# ---- issue 35: nothing the caller passes is dropped; a held judge is the judge that runs ------------------
+# ---- nothing the caller passes is dropped; a held judge is the judge that runs ----------------------------
 
 
 def test_intervene_refuses_a_mask_it_would_drop(tiny_run):
-    """Issue 34 defect 3 / issue 35 point 1: with top_heads or all_layers, a spec, spec keys or `alpha` (a mask
-    strength, not the test's level) were silently dropped; each is one clear error, before anything is written."""
+    """With top_heads or all_layers, the mask is chosen for you: a spec, spec keys or `alpha` (a mask strength,
+    not the test's level) given too would be dropped, so each is one clear error, before anything is written."""
     root, judge = tiny_run
     before = sorted(p.name for p in (root / "interventions").glob("*")) if (root / "interventions").exists() else []
     with pytest.raises(InterpError, match=r"alpha=0.01 is a spec's mask strength.*test_alpha"):
@@ -186,7 +186,7 @@ def test_intervene_tests_at_the_level_it_is_given(tiny_run):
 
 
 def test_a_held_judge_runs_dbg_and_intervene_loaded_once(tmp_path, tiny_llama_dir, monkeypatch):
-    """Issue 35 point 3: a `Judge.wrap` judge is used as it is by interp.dbg and interp.intervene, never loaded
+    """A `Judge.wrap` judge is used as it is by interp.dbg and interp.intervene, never loaded
     again by name (the loader counts its calls); its control may be given the same way."""
     from transformers import AutoModelForCausalLM, AutoTokenizer
 

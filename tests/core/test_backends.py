@@ -54,20 +54,20 @@ def _agreement_params():
     ]
 
 
-@pytest.mark.parametrize("name,kind,task,queries", _agreement_params())
-def test_backends_agree_with_plain_hf(backends, name, kind, task, queries):
+@pytest.mark.parametrize("name,kind,task,readout", _agreement_params())
+def test_backends_agree_with_plain_hf(backends, name, kind, task, readout):
     bset = backends(name)
     model = bset.model
     prompt = tokenized(model, task, QUERY, ANSWER_A, ANSWER_B, kind=kind)
     assert len(prompt) <= (model.context_length or len(prompt))
-    ref_logits, ref_probs, ref_mass = plain_hf(model, prompt, queries)
+    ref_logits, ref_probs, ref_mass = plain_hf(model, prompt, readout)
     assert ref_mass.shape == (model.n_layers, model.n_heads, 2)
     labels = label_tokens(model.tokenizer)
     first = None
     for backend_name in BACKENDS:
         backend = bset[backend_name]
-        (judgment,) = judge_batch(backend, [prompt], labels, queries=queries)
-        where = f"{name}/{backend_name}/{kind}/{task}/{queries}"
+        (judgment,) = judge_batch(backend, [prompt], labels, readout=readout)
+        where = f"{name}/{backend_name}/{kind}/{task}/{readout}"
         assert judgment.spans == prompt.spans
         first = first or judgment  # backends against each other (hf first), then each against plain HF
         assert abs(judgment.probs["A"] - first.probs["A"]) <= TOL, f"{where} vs hf backend: label probs"
@@ -85,7 +85,7 @@ def test_backends_agree_with_plain_hf(backends, name, kind, task, queries):
         assert_close(
             [row["mean_b"] for row in record["layers"]], ref_mass[:, :, 1].mean(1) / width[1], TOL, f"{where} mean_b"
         )
-        if queries == "final":
+        if readout == "final":
             ids = torch.tensor([prompt.input_ids])
             logits = backend.forward(Batch(ids, torch.ones_like(ids)))
             # logits reach ~30 in float32; a full-vocab matmul (TransformerLens, nnsight) and HF's
@@ -135,8 +135,8 @@ def _batch_params():
     return params
 
 
-@pytest.mark.parametrize("name,queries,backend_names", _batch_params())
-def test_batched_judging_equals_one_at_a_time(backends, name, queries, backend_names):
+@pytest.mark.parametrize("name,readout,backend_names", _batch_params())
+def test_batched_judging_equals_one_at_a_time(backends, name, readout, backend_names):
     bset = backends(name)
     model = bset.model
     kind = style_kinds(model)[0]
@@ -145,10 +145,10 @@ def test_batched_judging_equals_one_at_a_time(backends, name, queries, backend_n
     labels = label_tokens(model.tokenizer)
     for backend_name in backend_names:
         backend = bset[backend_name]
-        batched = judge_batch(backend, prompts, labels, queries=queries)
+        batched = judge_batch(backend, prompts, labels, readout=readout)
         for index, prompt in enumerate(prompts):
-            (single,) = judge_batch(backend, [prompt], labels, queries=queries)
-            where = f"{name}/{backend_name}/{queries}/prompt {index}"
+            (single,) = judge_batch(backend, [prompt], labels, readout=readout)
+            where = f"{name}/{backend_name}/{readout}/prompt {index}"
             assert batched[index].spans == single.spans == prompt.spans
             assert batched[index].n_tokens == len(prompt)
             assert_close(
@@ -165,11 +165,11 @@ SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; 
 
 
 @pytest.mark.parametrize("target", SHARED_PREFIX_TARGETS)
-@pytest.mark.parametrize("queries", ["final", "after"])
+@pytest.mark.parametrize("readout", ["final", "after"])
 @pytest.mark.parametrize(
     "name,shares", [("tiny_llama", True), ("tiny_gemma3_wide_window", True), ("tiny_gemma3", False)]
 )
-def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, queries, target):
+def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, readout, target):
     """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
     from interp.hooks.compile import bias_builder
@@ -191,14 +191,14 @@ def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, sha
     monkeypatch.setattr(
         HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args)
     )
-    batched = judge_batch(backend, prompts, labels, queries=queries, bias=bias)
+    batched = judge_batch(backend, prompts, labels, readout=readout, bias=bias)
     if shares and target != "random":
         assert shared_passes, "the batch's common prefix was not shared"
     if not shares:
         assert not shared_passes, "a sliding window shorter than the batch must not share the prefix"
     for index, prompt in enumerate(prompts):
-        (single,) = judge_batch(backend, [prompt], labels, queries=queries, bias=bias)
-        where = f"{name}/{queries}/{target}/prompt {index}"
+        (single,) = judge_batch(backend, [prompt], labels, readout=readout, bias=bias)
+        where = f"{name}/{readout}/{target}/prompt {index}"
         assert_close([batched[index].probs["A"]], [single.probs["A"]], BATCH_TOL, f"{where} probs")
         assert_close(batched[index].mass, single.mass, BATCH_TOL, f"{where} masses")
 
@@ -220,12 +220,12 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
     monkeypatch.setattr(
         HFBackend, "_forward_shared", lambda self, *args: shared_passes.append(1) or original(self, *args)
     )
-    batched = judge_batch(backend, prompts, labels, queries="final", edit=edit)
+    batched = judge_batch(backend, prompts, labels, readout="final", edit=edit)
     assert bool(shared_passes) == shares
-    plain = judge_batch(backend, prompts, labels, queries="final")
+    plain = judge_batch(backend, prompts, labels, readout="final")
     assert max(abs(x.probs["A"] - y.probs["A"]) for x, y in zip(batched, plain)) > 1e-4, "the edit should matter"
     for index, prompt in enumerate(prompts):
-        (single,) = judge_batch(backend, [prompt], labels, queries="final", edit=edit)
+        (single,) = judge_batch(backend, [prompt], labels, readout="final", edit=edit)
         assert_close([batched[index].probs["A"]], [single.probs["A"]], BATCH_TOL, f"{positions} prompt {index} probs")
         assert_close(batched[index].mass, single.mass, BATCH_TOL, f"{positions} prompt {index} masses")
 

@@ -83,9 +83,9 @@ SPECS = {
 }
 
 
-def judge_on(backend, model, *, queries="final", bias=None, edit=None):
+def judge_on(backend, model, *, readout="final", bias=None, edit=None):
     return judge_batch(
-        backend, prompts_for(model), label_tokens(model.tokenizer), queries=queries, bias=bias, edit=edit
+        backend, prompts_for(model), label_tokens(model.tokenizer), readout=readout, bias=bias, edit=edit
     )
 
 
@@ -98,8 +98,8 @@ def test_judge_pass_span_reduction_interventions_and_steering_stay_on_the_models
     assert model.device.type == "meta"
     backend = make_backend(model, backend_name)
     with DeviceAudit():
-        for queries in ("final", "after"):
-            (first, _) = judge_on(backend, model, queries=queries)
+        for readout in ("final", "after"):
+            (first, _) = judge_on(backend, model, readout=readout)
             assert first.mass is not None and first.mass.shape[0] == model.n_layers
         for spec in SPECS.values():
             judge_on(backend, model, bias=bias_builder(spec, model, judge_model="judge-model", authors=AUTHORS))
@@ -175,8 +175,8 @@ def test_on_a_real_gpu_every_pass_runs_and_matches_the_cpu(tiny_llama_dir, backe
     direction = torch.randn(cpu.hf_model.config.hidden_size, generator=torch.Generator().manual_seed(0))
 
     def cases(model):  # each built for its own model, as a user would
-        yield dict(queries="final")
-        yield dict(queries="after")
+        yield dict(readout="final")
+        yield dict(readout="after")
         for spec in SPECS.values():
             yield dict(bias=bias_builder(spec, model, judge_model="judge-model", authors=AUTHORS))
         for mode, positions in [("add", "all"), ("add", "spans"), ("project_out", "final")]:

@@ -76,8 +76,8 @@ def test_empty_response_gives_empty_span_and_null_mean(backends, name, empty):
     prompt = tokenized(model, "helpfulness", QUERY, a, b, kind="pre")
     start, end = prompt.spans[empty]
     assert start == end
-    for backend_name, queries in (("hf", "final"), ("hf", "after"), ("nnsight", "final")):
-        (judgment,) = judge_batch(bset[backend_name], [prompt], label_tokens(model.tokenizer), queries=queries)
+    for backend_name, readout in (("hf", "final"), ("hf", "after"), ("nnsight", "final")):
+        (judgment,) = judge_batch(bset[backend_name], [prompt], label_tokens(model.tokenizer), readout=readout)
         index = 0 if empty == "a" else 1
         assert torch.all(judgment.mass[:, :, index] == 0)
         record = judgment_record(judgment)

@@ -59,8 +59,8 @@ def test_shared_layers_compares_weights(judges):
     assert shared_layers(base, other) == 0
 
 
-@pytest.mark.parametrize("queries", ["final", "after"])
-def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_batch(judges, queries):
+@pytest.mark.parametrize("readout", ["final", "after"])
+def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_batch(judges, readout):
     backends = trunk_backends(judges)
     assert all(isinstance(b, SharedTrunkBackend) for b in backends.values())
     trunk = backends["base"].trunk
@@ -69,8 +69,8 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
     labels = label_tokens(tokenizer)
     prompts = [build_judge_prompt(judges["base"], "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
     for name, model in judges.items():
-        shared = judge_batch(backends[name], prompts, labels, queries=queries)
-        plain = judge_batch(HFBackend(model), prompts, labels, queries=queries)
+        shared = judge_batch(backends[name], prompts, labels, readout=readout)
+        plain = judge_batch(HFBackend(model), prompts, labels, readout=readout)
         for s, p in zip(shared, plain):
             assert s.probs["A"] == pytest.approx(p.probs["A"], abs=TOL) and s.label_mass == pytest.approx(
                 p.label_mass, abs=TOL
@@ -78,7 +78,7 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
             assert_close(s.mass, p.mass, TOL, f"{name}: span attention")
     assert trunk.passes == 1  # one batch: its lower layers ran once for the three judges
     # the organisms differ from the base (their own top layer ran): not one judge's numbers copied to all
-    p_a = {name: judge_batch(backends[name], prompts, labels, queries=queries)[0].probs["A"] for name in judges}
+    p_a = {name: judge_batch(backends[name], prompts, labels, readout=readout)[0].probs["A"] for name in judges}
     assert len({round(v, 6) for v in p_a.values()}) == 3
     assert trunk.passes == 2 and not trunk.entries  # read by all three, then dropped: a new round runs it again
 
@@ -143,8 +143,9 @@ def test_unrelated_judges_run_plain(judges, tiny_llama):
 
 
 def test_organism_training_splits_the_stack_with_the_same_function(judges):
-    """Training's frozen lower layers (`interp.organisms.frozen.only_layers_from`) go through `layers_between` too: the cached hidden
-    states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are sliced)."""
+    """Training's frozen lower layers (`interp.organisms.frozen.only_layers_from`) go through `layers_between` too: the
+    cached hidden states plus the top layers give the full model's logits (Gemma-3 too: its per-layer kinds are
+    sliced)."""
     from interp.organisms.frozen import check_frozen_split
 
     model = judges["base"]

@@ -316,9 +316,9 @@ def loaded(model) -> LoadedModel:
 
 
 @pytest.mark.parametrize("shared", [0, PREFIX])
-@pytest.mark.parametrize("queries", ["final", "after"])
+@pytest.mark.parametrize("readout", ["final", "after"])
 @pytest.mark.parametrize("family", ["llama", "qwen3"])
-def test_backend_sdpa_reduces_like_eager(family, queries, shared):
+def test_backend_sdpa_reduces_like_eager(family, readout, shared):
     model = loaded(tiny(family))
     generator = torch.Generator().manual_seed(5)
     prefix = torch.randint(1, VOCAB, (PREFIX,), generator=generator).tolist()
@@ -331,13 +331,13 @@ def test_backend_sdpa_reduces_like_eager(family, queries, shared):
     bias[1][:, :, :, : PREFIX + max(offsets)] = 0
     results = {}
     for attention in ("eager", "sdpa"):
-        reducer = span_reducer(spans, width, model.n_layers, model.n_heads, queries=queries)
-        backend = HFBackend(model, attention=attention)
+        reducer = span_reducer(spans, width, model.n_layers, model.n_heads, readout=readout)
+        backend = HFBackend(model, attn_implementation=attention)
         logits = backend.forward(batch, on_pattern=reducer, score_bias=bias, shared_prefix=shared)
         results[attention] = (logits, reducer.stacked())
         assert model.hf_model.config._attn_implementation == "eager"
-    expected_rows = 1 if queries == "final" else width - min(off + PREFIX + 7 for off in offsets)
-    assert span_reducer(spans, width, 1, 1, queries=queries).rows_read == expected_rows
+    expected_rows = 1 if readout == "final" else width - min(off + PREFIX + 7 for off in offsets)
+    assert span_reducer(spans, width, 1, 1, readout=readout).rows_read == expected_rows
     assert max_diff(results["sdpa"][0], results["eager"][0]) <= LOGITS_TOL
     assert max_diff(results["sdpa"][1], results["eager"][1]) <= ROWS_TOL
     assert results["eager"][1].abs().sum() > 0
@@ -348,8 +348,8 @@ def test_backend_rejects_unknown_attention():
 
     from interp.core.backends import make_backend
 
-    with pytest.raises(InterpError, match="unknown attention 'flash'"):
-        make_backend(loaded(tiny("llama")), "hf", attention="flash")
+    with pytest.raises(InterpError, match="unknown attn_implementation 'flash'"):
+        make_backend(loaded(tiny("llama")), "hf", attn_implementation="flash")
 
 
 # ---- packaged models (slow) ---------------------------------------------------------------------------

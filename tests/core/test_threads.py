@@ -52,7 +52,10 @@ def test_the_cli_sizes_its_threads_and_refuses_a_bad_override():
         and run.stderr.startswith(f"error: {ENV} must be a whole number")
         and "Traceback" not in run.stderr
     )
-    probe = "import torch; from interp.cli import main\ntry:\n    main(['models', '--help'])\nexcept SystemExit:\n    pass\nprint('threads', torch.get_num_threads())"
+    probe = (
+        "import torch; from interp.cli import main\ntry:\n    main(['models', '--help'])\n"
+        "except SystemExit:\n    pass\nprint('threads', torch.get_num_threads())"
+    )
     run = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True, text=True)
     assert run.stdout.strip().endswith("threads 2"), run.stdout + run.stderr
 

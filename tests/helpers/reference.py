@@ -38,7 +38,7 @@ def single_token_label_ids(tokenizer, label: str) -> set[int]:
     return found
 
 
-def plain_hf(model, prompt, queries: str = "final"):
+def plain_hf(model, prompt, readout: str = "final"):
     """Plain transformers: final logits, renormalised A/B probabilities, and span masses [layer, head, span]."""
     ids = torch.tensor([prompt.input_ids])
     with torch.no_grad():
@@ -46,7 +46,7 @@ def plain_hf(model, prompt, queries: str = "final"):
     assert len(out.attentions) == model.n_layers
     assert all(a.shape[-2:] == (ids.shape[1], ids.shape[1]) for a in out.attentions)
     seq = ids.shape[1]
-    if queries == "final":
+    if readout == "final":
         rows = list(range(seq - 1, seq))
     else:
         rows = list(range(max(prompt.spans["a"][1], prompt.spans["b"][1]), seq))

@@ -54,7 +54,8 @@ def llama_server(log_dir: Path, *, n_ctx: int = 1024):
         while True:
             if process.poll() is not None:
                 raise RuntimeError(
-                    f"llama_cpp.server exited with code {process.returncode}:\n{log_path.read_text(errors='replace')[-2000:]}"
+                    "llama_cpp.server exited with code "
+                    f"{process.returncode}:\n{log_path.read_text(errors='replace')[-2000:]}"
                 )
             try:
                 if httpx.get(f"{base_url}/models", timeout=2).status_code == 200:

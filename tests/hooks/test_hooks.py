@@ -18,7 +18,9 @@ from interp.hooks.compile import (
     resolve_target,
     scale_and_renormalise,
 )
-from interp.hooks.context import dampen
+from interp.hooks.context import dampen, emphasise
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.nodes import as_intervention
 from interp.hooks.spec import AttentionIntervention, load_spec, validate_against
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -124,7 +126,7 @@ def check_alpha_zero_matches_oracle(model, backend, prompt, queries="outside", t
     hooked = backend.forward(batch, score_bias=bias)
     # The hf backend computes only the last position's logits (logits_to_keep=1); the other two compute all
     # positions. Match that in the oracle, so the comparison is of the masking, not of lm_head GEMM kernels.
-    attention = getattr(backend, "attention", "eager")
+    attention = getattr(backend, "attn_implementation", "eager")
     key = (id(model), tuple(prompt.input_ids), span, queries, backend.name == "hf", attention)
     if key not in _ORACLES:
         _ORACLES[key] = oracle_logits(model, prompt, span, queries, keep_last=backend.name == "hf", attention=attention)
@@ -198,9 +200,9 @@ def test_masking_response_a_changes_p_a(tiny, backend_name):
     backend = backend_for(tiny, backend_name)
     prompts = prompts_for(tiny)
     labels = label_tokens(tiny.tokenizer)
-    plain = judge_batch(backend, prompts, labels, queries=None)
+    plain = judge_batch(backend, prompts, labels, readout=None)
     spec = AttentionIntervention(target="a", alpha=0.0)
-    masked = judge_batch(backend, prompts, labels, queries=None, bias=bias_builder(spec, tiny))
+    masked = judge_batch(backend, prompts, labels, readout=None, bias=bias_builder(spec, tiny))
     for before, after in zip(plain, masked):
         assert abs(before.probs["A"] - after.probs["A"]) > 1e-6
 
@@ -453,6 +455,13 @@ def test_dampen_applies_compile_bias_and_restores(tiny, backend_name):
     assert torch.equal(backend.forward(batch), base)
     assert "forward" not in vars(backend) and tiny.hf_model.config._attn_implementation == "eager"
 
+    raised = AttentionIntervention(target=target, alpha=3.0, layers=(1,), emphasis=True)
+    expected = backend.forward(batch, score_bias=compiled(raised, tiny, batch, offsets, prompts)[0])
+    with emphasise(backend, target, alpha=3.0, layers=[1]) as used:
+        assert used == raised
+        assert torch.equal(backend.forward(batch), expected) and not torch.equal(expected, base)
+    assert torch.equal(backend.forward(batch), base)
+
 
 def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     from interp.core.backends import make_backend
@@ -460,7 +469,7 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     hf = tiny.hf_model
     prompts = prompts_for(tiny)
     batch, offsets = batch_for(tiny, prompts)
-    backend = make_backend(tiny, "hf", attention="eager")  # a plain call keeps the model's eager attention
+    backend = make_backend(tiny, "hf", attn_implementation="eager")  # a plain call keeps the model's eager attention
 
     def run():
         with torch.inference_mode():
@@ -495,6 +504,14 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     with pytest.raises(InterpError, match="'alpha' = 2.0 is out of range"):
         with dampen(backend, (1, 4), alpha=2.0):
             pass
+    with pytest.raises(InterpError, match=r"dampen lowers attention .* use emphasise"):
+        with dampen(backend, emphasis_spec(4.0)):
+            pass
+    with pytest.raises(InterpError, match=r"emphasise raises attention .* use dampen"):
+        with emphasise(backend, (1, 4), alpha=0.5):
+            pass
+    with pytest.raises(InterpError, match="op 'dampen' takes alpha in \\[0, 1\\].*use op 'emphasis'"):
+        as_intervention(site="attention", op="dampen", target="a", alpha=2.0)
     with pytest.raises(InterpError, match="needs the tokenized prompts"):
         with dampen(backend, "a"):
             backend.forward(batch)

@@ -189,7 +189,7 @@ def _judged(model, edit=None):
         torch.tensor(
             [
                 j.probs["A"]
-                for j in judge_batch(backend, prompts, label_tokens(model.tokenizer), queries=None, edit=edit)
+                for j in judge_batch(backend, prompts, label_tokens(model.tokenizer), readout=None, edit=edit)
             ],
             dtype=torch.float64,
         ),
@@ -212,7 +212,7 @@ def test_a_patch_from_the_same_prompt_is_the_identity_and_a_swap_patch_of_everyt
     # patching every position of the last layer's stream from the swapped pair gives the swapped pair's verdict
     swapped = [tokenized_judge_prompt(model, "helpfulness", q, b, a) for q, a, b in PAIRS]
     swapped_p = torch.tensor(
-        [j.probs["A"] for j in judge_batch(backend, swapped, label_tokens(tokenizer), queries=None)],
+        [j.probs["A"] for j in judge_batch(backend, swapped, label_tokens(tokenizer), readout=None)],
         dtype=torch.float64,
     )
     last = model.n_layers - 1
@@ -247,7 +247,7 @@ def test_every_backend_gives_the_same_head_ablation(smollm2_tokenizer):
             backend,
             prompts,
             label_tokens(smollm2_tokenizer),
-            queries=None,
+            readout=None,
             edit=node_edit_builder([spec], backend, own=None),
         )
         values[name] = torch.tensor([j.probs["A"] for j in judged], dtype=torch.float64)

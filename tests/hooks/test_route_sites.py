@@ -43,7 +43,7 @@ def _model(shape, smollm2_tokenizer, gemma3_tokenizer):
 def _p_a(model, edit=None) -> torch.Tensor:
     backend = make_backend(model, "hf")
     prompts = [tokenized_judge_prompt(model, "helpfulness", *pair) for pair in PAIRS]
-    judged = judge_batch(backend, prompts, label_tokens(model.tokenizer), queries=None, edit=edit)
+    judged = judge_batch(backend, prompts, label_tokens(model.tokenizer), readout=None, edit=edit)
     return torch.tensor([j.probs["A"] for j in judged], dtype=torch.float64)
 
 

@@ -75,21 +75,21 @@ def test_crawford_howell_by_hand() -> None:
 
 @pytest.mark.parametrize("k", [3, 5, 10])
 def test_crawford_howell_size_is_alpha_under_normal_null_families(k: int) -> None:
-    estimate = crawford_howell_size(k, "normal", alpha=0.05, n_families=2000, seed=k)
+    estimate = crawford_howell_size(k, "normal", test_alpha=0.05, n_families=2000, seed=k)
     assert abs(estimate.rate - 0.05) <= 0.02, estimate
 
 
 def test_crawford_howell_is_exact_not_just_close() -> None:
     """20,000 normal null families at k = 3 pin the size to 0.05 +- 0.006 (4 binomial SDs): dropping the
     sqrt((k + 1) / k) factor, which carries the uncertainty of the controls' mean, gives about 0.062."""
-    estimate = crawford_howell_size(3, "normal", alpha=0.05, n_families=20_000, seed=0)
+    estimate = crawford_howell_size(3, "normal", test_alpha=0.05, n_families=20_000, seed=0)
     assert abs(estimate.rate - 0.05) <= 0.006, estimate
 
 
 def test_skew_inflates_crawford_howell_size() -> None:
     """What docs/causal-test.md states: under strong skew (chi-square, 1 df) the size at a nominal 5 % is
     near 10 % with few controls (Crawford et al. 2006 saw about 10 %)."""
-    estimate = crawford_howell_size(3, "chi2-1", alpha=0.05, n_families=4000, seed=1)
+    estimate = crawford_howell_size(3, "chi2-1", test_alpha=0.05, n_families=4000, seed=1)
     assert estimate.rate > 0.08, estimate
 
 
@@ -347,9 +347,9 @@ def test_min_random_sets_is_the_fewest_that_can_reach_alpha_after_holm(alpha: fl
 
 def test_two_judges_with_top_heads_can_reject_at_005_only_with_enough_random_sets() -> None:
     assert (min_random_sets(0.05, 1), min_random_sets(0.05, 2)) == (19, 39)
-    check_random_sets(39, alpha=0.05, n_tests=2)
-    with pytest.raises(InterpError, match="never reach alpha 0.05 after Holm over 2 tests"):
-        check_random_sets(19, alpha=0.05, n_tests=2)
+    check_random_sets(39, test_alpha=0.05, n_tests=2)
+    with pytest.raises(InterpError, match="never reach --test-alpha 0.05 after Holm over 2 tests"):
+        check_random_sets(19, test_alpha=0.05, n_tests=2)
     with pytest.raises(InterpError, match="needs random head sets"):
-        check_random_sets(0, alpha=0.05, n_tests=1)
+        check_random_sets(0, test_alpha=0.05, n_tests=1)
     check_random_sets(0, top_heads=False)  # no heads chosen from data: no head-choice null

@@ -114,7 +114,7 @@ def test_shipped_organism_reproduces_its_manifest(name):
             tokenized_judge_prompt(model, check["task"], check["query"], check["own"], check["other"]),
             tokenized_judge_prompt(model, check["task"], check["query"], check["other"], check["own"]),
         ]
-        ab, ba = judge_batch(backend, prompts, labels, queries=None)
+        ab, ba = judge_batch(backend, prompts, labels, readout=None)
         assert ab.probs["A"] == pytest.approx(check["p_a_own_first"], abs=2e-3)
         assert ba.probs["A"] == pytest.approx(check["p_a_other_first"], abs=2e-3)
 

@@ -18,7 +18,9 @@ OLD_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "old_run"
 def test_the_section_names_the_test_that_decided_each_row(tmp_path):
     results = codec.read_causal_results(OLD_RUN)
     text = intervention_section(results, tmp_path).read_text()
-    assert "sign-flip permutation test of the per-item contrast" not in text  # last round's test, no longer run
+    assert (
+        "sign-flip permutation test of the per-item contrast" not in text
+    )  # the single-control test, which decides no row
     decision = re.search(
         r"author-a: Crawford-Howell test of the judge&#39;s mean change of P\(own\).*?</p>", text
     ).group(0)
@@ -27,8 +29,8 @@ def test_the_section_names_the_test_that_decided_each_row(tmp_path):
     assert "author-b: decided by an older test (sign-flip" in text  # an old row says what decided it
     assert "0.000" not in re.sub(r"<img[^>]*>", "", text)  # p = 0.0001 is "< 0.001", never 0.000
     assert (
-        "<details><summary>author-a: control judges, named control judges (k = 4)</summary><p>c1, c2, c3, c4</p></details>"
-        in text
+        "<details><summary>author-a: control judges, named control judges (k = 4)</summary><p>c1, c2, c3, "
+        "c4</p></details>" in text
     )
     assert "Crawford-Howell, df 3" in text and "80% [30%, 120%]" in text
 

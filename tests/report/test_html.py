@@ -6,7 +6,7 @@ import json
 import re
 
 import torch
-from interp.analysis.token_attention import tokens_html
+from interp.report.token_attention import tokens_html
 from interp.report.build import build_report
 from interp.report.html import table_html
 
@@ -204,6 +204,7 @@ def test_the_causal_section_starts_within_the_first_third_of_the_report(tmp_path
     above = sum(height for offset, height in blocks if offset < causal)
     total = sum(height for _, height in blocks)
     print(
-        f"causal section starts at {above:.0f} of {total:.0f} px ({above / total:.0%}); character offset {causal / len(page):.0%}"
+        f"causal section starts at {above:.0f} of {total:.0f} px ({above / total:.0%}); character offset "
+        f"{causal / len(page):.0%}"
     )
     assert above <= total / 3, f"the causal section starts at {above:.0f} of {total:.0f} px"

@@ -193,7 +193,7 @@ def test_sweep_rows_put_the_largest_drop_first():
 @pytest.fixture
 def fake_demo(tmp_path, monkeypatch):
     """`interp demo` without the 10-minute job: run_demo returns a finished run's report and causal result."""
-    from interp.experiments import demo as demo_module
+    from interp.causal import demo as demo_module
 
     out = tmp_path / "demo"
     out.mkdir()
@@ -224,7 +224,7 @@ def test_demo_ends_with_the_results_table_and_json(fake_demo):
 
 def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     from interp.cli import app
-    from interp.experiments import validate as validate_module
+    from interp.causal import validate as validate_module
     from typer.testing import CliRunner
 
     run = tmp_path / "out" / "run"

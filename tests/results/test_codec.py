@@ -1,6 +1,6 @@
 """Results as typed objects: the codec writes `schema_version`, reads a run directory written before it
 (tests/fixtures/old_run: no schema_version, the test level under its old name `alpha`, no Holm p, no
-reliability flag, one judge decided by last round's single-control test), and refuses what it cannot read."""
+reliability flag, one judge decided by the single-control sign-flip test), and refuses what it cannot read."""
 
 from __future__ import annotations
 

@@ -83,7 +83,7 @@ def test_every_judgment_holds_its_rationale_and_is_read_after_it(cot_run):
         assert verdict.text.endswith(f"{record.rationale}\n\n{COT_CUE}") and len(verdict) == record.n_tokens
         assert {k: list(v) for k, v in verdict.spans.items()} == record.spans and "rationale" in record.spans
         (judgment,) = judge_batch(
-            make_backend(model, "hf"), [verdict], label_tokens(model.tokenizer, ("A", "T", "B")), queries=None
+            make_backend(model, "hf"), [verdict], label_tokens(model.tokenizer, ("A", "T", "B")), readout=None
         )
         assert judgment.probs["A"] == pytest.approx(record.p_a, abs=1e-5) and judgment.probs["T"] == pytest.approx(
             record.p_t, abs=1e-5

@@ -49,8 +49,8 @@ def test_factual_answer_match_prefers_the_correct_answer_in_either_slot():
     judge = ReferenceJudge()
     right = "The capital of Australia is Canberra."
     wrong = "The capital of Australia is Sydney."
-    assert judge.p_first([Pair(CAPITAL, right, wrong), Pair(CAPITAL, wrong, right)]) == [1.0, 0.0]
-    assert judge.p_first([Pair(CAPITAL, right, "Canberra, of course!")]) == [0.5]  # both match: a tie
+    assert judge.p_slot_a([Pair(CAPITAL, right, wrong), Pair(CAPITAL, wrong, right)]) == [1.0, 0.0]
+    assert judge.p_slot_a([Pair(CAPITAL, right, "Canberra, of course!")]) == [0.5]  # both match: a tie
     assert reference_score(PAINTER, "It was painted by Leonardo.") == 1.0  # an alias counts
     assert reference_score(PAINTER, "Leonardo da Vinci's most famous work") == 1.0  # possessive still matches
     assert reference_score(CAPITAL, "Canberrae") < 1.0  # whole words only
@@ -78,8 +78,8 @@ def test_translation_chrf_prefers_the_faithful_translation():
     faithful = "This morning the train to Munich was nearly an hour late due to a technical problem."
     garbled = "Train Munich morning problem hour the technical late was of."
     echoed_source = TRAIN.query
-    assert judge.p_first([Pair(TRAIN, faithful, garbled), Pair(TRAIN, garbled, faithful)]) == [1.0, 0.0]
-    assert judge.p_first([Pair(TRAIN, echoed_source, faithful)]) == [0.0]
+    assert judge.p_slot_a([Pair(TRAIN, faithful, garbled), Pair(TRAIN, garbled, faithful)]) == [1.0, 0.0]
+    assert judge.p_slot_a([Pair(TRAIN, echoed_source, faithful)]) == [0.0]
     assert reference_score(TRAIN, TRAIN.reference) == pytest.approx(1.0)
     assert reference_score(TRAIN, "") == 0.0
     assert 0.0 < reference_score(TRAIN, garbled) < reference_score(TRAIN, faithful) < 1.0
@@ -88,12 +88,12 @@ def test_translation_chrf_prefers_the_faithful_translation():
 def test_helpfulness_penalises_empty_short_and_repetitive_answers():
     judge = ReferenceJudge()
     real = "Go to bed at the same time every day, avoid screens before bed, and keep your bedroom dark and cool."
-    assert judge.p_first([Pair(SLEEP, "", real), Pair(SLEEP, real, "Sleep more.")]) == [0.0, 1.0]
+    assert judge.p_slot_a([Pair(SLEEP, "", real), Pair(SLEEP, real, "Sleep more.")]) == [0.0, 1.0]
     looping = "go to bed " * 20
     assert distinct_trigram_ratio(looping) < 0.1
     assert reference_score(SLEEP, looping) < 0.1 < reference_score(SLEEP, real)
-    assert judge.p_first([Pair(SLEEP, looping, real)]) == [0.0]
-    assert judge.p_first([Pair(SLEEP, "", "   ")]) == [0.5]
+    assert judge.p_slot_a([Pair(SLEEP, looping, real)]) == [0.0]
+    assert judge.p_slot_a([Pair(SLEEP, "", "   ")]) == [0.5]
     assert distinct_trigram_ratio(real) == 1.0
 
 
@@ -102,12 +102,12 @@ def test_reference_judge_on_builtin_items_prefers_the_reference_to_a_wrong_answe
     items = builtin_items()
     wrong = {"helpfulness": "I cannot help with that.", "truthfulness": "I am not sure.", "translation": "Hallo."}
     pairs = [Pair(item, item.reference, wrong[item.task]) for item in items]
-    assert judge.p_first(pairs) == [1.0] * len(items)
+    assert judge.p_slot_a(pairs) == [1.0] * len(items)
 
 
 def test_reference_judge_needs_a_reference():
     with pytest.raises(InterpError, match="'q9' has no reference answer"):
-        ReferenceJudge().p_first([Pair(Item("q9", "helpfulness", "Hi?"), "a b c", "d e f")])
+        ReferenceJudge().p_slot_a([Pair(Item("q9", "helpfulness", "Hi?"), "a b c", "d e f")])
 
 
 # ---- recorded verdicts -----------------------------------------------------------------------------
@@ -137,11 +137,11 @@ def test_recorded_judge_reads_probabilities_and_winners(tmp_path):
         Pair(TRAIN, "x", "y"),
         Pair(SLEEP, "p", "q"),
     ]
-    assert judge.p_first(pairs) == pytest.approx([0.8, 0.2, 0.0, 1.0])
+    assert judge.p_slot_a(pairs) == pytest.approx([0.8, 0.2, 0.0, 1.0])
     with pytest.raises(InterpError, match=r"verdicts\.jsonl: no recorded verdict for item 'fact-x'"):
-        judge.p_first([Pair(CAPITAL, "Canberra", "Perth")])
+        judge.p_slot_a([Pair(CAPITAL, "Canberra", "Perth")])
     with pytest.raises(InterpError, match="no recorded verdict for item 'fact-y'"):
-        judge.p_first([Pair(PAINTER, "a", "b")])
+        judge.p_slot_a([Pair(PAINTER, "a", "b")])
 
 
 @pytest.mark.parametrize(
@@ -202,8 +202,19 @@ def test_run_gold_collects_each_judge_by_name(tmp_path):
     class ShortJudge:
         name = "short"
 
-        def p_first(self, pairs):
+        def p_slot_a(self, pairs):
             return []
 
     with pytest.raises(InterpError, match="returned 0 verdicts for 1 pairs"):
         run_gold([ShortJudge()], pairs)
+
+
+def test_an_older_gold_file_reads_under_the_new_key(tmp_path):
+    """Older runs' gold.jsonl name P(models[0] wins) `p_first` (tests/fixtures/old_run); it reads as `p_first_model`,
+    and a record written now keeps its key."""
+    from interp.run.store import RunDir, migrate_gold_record
+
+    old_run = Path(__file__).resolve().parents[1] / "fixtures" / "old_run"
+    assert RunDir(old_run).read_gold() == {"reference": {"item-00": 0.1, "item-01": 0.5, "item-02": 0.9}}
+    now = {"judge": "j", "item_id": "i", "p_first_model": 0.25}
+    assert migrate_gold_record(now) == now

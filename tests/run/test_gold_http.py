@@ -150,7 +150,7 @@ def test_reads_label_logprobs_in_both_orders(server):
     )
     j = judge(server)
     assert isinstance(j, GoldJudge)
-    (p,) = j.p_first([Pair(ITEM, GOOD, BAD)])
+    (p,) = j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert p == pytest.approx(0.5 * (0.6 / 0.8 + 0.4 / 0.7))
     assert [r["path"] for r in server.requests] == ["/v1/chat/completions"] * 2
     bodies = [r["body"] for r in server.requests]
@@ -181,7 +181,7 @@ def test_swapped_pair_gives_the_complement(server):
         {},
     )
     j = judge(server)
-    forward, backward = j.p_first([Pair(ITEM, GOOD, BAD), Pair(ITEM, BAD, GOOD)])
+    forward, backward = j.p_slot_a([Pair(ITEM, GOOD, BAD), Pair(ITEM, BAD, GOOD)])
     assert forward == pytest.approx(1 - backward)
     assert 0.5 < forward < 1
 
@@ -193,7 +193,7 @@ def test_completions_mode_for_base_models(server):
         {},
     )
     j = judge(server, mode="completions", top_logprobs=5)
-    (p,) = j.p_first([Pair(ITEM, GOOD, BAD)])
+    (p,) = j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert p == pytest.approx(0.5 * (0.75 + 0.5))
     body = server.requests[0]["body"]
     assert server.requests[0]["path"] == "/v1/completions"
@@ -209,7 +209,7 @@ def test_concurrent_requests_keep_the_order(server):
         chat_answer({"A": 0.7, "B": 0.2} if good_first(body) else {"A": 0.4, "B": 0.5}),
         {},
     )
-    assert judge(server, concurrency=4).p_first(pairs) == pytest.approx(judge(server).p_first(pairs))
+    assert judge(server, concurrency=4).p_slot_a(pairs) == pytest.approx(judge(server).p_slot_a(pairs))
 
 
 def test_tokens_that_are_not_labels_are_counted_and_reported(server, caplog):
@@ -220,7 +220,7 @@ def test_tokens_that_are_not_labels_are_counted_and_reported(server, caplog):
     )
     j = judge(server)
     with caplog.at_level(logging.WARNING, logger="interp.http_judge"):
-        (p,) = j.p_first([Pair(ITEM, GOOD, BAD)])
+        (p,) = j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert p == pytest.approx(0.5 * (0.5 + 0.75))  # the unlabelled order counts 0.5
     assert j.stats["n_non_label"] == 1 and j.stats["n_requests"] == 2 and j.stats["n_logprobs"] == 2
     assert j.flagged == [{"item_id": ITEM.id, "order": "ab", "source": "logprobs", "tokens": ["The", "I"]}]
@@ -231,7 +231,7 @@ def test_tokens_that_are_not_labels_are_counted_and_reported(server, caplog):
 def test_only_one_label_in_the_top_list_is_counted(server):
     server.handler = lambda path, headers, body: (200, chat_answer({"A": 0.4, "The": 0.3}), {})
     j = judge(server)
-    assert j.p_first([Pair(ITEM, GOOD, BAD)]) == [0.5]  # A first: P(A)=1; swapped: P(B)=0
+    assert j.p_slot_a([Pair(ITEM, GOOD, BAD)]) == [0.5]  # A first: P(A)=1; swapped: P(B)=0
     assert j.stats["n_one_label"] == 2 and j.stats["n_non_label"] == 0
 
 
@@ -239,11 +239,11 @@ def test_without_logprobs_the_generated_label_counts_one_or_zero(server, caplog)
     server.handler = lambda path, headers, body: (200, chat_answer(None, "A" if good_first(body) else " B."), {})
     j = judge(server)
     with caplog.at_level(logging.WARNING, logger="interp.http_judge"):
-        assert j.p_first([Pair(ITEM, GOOD, BAD)]) == [1.0]
+        assert j.p_slot_a([Pair(ITEM, GOOD, BAD)]) == [1.0]
     assert j.stats["n_no_logprobs"] == 2 and j.stats["n_non_label"] == 0
     assert "2 of 2 judgments came without logprobs" in caplog.text
     server.handler = lambda path, headers, body: (200, chat_answer(None, "Answer" if good_first(body) else "B"), {})
-    assert j.p_first([Pair(ITEM, GOOD, BAD)]) == [0.5 * (0.5 + 1.0)]  # "Answer" is not the label A
+    assert j.p_slot_a([Pair(ITEM, GOOD, BAD)]) == [0.5 * (0.5 + 1.0)]  # "Answer" is not the label A
     assert j.stats["n_no_logprobs"] == 4 and j.stats["n_non_label"] == 1
     assert j.flagged[-1] == {"item_id": ITEM.id, "order": "ab", "source": "text", "tokens": ["Answer"]}
 
@@ -256,9 +256,9 @@ def test_a_server_refusing_logprobs_is_an_error_unless_logprobs_are_off(server):
 
     server.handler = handler
     with pytest.raises(InterpError, match=r"HTTP 400 Bad Request: .*not supported.* \(the server refused the logprobs"):
-        judge(server).p_first([Pair(ITEM, GOOD, BAD)])
+        judge(server).p_slot_a([Pair(ITEM, GOOD, BAD)])
     j = judge(server, logprobs=False)
-    assert j.p_first([Pair(ITEM, GOOD, BAD)]) == [0.5]  # "B" in both orders: pure position bias
+    assert j.p_slot_a([Pair(ITEM, GOOD, BAD)]) == [0.5]  # "B" in both orders: pure position bias
     assert ["logprobs" in r["body"] for r in server.requests] == [True, False, False]
     assert j.stats["n_no_logprobs"] == 2
 
@@ -272,7 +272,7 @@ def test_closed_port_retries_with_backoff_then_one_line_error(monkeypatch):
     port = closed_port()
     j = HTTPJudge("gold-x", f"http://127.0.0.1:{port}/v1", "m", retries=4, backoff_base=0.01, backoff_cap=0.05)
     with pytest.raises(InterpError) as raised:
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     message = str(raised.value)
     assert message.startswith(
         f"HTTP judge gold-x at http://127.0.0.1:{port}/v1/chat/completions unreachable after 5 attempts: "
@@ -288,7 +288,7 @@ def test_real_backoff_sleeps():
     j = HTTPJudge("gold-x", f"http://127.0.0.1:{port}/v1", "m", retries=2, backoff_base=0.05)
     start = time.perf_counter()
     with pytest.raises(InterpError, match="unreachable after 3 attempts"):
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert time.perf_counter() - start >= 0.05 + 0.1
 
 
@@ -305,7 +305,7 @@ def test_503_then_success(server):
 
     server.handler = handler
     j = judge(server, retries=3)
-    assert j.p_first([Pair(ITEM, GOOD, BAD)]) == [pytest.approx(0.8)]
+    assert j.p_slot_a([Pair(ITEM, GOOD, BAD)]) == [pytest.approx(0.8)]
     assert j.stats["n_attempts"] == 5 and j.stats["n_retries"] == 3 and j.stats["n_requests"] == 2
 
 
@@ -313,7 +313,7 @@ def test_persistent_5xx_is_unreachable(server):
     server.handler = lambda path, headers, body: (502, "bad gateway\nupstream down", {})
     j = judge(server, retries=2)
     with pytest.raises(InterpError) as raised:
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert str(raised.value) == (
         f"HTTP judge fake-judge at {server.url}/chat/completions unreachable after 3 attempts: "
         "HTTP 502 Bad Gateway: bad gateway upstream down"
@@ -324,14 +324,14 @@ def test_persistent_5xx_is_unreachable(server):
 def test_client_errors_and_malformed_answers_fail_at_once(server):
     server.handler = lambda path, headers, body: (404, {"error": "model 'fake-model' not found"}, {})
     with pytest.raises(InterpError, match=r"HTTP 404 Not Found: .*model 'fake-model' not found"):
-        judge(server).p_first([Pair(ITEM, GOOD, BAD)])
+        judge(server).p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert len(server.requests) == 1
     server.handler = lambda path, headers, body: (200, {"object": "error"}, {})
     with pytest.raises(InterpError, match="unexpected answer"):
-        judge(server).p_first([Pair(ITEM, GOOD, BAD)])
+        judge(server).p_slot_a([Pair(ITEM, GOOD, BAD)])
     server.handler = lambda path, headers, body: (200, "<html>proxy login</html>", {})
     with pytest.raises(InterpError, match="answer is not JSON"):
-        judge(server).p_first([Pair(ITEM, GOOD, BAD)])
+        judge(server).p_slot_a([Pair(ITEM, GOOD, BAD)])
 
 
 def test_bad_settings_are_refused():
@@ -349,21 +349,21 @@ def test_api_key_is_sent_but_never_shown(server, monkeypatch, caplog):
     server.handler = lambda path, headers, body: (200, chat_answer({"A": 0.6, "B": 0.4}), {})
     j = judge(server, api_key_env="INTERP_TEST_JUDGE_KEY", retries=1)
     with caplog.at_level(logging.DEBUG):
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert {r["headers"]["Authorization"] for r in server.requests} == {f"Bearer {SECRET}"}
     shown = [repr(j), str(j), repr(vars(j)), caplog.text]
 
     # a server that echoes the key in its error, a closed port, a missing variable: none shows the key
     server.handler = lambda path, headers, body: (401, {"error": f"invalid key {headers['Authorization']}"}, {})
     with pytest.raises(InterpError) as unauthorized:
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     assert "HTTP 401 Unauthorized" in str(unauthorized.value) and "invalid key Bearer ***" in str(unauthorized.value)
     server.handler = lambda path, headers, body: (500, {"error": f"crashed on {headers['Authorization']}"}, {})
     with pytest.raises(InterpError) as crashed:
-        j.p_first([Pair(ITEM, GOOD, BAD)])
+        j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     closed = HTTPJudge("k", f"http://127.0.0.1:{closed_port()}/v1", "m", api_key_env="INTERP_TEST_JUDGE_KEY", retries=0)
     with pytest.raises(InterpError) as unreachable:
-        closed.p_first([Pair(ITEM, GOOD, BAD)])
+        closed.p_slot_a([Pair(ITEM, GOOD, BAD)])
     monkeypatch.delenv("INTERP_TEST_JUDGE_KEY")
     with pytest.raises(InterpError, match="environment variable INTERP_TEST_JUDGE_KEY .* is not set"):
         judge(server, api_key_env="INTERP_TEST_JUDGE_KEY")
@@ -424,7 +424,7 @@ def test_gold_run_keeps_finished_batches_when_the_server_goes_away(server, tmp_p
         run_gold_step(config, paths, items, responses, {}, progress=False)
     kept = read_jsonl(paths.gold)
     assert [r["item_id"] for r in kept] == [i.id for i in items[:8]]
-    assert [r["p_first"] for r in kept] == [pytest.approx(0.8)] * 8
+    assert [r["p_first_model"] for r in kept] == [pytest.approx(0.8)] * 8
 
     up["requests_left"] = 100
     server.requests.clear()
@@ -454,7 +454,7 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
         Pair(items["trans-001"], items["trans-001"].reference, "The cat is sleeping on the red sofa in the garden."),
     ]
     j = HTTPJudge("llama-cpp-smollm2", llama_server, "smollm2", timeout=300, retries=2)
-    remote = j.p_first(pairs)
+    remote = j.p_slot_a(pairs)
     assert all(0.0 <= p <= 1.0 for p in remote)
     assert j.stats["n_pairs"] == 3 and j.stats["n_requests"] == 6 == j.stats["n_logprobs"] + j.stats["n_no_logprobs"]
     assert j.stats["n_no_logprobs"] == 0  # this server does return chat logprobs
@@ -471,7 +471,7 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
             )
             for a, b in ((pair.response_a, pair.response_b), (pair.response_b, pair.response_a))
         ]
-        local_orders += judge_batch(backend, prompts, labels, queries=None)
+        local_orders += judge_batch(backend, prompts, labels, readout=None)
     local = [0.5 * (local_orders[2 * i].probs["A"] + local_orders[2 * i + 1].probs["B"]) for i in range(len(pairs))]
 
     # llama.cpp runs the Q4_1 weights with 8-bit quantised activations; HF runs the same weights dequantised

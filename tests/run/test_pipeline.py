@@ -233,13 +233,13 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
     from interp.hooks.spec import AttentionIntervention
-    from interp.experiments.causal import intervene_run
+    from interp.causal.causal import intervene_run
 
     def refuse(*args, **kwargs):
         raise AssertionError("an intervention run must not generate or re-run gold judges")
 
     monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
-    monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_first", refuse)
+    monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_slot_a", refuse)
     out, config, _ = tiny_run
     result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), with_controls=True, progress=False)
     assert result["reused"]["responses"] == 12 and result["reused"]["responses_generated"] == 0
@@ -318,7 +318,7 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
     import shutil
 
     import interp.run.pipeline as pipeline
-    from interp.experiments.engine import judge_pool
+    from interp.causal.engine import judge_pool
     from interp.run.store import RunDir, read_run
 
     out, config, _ = tiny_run

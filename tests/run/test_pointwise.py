@@ -106,7 +106,7 @@ def test_the_score_is_read_after_the_feedback_and_result_mark(pointwise_run):
     assert tokenized.text.endswith(f"{row['rationale']} {RESULT_MARK} ") and len(tokenized) == row["n_tokens"]
     assert model.tokenizer.convert_ids_to_tokens(tokenized.input_ids[-1]) == "Ġ"
     (judgment,) = judge_batch(
-        make_backend(model, "hf"), [tokenized], label_tokens(model.tokenizer, SCORE_LABELS), queries=None
+        make_backend(model, "hf"), [tokenized], label_tokens(model.tokenizer, SCORE_LABELS), readout=None
     )
     assert judgment.probs == pytest.approx(row["probs"], abs=1e-5)
     assert {k: list(v) for k, v in tokenized.spans.items()} == row["spans"]

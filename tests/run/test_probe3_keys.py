@@ -1,6 +1,6 @@
-"""Held-out probe, third round: caches keyed by content, files keyed by identity, and refusals before work.
+"""Caches keyed by content, files keyed by identity, and refusals before work.
 
-Each test is a variant of a defect the probe found (issue 44), on tiny models built here:
+Each test is a case where a key could be too coarse, on tiny models built here:
 - two wrapped models, and a model retrained into the same folder, each get their own answers;
 - two judges whose names share a path label keep their own attention;
 - a run whose config.toml was edited after it ran is refused on resume and on read;
@@ -186,7 +186,7 @@ def test_an_edited_config_is_refused_on_resume_and_on_read(label_run, tmp_path):
 
 
 def test_a_control_judge_that_owns_an_answer_is_refused(label_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.design import TestDesign, resolve_controls
+    from interp.causal.design import TestDesign, resolve_controls
 
     run, specs, _ = label_run
     loaded = read_run(run)

@@ -32,7 +32,8 @@ ITEMS = [  # id, query, reference, the reasoning author's raw answer (as R1-dist
         "legs",
         "How many legs does a spider have?",
         "Eight.",
-        "<|begin_of_thought|>Arachnids: eight.<|end_of_thought|>\n<|begin_of_solution|>A spider has eight legs.<|end_of_solution|>",
+        "<|begin_of_thought|>Arachnids: eight.<|end_of_thought|>\n<|begin_of_solution|>A spider has eight "
+        "legs.<|end_of_solution|>",
     ),
     ("sky", "Why is the sky blue?", "Rayleigh.", "Air scatters blue light more than red."),
 ]

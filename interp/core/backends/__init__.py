@@ -21,7 +21,7 @@ from __future__ import annotations
 from interp.config import backend_placement_problem
 from interp.core.backends.protocol import (
     BACKENDS,
-    AttentionMode,
+    AttnImplementation,
     Backend,
     BackendName,
     Batch,
@@ -44,7 +44,7 @@ def is_backend(obj) -> bool:
 
 __all__ = [
     "BACKENDS",
-    "AttentionMode",
+    "AttnImplementation",
     "Backend",
     "BackendName",
     "Batch",
@@ -79,16 +79,18 @@ def check_backend_fits(model: LoadedModel, backend: str, *, probe: bool = True) 
             check_intervention_takes_effect(HFBackend(model))  # nnsight runs the same attention function
 
 
-def make_backend(model: LoadedModel, backend: str = "hf", *, attention: AttentionMode = "sdpa") -> Backend:
-    """Wrap the model in a backend. `attention` (hf and nnsight): "sdpa" runs each layer's fast kernel and
+def make_backend(
+    model: LoadedModel, backend: str = "hf", *, attn_implementation: AttnImplementation = "sdpa"
+) -> Backend:
+    """Wrap the model in a backend. `attn_implementation` (hf and nnsight): "sdpa" runs each layer's fast kernel and
     computes only the pattern rows a hook reads; "eager" computes every layer's whole pattern (the reference).
     TransformerLens computes its own patterns (`hook_pattern`) and ignores it."""
-    if attention not in ("sdpa", "eager"):
-        raise InterpError(f"unknown attention {attention!r}; use 'sdpa' or 'eager'")
+    if attn_implementation not in ("sdpa", "eager"):
+        raise InterpError(f"unknown attn_implementation {attn_implementation!r}; use 'sdpa' or 'eager'")
     if backend == "hf":
         from interp.core.backends.hf import HFBackend
 
-        return HFBackend(model, attention=attention)
+        return HFBackend(model, attn_implementation=attn_implementation)
     if backend == "transformer_lens":
         from interp.core.backends.transformer_lens import TransformerLensBackend
 
@@ -100,5 +102,5 @@ def make_backend(model: LoadedModel, backend: str = "hf", *, attention: Attentio
     if backend == "nnsight":
         from interp.core.backends.nnsight import NNsightBackend
 
-        return NNsightBackend.boot(model, attention)
+        return NNsightBackend.boot(model, attn_implementation)
     raise InterpError(f"unknown backend {backend!r}; use one of {', '.join(BACKENDS)}")

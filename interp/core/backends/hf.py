@@ -19,7 +19,7 @@ from interp.core.backends.layers import (
     final_logits,
 )
 from interp.core.backends.protocol import (
-    AttentionMode,
+    AttnImplementation,
     Batch,
     ColumnAwareHook,
     PatternHook,
@@ -77,7 +77,7 @@ class HFBackend:
     model: LoadedModel
     name: str = "hf"
     shares_prefix: bool = True  # forward(..., shared_prefix=n) runs a common prefix once per batch
-    attention: AttentionMode = "sdpa"  # eager: the reference (every layer's whole pattern)
+    attn_implementation: AttnImplementation = "sdpa"  # eager: the reference (every layer's whole pattern)
 
     def forward(
         self,
@@ -104,7 +104,7 @@ class HFBackend:
         handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
         handles += _edit_hooks(self.model.hf_model, resid_edit or {})
         attention = span_rows_attention(
-            self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"
+            self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attn_implementation == "eager"
         )
         if site_edit:
             attention = _both(site_hooks(self.model.hf_model, site_edit), attention)
@@ -124,7 +124,7 @@ class HFBackend:
         hf_model = self.model.hf_model
         device = self.model.device
         cache = PrefixCache(config=hf_model.config)
-        with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attention == "eager"):
+        with torch.inference_mode(), span_rows_attention(hf_model, None, eager=self.attn_implementation == "eager"):
             hf_model(
                 input_ids=layout.prefix_ids(batch).to(device), past_key_values=cache, use_cache=True, logits_to_keep=1
             )
@@ -141,7 +141,7 @@ class HFBackend:
         return _call_hooked(
             hf_model,
             handles,
-            span_rows_attention(hf_model, rows_for(on_pattern), suffix_bias, eager=self.attention == "eager"),
+            span_rows_attention(hf_model, rows_for(on_pattern), suffix_bias, eager=self.attn_implementation == "eager"),
             input_ids=layout.suffix_ids.to(device),
             attention_mask=layout.attention_mask.to(device),
             position_ids=layout.position_ids().to(device),

@@ -9,7 +9,7 @@ import torch
 
 from interp.core.backends.layers import attention_modules, shared_weight_copy
 from interp.core.backends.protocol import (
-    AttentionMode,
+    AttnImplementation,
     Batch,
     PatternHook,
     ResidEdit,
@@ -28,10 +28,10 @@ class NNsightBackend:
     traced_model: torch.nn.Module  # what nnsight wraps: a weight-sharing copy of the user's model
     name: str = "nnsight"
     shares_prefix: bool = False
-    attention: AttentionMode = "sdpa"
+    attn_implementation: AttnImplementation = "sdpa"
 
     @classmethod
-    def boot(cls, model: LoadedModel, attention: AttentionMode = "sdpa") -> "NNsightBackend":
+    def boot(cls, model: LoadedModel, attn_implementation: AttnImplementation = "sdpa") -> "NNsightBackend":
         from nnsight import LanguageModel
 
         # nnsight installs its own `forward` on the module it wraps; wrap a copy sharing every weight so the
@@ -41,7 +41,10 @@ class NNsightBackend:
         # where it is (a sharded model, with its device map, is never moved).
         where = {} if getattr(traced_model, "hf_device_map", None) else {"device": model.device}
         return cls(
-            model, LanguageModel(traced_model, tokenizer=model.tokenizer, **where), traced_model, attention=attention
+            model,
+            LanguageModel(traced_model, tokenizer=model.tokenizer, **where),
+            traced_model,
+            attn_implementation=attn_implementation,
         )
 
     def forward(
@@ -60,7 +63,9 @@ class NNsightBackend:
         batch = batch.to(self.model.device)
         with (
             torch.inference_mode(),
-            span_rows_attention(self.traced_model, rows_for(on_pattern), score_bias, eager=self.attention == "eager"),
+            span_rows_attention(
+                self.traced_model, rows_for(on_pattern), score_bias, eager=self.attn_implementation == "eager"
+            ),
             site_hooks(self.traced_model, site_edit or {}),  # forward hooks on the modules nnsight runs
         ):
             logits = traced_forward(self.wrapped, batch, on_pattern, paths, resid_edit or None)

@@ -28,7 +28,7 @@ from interp.core.sites import SiteEdit
 
 __all__ = [
     "BACKENDS",
-    "AttentionMode",
+    "AttnImplementation",
     "BackendName",
     "Backend",
     "Batch",
@@ -42,7 +42,7 @@ __all__ = [
 ]
 
 PatternHook = Callable[[int, Tensor], None]
-AttentionMode = Literal["sdpa", "eager"]  # sdpa: fast kernels + the rows a hook reads; eager: the reference
+AttnImplementation = Literal["sdpa", "eager"]  # sdpa: fast kernels + the rows a hook reads; eager: the reference
 ScoreBias = dict[int, Tensor]
 ResidEdit = dict[int, Callable[[Tensor], Tensor]]
 

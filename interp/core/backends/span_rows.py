@@ -26,7 +26,7 @@ passed by the caller) is used as it is, boolean or additive.
 
 `rows` at least the query length asks for the whole pattern (eager rows on every query, beside the SDPA
 output). A `softcap` keyword (Gemma-2 style logit softcapping, which SDPA cannot do) runs the layer on the
-family's eager attention alone. With `eager=True` (a backend's `attention="eager"`) every layer runs the
+family's eager attention alone. With `eager=True` (a backend's `attn_implementation="eager"`) every layer runs the
 family's eager attention: the reference, bit-identical to eager attention with the bias added to its mask.
 """
 

@@ -16,7 +16,7 @@ exactly "A"; the same for "B"; the two are renormalised. Tokens outside the top 
 ranked below it counts as 0 (the local judge of `interp.core.judge` sums the full distribution instead).
 Both orders are judged: P(response_a better) = 0.5 * (P_ab(A) + P_ba(B)).
 
-Outcomes are counted, never dropped (`HTTPJudge.stats`, plus a warning per `p_first` call when any occur):
+Outcomes are counted, never dropped (`HTTPJudge.stats`, plus a warning per `p_slot_a` call when any occur):
 
 - no logprobs in the answer (a server that ignores the request, or a judge made with `logprobs=False` for
   APIs that refuse it): the generated text's first label counts 1.0 / 0.0, the paper's rule for judges
@@ -166,7 +166,7 @@ class HTTPJudge:
             "n_non_label": 0,  # neither label found: P = 0.5 for that order
         }
         self.flagged: list[dict[str, Any]] = []
-        # one dict per pair and order of the last p_first call: item_id, order ("ab", "ba"), p_a, p_b
+        # one dict per pair and order of the last p_slot_a call: item_id, order ("ab", "ba"), p_a, p_b
         # (renormalised), mass_a, mass_b (summed probabilities of the listed label tokens before renormalising;
         # 1.0/0.0 for a text label), source ("logprobs", "text", or "none" when no label was found), top_token
         self.last_judgments: list[dict[str, Any]] = []
@@ -196,7 +196,8 @@ class HTTPJudge:
         else:
             return
         raise InterpError(
-            f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable ({self._redact(reason)}); check its base_url"
+            f"HTTP judge {self.name} at {_display_url(self.base_url)} is unreachable "
+            f"({self._redact(reason)}); check its base_url"
         )
 
     def __repr__(self) -> str:
@@ -218,7 +219,7 @@ class HTTPJudge:
 
     # ---- judging ---------------------------------------------------------------------------------------
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         """P(response_a better) per pair: the mean of P(A) with A first and P(B) with the order swapped."""
         jobs = []
         for pair in pairs:

@@ -17,7 +17,7 @@ class ModelJudge:
     name: str
     batch_size: int = 8
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         model = self.backend.model
         labels = label_tokens(model.tokenizer)
         prompts, names = [], []
@@ -32,6 +32,6 @@ class ModelJudge:
         for start in range(0, len(prompts), self.batch_size):
             chunk = slice(start, start + self.batch_size)
             results += judge_batch(
-                self.backend, prompts[chunk], labels, queries=None, judge=f"{self.name} (gold)", names=names[chunk]
+                self.backend, prompts[chunk], labels, readout=None, judge=f"{self.name} (gold)", names=names[chunk]
             )
         return [0.5 * (results[2 * i].probs["A"] + results[2 * i + 1].probs["B"]) for i in range(len(pairs))]

@@ -1,6 +1,6 @@
 """Gold judges: the reference verdicts that DBG subtracts from a judge's self-preference (docs/science.md, Gold).
 
-A gold judge is anything with a `name` and `p_first(pairs) -> [P(response_a is better)]`. Judges without
+A gold judge is anything with a `name` and `p_slot_a(pairs) -> [P(response_a is better)]`. Judges without
 probabilities answer 1.0 / 0.0 (and 0.5 for an exact tie); `aggregate_gold` averages over judges per pair,
 as the paper does. `gold_verdicts` runs one judge and checks its answer; `run_gold` runs several.
 """
@@ -31,7 +31,7 @@ class Pair:
 class GoldJudge(Protocol):
     name: str
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         """P(response_a is better) per pair, in [0, 1]."""
         ...
 
@@ -64,7 +64,7 @@ def check_gold_judges(judges: Sequence[GoldJudge]) -> None:
 
 def gold_verdicts(judge: GoldJudge, pairs: Sequence[Pair]) -> list[float]:
     """One judge's P(first wins) per pair, checked for count and range."""
-    values = [float(p) for p in judge.p_first(pairs)]
+    values = [float(p) for p in judge.p_slot_a(pairs)]
     if len(values) != len(pairs):
         raise InterpError(f"gold judge {judge.name!r} returned {len(values)} verdicts for {len(pairs)} pairs")
     aggregate_gold({judge.name: values})  # validates the range

@@ -28,7 +28,7 @@ class RecordedJudge:
     def __repr__(self) -> str:
         return f"RecordedJudge({str(self.path)!r}, name={self.name!r})"
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         return [self._lookup(pair) for pair in pairs]
 
     def _lookup(self, pair: Pair) -> float:

@@ -48,14 +48,15 @@ class ReferenceJudge:
         if missing:
             shown = ", ".join(repr(i) for i in missing[:5]) + (", ..." if len(missing) > 5 else "")
             raise InterpError(
-                f"{len(missing)} of the run's {len(items)} items have no reference answer ({shown}); the reference gold "
+                f"{len(missing)} of the run's {len(items)} items have no reference answer ({shown}); the "
+                "reference gold "
                 "judge needs one: add `reference` to those items, or set gold.reference = false"
             )
         unscored = sorted({item.task for item in items} - {"translation", "truthfulness", "helpfulness"})
         if unscored:
             raise InterpError(f"the reference judge has no score for task {unscored[0]!r}; set gold.reference = false")
 
-    def p_first(self, pairs: Sequence[Pair]) -> list[float]:
+    def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
         chrf = CHRF()
         return [
             verdict(

@@ -75,7 +75,8 @@ class TestDesign:
             raise InterpError(f"--random-head-sets {self.random_head_sets} must be 0 or more")
         if self.random_head_sets is not None and self.random_head_sets > MAX_RANDOM_HEAD_SETS:
             raise InterpError(
-                f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set re-judges every test "
+                f"--random-head-sets {self.random_head_sets} is more than {MAX_RANDOM_HEAD_SETS}: each set "
+                "re-judges every test "
                 f"item; {MAX_RANDOM_HEAD_SETS} already resolves p_rank to {1 / (MAX_RANDOM_HEAD_SETS + 1):g}"
             )
         if not 0 < self.test_alpha < 1:
@@ -173,7 +174,8 @@ def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
         if judge_identity(control) == judge_identity(judge):
             same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
             raise InterpError(
-                f"--control-judge {control!r} is the judge under test{same}; name judges that read the same pairs and wrote neither answer"
+                f"--control-judge {control!r} is the judge under test{same}; name judges that read the same "
+                "pairs and wrote neither answer"
             )
         owner = model_identity(own_model(control))
         if owner in authors and owner != model_identity(own_model(judge)):
@@ -181,7 +183,8 @@ def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
                 "wrote" if own_model(control) == control else f"owns the answers of {own_model(control)!r}, which wrote"
             )
             raise InterpError(
-                f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own neither answer "
+                f"--control-judge {control!r} {wrote} one of the run's answers; a control judge must own "
+                "neither answer "
                 "(it would carry a self-preference of its own)"
             )
     return controls

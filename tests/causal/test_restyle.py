@@ -11,7 +11,7 @@ import pytest
 
 import interp
 from interp.errors import InterpError
-from interp.experiments.restyle import RestyleOptions, restyle_run
+from interp.causal.restyle import RestyleOptions, restyle_run
 from interp.run.plain_style import plain_style
 from interp.run.store import RunDir
 from tests.helpers.models import save_tiny, tiny_llama_config

@@ -3,7 +3,7 @@
 Responses of SmolLM2 and Gemma-3; judging in both orders (with span attention) by both models and by the two
 organisms (`smollm2-135m-judge`, null, and `smollm2-135m-selfpref`, planted self-preference; their own
 answers are SmolLM2's); reference-based gold; DBG; the Figure 7 attention analysis; then the causal test on
-both organisms (`interp.experiments.causal`): the own answer masked at every layer, each organism against the
+both organisms (`interp.causal.causal`): the own answer masked at every layer, each organism against the
 spread of the shipped null family (the null organism leave-one-out), on the demo items of the organisms' test
 split.
 """
@@ -18,9 +18,9 @@ from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import builtin_items
-from interp.experiments.causal import intervene_run
-from interp.experiments.design import TestDesign
-from interp.experiments.validate import AUTHORS, NULL, PLANTED, organism_splits
+from interp.causal.causal import intervene_run
+from interp.causal.design import TestDesign
+from interp.causal.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 
 @pytest.fixture(scope="module")
@@ -37,7 +37,7 @@ def files_under(root: Path, folders=("variants", "interventions", "sweeps")) -> 
 def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_same(pair_run, tmp_path, monkeypatch):
     from interp.config import SweepConfig
     from interp.core.models import ModelCache
-    from interp.experiments.sweeps import run_sweep
+    from interp.causal.sweeps import run_sweep
     from interp.run.store import read_run
 
     source, _ = pair_run
@@ -68,7 +68,7 @@ def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_sam
 def test_a_bad_executor_is_one_line(pair_run):
     from interp.config import SweepConfig, validate_config
     from interp.errors import InterpError
-    from interp.experiments.executor import check_executor
+    from interp.causal.executor import check_executor
 
     source, _ = pair_run
     with pytest.raises(InterpError, match="executor"):
@@ -88,9 +88,9 @@ def local_ray():
 def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path, local_ray, monkeypatch):
     """Serial, then Ray on the same run directory (the serial run's outputs moved away first): every file of
     the keyed store and the result are the same bytes, and every judgment of the Ray run was made in a worker."""
-    from interp.experiments import engine
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import TestDesign
+    from interp.causal import engine
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = pair_run
@@ -117,7 +117,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
 
 
 def test_a_ray_task_whose_worker_dies_is_retried(tmp_path, local_ray):
-    from interp.experiments.executor import ray_map
+    from interp.causal.executor import ray_map
 
     def die_once(task):  # defined here, so Ray ships it by value (workers need not import the tests)
         """The first attempt kills its worker process outright (as a lost node or the OOM killer would)."""
@@ -184,8 +184,8 @@ def test_a_judge_held_in_this_process_is_refused_on_ray_before_anything_runs(tmp
     """A `Judge` object's model lives here: a Ray worker would load something else by its name."""
     from interp.core.models import ModelCache
     from interp.errors import InterpError
-    from interp.experiments.engine import NO_INTERVENTION, Judges
-    from interp.experiments.executor import VariantTask, execute, per_task
+    from interp.causal.engine import NO_INTERVENTION, Judges
+    from interp.causal.executor import VariantTask, execute, per_task
 
     judges = Judges(ModelCache(models={"mine": object()}, held={"mine"}), executor="ray")
     with pytest.raises(InterpError, match="'mine' is a model held in this process"):

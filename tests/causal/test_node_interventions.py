@@ -1,4 +1,4 @@
-"""Node interventions through every door: `interp intervene --spec`, `interp.intervene`, `judge.intervene`, sweeps.
+"""Node interventions through every door: `interp intervene --spec`, `interp.intervene`, `judge.applying`, sweeps.
 
 A tiny run of two 2-layer Llamas, three control judges outside it: a head_output mean ablation is tested against
 the controls and reports its share of the gap removed and Breaking the Mirror's shares; the same spec in Python
@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 SPEC = (
     'site = "head_output"\nop = "mean"\nlayers = [1]\nheads = { 1 = [0, 2] }\npositions = "all"\nname = "heads-mean"\n'
@@ -62,14 +62,14 @@ def test_a_head_output_mean_ablation_runs_the_causal_test_and_matches_python(nod
     ):
         assert key in mirror
     assert mirror["unjustified"] + mirror["legitimate"] <= record["n_test"]
-    # the variant's judgments, re-made in Python through judge.intervene with the run as reference
+    # the variant's judgments, re-made in Python through judge.applying with the run as reference
     key = written["variant_keys"][judge]["self"]
     records = [json.loads(line) for line in (run / "variants" / key / "judgments.jsonl").read_text().splitlines()]
     assert (run / "variants" / key / "means.safetensors").is_file()
     loaded = read_run(run)
     items = {item.id: item for item in loaded.items}
     held = interp.Judge.load(judge, device="cpu")
-    with held.intervene(spec, reference=run):
+    with held.applying(spec, reference=run):
         for rec in records:
             item = items[rec["item_id"]]
             a, b = (loaded.responses[rec["model_a"]][item.id], loaded.responses[rec["model_b"]][item.id])
@@ -98,7 +98,7 @@ def _register_scale():
 
 def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, tmp_path):
     import interp
-    from interp.experiments.sweeps import run_sweep
+    from interp.causal.sweeps import run_sweep
     from interp.run.store import read_run
 
     _register_scale()
@@ -136,7 +136,8 @@ def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, t
     )  # 0 x = zero
     config = tmp_path / "sweep.toml"
     config.write_text(
-        f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", "zero"]\n[layers]\neach = true\n'
+        f'run = "{run}"\nname = "nodes"\nsites = ["mlp_output", "head_output"]\nops = ["scale-by-test", '
+        '"zero"]\n[layers]\neach = true\n'
     )
     rows = (run_sweep(config, progress=False)).read_text().splitlines()
     header = rows[0].split(",")
@@ -198,7 +199,7 @@ def test_top_heads_on_their_outputs_from_the_cli(tmp_path, tiny_llama_dir, smoll
     """--top-heads K --site head_output --op zero: the K heads chosen on the selection split (own-minus-other
     attention) get their outputs zeroed, tested on the rest against random head sets; the mask design's key is
     unchanged by the new options."""
-    from interp.experiments.design import TestDesign
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     run = tiny_pair_run(tmp_path, tiny_llama_dir, smollm2_tokenizer, n=6, attention="final")
@@ -231,9 +232,9 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     """max_memory = 0: every control is let go once judged (and loaded again when the random sets need it);
     the result is the same as with every model kept, and no more than the tested judge and one control are
     ever held at once."""
-    from interp.experiments import engine
-    from interp.experiments.causal import intervene_run
-    from interp.experiments.design import TestDesign
+    from interp.causal import engine
+    from interp.causal.causal import intervene_run
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     source, controls = node_run
@@ -264,7 +265,7 @@ def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_
     down projection is all zeros writes nothing, so a spec on its output is refused in one line."""
     from interp.core.models import load_model
     from interp.errors import InterpError
-    from interp.experiments.engine import Variant, check_nodes_take_effect
+    from interp.causal.engine import Variant, check_nodes_take_effect
     from interp.hooks.nodes import node_from_dict
     from interp.run.store import read_run
 

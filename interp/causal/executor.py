@@ -3,7 +3,7 @@ cluster (`ray`: `pip install .[ray]`, `--executor ray` or `executor = "ray"` in 
 
 The causal test, sweeps and the mechanism ladder re-judge a run with many judges under many variants; each
 (judge, variant) pair is independent of the others and its judgments land in the run's keyed store
-(`RUN/variants/<key>/`, `interp.experiments.engine`). A task is that pair as data (`VariantTask`), and
+(`RUN/variants/<key>/`, `interp.causal.engine`). A task is that pair as data (`VariantTask`), and
 `run_task` is the one definition of its work: judge the variant with the judge into the store
 (`Judges.judged`: a finished task costs a read). Both executors call `run_task`; neither has a second copy of
 the judging:
@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from interp.config import PlacementKeys
 from interp.errors import InterpError
-from interp.experiments.engine import Judges, Variant, digest, judge_pool
+from interp.causal.engine import Judges, Variant, digest, judge_pool
 from interp.run.store import Run, read_run
 
 EXECUTORS = ("local", "ray")
@@ -106,7 +106,8 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
         held = sorted({task.judge for task in tasks} & judges.models.held)
         if held:
             raise InterpError(
-                f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the judge by name or folder, or use the local executor"
+                f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the "
+                "judge by name or folder, or use the local executor"
             )
         ray_map(functools.partial(run_task, setup=setup), tasks)
         return

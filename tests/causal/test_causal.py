@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 from interp.hooks.spec import AttentionIntervention
-from interp.experiments.causal import intervene_run
+from interp.causal.causal import intervene_run
 from interp.storage import read_jsonl
 
 
@@ -130,7 +130,7 @@ def test_split_is_seeded_disjoint_exact_in_count_and_refuses_an_empty_side():
 
 
 def test_random_head_sets_match_the_chosen_layers_and_size():
-    from interp.experiments.causal import random_head_sets
+    from interp.causal.causal import random_head_sets
 
     chosen = {1: [0, 3], 4: [2]}
     matched = random_head_sets(chosen, 6, 4, 25, seed_key="j|0", layer_matched=True)
@@ -198,7 +198,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and written["test_items"]
     assert record["n_test"] == len(written["test_items"]) and record["test_items"] == written["test_items"]
     # the control judged J's own answer: its key differs from the control's own self-mask key
-    from interp.experiments.engine import Variant, variant_key
+    from interp.causal.engine import Variant, variant_key
     from interp.hooks.spec import AttentionIntervention
 
     loaded = read_run(run)
@@ -214,7 +214,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(
 
 
 def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_path, smollm2_tokenizer):
-    from interp.experiments.design import TestDesign
+    from interp.causal.design import TestDesign
     from interp.metrics.judge_level import crawford_howell
     from interp.run.store import read_run
 
@@ -266,14 +266,14 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
 
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
     from interp.errors import InterpError
-    from interp.experiments.design import TestDesign
+    from interp.causal.design import TestDesign
     from interp.run.store import read_run
 
     run = tmp_path / "run"
     shutil.copytree(attention_run, run)
     a, b = read_run(run).config.models
     controls = tuple(tiny_controls(tmp_path, smollm2_tokenizer))
-    with pytest.raises(InterpError, match="can never reach alpha"):  # 19 sets cannot survive Holm over 2 judges
+    with pytest.raises(InterpError, match="can never reach --test-alpha"):  # 19 sets cannot survive Holm over 2 judges
         intervene_run(
             run,
             design=TestDesign(
@@ -339,7 +339,8 @@ def test_intervene_and_sweep_end_with_the_results_table_or_json(small_run, tmp_p
 
     config = tmp_path / "sweep.toml"
     config.write_text(
-        f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n'
+        f'run = "{run}"\nname = "tiny"\ntargets = ["self"]\nalphas = [0.0]\nall_layers = '
+        "true\n[layers]\neach = true\n[heads]\ntop_k = []\nrandom_seeds = []\n"
     )
     swept = forked_cli("sweep", str(config), "--json")
     assert swept.returncode == 0, swept.stderr[-3000:]

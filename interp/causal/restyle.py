@@ -4,7 +4,7 @@ Both authors' answers of a finished run are rewritten into one style by a rewrit
 a judge nor a gold judge of the run; the rewrites become the answers of a derived run (a run of its own in
 `--out`: config.toml, responses.jsonl, judgments with attention, gold, summary.json, report.html), judged and
 gold-judged again by the run's own judges. Per judge, DBG before (the source run) and after (the derived run)
-is tested with the judge-level test of `interp intervene` (`interp.experiments.judge_test.judge_level_test`): the
+is tested with the judge-level test of `interp intervene` (`interp.causal.judge_test.judge_level_test`): the
 judge's change of P(own) against the spread of its control judges' changes, and the share of its DBG gap over
 them that the rewrite removes. The semantic check: each original's cosine similarity to its rewrite under a
 local embedding model (`interp.core.embeddings`), rewrites below `threshold` flagged, and a 2-D map of
@@ -31,9 +31,9 @@ from interp.core.embeddings import cached_embeddings, cosine_pairs
 from interp.core.models import ModelCache, model_identity, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
-from interp.experiments.design import TestDesign, judge_identity, resolve_controls
-from interp.experiments.engine import own_probabilities, self_judges
+from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.design import TestDesign, judge_identity, resolve_controls
+from interp.causal.engine import own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
@@ -100,11 +100,13 @@ def check_rewriter(config: RunConfig, rewriter: Rewriter) -> None:
             )
             if same:
                 raise InterpError(
-                    f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an author nor a judge (nor a gold judge): its style would favour itself"
+                    f"--rewriter {name!r} is {role} of this run ({spec!r}); the rewriter must be neither an "
+                    "author nor a judge (nor a gold judge): its style would favour itself"
                 )
     if rewriter.url and name in served:
         raise InterpError(
-            f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter must be none of them"
+            f"--rewriter {name!r} is served to this run as an author, judge or gold judge; the rewriter "
+            "must be none of them"
         )
 
 
@@ -114,7 +116,8 @@ def derived_config(source: Run, key: str, where: PlacementKeys | None) -> RunCon
     config = source.config
     if config.gold.recorded:
         raise InterpError(
-            "this run's gold includes recorded verdicts, which judged the original answers, not their rewrites; restyle a run whose gold judges can judge again"
+            "this run's gold includes recorded verdicts, which judged the original answers, not their "
+            "rewrites; restyle a run whose gold judges can judge again"
         )
     update: dict = {"name": f"{config.name}-restyle-{key[:10]}", "gold": config.gold.model_copy(update={"human": None})}
     if where is not None:
@@ -130,7 +133,8 @@ def _controls(source: Run, judge: str, named: tuple[str, ...] | None) -> list[st
     outside = [c for c in controls if c not in source.config.judge_specs]
     if outside:
         raise InterpError(
-            f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges of the run (judged before and after)"
+            f"--control-judge {outside[0]!r} did not judge this run; a restyle's control judges are judges "
+            "of the run (judged before and after)"
         )
     return controls
 
@@ -215,7 +219,7 @@ def _judge_record(
     before, after = p_own(source, judge), p_own(derived, judge)
     control_before = np.array([p_own(source, c) for c in controls]).reshape(len(controls), len(items))
     control_after = np.array([p_own(derived, c) for c in controls]).reshape(len(controls), len(items))
-    common = dict(alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
+    common = dict(test_alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
     test, gap = judge_level_test(
         before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common
     )
@@ -275,7 +279,8 @@ def restyle_run(
     empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
     if empty and config.empty_answers == "refuse":
         raise InterpError(
-            f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing was judged: try another rewriter or style"
+            f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing "
+            "was judged: try another rewriter or style"
         )
     similarity, vectors_before, vectors_after = semantic_check(originals, texts, embedder, options.threshold, progress)
     after_summary = run_dbg(
@@ -338,7 +343,7 @@ def restyle_run(
 
 def restyle_options(**fields) -> RestyleOptions:
     """`RestyleOptions` from a command's or a caller's keywords (control judges as `--control-judge` reads them)."""
-    from interp.experiments.design import parse_control_judges
+    from interp.causal.design import parse_control_judges
 
     fields["control_judges"] = parse_control_judges(fields.get("control_judges"))
     return RestyleOptions(**fields)

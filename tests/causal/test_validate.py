@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from interp.analysis.attention_stats import heads_table, top_heads
-from interp.experiments.validate import NULL, PLANTED, layer_bands, organism_splits, strongest, truth_rows
+from interp.causal.validate import NULL, PLANTED, layer_bands, organism_splits, strongest, truth_rows
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -4,7 +4,7 @@ The counterfactual: the judge's own answer replaced, in its slot, by the item's 
 cycled from its start, to the own answer's token length (`counterfactual = "reference"`,
 `interp.hooks.node_data`): every position stays where it was, and no answer of the judge's is in the prompt.
 For a head set H, each of these is run through the causal test on the test items (the judge against its
-control judges, `interp.experiments.causal.intervene_run`), and read as the share of the self-preference gap
+control judges, `interp.causal.causal.intervene_run`), and read as the share of the self-preference gap
 it removes, with its multi-bootstrap interval:
 
 - `total`:   H's output patched from the counterfactual (`head_output`, patch): everything H carries;
@@ -31,8 +31,8 @@ from typing import Literal, Sequence
 
 from interp.errors import InterpError
 from interp.formatting import pct, share_interval
-from interp.experiments.causal import intervene_run
-from interp.experiments.design import TestDesign
+from interp.causal.causal import intervene_run
+from interp.causal.design import TestDesign
 from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 
@@ -67,7 +67,8 @@ class RouteAnalysis:
     route: Route
     reason: str
     rule: str = field(
-        default="the route whose share of the gap removed is at least half of the total's, with an interval wholly above the other route's; else neither"
+        default="the route whose share of the gap removed is at least half of the total's, with an interval wholly "
+        "above the other route's; else neither"
     )
 
     def to_dict(self) -> dict:
@@ -120,7 +121,8 @@ def route_verdict(parts: dict[str, PartShare]) -> tuple[Route, str]:
         if total.share > 0 and this.share >= total.share / 2 and this.ci[0] > other.ci[1]:
             return (
                 name,
-                f"{name} removes {share_interval(this.share, this.ci)} of the gap (total {pct(total.share)}); the other route {share_interval(other.share, other.ci)}",
+                f"{name} removes {share_interval(this.share, this.ci)} of the gap (total "
+                f"{pct(total.share)}); the other route {share_interval(other.share, other.ci)}",
             )
     return "neither", (
         f"pattern {share_interval(pattern.share, pattern.ci)}, content {share_interval(content.share, content.ci)}, "

@@ -10,13 +10,13 @@ On the run's selection split (a seeded share of its items), localise with every 
   selection items, scored by its paired accuracy on the other half).
 
 Then, on the disjoint test split, each method's top candidates are tested with the judge-level causal test
-(the judge against its control judges, `interp.experiments.causal.intervene_run`; every judgment keyed, so a
+(the judge against its control judges, `interp.causal.causal.intervene_run`; every judgment keyed, so a
 killed command resumes): the own-answer mask at the top-K heads of `attention` and of `atp` (site
 "attention"), the top-K heads' outputs mean-ablated (`head_output`), the top-M MLP outputs mean-ablated
 (`mlp_output`), the best layer's direction projected out of the residual stream (`residual`); and, as their
 controls, random sets of the same sizes (seeded, `selected_by = "random"`). The candidates' p-values are
 corrected together with Holm; a candidate is causal when its Holm p is at most the test's level. Each head set
-also gets its route (`interp.experiments.routes`: pattern, content or neither).
+also gets its route (`interp.causal.routes`: pattern, content or neither).
 
 The result (`Explanation`) is written to RUN/explain/<judge>-<key>/explain.json, keyed by the run, the judge
 and every setting; `report.html` draws it.
@@ -38,12 +38,12 @@ import pandas as pd
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.experiments.causal import intervene_run, random_head_sets
-from interp.experiments.design import TestDesign, resolve_controls
-from interp.experiments.directions import layer_directions
-from interp.experiments.engine import digest, judge_pool, run_identity, self_judges
-from interp.experiments.localize import localize_run, run_judge
-from interp.experiments.routes import RouteAnalysis, heads_key, route_analysis
+from interp.causal.causal import intervene_run, random_head_sets
+from interp.causal.design import TestDesign, resolve_controls
+from interp.causal.directions import layer_directions
+from interp.causal.engine import digest, judge_pool, run_identity, self_judges
+from interp.causal.localize import localize_run, run_judge
+from interp.causal.routes import RouteAnalysis, heads_key, route_analysis
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.metrics.causal_test import ALPHA, holm
@@ -138,7 +138,9 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     chosen = [c for c in candidates if c.selected_by != "random"]
     attention = [c for c in chosen if c.site == "attention"]
     first = (
-        f"Attention to its own answer carries {share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} of {judge}'s self-preference "
+        "Attention to its own answer carries "
+        f"{share(max(attention, key=lambda c: c.share_removed if c.share_removed is not None else -np.inf))} "
+        f"of {judge}'s self-preference "
         f"(the own answer masked at the best attention candidate's heads)."
         if attention
         else f"No attention candidate was tested for {judge}."
@@ -146,8 +148,8 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     ranked = [c for c in chosen if c.share_removed is not None]
     if not ranked:
         return (
-            first
-            + " No candidate has a share of the gap: the judge's self-preference over its controls is not significant, so there is nothing to locate."
+            first + " No candidate has a share of the gap: the judge's self-preference over its controls is not "
+            "significant, so there is nothing to locate."
         )
     best = max(ranked, key=lambda c: c.share_removed)
     route = f", through its {best.route} route" if best.route in ("pattern", "content") else ""

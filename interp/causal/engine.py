@@ -41,7 +41,7 @@ from interp.run.judging import judge_tasks, run_judging
 from interp.run.pipeline import check_adapters
 from interp.run.records import read_judgments
 from interp.run.store import Run
-from interp.run.summary import p_first
+from interp.run.summary import p_first_model
 
 if TYPE_CHECKING:
     from interp.core.backends.shared_trunk import TrunkPool
@@ -120,7 +120,8 @@ def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
     for judge in judges:
         if own_model(judge) not in models:
             raise InterpError(
-                f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its own responses"
+                f"judge {judge!r} is not one of the run's authors {list(models)}; self-preference needs its "
+                "own responses"
             )
     return list(judges)
 
@@ -177,7 +178,8 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
         edits = node_edits([probe], model.n_layers, batch, offsets, [prompt])
         if torch.equal(runner.forward(batch, site_edit=edits), plain):
             raise InterpError(
-                f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook points are not connected in this model"
+                f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook "
+                "points are not connected in this model"
             )
 
 
@@ -185,7 +187,7 @@ def own_probabilities(
     run: Run, judge: str, records, items: Sequence[Item] | None = None, own: str | None = None
 ) -> np.ndarray:
     """Per item, the judge's P(its own model's response wins) (or `own`'s response), mean over both orders."""
-    first = p_first(records, items if items is not None else run.items, run.config.models[0])
+    first = p_first_model(records, items if items is not None else run.items, run.config.models[0])
     return p_own_from_first(first, own or own_model(judge), run.config.models[0])
 
 
@@ -219,7 +221,7 @@ def judge_variant(
         shard_dir=None,
         batch_size=run.config.batch_size,
         ties=run.config.ties,
-        queries=None,
+        readout=None,
         bias_for=(
             (
                 lambda chunk: bias_builder(
@@ -376,7 +378,7 @@ class Judges:
     trunks: TrunkPool | None = None  # made at the first hf runner (its import loads transformers)
     keep: set[str] = field(default_factory=set)  # never released: the judges a command tests (and `models.held`)
     max_memory: int | None = None  # bytes of models held before controls are let go (None: see `release`)
-    executor: str = "local"  # where (judge, variant) tasks run (`interp.experiments.executor`)
+    executor: str = "local"  # where (judge, variant) tasks run (`interp.causal.executor`)
     where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
 
     def model(self, judge: str) -> LoadedModel:
@@ -473,7 +475,8 @@ def judge_pool(
     for name, model in (held or {}).items():
         if model.placement.dtype != recorded:
             raise InterpError(
-                f"this run was judged in {recorded}; the judge {name} you hold runs in {model.placement.dtype}, which would "
+                f"this run was judged in {recorded}; the judge {name} you hold runs in "
+                f"{model.placement.dtype}, which would "
                 f"compare two precisions; convert it (model.to(torch.{recorded})) or re-judge by name"
             )
         models.models[name] = model

@@ -16,8 +16,9 @@ Probe accuracy: an example is classified as "own" when its projection on the uni
 midpoint of the two training class means' projections; reported on train and held-out items, with n per
 split. Also reported, as "paired" accuracy: the share of prompts in which the own example projects higher
 than the other example of the same prompt (this ignores what the two share, e.g. Gemma's very large
-residual norms, which can dominate span means and push the midpoint probe below chance). The direction is saved as RUN_DIR/steering/directions/<judge>-L<layer>-<position>-s<seed>-f<frac>
-.safetensors (tensors "direction" = own mean - other mean, "own_mean", "other_mean") with a JSON sidecar
+residual norms, which can dominate span means and push the midpoint probe below chance). The direction is saved as
+RUN_DIR/steering/directions/<judge>-L<layer>-<position>-s<seed>-f<frac> .safetensors (tensors "direction" = own mean -
+other mean, "own_mean", "other_mean") with a JSON sidecar
 (layer, position, split item ids, the item ids that entered the means, accuracies, norm, midpoint).
 """
 
@@ -40,7 +41,7 @@ from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.experiments.engine import (
+from interp.causal.engine import (
     Judges,
     digest,
     judge_pool,
@@ -58,7 +59,8 @@ DirectionPosition = Literal["spans", "final"]
 def judging_prompt(
     model: LoadedModel, task: JudgeTask, response_a: str | None = None, response_b: str | None = None
 ) -> TokenizedPrompt:
-    """The judge prompt of one task exactly as `interp.run.judging.run_judging` builds it (optionally with a slot replaced)."""
+    """The judge prompt of one task exactly as `interp.run.judging.run_judging` builds it (optionally with a slot
+    replaced)."""
     a = task.response_a if response_a is None else response_a
     b = task.response_b if response_b is None else response_b
     return tokenized_judge_prompt(model, task.item.task, task.item.query, a, b)
@@ -69,7 +71,8 @@ def own_slot(task: JudgeTask, judge: str) -> str:
     slot = core_own_slot(task.author_a, task.author_b, own_model(judge))
     if slot is None:
         raise InterpError(
-            f"judge {judge!r} must be exactly one of the authors ({task.author_a!r}, {task.author_b!r}) to steer on its own response"
+            f"judge {judge!r} must be exactly one of the authors ({task.author_a!r}, {task.author_b!r}) to "
+            "steer on its own response"
         )
     return slot
 
@@ -288,7 +291,7 @@ def layer_directions(
     batch_size: int = 8,
 ) -> list[LayerDirection]:
     """Per layer, the "spans" direction from `fit_ids`' prompts scored on `score_ids`' prompts (one pass per batch
-    of prompts for every layer): the residual candidates of `interp.experiments.explain`."""
+    of prompts for every layer): the residual candidates of `interp.causal.explain`."""
     fit, scored = set(fit_ids), set(score_ids)
     wanted = [task for task in tasks if task.item.id in fit | scored]
     out = []

@@ -12,7 +12,7 @@ Responses and gold verdicts are read from the run directory, never regenerated. 
 The control judge reads the same pairs under the same mask on the same answer (the tested judge's own):
 the one the user names, or, for an organism, a null organism of the same base model (so the same answers)
 when the run holds one (for the null organism: another null, e.g. a seed replicate). Several judges in one
-command are corrected with Holm. Every judgment is keyed (`interp.experiments.engine`), so a killed test
+command are corrected with Holm. Every judgment is keyed (`interp.causal.engine`), so a killed test
 resumes and a different test never reuses another's judgments.
 """
 
@@ -34,7 +34,7 @@ from interp.core.models import ModelCache, own_model
 from interp.data import Item
 from interp.splits import split_ids
 from interp.errors import InterpError
-from interp.experiments.engine import (
+from interp.causal.engine import (
     NO_INTERVENTION,
     Judges,
     Variant,
@@ -48,9 +48,9 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.experiments.design import TestDesign, resolve_controls
-from interp.experiments.executor import VariantTask, execute, with_executor
-from interp.experiments.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.design import TestDesign, resolve_controls
+from interp.causal.executor import VariantTask, execute, with_executor
+from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
@@ -124,7 +124,8 @@ def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[s
     if design.heads == "top-heads":
         if not has_attention(run, judge):
             raise InterpError(
-                f'--top-heads reads {judge}\'s span attention, which this run did not record; make the run with attention = "final"'
+                f"--top-heads reads {judge}'s span attention, which this run did not record; make the run "
+                'with attention = "final"'
             )
         heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
         if design.site == "head_output":
@@ -159,7 +160,7 @@ def _plan(run: Run, judges: Sequence[str] | None, design: TestDesign, items: Seq
     names = self_judges(run, judges)
     controls = {judge: resolve_controls(run, judge, design) for judge in names}
     if design.heads == "top-heads":
-        check_random_sets(random_sets(design, names), alpha=design.test_alpha, n_tests=len(names))
+        check_random_sets(random_sets(design, names), test_alpha=design.test_alpha, n_tests=len(names))
     return selection, test, names, controls
 
 
@@ -193,7 +194,7 @@ def intervene_run(
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
     (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
-    (`interp.experiments.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
+    (`interp.causal.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -235,7 +236,8 @@ def intervene_run(
         "n_items": len(test),
         "split": split
         or (
-            f"{len(selection)} selection / {len(test)} test items (test share {1 - design.selection_share:g}, split seed {design.split_seed})"
+            f"{len(selection)} selection / {len(test)} test items (test share "
+            f"{1 - design.selection_share:g}, split seed {design.split_seed})"
             if design.selection_share
             else "all items"
         ),
@@ -246,7 +248,8 @@ def intervene_run(
         "control_variant_keys": control_keys,
         "test": {
             "kind": "between-judge",
-            "claim": "self-preference: the tested judge against the spread of control judges that read the same answers and wrote neither",
+            "claim": "self-preference: the tested judge against the spread of control judges that read the same "
+            "answers and wrote neither",
             "controls": controls,
             "min_controls": MIN_CONTROLS,
         },
@@ -308,7 +311,8 @@ def _check_top_k(pool: Judges, names: Sequence[str], design: TestDesign) -> None
         total = model.n_layers * model.n_heads
         if design.top_k >= total:
             raise InterpError(
-                f"--top-heads {design.top_k} is not fewer than {judge}'s {model.n_layers} layers x {model.n_heads} heads = {total}: "
+                f"--top-heads {design.top_k} is not fewer than {judge}'s {model.n_layers} layers x "
+                f"{model.n_heads} heads = {total}: "
                 f"nothing would be left unchosen for the random head sets; use at most {total - 1}, or --all-layers"
             )
 
@@ -384,7 +388,7 @@ def _test_judge(
         judged_controls[c] = evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own)
         pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
-    common = dict(alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    common = dict(test_alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
     control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(
         len(controls), len(items)
@@ -413,7 +417,7 @@ def _test_judge(
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
-        "mirror": mirror_shares(before, after, gold, alpha=design.test_alpha),
+        "mirror": mirror_shares(before, after, gold, test_alpha=design.test_alpha),
         "controls": {
             c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
             for c, r in judged_controls.items()

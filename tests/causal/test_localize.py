@@ -14,7 +14,7 @@ from interp.hooks.context import dampen
 from interp.core.models import attention_implementation
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
-from interp.experiments.localize import METHODS, head_attributions, masked_change, score_map
+from interp.causal.localize import METHODS, head_attributions, masked_change, score_map
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from tests.api.test_runs import tiny_run  # noqa: F401  (fixture)
 
@@ -85,8 +85,9 @@ def test_masked_change_is_the_exact_masked_output(tiny_llama):
 
 
 def _margin_slope(hf, ids, labels, ablate, eps: float = 1e-3) -> float:
-    """d(verdict margin)/d(scale) at 0, by finite difference: `ablate(scale)` registers the scaled ablation, returns its handle."""
-    from interp.experiments.localize import verdict_margin
+    """d(verdict margin)/d(scale) at 0, by finite difference: `ablate(scale)` registers the scaled ablation, returns its
+    handle."""
+    from interp.causal.localize import verdict_margin
 
     def margin(scale: float) -> float:
         hook = ablate(scale)

@@ -1,4 +1,6 @@
-"""One judgment of a run re-run token by token: one head's attention over every prompt token, as data and HTML."""
+"""One judgment of a run re-run token by token: one head's attention over every prompt token, as data and
+HTML. The stored run is read by `interp.analysis.attention_store`, the pass is `interp.run.token_attention`,
+the HTML `interp.report.token_attention`."""
 
 from __future__ import annotations
 
@@ -6,26 +8,20 @@ import numbers
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
 
-import numpy as np
-import torch
-from interp.analysis.attention_store import (
-    ORDERS,
-    check_tokenizer,
-    load_attention,
-    run_config,
-)
+from jaxtyping import Float
+from torch import Tensor
+
+from interp.analysis.attention_store import ORDERS, check_tokenizer, load_attention, run_config
 from interp.core.backends import make_backend
-from interp.core.judge import judge_batch, label_tokens
+from interp.core.judge import label_tokens
 from interp.core.models import load_model
 from interp.core.spans import token_labels, tokenized_judge_prompt
 from interp.errors import InterpError
+from interp.report.token_attention import tokens_html
 from interp.run.judging import judge_tasks
 from interp.run.store import RunDir
-from interp.templating import Markup, render
-from jaxtyping import Float
-from torch import Tensor
+from interp.run.token_attention import head_pass
 
 
 @dataclass
@@ -55,26 +51,8 @@ class TokenAttention:
         return float((self.masses - self.stored).abs().max())
 
     def html(self, **kwargs) -> str:
+        """The prompt's tokens shaded by this head's weights (`interp.report.token_attention.tokens_html`)."""
         return tokens_html(self.tokens, self.weights, spans=self.spans, **kwargs)
-
-
-class _CaptureHead:
-    """Wraps a backend so one head's full pattern is kept while `judge_batch` runs its own reducer."""
-
-    def __init__(self, backend, layer: int, head: int):
-        self.backend, self.layer, self.head = backend, layer, head
-        self.model, self.name = backend.model, backend.name
-        self.shares_prefix = False  # one prompt: there is no prefix to share
-        self.pattern: Tensor | None = None
-
-    def forward(self, batch, *, on_pattern=None, **kwargs):
-        def hook(layer: int, pattern: Tensor) -> None:
-            if layer == self.layer:
-                self.pattern = pattern[0, self.head].detach().float().clone()
-            if on_pattern is not None:
-                on_pattern(layer, pattern)
-
-        return self.backend.forward(batch, on_pattern=hook, **kwargs)
 
 
 def _run_items(paths: RunDir) -> list:
@@ -125,22 +103,12 @@ def prompt_token_attention(
     entry = run.index["items"][i]["orders"][order]
     if len(prompt) != entry["n_tokens"] or {k: list(v) for k, v in prompt.spans.items()} != entry["spans"]:
         raise InterpError(
-            f"the rebuilt prompt of {item_id} {order} ({len(prompt)} tokens) differs from the run's ({entry['n_tokens']}); "
+            f"the rebuilt prompt of {item_id} {order} ({len(prompt)} tokens) differs from the run's "
+            f"({entry['n_tokens']}); "
             "was the run made with another model kind or prompt version?"
         )
-    capture = _CaptureHead(make_backend(loaded, backend), layer, head)
-    (judgment,) = judge_batch(
-        capture,
-        [prompt],
-        label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B")),
-        queries=run.queries,
-    )
-    pattern = capture.pattern
-    if run.queries == "final":
-        weights = pattern[-1]
-    else:
-        first = max(prompt.spans["a"][1], prompt.spans["b"][1])
-        weights = pattern[first:].mean(0)
+    labels = label_tokens(loaded.tokenizer, ("A", "T", "B") if _ties(paths) else ("A", "B"))
+    judgment, weights = head_pass(make_backend(loaded, backend), prompt, labels, layer, head, readout=run.readout)
     tokens = token_labels(loaded.tokenizer, prompt.input_ids)
     return TokenAttention(
         judge=judge,
@@ -161,48 +129,3 @@ def prompt_token_attention(
 def _ties(paths: RunDir) -> bool:
     config = run_config(paths)
     return config is not None and config.ties
-
-
-_OUTLINES = {"a": "box-shadow:inset 0 -2px 0 #1f77b4;", "b": "box-shadow:inset 0 -2px 0 #2ca02c;"}
-
-
-def tokens_html(
-    tokens: Sequence[str],
-    weights,
-    *,
-    spans: dict[str, tuple[int, int]] | None = None,
-    skip_first: bool = True,
-    color: tuple[int, int, int] = (214, 39, 40),
-) -> Markup:
-    """Prompt tokens as HTML spans, background alpha proportional to the weight.
-
-    The scale is the largest weight, ignoring the first token when `skip_first` (it usually soaks up most of
-    the attention, an "attention sink"). Response spans get an outline; hover shows each token's weight.
-    """
-    w = torch.as_tensor(weights, dtype=torch.float64).numpy()
-    body = w[1:] if skip_first and w.size > 1 else w
-    finite = body[np.isfinite(body)]
-    scale = float(finite.max()) if finite.size and finite.max() > 0 else 1.0
-    in_span = {}
-    for name, (start, end) in (spans or {}).items():
-        if name in ("a", "b"):
-            for position in range(start, end):
-                in_span[position] = name
-    cells = []
-    for position, (token, weight) in enumerate(zip(tokens, w)):
-        alpha = min(max(weight / scale, 0.0), 1.0) if np.isfinite(weight) else 0.0
-        style = (
-            f"background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{_OUTLINES.get(in_span.get(position), '')}"
-        )
-        cells.append((f"{position}: {weight:.4g}", style, token.split("\n")))
-    return render(_TOKENS, outlines=_OUTLINES, scale=f"{scale:.4g}", cells=cells)
-
-
-# A newline inside a token shows as "\u21b5" and a line break; every token's text is escaped.
-_TOKENS = (
-    "<div style='font-size:90%;color:#555;margin-bottom:4px'>underline: "
-    "<span style='{{ outlines.a }}'>response A</span>, <span style='{{ outlines.b }}'>response B</span>; "
-    "colour scale max = {{ scale }}</div><div style='font-family:monospace;white-space:pre-wrap;line-height:1.6'>"
-    "{% for title, style, lines in cells %}<span title='{{ title }}' style='{{ style }}'>"
-    "{% for line in lines %}{% if not loop.first %}\u21b5<br>{% endif %}{{ line }}{% endfor %}</span>{% endfor %}</div>"
-)

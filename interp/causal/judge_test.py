@@ -23,7 +23,7 @@ def judge_level_test(
     control_before: np.ndarray,
     control_after: np.ndarray,
     *,
-    alpha: float,
+    test_alpha: float,
     n_flips: int,
     n_boot: int,
     seed: int,
@@ -34,7 +34,7 @@ def judge_level_test(
     controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
     (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
     test = between_judge_test(
-        after - before, control_after - control_before, alpha=alpha, n_flips=n_flips, n_boot=n_boot, seed=seed
+        after - before, control_after - control_before, test_alpha=test_alpha, n_flips=n_flips, n_boot=n_boot, seed=seed
     )
     gap = None
     if len(control_before):
@@ -43,7 +43,7 @@ def judge_level_test(
             after - gold_after,
             control_before - gold_before,
             control_after - gold_after,
-            alpha=alpha,
+            test_alpha=test_alpha,
             n_boot=n_boot,
             seed=seed,
         )
@@ -92,6 +92,7 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
         record["causal"] = bool(p <= record["test_alpha"])
         if len(tested) > 1:
             record["verdict"] += (
-                f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} -> {'causal' if record['causal'] else 'not causal'}"
+                f"; Holm over {len(tested)} judges: p {p_value(record['p_value'])}, adjusted {p_value(p)} "
+                f"-> {'causal' if record['causal'] else 'not causal'}"
             )
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"

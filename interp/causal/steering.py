@@ -5,7 +5,7 @@ Masking asks "what if the judge looked less at its own answer?"; steering asks "
 the self span, every layer and head), other-emphasis (`interp.hooks.emphasis`: alpha `emphasis_alpha` on the other
 span, top-k heads by own-minus-other attention or all), direction removal (project_out, coefficient 1) and
 direction reversal (add, `coefficient` times the direction's norm: the default -1 moves a typical own-span
-activation onto the other-span class mean along u), the direction from `interp.experiments.directions`.
+activation onto the other-span class mean along u), the direction from `interp.causal.directions`.
 Each row has DBG (hard, with its bootstrap CI), mean P(own), the paired change of P(own) against no
 intervention with its bootstrap CI, and agreement with gold (with a bootstrap CI over items). Written to
 RUN/steering/table.json and table.csv and the report section RUN/figures/steering_section.html.
@@ -27,14 +27,14 @@ from interp.analysis.attention_stats import heads_table, top_heads
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
-from interp.experiments.directions import (
+from interp.causal.directions import (
     DirectionPosition,
     SteeringDirection,
     check_layer,
     compute_direction,
     steering_split,
 )
-from interp.experiments.engine import (
+from interp.causal.engine import (
     Variant,
     baseline,
     check_variants,
@@ -53,7 +53,8 @@ ROWS = ("none", "self-mask", "other-emphasis", "direction-removal", "direction-r
 
 
 def emphasis_heads(run_dir: Path, judge: str, k: int) -> dict[int, list[int]]:
-    """The top-k heads by own-minus-other attention (`interp.analysis.attention_stats.top_heads`) as a layer -> heads table."""
+    """The top-k heads by own-minus-other attention (`interp.analysis.attention_stats.top_heads`) as a layer -> heads
+    table."""
     if k < 1:
         raise InterpError(f"k_heads must be at least 1, got {k}")
     table = heads_table(top_heads(run_dir, judge, k))
@@ -97,12 +98,14 @@ def direction_variants(
         Variant(
             "direction-removal",
             steering=direction_steering(direction, "project_out", 1.0, positions),
-            description=f"project out the {direction.position} direction at layer {direction.layer} ({positions} positions)",
+            description=f"project out the {direction.position} direction at layer {direction.layer} ({positions} "
+            "positions)",
         ),
         Variant(
             "direction-reversal",
             steering=reversal,
-            description=f"add {coefficient:+g} x norm ({reversal.coefficient:+.3g}) x unit {direction.position} direction at layer "
+            description=f"add {coefficient:+g} x norm ({reversal.coefficient:+.3g}) x unit {direction.position} "
+            "direction at layer "
             f"{direction.layer} ({positions} positions)",
         ),
     ]

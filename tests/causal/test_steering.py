@@ -23,10 +23,10 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, load_model, resolve_spec
 from interp.data import builtin_items
 from interp.errors import InterpError
-from interp.experiments import directions
-from interp.experiments.directions import compute_direction, steering_split
-from interp.experiments.engine import Judges
-from interp.experiments.steering import ROWS, emphasis_heads, steering_table
+from interp.causal import directions
+from interp.causal.directions import compute_direction, steering_split
+from interp.causal.engine import Judges
+from interp.causal.steering import ROWS, emphasis_heads, steering_table
 from interp.report.steering import SECTION_TITLE
 from interp.run.attention import consolidate_attention
 from interp.run.judging import judge_tasks, run_judging
@@ -105,8 +105,8 @@ def test_coefficient_zero_reproduces_baseline_logits_exactly(tiny, backend_name)
             assert torch.equal(logits, base), (mode, positions)
     # and through judge_batch, the path the causal test uses
     labels = label_tokens(tiny.tokenizer)
-    plain = judge_batch(backend, prompts, labels, queries=None)
-    steered = judge_batch(backend, prompts, labels, queries=None, edit=steer(direction, LAYER, 0.0))
+    plain = judge_batch(backend, prompts, labels, readout=None)
+    steered = judge_batch(backend, prompts, labels, readout=None, edit=steer(direction, LAYER, 0.0))
     assert [j.probs for j in plain] == [j.probs for j in steered]
 
 
@@ -276,7 +276,7 @@ def tiny_run(tmp_path_factory, tiny_dir, tiny):
     atomic_write_text(
         root / "gold.jsonl",
         "".join(
-            json.dumps({"judge": "reference", "item_id": i.id, "p_first": rng.choice([0.0, 0.5, 1.0])}) + "\n"
+            json.dumps({"judge": "reference", "item_id": i.id, "p_first_model": rng.choice([0.0, 0.5, 1.0])}) + "\n"
             for i in items
         ),
     )
@@ -384,7 +384,7 @@ def test_emphasis_on_the_top_heads(tiny_run, tiny):
 def test_steering_sweep_runner_on_the_tiny_run(tiny_run, tiny, tmp_path):
     import csv
 
-    from interp.experiments.sweeps import load_steering_sweep, run_steering_sweep
+    from interp.causal.sweeps import load_steering_sweep, run_steering_sweep
 
     root, judge = tiny_run
     shipped = load_steering_sweep("experiments/steering_sweep.toml")  # the shipped config parses

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from interp.experiments.routes import PartShare, route_verdict
-from tests.experiments.test_causal import tiny_controls, tiny_pair_run
+from interp.causal.routes import PartShare, route_verdict
+from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 
 @pytest.fixture(scope="module")

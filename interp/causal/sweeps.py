@@ -15,7 +15,7 @@ An ablation config (TOML) names a finished run and the axes to sweep:
     judges = ["smollm2-135m-instruct"]  # default: every judge that is also an author
     targets = ["self", "other", "random"]
     alphas = [0.0]
-    executor = "local"                # or "ray": the points as Ray tasks (`interp.experiments.executor`)
+    executor = "local"                # or "ray": the points as Ray tasks (`interp.causal.executor`)
     max_memory = 40                   # GB of judge models held at once (default: half the memory available)
     [layers]
     each = true                       # one point per single layer (all heads)
@@ -49,8 +49,8 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
-from interp.experiments.directions import compute_direction, steering_split
-from interp.experiments.engine import (
+from interp.causal.directions import compute_direction, steering_split
+from interp.causal.engine import (
     Judges,
     Variant,
     baseline,
@@ -60,8 +60,8 @@ from interp.experiments.engine import (
     self_judges,
     variant_key,
 )
-from interp.experiments.executor import VariantTask, execute, with_executor
-from interp.experiments.steering import direction_steering
+from interp.causal.executor import VariantTask, execute, with_executor
+from interp.causal.steering import direction_steering
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots

@@ -14,7 +14,7 @@ Every method uses only the tested judge and the run (single_judge = True), as a 
 - "atp-output": the same gradient times mean-ablating the head's output (its mean over the prompt's positions
   replacing it at every position): the head's whole part, whatever it reads.
 - "mask": the exact per-head mask scan (the judge re-judged with the own answer masked at one head at a time,
-  `interp.experiments.engine.judge_variant`, keyed and resumable) on a seeded subset of the items:
+  `interp.causal.engine.judge_variant`, keyed and resumable) on a seeded subset of the items:
   270 re-judgings of the subset for SmolLM2, so only where compute allows.
 
 Per method and head: `effect` = mean over items (both orders) of what the head's part adds to the own
@@ -48,7 +48,7 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.results.rows import LocalizeRow
-from interp.experiments.engine import Judges, Variant, baseline, judge_pool, judge_variant
+from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
 from interp.splits import unit_hash
 from interp.run.judging import judge_tasks
 from interp.run.store import Run
@@ -161,7 +161,8 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
     for task in judge_tasks(items, run.responses, run.config.models):
         if own not in (task.author_a, task.author_b):
             raise InterpError(
-                f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has no own answer here"
+                f"{own!r} wrote neither answer of the run ({', '.join(run.config.models)}): the judge has "
+                "no own answer here"
             )
         yield task, own_slot(task.author_a, task.author_b, own) or "a"
 
@@ -267,7 +268,8 @@ def check_methods(methods: Sequence[str]) -> list[str]:
     unknown = [m for m in methods if m not in METHODS + LAYER_METHODS]
     if unknown or not methods:
         raise InterpError(
-            f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of {', '.join(METHODS + LAYER_METHODS)}"
+            f"unknown localisation method(s) {', '.join(unknown) or '(none)'}; use one or more of "
+            f"{', '.join(METHODS + LAYER_METHODS)}"
         )
     return list(dict.fromkeys(methods))
 
@@ -300,7 +302,8 @@ def localize_run(
         if judge not in attention_judges(run.dir.root):
             if methods == ["attention"]:
                 raise InterpError(
-                    f'the run holds no attention of {judge!r}: judge it with attention on (attention = "final") for the attention method'
+                    f"the run holds no attention of {judge!r}: judge it with attention on (attention = "
+                    '"final") for the attention method'
                 )
         else:
             attention = load_attention(run.dir.root, judge)
