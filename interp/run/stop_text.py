@@ -1,10 +1,11 @@
 """Stop a batch's rows once their new text holds a stop string: few-shot continuations of a pre-trained model.
 
 transformers' `StopStringCriteria` precomputes, for every token of the vocabulary, where it could overlap the stop
-string: for Gemma-3's 262,144 tokens that setup takes 2.8 s on a 2-core CPU (once a process; 70 MB). This criterion decodes each unfinished row's new tokens instead (at most `max_new_tokens` of
-them, a few rows: microseconds per step) and asks whether the text contains the stop string. A row stops at the
-first step its text holds the string; the answer is then cut at it (`responses.clean_generation`), so the text is
-the same as with transformers' criterion, which stops when the text ends with the string.
+string: for Gemma-3's 262,144 tokens that setup takes 2.8 s on a 2-core CPU (once a process; 70 MB). This criterion
+decodes each unfinished row's new tokens instead (at most `max_new_tokens` of them, a few rows: microseconds per
+step) and asks whether the text contains the stop string. A row stops at the first step its text holds the string;
+the answer is then cut at it (`responses.clean_generation`), so the text is the same as with transformers'
+criterion, which stops when the text ends with the string.
 """
 
 from __future__ import annotations
