@@ -43,7 +43,7 @@ from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.directions import layer_directions
 from interp.causal.engine import digest, judge_pool, run_identity, self_judges
 from interp.causal.localize import localize_run, run_judge
-from interp.causal.executor import execute, with_executor
+from interp.causal.executor import check_executor, execute, with_executor
 from interp.causal.routes import RouteAnalysis, heads_key, route_analysis, route_specs
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention, pairs_table
@@ -189,6 +189,8 @@ def explain_run(
         raise InterpError(f"--top-k {top_k} and --mlp-k {mlp_k} must be between 1 and 64")
     if random_sets < 0:
         raise InterpError(f"--random-sets {random_sets} must be 0 or more")
+    if executor is not None:
+        check_executor(executor)
     run = read_run(run_dir)
     judge = run_judge(run, judge)
     self_judges(run, [judge])

@@ -221,3 +221,23 @@ def ray_explain(run: Path, judge: str, options: dict, killed: Path, monkeypatch)
     monkeypatch.setattr(engine, "judge_variant", not_here)  # this process only: Ray's workers import their own
     monkeypatch.setattr(executor, "ray_map", first_dies)
     return interp.explain(run, judge, executor="ray", max_memory=0.0, **options)
+
+
+def test_explain_refuses_an_unknown_executor_or_budget_in_one_line_with_nothing_written(
+    explain_run, tmp_path, forked_cli
+):
+    import interp
+    from interp.errors import InterpError
+
+    source, controls = explain_run
+    with pytest.raises(InterpError, match="max_memory must be at least 0 GB"):
+        interp.explain(tmp_path / "no-run", "judge", max_memory=-1)
+    from interp.run.store import read_run
+
+    judge = read_run(source).config.models[0]
+    refused = forked_cli(
+        "explain", str(source), "--judge", judge, "--control-judge", ",".join(controls), "--executor", "spark"
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "error: unknown executor 'spark'; use one of local, ray"
+    assert not (source / "explain").exists()
