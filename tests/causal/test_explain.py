@@ -145,15 +145,13 @@ PATH_FIELDS = {"explain.json": "run", "result.json": "run_dir"}  # the run's fol
 
 
 def test_explain_on_ray_writes_the_serial_runs_bytes_and_survives_a_killed_task(
-    explain_run, tmp_path, local_ray, monkeypatch
+    explain_run, tmp_path, local_ray, one_thread, monkeypatch
 ):
     """The same explain serially and with every causal test's tasks on a local Ray (2 CPUs), on two copies of
     the run: every file under explain/, interventions/ and variants/ is the same bytes but for the field that
     names the run's folder; no judgment of the Ray run is made in this process; the first Ray task's worker
-    dies outright and is retried. The serial run uses one thread, as each Ray task (one CPU) does: on the CPU the
-    float32 judgments of 1 and 2 threads differ in the 7th digit."""
+    dies outright and is retried. Both run torch on one thread, as each Ray task (one CPU) does (`one_thread`)."""
     import numpy as np
-    import torch
 
     import interp
     from interp.run.store import read_run
@@ -165,14 +163,8 @@ def test_explain_on_ray_writes_the_serial_runs_bytes_and_survives_a_killed_task(
     judge = read_run(serial_run).config.models[0]
     methods = ("atp", "atp-mlp", "direction")  # every site (the route parts: the head sites) and one head set
     options = dict(control_judges=controls, methods=methods, top_k=1, mlp_k=1, selection_share=0.5, progress=False)
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as each Ray task of one CPU runs: float32 sums on the CPU depend on the thread count
-    try:
-        serial = interp.explain(serial_run, judge, **options)
-        on_ray = ray_explain(ray_run, judge, options, tmp_path / "killed", monkeypatch)
-    finally:
-        torch.set_num_threads(threads)
-
+    serial = interp.explain(serial_run, judge, **options)
+    on_ray = ray_explain(ray_run, judge, options, tmp_path / "killed", monkeypatch)
     assert (tmp_path / "killed").exists()
     assert on_ray.candidates == serial.candidates and on_ray.answer == serial.answer
     serial_files, ray_files = written_files(serial_run), written_files(ray_run)
