@@ -2,21 +2,18 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
+from interp.api.interventions import check_where_it_runs
+from interp.api.runs import _root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.causal.localize import run_judge
 from interp.causal.routes import RouteAnalysis, route_analysis
+from interp.config import gb_bytes
 from interp.errors import InterpError
 from interp.run.store import read_run
-
-
-def _root(run: Any) -> Path:
-    root = getattr(run, "root", None) or getattr(getattr(run, "dir", None), "root", None) or run
-    return Path(root)
 
 
 def explain(
@@ -33,6 +30,8 @@ def explain(
     random_sets: int = 1,
     test_alpha: float = 0.05,
     progress: bool = True,
+    executor: str = "local",
+    max_memory: float | None = None,
 ) -> Explanation:
     """Where `judge`'s self-preference lives (`interp explain`): localise on the selection split with every
     single-judge method, test each method's top candidates and random sets of the same size on the test split
@@ -41,12 +40,17 @@ def explain(
     Returns an `Explanation`: `candidates` (site, heads, layers, selected_by, route, share_removed, ci, causal,
     p_value, p_holm) and `answer`, the paragraph. Written to RUN/explain/<judge>-<key>/explain.json (keyed:
     a second call re-judges nothing).
+
+    `executor`: where the causal tests' (judge, variant) tasks run, "local" (this process) or "ray" (a Ray
+    cluster, `interp.causal.executor`; the localisation stays in this process); `max_memory`: GB of judge models
+    held at once, as for `interp.intervene`.
     """
     check_int(top_k, "top_k", minimum=1)
     check_int(mlp_k, "mlp_k", minimum=1)
     check_number(selection_share, "selection_share")
     check_int(split_seed, "split_seed")
     check_list(methods, "methods")
+    check_where_it_runs(executor, max_memory)
     root = _root(run)
     loaded = read_run(root)
     return explain_run(
@@ -62,6 +66,8 @@ def explain(
         random_sets=random_sets,
         test_alpha=test_alpha,
         progress=progress,
+        executor=executor,
+        max_memory=gb_bytes(max_memory),
     )
 
 

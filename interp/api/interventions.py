@@ -233,10 +233,7 @@ def intervene(
     check_flag(with_controls, "with_controls")
     check_list(items, "items")
     check_text(device, "device")
-    check_executor(executor)
-    check_number(max_memory, "max_memory", optional=True)
-    if max_memory is not None and max_memory < 0:
-        raise InterpError(f"max_memory must be at least 0 GB, not {max_memory}")
+    check_where_it_runs(executor, max_memory)
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
     check_mask_choice(spec, keys, all_layers=all_layers, top_heads=top_heads)
     design = design_from_options(
@@ -309,3 +306,11 @@ def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, t
         f"{chosen} chooses the mask itself, so {given} would be dropped; give a spec (or its keys), "
         "all_layers or top_heads, one of them"
     )
+
+
+def check_where_it_runs(executor: str, max_memory: float | None) -> None:
+    """`executor` and `max_memory` (GB) of a Python call that runs causal tests: a bad one is one line."""
+    check_executor(executor)
+    check_number(max_memory, "max_memory", optional=True)
+    if max_memory is not None and max_memory < 0:
+        raise InterpError(f"max_memory must be at least 0 GB, not {max_memory}")

@@ -205,9 +205,8 @@ def intervene_run(
     pool = with_executor(judge_pool(run, backend, where=where, models=models), executor, max_memory)
     pool.keep |= set(names)  # the tested judges stay loaded; controls are loaded in turn and let go
     _check_top_k(pool, names, design)
-    specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
+    specs, variants = _judge_variants(run, names, design, spec, selection)
     backend_name = backend if backend is not None else run.config.backend
-    variants = {judge: _variants(specs[judge], design.span_controls, selection) for judge in names}
     _check_inputs(run, pool, names, controls, variants, test_items)
     keys = {
         judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
@@ -285,6 +284,30 @@ def intervene_run(
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         return write_causal(out_dir, result)
+
+
+def _judge_variants(run: Run, names: Sequence[str], design: TestDesign, spec, selection: list[str]):
+    """Per tested judge, the spec it is tested under and the variants it is judged with."""
+    specs = {judge: _mask_spec(run, judge, design, spec, selection) for judge in names}
+    return specs, {judge: _variants(specs[judge], design.span_controls, selection) for judge in names}
+
+
+def causal_tasks(
+    run_dir: Path,
+    spec: AttentionIntervention | NodeIntervention | None = None,
+    *,
+    design: TestDesign,
+    judges: Sequence[str] | None = None,
+    items: Sequence[str] | None = None,
+) -> list[VariantTask]:
+    """The (judge, variant) tasks `intervene_run` with these arguments executes before its statistics (its
+    random head sets aside), so a job of many tests can run all of theirs as one batch of tasks first
+    (`interp.causal.explain` on Ray); the tests then read every judgment from the store."""
+    run = read_run(run_dir)
+    selection, test, names, controls = _plan(run, judges, design, items)
+    test_items = [item for item in run.items if item.id in set(test)]
+    _, variants = _judge_variants(run, names, design, spec, selection)
+    return [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)]
 
 
 def _tasks(

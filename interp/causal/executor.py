@@ -10,10 +10,10 @@ the judging:
 
 - `local`: the tasks in order, grouped by judge, with the job's own models (`Judges`), so a judge's model is
   loaded once and let go after its last task when the models held pass the memory budget (`Judges.release`);
-- `ray`: one Ray task per (judge, variant), one GPU each where the cluster has GPUs; each task loads its judge
-  in its worker in the run's precision. A worker that dies (a killed task, a lost node) is retried
-  (`MAX_RETRIES`); the retry resumes from the judgments already on disk (whole batches are appended at once,
-  so the batches it judges are the ones a serial run would have).
+- `ray`: one Ray task per (judge, variant) whose judgments are not all in the store yet, one GPU each where the
+  cluster has GPUs; each task loads its judge in its worker in the run's precision. A worker that dies (a
+  killed task, a lost node) is retried (`MAX_RETRIES`); the retry resumes from the judgments already on disk
+  (whole batches are appended at once, so the batches it judges are the ones a serial run would have).
 
 After the tasks, the experiment reads every judgment back from the store and computes its statistics in this
 process, as a serial run does: the result files are the same bytes. On a cluster the run directory must be on
@@ -30,7 +30,7 @@ from typing import Callable, Sequence
 
 from interp.config import PlacementKeys
 from interp.errors import InterpError
-from interp.causal.engine import Judges, Variant, digest, judge_pool
+from interp.causal.engine import Judges, Variant, digest, judge_pool, stored_variant
 from interp.run.store import Run, read_run
 
 EXECUTORS = ("local", "ray")
@@ -62,10 +62,20 @@ def run_task(task: VariantTask, setup: TaskSetup, judges: Judges | None = None, 
     local executor), or None to load them here (a Ray worker)."""
     run = run if run is not None else read_run(Path(task.run_dir))
     judges = judges if judges is not None else judge_pool(run, setup.backend, where=setup.where)
-    wanted = set(task.items) if task.items is not None else None
-    items = [item for item in run.items if item.id in wanted] if wanted is not None else None
-    judges.judged(run, task.judge, task.variant, items=items, own=task.own, progress=False)
+    judges.judged(run, task.judge, task.variant, items=task_items(run, task), own=task.own, progress=False)
     return task.judge
+
+
+def task_items(run: Run, task: VariantTask) -> list | None:
+    """The run's items a task judges, in the run's order (None: all)."""
+    wanted = set(task.items) if task.items is not None else None
+    return [item for item in run.items if item.id in wanted] if wanted is not None else None
+
+
+def finished(run: Run, task: VariantTask, judges: Judges) -> bool:
+    """Whether the store holds every judgment of the task already (read here, with no model loaded)."""
+    variant, items = task.variant, task_items(run, task)
+    return stored_variant(run, task.judge, judges.backend_name(run), variant, items, task.own) is not None
 
 
 def check_executor(name: str) -> str:
@@ -109,7 +119,9 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
                 f"judge {held[0]!r} is a model held in this process; a Ray task cannot load it: pass the "
                 "judge by name or folder, or use the local executor"
             )
-        ray_map(functools.partial(run_task, setup=setup), tasks)
+        todo = [task for task in tasks if not finished(run, task, judges)]  # a resumed job ships only what is left
+        if todo:
+            ray_map(functools.partial(run_task, setup=setup), todo)
         return
     last = {task.judge: index for index, task in enumerate(tasks)}
     for index, task in enumerate(tasks):

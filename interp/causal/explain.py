@@ -38,12 +38,13 @@ import pandas as pd
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.causal.causal import intervene_run, random_head_sets
+from interp.causal.causal import causal_tasks, intervene_run, random_head_sets
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.directions import layer_directions
 from interp.causal.engine import digest, judge_pool, run_identity, self_judges
 from interp.causal.localize import localize_run, run_judge
-from interp.causal.routes import RouteAnalysis, heads_key, route_analysis
+from interp.causal.executor import check_executor, execute, with_executor
+from interp.causal.routes import RouteAnalysis, heads_key, route_analysis, route_specs
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.metrics.causal_test import ALPHA, holm
@@ -171,8 +172,14 @@ def explain_run(
     test_alpha: float = ALPHA,
     where: PlacementKeys | None = None,
     progress: bool = True,
+    executor: str | None = None,
+    max_memory: int | None = None,
 ) -> Explanation:
-    """Localise on the selection split, test on the test split (module docstring); write and return the result."""
+    """Localise on the selection split, test on the test split (module docstring); write and return the result.
+
+    `executor` / `max_memory` (bytes): as for `intervene_run`, for every causal test (candidates, random sets,
+    route parts); on Ray, all their tasks are run as one batch first. The localisation runs in this process.
+    """
     unknown = [m for m in methods if m not in EXPLAIN_METHODS]
     if unknown or not methods:
         raise InterpError(
@@ -182,6 +189,8 @@ def explain_run(
         raise InterpError(f"--top-k {top_k} and --mlp-k {mlp_k} must be between 1 and 64")
     if random_sets < 0:
         raise InterpError(f"--random-sets {random_sets} must be 0 or more")
+    if executor is not None:
+        check_executor(executor)
     run = read_run(run_dir)
     judge = run_judge(run, judge)
     self_judges(run, [judge])
@@ -208,7 +217,7 @@ def explain_run(
     }
     key = digest({"run": run_identity(run), "judge": judge, "settings": settings})
     out_dir = run.dir.root / "explain" / f"{path_label(judge)}-{key}"
-    pool = judge_pool(run, where=where)
+    pool = with_executor(judge_pool(run, where=where), executor, max_memory)
     model = pool.model(judge)
 
     located = _localise(run, judge, methods, selection, pool, out_dir, progress)
@@ -265,7 +274,15 @@ def explain_run(
                 )
             )
 
-    common = dict(design=design, judges=[judge], progress=progress, models=pool.models)
+    where_it_runs = dict(models=pool.models, where=where, executor=executor, max_memory=max_memory)
+    common = dict(design=design, judges=[judge], progress=progress) | where_it_runs
+    if pool.executor != "local":  # every test's tasks as one batch, so the cluster runs them side by side
+        heads_tested = [heads for _, by, heads, _, _ in raw if routes and heads and by != "random"]
+        parts = [spec for heads in heads_tested for spec in route_specs(pairs_table(heads)).values()]
+        tests = [spec for *_, spec in raw] + parts
+        tasks = [task for spec in tests for task in causal_tasks(run.dir.root, spec, design=design, judges=[judge])]
+        with run.dir.writer():
+            execute(run, tasks, pool)
     candidates = []
     route_cache: dict[str, RouteAnalysis] = {}
     for site, selected_by, heads, layers, spec in raw:
@@ -276,7 +293,7 @@ def explain_run(
             hkey = json.dumps(heads)
             if hkey not in route_cache:
                 route_cache[hkey] = route_analysis(
-                    run.dir.root, judge, pairs_table(heads), design=design, progress=progress, models=pool.models
+                    run.dir.root, judge, pairs_table(heads), design=design, progress=progress, **where_it_runs
                 )
             route, detail = route_cache[hkey].route, route_cache[hkey].to_dict()
         candidates.append(

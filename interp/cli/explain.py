@@ -7,7 +7,14 @@ from typing import Optional
 
 import typer
 
-from interp.cli.options import device_option, dtype_option, json_option, placement_keys
+from interp.cli.options import (
+    device_option,
+    dtype_option,
+    executor_option,
+    json_option,
+    max_memory_option,
+    placement_keys,
+)
 
 
 def explain(
@@ -38,6 +45,8 @@ def explain(
     ),
     random_sets: int = typer.Option(1, "--random-sets", help="random candidates of the same sizes, per kind"),
     test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (Holm over the candidates)"),
+    max_memory: Optional[float] = max_memory_option(),
+    executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
     dtype: Optional[str] = dtype_option(),
     progress: bool = typer.Option(True, help="progress bars"),
@@ -48,6 +57,7 @@ def explain(
     set's route; write RUN/explain/<judge>-<key>/explain.json and refresh report.html."""
     import json
 
+    from interp.config import gb_bytes
     from interp.cli.experiments import _refresh_report
     from interp.causal.design import parse_control_judges
     from interp.causal.explain import EXPLAIN_METHODS, explain_run
@@ -66,6 +76,8 @@ def explain(
         test_alpha=test_alpha,
         where=placement_keys(device, dtype),
         progress=progress and not as_json,
+        executor=executor,
+        max_memory=gb_bytes(max_memory),
     )
     from interp.report.explain import explain_section
     from interp.run.store import RunDir

@@ -53,8 +53,8 @@ def executor_option() -> Optional[str]:
     return typer.Option(
         None,
         "--executor",
-        help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster: "
-        "pip install .[ray])",
+        help="where the (judge, variant) tasks run: local (this process, the default) or ray (a Ray cluster; "
+        "needs Ray: the package's ray extra, or pip install ray)",
     )
 
 

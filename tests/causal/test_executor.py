@@ -77,17 +77,10 @@ def test_a_bad_executor_is_one_line(pair_run):
         check_executor("spark")
 
 
-@pytest.fixture(scope="module")
-def local_ray():
-    ray = pytest.importorskip("ray")
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    yield ray
-    ray.shutdown()
-
-
-def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path, local_ray, monkeypatch):
-    """Serial, then Ray on the same run directory (the serial run's outputs moved away first): every file of
-    the keyed store and the result are the same bytes, and every judgment of the Ray run was made in a worker."""
+def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path, local_ray, one_thread, monkeypatch):
+    """Serial (on one thread, as each Ray task of one CPU runs), then Ray on the same run directory (the serial
+    run's outputs moved away first): every file of the keyed store and the result are the same bytes, and every
+    judgment of the Ray run was made in a worker."""
     from interp.causal import engine
     from interp.causal.causal import intervene_run
     from interp.causal.design import TestDesign

@@ -8,6 +8,7 @@ judged with span attention; three control judges outside it.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -127,4 +128,108 @@ def test_explain_refuses_a_judge_that_did_not_judge_the_run(explain_run, forked_
     source, _ = explain_run
     result = forked_cli("explain", str(source), "--judge", "nobody")
     assert result.returncode == 2 and "did not judge this run" in result.stderr
+    assert not (source / "explain").exists()
+
+
+def written_files(root: Path) -> dict[str, bytes]:
+    """Every file explain wrote into the run (its results, the causal tests' and the keyed store's)."""
+    return {
+        str(p.relative_to(root)): p.read_bytes()
+        for folder in ("explain", "interventions", "variants")
+        for p in sorted((root / folder).rglob("*"))
+        if p.is_file() and p.name != ".lock"
+    }
+
+
+PATH_FIELDS = {"explain.json": "run", "result.json": "run_dir"}  # the run's folder, the one field copies differ in
+
+
+def test_explain_on_ray_writes_the_serial_runs_bytes_and_survives_a_killed_task(
+    explain_run, tmp_path, local_ray, one_thread, monkeypatch
+):
+    """The same explain serially and with every causal test's tasks on a local Ray (2 CPUs), on two copies of
+    the run: every file under explain/, interventions/ and variants/ is the same bytes but for the field that
+    names the run's folder; no judgment of the Ray run is made in this process; the first Ray task's worker
+    dies outright and is retried. Both run torch on one thread, as each Ray task (one CPU) does (`one_thread`)."""
+    import numpy as np
+
+    import interp
+    from interp.run.store import read_run
+
+    source, controls = explain_run
+    serial_run, ray_run = tmp_path / "serial", tmp_path / "ray"
+    shutil.copytree(source, serial_run)
+    shutil.copytree(source, ray_run)
+    judge = read_run(serial_run).config.models[0]
+    methods = ("atp", "atp-mlp", "direction")  # every site (the route parts: the head sites) and one head set
+    options = dict(control_judges=controls, methods=methods, top_k=1, mlp_k=1, selection_share=0.5, progress=False)
+    serial = interp.explain(serial_run, judge, **options)
+    on_ray = ray_explain(ray_run, judge, options, tmp_path / "killed", monkeypatch)
+    assert (tmp_path / "killed").exists()
+    assert on_ray.candidates == serial.candidates and on_ray.answer == serial.answer
+    serial_files, ray_files = written_files(serial_run), written_files(ray_run)
+    assert serial_files.keys() == ray_files.keys()
+    assert sum(name.endswith("judgments.jsonl") for name in serial_files) >= 20
+    assert {c.site for c in serial.candidates} == {"attention", "mlp_output", "residual"}
+    assert sum(c.route_detail is not None for c in serial.candidates) == 1
+    assert sum(name.endswith("result.json") for name in serial_files) >= len(serial.candidates)
+    differing = []
+    for name, data in serial_files.items():
+        if name.endswith(".npz"):  # a zip: its members' dates differ; their arrays may not
+            first, second = np.load(serial_run / name), np.load(ray_run / name)
+            assert all(np.array_equal(first[k], second[k]) for k in first.files)
+        elif data != ray_files[name]:
+            differing.append(name)
+            field = PATH_FIELDS[Path(name).name]
+            first, second = json.loads(data), json.loads(ray_files[name])
+            assert (first.pop(field), second.pop(field)) == (str(serial_run), str(ray_run))
+            assert first == second
+            assert data.replace(str(serial_run).encode(), b"RUN") == ray_files[name].replace(
+                str(ray_run).encode(), b"RUN"
+            )
+    assert differing  # the field is there, so the comparison above did run
+
+
+def ray_explain(run: Path, judge: str, options: dict, killed: Path, monkeypatch):
+    """`interp.explain` on Ray, where the first task's worker dies outright (as a lost node or the OOM killer
+    would) and this process may judge nothing."""
+    import interp
+    from interp.causal import engine, executor
+
+    def not_here(*args, **kwargs):
+        raise AssertionError("the driver judged a variant that a Ray task should have")
+
+    real_map = executor.ray_map
+
+    def first_dies(work, tasks, **kwargs):
+        def task_body(task):  # defined here, so Ray ships it by value
+            if not os.path.exists(killed):
+                open(killed, "w").close()
+                os._exit(1)
+            return work(task)
+
+        return real_map(task_body, tasks, **kwargs)
+
+    monkeypatch.setattr(engine, "judge_variant", not_here)  # this process only: Ray's workers import their own
+    monkeypatch.setattr(executor, "ray_map", first_dies)
+    return interp.explain(run, judge, executor="ray", max_memory=0.0, **options)
+
+
+def test_explain_refuses_an_unknown_executor_or_budget_in_one_line_with_nothing_written(
+    explain_run, tmp_path, forked_cli
+):
+    import interp
+    from interp.errors import InterpError
+
+    source, controls = explain_run
+    with pytest.raises(InterpError, match="max_memory must be at least 0 GB"):
+        interp.explain(tmp_path / "no-run", "judge", max_memory=-1)
+    from interp.run.store import read_run
+
+    judge = read_run(source).config.models[0]
+    refused = forked_cli(
+        "explain", str(source), "--judge", judge, "--control-judge", ",".join(controls), "--executor", "spark"
+    )
+    assert refused.returncode == 2
+    assert refused.stderr.strip() == "error: unknown executor 'spark'; use one of local, ray"
     assert not (source / "explain").exists()
