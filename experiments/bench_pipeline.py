@@ -474,8 +474,15 @@ def ray_figures(n_items: int = 6) -> None:
         run = tiny_pair_run(root, judge_dir, tokenizer, n=n_items, attention="none")
         design = TestDesign(heads="all-layers", control_judges=tuple(tiny_controls(root, tokenizer)))
         judge = read_run(run).config.models[0]
+        # float32 judgments on 1 and 2 torch threads differ in the 7th digit; a Ray task has 1 CPU, so 1 thread:
+        # the serial run is pinned to the same count, as docs/cluster.md asks of users who compare the two
+        threads = torch.get_num_threads()
+        torch.set_num_threads(1)
         start = time.perf_counter()
-        serial = intervene_run(run, design=design, judges=[judge], progress=False)
+        try:
+            serial = intervene_run(run, design=design, judges=[judge], progress=False)
+        finally:
+            torch.set_num_threads(threads)
         serial_seconds = time.perf_counter() - start
         serial_files = files_under(run)
         for folder in ("variants", "interventions"):
