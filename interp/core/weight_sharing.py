@@ -41,7 +41,7 @@ def share_equal_weights(model: torch.nn.Module, others: Iterable[torch.nn.Module
         params[id(parameter)] = parameter
     freed = 0
     for key, parameter in params.items():
-        match = next((q for name in names[key] for q in held.get(name, []) if _equal(parameter, q)), None)
+        match = next((q for name in names[key] for q in held.get(name, []) if same_tensor(parameter, q)), None)
         if match is None or match is parameter:
             continue
         for name in names[key]:
@@ -51,5 +51,6 @@ def share_equal_weights(model: torch.nn.Module, others: Iterable[torch.nn.Module
     return freed
 
 
-def _equal(a: torch.Tensor, b: torch.Tensor) -> bool:
-    return a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and bool(torch.equal(a, b))
+def same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:
+    """Equal as weights: the same tensor (nothing read), or the same shape, dtype, device and values."""
+    return a is b or (a.shape == b.shape and a.dtype == b.dtype and a.device == b.device and bool(torch.equal(a, b)))

@@ -6,6 +6,7 @@ import copy
 
 import torch
 
+from interp.core.backends.shared_trunk import shared_layers
 from interp.core.models import ModelCache, load_model
 from interp.core.placement import Placement
 from interp.core.weight_sharing import share_equal_weights
@@ -41,6 +42,7 @@ def test_equal_parameters_are_held_once_and_outputs_do_not_change(tiny_llama):
     with torch.no_grad():
         assert torch.equal(organism(ids).logits, before)
     assert share_equal_weights(organism, [base]) == 0  # nothing left to share
+    assert shared_layers(organism, base) == len(base.model.layers) - 1  # the trunk still sees the shared layers
 
 
 def test_a_job_cache_loads_an_organism_beside_its_base_sharing_the_lower_layers(tiny_llama_dir, tmp_path):

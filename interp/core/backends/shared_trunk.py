@@ -32,6 +32,7 @@ from interp.core.backends.layers import attention_modules, final_logits
 from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias, SiteEdit
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
+from interp.core.weight_sharing import same_tensor
 
 MIN_SHARED_SHARE = 0.5  # share at least half the layers, or a judge runs its plain backend
 
@@ -67,9 +68,7 @@ def _same_weights(a: torch.nn.Module, b: torch.nn.Module) -> bool:
         return True
     ta = dict(a.named_parameters()) | dict(a.named_buffers())
     tb = dict(b.named_parameters()) | dict(b.named_buffers())
-    return ta.keys() == tb.keys() and all(
-        ta[k].shape == tb[k].shape and ta[k].dtype == tb[k].dtype and torch.equal(ta[k], tb[k]) for k in ta
-    )
+    return ta.keys() == tb.keys() and all(same_tensor(ta[k], tb[k]) for k in ta)  # shared tensors: nothing read
 
 
 def shared_layers(a: torch.nn.Module, b: torch.nn.Module) -> int:
