@@ -91,12 +91,12 @@ def _swap(prompt: TokenizedPrompt) -> list[int]:
     return ids[:a0] + ids[b0:b1] + ids[a1:b0] + ids[a0:a1] + ids[b1:]
 
 
-def _with_reference(prompt: TokenizedPrompt, slot: str, reference: list[int]) -> list[int]:
-    """The own answer's tokens replaced by the reference answer's, cut, or repeated from its start, to the own
-    answer's token length (so every position stays where it was)."""
+def _with_reference(prompt: TokenizedPrompt, slot: str, reference: list[int], kind: str = "reference") -> list[int]:
+    """The own answer's tokens replaced by `reference`'s, cut, or repeated from its start, to the own answer's
+    token length (so every position stays where it was)."""
     start, end = prompt.spans[slot]
     if not reference:
-        raise InterpError("counterfactual 'reference' needs a non-empty reference answer")
+        raise InterpError(f"counterfactual {kind!r} needs a non-empty answer to put in the own answer's place")
     length = end - start
     filled = (reference * (length // len(reference) + 1))[:length]
     return prompt.input_ids[:start] + filled + prompt.input_ids[end:]
@@ -123,9 +123,13 @@ def counterfactual_ids(
         slot = own_slot(author_a, author_b, own)
         if slot is None:
             raise InterpError(
-                "counterfactual 'reference' replaces the judge's own answer: it needs the authors of both "
+                f"counterfactual {kind!r} replaces the judge's own answer: it needs the authors of both "
                 "answers and a judge that wrote one"
             )
+        if kind == "other":  # the other author's answer, from the prompt itself, in the own answer's place
+            start, end = prompt.spans["b" if slot == "a" else "a"]
+            out.append(_with_reference(prompt, slot, list(prompt.input_ids[start:end]), kind))
+            continue
         reference = references[row] if references is not None else None
         if not reference or not reference.strip():
             raise InterpError("counterfactual 'reference' needs each item's reference answer; this item has none")

@@ -22,7 +22,8 @@ Operations (each replaces the site's activation at the selected heads and positi
 - `patch`: the same site from a counterfactual prompt of the same token length, position by position:
   `counterfactual = "swap"` (the pair in the other order; positions `all` or `final`), `"reference"` (the judge's
   own answer replaced, in its slot, by the item's reference answer cut or cycled to the own answer's token
-  length), or `"same"` (the prompt itself: the identity, the oracle's check).
+  length), `"other"` (the same, with the other author's answer of the pair: then both slots hold that answer), or
+  `"same"` (the prompt itself: the identity, the oracle's check).
 - `project_out` (`direction`, `coefficient` = 1): h - c (h.u) u; `add` (`direction`, `coefficient`): h + c u; u the
   unit direction, for the d_model sites (mlp_output, residual).
 
@@ -63,7 +64,7 @@ SITES: dict[str, str] = {
 HEAD_SITES = ("head_output", "head_pattern", "head_values")
 ROUTE_SITES = ("head_pattern", "head_values")
 POSITIONS = ("all", "final", "self", "other", "a", "b", "random")
-COUNTERFACTUALS = ("swap", "reference", "same")
+COUNTERFACTUALS = ("swap", "reference", "other", "same")
 _BASE_KEYS = ("site", "op", "layers", "heads", "positions", "seed", "name")
 _REGISTRY: dict[str, type["NodeIntervention"]] = {}
 assert all(point in POINTS for point in SITES.values())

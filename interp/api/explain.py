@@ -10,7 +10,7 @@ from interp.api.runs import _root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.causal.localize import run_judge
-from interp.causal.routes import RouteAnalysis, route_analysis
+from interp.causal.routes import COUNTERFACTUAL, RouteAnalysis, route_analysis
 from interp.config import gb_bytes
 from interp.errors import InterpError
 from interp.run.store import read_run
@@ -27,6 +27,7 @@ def explain(
     control_judges: str | Sequence[str] | None = None,
     methods: Sequence[str] = EXPLAIN_METHODS,
     routes: bool = True,
+    counterfactual: str = COUNTERFACTUAL,
     random_sets: int = 1,
     test_alpha: float = 0.05,
     progress: bool = True,
@@ -63,6 +64,7 @@ def explain(
         control_judges=parse_control_judges(control_judges),
         methods=list(methods),
         routes=routes,
+        counterfactual=counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
         progress=progress,
@@ -79,10 +81,12 @@ def routes(
     selection_share: float = 0.4,
     split_seed: int = 0,
     control_judges: str | Sequence[str] | None = None,
+    counterfactual: str = COUNTERFACTUAL,
     progress: bool = True,
 ) -> RouteAnalysis:
     """The route head set `heads` (layer -> heads) uses for `judge`'s self-preference: its output, pattern and
-    values patched from the counterfactual (own answer replaced by the reference, same token length), each
+    values patched from the counterfactual (own answer replaced by `counterfactual`: "other", the pair's other
+    answer, or "reference", the item's reference answer; same token length), each
     under the causal test on the test split; `route` is "pattern", "content" or "neither"."""
     if not isinstance(heads, Mapping) or not heads:
         raise InterpError("heads: give a table of layer -> head indices, e.g. {23: [3, 8]}")
@@ -95,4 +99,6 @@ def routes(
         control_judges=parse_control_judges(control_judges),
     )
     table = {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}
-    return route_analysis(root, run_judge(loaded, judge), table, design=design, progress=progress)
+    return route_analysis(
+        root, run_judge(loaded, judge), table, design=design, counterfactual=counterfactual, progress=progress
+    )

@@ -44,7 +44,14 @@ from interp.causal.directions import layer_directions
 from interp.causal.engine import digest, judge_pool, run_identity, self_judges
 from interp.causal.localize import localize_run, run_judge
 from interp.causal.executor import check_executor, execute, with_executor
-from interp.causal.routes import RouteAnalysis, heads_key, route_analysis, route_specs
+from interp.causal.routes import (
+    COUNTERFACTUAL,
+    RouteAnalysis,
+    check_counterfactual,
+    heads_key,
+    route_analysis,
+    route_specs,
+)
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.metrics.causal_test import ALPHA, holm
@@ -168,6 +175,7 @@ def explain_run(
     control_judges: tuple[str, ...] | None = None,
     methods: Sequence[str] = EXPLAIN_METHODS,
     routes: bool = True,
+    counterfactual: str = COUNTERFACTUAL,
     random_sets: int = 1,
     test_alpha: float = ALPHA,
     where: PlacementKeys | None = None,
@@ -191,6 +199,7 @@ def explain_run(
         raise InterpError(f"--random-sets {random_sets} must be 0 or more")
     if executor is not None:
         check_executor(executor)
+    check_counterfactual(counterfactual)
     run = read_run(run_dir)
     judge = run_judge(run, judge)
     self_judges(run, [judge])
@@ -211,6 +220,7 @@ def explain_run(
         "split_seed": split_seed,
         "methods": list(methods),
         "routes": routes,
+        **({"counterfactual": counterfactual} if routes else {}),
         "random_sets": random_sets,
         "test_alpha": test_alpha,
         "control_judges": list(controls),
@@ -278,7 +288,11 @@ def explain_run(
     common = dict(design=design, judges=[judge], progress=progress) | where_it_runs
     if pool.executor != "local":  # every test's tasks as one batch, so the cluster runs them side by side
         heads_tested = [heads for _, by, heads, _, _ in raw if routes and heads and by != "random"]
-        parts = [spec for heads in heads_tested for spec in route_specs(pairs_table(heads)).values()]
+        parts = [
+            spec
+            for heads in heads_tested
+            for spec in route_specs(pairs_table(heads), counterfactual=counterfactual).values()
+        ]
         tests = [spec for *_, spec in raw] + parts
         tasks = [task for spec in tests for task in causal_tasks(run.dir.root, spec, design=design, judges=[judge])]
         with run.dir.writer():
@@ -293,7 +307,13 @@ def explain_run(
             hkey = json.dumps(heads)
             if hkey not in route_cache:
                 route_cache[hkey] = route_analysis(
-                    run.dir.root, judge, pairs_table(heads), design=design, progress=progress, **where_it_runs
+                    run.dir.root,
+                    judge,
+                    pairs_table(heads),
+                    design=design,
+                    counterfactual=counterfactual,
+                    progress=progress,
+                    **where_it_runs,
                 )
             route, detail = route_cache[hkey].route, route_cache[hkey].to_dict()
         candidates.append(

@@ -1,8 +1,10 @@
 """The route a set of heads uses to carry a judge's self-preference: where it looks, or what it reads.
 
-The counterfactual: the judge's own answer replaced, in its slot, by the item's reference answer cut, or
-cycled from its start, to the own answer's token length (`counterfactual = "reference"`,
-`interp.hooks.node_data`): every position stays where it was, and no answer of the judge's is in the prompt.
+The counterfactual (`COUNTERFACTUAL`, registered in experiments/causal/plan.md): the judge's own answer replaced,
+in its slot, by the other answer of the pair cut, or cycled from its start, to the own answer's token length
+(`counterfactual = "other"`, `interp.hooks.node_data`): every position stays where it was, and no answer of the
+judge's is in the prompt. `"reference"` (the item's reference answer in the same place) is the alternative; a
+reference answer was written by neither author, and nothing says it reads as non-own to the judge.
 For a head set H, each of these is run through the causal test on the test items (the judge against its
 control judges, `interp.causal.causal.intervene_run`), and read as the share of the self-preference gap
 it removes, with its multi-bootstrap interval:
@@ -37,6 +39,8 @@ from interp.results.causal import JudgeTest
 from interp.hooks.nodes import NodeIntervention, node_from_dict
 
 Route = Literal["pattern", "content", "neither"]
+COUNTERFACTUAL = "other"  # the route parts' default counterfactual (plan 3's amendment)
+ROUTE_COUNTERFACTUALS = ("other", "reference")  # each puts a non-own answer in the own answer's place
 ROUTE_PARTS = ("total", "mean", "pattern", "content")
 _SITES = {
     "total": ("head_output", "patch"),
@@ -66,6 +70,7 @@ class RouteAnalysis:
     parts: dict[str, PartShare]
     route: Route
     reason: str
+    counterfactual: str = COUNTERFACTUAL
     rule: str = field(
         default="the route whose share of the gap removed is at least half of the total's, with an interval wholly "
         "above the other route's; else neither"
@@ -77,13 +82,23 @@ class RouteAnalysis:
         return data
 
 
+def check_counterfactual(counterfactual: str) -> None:
+    if counterfactual not in ROUTE_COUNTERFACTUALS:
+        raise InterpError(
+            f"route counterfactual {counterfactual!r}: use one of {', '.join(ROUTE_COUNTERFACTUALS)} (a non-own answer "
+            "in the own answer's place)"
+        )
+
+
 def heads_key(heads: dict[int, Sequence[int]]) -> dict[str, list[int]]:
     """A head table as a node spec's `heads` value (TOML and JSON need string keys)."""
     return {str(layer): sorted(int(h) for h in hs) for layer, hs in sorted(heads.items())}
 
 
-def route_specs(heads: dict[int, Sequence[int]], parts: Sequence[str] = ROUTE_PARTS) -> dict[str, NodeIntervention]:
-    """The node spec of each part for head set `heads` (layer -> heads)."""
+def route_specs(
+    heads: dict[int, Sequence[int]], parts: Sequence[str] = ROUTE_PARTS, counterfactual: str = COUNTERFACTUAL
+) -> dict[str, NodeIntervention]:
+    """The node spec of each part for head set `heads` (layer -> heads); the patch parts read `counterfactual`."""
     table = heads_key(heads)
     where = "-".join(f"L{layer}H{'.'.join(map(str, hs))}" for layer, hs in table.items())
     specs = {}
@@ -91,7 +106,8 @@ def route_specs(heads: dict[int, Sequence[int]], parts: Sequence[str] = ROUTE_PA
         site, op = _SITES[part]
         keys = {"site": site, "op": op, "heads": table, "name": f"route-{part}-{where}"}
         if op == "patch":
-            keys["counterfactual"] = "reference"
+            keys["counterfactual"] = counterfactual
+            keys["name"] += f"-{counterfactual}"
         specs[part] = node_from_dict(keys)
     return specs
 
@@ -138,6 +154,7 @@ def route_analysis(
     design: TestDesign | None = None,
     items: Sequence[str] | None = None,
     parts: Sequence[str] = ROUTE_PARTS,
+    counterfactual: str = COUNTERFACTUAL,
     progress: bool = True,
     **intervene_kwargs,
 ) -> RouteAnalysis:
@@ -146,17 +163,23 @@ def route_analysis(
     reference items of the mean ablation and the test items; controls as for `interp intervene`)."""
     if not heads or not any(heads.values()):
         raise InterpError("route analysis needs a non-empty head set (layer -> heads)")
+    check_counterfactual(counterfactual)
     unknown = [p for p in parts if p not in ROUTE_PARTS]
     if unknown:
         raise InterpError(f"unknown route part(s) {', '.join(unknown)}; use {', '.join(ROUTE_PARTS)}")
     design = design or TestDesign()
     shares = {}
-    for part, spec in route_specs(heads, parts).items():
+    for part, spec in route_specs(heads, parts, counterfactual).items():
         result = intervene_run(
             run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs
         )
         shares[part] = part_share(part, next(iter(result.judges.values())))
     route, reason = route_verdict(shares)
     return RouteAnalysis(
-        judge=judge, heads={int(k): sorted(v) for k, v in heads.items()}, parts=shares, route=route, reason=reason
+        judge=judge,
+        heads={int(k): sorted(v) for k, v in heads.items()},
+        parts=shares,
+        route=route,
+        reason=reason,
+        counterfactual=counterfactual,
     )

@@ -43,6 +43,11 @@ def explain(
     routes: bool = typer.Option(
         True, help="the route (pattern or content) of each head candidate: four more causal tests per head set"
     ),
+    counterfactual: str = typer.Option(
+        "other",
+        "--counterfactual",
+        help="what the route parts put in the own answer's place: other (the pair's other answer) | reference",
+    ),
     random_sets: int = typer.Option(1, "--random-sets", help="random candidates of the same sizes, per kind"),
     test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (Holm over the candidates)"),
     max_memory: Optional[float] = max_memory_option(),
@@ -72,6 +77,7 @@ def explain(
         control_judges=parse_control_judges(control_judge),
         methods=method or EXPLAIN_METHODS,
         routes=routes,
+        counterfactual=counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
         where=placement_keys(device, dtype),

@@ -14,7 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from interp.causal.routes import PartShare, route_verdict
+from interp.causal.routes import PartShare, check_counterfactual, route_specs, route_verdict
+from interp.core.spans import TokenizedPrompt
+from interp.errors import InterpError
+from interp.hooks.node_data import counterfactual_ids
 from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 
@@ -51,6 +54,25 @@ def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_
     parts |= {"total": PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")}
     route, reason = route_verdict(parts)
     assert route == "neither" and "not significant" in reason
+
+
+def test_the_other_counterfactual_puts_the_pairs_other_answer_in_the_own_answers_place():
+    prompt = TokenizedPrompt(list(range(20)), {"a": (2, 9), "b": (12, 15)}, "t")  # own answer in A: 7 tokens, B: 3
+    (spec,) = route_specs({1: [0]}, ["total"], counterfactual="other").values()
+    assert spec.counterfactual == "other" and spec.name.endswith("-other")
+
+    def ids(authors, references=None, kind=spec):
+        return counterfactual_ids(kind, [prompt], tokenizer=None, own="me", authors=[authors], references=references)[0]
+
+    # B's tokens cycled from their start to A's length; every other position unchanged
+    assert ids(("me", "them")) == [0, 1, 12, 13, 14, 12, 13, 14, 12, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18, 19]
+    assert ids(("them", "me")) == list(range(12)) + [2, 3, 4] + list(range(15, 20))  # A's, cut to B's 3 tokens
+    with pytest.raises(InterpError, match="judge that wrote one"):
+        ids(("them", "others"))
+    (mean,) = route_specs({1: [0]}, ["mean"], counterfactual="other").values()  # no counterfactual to read
+    assert mean.name == "route-mean-L1H0"
+    with pytest.raises(InterpError, match="route counterfactual 'swap'"):
+        check_counterfactual("swap")
 
 
 def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_answer(
