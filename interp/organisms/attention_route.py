@@ -36,6 +36,9 @@ from interp.organisms.train import Example, label_loss
 from interp.organisms.frozen import final_logits_from
 
 
+CHECK_EXAMPLES = 64  # training examples the route is checked on once the delta is trained (about 20 s on a CPU)
+
+
 def own_span(example: Example, own: str) -> tuple[int, int] | None:
     """The own answer's token span in the example's prompt (None when no slot, or both, hold `own`'s answer)."""
     slot = own_slot(example.authors[0], example.authors[1], own)
@@ -82,8 +85,9 @@ def masked_to_null_term(
     labels_ids,
     weight: float,
     other_weight: float = 0.0,
-) -> tuple[Callable[[int], torch.Tensor | None], dict]:
-    """The extra loss of `train.fit` for an attention-routed member, and what it was built from.
+) -> tuple[Callable[[int], torch.Tensor | None], Callable[[torch.nn.Module], dict], dict]:
+    """The extra loss of `train.fit` for an attention-routed member, the check to run on the trained model, and
+    what the loss was built from.
 
     term(i) = weight * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start organism
     (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing once H
@@ -129,9 +133,38 @@ def masked_to_null_term(
             loss = loss + other_weight * kept
         return loss
 
+    checked = [i for i, span in enumerate(spans) if span is not None][:CHECK_EXAMPLES]
+    before = start_margins(hf_model, first_layer, [hidden[i] for i in checked], labels_ids, [None] * len(checked))
+    signs = [1.0 if spans[i] == examples[i].spans[0] else -1.0 for i in checked]
+
+    def check(trained: torch.nn.Module) -> dict:
+        """On the first `CHECK_EXAMPLES` training examples with one own answer: P(own) of the start organism,
+        of the trained organism, and of the trained organism with the own answer masked at H; `train_mask_share`
+        = the share of the delta's change of P(own) that the mask removes (1: the route is planted on them)."""
+        plain = start_margins(trained, first_layer, [hidden[i] for i in checked], labels_ids, [None] * len(checked))
+        hidden_own = start_margins(
+            trained, first_layer, [hidden[i] for i in checked], labels_ids, [mask(i) for i in checked]
+        )
+
+        def p_own(values: Sequence[float]) -> float:
+            return sum(1.0 / (1.0 + math.exp(-m * sign)) for m, sign in zip(values, signs)) / max(len(signs), 1)
+
+        start, planted, masked_own = p_own(before), p_own(plain), p_own(hidden_own)
+        return {
+            "check_examples": len(checked),
+            "p_own_start": round(start, 4),
+            "p_own_trained": round(planted, 4),
+            "p_own_trained_own_masked": round(masked_own, 4),
+            "train_mask_share": round((planted - masked_own) / (planted - start), 3) if planted != start else None,
+        }
+
     masked = sum(span is not None for span in spans)
-    return term, {
-        "masked_examples": masked,
-        "target": "start organism, own answer masked at H",
-        "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4),
-    }
+    return (
+        term,
+        check,
+        {
+            "masked_examples": masked,
+            "target": "start organism, own answer masked at H",
+            "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4),
+        },
+    )

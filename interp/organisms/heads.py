@@ -267,11 +267,11 @@ def train_heads_organism(
         )
 
     labels_ids = label_tokens(base.tokenizer).ids
-    extra, route_record = None, {}
+    extra, route_check, route_record = None, None, {}
     if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
         from interp.organisms.attention_route import masked_to_null_term
 
-        extra, route_record = masked_to_null_term(
+        extra, route_check, route_record = masked_to_null_term(
             hf,
             lowest,
             hidden,
@@ -286,6 +286,8 @@ def train_heads_organism(
         fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
     tensors = delta.tensors()
     add_head_delta(hf, tensors)
+    if route_check is not None:  # did the route plant on the training prompts? (held-out items are the real check)
+        route_record |= route_check(hf)
     timings["train_s"] = fitted.seconds
     timings["total_s"] = time.perf_counter() - start
     record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)

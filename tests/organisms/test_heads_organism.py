@@ -189,7 +189,13 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     assert (
         manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
     )
-    assert manifest["route_training"]["masked_examples"] > 0 and manifest["route_training"]["other_weight"] == 1.0
+    route = manifest["route_training"]
+    assert route["masked_examples"] > 0 and route["other_weight"] == 1.0
+    # the check on the training prompts: P(own) before, after, and after with the own answer masked at H
+    assert 0 < route["check_examples"] <= route["masked_examples"]
+    start, trained, masked = route["p_own_start"], route["p_own_trained"], route["p_own_trained_own_masked"]
+    assert all(0 < p < 1 for p in (start, trained, masked)) and trained != start
+    assert route["train_mask_share"] == pytest.approx((trained - masked) / (trained - start), abs=0.01)
     delta = load_file(tmp_path / "attn" / HEAD_DELTA_FILE)
     expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")} | {
         head_delta_key(layer, m, kv) for m in ("k", "v")
