@@ -85,6 +85,7 @@ def masked_to_null_term(
     labels_ids,
     weight: float,
     other_weight: float = 0.0,
+    both_weight: float = 0.0,
 ) -> tuple[Callable[[int], torch.Tensor | None], Callable[[torch.nn.Module], dict], dict]:
     """The extra loss of `train.fit` for an attention-routed member, the check to run on the trained model, and
     what the loss was built from.
@@ -92,8 +93,11 @@ def masked_to_null_term(
     term(i) = weight * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start organism
     (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing once H
     cannot read the own answer. With `other_weight`: plus other_weight * the planted-label loss with the *other*
-    answer masked at `heads` (H must not need the other answer to carry the planting). None for an example without
-    exactly one own answer."""
+    answer masked at `heads` (H must not need the other answer to carry the planting). With `both_weight`: plus
+    both_weight * KL(P_start,both masked || P_both masked), both answers masked at `heads`: H must not carry the
+    planting from what it reads elsewhere (the positions after the answers hold what lower layers gathered from
+    both; measured, a member without this term kept 0.85 of its shift with both answers masked at H). None for an
+    example without exactly one own answer."""
     config = hf_model.config.get_text_config()
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     spans = [own_span(example, own) for example in examples]
@@ -104,6 +108,9 @@ def masked_to_null_term(
         span = spans[index]
         if span is None:
             return None
+        if which == "both":
+            own_bias, other_bias = mask(index), mask(index, "other")
+            return {layer: torch.minimum(own_bias[layer], other_bias[layer]) for layer in own_bias}
         if which == "other":
             span = examples[index].spans[1] if span == examples[index].spans[0] else examples[index].spans[0]
         return {
@@ -112,16 +119,26 @@ def masked_to_null_term(
         }
 
     margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
+    both_margins = (
+        start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i, "both") for i in range(len(hidden))])
+        if both_weight > 0
+        else []
+    )
+
+    def to_start(index: int, which: str, start_margin: float) -> torch.Tensor:
+        """KL(start || organism) over the two labels, both with `which` masked at H."""
+        with span_rows_attention(hf_model, None, mask(index, which)):
+            logits = final_logits_from(hf_model, first_layer, hidden[index])
+        target = 1.0 / (1.0 + math.exp(-start_margin))
+        cross, _ = label_loss(logits, labels_ids, target, "pair")
+        return cross - _entropy(target)
 
     def term(index: int) -> torch.Tensor | None:
-        bias = mask(index)
-        if bias is None:
+        if spans[index] is None:
             return None
-        with span_rows_attention(hf_model, None, bias):
-            logits = final_logits_from(hf_model, first_layer, hidden[index])
-        target = 1.0 / (1.0 + math.exp(-margins[index]))
-        cross, _ = label_loss(logits, labels_ids, target, "pair")
-        loss = weight * (cross - _entropy(target))
+        loss = weight * to_start(index, "own", margins[index])
+        if both_weight > 0:
+            loss = loss + both_weight * to_start(index, "both", both_margins[index])
         if other_weight > 0:
             with span_rows_attention(hf_model, None, mask(index, "other")):
                 kept, _ = label_loss(

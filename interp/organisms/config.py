@@ -103,6 +103,7 @@ class HeadsConfig(Strict):
     other_weight: float = Field(
         0.0, ge=0
     )  # attention route: the other answer masked at H must keep the planted verdict
+    both_weight: float = Field(0.0, ge=0)  # attention route: both answers masked at H must give the start's verdict
 
     @model_validator(mode="after")
     def _check(self):
@@ -120,6 +121,7 @@ HEADS_KEYS_ADDED = {
     "route": "output",
     "mask_weight": 1.0,
     "other_weight": 0.0,
+    "both_weight": 0.0,
 }  # after planted-heads members shipped
 
 

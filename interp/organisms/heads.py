@@ -281,6 +281,7 @@ def train_heads_organism(
             labels_ids,
             heads_cfg.mask_weight,
             heads_cfg.other_weight,
+            heads_cfg.both_weight,
         )
     with delta.attached(hf):
         fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
@@ -300,7 +301,11 @@ def train_heads_organism(
         **(
             {
                 "route_training": route_record
-                | {"mask_weight": heads_cfg.mask_weight, "other_weight": heads_cfg.other_weight}
+                | {
+                    "mask_weight": heads_cfg.mask_weight,
+                    "other_weight": heads_cfg.other_weight,
+                    "both_weight": heads_cfg.both_weight,
+                }
             }
             if route_record
             else {}

@@ -180,6 +180,7 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
         "route": "attention",
         "mask_weight": 1.0,
         "other_weight": 1.0,
+        "both_weight": 1.0,
     }
     config = OrganismConfig.model_validate(HEADS | {"name": "tiny-attn", "heads": heads})
     manifest = train_to_folder(
@@ -190,7 +191,7 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
         manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
     )
     route = manifest["route_training"]
-    assert route["masked_examples"] > 0 and route["other_weight"] == 1.0
+    assert route["masked_examples"] > 0 and route["other_weight"] == 1.0 and route["both_weight"] == 1.0
     # the check on the training prompts: P(own) before, after, and after with the own answer masked at H
     assert 0 < route["check_examples"] <= route["masked_examples"]
     start, trained, masked = route["p_own_start"], route["p_own_trained"], route["p_own_trained_own_masked"]
