@@ -186,11 +186,17 @@ class OrganismConfig(Strict):
         for key in ("data_seed", "heads"):  # unset keys added later keep older configs' fingerprints
             if dumped.get(key) is None:
                 dumped.pop(key, None)
-        for key, default in HEADS_KEYS_ADDED.items():  # so do [heads] keys added later, at their defaults
-            if dumped.get("heads") is not None and dumped["heads"].get(key) == default:
-                dumped["heads"].pop(key)
-        canonical = json.dumps(dumped, sort_keys=True)
+        canonical = json.dumps(without_added_heads_defaults(dumped), sort_keys=True)
         return hashlib.sha256(canonical.encode()).hexdigest()[:16]
+
+
+def without_added_heads_defaults(dumped: dict) -> dict:
+    """A config dump with each [heads] key added after members shipped (`HEADS_KEYS_ADDED`) left out where it holds
+    its default: a config written before the key existed reads the same."""
+    heads = dumped.get("heads")
+    if heads is None:
+        return dumped
+    return dumped | {"heads": {k: v for k, v in heads.items() if k not in HEADS_KEYS_ADDED or HEADS_KEYS_ADDED[k] != v}}
 
 
 def member_name(family: str, seed: int, base_seed: int = 0) -> str:

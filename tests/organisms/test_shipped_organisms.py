@@ -19,7 +19,7 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import ALIASES, load_model, own_model
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
-from interp.organisms.config import HEADS_KEYS_ADDED, load_organism_config, shipped_organism_config
+from interp.organisms.config import load_organism_config, shipped_organism_config, without_added_heads_defaults
 
 from tests.helpers import REPO
 
@@ -94,10 +94,7 @@ def test_shipped_manifest_names_the_config_that_retrains_it(name):
 
     def set_keys(dump: dict) -> dict:
         """Keys added to the schema later are unset, or (a [heads] key) at their defaults, as for the fingerprint."""
-        dump = {k: v for k, v in dump.items() if v is not None}
-        if "heads" in dump:
-            dump["heads"] = {k: v for k, v in dump["heads"].items() if HEADS_KEYS_ADDED.get(k, object()) != v}
-        return dump
+        return without_added_heads_defaults({k: v for k, v in dump.items() if v is not None})
 
     assert set_keys(manifest["config"]) == set_keys(config.model_dump(mode="json"))
     assert manifest["config_fingerprint"] == config.fingerprint()
