@@ -143,7 +143,9 @@ def apply_adapter(hf_model, folder: Path):
     lora = start if start is not None else folder
     _check_safetensors(lora / "adapter_model.safetensors")
     try:
-        merged = PeftModel.from_pretrained(hf_model, str(lora)).merge_and_unload()
+        wrapped = PeftModel.from_pretrained(hf_model, str(lora))
+        _privatise_lora_targets(wrapped)
+        merged = wrapped.merge_and_unload()
     except (RuntimeError, ValueError, KeyError) as exc:
         raise InterpError(f"{folder}: adapter does not fit the base model ({str(exc).splitlines()[0][:160]})") from None
     delta = folder / HEAD_DELTA_FILE
@@ -159,6 +161,21 @@ def apply_adapter(hf_model, folder: Path):
             ) from None
     merged.eval()
     return merged
+
+
+def _privatise_lora_targets(wrapped) -> None:
+    """Each weight a LoRA layer will merge into becomes a copy of its own first: PEFT merges in place, and the
+    weight given may be another model's too (`interp.core.weight_sharing.adopt_weights`: an organism beside its
+    base holds the base's tensors). The merged values are the same: the same sum, into a copy."""
+    from peft.tuners.tuners_utils import BaseTunerLayer
+
+    from interp.core.weight_sharing import private_parameter
+
+    for module in wrapped.modules():
+        if isinstance(module, BaseTunerLayer):
+            base_layer = module.get_base_layer()
+            for name, _ in list(base_layer.named_parameters(recurse=False)):
+                private_parameter(base_layer, name)
 
 
 def head_delta_key(layer: int, module: str, head: int) -> str:
@@ -182,17 +199,28 @@ def parse_head_delta_key(key: str) -> tuple[int, str, int]:
 def add_head_delta(hf_model, tensors: dict) -> None:
     """Add a head delta in place: each "q" / "k" / "v" block to its head's rows of q_proj / k_proj / v_proj.weight
     (k and v: a key/value head's rows), each "o" block to its head's columns of o_proj.weight (Llama-style
-    `model.layers[l].self_attn`). Nothing else is written."""
+    `model.layers[l].self_attn`). Nothing else is written, and no tensor the model was given: each weight written
+    becomes a copy of its own first (`private_parameter`; it may be another model's too)."""
     import torch
 
+    from interp.core.weight_sharing import private_parameter
+
     layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+    private: set[int] = set()
+
+    def writable(proj) -> torch.Tensor:
+        if id(proj) not in private:
+            private_parameter(proj, "weight")
+            private.add(id(proj))
+        return proj.weight
+
     with torch.no_grad():
         for key, block in sorted(tensors.items()):
             layer, module, head = parse_head_delta_key(key)
             attn = layers[layer].self_attn
             dim = attn.head_dim
             if module in ("q", "k", "v"):
-                weight = getattr(attn, f"{module}_proj").weight
+                weight = writable(getattr(attn, f"{module}_proj"))
                 rows = weight[head * dim : (head + 1) * dim]
                 if head * dim >= weight.shape[0] or rows.shape != block.shape:
                     raise ValueError(
@@ -200,7 +228,7 @@ def add_head_delta(hf_model, tensors: dict) -> None:
                     )
                 rows += block.to(rows.device, rows.dtype)
             else:
-                cols = attn.o_proj.weight[:, head * dim : (head + 1) * dim]
+                cols = writable(attn.o_proj)[:, head * dim : (head + 1) * dim]
                 if head * dim >= attn.o_proj.weight.shape[1] or cols.shape != block.shape:
                     raise ValueError(
                         f"{key}: shape {tuple(block.shape)} does not fit o_proj columns {tuple(cols.shape)}"

@@ -12,6 +12,12 @@ loading the organism added 0.16 GB of RSS, the comparison 0.38 GB more, and lett
 back (the file stays mapped while the organism's own layers, views of the same file, are held). Those pages are
 clean and the kernel may drop them under memory pressure, but they count in the process's peak RSS.
 
+So an organism loaded beside the very base it names (the same folder, the same placement) never reads its own copy:
+`adopt_weights` points its parameters at the base's before anything reads them, its adapter is merged into private
+copies of the weights it changes (`private_parameter`: `interp.core.adapters.apply_adapter` never writes into a
+tensor it was given), and the file mapping goes once nothing points into it. Measured on the CPU (SmolLM2 and its
+two demo organisms, `experiments/bench_memory.py`): see docs/runs.md.
+
 Only parameters with the same name, shape, dtype, device and values are shared; a parameter tied to others in its
 own model (an embedding and its output head) is replaced under every name it has, so the tie holds. The models are
 for inference: a weight changed in place would change every model that shares it (`ModelCache`, the one caller,
@@ -49,6 +55,42 @@ def share_equal_weights(model: torch.nn.Module, others: Iterable[torch.nn.Module
             setattr(model.get_submodule(owner) if owner else model, leaf, match)
         freed += parameter.nbytes
     return freed
+
+
+def adopt_weights(model: torch.nn.Module, source: torch.nn.Module) -> int:
+    """Point every parameter of `model` at `source`'s parameter of the same name, shape, dtype and device, without
+    reading either (the caller knows them equal: `model` was loaded from the file `source` was, in the same
+    placement, and nothing has written into either); returns the bytes adopted. A tie inside `model` is kept: a
+    parameter is replaced under every name it has, by the parameter of its first name."""
+    held = dict(source.named_parameters(remove_duplicate=False))
+    names: dict[int, list[str]] = {}
+    params: dict[int, torch.nn.Parameter] = {}
+    for name, parameter in model.named_parameters(remove_duplicate=False):
+        names.setdefault(id(parameter), []).append(name)
+        params[id(parameter)] = parameter
+    adopted = 0
+    for key, parameter in params.items():
+        match = held.get(names[key][0])
+        if match is None or (match.shape, match.dtype, match.device) != (
+            parameter.shape,
+            parameter.dtype,
+            parameter.device,
+        ):
+            continue
+        for name in names[key]:
+            owner, _, leaf = name.rpartition(".")
+            setattr(model.get_submodule(owner) if owner else model, leaf, match)
+        adopted += parameter.nbytes
+    return adopted
+
+
+def private_parameter(module: torch.nn.Module, name: str) -> torch.nn.Parameter:
+    """Replace `module`'s parameter `name` by a copy of it that no other module holds (before writing into it in
+    place), and return the copy."""
+    parameter = getattr(module, name)
+    copy = torch.nn.Parameter(parameter.detach().clone(), requires_grad=parameter.requires_grad)
+    setattr(module, name, copy)
+    return copy
 
 
 def same_tensor(a: torch.Tensor, b: torch.Tensor) -> bool:

@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
-from interp.core.models import ALIASES, ModelCache, check_finite_output
+from interp.core.models import ALIASES, ModelCache, check_finite_output, prepare_weights
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
@@ -366,6 +366,9 @@ def check_models(
     imported answer file (`given`: authors whose answers are given, not generated)."""
     existing = paths.read_responses()
     decoding = decoding_of(config)
+    local = [*config.models, *config.judge_specs, *config.gold.models]
+    skip = set(config.imports) | set(given) | set(models.models)
+    prepare_weights(spec for spec in local if spec not in skip and config.server(spec) is None)
     used = []  # local models that will answer or judge
     for spec in config.models:
         missing = [item for item in items if item.id not in existing.get(spec, {})]

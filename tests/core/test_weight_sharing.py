@@ -56,3 +56,72 @@ def test_a_job_cache_loads_an_organism_beside_its_base_sharing_the_lower_layers(
     a, b = cache.get(str(tiny_llama_dir)), cache.get(str(folder))
     assert b.hf_model.model.layers[0].mlp.up_proj.weight is a.hf_model.model.layers[0].mlp.up_proj.weight
     assert b.hf_model.model.layers[-1].mlp.up_proj.weight is not a.hf_model.model.layers[-1].mlp.up_proj.weight
+
+
+def _lora_organism_folder(base_dir, out):
+    """A LoRA organism of the tiny Llama (layer 1's q, v and down projections, random B) with a head delta on
+    layer 0's query head 0 (outside the LoRA's layers), in the full form: adapter, delta and manifest."""
+    from peft import LoraConfig, get_peft_model
+    from safetensors.torch import save_file
+
+    from interp.core.adapters import HEAD_DELTA_FILE, base_signature, head_delta_key
+
+    model = load_model(str(base_dir)).hf_model
+    config = LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj", "down_proj"], layers_to_transform=[1])
+    peft = get_peft_model(model, config)
+    generator = torch.Generator().manual_seed(3)
+    with torch.no_grad():
+        for name, p in peft.named_parameters():
+            if "lora_B" in name:
+                p.copy_(0.5 * torch.randn(p.shape, generator=generator))
+    peft.save_pretrained(out)
+    attn = model.model.layers[0].self_attn
+    block = 0.5 * torch.randn((attn.head_dim, model.config.hidden_size), generator=generator)
+    save_file({head_delta_key(0, "q", 0): block}, str(out / HEAD_DELTA_FILE))
+    manifest = {"base_model": str(base_dir), "base_signature": base_signature(model.config)}
+    (out / "manifest.json").write_text(__import__("json").dumps(manifest))
+    return out
+
+
+def test_an_organism_beside_its_loaded_base_adopts_its_weights_and_equals_a_lone_load(tiny_llama_dir, tmp_path):
+    folder = _lora_organism_folder(tiny_llama_dir, tmp_path / "organism")
+    cache = ModelCache(Placement(device="cpu"))
+    base = cache.get(str(tiny_llama_dir))
+    organism = cache.get(str(folder))
+    alone = load_model(str(folder), placement=Placement(device="cpu"))
+    fresh_base = load_model(str(tiny_llama_dir), placement=Placement(device="cpu"))
+
+    mine = dict(organism.hf_model.named_parameters(remove_duplicate=False))
+    theirs = dict(base.hf_model.named_parameters(remove_duplicate=False))
+    assert mine.keys() == dict(alone.hf_model.named_parameters(remove_duplicate=False)).keys()
+    for name, p in alone.hf_model.named_parameters(remove_duplicate=False):
+        assert torch.equal(mine[name], p), name  # the same organism, bit for bit
+    for name, p in fresh_base.hf_model.named_parameters(remove_duplicate=False):
+        assert torch.equal(theirs[name], p), name  # the merges wrote into copies, never into the base
+    assert organism.fingerprint() == alone.fingerprint()
+
+    written = {
+        "model.layers.1.self_attn.q_proj.weight",
+        "model.layers.1.self_attn.v_proj.weight",
+        "model.layers.1.mlp.down_proj.weight",
+        "model.layers.0.self_attn.q_proj.weight",  # the head delta's
+    }
+    for name in mine:
+        assert (mine[name] is theirs[name]) == (name not in written), name
+    assert not any(torch.equal(mine[name], theirs[name]) for name in written)  # each was changed
+    if base.hf_model.config.tie_word_embeddings:
+        assert organism.hf_model.lm_head.weight is organism.hf_model.model.embed_tokens.weight
+
+
+def test_a_base_the_caller_put_in_is_never_adopted(tiny_llama_dir, tmp_path):
+    folder = _lora_organism_folder(tiny_llama_dir, tmp_path / "organism")
+    cache = ModelCache(Placement(device="cpu"))
+    held = load_model(str(tiny_llama_dir), placement=Placement(device="cpu"))
+    with torch.no_grad():
+        held.hf_model.model.layers[0].mlp.up_proj.weight.add_(1.0)  # the user's model, changed
+    cache.models[str(tiny_llama_dir)], cache.held = held, {str(tiny_llama_dir)}
+    organism = cache.get(str(folder))
+    alone = load_model(str(folder), placement=Placement(device="cpu"))
+    assert torch.equal(
+        organism.hf_model.model.layers[0].mlp.up_proj.weight, alone.hf_model.model.layers[0].mlp.up_proj.weight
+    )
