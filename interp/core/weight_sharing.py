@@ -26,7 +26,7 @@ serves judging jobs; training loads its own models).
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Callable, Iterable
 
 import torch
 
@@ -40,48 +40,43 @@ def share_equal_weights(model: torch.nn.Module, others: Iterable[torch.nn.Module
             continue
         for name, parameter in other.named_parameters(remove_duplicate=False):
             held.setdefault(name, []).append(parameter)
-    names: dict[int, list[str]] = {}  # a parameter of `model` -> every name it has there (ties)
-    params: dict[int, torch.nn.Parameter] = {}
-    for name, parameter in model.named_parameters(remove_duplicate=False):
-        names.setdefault(id(parameter), []).append(name)
-        params[id(parameter)] = parameter
-    freed = 0
-    for key, parameter in params.items():
-        match = next((q for name in names[key] for q in held.get(name, []) if same_tensor(parameter, q)), None)
-        if match is None or match is parameter:
-            continue
-        for name in names[key]:
-            owner, _, leaf = name.rpartition(".")
-            setattr(model.get_submodule(owner) if owner else model, leaf, match)
-        freed += parameter.nbytes
-    return freed
+    return _point_at(
+        model, lambda names, p: next((q for n in names for q in held.get(n, []) if same_tensor(p, q)), None)
+    )
 
 
 def adopt_weights(model: torch.nn.Module, source: torch.nn.Module) -> int:
     """Point every parameter of `model` at `source`'s parameter of the same name, shape, dtype and device, without
     reading either (the caller knows them equal: `model` was loaded from the file `source` was, in the same
-    placement, and nothing has written into either); returns the bytes adopted. A tie inside `model` is kept: a
-    parameter is replaced under every name it has, by the parameter of its first name."""
+    placement, and nothing has written into either); returns the bytes adopted."""
     held = dict(source.named_parameters(remove_duplicate=False))
-    names: dict[int, list[str]] = {}
+
+    def match(names: list[str], parameter: torch.nn.Parameter) -> torch.nn.Parameter | None:
+        q = held.get(names[0])
+        same = q is not None and (q.shape, q.dtype, q.device) == (parameter.shape, parameter.dtype, parameter.device)
+        return q if same else None
+
+    return _point_at(model, match)
+
+
+def _point_at(model: torch.nn.Module, match: Callable) -> int:
+    """Replace each parameter of `model` by `match(its names, it)` where that is another parameter, under every name
+    it has (a tie inside `model` is kept); returns the bytes replaced."""
+    names: dict[int, list[str]] = {}  # a parameter of `model` -> every name it has there (ties)
     params: dict[int, torch.nn.Parameter] = {}
     for name, parameter in model.named_parameters(remove_duplicate=False):
         names.setdefault(id(parameter), []).append(name)
         params[id(parameter)] = parameter
-    adopted = 0
+    replaced = 0
     for key, parameter in params.items():
-        match = held.get(names[key][0])
-        if match is None or (match.shape, match.dtype, match.device) != (
-            parameter.shape,
-            parameter.dtype,
-            parameter.device,
-        ):
+        other = match(names[key], parameter)
+        if other is None or other is parameter:
             continue
         for name in names[key]:
             owner, _, leaf = name.rpartition(".")
-            setattr(model.get_submodule(owner) if owner else model, leaf, match)
-        adopted += parameter.nbytes
-    return adopted
+            setattr(model.get_submodule(owner) if owner else model, leaf, other)
+        replaced += parameter.nbytes
+    return replaced
 
 
 def private_parameter(module: torch.nn.Module, name: str) -> torch.nn.Parameter:
