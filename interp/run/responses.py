@@ -25,6 +25,7 @@ from interp.core.prompts import FEWSHOT_STOP, Prompt, generation_prompt
 from interp.core.spans import check_fits_context, encode_prompt
 from interp.core.threads import rebalance_threads
 from interp.data import Item
+from interp.run.greedy import greedy_generate, supports_greedy_pruning
 from interp.run.reasoning import KNOWN_MARKERS, model_markers, split_reasoning
 from interp.storage import atomic_write_text
 
@@ -193,6 +194,7 @@ def generate_responses(
         if decoding.sampled
         else {"do_sample": False}
     )
+    pruned = not decoding.sampled and supports_greedy_pruning(model.hf_model)  # finished rows leave the batch
     for chunk in chunks:
         rebalance_threads()  # company that came or went since the last batch
         encoded = [_encode(tokenizer, prompts[i]) for i in chunk]
@@ -202,15 +204,27 @@ def generate_responses(
             attention_implementation(model.hf_model, "sdpa"),
             _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]),
         ):
-            out = model.hf_model.generate(
-                input_ids=batch.input_ids,
-                attention_mask=batch.attention_mask,
-                max_new_tokens=decoding.max_new_tokens,
-                pad_token_id=tokenizer.pad_token_id,
-                stopping_criteria=StoppingCriteriaList(
-                    [StopText(tokenizer, stop_strings, batch.input_ids.shape[1])] if stop_strings else []
-                ),
-                **sampling,
+            out = (
+                greedy_generate(
+                    model.hf_model,
+                    batch.input_ids,
+                    batch.attention_mask,
+                    max_new_tokens=decoding.max_new_tokens,
+                    pad_token_id=tokenizer.pad_token_id,
+                    tokenizer=tokenizer,
+                    stop_strings=stop_strings or (),
+                )
+                if pruned
+                else model.hf_model.generate(
+                    input_ids=batch.input_ids,
+                    attention_mask=batch.attention_mask,
+                    max_new_tokens=decoding.max_new_tokens,
+                    pad_token_id=tokenizer.pad_token_id,
+                    stopping_criteria=StoppingCriteriaList(
+                        [StopText(tokenizer, stop_strings, batch.input_ids.shape[1])] if stop_strings else []
+                    ),
+                    **sampling,
+                )
             )
         new_tokens = out[:, batch.input_ids.shape[1] :]
         for row, index in enumerate(chunk):
