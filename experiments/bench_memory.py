@@ -10,7 +10,12 @@ parent).
 Prints `name: value` lines, among them `causal_peak_memory_ratio` (6 controls over 3, the budget at 0; the
 goal is at most 1.2) and `causal_peak_memory_ratio_unbounded` (every model kept: the old behaviour).
 `--layers N`: fewer layers than SmolLM2's 30, for a cheaper run (8 layers: 0.2 GB a model).
-Usage: python experiments/bench_memory.py [--root /tmp/bench-memory] [--layers 30]
+
+`--organisms`: instead, SmolLM2 and the demo's two organisms loaded into one job's `ModelCache` and each run once
+on a prompt, in a fresh process each way: the organisms adopting the base's weights (what the cache does) against
+loading their own copy and sharing it after comparing values (what it did before). Prints the resident size after
+(`organisms_rss_gb_adopted`, `organisms_rss_gb_compared`) and `organisms_rss_ratio` (adopted over compared).
+Usage: python experiments/bench_memory.py [--root /tmp/bench-memory] [--layers 30] [--organisms]
 """
 
 from __future__ import annotations
@@ -125,11 +130,41 @@ def peak_gb(run: Path, judge: str, controls: list[str], budget: str | None) -> f
     return int(done.stdout.strip().splitlines()[-1]) / 2**20
 
 
+ORGANISMS_PROBE = """
+import sys, torch
+from interp.core.models import ModelCache
+if sys.argv[1] == "compared":
+    ModelCache._loaded_base = lambda self, spec: None  # the organism reads its own copy; sharing compares values
+cache = ModelCache()
+for name in ("smollm2-135m-instruct", "smollm2-135m-judge", "smollm2-135m-selfpref"):
+    model = cache.get(name)
+    with torch.inference_mode():
+        model.hf_model(torch.tensor([[1, 2, 3, 4]]))
+print(int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 2**20)
+"""
+
+
+def organism_figures() -> None:
+    """Resident size with SmolLM2 and its two demo organisms loaded and run: adopted weights vs compared copies."""
+    figures = {}
+    for way in ("adopted", "compared"):
+        done = subprocess.run(
+            [sys.executable, "-c", ORGANISMS_PROBE, way], cwd=REPO, capture_output=True, text=True, check=True
+        )
+        figures[way] = float(done.stdout.strip().splitlines()[-1])
+        print(f"organisms_rss_gb_{way}: {figures[way]:.2f}")
+    print(f"organisms_rss_ratio: {figures['adopted'] / figures['compared']:.3f}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--root", type=Path, default=Path("/tmp/bench-memory"))
     parser.add_argument("--layers", type=int, default=30)
+    parser.add_argument("--organisms", action="store_true", help="the organisms' weights beside their base")
     args = parser.parse_args()
+    if args.organisms:
+        organism_figures()
+        return
     args.root.mkdir(parents=True, exist_ok=True)
     run, folders = build(args.root, args.layers)
     print(f"causal_memory_model_layers: {args.layers}")

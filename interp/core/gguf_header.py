@@ -109,16 +109,21 @@ def one_parse_per_file() -> Iterator[None]:
     weights, and each parses the whole header (Gemma-3-270M's: 17 s, most of its 50 s dequantisation). A
     reader memory-maps the file read-only and is not changed by reading, so one serves all three. The module
     attribute is put back on exit, whatever happens inside.
+
+    The reader is also faster (`plain_array_reader`): its header parse slices the mapped file once per value, and on
+    a `numpy.memmap` each slice runs Python-level hooks; on a plain array view of the same mapping it does not.
+    Gemma-3-270M's header (262,144 token strings): 3.1 s against 10.3 s; the fields and tensors are equal.
     """
     import gguf
 
     original = gguf.GGUFReader
+    reader_type = plain_array_reader(original)
     readers: dict[tuple[str, str], object] = {}
 
     def shared(path, mode="r"):
         key = (str(Path(path).resolve()), mode)
         if key not in readers:
-            readers[key] = original(path, mode)
+            readers[key] = reader_type(path, mode)
         return readers[key]
 
     gguf.GGUFReader = shared
@@ -126,3 +131,21 @@ def one_parse_per_file() -> Iterator[None]:
         yield
     finally:
         gguf.GGUFReader = original
+
+
+def plain_array_reader(reader_type: type) -> type:
+    """A subclass of gguf's reader whose mapped file is a plain `numpy.ndarray` view (same memory, same values) rather
+    than the `numpy.memmap` it opens: slicing a memmap calls its Python `__getitem__` and `__array_finalize__`, which
+    the header parse does millions of times for a large vocabulary. Read-only use only (the mapping is the reader's)."""
+    import numpy as np
+
+    class PlainArrayReader(reader_type):
+        @property
+        def data(self):
+            return self._plain_data
+
+        @data.setter
+        def data(self, value):
+            self._plain_data = value.view(np.ndarray) if isinstance(value, np.memmap) else value
+
+    return PlainArrayReader

@@ -78,3 +78,25 @@ def test_one_parse_per_file_shares_a_reader_inside_the_block_only(tmp_path):
         raise RuntimeError("inside")
     assert gguf.GGUFReader is original  # put back on an error too
     assert gguf.GGUFReader(path) is not first
+
+
+def test_the_shared_reader_reads_what_ggufs_reader_reads(tmp_path):
+    import gguf
+    import numpy as np
+
+    from interp.core.gguf_header import plain_array_reader
+
+    path = _write(tmp_path / "m.gguf")
+    expected, got = gguf.GGUFReader(path), plain_array_reader(gguf.GGUFReader)(path)
+    assert type(got.data) is np.ndarray and isinstance(expected.data, np.memmap)
+    assert list(got.fields) == list(expected.fields)
+    for key, field in expected.fields.items():
+        mine = got.fields[key]
+        assert (mine.types, mine.data, mine.offset) == (field.types, field.data, field.offset), key
+        assert len(mine.parts) == len(field.parts) and all(
+            np.array_equal(a, b) for a, b in zip(mine.parts, field.parts)
+        )
+    assert [(t.name, t.tensor_type, t.data_offset) for t in got.tensors] == [
+        (t.name, t.tensor_type, t.data_offset) for t in expected.tensors
+    ]
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(got.tensors, expected.tensors))
