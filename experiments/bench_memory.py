@@ -13,8 +13,10 @@ goal is at most 1.2) and `causal_peak_memory_ratio_unbounded` (every model kept:
 
 `--organisms`: instead, SmolLM2 and the demo's two organisms loaded into one job's `ModelCache` and each run once
 on a prompt, in a fresh process each way: the organisms adopting the base's weights (what the cache does) against
-loading their own copy and sharing it after comparing values (what it did before). Prints the resident size after
-(`organisms_rss_gb_adopted`, `organisms_rss_gb_compared`) and `organisms_rss_ratio` (adopted over compared).
+loading their own copy and sharing it after comparing values, and that with the LoRA merged into the mapped
+file's pages as well (what it did before 2026-11-26: the mapping then stays whole). Prints the resident size after
+and the peak (`organisms_rss_gb_*`, `organisms_peak_rss_gb_*`) and `organisms_peak_rss_ratio` (adopted over
+compared).
 Usage: python experiments/bench_memory.py [--root /tmp/bench-memory] [--layers 30] [--organisms]
 """
 
@@ -133,27 +135,35 @@ def peak_gb(run: Path, judge: str, controls: list[str], budget: str | None) -> f
 ORGANISMS_PROBE = """
 import sys, torch
 from interp.core.models import ModelCache
-if sys.argv[1] == "compared":
+if sys.argv[1] in ("compared", "merged_in_file"):
     ModelCache._loaded_base = lambda self, spec: None  # the organism reads its own copy; sharing compares values
+if sys.argv[1] == "merged_in_file":  # and its LoRA merged into the mapped file's pages, which keeps the mapping
+    import interp.core.adapters
+    interp.core.adapters._privatise_lora_targets = lambda wrapped: None
 cache = ModelCache()
 for name in ("smollm2-135m-instruct", "smollm2-135m-judge", "smollm2-135m-selfpref"):
     model = cache.get(name)
     with torch.inference_mode():
         model.hf_model(torch.tensor([[1, 2, 3, 4]]))
-print(int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 2**20)
+import resource
+now = int(open("/proc/self/status").read().split("VmRSS:")[1].split()[0]) / 2**20
+print(now, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2**20)
 """
 
 
 def organism_figures() -> None:
     """Resident size with SmolLM2 and its two demo organisms loaded and run: adopted weights vs compared copies."""
     figures = {}
-    for way in ("adopted", "compared"):
+    for way in ("adopted", "compared", "merged_in_file"):
         done = subprocess.run(
             [sys.executable, "-c", ORGANISMS_PROBE, way], cwd=REPO, capture_output=True, text=True, check=True
         )
-        figures[way] = float(done.stdout.strip().splitlines()[-1])
-        print(f"organisms_rss_gb_{way}: {figures[way]:.2f}")
-    print(f"organisms_rss_ratio: {figures['adopted'] / figures['compared']:.3f}")
+        now, peak = map(float, done.stdout.strip().splitlines()[-1].split())
+        figures[way] = peak
+        print(f"organisms_rss_gb_{way}: {now:.2f}")
+        print(f"organisms_peak_rss_gb_{way}: {peak:.2f}")
+    print(f"organisms_peak_rss_ratio: {figures['adopted'] / figures['compared']:.3f}")
+    print(f"organisms_peak_rss_ratio_vs_merged_in_file: {figures['adopted'] / figures['merged_in_file']:.3f}")
 
 
 def main() -> None:

@@ -30,11 +30,16 @@
   the keyed store and the result the same bytes), `serial_seconds`, `ray_seconds` (Ray's start apart:
   `ray_start_seconds`).
 
+- greedy answers (`--greedy`): the demo's 72 instructions answered by each author (batches of 24, empty response
+  caches) with `interp.run.greedy` (finished rows leave the batch) and with transformers' `generate`:
+  `greedy_pruned_seconds_*`, `greedy_generate_seconds_*` and `greedy_answers_differing_*` (0: the same answers
+  token for token).
+
 Every figure depends on what else runs: the load average before and after is printed with them.
 
 Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server] [--skip-judging]
-       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--only]
-       (`--only`: just the sections asked for with --readme, --memory, --ray, --company)
+       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--greedy] [--only]
+       (`--only`: just the sections asked for with --readme, --memory, --ray, --company, --greedy)
 """
 
 from __future__ import annotations
@@ -502,6 +507,41 @@ def ray_figures(n_items: int = 6) -> None:
     print(f"ray_start_seconds: {ray_start:.1f}")
 
 
+def greedy_figures() -> None:
+    """The demo's answers of each author: finished rows let go (`interp.run.greedy`) vs `generate`, same batches."""
+    import interp.run.responses as responses
+    from interp.causal.demo import demo_config
+    from interp.core.models import ModelCache
+    from interp.core.placement import placement_of
+    from interp.data import builtin_items
+
+    config = demo_config(None)
+    models, items, decoding = ModelCache(placement_of(config)), builtin_items(), responses.decoding_of(config)
+    supports = responses.supports_greedy_pruning
+    previous = os.environ.get("INTERP_CACHE")
+    try:
+        for name in config.models:
+            model, answers = models.get(name), {}
+            for way, rule in (("pruned", supports), ("generate", lambda hf_model: False)):
+                responses.supports_greedy_pruning = rule
+                with tempfile.TemporaryDirectory() as tmp:
+                    os.environ["INTERP_CACHE"] = tmp  # an empty response cache: every answer is generated
+                    start = time.perf_counter()
+                    answers[way] = responses.generate_responses(model, items, decoding, progress=False)
+                    print(f"greedy_{way}_seconds_{name}: {time.perf_counter() - start:.1f}")
+            differing = sum(
+                (a.text, a.n_new_tokens) != (b.text, b.n_new_tokens)
+                for a, b in zip(answers["pruned"], answers["generate"])
+            )
+            print(f"greedy_answers_differing_{name}: {differing}")
+    finally:
+        responses.supports_greedy_pruning = supports
+        if previous is None:
+            os.environ.pop("INTERP_CACHE", None)
+        else:
+            os.environ["INTERP_CACHE"] = previous
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--skip-demo", action="store_true")
@@ -527,8 +567,11 @@ def main() -> None:
     parser.add_argument(
         "--ray", action="store_true", help="also the Ray executor against the serial run (needs pip install .[ray])"
     )
+    parser.add_argument("--greedy", action="store_true", help="also greedy answers: finished rows let go vs generate")
     parser.add_argument(
-        "--only", action="store_true", help="only the sections asked for with --readme, --memory, --ray, --company"
+        "--only",
+        action="store_true",
+        help="only the sections asked for with --readme, --memory, --ray, --company, --greedy",
     )
     args = parser.parse_args()
     if args.only:
@@ -557,6 +600,8 @@ def main() -> None:
         memory_figures(args.memory_layers)
     if args.ray:
         ray_figures()
+    if args.greedy:
+        greedy_figures()
     if args.readme:
         readme_figures()
     print(f"load_average_after: {load_average()}")
