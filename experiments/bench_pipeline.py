@@ -45,6 +45,7 @@ Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-serve
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -53,6 +54,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Iterator
 
 import torch
 
@@ -373,6 +375,20 @@ def thread_figures() -> None:
     print(f"threads_load_average_after: {load_average()}")
 
 
+@contextlib.contextmanager
+def interp_cache(path: Path | str) -> Iterator[None]:
+    """INTERP_CACHE set to `path` inside the block, as it was before after it."""
+    previous = os.environ.get("INTERP_CACHE")
+    os.environ["INTERP_CACHE"] = str(path)
+    try:
+        yield
+    finally:
+        if previous is None:
+            os.environ.pop("INTERP_CACHE", None)
+        else:
+            os.environ["INTERP_CACHE"] = previous
+
+
 def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
     sys.path.insert(0, str(REPO))
     from interp.config import HTTPJudgeConfig
@@ -387,25 +403,18 @@ def server_figures(n_items: int = 8, max_new_tokens: int = 64) -> None:
     model = load_model("smollm2-135m-instruct")
     seconds = {}
     with tempfile.TemporaryDirectory(prefix="bench-server-") as tmp:
-        previous = os.environ.get("INTERP_CACHE")
-        try:
-            with llama_server(Path(tmp), n_ctx=2048) as base_url:
-                endpoint = HTTPJudgeConfig(
-                    name="smollm2-server", base_url=base_url, model="smollm2", concurrency=4, timeout=300
-                )
-                os.environ["INTERP_CACHE"] = str(Path(tmp) / "server-cache")  # empty: every answer is asked for
+        with llama_server(Path(tmp), n_ctx=2048) as base_url:
+            endpoint = HTTPJudgeConfig(
+                name="smollm2-server", base_url=base_url, model="smollm2", concurrency=4, timeout=300
+            )
+            with interp_cache(Path(tmp) / "server-cache"):  # empty: every answer is asked for
                 start = time.perf_counter()
                 server_responses(endpoint, items, decoding, progress=False)
                 seconds["server"] = time.perf_counter() - start
-            os.environ["INTERP_CACHE"] = str(Path(tmp) / "local-cache")  # the model is loaded already
+        with interp_cache(Path(tmp) / "local-cache"):  # the model is loaded already
             start = time.perf_counter()
             generate_responses(model, items, decoding, progress=False)
             seconds["inprocess"] = time.perf_counter() - start
-        finally:
-            if previous is None:
-                os.environ.pop("INTERP_CACHE", None)
-            else:
-                os.environ["INTERP_CACHE"] = previous
     print(f"server_generation_responses_per_second: {n_items / seconds['server']:.3f}")
     print(f"inprocess_generation_responses_per_second: {n_items / seconds['inprocess']:.3f}")
     print(f"server_vs_inprocess_generation_ratio: {seconds['inprocess'] / seconds['server']:.2f}")
@@ -518,14 +527,12 @@ def greedy_figures() -> None:
     config = demo_config(None)
     models, items, decoding = ModelCache(placement_of(config)), builtin_items(), responses.decoding_of(config)
     supports = responses.supports_greedy_pruning
-    previous = os.environ.get("INTERP_CACHE")
     try:
         for name in config.models:
             model, answers = models.get(name), {}
             for way, rule in (("pruned", supports), ("generate", lambda hf_model: False)):
                 responses.supports_greedy_pruning = rule
-                with tempfile.TemporaryDirectory() as tmp:
-                    os.environ["INTERP_CACHE"] = tmp  # an empty response cache: every answer is generated
+                with tempfile.TemporaryDirectory() as tmp, interp_cache(tmp):  # empty: every answer is generated
                     start = time.perf_counter()
                     answers[way] = responses.generate_responses(model, items, decoding, progress=False)
                     print(f"greedy_{way}_seconds_{name}: {time.perf_counter() - start:.1f}")
@@ -536,10 +543,6 @@ def greedy_figures() -> None:
             print(f"greedy_answers_differing_{name}: {differing}")
     finally:
         responses.supports_greedy_pruning = supports
-        if previous is None:
-            os.environ.pop("INTERP_CACHE", None)
-        else:
-            os.environ["INTERP_CACHE"] = previous
 
 
 def main() -> None:

@@ -146,12 +146,7 @@ class ModelCache:
     def _loaded_base(self, spec: str) -> LoadedModel | None:
         """The base model an organism `spec` names, when this cache loaded it by that name (a model the caller put
         in may hold other weights under the name, so it is never adopted)."""
-        from interp.core.adapters import adapter_folder, read_manifest
-
-        adapter = adapter_folder(spec)
-        if adapter is None:
-            return None
-        base = read_manifest(adapter)["base_model"]
+        base = organism_base(spec)
         return self.models[base] if base in self.models and base not in self.held else None
 
 
@@ -306,11 +301,8 @@ def return_freed_memory() -> None:
 def prepare_weights(specs: Iterable[str]) -> None:
     """Convert every GGUF the specs load (an alias, a .gguf file, an organism's base) before any model is held, so
     a conversion's transient peak (~3x the weights) never sits on top of loaded models; converted once a machine."""
-    from interp.core.adapters import adapter_folder, read_manifest
-
     for spec in dict.fromkeys(specs):
-        adapter = adapter_folder(spec)
-        weights = read_manifest(adapter)["base_model"] if adapter is not None else spec
+        weights = organism_base(spec) or spec
         if (weights in ALIASES and not ALIASES[weights].base) or weights.endswith(".gguf"):
             resolve_spec(weights)
 

@@ -59,10 +59,8 @@ def supports_greedy_pruning(hf_model) -> bool:
     config = getattr(hf_model, "generation_config", None)
     if config is None or getattr(hf_model.config, "is_encoder_decoder", False):
         return False
-    if getattr(config, "num_beams", None) not in (
-        None,
-        1,
-    ):  # do_sample is set by the caller (False), so it may be anything here
+    # do_sample is set by the caller (False), so the config's may be anything; beams it may not be
+    if getattr(config, "num_beams", None) not in (None, 1):
         return False
     if getattr(config, "cache_implementation", None) not in (None, "dynamic"):
         return False
@@ -98,8 +96,11 @@ def greedy_generate(
     stops when every row is done)."""
     from transformers import DynamicCache
 
-    batch, prompt_length = input_ids.shape
+    from interp.run.stop_text import StopText
+
+    batch = input_ids.shape[0]
     device = input_ids.device
+    stopped = StopText(tokenizer, list(stop_strings), 0) if stop_strings else None  # reads the new tokens only
     new = torch.full((batch, max_new_tokens), pad_token_id, dtype=input_ids.dtype, device=device)
     stops = torch.tensor(eos_ids(hf_model), dtype=input_ids.dtype, device=device)
     alive = torch.arange(batch, device=device)
@@ -121,9 +122,8 @@ def greedy_generate(
         new[alive, steps] = token
         steps += 1
         done = torch.isin(token, stops) if stops.numel() else torch.zeros_like(token, dtype=torch.bool)
-        if stop_strings:
-            texts = tokenizer.batch_decode(new[alive, :steps], skip_special_tokens=True)
-            done |= torch.tensor([any(s in text for s in stop_strings) for text in texts], device=device)
+        if stopped is not None:
+            done |= stopped(new[alive, :steps], None)
         if bool(done.any()):
             keep = (~done).nonzero().squeeze(-1)
             alive, token, mask, positions = alive[keep], token[keep], mask[keep], positions[keep]
