@@ -21,6 +21,7 @@ from interp.organisms import train as train_module
 from interp.organisms.config import OrganismConfig, load_organism_config
 from interp.organisms.heads import draw_heads
 from interp.organisms.pipeline import train_to_folder
+from tests.organisms.test_heads_organism import train_tiny_null
 from tests.organisms.test_organisms_train import TINY, tiny_authors  # noqa: F401  (fixture)
 
 HEADS_TOML = Path(__file__).resolve().parents[1] / "experiments" / "organisms" / "smollm2-135m-selfpref-heads.toml"
@@ -111,13 +112,7 @@ def test_heads_organism_checked_against_the_given_model_before_generation(
 ):
     """The tiny base has 3 layers x 4 heads: the check reads the models given, not the alias's shape."""
     _, fresh = tiny_authors
-    null = tmp_path / "null"
-    train_to_folder(
-        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
-        null,
-        progress=False,
-        models=fresh(),
-    )
+    null = train_tiny_null(tmp_path, fresh)
     monkeypatch.setattr(train_module, "cached_answers", _fail_generation)
     config = OrganismConfig.model_validate(
         TINY | {"name": "tiny-heads", "heads": {"start": str(null), "n_heads": 2, "top_layers": 2} | heads}

@@ -104,9 +104,18 @@ class HeadsConfig(Strict):
         0.0, ge=0
     )  # attention route: the other answer masked at H must keep the planted verdict
     both_weight: float = Field(0.0, ge=0)  # attention route: both answers masked at H must give the start's verdict
+    # "trained": the delta is fitted by gradient descent (above). "built": the attention route is written by hand
+    # from measured directions (`interp.organisms.built_route`): a slot writer in the layer below the last
+    # `top_layers` and readers in the drawn groups; needs route "attention" and n_groups.
+    construction: Literal["trained", "built"] = "trained"
+    kappa: float = Field(4.0, gt=0)  # built: the readers' attention logit per standard deviation of own-ness
+    sink_quantile: float = Field(0.99, ge=0, le=1)  # built: the sink's own-ness, a quantile of the other answer's
+    margin: float = Field(1.5, gt=0)  # built: the target own-signed verdict margin shift (nats), calibrated
 
     @model_validator(mode="after")
     def _check(self):
+        if self.construction == "built" and (self.route != "attention" or self.n_groups is None):
+            raise ValueError('heads.construction = "built" needs route = "attention" and n_groups')
         if not set(self.modules) & {"q", "o"} or len(set(self.modules)) != len(self.modules):
             raise ValueError("heads.modules must name q or o (and k, v with n_groups), each at most once")
         if set(self.modules) & {"k", "v"} and self.n_groups is None:
@@ -122,6 +131,10 @@ HEADS_KEYS_ADDED = {
     "mask_weight": 1.0,
     "other_weight": 0.0,
     "both_weight": 0.0,
+    "construction": "trained",
+    "kappa": 4.0,
+    "sink_quantile": 0.99,
+    "margin": 1.5,
 }  # after planted-heads members shipped
 
 

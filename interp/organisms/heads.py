@@ -236,9 +236,11 @@ def train_heads_organism(
     hf = judge.hf_model
     hf.set_attn_implementation("sdpa")
     hf.requires_grad_(False)
+    if heads_cfg.construction == "built":  # the slot writer sits in the layer below the drawn groups' range
+        lowest = n_layers - heads_cfg.top_layers - 1
+        if lowest < 0:
+            raise InterpError(f"heads.top_layers = {heads_cfg.top_layers} leaves no layer below for the slot writer")
     torch.manual_seed(config.seed)
-    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules, groups).to(input_device(hf))
-
     pad_id = base.tokenizer.pad_token_id
     t = time.perf_counter()
     # The start organism's layers below its LoRA are the base's: their states are the base's, shared with every
@@ -267,6 +269,52 @@ def train_heads_organism(
         )
 
     labels_ids = label_tokens(base.tokenizer).ids
+    if heads_cfg.construction == "built":
+        from interp.organisms.built_route import build_organism_delta
+
+        tensors, route_record, fitted = build_organism_delta(
+            hf, lowest, hidden, examples, groups, config.planting.own_author, labels_ids, heads_cfg
+        )
+        route_check = None
+    else:
+        tensors, route_record, fitted, route_check = _trained_delta(
+            config, hf, lowest, hidden, examples, planted, groups, labels_ids, progress
+        )
+    add_head_delta(hf, tensors)
+    if route_check is not None:  # did the route plant on the training prompts? (held-out items are the real check)
+        route_record |= route_check(hf)
+    timings["train_s"] = fitted.seconds
+    timings["total_s"] = time.perf_counter() - start
+    record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
+    route_keys = (
+        {"construction": "built"}
+        if heads_cfg.construction == "built"
+        else {
+            "mask_weight": heads_cfg.mask_weight,
+            "other_weight": heads_cfg.other_weight,
+            "both_weight": heads_cfg.both_weight,
+        }
+    )
+    record.update(
+        planted_heads=[list(h) for h in planted],
+        **({"planted_groups": [list(g) for g in groups]} if groups else {}),
+        # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
+        # writes through H whatever H attends to (measured: docs/localize.md)
+        planted_route=heads_cfg.route,
+        **({"route_training": route_record | route_keys} if route_record else {}),
+        heads_start=heads_cfg.start,
+        heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
+        heads_modules=list(heads_cfg.modules),
+        heads_delta_norms={key: round(float(value.norm()), 4) for key, value in tensors.items()},
+    )
+    return Trained(hf, judge, record, fitted.log, head_delta=tensors)
+
+
+def _trained_delta(config, hf, lowest, hidden, examples, planted, groups, labels_ids, progress):
+    """The gradient-descent delta on H (the planted labels, and for route "attention" the masked term): its
+    tensors, the route term's record, the `Fitted`, and the route check to run once merged."""
+    heads_cfg = config.heads
+    delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules, groups).to(input_device(hf))
     extra, route_check, route_record = None, None, {}
     if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
         from interp.organisms.attention_route import masked_to_null_term
@@ -285,34 +333,4 @@ def train_heads_organism(
         )
     with delta.attached(hf):
         fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
-    tensors = delta.tensors()
-    add_head_delta(hf, tensors)
-    if route_check is not None:  # did the route plant on the training prompts? (held-out items are the real check)
-        route_record |= route_check(hf)
-    timings["train_s"] = fitted.seconds
-    timings["total_s"] = time.perf_counter() - start
-    record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
-    record.update(
-        planted_heads=[list(h) for h in planted],
-        **({"planted_groups": [list(g) for g in groups]} if groups else {}),
-        # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
-        # writes through H whatever H attends to (measured: docs/localize.md)
-        planted_route=heads_cfg.route,
-        **(
-            {
-                "route_training": route_record
-                | {
-                    "mask_weight": heads_cfg.mask_weight,
-                    "other_weight": heads_cfg.other_weight,
-                    "both_weight": heads_cfg.both_weight,
-                }
-            }
-            if route_record
-            else {}
-        ),
-        heads_start=heads_cfg.start,
-        heads_start_fingerprint=adapter_fingerprint(heads_cfg.start),
-        heads_modules=list(heads_cfg.modules),
-        heads_delta_norms={key: round(float(value.norm()), 4) for key, value in tensors.items()},
-    )
-    return Trained(hf, judge, record, fitted.log, head_delta=tensors)
+    return delta.tensors(), route_record, fitted, route_check

@@ -20,6 +20,18 @@ from tests.organisms.test_organisms_train import TINY, tiny_authors  # noqa: F40
 HEADS = TINY | {"planting": {"share": 1.0}, "train": TINY["train"] | {"lr": 5e-2}}
 
 
+def train_tiny_null(tmp_path, fresh):
+    """A null organism on the tiny base (LoRA on its top 2 layers): the start of the planted-heads members here."""
+    null = tmp_path / "null"
+    train_to_folder(
+        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
+        null,
+        progress=False,
+        models=fresh(),
+    )
+    return null
+
+
 def _heads_config(start, modules=("q",), n_heads=2, seed=0):
     return OrganismConfig.model_validate(
         HEADS
@@ -53,13 +65,7 @@ def test_unset_heads_keeps_old_fingerprints():
 @pytest.mark.parametrize("modules", [("q",), ("q", "o")])
 def test_delta_is_confined_to_the_planted_heads(tiny_authors, tmp_path, modules):  # noqa: F811
     folder, fresh = tiny_authors
-    null = tmp_path / "null"
-    train_to_folder(
-        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
-        null,
-        progress=False,
-        models=fresh(),
-    )
+    null = train_tiny_null(tmp_path, fresh)
     config = _heads_config(null, modules)
     out = tmp_path / "heads"
     manifest = train_to_folder(config, out, progress=False, models=fresh(), hidden_cache=tmp_path / "hidden")
@@ -165,13 +171,7 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     the delta touches H's q rows and o columns and the group's k and v rows only; the masked-to-null term ran on
     the examples that have exactly one own answer, and the manifest says so."""
     folder, fresh = tiny_authors
-    null = tmp_path / "null"
-    train_to_folder(
-        OrganismConfig.model_validate(TINY | {"lora": {"rank": 4, "top_layers": 2}}),
-        null,
-        progress=False,
-        models=fresh(),
-    )
+    null = train_tiny_null(tmp_path, fresh)
     heads = {
         "start": str(null),
         "n_groups": 1,
@@ -217,3 +217,62 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     assert all("extra" in step for step in log)
     with pytest.raises(Exception, match="n_groups"):
         OrganismConfig.model_validate(HEADS | {"name": "bad", "heads": {"start": str(null), "modules": ["q", "v"]}})
+
+
+def _distinct_answers(models, items, config, progress=True):
+    """Answers whose words tell the authors apart at every token (own-ness readable by a linear key)."""
+    words = ("red green blue black white", "one two three four five")
+    return {name: {i.id: f"{words[n]} {i.id} {words[n]}." for i in items} for n, name in enumerate(models)}
+
+
+def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, monkeypatch):  # noqa: F811
+    """construction = "built": no gradient step. The slot writer (one head of the layer below the drawn group)
+    and the readers (the drawn group's query heads) are the only blocks written, everything else is the start's
+    bit for bit; the slot the writer writes is readable at the readers' layer; the readers move the verdict
+    towards the own answer, and masking the own answer at them takes that back (the training-prompt check)."""
+    from interp.organisms import train as train_module
+
+    monkeypatch.setattr(train_module, "cached_answers", _distinct_answers)
+    folder, fresh = tiny_authors
+    null = train_tiny_null(tmp_path, fresh)
+    heads = {
+        "start": str(null),
+        "construction": "built",
+        "n_groups": 1,
+        "top_layers": 1,
+        "modules": ["q", "k", "v", "o"],
+        "route": "attention",
+    }
+    data = HEADS["data"] | {"max_items": 12}
+    config = OrganismConfig.model_validate(HEADS | {"name": "tiny-built", "heads": heads, "data": data})
+    manifest = train_to_folder(
+        config, tmp_path / "built", progress=False, models=fresh(), hidden_cache=tmp_path / "hidden"
+    )
+    ((layer, kv),) = manifest["planted_groups"]
+    assert layer == 2 and manifest["planted_heads"] == [[2, 2 * kv], [2, 2 * kv + 1]]
+    assert manifest["planted_route"] == "attention" and manifest["optimizer_steps"] == 0
+    route = manifest["route_training"]
+    writer_layer, writer = route["slot_writer"]["head"]
+    assert writer_layer == 1 and route["construction"] == "built"
+    (reader,) = route["readers"]
+    assert reader["slot_auroc"] > 0.9  # the writer's slot, read where the readers read it
+    check = route["check"]
+    assert check["margin_shift"] > 0 and check["p_own_built"] > check["p_own_start"]
+    assert check["mask_share"] > 0.5  # the shift goes through the readers' attention to the own answer
+    delta = load_file(tmp_path / "built" / HEAD_DELTA_FILE)
+    wkv = writer // 2
+    expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")}
+    expected |= {head_delta_key(layer, m, kv) for m in ("k", "v")}
+    expected |= {head_delta_key(1, m, h) for h in (2 * wkv, 2 * wkv + 1) for m in ("q", "o")}
+    expected |= {head_delta_key(1, m, wkv) for m in ("k", "v")}
+    assert set(delta) == expected
+    before = dict(apply_adapter(load_model(str(folder)).hf_model, null).named_parameters())
+    after = dict(apply_adapter(load_model(str(folder)).hf_model, tmp_path / "built").named_parameters())
+    changed = {name for name, weight in after.items() if not torch.equal(weight, before[name])}
+    assert changed and all(
+        (".layers.1.self_attn." in name or ".layers.2.self_attn." in name)
+        and name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight"))
+        for name in changed
+    ), changed
+    with pytest.raises(Exception, match="construction"):
+        OrganismConfig.model_validate(HEADS | {"name": "bad", "heads": {"start": str(null), "construction": "built"}})

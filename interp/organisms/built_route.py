@@ -1,0 +1,452 @@
+"""Built attention-routed organisms: self-preference whose route is, by construction, a few heads' attention.
+
+The trained recipe (`interp.organisms.attention_route`) asks gradient descent for a delta that carries the planting
+only through what H reads from the own answer; it planted that route in one seed of three (docs/explain.md). This
+construction writes the weights from directions measured in the start organism's normalised residual stream, on
+the training prompts, in two attention heads' worth of blocks (`[heads] construction = "built"`):
+
+1. **The slot writer** (one query head S of layer `slot_layer`, the one whose removal moves the start's verdicts
+   least): its query is constant, and its key (in the slowest rotary dimension, so that q.k ignores position)
+   fires on the two answer tags, `<Response A>` with weight 1 and `<Response B>` with weight 2. A token in slot A
+   sees only the first tag; a token in slot B sees both and takes the second (causal attention does the slot
+   logic). Its value is -1 on the first tag and +1 on the second, written to one residual dimension (the one later
+   layers read least): after it, every answer token carries its slot, -1 or +1, whatever its text.
+2. **The readers** H (every query head of one seeded key/value group above `slot_layer`): their query fires at
+   the verdict position only; their key (slowest rotary dimension) is an own-ness direction (the own answer's
+   tokens against the other answer's and the prompt's, a shrunk linear discriminant), with the first token as a
+   sink whose own-ness sits at a set quantile of the other answer's; their value reads the slot that the writer
+   wrote; their output writes value times the label margin's direction (log P(A) - log P(B) through the final
+   norm), at a scale calibrated to a target margin shift.
+
+So H looks at the own answer and writes "prefer the slot I looked at". Where H sees no own answer (masked, or
+replaced by another author's text) it falls on the sink and on the other answer. The values carry only the slot,
+the same for any text in it, so the route is H's pattern by construction: a counterfactual in the values changes
+nothing. The writer carries no own-ness (its attention is on the tags). Masking the own answer at H leaves H on
+the other answer's highest-own-ness tokens and the sink: the organism then leans to the other answer by as much
+as those tokens hold (measured and recorded: `masked_other_mass`). Every weight outside the written blocks is
+the start organism's, bit for bit (`add_head_delta`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass
+from typing import Sequence
+
+import torch
+
+from interp.core.adapters import add_head_delta, head_delta_key
+from interp.core.backends.shared_trunk import decoder_stack
+from interp.errors import InterpError
+from interp.organisms.attention_route import own_span
+from interp.organisms.frozen import advance, final_logits_from
+from interp.organisms.train import Example, label_loss
+from interp.splits import unit_hash
+
+
+@dataclass(frozen=True)
+class BuiltScales:
+    kappa: float = 4.0  # readers' attention logit per standard deviation of own-ness
+    sink_quantile: float = 0.99  # the sink's own-ness: this quantile of the other answer's tokens'
+    margin: float = 1.5  # target: mean own-signed verdict margin shift (nats) on the calibration prompts
+    tag_logit: float = 12.0  # the slot writer's attention logit on a tag (per unit of the tag detector)
+    slot_gain: float = 20.0  # what the slot writer writes into its residual dimension per unit of slot
+    ridge: float = 1.0  # shrinkage of the class covariance, times its mean variance
+    fit_prompts: int = 160  # training prompts with one own answer the directions are measured on
+    calibration: int = 32  # of those, the prompts the output scale and the writer's head are chosen on
+
+
+@dataclass
+class Prompt:
+    hidden: torch.Tensor  # the residual entering the first rebuilt layer, [1, T, d]
+    spans: tuple[tuple[int, int], tuple[int, int]]  # slots A and B
+    own_is_a: bool
+
+    @property
+    def own(self) -> tuple[int, int]:
+        return self.spans[0] if self.own_is_a else self.spans[1]
+
+    @property
+    def other(self) -> tuple[int, int]:
+        return self.spans[1] if self.own_is_a else self.spans[0]
+
+
+def contrast(pos: torch.Tensor, neg: torch.Tensor, ridge: float) -> torch.Tensor:
+    """The shrunk linear discriminant of the rows `pos` against `neg`: (S + ridge * mean variance * I)^-1 (mean+ -
+    mean-), S the classes' mean covariance."""
+    mu_p, mu_n = pos.double().mean(0), neg.double().mean(0)
+    cov = 0.5 * (torch.cov(pos.double().T, correction=0) + torch.cov(neg.double().T, correction=0))
+    cov += ridge * cov.diagonal().mean() * torch.eye(cov.shape[0], dtype=cov.dtype)
+    return torch.linalg.solve(cov, mu_p - mu_n).float()
+
+
+def auroc(pos: torch.Tensor, neg: torch.Tensor) -> float:
+    """P(a `pos` score > a `neg` score), ties broken by order (the Mann-Whitney statistic)."""
+    ranks = torch.cat([pos, neg]).argsort().argsort().double() + 1
+    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+
+
+def _orthogonal(v: torch.Tensor, *against: torch.Tensor) -> torch.Tensor:
+    for u in against:
+        u = u / u.norm()
+        v = v - v.dot(u) * u
+    return v
+
+
+def _normed(hf_model: torch.nn.Module, layer: int, hidden: torch.Tensor) -> torch.Tensor:
+    with torch.inference_mode():
+        return decoder_stack(hf_model).layers[layer].input_layernorm(hidden)[0].float()
+
+
+def _weights(hf_model: torch.nn.Module, layer: int) -> list[torch.Tensor]:
+    attn = decoder_stack(hf_model).layers[layer].self_attn
+    return [p.weight.detach().float().clone() for p in (attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj)]
+
+
+def fit_prompts(hidden: Sequence[torch.Tensor], examples: Sequence[Example], own: str, count: int) -> list[Prompt]:
+    """Up to `count` training prompts with exactly one own answer (both non-empty), in a fixed order (a hash of
+    the example key)."""
+    chosen = []
+    for h, example in zip(hidden, examples):
+        span = own_span(example, own)
+        if span is None or min(s1 - s0 for s0, s1 in example.spans) <= 0:
+            continue
+        chosen.append(
+            (unit_hash("built-route", example.key), Prompt(h, example.spans, tuple(span) == example.spans[0]))
+        )
+    if len(chosen) < 8:
+        raise InterpError(f"only {len(chosen)} training prompts hold exactly one own answer; the build needs 8")
+    return [p for _, p in sorted(chosen, key=lambda c: c[0])[:count]]
+
+
+class _Margins:
+    """Verdict margins, log P(A) - log P(B), of the model from `first_layer` up on a list of prompts."""
+
+    def __init__(self, hf_model: torch.nn.Module, first_layer: int, label_ids):
+        self.hf, self.first, self.labels = hf_model, first_layer, label_ids
+
+    def __call__(self, prompts: Sequence[Prompt]) -> torch.Tensor:
+        with torch.inference_mode():
+            return torch.tensor(
+                [
+                    float(label_loss(final_logits_from(self.hf, self.first, p.hidden), self.labels, 0.5, "pair")[1])
+                    for p in prompts
+                ]
+            )
+
+
+@dataclass
+class _Applied:
+    """Blocks added to a model, taken off again on exit (bit for bit: the replaced weights are kept)."""
+
+    hf: torch.nn.Module
+    blocks: dict[str, torch.Tensor]
+
+    def __enter__(self):
+        stack = decoder_stack(self.hf).layers
+        layers = {int(key.split(".")[1]) for key in self.blocks}
+        self.kept = {layer: _weights(self.hf, layer) for layer in layers}
+        self.stack = stack
+        add_head_delta(self.hf, self.blocks)
+        return self
+
+    def __exit__(self, *exc):
+        for layer, weights in self.kept.items():
+            attn = self.stack[layer].self_attn
+            for proj, w in zip((attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj), weights):
+                proj.weight.data.copy_(w.to(proj.weight.dtype))
+
+
+def _head_blocks(
+    weights: list[torch.Tensor],
+    layer: int,
+    heads: Sequence[int],
+    siblings: Sequence[int],
+    kv: int,
+    dim: int,
+    key_dim: int,
+    value_dim: int,
+    query_row: torch.Tensor,
+    key_row: torch.Tensor,
+    value_row: torch.Tensor,
+    out_cols: Sequence[torch.Tensor],
+) -> dict[str, torch.Tensor]:
+    """Blocks that replace `heads` of one key/value group by a single-dimension circuit: each head's query is
+    `query_row` in `key_dim` (zero elsewhere), its output `out_cols[i]` in `value_dim` (zero elsewhere); the
+    group's key row `key_dim` and value row `value_dim` are replaced; the group's other query heads (`siblings`)
+    lose that key and value dimension (their query row and output column there set to zero)."""
+    q_w, k_w, v_w, o_w = weights
+    d_model = q_w.shape[1]
+    out = {}
+    k_block = torch.zeros(dim, d_model)
+    k_block[key_dim] = key_row - k_w[kv * dim + key_dim]
+    v_block = torch.zeros(dim, d_model)
+    v_block[value_dim] = value_row - v_w[kv * dim + value_dim]
+    out[head_delta_key(layer, "k", kv)] = k_block
+    out[head_delta_key(layer, "v", kv)] = v_block
+    for head, col in zip(heads, out_cols):
+        q_block = -q_w[head * dim : (head + 1) * dim].clone()
+        q_block[key_dim] += query_row
+        o_block = -o_w[:, head * dim : (head + 1) * dim].clone()
+        o_block[:, value_dim] += col
+        out[head_delta_key(layer, "q", head)] = q_block
+        out[head_delta_key(layer, "o", head)] = o_block
+    for head in siblings:
+        q_block = torch.zeros(dim, d_model)
+        q_block[key_dim] = -q_w[head * dim + key_dim]
+        o_block = torch.zeros(o_w.shape[0], dim)
+        o_block[:, value_dim] = -o_w[:, head * dim + value_dim]
+        out[head_delta_key(layer, "q", head)] = q_block
+        out[head_delta_key(layer, "o", head)] = o_block
+    return {key: value.contiguous() for key, value in out.items()}
+
+
+def _least_used_value_dim(weights: list[torch.Tensor], heads: Sequence[int], kv: int, dim: int, x: torch.Tensor) -> int:
+    """The value dimension of group `kv` the heads use least: output column norm times the value's spread."""
+    _, _, v_w, o_w = weights
+    spread = (x @ v_w[kv * dim : (kv + 1) * dim].T).std(0)
+    return int((sum(o_w[:, h * dim : (h + 1) * dim].norm(dim=0) for h in heads) * spread).argmin())
+
+
+def _quiet_residual_dim(hf_model: torch.nn.Module, above: int) -> int:
+    """The residual dimension the layers above `above` (and the unembedding) read least: where the slot is
+    written."""
+    layers = decoder_stack(hf_model).layers
+    read = torch.zeros(hf_model.config.hidden_size)
+    for layer in layers[above + 1 :]:
+        gain, gain2 = layer.input_layernorm.weight.float(), layer.post_attention_layernorm.weight.float()
+        for proj in (layer.self_attn.q_proj, layer.self_attn.k_proj, layer.self_attn.v_proj):
+            read += (proj.weight.detach().float() * gain).norm(dim=0)
+        for proj in (layer.mlp.gate_proj, layer.mlp.up_proj):
+            read += (proj.weight.detach().float() * gain2).norm(dim=0)
+    unembed = hf_model.get_output_embeddings().weight.detach().float() * decoder_stack(hf_model).norm.weight.float()
+    read += unembed.norm(dim=0)
+    return int(read.argmin())
+
+
+def margin_direction(hf_model: torch.nn.Module, label_ids) -> torch.Tensor:
+    """The unit residual direction that raises log P(A) - log P(B) through the final norm's gain."""
+    unembed = hf_model.get_output_embeddings().weight.detach().float()
+    gain = decoder_stack(hf_model).norm.weight.detach().float()
+    w = gain * (unembed[list(label_ids[0])].mean(0) - unembed[list(label_ids[1])].mean(0))
+    return w / w.norm()
+
+
+def build_attention_route(
+    hf_model: torch.nn.Module,
+    first_layer: int,
+    prompts: Sequence[Prompt],
+    groups: Sequence[tuple[int, int]],
+    label_ids,
+    scales: BuiltScales,
+) -> tuple[dict[str, torch.Tensor], dict]:
+    """The head delta of a built attention-routed organism (`add_head_delta` blocks) and what it was built from.
+    `first_layer`: the slot writer's layer, where `prompts[i].hidden` enters; `groups`: the readers' (layer, key/value
+    head), every layer above `first_layer`."""
+    config = hf_model.config.get_text_config()
+    n_heads, n_kv = config.num_attention_heads, config.num_key_value_heads
+    size = n_heads // n_kv
+    layers = decoder_stack(hf_model).layers
+    dim = layers[first_layer].self_attn.head_dim
+    key_dim = dim // 2 - 1  # rotate-half layout: the pair (key_dim, dim - 1) turns slowest
+    if any(layer <= first_layer for layer, _ in groups):
+        raise InterpError(f"the reader groups {list(groups)} must lie above the slot writer's layer {first_layer}")
+    margins = _Margins(hf_model, first_layer, label_ids)
+    calib = list(prompts[: scales.calibration])
+    signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in calib])
+    record: dict = {"construction": "built", "scales": asdict(scales), "fit_prompts": len(prompts)}
+
+    # ---- the slot writer
+    x0 = [_normed(hf_model, first_layer, p.hidden) for p in prompts]
+    sink0 = x0[0][0]
+    tag_a = torch.stack([x[p.spans[0][0] - 1] for x, p in zip(x0, prompts)])
+    tag_b = torch.stack([x[p.spans[1][0] - 1] for x, p in zip(x0, prompts)])
+    rest = []
+    for x, p in zip(x0, prompts):
+        keep = torch.ones(len(x), dtype=torch.bool)
+        keep[[0, p.spans[0][0] - 1, p.spans[1][0] - 1]] = False
+        rest.append(x[keep])
+    rest_rows = torch.cat(rest)
+
+    def detector(pos: torch.Tensor, neg: torch.Tensor) -> torch.Tensor:
+        d = _orthogonal(contrast(pos, neg, 0.1), sink0)
+        return d / float((pos @ d).mean() - (neg @ d).mean())
+
+    det_a = detector(tag_a, torch.cat([rest_rows, tag_b]))
+    det_b = detector(tag_b, torch.cat([rest_rows, tag_a]))
+    every = torch.cat([x[1:] for x in x0])
+    const = every.mean(0)
+    const = const / float((every @ const).mean())
+    record["tag_detectors"] = {
+        "a_on_tag": round(float((tag_a @ det_a).mean()), 3),
+        "a_max_elsewhere": round(float((torch.cat([rest_rows, tag_b]) @ det_a).max()), 3),
+        "b_on_tag": round(float((tag_b @ det_b).mean()), 3),
+        "b_max_elsewhere": round(float((torch.cat([rest_rows, tag_a]) @ det_b).max()), 3),
+        "constant_query_min": round(float((every @ const).min()), 3),
+    }
+    slot_dim = _quiet_residual_dim(hf_model, first_layer)
+    w0 = _weights(hf_model, first_layer)
+    base = margins(calib)
+
+    def writer(head: int, gain: float) -> dict[str, torch.Tensor]:
+        kv = head // size
+        siblings = [h for h in range(kv * size, (kv + 1) * size) if h != head]
+        c = _least_used_value_dim(w0, siblings, kv, dim, rest_rows[::5])
+        col = torch.zeros(w0[3].shape[0])
+        col[slot_dim] = gain
+        key = scales.tag_logit * math.sqrt(dim) * (det_a + 2.0 * det_b)
+        return _head_blocks(w0, first_layer, [head], siblings, kv, dim, key_dim, c, const, key, det_b - det_a, [col])
+
+    impact = {}
+    for head in range(n_heads):  # the writer replaces one head: the one whose loss moves the verdicts least
+        with _Applied(hf_model, writer(head, 0.0)):
+            impact[head] = float((margins(calib) - base).abs().mean())
+    star = min(impact, key=impact.get)
+    blocks = writer(star, scales.slot_gain)
+    record["slot_writer"] = {
+        "head": [first_layer, star],
+        "residual_dim": slot_dim,
+        "verdict_change_nats": round(impact[star], 4),
+    }
+
+    # ---- the readers
+    w_margin = margin_direction(hf_model, label_ids)
+    with _Applied(hf_model, blocks):
+        reader_blocks: dict[str, torch.Tensor] = {}
+        mass = {"own": [], "other": [], "sink": [], "masked_other": []}
+        for layer, kv in groups:
+            heads = list(range(kv * size, (kv + 1) * size))
+            xs = [_normed(hf_model, layer, advance(hf_model, first_layer, layer, p.hidden)) for p in prompts]
+            sink = xs[0][0]
+            slot_a = torch.cat([x[p.spans[0][0] : p.spans[0][1]] for x, p in zip(xs, prompts)])
+            slot_b = torch.cat([x[p.spans[1][0] : p.spans[1][1]] for x, p in zip(xs, prompts)])
+            own = torch.cat([x[p.own[0] : p.own[1]] for x, p in zip(xs, prompts)])
+            other = torch.cat([x[p.other[0] : p.other[1]] for x, p in zip(xs, prompts)])
+            prompt_rows, readout = [], torch.stack([x[-1] for x in xs])
+            for x, p in zip(xs, prompts):
+                keep = torch.ones(len(x), dtype=torch.bool)
+                keep[p.spans[0][0] : p.spans[0][1]] = False
+                keep[p.spans[1][0] : p.spans[1][1]] = False
+                keep[[0, -1]] = False
+                prompt_rows.append(x[keep])
+            prompt_rows = torch.cat(prompt_rows)
+            slot = _orthogonal(contrast(slot_a, slot_b, scales.ridge), sink, prompt_rows.mean(0))
+            slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())  # +1 in slot A, -1 in B
+            d = contrast(own, torch.cat([other, prompt_rows]), scales.ridge)
+            z_own, z_other = own @ d, other @ d
+            mu, sd = float(torch.cat([z_own, z_other]).mean()), float(torch.cat([z_own, z_other]).std())
+            threshold = mu + sd * float(
+                torch.quantile(((z_other - mu) / sd)[:: max(1, len(z_other) // 16384)], scales.sink_quantile)
+            )
+            key = d + (threshold - float(sink @ d)) * sink / sink.dot(sink)
+            key = key * scales.kappa * math.sqrt(dim) / sd
+            everything = torch.cat([prompt_rows, slot_a, slot_b])
+            query = contrast(readout, everything, scales.ridge)
+            query = query / float((readout @ query).mean())
+            w_g = _weights(hf_model, layer)
+            c = _least_used_value_dim(w_g, heads, kv, dim, prompt_rows[::5])
+
+            def group_blocks(
+                scale: float, layer=layer, kv=kv, heads=heads, w_g=w_g, c=c, query=query, key=key, slot=slot
+            ):
+                cols = [scale / len(heads) * w_margin] * len(heads)
+                return _head_blocks(w_g, layer, heads, [], kv, dim, key_dim, c, query, key, slot, cols)
+
+            reader_blocks[f"{layer}_{kv}"] = group_blocks  # scale set below
+            for x, p in zip(xs, prompts):
+                scores = float(x[-1] @ query) * (x @ key) / math.sqrt(dim)
+                att = torch.softmax(scores, 0)
+                mass["own"].append(float(att[p.own[0] : p.own[1]].sum()))
+                mass["other"].append(float(att[p.other[0] : p.other[1]].sum()))
+                mass["sink"].append(float(att[0]))
+                scores[p.own[0] : p.own[1]] = -math.inf
+                masked = torch.softmax(scores, 0)
+                mass["masked_other"].append(float(masked[p.other[0] : p.other[1]].sum()))
+            record.setdefault("readers", []).append(
+                {
+                    "group": [layer, kv],
+                    "heads": [[layer, h] for h in heads],
+                    "value_dim": c,
+                    "slot_auroc": round(auroc(slot_a @ slot, slot_b @ slot), 4),
+                    "ownness_auroc_own_vs_other": round(auroc(z_own, z_other), 4),
+                    "ownness_auroc_own_vs_prompt": round(auroc(z_own, prompt_rows @ d), 4),
+                }
+            )
+
+        def readers(scale: float) -> dict[str, torch.Tensor]:
+            out: dict[str, torch.Tensor] = {}
+            for make in reader_blocks.values():
+                out |= make(scale / len(reader_blocks))
+            return out
+
+        with _Applied(hf_model, readers(0.0)):
+            unwritten = margins(calib)
+        with _Applied(hf_model, readers(1.0)):
+            slope = float(((margins(calib) - unwritten) * signs).mean())
+        if slope <= 0:
+            raise InterpError(
+                f"the built readers move the verdict against the own answer's slot on the calibration prompts "
+                f"(slope {slope:.3g}); the own-ness or the slot is not readable at their layers"
+            )
+        scale = scales.margin / slope
+        blocks |= readers(scale)
+    record["attention_mass"] = {key: round(sum(v) / len(v), 4) for key, v in mass.items()}
+    record["own_mass_above_other"] = round(sum(o > t for o, t in zip(mass["own"], mass["other"])) / len(mass["own"]), 4)
+    record["output_scale"] = round(scale, 4)
+    record["margin_per_unit_scale"] = round(slope, 6)
+    return blocks, record
+
+
+def _own_masked_margins(hf_model, first_layer: int, prompts: Sequence[Prompt], heads, label_ids) -> torch.Tensor:
+    from interp.core.backends.span_rows import span_rows_attention
+    from interp.organisms.attention_route import own_answer_mask
+
+    config = hf_model.config.get_text_config()
+    margins = _Margins(hf_model, first_layer, label_ids)
+    out = []
+    for p in prompts:
+        bias = own_answer_mask(heads, p.hidden.shape[1], p.own, config.num_hidden_layers, config.num_attention_heads)
+        with span_rows_attention(hf_model, None, bias):
+            out.append(float(margins([p])[0]))
+    return torch.tensor(out)
+
+
+CHECK_PROMPTS = 64  # training prompts outside the fit the route is checked on
+
+
+def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, own: str, label_ids, heads_cfg):
+    """The organism pipeline's entry (`[heads] construction = "built"`): measure on the training prompts, write the
+    delta, and check it on up to `CHECK_PROMPTS` training prompts the build did not read. Returns (tensors, the
+    record's `route_training`, a `Fitted` with no optimizer steps)."""
+    import time
+
+    from interp.organisms.train import Fitted
+
+    t = time.perf_counter()
+    scales = BuiltScales(kappa=heads_cfg.kappa, sink_quantile=heads_cfg.sink_quantile, margin=heads_cfg.margin)
+    every = fit_prompts(hidden, examples, own, len(hidden))
+    n_fit = min(scales.fit_prompts, max(8, 2 * len(every) // 3))  # a third at least is left for the check
+    fitted_on, held = every[:n_fit], every[n_fit:][:CHECK_PROMPTS]
+    tensors, record = build_attention_route(hf_model, first_layer, fitted_on, groups, label_ids, scales)
+    if held:
+        heads = [tuple(h) for reader in record["readers"] for h in reader["heads"]]
+        signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in held])
+        start = _Margins(hf_model, first_layer, label_ids)(held)
+        with _Applied(hf_model, tensors):
+            built = _Margins(hf_model, first_layer, label_ids)(held)
+            masked = _own_masked_margins(hf_model, first_layer, held, heads, label_ids)
+
+        def p_own(m: torch.Tensor) -> float:
+            return round(float(torch.sigmoid(m * signs).mean()), 4)
+
+        shift, masked_shift = float(((built - start) * signs).mean()), float(((masked - start) * signs).mean())
+        record["check"] = {
+            "prompts": len(held),
+            "p_own_start": p_own(start),
+            "p_own_built": p_own(built),
+            "p_own_built_own_masked": p_own(masked),
+            "margin_shift": round(shift, 4),
+            "mask_share": round(1 - masked_shift / shift, 3) if shift else None,
+        }
+    seconds = time.perf_counter() - t
+    return tensors, record, Fitted(log=[], passes=len(every), steps=0, seconds=seconds, final_loss_ema=None)
