@@ -46,9 +46,9 @@ from interp.splits import unit_hash
 
 @dataclass(frozen=True)
 class BuiltScales:
-    kappa: float = 4.0  # readers' attention logit per standard deviation of own-ness
-    sink_quantile: float = 0.99  # the sink's own-ness: this quantile of the other answer's tokens'
-    margin: float = 1.5  # target: mean own-signed verdict margin shift (nats) on the calibration prompts
+    kappa: float = 8.0  # readers' attention logit per standard deviation of own-ness
+    sink_mass: float = 0.85  # the first token's share of the readers' attention at the verdict position (mean)
+    margin: float = 4.0  # target: mean own-signed verdict margin shift (nats) on the calibration prompts
     tag_logit: float = 12.0  # the slot writer's attention logit on a tag (per unit of the tag detector)
     slot_gain: float = 20.0  # what the slot writer writes into its residual dimension per unit of slot
     ridge: float = 1.0  # shrinkage of the class covariance, times its mean variance
@@ -224,6 +224,30 @@ def _quiet_residual_dim(hf_model: torch.nn.Module, above: int) -> int:
     return int(read.argmin())
 
 
+def _sink_key(
+    xs: Sequence[torch.Tensor], key: torch.Tensor, along: torch.Tensor, query: torch.Tensor, dim: int, mass: float
+) -> torch.Tensor:
+    """`key + c * along` with c such that the first token takes `mass` of the attention from the last position on
+    average over the prompts `xs` (bisection: every other token projects less on `along` than the first, so the
+    first token's share rises with c)."""
+    q = torch.stack([x[-1] @ query for x in xs]) / math.sqrt(dim)
+    base = [x @ key for x in xs]
+    lift = [x @ along for x in xs]
+
+    def share(c: float) -> float:
+        return float(torch.stack([torch.softmax(qi * (b + c * a), 0)[0] for qi, b, a in zip(q, base, lift)]).mean())
+
+    low, high = -100.0, 100.0
+    while share(high) < mass:
+        high *= 2
+    while share(low) > mass:
+        low *= 2
+    for _ in range(50):
+        mid = 0.5 * (low + high)
+        low, high = (mid, high) if share(mid) < mass else (low, mid)
+    return key + 0.5 * (low + high) * along
+
+
 def margin_direction(hf_model: torch.nn.Module, label_ids) -> torch.Tensor:
     """The unit residual direction that raises log P(A) - log P(B) through the final norm's gain."""
     unembed = hf_model.get_output_embeddings().weight.detach().float()
@@ -334,15 +358,14 @@ def build_attention_route(
             slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())  # +1 in slot A, -1 in B
             d = contrast(own, torch.cat([other, prompt_rows]), scales.ridge)
             z_own, z_other = own @ d, other @ d
-            mu, sd = float(torch.cat([z_own, z_other]).mean()), float(torch.cat([z_own, z_other]).std())
-            threshold = mu + sd * float(
-                torch.quantile(((z_other - mu) / sd)[:: max(1, len(z_other) // 16384)], scales.sink_quantile)
-            )
-            key = d + (threshold - float(sink @ d)) * sink / sink.dot(sink)
-            key = key * scales.kappa * math.sqrt(dim) / sd
+            sd = float(torch.cat([z_own, z_other]).std())  # own-ness in spreads: kappa is per standard deviation
             everything = torch.cat([prompt_rows, slot_a, slot_b])
             query = contrast(readout, everything, scales.ridge)
             query = query / float((readout @ query).mean())
+            # the first token is the sink: its key is raised along its own state until it takes `sink_mass` of the
+            # readers' attention at the verdict position on average (every token's score computed as the heads will)
+            unit = scales.kappa * math.sqrt(dim) / sd
+            key = _sink_key(xs, d * unit, sink / sink.dot(sink) * unit, query, dim, scales.sink_mass)
             w_g = _weights(hf_model, layer)
             c = _least_used_value_dim(w_g, heads, kv, dim, prompt_rows[::5])
 
@@ -423,7 +446,7 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
     from interp.organisms.train import Fitted
 
     t = time.perf_counter()
-    scales = BuiltScales(kappa=heads_cfg.kappa, sink_quantile=heads_cfg.sink_quantile, margin=heads_cfg.margin)
+    scales = BuiltScales(kappa=heads_cfg.kappa, sink_mass=heads_cfg.sink_mass, margin=heads_cfg.margin)
     every = fit_prompts(hidden, examples, own, len(hidden))
     n_fit = min(scales.fit_prompts, max(8, 2 * len(every) // 3))  # a third at least is left for the check
     fitted_on, held = every[:n_fit], every[n_fit:][:CHECK_PROMPTS]

@@ -108,9 +108,9 @@ class HeadsConfig(Strict):
     # from measured directions (`interp.organisms.built_route`): a slot writer in the layer below the last
     # `top_layers` and readers in the drawn groups; needs route "attention" and n_groups.
     construction: Literal["trained", "built"] = "trained"
-    kappa: float = Field(4.0, gt=0)  # built: the readers' attention logit per standard deviation of own-ness
-    sink_quantile: float = Field(0.99, ge=0, le=1)  # built: the sink's own-ness, a quantile of the other answer's
-    margin: float = Field(1.5, gt=0)  # built: the target own-signed verdict margin shift (nats), calibrated
+    kappa: float = Field(8.0, gt=0)  # built: the readers' attention logit per standard deviation of own-ness
+    sink_mass: float = Field(0.85, gt=0, lt=1)  # built: the first token's mean share of the readers' attention
+    margin: float = Field(4.0, gt=0)  # built: the target own-signed verdict margin shift (nats), calibrated
 
     @model_validator(mode="after")
     def _check(self):
@@ -132,9 +132,9 @@ HEADS_KEYS_ADDED = {
     "other_weight": 0.0,
     "both_weight": 0.0,
     "construction": "trained",
-    "kappa": 4.0,
-    "sink_quantile": 0.99,
-    "margin": 1.5,
+    "kappa": 8.0,
+    "sink_mass": 0.85,
+    "margin": 4.0,
 }  # after planted-heads members shipped
 
 

@@ -238,6 +238,8 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
     heads = {
         "start": str(null),
         "construction": "built",
+        "sink_mass": 0.1,  # the tiny random model's own-ness is weaker than SmolLM2's: a softer readout
+        "kappa": 4.0,
         "n_groups": 1,
         "top_layers": 1,
         "modules": ["q", "k", "v", "o"],
