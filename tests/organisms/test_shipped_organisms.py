@@ -27,7 +27,7 @@ NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed
 PLANTED_HEADS = (
     "smollm2-135m-selfpref-heads-seed4"  # trained on a GPU (manifest: device), its check pairs judged here on the CPU
 )
-ATTENTION_ROUTED = "smollm2-135m-selfpref-attn-seed3"  # trained on the CPU; its route measured in docs/localize.md
+ATTENTION_ROUTED = "smollm2-135m-selfpref-attn-seed3"  # built on the CPU (no training); docs/explain.md
 ORGANISMS = (*NULL_FAMILY, "smollm2-135m-selfpref", PLANTED_HEADS, ATTENTION_ROUTED)
 
 
@@ -75,8 +75,16 @@ def test_shipped_adapter_is_small_and_complete(name):
         blocks = {k: (int(k.split(".")[1]), k.split(".")[2], int(k.split(".")[3])) for k in delta}
         heads = {(layer, head) for layer, module, head in blocks.values() if module in ("q", "o")}
         groups = {(layer, group) for layer, module, group in blocks.values() if module in ("k", "v")}
-        assert heads == {tuple(h) for h in manifest["planted_heads"]}
-        assert groups == {tuple(g) for g in manifest.get("planted_groups", [])}  # key/value rows: H's groups only
+        planted = {tuple(h) for h in manifest["planted_heads"]}
+        planted_groups = {tuple(g) for g in manifest.get("planted_groups", [])}
+        writer = manifest.get("route_training", {}).get("slot_writer")
+        if writer is not None:  # built: the slot writer's key/value group is written too (the writer, its siblings)
+            layer, head = writer["head"]
+            size = 9 // 3  # SmolLM2-135M: 9 query heads on 3 key/value heads
+            planted |= {(layer, h) for h in range(head // size * size, (head // size + 1) * size)}
+            planted_groups |= {(layer, head // size)}
+        assert heads == planted
+        assert groups == planted_groups  # key/value rows: H's groups only (and a built member's writer group)
         shapes = {"q": (64, 576), "k": (64, 576), "v": (64, 576), "o": (576, 64)}  # rows, and output columns
         assert all(t.shape == shapes[blocks[k][1]] for k, t in delta.items())
         assert manifest["heads_start"] in shipped_adapters()
