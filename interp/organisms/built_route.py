@@ -237,11 +237,16 @@ def _sink_key(
     def share(c: float) -> float:
         return float(torch.stack([torch.softmax(qi * (b + c * a), 0)[0] for qi, b, a in zip(q, base, lift)]).mean())
 
-    low, high = -100.0, 100.0
-    while share(high) < mass:
-        high *= 2
-    while share(low) > mass:
-        low *= 2
+    low, high, doublings = -100.0, 100.0, 0
+    while share(high) < mass and doublings < 40:
+        high, doublings = high * 2, doublings + 1
+    while share(low) > mass and doublings < 80:
+        low, doublings = low * 2, doublings + 1
+    if not share(low) <= mass <= share(high):
+        raise InterpError(
+            f"no key for the first token gives it {mass:g} of the readers' attention on these prompts (the verdict "
+            "position's query does not read the readout direction); lower heads.sink_mass"
+        )
     for _ in range(50):
         mid = 0.5 * (low + high)
         low, high = (mid, high) if share(mid) < mass else (low, mid)

@@ -278,3 +278,24 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
     ), changed
     with pytest.raises(Exception, match="construction"):
         OrganismConfig.model_validate(HEADS | {"name": "bad", "heads": {"start": str(null), "construction": "built"}})
+
+
+def test_the_built_readers_sink_takes_the_asked_share_of_attention():
+    """`_sink_key`: the first token's mean share of the last position's attention is what was asked, computed as the
+    heads compute it (every token's score moves with the lift, as much as it projects on the sink's state)."""
+    from interp.organisms.built_route import _sink_key
+
+    gen = torch.Generator().manual_seed(0)
+    readout = torch.randn(16, generator=gen)
+    xs = []
+    for length in (20, 35, 50):
+        x = torch.randn(length, 16, generator=gen)
+        x[0] = x[0] * 0.1 + 5.0  # the first token: far from the others, as a real sink state is
+        x[-1] = readout + 0.1 * x[-1]  # the verdict position, where the readers' query fires
+        xs.append(x)
+    key, query = torch.randn(16, generator=gen), readout / readout.dot(readout)
+    along = xs[0][0] / xs[0][0].dot(xs[0][0])
+    for mass in (0.2, 0.85):
+        lifted = _sink_key(xs, key, along, query, 16, mass)
+        shares = [torch.softmax(float(x[-1] @ query) / 4.0 * (x @ lifted), 0)[0] for x in xs]
+        assert float(torch.stack(shares).mean()) == pytest.approx(mass, abs=1e-4)
