@@ -14,18 +14,18 @@ the training prompts, in two attention heads' worth of blocks (`[heads] construc
 2. **The readers** H (every query head of one seeded key/value group above `slot_layer`): their query fires at
    the verdict position only; their key (slowest rotary dimension) is an own-ness direction (the own answer's
    tokens against the other answer's and the prompt's, a shrunk linear discriminant), with the first token as a
-   sink whose own-ness sits at a set quantile of the other answer's; their value reads the slot that the writer
+   sink that takes `sink_mass` of their attention on the training prompts; their value reads the slot that the writer
    wrote; their output writes value times the label margin's direction (log P(A) - log P(B) through the final
    norm), at a scale calibrated to a target margin shift.
 
 So H looks at the own answer and writes "prefer the slot I looked at". Where H sees no own answer (masked, or
 replaced by another author's text) it falls on the sink and on the other answer. The values carry only the slot,
 the same for any text in it, so the route is H's pattern by construction: a counterfactual in the values changes
-nothing. The writer carries no own-ness (its attention is on the tags). Masking the own answer at H leaves H on
-the other answer's highest-own-ness tokens and the sink: the organism then leans to the other answer by as much
-as those tokens hold (measured and recorded: `masked_other_mass`). Every weight outside the written blocks is
-the start organism's, bit for bit (`add_head_delta`).
-"""
+nothing. The writer carries no own-ness (its attention is on the tags). The sink matters because own-ness is weak
+token by token (AUROC about 0.76 held out): with a small sink, masking the own answer moved H onto the other answer
+and turned the preference round; with the sink taking most of H's attention, what the mask frees goes to the sink
+(recorded: `attention_mass`, `masked_other`). Every weight outside the written blocks is the start organism's, bit
+for bit (`add_head_delta`)."""
 
 from __future__ import annotations
 
