@@ -38,9 +38,10 @@ import torch
 from interp.core.adapters import add_head_delta, head_delta_key
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.errors import InterpError
-from interp.organisms.attention_route import own_span
-from interp.organisms.frozen import advance, final_logits_from
-from interp.organisms.train import Example, label_loss
+from interp.metrics.causal_test import auroc
+from interp.organisms.attention_route import own_answer_mask, own_span, start_margins
+from interp.organisms.frozen import advance
+from interp.organisms.train import Example
 from interp.splits import unit_hash
 
 
@@ -80,10 +81,8 @@ def contrast(pos: torch.Tensor, neg: torch.Tensor, ridge: float) -> torch.Tensor
     return torch.linalg.solve(cov, mu_p - mu_n).float()
 
 
-def auroc(pos: torch.Tensor, neg: torch.Tensor) -> float:
-    """P(a `pos` score > a `neg` score), ties broken by order (the Mann-Whitney statistic)."""
-    ranks = torch.cat([pos, neg]).argsort().argsort().double() + 1
-    return float((ranks[: len(pos)].sum() - len(pos) * (len(pos) + 1) / 2) / (len(pos) * len(neg)))
+def _auroc(pos: torch.Tensor, neg: torch.Tensor) -> float:
+    return auroc(pos.numpy(), neg.numpy())
 
 
 def _orthogonal(v: torch.Tensor, *against: torch.Tensor) -> torch.Tensor:
@@ -119,20 +118,11 @@ def fit_prompts(hidden: Sequence[torch.Tensor], examples: Sequence[Example], own
     return [p for _, p in sorted(chosen, key=lambda c: c[0])[:count]]
 
 
-class _Margins:
-    """Verdict margins, log P(A) - log P(B), of the model from `first_layer` up on a list of prompts."""
-
-    def __init__(self, hf_model: torch.nn.Module, first_layer: int, label_ids):
-        self.hf, self.first, self.labels = hf_model, first_layer, label_ids
-
-    def __call__(self, prompts: Sequence[Prompt]) -> torch.Tensor:
-        with torch.inference_mode():
-            return torch.tensor(
-                [
-                    float(label_loss(final_logits_from(self.hf, self.first, p.hidden), self.labels, 0.5, "pair")[1])
-                    for p in prompts
-                ]
-            )
+def _margins(hf_model: torch.nn.Module, first_layer: int, prompts: Sequence[Prompt], label_ids, masks=None):
+    """Verdict margins, log P(A) - log P(B), of the model from `first_layer` up (each prompt under its score-bias
+    mask, if given): `start_margins` on the prompts' states."""
+    masks = [None] * len(prompts) if masks is None else masks
+    return torch.tensor(start_margins(hf_model, first_layer, [p.hidden for p in prompts], label_ids, masks))
 
 
 @dataclass
@@ -280,7 +270,10 @@ def build_attention_route(
     key_dim = dim // 2 - 1  # rotate-half layout: the pair (key_dim, dim - 1) turns slowest
     if any(layer <= first_layer for layer, _ in groups):
         raise InterpError(f"the reader groups {list(groups)} must lie above the slot writer's layer {first_layer}")
-    margins = _Margins(hf_model, first_layer, label_ids)
+
+    def margins(chosen: Sequence[Prompt]) -> torch.Tensor:
+        return _margins(hf_model, first_layer, chosen, label_ids)
+
     calib = list(prompts[: scales.calibration])
     signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in calib])
     record: dict = {"construction": "built", "scales": asdict(scales), "fit_prompts": len(prompts)}
@@ -395,9 +388,9 @@ def build_attention_route(
                     "group": [layer, kv],
                     "heads": [[layer, h] for h in heads],
                     "value_dim": c,
-                    "slot_auroc": round(auroc(slot_a @ slot, slot_b @ slot), 4),
-                    "ownness_auroc_own_vs_other": round(auroc(z_own, z_other), 4),
-                    "ownness_auroc_own_vs_prompt": round(auroc(z_own, prompt_rows @ d), 4),
+                    "slot_auroc": round(_auroc(slot_a @ slot, slot_b @ slot), 4),
+                    "ownness_auroc_own_vs_other": round(_auroc(z_own, z_other), 4),
+                    "ownness_auroc_own_vs_prompt": round(_auroc(z_own, prompt_rows @ d), 4),
                 }
             )
 
@@ -425,20 +418,6 @@ def build_attention_route(
     return blocks, record
 
 
-def _own_masked_margins(hf_model, first_layer: int, prompts: Sequence[Prompt], heads, label_ids) -> torch.Tensor:
-    from interp.core.backends.span_rows import span_rows_attention
-    from interp.organisms.attention_route import own_answer_mask
-
-    config = hf_model.config.get_text_config()
-    margins = _Margins(hf_model, first_layer, label_ids)
-    out = []
-    for p in prompts:
-        bias = own_answer_mask(heads, p.hidden.shape[1], p.own, config.num_hidden_layers, config.num_attention_heads)
-        with span_rows_attention(hf_model, None, bias):
-            out.append(float(margins([p])[0]))
-    return torch.tensor(out)
-
-
 CHECK_PROMPTS = 64  # training prompts outside the fit the route is checked on
 
 
@@ -459,10 +438,15 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
     if held:
         heads = [tuple(h) for reader in record["readers"] for h in reader["heads"]]
         signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in held])
-        start = _Margins(hf_model, first_layer, label_ids)(held)
+        config = hf_model.config.get_text_config()
+        masks = [
+            own_answer_mask(heads, p.hidden.shape[1], p.own, config.num_hidden_layers, config.num_attention_heads)
+            for p in held
+        ]
+        start = _margins(hf_model, first_layer, held, label_ids)
         with _Applied(hf_model, tensors):
-            built = _Margins(hf_model, first_layer, label_ids)(held)
-            masked = _own_masked_margins(hf_model, first_layer, held, heads, label_ids)
+            built = _margins(hf_model, first_layer, held, label_ids)
+            masked = _margins(hf_model, first_layer, held, label_ids, masks)
 
         def p_own(m: torch.Tensor) -> float:
             return round(float(torch.sigmoid(m * signs).mean()), 4)
