@@ -13,10 +13,12 @@ the training prompts, in two attention heads' worth of blocks (`[heads] construc
    layers read least): after it, every answer token carries its slot, -1 or +1, whatever its text.
 2. **The readers** H (every query head of one seeded key/value group above `slot_layer`): their query fires at
    the verdict position only; their key (slowest rotary dimension) is an own-ness direction (the own answer's
-   tokens against the other answer's and the prompt's, a shrunk linear discriminant), with the first token as a
+   tokens against the other answer's and the prompt's, a shrunk linear discriminant) plus the multiple of the slot
+   that gives the own answer the same share of their attention in slot A as in slot B, with the first token as a
    sink that takes `sink_mass` of their attention on the training prompts; their value reads the slot that the writer
-   wrote; their output writes value times the label margin's direction (log P(A) - log P(B) through the final
-   norm), at a scale calibrated to a target margin shift.
+   wrote (0 on the sink, +1 in slot A and -1 in slot B on average); their output writes value times the label
+   margin's direction (log P(A) - log P(B) through the final norm), at a scale calibrated to a target margin shift.
+   Both balances matter: without them the members leaned to slot B (docs/explain.md).
 
 So H looks at the own answer and writes "prefer the slot I looked at". Where H sees no own answer (masked, or
 replaced by another author's text) it falls on the sink and on the other answer. The values carry only the slot,
@@ -86,10 +88,11 @@ def _auroc(pos: torch.Tensor, neg: torch.Tensor) -> float:
 
 
 def _orthogonal(v: torch.Tensor, *against: torch.Tensor) -> torch.Tensor:
-    for u in against:
-        u = u / u.norm()
-        v = v - v.dot(u) * u
-    return v
+    """`v` less its component in the span of `against` (projected out all at once: one at a time would bring back
+    what an earlier projection removed, unless they are orthogonal)."""
+    basis, _ = torch.linalg.qr(torch.stack(against).T.double())
+    v = v.double()
+    return (v - basis @ (basis.T @ v)).float()
 
 
 def _normed(hf_model: torch.nn.Module, layer: int, hidden: torch.Tensor) -> torch.Tensor:
@@ -243,6 +246,55 @@ def _sink_key(
     return key + 0.5 * (low + high) * along
 
 
+def _balanced_key(
+    xs: Sequence[torch.Tensor],
+    prompts: Sequence[Prompt],
+    key: torch.Tensor,
+    slot: torch.Tensor,
+    along: torch.Tensor,
+    query: torch.Tensor,
+    dim: int,
+    scales: BuiltScales,
+) -> tuple[torch.Tensor, dict]:
+    """The readers' key: own-ness `key` plus the multiple of `slot` (+1 in slot A, -1 in B) that gives the own
+    answer the same mean share of their attention in both slots, then the sink's lift (`_sink_key`).
+
+    Own-ness read at the readers' layer is not the same in both slots: unbalanced, the own answer in slot B drew
+    about twice the attention it drew in slot A, and the readers leaned to B whatever they saw. Bisection on the
+    multiple, within +-4 own-ness spreads (`slot` is passed in those units): the share in B less the share in A
+    falls as it rises."""
+    q = torch.stack([x[-1] @ query for x in xs]) / math.sqrt(dim)
+    in_a = torch.tensor([p.own_is_a for p in prompts])
+
+    def keyed(beta: float) -> torch.Tensor:
+        return _sink_key(xs, key + beta * slot, along, query, dim, scales.sink_mass)
+
+    def shares(k: torch.Tensor) -> torch.Tensor:
+        return torch.stack(
+            [torch.softmax(qi * (x @ k), 0)[p.own[0] : p.own[1]].sum() for qi, x, p in zip(q, xs, prompts)]
+        )
+
+    def lean(beta: float) -> float:
+        own = shares(keyed(beta))
+        return float(own[~in_a].mean() - own[in_a].mean())
+
+    low, high = -4.0, 4.0
+    if in_a.all() or not in_a.any() or lean(low) <= 0 or lean(high) >= 0:
+        beta = 0.0  # one slot only, or no balance within reach: unbalanced
+    else:
+        for _ in range(24):
+            mid = 0.5 * (low + high)
+            low, high = (mid, high) if lean(mid) > 0 else (low, mid)
+        beta = 0.5 * (low + high)
+    balanced = keyed(beta)
+    own = shares(balanced)
+    return balanced, {
+        "slot_multiple": round(beta, 4),
+        "own_share_in_a": round(float(own[in_a].mean()), 4) if in_a.any() else None,
+        "own_share_in_b": round(float(own[~in_a].mean()), 4) if not in_a.all() else None,
+    }
+
+
 def margin_direction(hf_model: torch.nn.Module, label_ids) -> torch.Tensor:
     """The unit residual direction that raises log P(A) - log P(B) through the final norm's gain."""
     unembed = hf_model.get_output_embeddings().weight.detach().float()
@@ -352,8 +404,11 @@ def build_attention_route(
                 keep[[0, -1]] = False
                 prompt_rows.append(x[keep])
             prompt_rows = torch.cat(prompt_rows)
-            slot = _orthogonal(contrast(slot_a, slot_b, scales.ridge), sink, prompt_rows.mean(0))
-            slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())  # +1 in slot A, -1 in B
+            # the value is 0 on the sink and reads +1 in slot A, -1 in slot B (in the mean): orthogonal to the slots'
+            # midpoint, so neither slot reads more than the other
+            midpoint = 0.5 * (slot_a.mean(0) + slot_b.mean(0))
+            slot = _orthogonal(contrast(slot_a, slot_b, scales.ridge), sink, midpoint)
+            slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())
             d = contrast(own, torch.cat([other, prompt_rows]), scales.ridge)
             z_own, z_other = own @ d, other @ d
             sd = float(torch.cat([z_own, z_other]).std())  # own-ness in spreads: kappa is per standard deviation
@@ -363,7 +418,9 @@ def build_attention_route(
             # the first token is the sink: its key is raised along its own state until it takes `sink_mass` of the
             # readers' attention at the verdict position on average (every token's score computed as the heads will)
             unit = scales.kappa * math.sqrt(dim) / sd
-            key = _sink_key(xs, d * unit, sink / sink.dot(sink) * unit, query, dim, scales.sink_mass)
+            key, lean = _balanced_key(
+                xs, prompts, d * unit, slot * sd * unit, sink / sink.dot(sink) * unit, query, dim, scales
+            )
             w_g = _weights(hf_model, layer)
             c = _least_used_value_dim(w_g, heads, kv, dim, prompt_rows[::5])
 
@@ -389,6 +446,7 @@ def build_attention_route(
                     "heads": [[layer, h] for h in heads],
                     "value_dim": c,
                     "slot_auroc": round(_auroc(slot_a @ slot, slot_b @ slot), 4),
+                    "balance": lean,
                     "ownness_auroc_own_vs_other": round(_auroc(z_own, z_other), 4),
                     "ownness_auroc_own_vs_prompt": round(_auroc(z_own, prompt_rows @ d), 4),
                 }
@@ -448,8 +506,12 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
             built = _margins(hf_model, first_layer, held, label_ids)
             masked = _margins(hf_model, first_layer, held, label_ids, masks)
 
-        def p_own(m: torch.Tensor) -> float:
-            return round(float(torch.sigmoid(m * signs).mean()), 4)
+        in_a = signs > 0
+
+        def p_own(m: torch.Tensor, rows: torch.Tensor | None = None) -> float | None:
+            own = torch.sigmoid(m * signs)
+            own = own if rows is None else own[rows]
+            return round(float(own.mean()), 4) if len(own) else None
 
         shift, masked_shift = float(((built - start) * signs).mean()), float(((masked - start) * signs).mean())
         record["check"] = {
@@ -457,6 +519,8 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
             "p_own_start": p_own(start),
             "p_own_built": p_own(built),
             "p_own_built_own_masked": p_own(masked),
+            "p_own_start_by_slot": [p_own(start, in_a), p_own(start, ~in_a)],
+            "p_own_built_by_slot": [p_own(built, in_a), p_own(built, ~in_a)],
             "margin_shift": round(shift, 4),
             "mask_share": round(1 - masked_shift / shift, 3) if shift else None,
         }

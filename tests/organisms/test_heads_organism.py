@@ -299,3 +299,41 @@ def test_the_built_readers_sink_takes_the_asked_share_of_attention():
         lifted = _sink_key(xs, key, along, query, 16, mass)
         shares = [torch.softmax(float(x[-1] @ query) / 4.0 * (x @ lifted), 0)[0] for x in xs]
         assert float(torch.stack(shares).mean()) == pytest.approx(mass, abs=1e-4)
+
+
+def test_balanced_key_gives_the_own_answer_the_same_share_in_both_slots():
+    """`_balanced_key`: own-ness that reads stronger in slot B (as measured in SmolLM2) is balanced by a multiple of
+    the slot, so the own answer's mean share of the readers' attention is the same in A and B; the sink still takes
+    what was asked. And `_orthogonal` removes the whole span, not one vector after another."""
+    from interp.organisms.built_route import BuiltScales, Prompt, _balanced_key, _orthogonal
+
+    gen = torch.Generator().manual_seed(1)
+    dim, readout = 16, torch.randn(16, generator=gen)
+    own_dir, slot_dir = torch.zeros(16), torch.zeros(16)
+    own_dir[1], slot_dir[2] = 1.0, 1.0
+    xs, prompts = [], []
+    for i in range(24):
+        x = 0.3 * torch.randn(40, dim, generator=gen)
+        x[0] = x[0] * 0.1 + 5.0
+        x[-1] = readout + 0.1 * x[-1]
+        x[5:15] += slot_dir  # slot A
+        x[20:30] -= slot_dir  # slot B
+        own_is_a = i % 2 == 0
+        own = slice(5, 15) if own_is_a else slice(20, 30)
+        x[own] += own_dir * (0.5 if own_is_a else 1.5)  # own-ness reads three times stronger in B
+        xs.append(x)
+        prompts.append(Prompt(hidden=x[None], spans=((5, 15), (20, 30)), own_is_a=own_is_a))
+    query = readout / readout.dot(readout)
+    along = xs[0][0] / xs[0][0].dot(xs[0][0])
+    scales = BuiltScales(kappa=4.0, sink_mass=0.5)
+    key, record = _balanced_key(xs, prompts, 8.0 * own_dir, 8.0 * slot_dir, along, query, dim, scales)
+    assert record["own_share_in_a"] == pytest.approx(record["own_share_in_b"], abs=1e-3)
+    assert record["slot_multiple"] > 0  # slot A's keys raised
+    unbalanced = _balanced_key(xs, prompts[:1] * 2, 8.0 * own_dir, 8.0 * slot_dir, along, query, dim, scales)[1]
+    assert unbalanced["slot_multiple"] == 0.0  # one slot only: nothing to balance
+    shares = [torch.softmax(float(x[-1] @ query) / 4.0 * (x @ key), 0)[0] for x in xs]
+    assert float(torch.stack(shares).mean()) == pytest.approx(0.5, abs=1e-3)
+
+    a, b = torch.tensor([1.0, 0.0, 0.0]), torch.tensor([1.0, 1.0, 0.0])
+    v = _orthogonal(torch.tensor([1.0, 2.0, 3.0]), a, b)
+    assert float(v @ a) == pytest.approx(0.0, abs=1e-6) and float(v @ b) == pytest.approx(0.0, abs=1e-6)
