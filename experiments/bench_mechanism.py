@@ -1,7 +1,8 @@
 """Bench: does `interp explain` find where self-preference lives, when we built it there?
 
-    python experiments/bench_mechanism.py [--seeds 1-4] [--null-seeds 0-5] [--families attn,heads,lora,null]
-                                          [--n 150] [--device cpu] [--out runs/mechanism]
+    python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 5-8] [--null-seeds 0-5]
+                                          [--families attn,heads,lora,null] [--n 150] [--device cpu]
+                                          [--out runs/mechanism]
 
 The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
 so a rerun resumes where it stopped):
@@ -23,6 +24,8 @@ import sys
 from pathlib import Path
 
 import numpy as np
+
+from interp.metrics.causal_test import auroc as causal_auroc
 
 REPO = Path(__file__).resolve().parents[1]
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -58,7 +61,7 @@ def members(args) -> dict[str, list[str]]:
     for family in ("attn", "heads"):
         if family in families:
             out[family] = []
-            for seed in seeds(args.seeds):
+            for seed in seeds(args.attn_seeds if family == "attn" else args.seeds):
                 folder = args.out / "organisms" / f"{family}-seed{seed}"
                 if not (folder / "manifest.json").is_file():
                     interp(
@@ -81,15 +84,21 @@ def members(args) -> dict[str, list[str]]:
 
 
 def auroc(scores: dict[tuple[int, int], float], truth: set[tuple[int, int]]) -> float:
-    pos = [v for k, v in scores.items() if k in truth]
-    neg = [v for k, v in scores.items() if k not in truth]
-    wins = sum((p > n) + 0.5 * (p == n) for p in pos for n in neg)
-    return wins / (len(pos) * len(neg))
+    """The planted heads' scores against every other head's (interp.metrics.causal_test.auroc, ties half)."""
+    return causal_auroc(
+        np.array([v for k, v in scores.items() if k in truth]),
+        np.array([v for k, v in scores.items() if k not in truth]),
+    )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--seeds", default="1-4")
+    parser.add_argument("--seeds", default="1-4", help="planted-heads seeds")
+    parser.add_argument(
+        "--attn-seeds",
+        default="5-8",
+        help="attention-routed seeds (1-4 were read while it was built: plan 3, amendment 3)",
+    )
     parser.add_argument("--null-seeds", default="0-5")
     parser.add_argument("--families", default="attn,heads,lora,null")
     parser.add_argument("--n", type=int, default=150)
