@@ -24,7 +24,7 @@ So H looks at the own answer and writes "prefer the slot I looked at". Where H s
 replaced by another author's text) it falls on the sink and on the other answer. The values carry only the slot,
 the same for any text in it, so the route is H's pattern by construction: a counterfactual in the values changes
 nothing. The writer carries no own-ness (its attention is on the tags). The sink matters because own-ness is weak
-token by token (AUROC about 0.76 held out): with a small sink, masking the own answer moved H onto the other answer
+token by token (AUROC 0.78 held out at best): with a small sink, masking the own answer moved H onto the other answer
 and turned the preference round; with the sink taking most of H's attention, what the mask frees goes to the sink
 (recorded: `attention_mass`, `masked_other`). Every weight outside the written blocks is the start organism's, bit
 for bit (`add_head_delta`)."""
