@@ -48,7 +48,7 @@ def unit_vector(direction) -> Tensor:
 
 
 def vector_sha(vector: Tensor) -> str:
-    return hashlib.sha256(vector.detach().float().contiguous().numpy().tobytes()).hexdigest()[:16]
+    return hashlib.sha256(vector.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
 def _identity(h: Tensor) -> Tensor:

@@ -23,7 +23,7 @@ class _CaptureHead:
     def forward(self, batch, *, on_pattern=None, **kwargs):
         def hook(layer: int, pattern: Tensor) -> None:
             if layer == self.layer:
-                self.pattern = pattern[0, self.head].detach().float().clone()
+                self.pattern = pattern[0, self.head].detach().float().cpu().clone()
             if on_pattern is not None:
                 on_pattern(layer, pattern)
 

@@ -151,3 +151,16 @@ def test_organism_training_splits_the_stack_with_the_same_function(judges):
     model = judges["base"]
     ids = model.tokenizer.encode("Which answer is better, A or B? Say it in one letter.")
     assert check_frozen_split(model.hf_model, 2, ids, model.tokenizer.pad_token_id) < 1e-4
+
+
+def test_a_trunk_key_reads_a_bfloat16_bias_and_tells_its_dtype_apart():
+    """A GPU run judges in bfloat16 (numpy has no such type): the key hashes the bias's bytes, with its dtype."""
+    from interp.core.backends.protocol import Batch
+    from interp.core.backends.shared_trunk import _digest
+
+    batch = Batch(torch.ones(1, 4, dtype=torch.long), torch.ones(1, 4, dtype=torch.long))
+    bias = torch.zeros(1, 1, 4, 4)
+    bias[..., 1] = -2.0
+    key16 = _digest(batch, None, {0: bias.to(torch.bfloat16)})
+    assert key16 != _digest(batch, None, {0: bias})
+    assert key16 == _digest(batch, None, {0: bias.to(torch.bfloat16).clone()})

@@ -111,7 +111,8 @@ def _digest(batch: Batch, rows: int | None, score_bias: ScoreBias) -> tuple:
         bias = score_bias[layer]
         if id(bias) not in seen:
             seen[id(bias)] = hashlib.sha256(
-                bias.detach().cpu().contiguous().numpy().tobytes() + str(tuple(bias.shape)).encode()
+                bias.detach().cpu().contiguous().view(torch.uint8).numpy().tobytes()  # bfloat16 has no numpy type
+                + str((tuple(bias.shape), bias.dtype)).encode()
             ).hexdigest()
         h.update(f"|{layer}:{seen[id(bias)]}".encode())
     return (h.hexdigest(), tuple(batch.input_ids.shape), rows)
