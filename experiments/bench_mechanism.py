@@ -2,7 +2,8 @@
 
     python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 5-8] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--n 150] [--device cpu]
-                                          [--out runs/mechanism]
+                                          [--out runs/mechanism] [--answers RESPONSES.jsonl] [--dtype float32]
+                                          [--jobs 1]
 
 The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
 so a rerun resumes where it stopped):
@@ -11,6 +12,8 @@ so a rerun resumes where it stopped):
 3. `interp explain RUN --judge M` per member, with the automatic controls (an organism's null family);
 4. the manifest's heads on the same test split: the own-answer mask (attention-routed), the head-output mean
    ablation (planted-heads).
+`--answers`: both authors' answers read from a run's responses.jsonl (config `imports`) instead of generated, so
+the judging can run where the authors' weights are not (a GPU machine holding SmolLM2 only).
 Prints one `name: value` a line: route_power_attention, route_power_output, route_fpr, the true heads' shares,
 AUROC per method per family.
 """
@@ -19,8 +22,11 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import subprocess
 import sys
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -104,6 +110,9 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=150)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=Path("runs/mechanism"))
+    parser.add_argument("--answers", type=Path, default=None, help="a run's responses.jsonl: the authors' answers")
+    parser.add_argument("--dtype", default=None, help="the judges' dtype (default: the device's)")
+    parser.add_argument("--jobs", type=int, default=1, help="members studied side by side (a GPU: several)")
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -118,51 +127,68 @@ def main() -> None:
         f'name = "mechanism"\ndata = "heldout"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges '
         f"= {json.dumps(judges)}\n"
         f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
+        + (f'dtype = "{args.dtype}"\n' if args.dtype else "")
+        + ("[imports]\n" + "".join(f'"{a}" = "{args.answers.resolve()}"\n' for a in AUTHORS) if args.answers else "")
     )
     run = args.out / "run"
     if not (run / "summary.json").exists():
         interp("dbg", str(config), "--out", str(run), "--json")
-    found: dict[str, list[dict]] = {}
-    for family, ms in family_members.items():
-        found[family] = []
-        for member in ms:
-            result = json.loads(
-                interp("explain", str(run), "--judge", member, *SETTINGS, "--device", args.device, "--json")
+
+    def study(on: Path, family: str, member: str) -> dict:
+        """explain on `on` (the run or a copy of it), then the manifest's heads on the same test split."""
+        result = json.loads(interp("explain", str(on), "--judge", member, *SETTINGS, "--device", args.device, "--json"))
+        manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
+        truth = manifest.get("planted_heads")
+        entry = {"member": member, "result": result, "truth": truth}
+        if truth and family in ("attn", "heads"):
+            spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
+            heads = pairs_table(truth)
+            made = (
+                AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask")
+                if family == "attn"
+                else node_from_dict(
+                    {"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"}
+                )
             )
-            manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
-            truth = manifest.get("planted_heads")
-            entry = {"member": member, "result": result, "truth": truth}
-            if truth and family in ("attn", "heads"):
-                spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
-                heads = pairs_table(truth)
-                made = (
-                    AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask")
-                    if family == "attn"
-                    else (
-                        node_from_dict(
-                            {"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"}
-                        )
-                    )
-                )
-                spec.write_text(made.to_toml())
-                payload = json.loads(
-                    interp(
-                        "intervene",
-                        str(run),
-                        "--spec",
-                        str(spec),
-                        "--judge",
-                        member,
-                        "--selection-share",
-                        "0.4",
-                        "--split-seed",
-                        "0",
-                        "--json",
-                    )
-                )
-                (row,) = [r for r in payload["causal"] if r["judge"] == member]
-                entry["true_share"] = row["share_removed"]
-            found[family].append(entry)
+            spec.write_text(made.to_toml())
+            split = ["--selection-share", "0.4", "--split-seed", "0", "--json"]
+            payload = json.loads(interp("intervene", str(on), "--spec", str(spec), "--judge", member, *split))
+            (row,) = [r for r in payload["causal"] if r["judge"] == member]
+            entry["true_share"] = row["share_removed"]
+        return entry
+
+    work = [(family, member) for family, ms in family_members.items() for member in ms]
+    if args.jobs > 1:  # each worker on its own copy of the run (a run has one writer), merged back after
+        copies = [args.out / f"run.job{k}" for k in range(args.jobs)]
+        for copy in copies:
+            if not copy.exists():
+                shutil.copytree(run, copy)
+        os.environ.setdefault("OMP_NUM_THREADS", str(max(1, (os.cpu_count() or 1) // args.jobs)))
+
+        def worker(k: int) -> list[dict]:
+            done = []
+            for family, member in work[k :: args.jobs]:
+                try:
+                    done.append(study(copies[k], family, member) | {"family": family})
+                except (SystemExit, Exception) as failed:  # one failing member: the others go on
+                    print(f"{member}: {failed}", file=sys.stderr, flush=True)
+            return done
+
+        with ThreadPoolExecutor(args.jobs) as pool:
+            entries = [e for part in pool.map(worker, range(args.jobs)) for e in part]
+        for copy in copies:  # the keyed results (explain, causal) of every copy into the run; its own files stay
+            for path in copy.rglob("*"):
+                target = run / path.relative_to(copy)
+                if path.is_file() and not target.exists() and not path.name.endswith(".lock"):
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(path, target)
+    else:
+        entries = [study(run, family, member) | {"family": family} for family, member in work]
+    found: dict[str, list[dict]] = {family: [] for family in family_members}
+    for family, member in work:
+        found[family] += [e for e in entries if e["member"] == member and e["family"] == family]
+    missing = [member for family, member in work if not any(e["member"] == member for e in found[family])]
+    print(f"members_missing: {len(missing)} {missing}")  # a member whose explain failed counts in no figure below
 
     def best(result: dict, site: str) -> dict | None:
         rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
