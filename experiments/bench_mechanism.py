@@ -2,7 +2,7 @@
 
     python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 5-8] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--n 150] [--device cpu]
-                                          [--out runs/mechanism] [--answers RESPONSES.jsonl] [--dtype float32]
+                                          [--out runs/mechanism] [--answers RUN] [--dtype float32]
                                           [--jobs 1]
 
 The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
@@ -12,8 +12,9 @@ so a rerun resumes where it stopped):
 3. `interp explain RUN --judge M` per member, with the automatic controls (an organism's null family);
 4. the manifest's heads on the same test split: the own-answer mask (attention-routed), the head-output mean
    ablation (planted-heads).
-`--answers`: both authors' answers read from a run's responses.jsonl (config `imports`) instead of generated, so
-the judging can run where the authors' weights are not (a GPU machine holding SmolLM2 only).
+`--answers RUN`: the authors' answers (and items) of a run made with the same data, n, seed, authors and decoding,
+placed in the bench's run before it is judged, so the judging can run where the authors' weights are not (a GPU
+machine holding SmolLM2 only: a run whose answers are all there loads no author).
 Prints one `name: value` a line: route_power_attention, route_power_output, route_fpr, the true heads' shares,
 AUROC per method per family.
 """
@@ -110,7 +111,7 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=150)
     parser.add_argument("--device", default="cpu")
     parser.add_argument("--out", type=Path, default=Path("runs/mechanism"))
-    parser.add_argument("--answers", type=Path, default=None, help="a run's responses.jsonl: the authors' answers")
+    parser.add_argument("--answers", type=Path, default=None, help="a run folder whose authors' answers to use")
     parser.add_argument("--dtype", default=None, help="the judges' dtype (default: the device's)")
     parser.add_argument("--jobs", type=int, default=1, help="members studied side by side (a GPU: several)")
     args = parser.parse_args()
@@ -128,11 +129,22 @@ def main() -> None:
         f"= {json.dumps(judges)}\n"
         f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
         + (f'dtype = "{args.dtype}"\n' if args.dtype else "")
-        + ("[imports]\n" + "".join(f'"{a}" = "{args.answers.resolve()}"\n' for a in AUTHORS) if args.answers else "")
     )
     run = args.out / "run"
+    placed = []
+    if args.answers and not run.exists():  # the authors' answers of a run with the same items and decoding
+        from interp.config import load_run_config
+
+        mine, theirs = load_run_config(config), load_run_config(args.answers / "config.toml")
+        same = ("data", "n", "seed", "models", "max_words", "max_new_tokens")
+        if any(getattr(mine, k) != getattr(theirs, k) for k in same):
+            raise SystemExit(f"{args.answers}: its {', '.join(same)} are not the bench's: its answers do not apply")
+        run.mkdir(parents=True)
+        for name in ("items.jsonl", "responses.jsonl"):
+            shutil.copy2(args.answers / name, run / name)
+        placed = ["--overwrite"]
     if not (run / "summary.json").exists():
-        interp("dbg", str(config), "--out", str(run), "--json")
+        interp("dbg", str(config), "--out", str(run), "--json", *placed)
 
     def study(on: Path, family: str, member: str) -> dict:
         """explain on `on` (the run or a copy of it), then the manifest's heads on the same test split."""

@@ -356,3 +356,25 @@ def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path, forked_cli)
         scores = summary["judges"][row["judge"]]
         assert row["dbg_hard"] == scores["dbg_hard"] and row["dbg_ci"] == scores["dbg_ci"]
         assert row["reliable"] == scores["reliable"] and row["unreliable_because"] == scores["unreliable_because"]
+
+
+def test_a_resumed_run_whose_answers_are_all_there_needs_no_author_weights(
+    tmp_path, tiny_llama_dir, tiny_llama_b_dir, monkeypatch
+):
+    """Judging resumes on a machine that lacks an author's weights (a GPU machine holding the judge's base only):
+    an author whose every answer is in the run is neither converted (an alias's GGUF) nor loaded."""
+    import shutil
+
+    from interp.run import pipeline
+
+    author_b = shutil.copytree(tiny_llama_b_dir, tmp_path / "author-b")
+    config = tiny_config(tiny_llama_dir, author_b, n=3, judges=[str(tiny_llama_dir)])
+    first = run_dbg(config, tmp_path / "run", progress=False)
+    prepared = []
+    real = pipeline.prepare_weights
+    monkeypatch.setattr(pipeline, "prepare_weights", lambda specs: real(prepared.extend(specs) or prepared))
+    shutil.rmtree(author_b)
+    (tmp_path / "run" / "summary.json").unlink()
+    again = run_dbg(config, tmp_path / "run", progress=False)
+    assert prepared == [str(tiny_llama_dir)]  # the judge (also an author: its answers are there too)
+    assert again["judges"] == first["judges"] and again["n_items"] == 3
