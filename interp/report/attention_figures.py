@@ -237,7 +237,14 @@ def interactive_sections(
     panels = _panels(profiles)
     nrows, ncols = len(panels), len(panels[0])
     titles = [(p["title"].replace("\n", "<br>") if p else "") for row in panels for p in row]
-    fig = make_subplots(rows=nrows, cols=ncols, subplot_titles=titles, vertical_spacing=0.12, horizontal_spacing=0.07)
+    # plotly refuses a spacing above 1 / (rows - 1): ten judges and more (eleven rows) need a smaller one
+    fig = make_subplots(
+        rows=nrows,
+        cols=ncols,
+        subplot_titles=titles,
+        vertical_spacing=min(0.12, 0.6 / max(nrows - 1, 1)),
+        horizontal_spacing=min(0.07, 0.6 / max(ncols - 1, 1)),
+    )
     for r, row in enumerate(panels, start=1):
         for c, panel in enumerate(row, start=1):
             if panel is None:

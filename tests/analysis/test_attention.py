@@ -588,3 +588,12 @@ def test_empty_response_in_a_real_run(real_run, tmp_path):
     check_figures(root, written)
     summary = json.loads((root / "figures" / "attention_summary.json").read_text())
     assert all(count == 2 for count in summary["empty_spans"].values())
+
+
+def test_the_interactive_figure7_takes_ten_judges(tmp_path):
+    """Ten judges make eleven rows of panels (each judge, and their difference): plotly refuses its default row
+    spacing there (the bench_mechanism run of ten organisms stopped on it)."""
+    judges = [f"judge-{i}" for i in range(10)]
+    root = write_run(tmp_path / "run", {judge: planted() for judge in judges})
+    written = write_attention_figures(root)
+    assert (root / "figures" / "attention.html").is_file() and written
