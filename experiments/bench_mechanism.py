@@ -163,7 +163,7 @@ def main() -> None:
                 )
             )
             spec.write_text(made.to_toml())
-            split = ["--selection-share", "0.4", "--split-seed", "0", "--json"]
+            split = ["--selection-share", "0.4", "--split-seed", "0", "--device", args.device, "--json"]
             payload = json.loads(interp("intervene", str(on), "--spec", str(spec), "--judge", member, *split))
             (row,) = [r for r in payload["causal"] if r["judge"] == member]
             entry["true_share"] = row["share_removed"]
