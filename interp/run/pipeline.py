@@ -366,15 +366,15 @@ def check_models(
     imported answer file (`given`: authors whose answers are given, not generated)."""
     existing = paths.read_responses()
     decoding = decoding_of(config)
-    answered = {spec for spec in config.models if set(existing.get(spec, {})) >= {item.id for item in items}}
+    unanswered = {spec: [item for item in items if item.id not in existing.get(spec, {})] for spec in config.models}
     # an author whose answers are all in the run is not loaded (nor converted): a resumed run judges on a machine
     # that lacks the authors' weights
-    local = [*(m for m in config.models if m not in answered), *config.judge_specs, *config.gold.models]
+    local = [*(m for m in config.models if unanswered[m]), *config.judge_specs, *config.gold.models]
     skip = set(config.imports) | set(given) | set(models.models)
     prepare_weights(spec for spec in local if spec not in skip and config.server(spec) is None)
     used = []  # local models that will answer or judge
     for spec in config.models:
-        missing = [item for item in items if item.id not in existing.get(spec, {})]
+        missing = unanswered[spec]
         if not missing or config.server(spec) is not None or spec in given:
             continue
         if spec in config.imports:

@@ -372,7 +372,12 @@ def test_a_resumed_run_whose_answers_are_all_there_needs_no_author_weights(
     first = run_dbg(config, tmp_path / "run", progress=False)
     prepared = []
     real = pipeline.prepare_weights
-    monkeypatch.setattr(pipeline, "prepare_weights", lambda specs: real(prepared.extend(specs) or prepared))
+
+    def recording(specs):
+        prepared.extend(specs)
+        real(prepared)
+
+    monkeypatch.setattr(pipeline, "prepare_weights", recording)
     shutil.rmtree(author_b)
     (tmp_path / "run" / "summary.json").unlink()
     again = run_dbg(config, tmp_path / "run", progress=False)
