@@ -217,17 +217,28 @@ def _quiet_residual_dim(hf_model: torch.nn.Module, above: int) -> int:
     return int(read.argmin())
 
 
+def _verdict_queries(xs: Sequence[torch.Tensor], query: torch.Tensor, dim: int) -> torch.Tensor:
+    """Each prompt's verdict-position (last token) query along `query`, scaled by 1/sqrt(head dim) as heads score."""
+    return torch.stack([x[-1] @ query for x in xs]) / math.sqrt(dim)
+
+
+def _verdict_scores(q: torch.Tensor, xs: Sequence[torch.Tensor], key: torch.Tensor) -> list[torch.Tensor]:
+    """The readers' attention scores from the verdict position over each prompt's tokens, for the key direction
+    `key` (`q`: `_verdict_queries`); their softmax is the readers' attention."""
+    return [qi * (x @ key) for qi, x in zip(q, xs)]
+
+
 def _sink_key(
     xs: Sequence[torch.Tensor], key: torch.Tensor, along: torch.Tensor, query: torch.Tensor, dim: int, mass: float
 ) -> torch.Tensor:
     """`key + c * along` with c such that the first token takes `mass` of the attention from the last position on
     average over the prompts `xs` (bisection: every other token projects less on `along` than the first, so the
     first token's share rises with c)."""
-    q = torch.stack([x[-1] @ query for x in xs]) / math.sqrt(dim)
+    q = _verdict_queries(xs, query, dim)
     base = [x @ key for x in xs]
     lift = [x @ along for x in xs]
 
-    def share(c: float) -> float:
+    def share(c: float) -> float:  # `_verdict_scores` for key + c * along, the projections computed once
         return float(torch.stack([torch.softmax(qi * (b + c * a), 0)[0] for qi, b, a in zip(q, base, lift)]).mean())
 
     low, high, doublings = -100.0, 100.0, 0
@@ -263,7 +274,7 @@ def _balanced_key(
     about twice the attention it drew in slot A, and the readers leaned to B whatever they saw. Bisection on the
     multiple, within +-4 own-ness spreads (`slot` is passed in those units): the share in B less the share in A
     falls as it rises."""
-    q = torch.stack([x[-1] @ query for x in xs]) / math.sqrt(dim)
+    q = _verdict_queries(xs, query, dim)
     in_a = torch.tensor([p.own_is_a for p in prompts])
 
     def keyed(beta: float) -> torch.Tensor:
@@ -271,7 +282,7 @@ def _balanced_key(
 
     def shares(k: torch.Tensor) -> torch.Tensor:
         return torch.stack(
-            [torch.softmax(qi * (x @ k), 0)[p.own[0] : p.own[1]].sum() for qi, x, p in zip(q, xs, prompts)]
+            [torch.softmax(s, 0)[p.own[0] : p.own[1]].sum() for s, p in zip(_verdict_scores(q, xs, k), prompts)]
         )
 
     def lean(beta: float) -> float:
@@ -431,8 +442,7 @@ def build_attention_route(
                 return _head_blocks(w_g, layer, heads, [], kv, dim, key_dim, c, query, key, slot, cols)
 
             reader_blocks[f"{layer}_{kv}"] = group_blocks  # scale set below
-            for x, p in zip(xs, prompts):
-                scores = float(x[-1] @ query) * (x @ key) / math.sqrt(dim)
+            for scores, p in zip(_verdict_scores(_verdict_queries(xs, query, dim), xs, key), prompts):
                 att = torch.softmax(scores, 0)
                 mass["own"].append(float(att[p.own[0] : p.own[1]].sum()))
                 mass["other"].append(float(att[p.other[0] : p.other[1]].sum()))
