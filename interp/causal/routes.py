@@ -43,7 +43,7 @@ from interp.hooks.nodes import NodeIntervention, node_from_dict
 Route = Literal["pattern", "content", "neither"]
 COUNTERFACTUAL = "other"  # the route parts' default counterfactual (plan 3's amendment)
 ROUTE_COUNTERFACTUALS = ("other", "reference")  # each puts a non-own answer in the own answer's place
-ROUTE_PARTS = ("total", "pattern", "content", "mean")  # the verdict's parts first, its check last
+ROUTE_PARTS = ("total", "mean", "pattern", "content")
 _SITES = {
     "total": ("head_output", "patch"),
     "mean": ("head_output", "mean"),
