@@ -22,9 +22,7 @@ so `pattern + content` need not equal `total`, and the verdict does not assume t
 The verdict (`route_verdict`, stated before any result was read, experiments/causal/plan.md): the route whose
 share is at least half of `total`'s, and whose interval lies wholly above the other route's interval, is the
 route; otherwise "neither". Without a share (the judge's gap over its controls not significant, too few
-controls), the verdict is "neither", with that reason. Whether there is a share is decided by the clean verdicts
-alone (the gap before any intervention, on the same test items and controls), so it is the same for every part:
-the parts stop at the first without a share, and those not run are named (their p-values are not computed).
+controls), the verdict is "neither", with that reason.
 """
 
 from __future__ import annotations
@@ -176,12 +174,7 @@ def route_analysis(
             run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs
         )
         shares[part] = part_share(part, next(iter(result.judges.values())))
-        if shares[part].share is None:  # no share here means none in any part (module docstring)
-            break
     route, reason = route_verdict(shares)
-    not_run = [part for part in parts if part not in shares]
-    if not_run:
-        reason += f"; not run, as none could have a share: {', '.join(not_run)}"
     return RouteAnalysis(
         judge=judge,
         heads={int(k): sorted(v) for k, v in heads.items()},

@@ -56,37 +56,6 @@ def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_
     assert route == "neither" and "not significant" in reason
 
 
-def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
-    """Whether a part has a share is decided by the clean gap, the same for every part: once one has none, the
-    others are not run, and the reason names them. With shares, every part runs."""
-    from types import SimpleNamespace
-
-    from interp.causal import routes
-
-    ran = []
-
-    def fake_intervene(run_dir, spec, **kwargs):
-        ran.append(spec.name.split("-")[1])
-        share = None if gapless else SimpleNamespace(estimate=0.5, low=0.2, high=0.8)
-        record = SimpleNamespace(
-            share_removed=share, p_value=0.01, causal=True, share_removed_reason="the gap before is not significant"
-        )
-        return SimpleNamespace(judges={"j": record})
-
-    monkeypatch.setattr(routes, "intervene_run", fake_intervene)
-    gapless = True
-    analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
-    assert ran == ["total"] and set(analysis.parts) == {"total"} and analysis.route == "neither"
-    assert "not significant" in analysis.reason and "not run, as none could have a share: mean, pattern, content" in (
-        analysis.reason
-    )
-    ran.clear()
-    gapless = False
-    analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
-    assert ran == ["total", "mean", "pattern", "content"] and set(analysis.parts) == set(ran)
-    assert "not run" not in analysis.reason
-
-
 def test_the_other_counterfactual_puts_the_pairs_other_answer_in_the_own_answers_place():
     prompt = TokenizedPrompt(list(range(20)), {"a": (2, 9), "b": (12, 15)}, "t")  # own answer in A: 7 tokens, B: 3
     (spec,) = route_specs({1: [0]}, ["total"], counterfactual="other").values()
@@ -162,11 +131,7 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
             assert len(c["heads"]) == 2 and all(len(h) == 2 for h in c["heads"])
             if c["selected_by"] != "random":
                 assert c["route"] in ("pattern", "content", "neither")
-                if c["share_removed"] is None:  # no share of the gap: no route part could have one, none is run
-                    assert c["route_detail"]["parts"] == {} and c["route"] == "neither"
-                    assert "no route part run" in c["route_detail"]["reason"]
-                else:
-                    assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
+                assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
         else:
             assert c["route"] is None and c["heads"] is None and c["layers"]
         if c["p_value"] is not None:
