@@ -16,7 +16,9 @@ killed command resumes): the own-answer mask at the top-K heads of `attention` a
 (`mlp_output`), the best layer's direction projected out of the residual stream (`residual`); and, as their
 controls, random sets of the same sizes (seeded, `selected_by = "random"`). The candidates' p-values are
 corrected together with Holm; a candidate is causal when its Holm p is at most the test's level. Each head set
-also gets its route (`interp.causal.routes`: pattern, content or neither).
+also gets its route (`interp.causal.routes`: pattern, content or neither); where the candidate has no share of
+the gap (the judge's gap over its controls not significant), no route part is run: they read the same clean
+verdicts, so none could have a share, and the route is "neither" with that reason.
 
 The result (`Explanation`) is written to RUN/explain/<judge>-<key>/explain.json, keyed by the run, the judge
 and every setting; `report.html` draws it.
@@ -286,25 +288,44 @@ def explain_run(
 
     where_it_runs = dict(models=pool.models, where=where, executor=executor, max_memory=max_memory)
     common = dict(design=design, judges=[judge], progress=progress) | where_it_runs
-    if pool.executor != "local":  # every test's tasks as one batch, so the cluster runs them side by side
-        heads_tested = [heads for _, by, heads, _, _ in raw if routes and heads and by != "random"]
-        parts = [
+
+    def on_cluster(tests: list) -> None:  # the tests' tasks as one batch, so the cluster runs them side by side
+        if pool.executor != "local" and tests:
+            tasks = [task for spec in tests for task in causal_tasks(run.dir.root, spec, design=design, judges=[judge])]
+            with run.dir.writer():
+                execute(run, tasks, pool)
+
+    on_cluster([spec for *_, spec in raw])
+    records = [next(iter(intervene_run(run.dir.root, spec, **common).judges.values())) for *_, spec in raw]
+    with_share = {  # the head sets whose route parts can have a share: those whose candidate has one
+        json.dumps(heads): heads
+        for (_, by, heads, _, _), record in zip(raw, records)
+        if routes and heads and by != "random" and record.share_removed
+    }
+    on_cluster(
+        [
             spec
-            for heads in heads_tested
+            for heads in with_share.values()
             for spec in route_specs(pairs_table(heads), counterfactual=counterfactual).values()
         ]
-        tests = [spec for *_, spec in raw] + parts
-        tasks = [task for spec in tests for task in causal_tasks(run.dir.root, spec, design=design, judges=[judge])]
-        with run.dir.writer():
-            execute(run, tasks, pool)
+    )
     candidates = []
     route_cache: dict[str, RouteAnalysis] = {}
-    for site, selected_by, heads, layers, spec in raw:
-        record = next(iter(intervene_run(run.dir.root, spec, **common).judges.values()))
+    for (site, selected_by, heads, layers, spec), record in zip(raw, records):
         share = record.share_removed
         route, detail = None, None
         if routes and heads and selected_by != "random":
             hkey = json.dumps(heads)
+            if hkey not in route_cache and share is None:  # the parts read the same clean gap: none has a share
+                route_cache[hkey] = RouteAnalysis(
+                    judge=judge,
+                    heads=pairs_table(heads),
+                    parts={},
+                    route="neither",
+                    reason=f"no share of the gap: {record.share_removed_reason}; no route part run, as none could "
+                    "have one",
+                    counterfactual=counterfactual,
+                )
             if hkey not in route_cache:
                 route_cache[hkey] = route_analysis(
                     run.dir.root,

@@ -22,7 +22,9 @@ so `pattern + content` need not equal `total`, and the verdict does not assume t
 The verdict (`route_verdict`, stated before any result was read, experiments/causal/plan.md): the route whose
 share is at least half of `total`'s, and whose interval lies wholly above the other route's interval, is the
 route; otherwise "neither". Without a share (the judge's gap over its controls not significant, too few
-controls), the verdict is "neither", with that reason.
+controls), the verdict is "neither", with that reason. Whether there is a share is decided by the clean verdicts
+alone (the gap before any intervention, on the same test items and controls), so it is the same for every part:
+the parts stop at the first without a share, and those not run are named (their p-values are not computed).
 """
 
 from __future__ import annotations
@@ -41,7 +43,7 @@ from interp.hooks.nodes import NodeIntervention, node_from_dict
 Route = Literal["pattern", "content", "neither"]
 COUNTERFACTUAL = "other"  # the route parts' default counterfactual (plan 3's amendment)
 ROUTE_COUNTERFACTUALS = ("other", "reference")  # each puts a non-own answer in the own answer's place
-ROUTE_PARTS = ("total", "mean", "pattern", "content")
+ROUTE_PARTS = ("total", "pattern", "content", "mean")  # the verdict's parts first, its check last
 _SITES = {
     "total": ("head_output", "patch"),
     "mean": ("head_output", "mean"),
@@ -174,7 +176,12 @@ def route_analysis(
             run_dir, spec, design=design, judges=[judge], items=items, progress=progress, **intervene_kwargs
         )
         shares[part] = part_share(part, next(iter(result.judges.values())))
+        if shares[part].share is None:  # no share here means none in any part (module docstring)
+            break
     route, reason = route_verdict(shares)
+    not_run = [part for part in parts if part not in shares]
+    if not_run:
+        reason += f"; not run, as none could have a share: {', '.join(not_run)}"
     return RouteAnalysis(
         judge=judge,
         heads={int(k): sorted(v) for k, v in heads.items()},

@@ -56,6 +56,37 @@ def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_
     assert route == "neither" and "not significant" in reason
 
 
+def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
+    """Whether a part has a share is decided by the clean gap, the same for every part: once one has none, the
+    others are not run, and the reason names them. With shares, every part runs."""
+    from types import SimpleNamespace
+
+    from interp.causal import routes
+
+    ran = []
+
+    def fake_intervene(run_dir, spec, **kwargs):
+        ran.append(spec.name.split("-")[1])
+        share = None if gapless else SimpleNamespace(estimate=0.5, low=0.2, high=0.8)
+        record = SimpleNamespace(
+            share_removed=share, p_value=0.01, causal=True, share_removed_reason="the gap before is not significant"
+        )
+        return SimpleNamespace(judges={"j": record})
+
+    monkeypatch.setattr(routes, "intervene_run", fake_intervene)
+    gapless = True
+    analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
+    assert ran == ["total"] and set(analysis.parts) == {"total"} and analysis.route == "neither"
+    assert "not significant" in analysis.reason and "not run, as none could have a share: pattern, content, mean" in (
+        analysis.reason
+    )
+    ran.clear()
+    gapless = False
+    analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
+    assert ran == ["total", "pattern", "content", "mean"] and set(analysis.parts) == set(ran)
+    assert "not run" not in analysis.reason
+
+
 def test_the_other_counterfactual_puts_the_pairs_other_answer_in_the_own_answers_place():
     prompt = TokenizedPrompt(list(range(20)), {"a": (2, 9), "b": (12, 15)}, "t")  # own answer in A: 7 tokens, B: 3
     (spec,) = route_specs({1: [0]}, ["total"], counterfactual="other").values()
@@ -131,7 +162,11 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
             assert len(c["heads"]) == 2 and all(len(h) == 2 for h in c["heads"])
             if c["selected_by"] != "random":
                 assert c["route"] in ("pattern", "content", "neither")
-                assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
+                if c["share_removed"] is None:  # no share of the gap: no route part could have one, none is run
+                    assert c["route_detail"]["parts"] == {} and c["route"] == "neither"
+                    assert "no route part run" in c["route_detail"]["reason"]
+                else:
+                    assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
         else:
             assert c["route"] is None and c["heads"] is None and c["layers"]
         if c["p_value"] is not None:
@@ -191,7 +226,11 @@ def test_explain_on_ray_writes_the_serial_runs_bytes_and_survives_a_killed_task(
     assert on_ray.candidates == serial.candidates and on_ray.answer == serial.answer
     serial_files, ray_files = written_files(serial_run), written_files(ray_run)
     assert serial_files.keys() == ray_files.keys()
-    assert sum(name.endswith("judgments.jsonl") for name in serial_files) >= 20
+    # Each distinct test (a random set can draw the candidate's own site: one test) and each route part run
+    # judges the judge and every control: one judgments file each, at least.
+    tests = {json.dumps([c.site, c.heads, c.layers]) for c in serial.candidates}
+    parts = sum(len(c.route_detail["parts"]) for c in serial.candidates if c.route_detail is not None)
+    assert sum(name.endswith("judgments.jsonl") for name in serial_files) >= (len(tests) + parts) * (1 + len(controls))
     assert {c.site for c in serial.candidates} == {"attention", "mlp_output", "residual"}
     assert sum(c.route_detail is not None for c in serial.candidates) == 1
     assert sum(name.endswith("result.json") for name in serial_files) >= len(serial.candidates)
