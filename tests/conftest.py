@@ -139,3 +139,25 @@ def forked_cli():
 
     with ForkedCLI() as cli:
         yield cli
+
+
+def pytest_xdist_auto_num_workers(config) -> int:
+    """`-n auto`: one worker per core this process may use, at most 4 (each worker loads its own copies of the
+    session's models: more workers than cores only thrash)."""
+    from interp.core.threads import allowed_cores
+
+    return min(4, allowed_cores())
+
+
+def pytest_configure(config) -> None:
+    """Under xdist each worker gets its share of the cores for torch (workers x threads = cores), so the
+    workers do not thrash each other; the toolkit's own thread decisions (interp.core.threads) still apply."""
+    import os
+
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "0"))
+    if workers > 1:
+        import torch
+
+        from interp.core.threads import allowed_cores
+
+        torch.set_num_threads(max(1, allowed_cores() // workers))

@@ -38,7 +38,7 @@ def test_core_dependencies_pull_no_inference_stack_that_compiles():
 
 def test_ci_runs_exactly_the_readme_test_command():
     readme = (REPO / "README.md").read_text()
-    command = "bash setup.sh --test && .venv/bin/python -m pytest -q -p no:cacheprovider"
+    command = "bash setup.sh --test && .venv/bin/python -m pytest -q -p no:cacheprovider -n auto --dist loadfile"
     assert command in readme and "bash setup.sh && .venv/bin/interp demo --out runs/demo" in readme
     ci_lines = [
         line

@@ -7,6 +7,7 @@ reads as one line per side of the pair."""
 from __future__ import annotations
 
 import math
+import os
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,19 @@ def _size_text(row: ComparisonRow) -> str:
     return text if row.size_source == "recorded" else f"{text} (name)"
 
 
+def run_labels(runs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """(the runs' common folder, each run's path below it): a narrow table then cuts the folder all runs share,
+    not the end of the path that tells them apart. One run, or runs with no common folder: their paths."""
+    distinct = list(dict.fromkeys(runs))
+    try:
+        common = os.path.commonpath(distinct) if len(distinct) > 1 else None
+    except ValueError:  # absolute and relative paths mixed
+        common = None
+    if not common or common in distinct or common == os.sep:
+        return None, {run: run for run in distinct}
+    return common, {run: os.path.relpath(run, common) for run in distinct}
+
+
 def print_comparison(comparison: RunComparison, console=None) -> None:
     """The comparison as a rich table: one row per (run, judge), the differing config keys as columns."""
     from rich import box
@@ -132,9 +146,12 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
 
     console = console or results_console()
     fold = "ellipsis" if not console.is_terminal else "fold"
+    common, labels = run_labels([row.run for row in comparison.rows])
     table = Table(
         title="DBG per judge across runs (pts, 95% bootstrap interval)",
         title_justify="left",
+        caption=f"runs under {common}" if common else None,
+        caption_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
         pad_edge=False,
@@ -146,7 +163,7 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
     for row in comparison.rows:
         config = [str(row.config.get(key)) for key in comparison.differing]
         table.add_row(
-            row.run,
+            labels[row.run],
             row.judge,
             *config,
             _size_text(row),

@@ -99,6 +99,10 @@ def test_compare_cli_prints_json_rows_a_table_and_writes_the_figures(two_runs, t
     table = forked_cli("compare", first, second, "--by", "max_words", "--out", out)
     assert table.returncode == 0, table.stderr
     assert "DBG per judge across runs" in table.stdout and "max_words" in table.stdout
+    # the table names each run by its path below the folder the runs share, so a narrow pipe keeps the part
+    # that tells them apart
+    assert "runs under" in table.stdout
+    assert first.name in table.stdout and second.name in table.stdout
     for name in ("compare.csv", "dbg_by_max_words.png", "dbg_by_max_words.pdf", "figure7_across_runs.png"):
         assert (out / name).stat().st_size > 0
     assert (out / "compare.csv").read_text().count("\n") == 3  # header + one row per (run, judge)
@@ -117,6 +121,16 @@ def test_compare_bad_input_is_one_error_line(two_runs, tmp_path, forked_cli, arg
     result = forked_cli("compare", *[a.format(tmp=tmp_path, run=first) for a in args])
     assert result.returncode == 2 and result.stderr.startswith("error:") and message in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
+
+
+def test_run_labels_cut_the_shared_folder_only():
+    from interp.report.compare import run_labels
+
+    assert run_labels(["/a/b/x/run", "/a/b/y"]) == ("/a/b", {"/a/b/x/run": "x/run", "/a/b/y": "y"})
+    assert run_labels(["/a/run", "/a/run"]) == (None, {"/a/run": "/a/run"})  # one run: its path
+    assert run_labels(["/a/run", "/a/run/sub"])[0] is None  # one run inside another: the paths
+    assert run_labels(["/x/run", "/y/run"]) == (None, {"/x/run": "/x/run", "/y/run": "/y/run"})  # only / shared
+    assert run_labels(["rel/a", "/abs/b"])[0] is None  # relative and absolute: no common folder
 
 
 def test_sizes_read_from_names():
