@@ -136,6 +136,20 @@ def run_labels(runs: Sequence[str]) -> tuple[str | None, dict[str, str]]:
     return common, {run: os.path.relpath(run, common) for run in distinct}
 
 
+def judge_labels(judges: Sequence[str]) -> tuple[str | None, dict[str, str]]:
+    """(the judge folders' common folder, each judge's label): a judge given as a folder is named below the folder
+    the folder judges share (one folder judge: by its last part), so a narrow table keeps the end that tells seeds
+    apart. Hub ids and installed names stay as they are."""
+    distinct = list(dict.fromkeys(judges))
+    labels = {judge: judge for judge in distinct}
+    folders = [judge for judge in distinct if os.path.isabs(judge) or os.path.isdir(judge)]  # not a hub id
+    if len(folders) == 1 and os.path.isabs(folders[0]):
+        common = os.path.dirname(folders[0])
+        return common, {**labels, folders[0]: os.path.basename(folders[0])}
+    common, below = run_labels(folders) if len(folders) > 1 else (None, {})
+    return common, {**labels, **below}
+
+
 def print_comparison(comparison: RunComparison, console=None) -> None:
     """The comparison as a rich table: one row per (run, judge), the differing config keys as columns."""
     from rich import box
@@ -147,10 +161,13 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
     console = console or results_console()
     fold = "ellipsis" if not console.is_terminal else "fold"
     common, labels = run_labels([row.run for row in comparison.rows])
+    judge_common, judges = judge_labels([row.judge for row in comparison.rows])
+    caption = [f"runs under {common}"] if common else []
+    caption += [f"judge folders under {judge_common}"] if judge_common else []
     table = Table(
         title="DBG per judge across runs (pts, 95% bootstrap interval)",
         title_justify="left",
-        caption=f"runs under {common}" if common else None,
+        caption="; ".join(caption) or None,
         caption_justify="left",
         box=box.SIMPLE_HEAD,
         show_edge=False,
@@ -164,7 +181,7 @@ def print_comparison(comparison: RunComparison, console=None) -> None:
         config = [str(row.config.get(key)) for key in comparison.differing]
         table.add_row(
             labels[row.run],
-            row.judge,
+            judges[row.judge],
             *config,
             _size_text(row),
             str(row.n_items),

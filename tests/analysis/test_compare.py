@@ -133,6 +133,25 @@ def test_run_labels_cut_the_shared_folder_only():
     assert run_labels(["rel/a", "/abs/b"])[0] is None  # relative and absolute: no common folder
 
 
+def test_judge_labels_name_folder_judges_below_their_shared_folder_and_keep_hub_ids():
+    from interp.report.compare import judge_labels
+
+    common, labels = judge_labels(["/o/org/attn-seed5", "/o/org/attn-seed6", "smollm2-135m-judge"])
+    assert common == "/o/org"
+    assert labels == {
+        "/o/org/attn-seed5": "attn-seed5",
+        "/o/org/attn-seed6": "attn-seed6",
+        "smollm2-135m-judge": "smollm2-135m-judge",
+    }
+    assert judge_labels(["/o/org/attn-seed5", "HuggingFaceTB/SmolLM2-135M"]) == (
+        "/o/org",
+        {"/o/org/attn-seed5": "attn-seed5", "HuggingFaceTB/SmolLM2-135M": "HuggingFaceTB/SmolLM2-135M"},
+    )  # a hub id is not a folder: as given, and one folder judge by its last part
+    assert judge_labels(["HuggingFaceTB/SmolLM2-135M", "HuggingFaceTB/SmolLM2-360M"])[0] is None
+    assert judge_labels(["/o/org/attn-seed5"]) == ("/o/org", {"/o/org/attn-seed5": "attn-seed5"})
+    assert judge_labels(["a", "b"]) == (None, {"a": "a", "b": "b"})
+
+
 def test_sizes_read_from_names():
     assert size_from_name("Qwen2.5-0.5B-Instruct") == 500_000_000 and size_from_name("Llama-3.1-8B") == 8_000_000_000
     assert size_from_name("smollm2-135m-judge") == 135_000_000 and size_from_name("gpt4") is None
