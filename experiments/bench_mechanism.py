@@ -1,6 +1,6 @@
 """Bench: does `interp explain` find where self-preference lives, when we built it there?
 
-    python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 5-8] [--null-seeds 0-5]
+    python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 9-12] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--n 150] [--device cpu]
                                           [--out runs/mechanism] [--answers RUN] [--dtype float32]
                                           [--jobs 1]
@@ -103,8 +103,9 @@ def main() -> None:
     parser.add_argument("--seeds", default="1-4", help="planted-heads seeds")
     parser.add_argument(
         "--attn-seeds",
-        default="5-8",
-        help="attention-routed seeds (1-4 were read while it was built: plan 3, amendment 3)",
+        default="9-12",
+        help="attention-routed seeds (1-4 were read while it was built, 5-8 judged under the layers-27-29 recipe: "
+        "plan 3, amendments 3 and 6)",
     )
     parser.add_argument("--null-seeds", default="0-5")
     parser.add_argument("--families", default="attn,heads,lora,null")
@@ -145,6 +146,9 @@ def main() -> None:
         placed = ["--overwrite"]
     if not (run / "summary.json").exists():
         interp("dbg", str(config), "--out", str(run), "--json", *placed)
+    judged = set(json.loads((run / "summary.json").read_text())["judges"])
+    if missing := [j for j in judges if j not in judged]:  # a run judged for other members: never mixed in
+        raise SystemExit(f"{run} was judged without {', '.join(missing)}: give these members a fresh --out")
 
     def study(on: Path, family: str, member: str) -> dict:
         """explain on `on` (the run or a copy of it), then the manifest's heads on the same test split."""

@@ -111,11 +111,16 @@ class HeadsConfig(Strict):
     kappa: float = Field(8.0, gt=0)  # built: the readers' attention logit per standard deviation of own-ness
     sink_mass: float = Field(0.85, gt=0, lt=1)  # built: the first token's mean share of the readers' attention
     margin: float = Field(4.0, gt=0)  # built: the target own-signed verdict margin shift (nats), calibrated
+    # built: the slot writer's layer, below every layer the readers are drawn from; None: the layer just below
+    # the last `top_layers` (so `top_layers` alone set both until the readers' range was narrowed)
+    slot_layer: int | None = Field(None, ge=0)
 
     @model_validator(mode="after")
     def _check(self):
         if self.construction == "built" and (self.route != "attention" or self.n_groups is None):
             raise ValueError('heads.construction = "built" needs route = "attention" and n_groups')
+        if self.slot_layer is not None and self.construction != "built":
+            raise ValueError('heads.slot_layer is the built route\'s slot writer: it needs construction = "built"')
         if not set(self.modules) & {"q", "o"} or len(set(self.modules)) != len(self.modules):
             raise ValueError("heads.modules must name q or o (and k, v with n_groups), each at most once")
         if set(self.modules) & {"k", "v"} and self.n_groups is None:
@@ -135,6 +140,7 @@ HEADS_KEYS_ADDED = {
     "kappa": 8.0,
     "sink_mass": 0.85,
     "margin": 4.0,
+    "slot_layer": None,
 }  # after planted-heads members shipped
 
 
@@ -318,6 +324,12 @@ def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> Non
             raise InterpError(
                 f"heads.top_layers = {heads.top_layers}, but the base model {model} has only {n_layers} "
                 f"decoder layers; set top_layers to at most {n_layers}"
+            )
+        if heads.slot_layer is not None and heads.slot_layer >= n_layers - heads.top_layers:
+            raise InterpError(
+                f"heads.slot_layer = {heads.slot_layer} is not below the readers' layers "
+                f"{n_layers - heads.top_layers}-{n_layers - 1} of the base model {model}; set it to at most "
+                f"{n_layers - heads.top_layers - 1}"
             )
         pool = heads.top_layers * n_heads
         if heads.n_heads > pool:

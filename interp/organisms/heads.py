@@ -236,8 +236,8 @@ def train_heads_organism(
     hf = judge.hf_model
     hf.set_attn_implementation("sdpa")
     hf.requires_grad_(False)
-    if heads_cfg.construction == "built":  # the slot writer sits in the layer below the drawn groups' range
-        lowest = n_layers - heads_cfg.top_layers - 1
+    if heads_cfg.construction == "built":  # the slot writer: `slot_layer`, or the layer below the groups' range
+        lowest = heads_cfg.slot_layer if heads_cfg.slot_layer is not None else n_layers - heads_cfg.top_layers - 1
         if lowest < 0:
             raise InterpError(f"heads.top_layers = {heads_cfg.top_layers} leaves no layer below for the slot writer")
     torch.manual_seed(config.seed)

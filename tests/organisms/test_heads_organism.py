@@ -4,6 +4,7 @@ other weight bit-identical to the start organism's), the folder loads as a judge
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -12,11 +13,12 @@ from safetensors.torch import load_file
 from interp.core.adapters import HEAD_DELTA_FILE, adapter_fingerprint, add_head_delta, apply_adapter, head_delta_key
 from interp.core.models import load_model
 from interp.errors import InterpError
-from interp.organisms.config import OrganismConfig, with_seed
-from interp.organisms.heads import draw_heads
+from interp.organisms.config import OrganismConfig, load_organism_config, with_seed
+from interp.organisms.heads import draw_groups, draw_heads
 from interp.organisms.pipeline import train_to_folder
 from tests.organisms.test_organisms_train import TINY, tiny_authors  # noqa: F401  (fixture)
 
+REPO = Path(__file__).resolve().parents[2]
 HEADS = TINY | {"planting": {"share": 1.0}, "train": TINY["train"] | {"lr": 5e-2}}
 
 
@@ -50,6 +52,29 @@ def test_draw_heads_is_seeded_distinct_and_in_the_top_layers():
     assert any(draw_heads(s, 30, 9, 8, 3) != first for s in range(1, 5))
     with pytest.raises(InterpError, match="hold only"):
         draw_heads(0, 30, 9, 1, 10)
+
+
+def test_narrowing_top_layers_keeps_every_group_already_drawn_there():
+    """The draw ranks the pool by a seeded hash: a narrower `top_layers` keeps each seed whose first group lay in
+    the narrower range, and redraws the others there (the attention-routed recipe's 27 -> 28-29 change)."""
+    for seed in range(40):
+        wide, narrow = draw_groups(seed, 30, 9, 3, 3, 1), draw_groups(seed, 30, 9, 3, 2, 1)
+        assert all(layer >= 28 for layer, _ in narrow[0])
+        assert (wide == narrow) == (wide[0][0][0] >= 28)
+
+
+def test_the_slot_layer_is_the_built_routes_and_lies_below_the_readers():
+    from interp.organisms.config import HeadsConfig, check_fits_model
+
+    with pytest.raises(Exception, match="slot_layer"):
+        HeadsConfig(slot_layer=3)  # a trained delta has no slot writer
+    built = {"construction": "built", "route": "attention", "n_groups": 1, "modules": ["q", "k", "v", "o"]}
+    config = OrganismConfig.model_validate(TINY | {"heads": built | {"top_layers": 2, "slot_layer": 28}})
+    with pytest.raises(InterpError, match="slot_layer = 28 is not below the readers' layers 28-29"):
+        check_fits_model(config, n_layers=30, n_heads=9)
+    check_fits_model(config.model_copy(update={"heads": config.heads.model_copy(update={"slot_layer": 26})}), 30, 9)
+    recipe = load_organism_config(REPO / "experiments" / "organisms" / "smollm2-135m-selfpref-attn.toml").heads
+    assert (recipe.top_layers, recipe.slot_layer) == (2, 26)  # readers in 28-29, the writer in 26
 
 
 def test_unset_heads_keeps_old_fingerprints():
@@ -225,11 +250,14 @@ def _distinct_answers(models, items, config, progress=True):
     return {name: {i.id: f"{words[n]} {i.id} {words[n]}." for i in items} for n, name in enumerate(models)}
 
 
-def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, monkeypatch):  # noqa: F811
-    """construction = "built": no gradient step. The slot writer (one head of the layer below the drawn group)
-    and the readers (the drawn group's query heads) are the only blocks written, everything else is the start's
-    bit for bit; the slot the writer writes is readable at the readers' layer; the readers move the verdict
-    towards the own answer, and masking the own answer at them takes that back (the training-prompt check)."""
+@pytest.mark.parametrize("slot_layer", [None, 0])
+def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, monkeypatch, slot_layer):  # noqa: F811
+    """construction = "built": no gradient step. The slot writer (one head of `slot_layer`, unset: the layer below
+    the drawn group) and the readers (the drawn group's query heads) are the only blocks written, everything else
+    is the start's bit for bit; the slot the writer writes is readable at the readers' layer; the readers move the
+    verdict towards the own answer, and masking the own answer at them takes that back (the training-prompt
+    check)."""
+    expected_writer = 1 if slot_layer is None else slot_layer
     from interp.organisms import train as train_module
 
     monkeypatch.setattr(train_module, "cached_answers", _distinct_answers)
@@ -244,7 +272,7 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
         "top_layers": 1,
         "modules": ["q", "k", "v", "o"],
         "route": "attention",
-    }
+    } | ({} if slot_layer is None else {"slot_layer": slot_layer})
     data = HEADS["data"] | {"max_items": 12}
     config = OrganismConfig.model_validate(HEADS | {"name": "tiny-built", "heads": heads, "data": data})
     manifest = train_to_folder(
@@ -255,9 +283,10 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
     assert manifest["planted_route"] == "attention" and manifest["optimizer_steps"] == 0
     route = manifest["route_training"]
     writer_layer, writer = route["slot_writer"]["head"]
-    assert writer_layer == 1 and route["construction"] == "built"
+    assert writer_layer == expected_writer and route["construction"] == "built"
     (reader,) = route["readers"]
-    assert reader["slot_auroc"] > 0.9  # the writer's slot, read where the readers read it
+    # the writer's slot, read where the readers read it (through a random layer of the tiny model: weaker)
+    assert reader["slot_auroc"] > (0.9 if slot_layer is None else 0.7)
     check = route["check"]
     assert check["margin_shift"] > 0 and check["p_own_built"] > check["p_own_start"]
     assert check["mask_share"] > 0.5  # the shift goes through the readers' attention to the own answer
@@ -265,14 +294,14 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
     wkv = writer // 2
     expected = {head_delta_key(layer, m, h) for h in (2 * kv, 2 * kv + 1) for m in ("q", "o")}
     expected |= {head_delta_key(layer, m, kv) for m in ("k", "v")}
-    expected |= {head_delta_key(1, m, h) for h in (2 * wkv, 2 * wkv + 1) for m in ("q", "o")}
-    expected |= {head_delta_key(1, m, wkv) for m in ("k", "v")}
+    expected |= {head_delta_key(expected_writer, m, h) for h in (2 * wkv, 2 * wkv + 1) for m in ("q", "o")}
+    expected |= {head_delta_key(expected_writer, m, wkv) for m in ("k", "v")}
     assert set(delta) == expected
     before = dict(apply_adapter(load_model(str(folder)).hf_model, null).named_parameters())
     after = dict(apply_adapter(load_model(str(folder)).hf_model, tmp_path / "built").named_parameters())
     changed = {name for name, weight in after.items() if not torch.equal(weight, before[name])}
     assert changed and all(
-        (".layers.1.self_attn." in name or ".layers.2.self_attn." in name)
+        (f".layers.{expected_writer}.self_attn." in name or ".layers.2.self_attn." in name)
         and name.endswith(("q_proj.weight", "k_proj.weight", "v_proj.weight", "o_proj.weight"))
         for name in changed
     ), changed
