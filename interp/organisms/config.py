@@ -115,6 +115,11 @@ class HeadsConfig(Strict):
     # the last `top_layers` (so `top_layers` alone set both until the readers' range was narrowed)
     slot_layer: int | None = Field(None, ge=0)
 
+    def slot_writer_layer(self, n_layers: int) -> int:
+        """built: the slot writer's layer in a model of `n_layers` layers (`slot_layer`, or the layer just below
+        the readers' range)."""
+        return self.slot_layer if self.slot_layer is not None else n_layers - self.top_layers - 1
+
     @model_validator(mode="after")
     def _check(self):
         if self.construction == "built" and (self.route != "attention" or self.n_groups is None):

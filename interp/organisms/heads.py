@@ -237,7 +237,7 @@ def train_heads_organism(
     hf.set_attn_implementation("sdpa")
     hf.requires_grad_(False)
     if heads_cfg.construction == "built":  # the slot writer: `slot_layer`, or the layer below the groups' range
-        lowest = heads_cfg.slot_layer if heads_cfg.slot_layer is not None else n_layers - heads_cfg.top_layers - 1
+        lowest = heads_cfg.slot_writer_layer(n_layers)
         if lowest < 0:
             raise InterpError(f"heads.top_layers = {heads_cfg.top_layers} leaves no layer below for the slot writer")
     torch.manual_seed(config.seed)
