@@ -10,6 +10,14 @@ backend's forward pass (SDPA, final-position logits). Alternated and repeated; m
 - `patch_forward_s`: a head_output patch from the swapped pair (the counterfactual pass that records the 2
   layers' head outputs, then the patched pass) -> `patch_overhead_ratio` (goal <= 2.10).
 
+A control judge of the causal test is an organism of the same base (`smollm2-135m-judge`: LoRA on the top 8 of 30
+layers), judged after the others on the same prompts: its lower 22 layers are the shared trunk's
+(`interp.core.backends.shared_trunk`), already run for this batch and the counterfactual one. The same patch at
+the top layers (L28 H0-2, L29 H6-8, where the attention-routed organisms' readers sit):
+- `organism_patch_plain_s`: the organism's plain hf backend (every layer, both passes);
+- `organism_patch_trunk_s`: its shared-trunk backend, the trunk's entries already made -> `trunk_patch_speedup_ratio`
+  (plain over trunk; the pass before a site edit could use the trunk was always the plain one).
+
 Prints one `name: value` per line. Usage:
 
     python experiments/bench_interventions.py [--repeat 7] [--tokens 512] [--batch 8]
@@ -77,7 +85,31 @@ def main() -> None:
 
         return run
 
-    cases = {"plain": plain} | {name: edited(name) for name in builders}
+    from interp.core.backends.hf import HFBackend
+    from interp.core.backends.shared_trunk import TrunkPool
+    from interp.core.models import ModelCache
+
+    cache = ModelCache(models={MODEL: model})
+    organism = cache.get("smollm2-135m-judge")
+    top = {"site": "head_output", "layers": [28, 29], "heads": {28: [0, 1, 2], 29: [6, 7, 8]}, "positions": "all"}
+    top_patch = node_from_dict(top | {"op": "patch", "counterfactual": "swap"})
+    trunk_backend = TrunkPool().backend(organism, [model, organism])
+    organism_backends = {"organism_patch_plain": HFBackend(organism), "organism_patch_trunk": trunk_backend}
+
+    def organism_patch(name):
+        backend_ = organism_backends[name]
+        build = node_edit_builder([top_patch], backend_, own=None)
+
+        def run():
+            return backend_.forward(batch, site_edit=build(batch, offsets, prompts))
+
+        return run
+
+    cases = (
+        {"plain": plain}
+        | {name: edited(name) for name in builders}
+        | {name: organism_patch(name) for name in organism_backends}
+    )
     with torch.inference_mode():
         for case in cases.values():  # warm up
             case()
@@ -98,6 +130,10 @@ def main() -> None:
     print(f"head_ablation_overhead_ratio: {medians['head_ablation'] / medians['plain']:.3f}")
     print(f"mean_ablation_overhead_ratio: {medians['mean_ablation'] / medians['plain']:.3f}")
     print(f"patch_overhead_ratio: {medians['patch'] / medians['plain']:.3f}")
+    print(f"organism_patch_plain_s: {medians['organism_patch_plain']:.4f}")
+    print(f"organism_patch_trunk_s: {medians['organism_patch_trunk']:.4f}")
+    print(f"trunk_layers: {trunk_backend.trunk.layers}")
+    print(f"trunk_patch_speedup_ratio: {medians['organism_patch_plain'] / medians['organism_patch_trunk']:.3f}")
 
 
 if __name__ == "__main__":

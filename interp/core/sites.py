@@ -90,6 +90,11 @@ class InnerSites:
         return tensor if edited is None else edited.to(tensor.dtype)
 
 
+def site_layer(name: str) -> int:
+    """The decoder layer a hook name points into: `blocks.{l}.…` -> l."""
+    return int(name.split(".", 2)[1])
+
+
 def decoder_layers(hf_model: torch.nn.Module) -> list[torch.nn.Module]:
     """The decoder layers, in order: the model's ModuleList as long as its configured layer count."""
     config = hf_model.config.get_text_config()

@@ -116,6 +116,50 @@ def test_steering_runs_the_plain_pass(judges):
     assert backends["organism-1"].trunk.passes == 0
 
 
+def _zero_head(tensor):
+    out = tensor.clone()
+    out[..., 0, :] = 0.0  # [batch, pos, head, d_head]: head 0's output
+    return out
+
+
+def _flat_pattern(tensor):
+    keep = (tensor > 0).to(tensor.dtype)  # [batch, head, query, key]: uniform over the keys each row may see
+    return keep / keep.sum(-1, keepdim=True)
+
+
+NODES = {
+    "hook_z": ("attn.hook_z", _zero_head),
+    "pattern": ("attn.hook_pattern", _flat_pattern),
+    "mlp_out": ("hook_mlp_out", torch.zeros_like),  # zero: a scale would be undone by Gemma-3's post-MLP norm
+}
+
+
+@pytest.mark.parametrize("point", list(NODES))
+def test_a_node_in_the_judges_own_layers_reuses_the_trunk_and_equals_the_plain_pass(judges, point):
+    """A site edit whose hook points lie above the trunk (a route part, a mean-ablated reader) runs only the
+    judge's own layers on the trunk's entry, which the clean pass already made; one in the trunk's layers runs
+    the plain pass. Either way the verdict equals the plain backend's under the same edit, and the edit acts."""
+    name, fn = NODES[point]
+    pool = TrunkPool()
+    held = list(judges.values())
+    labels = label_tokens(judges["base"].tokenizer)
+    for judge, model in judges.items():
+        backend = pool.backend(model, held)
+        prompts = [build_judge_prompt(model, "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
+        for layer in (3, 0):
+            edit = lambda batch, offsets, prompts, layer=layer: {f"blocks.{layer}.{name}": fn}  # noqa: E731
+            shared = judge_batch(backend, prompts, labels, edit=edit)
+            plain = judge_batch(HFBackend(model), prompts, labels, edit=edit)
+            clean = judge_batch(HFBackend(model), prompts, labels)
+            assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
+            assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean)), (judge, layer)
+        assert isinstance(backend, SharedTrunkBackend)
+        assert judge_batch(backend, prompts, labels)[0].probs["A"] == pytest.approx(clean[0].probs["A"], abs=TOL)
+    # one batch: the trunk ran once, for the first judge's edit above it; the clean passes and the other judges
+    # read that entry, and the edits at layer 0 ran plain
+    assert len(pool.trunks) == 1 and pool.trunks[0].passes == 1
+
+
 def test_a_pool_shares_the_trunk_between_judges_that_come_one_at_a_time(judges):
     """The causal test judges each judge over all items in turn: the pool keeps the trunk's entries for the
     judges after the first, and every verdict equals the judge's plain pass."""

@@ -7,13 +7,16 @@ them; `SharedTrunkBackend` computes them once per batch (`Trunk`, kept for the w
 only through its own top layers, fed the trunk's hidden states (`inputs_embeds`), as organism training does
 with its frozen lower layers (`interp.organisms.frozen.frozen_states`). A score bias (an attention mask or
 dampening) is the same for every judge of the group when their prompts are the same: the trunk applies its
-lower layers' part, keyed by the bias, and each judge its own layers' part.
+lower layers' part, keyed by the bias, and each judge its own layers' part. A node intervention (a site edit:
+head outputs, MLP outputs, a head's pattern or values) whose hook points all lie in the judge's own layers
+leaves the trunk as it is: the trunk's entry is shared with the clean pass, and only the judge's top layers run
+under the edit (a route part's counterfactual and patched passes, a mean-ablated reader: 8 layers of 30).
 
 `shared_layers(a, b)` says how many bottom layers two models share (their weights compared, not their names);
 `trunk_backends` gives each judge of a run its backend: the shared one where another judge of the run
 shares at least half of its layers, the plain one otherwise; `TrunkPool` does the same for judges that come
-one at a time (the causal test's tested and control judges). A pass with a residual edit (steering) runs the
-plain backend. Results equal the plain pass up to
+one at a time (the causal test's tested and control judges). A pass with a residual edit (steering), or a site edit
+reaching into the trunk's layers, runs the plain backend. Results equal the plain pass up to
 float rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
 """
 
@@ -32,6 +35,7 @@ from interp.core.backends.layers import attention_modules, final_logits
 from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias, SiteEdit
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
+from interp.core.sites import site_hooks, site_layer
 from interp.core.weight_sharing import same_tensor
 
 MIN_SHARED_SHARE = 0.5  # share at least half the layers, or a judge runs its plain backend
@@ -204,9 +208,9 @@ class SharedTrunkBackend:
         shared_prefix: int = 0,
         site_edit: SiteEdit | None = None,
     ) -> Tensor:
-        if (
-            resid_edit or site_edit
-        ):  # an edit of the residual stream or a node may touch the lower layers: the plain pass
+        if resid_edit or (
+            site_edit and min(site_layer(name) for name in site_edit) < self.trunk.layers
+        ):  # a residual edit, or a node in the trunk's layers: the plain pass
             return self.plain.forward(
                 batch,
                 on_pattern=on_pattern,
@@ -227,7 +231,9 @@ class SharedTrunkBackend:
                 on_pattern(layer, entry.patterns[layer])
         hf_model = self.model.hf_model
         batch = batch.to(self.model.device)
-        with layers_between(hf_model, start):
+        # the nodes' hooks go on the full stack (their names count layers from the bottom), then it is cut
+        nodes = site_hooks(hf_model, site_edit) if site_edit else contextlib.nullcontext()
+        with nodes, layers_between(hf_model, start):
             handles = []
             if on_pattern is not None:
                 for offset, (_, module) in enumerate(attention_modules(hf_model)):
