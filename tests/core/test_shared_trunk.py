@@ -104,16 +104,22 @@ def test_a_score_bias_is_split_between_the_trunk_and_each_judges_own_layers(judg
     assert trunk.passes == 1
 
 
-def test_steering_runs_the_plain_pass(judges):
+@pytest.mark.parametrize("layer", [0, 3])
+def test_steering_in_the_trunk_runs_the_plain_pass_and_above_it_the_judges_own_layers(judges, layer):
     backends = trunk_backends(judges)
     model = judges["organism-1"]
     prompts = [build_judge_prompt(model, "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
     labels = label_tokens(model.tokenizer)
-    edit = lambda batch, offsets, prompts: {0: lambda h: h + 0.5}  # noqa: E731
+    edit = lambda batch, offsets, prompts: {layer: lambda h: h + 0.5}  # noqa: E731
     shared = judge_batch(backends["organism-1"], prompts, labels, edit=edit)
     plain = judge_batch(HFBackend(model), prompts, labels, edit=edit)
+    clean = judge_batch(HFBackend(model), prompts, labels)
     assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
-    assert backends["organism-1"].trunk.passes == 0
+    assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean))  # the edit acts
+    assert backends["organism-1"].trunk.passes == (1 if layer == 3 else 0)
+    assert len(model.hf_model.model.layers) == 4 and all(  # the stack is whole again and no hook is left
+        not block._forward_hooks for block in model.hf_model.model.layers
+    )
 
 
 def _zero_head(tensor):

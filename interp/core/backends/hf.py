@@ -47,7 +47,7 @@ def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Ca
     return hooks
 
 
-def _edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
+def resid_edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
     paths = decoder_layer_paths(hf_model)
     return [
         hf_model.get_submodule(paths[layer]).register_forward_hook(
@@ -102,7 +102,7 @@ class HFBackend:
                 return self._forward_shared(batch, layout, on_pattern, suffix_bias, resid_edit)
         batch = batch.to(self.model.device)
         handles = _pattern_hooks(self.model.hf_model, on_pattern) if on_pattern is not None else []
-        handles += _edit_hooks(self.model.hf_model, resid_edit or {})
+        handles += resid_edit_hooks(self.model.hf_model, resid_edit or {})
         attention = span_rows_attention(
             self.model.hf_model, rows_for(on_pattern), score_bias, eager=self.attn_implementation == "eager"
         )
@@ -137,7 +137,7 @@ class HFBackend:
             else:
                 handles = _pattern_hooks(hf_model, on_pattern, layout.pattern_to_batch)
         suffix_edits = {layer: layout.edit_on_suffix(edit) for layer, edit in (resid_edit or {}).items()}
-        handles += _edit_hooks(hf_model, suffix_edits)
+        handles += resid_edit_hooks(hf_model, suffix_edits)
         return _call_hooked(
             hf_model,
             handles,

@@ -8,15 +8,16 @@ only through its own top layers, fed the trunk's hidden states (`inputs_embeds`)
 with its frozen lower layers (`interp.organisms.frozen.frozen_states`). A score bias (an attention mask or
 dampening) is the same for every judge of the group when their prompts are the same: the trunk applies its
 lower layers' part, keyed by the bias, and each judge its own layers' part. A node intervention (a site edit:
-head outputs, MLP outputs, a head's pattern or values) whose hook points all lie in the judge's own layers
-leaves the trunk as it is: the trunk's entry is shared with the clean pass, and only the judge's top layers run
-under the edit (a route part's counterfactual and patched passes, a mean-ablated reader: 8 layers of 30).
+head outputs, MLP outputs, a head's pattern or values) or a residual edit (steering) whose layers all lie in
+the judge's own layers leaves the trunk as it is: the trunk's entry is shared with the clean pass, and only
+the judge's top layers run under the edit (a route part's counterfactual and patched passes, a mean-ablated
+reader: 8 layers of 30).
 
 `shared_layers(a, b)` says how many bottom layers two models share (their weights compared, not their names);
 `trunk_backends` gives each judge of a run its backend: the shared one where another judge of the run
 shares at least half of its layers, the plain one otherwise; `TrunkPool` does the same for judges that come
-one at a time (the causal test's tested and control judges). A pass with a residual edit (steering), or a site edit
-reaching into the trunk's layers, runs the plain backend. Results equal the plain pass up to
+one at a time (the causal test's tested and control judges). A pass with an edit reaching into the trunk's layers (a
+residual edit or a site edit) runs the plain backend. Results equal the plain pass up to
 float rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
 """
 
@@ -30,7 +31,7 @@ from typing import Iterable, Iterator, Mapping
 import torch
 from torch import Tensor
 
-from interp.core.backends.hf import HFBackend
+from interp.core.backends.hf import HFBackend, resid_edit_hooks
 from interp.core.backends.layers import attention_modules, final_logits
 from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias, SiteEdit
 from interp.core.backends.span_rows import rows_for, span_rows_attention
@@ -208,9 +209,10 @@ class SharedTrunkBackend:
         shared_prefix: int = 0,
         site_edit: SiteEdit | None = None,
     ) -> Tensor:
-        if resid_edit or (
-            site_edit and min(site_layer(name) for name in site_edit) < self.trunk.layers
-        ):  # a residual edit, or a node in the trunk's layers: the plain pass
+        start = self.trunk.layers
+        if (resid_edit and min(resid_edit) < start) or (
+            site_edit and min(site_layer(name) for name in site_edit) < start
+        ):  # an edit in the trunk's layers (of the residual stream, or of a node): the plain pass
             return self.plain.forward(
                 batch,
                 on_pattern=on_pattern,
@@ -220,7 +222,6 @@ class SharedTrunkBackend:
                 site_edit=site_edit,
             )
         rows = rows_for(on_pattern)
-        start = self.trunk.layers
         score_bias = score_bias or {}
         entry = self.trunk.of(batch, rows, {layer: bias for layer, bias in score_bias.items() if layer < start})
         own_bias = {
@@ -231,10 +232,13 @@ class SharedTrunkBackend:
                 on_pattern(layer, entry.patterns[layer])
         hf_model = self.model.hf_model
         batch = batch.to(self.model.device)
-        # the nodes' hooks go on the full stack (their names count layers from the bottom), then it is cut
+        # the edits' hooks go on the full stack (they count layers from the bottom), then it is cut
         nodes = site_hooks(hf_model, site_edit) if site_edit else contextlib.nullcontext()
-        with nodes, layers_between(hf_model, start):
-            handles = []
+        handles = resid_edit_hooks(hf_model, resid_edit or {})
+        with contextlib.ExitStack() as stack:
+            stack.callback(lambda: [handle.remove() for handle in handles])
+            stack.enter_context(nodes)
+            stack.enter_context(layers_between(hf_model, start))
             if on_pattern is not None:
                 for offset, (_, module) in enumerate(attention_modules(hf_model)):
                     handles.append(
@@ -242,18 +246,14 @@ class SharedTrunkBackend:
                             lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])
                         )
                     )
-            try:
-                with torch.inference_mode(), span_rows_attention(hf_model, rows, own_bias):
-                    out = hf_model(
-                        inputs_embeds=entry.hidden.to(self.model.device),
-                        attention_mask=batch.attention_mask,
-                        position_ids=batch.position_ids,
-                        use_cache=False,
-                        logits_to_keep=1,
-                    )
-            finally:
-                for handle in handles:
-                    handle.remove()
+            with torch.inference_mode(), span_rows_attention(hf_model, rows, own_bias):
+                out = hf_model(
+                    inputs_embeds=entry.hidden.to(self.model.device),
+                    attention_mask=batch.attention_mask,
+                    position_ids=batch.position_ids,
+                    use_cache=False,
+                    logits_to_keep=1,
+                )
         return final_logits(out.logits)
 
 
