@@ -90,9 +90,11 @@ class InnerSites:
         return tensor if edited is None else edited.to(tensor.dtype)
 
 
-def site_layer(name: str) -> int:
-    """The decoder layer a hook name points into: `blocks.{l}.…` -> l."""
-    return int(name.split(".", 2)[1])
+def site_layer(name: str) -> int | None:
+    """The decoder layer a hook name points into: `blocks.{l}.…` -> l; None for a name not of that form (which
+    `site_hooks` then refuses in one line)."""
+    parts = name.split(".", 2)
+    return int(parts[1]) if len(parts) == 3 and parts[0] == "blocks" and parts[1].isdigit() else None
 
 
 def decoder_layers(hf_model: torch.nn.Module) -> list[torch.nn.Module]:

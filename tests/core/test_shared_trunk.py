@@ -166,6 +166,17 @@ def test_a_node_in_the_judges_own_layers_reuses_the_trunk_and_equals_the_plain_p
     assert len(pool.trunks) == 1 and pool.trunks[0].passes == 1
 
 
+@pytest.mark.parametrize("name", ["blocks.9.hook_mlp_out", "blocks.3.hook_nothing", "mlp_out", "blocks.x.hook_z"])
+def test_a_node_name_the_model_lacks_is_one_line_on_the_trunk_too(judges, name):
+    from interp.errors import InterpError
+
+    backend = trunk_backends(judges)["organism-1"]
+    prompts = [build_judge_prompt(judges["organism-1"], "helpfulness", q, a, b) for q, a, b in BATCH_ITEMS]
+    edit = lambda batch, offsets, prompts: {name: torch.zeros_like}  # noqa: E731
+    with pytest.raises(InterpError, match="does not exist"):
+        judge_batch(backend, prompts, label_tokens(judges["base"].tokenizer), edit=edit)
+
+
 def test_a_pool_shares_the_trunk_between_judges_that_come_one_at_a_time(judges):
     """The causal test judges each judge over all items in turn: the pool keeps the trunk's entries for the
     judges after the first, and every verdict equals the judge's plain pass."""

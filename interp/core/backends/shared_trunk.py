@@ -16,9 +16,9 @@ reader: 8 layers of 30).
 `shared_layers(a, b)` says how many bottom layers two models share (their weights compared, not their names);
 `trunk_backends` gives each judge of a run its backend: the shared one where another judge of the run
 shares at least half of its layers, the plain one otherwise; `TrunkPool` does the same for judges that come
-one at a time (the causal test's tested and control judges). A pass with an edit reaching into the trunk's layers (a
-residual edit or a site edit) runs the plain backend. Results equal the plain pass up to
-float rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
+one at a time (the causal test's tested and control judges). A pass with an edit reaching into the trunk's
+layers (a residual edit or a site edit) runs the plain backend. Results equal the plain pass up to float
+rounding (the lower layers see the same inputs; only the prefix-sharing layout differs).
 """
 
 from __future__ import annotations
@@ -210,9 +210,10 @@ class SharedTrunkBackend:
         site_edit: SiteEdit | None = None,
     ) -> Tensor:
         start = self.trunk.layers
-        if (resid_edit and min(resid_edit) < start) or (
-            site_edit and min(site_layer(name) for name in site_edit) < start
-        ):  # an edit in the trunk's layers (of the residual stream, or of a node): the plain pass
+        nodes_below = any((layer := site_layer(name)) is None or layer < start for name in site_edit or {})
+        if (resid_edit and min(resid_edit) < start) or nodes_below:
+            # an edit in the trunk's layers (of the residual stream, or of a node; a malformed node name too, which
+            # the plain pass refuses in one line): the plain pass
             return self.plain.forward(
                 batch,
                 on_pattern=on_pattern,
