@@ -38,8 +38,9 @@
 Every figure depends on what else runs: the load average before and after is printed with them.
 
 Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server] [--skip-judging]
-       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--greedy] [--only]
-       (`--only`: just the sections asked for with --readme, --memory, --ray, --company, --greedy)
+       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--greedy] [--api-company]
+       [--only] (`--only`: just the sections asked for with --readme, --memory, --ray, --company, --greedy,
+       --api-company)
 """
 
 from __future__ import annotations
@@ -272,6 +273,50 @@ def timed(processes: list[subprocess.Popen], start: float, threads: list | None 
         if threads is not None:
             threads.append(json.loads(out)["timings"]["torch_threads_used"])
     return seconds
+
+
+API_RUN = """import sys, tomllib
+import interp
+from interp.core.threads import threads_used
+interp.dbg(tomllib.loads(open(sys.argv[1]).read()), sys.argv[2], progress=False)
+print(" -> ".join(map(str, threads_used())))
+"""
+
+
+def api_process(tmp: Path, label: str, n: int, pin: int | None) -> subprocess.Popen:
+    """`interp.dbg` from Python (as a notebook calls it; no CLI), n items, its own empty answer cache; `pin`
+    holds torch at that many threads (INTERP_THREADS), None lets the first batch decide."""
+    config = tmp / f"{label}.toml"
+    config.write_text(COMPANY_CONFIG.format(n=n))
+    env = cli_env(empty_cache(tmp / f"{label}-cache"))
+    env.pop("INTERP_THREADS", None)
+    if pin is not None:
+        env["INTERP_THREADS"] = str(pin)
+    args = [sys.executable, "-c", API_RUN, str(config), str(tmp / label)]
+    return subprocess.Popen(args, env=env, cwd=REPO, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def api_company_figures(n: int = 8) -> None:
+    """Two `interp.dbg` calls from Python started together, at torch's own default (one thread per core, what
+    the Python API ran on until 28 November: only the CLI decided) against deciding at the first batch."""
+    from interp.core.threads import allowed_cores
+
+    walls = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        for label, pin in (("torch_default", allowed_cores()), ("decided", None)):
+            start = time.perf_counter()
+            pair = [api_process(tmp, f"{label}-{i}", n, pin) for i in (1, 2)]
+            used = []
+            for process in pair:
+                out, err = process.communicate()
+                if process.returncode != 0:
+                    raise RuntimeError(f"interp.dbg failed: {err.strip().splitlines()[-1] if err.strip() else ''}")
+                used.append(out.strip().splitlines()[-1] if out.strip() else "?")
+            walls[label] = time.perf_counter() - start
+            print(f"api_pair_{label}_n{n}_seconds: {walls[label]:.1f}")
+            print(f"api_pair_{label}_torch_threads_used: {' | '.join(used)}")
+    print(f"api_pair_decided_speedup_ratio: {walls['torch_default'] / walls['decided']:.2f}")
 
 
 def company_figures(n: int = 16) -> None:
@@ -572,9 +617,14 @@ def main() -> None:
     )
     parser.add_argument("--greedy", action="store_true", help="also greedy answers: finished rows let go vs generate")
     parser.add_argument(
+        "--api-company",
+        action="store_true",
+        help="also two interp.dbg calls from Python side by side: torch's default threads vs decided (~10 min)",
+    )
+    parser.add_argument(
         "--only",
         action="store_true",
-        help="only the sections asked for with --readme, --memory, --ray, --company, --greedy",
+        help="only the sections asked for with --readme, --memory, --ray, --company, --greedy, --api-company",
     )
     args = parser.parse_args()
     if args.only:
@@ -605,6 +655,8 @@ def main() -> None:
         ray_figures()
     if args.greedy:
         greedy_figures()
+    if args.api_company:
+        api_company_figures()
     if args.readme:
         readme_figures()
     print(f"load_average_after: {load_average()}")

@@ -19,8 +19,10 @@ arrives or leaves is seen within one batch. At start there is no interval yet, a
 one: the estimate is the other processes' threads runnable now (`procs_running`), corrected at the first batch.
 Where /proc is missing, the load average is the fallback.
 
-`INTERP_THREADS` pins the count (never re-decided), and so does a fixed count given to `set_torch_threads`
-(organism training, for reproducible reductions). torch's thread count is itself process-wide, so the record of
+The CLI decides at its start; the Python API (a notebook, `interp.dbg`) at its first batch of judging or
+generation (`rebalance_threads`), unless someone set torch's count. `INTERP_THREADS` pins the count (never
+re-decided), and so does a fixed count given to `set_torch_threads` (organism training, for reproducible
+reductions). torch's thread count is itself process-wide, so the record of
 what was decided (`threads_used`, printed by `--timings`) lives here, beside it.
 """
 
@@ -185,12 +187,36 @@ def set_torch_threads(count: int | None = None, *, read: Reader = read_proc) -> 
     return count
 
 
+def _torch_default(count: int, env: Mapping[str, str] | None = None) -> bool:
+    """Whether torch's count is still its own default (one thread per core, no OMP_NUM_THREADS/MKL_NUM_THREADS)
+    rather than a count someone chose (`torch.set_num_threads`, a test worker's share)."""
+    env = os.environ if env is None else env
+    if any(env.get(name, "").strip() for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
+        return False
+    return count in {allowed_cores(), os.cpu_count()}
+
+
 def rebalance_threads(read: Reader = read_proc) -> int:
     """Between batches: when the count follows the free cores, decide it again from the other processes' use
-    since the last decision (at least `MIN_INTERVAL_S` ago) and set it; returns torch's count."""
+    since the last decision (at least `MIN_INTERVAL_S` ago) and set it; returns torch's count.
+
+    A process that never decided (the Python API: a notebook, `interp.dbg`, `validate`; only the CLI decides
+    at its start) decides at its first batch, as the CLI does, when torch's count is still its default: torch's
+    one thread per core beside a busy process halved the validation notebook's speed (two side by side: 405 s
+    each at torch's 2 threads, 215 s each at 1). A count someone set, before or since, is kept and never
+    re-decided."""
     import torch
 
+    if not _DECISION.used:
+        if _torch_default(torch.get_num_threads()):
+            return set_torch_threads(read=read)
+        _record(torch.get_num_threads())
+        return torch.get_num_threads()
     if not _DECISION.automatic or _DECISION.since is None:
+        return torch.get_num_threads()
+    if torch.get_num_threads() != _DECISION.used[-1]:  # someone set torch's count since: theirs from now on
+        _DECISION.automatic = False
+        _record(torch.get_num_threads())
         return torch.get_num_threads()
     now = CpuSample.now(read)
     if now is None or now.wall - _DECISION.since.wall < MIN_INTERVAL_S:

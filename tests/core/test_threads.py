@@ -172,3 +172,43 @@ def test_a_pinned_or_fixed_count_is_never_decided_again(monkeypatch):
         assert rebalance_threads(read=proc) == 2  # a training's fixed count
     finally:
         torch.set_num_threads(before)
+
+
+def test_a_python_caller_that_never_decided_decides_at_its_first_batch(monkeypatch):
+    """Only the CLI decides at its start: a notebook's first batch of judging decides the same way when torch's
+    count is still its default (one per core), and a count someone set (a test worker's share, the user's own
+    `torch.set_num_threads`, OMP_NUM_THREADS) is kept as it is."""
+    import torch
+    from interp.core import threads
+    from interp.core.threads import rebalance_threads, threads_used
+
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0, 1})
+    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+    proc = FakeProc()
+    before = torch.get_num_threads()
+    try:
+        torch.set_num_threads(2)  # torch's default on these two cores
+        proc.at(uptime=100.0, busy=(50.0, 40.0), own=3.0, running=2)  # another process busy beside
+        assert rebalance_threads(read=proc) == 1 and torch.get_num_threads() == 1
+        proc.at(uptime=102.0, busy=(51.0, 41.0), own=5.0, running=1)  # then it leaves: followed from now on
+        assert rebalance_threads(read=proc) == 2 and threads_used() == [1, 2]
+        torch.set_num_threads(1)  # the user's own count, set since: kept from now on, the machine idle or not
+        proc.at(uptime=104.0, busy=(52.0, 42.0), own=7.0, running=1)
+        assert rebalance_threads(read=proc) == 1
+        proc.at(uptime=106.0, busy=(53.0, 43.0), own=9.0, running=1)
+        assert rebalance_threads(read=proc) == 1 and threads_used() == [1, 2, 1]
+
+        for chosen, env in ((1, {}), (2, {"OMP_NUM_THREADS": "2"})):
+            monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+            for name, value in env.items():
+                monkeypatch.setenv(name, value)
+            torch.set_num_threads(chosen)
+            proc.at(uptime=200.0, busy=(50.0, 40.0), own=3.0, running=2)
+            assert rebalance_threads(read=proc) == chosen
+            proc.at(uptime=202.0, busy=(52.0, 42.0), own=3.0, running=3)
+            assert rebalance_threads(read=proc) == chosen and threads_used() == [chosen]  # never decided again
+    finally:
+        torch.set_num_threads(before)
