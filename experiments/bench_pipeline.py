@@ -38,9 +38,9 @@
 Every figure depends on what else runs: the load average before and after is printed with them.
 
 Usage: python experiments/bench_pipeline.py [--skip-demo] [--full] [--skip-server] [--skip-judging]
-       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--greedy] [--api-company]
-       [--only] (`--only`: just the sections asked for with --readme, --memory, --ray, --company, --greedy,
-       --api-company)
+       [--skip-trunk] [--company] [--threads-only] [--readme] [--memory [--memory-layers N]] [--ray] [--greedy]
+       [--api-company] [--only] (`--only`: just the sections asked for with --readme, --memory, --ray, --company,
+       --greedy, --api-company)
 """
 
 from __future__ import annotations
