@@ -22,8 +22,8 @@ Where /proc is missing, the load average is the fallback.
 The CLI decides at its start; the Python API (a notebook, `interp.dbg`) at its first batch of judging or
 generation (`rebalance_threads`), unless someone set torch's count. `INTERP_THREADS` pins the count (never
 re-decided), and so does a fixed count given to `set_torch_threads` (organism training, for reproducible
-reductions). torch's thread count is itself process-wide, so the record of
-what was decided (`threads_used`, printed by `--timings`) lives here, beside it.
+reductions). torch's thread count is itself process-wide, so the record of what was decided (`threads_used`,
+printed by `--timings`) lives here, beside it.
 """
 
 from __future__ import annotations
