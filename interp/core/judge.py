@@ -122,7 +122,7 @@ def judge_batch(
     A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
     `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item).
     """
-    rebalance_threads()  # the Python API's first batch decides torch's threads, as the CLI's start does
+    rebalance_threads()  # company that came or went since the last batch (the Python API's first one decides)
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
     padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]

@@ -187,11 +187,10 @@ def set_torch_threads(count: int | None = None, *, read: Reader = read_proc) -> 
     return count
 
 
-def _torch_default(count: int, env: Mapping[str, str] | None = None) -> bool:
+def _torch_default(count: int) -> bool:
     """Whether torch's count is still its own default (one thread per core, no OMP_NUM_THREADS/MKL_NUM_THREADS)
     rather than a count someone chose (`torch.set_num_threads`, a test worker's share)."""
-    env = os.environ if env is None else env
-    if any(env.get(name, "").strip() for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
+    if any(os.environ.get(name, "").strip() for name in ("OMP_NUM_THREADS", "MKL_NUM_THREADS")):
         return False
     return count in {allowed_cores(), os.cpu_count()}
 

@@ -8,7 +8,6 @@ from typing import Callable, Iterator, Sequence
 
 from tqdm.auto import tqdm
 
-from interp.core.threads import rebalance_threads
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
 from interp.core.prompts import COT_CUE, judge_prompt
@@ -136,7 +135,6 @@ def run_judging(
     todo.sort(key=lambda t: (t.item.task, length(t)))
     bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
     for chunk in batches(todo, batch_size):
-        rebalance_threads()  # company that came or went since the last batch
         chunk_prompts = [prompts[t.key] for t in chunk]
         rationales: list[str | None] = [None] * len(chunk)
         if cot != "none":
