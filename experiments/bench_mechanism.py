@@ -3,7 +3,7 @@
     python experiments/bench_mechanism.py [--seeds 1-4] [--attn-seeds 9-12] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--n 150] [--device cpu]
                                           [--out runs/mechanism] [--answers RUN] [--dtype float32]
-                                          [--jobs 1]
+                                          [--jobs 1] [--batch-size 8]
 
 The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
 so a rerun resumes where it stopped):
@@ -115,6 +115,7 @@ def main() -> None:
     parser.add_argument("--answers", type=Path, default=None, help="a run folder whose authors' answers to use")
     parser.add_argument("--dtype", default=None, help="the judges' dtype (default: the device's)")
     parser.add_argument("--jobs", type=int, default=1, help="members studied side by side (a GPU: several)")
+    parser.add_argument("--batch-size", type=int, default=None, help="judged pairs per forward pass (a GPU: more)")
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
@@ -130,6 +131,7 @@ def main() -> None:
         f"= {json.dumps(judges)}\n"
         f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
         + (f'dtype = "{args.dtype}"\n' if args.dtype else "")
+        + (f"batch_size = {args.batch_size}\n" if args.batch_size else "")
     )
     run = args.out / "run"
     placed = []
