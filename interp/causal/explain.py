@@ -15,7 +15,8 @@ killed command resumes): the own-answer mask at the top-K heads of `attention` a
 "attention"), the top-K heads' outputs mean-ablated (`head_output`), the top-M MLP outputs mean-ablated
 (`mlp_output`), the best layer's direction projected out of the residual stream (`residual`); and, as their
 controls, random sets of the same sizes (seeded, `selected_by = "random"`). The candidates' p-values are
-corrected together with Holm; a candidate is causal when its Holm p is at most the test's level. Each head set
+corrected together with Holm; a candidate is causal when its Holm p is at most the test's level and the judge has
+a significant gap to carry (without one, `causal` is None: nothing to locate). Each head set
 also gets its route (`interp.causal.routes`: pattern, content or neither); where the candidate has no share of
 the gap (the judge's gap over its controls not significant), no route part is run: they read the same clean
 verdicts, so none could have a share, and the route is "neither" with that reason.
@@ -83,7 +84,7 @@ class Candidate:
     ci: list[float] | None
     p_value: float | None
     p_holm: float | None = None
-    causal: bool | None = None  # after Holm; None: no test (a reason says why)
+    causal: bool | None = None  # after Holm; None: no test, or no gap to carry (a reason says why)
     reason: str | None = None
     route: str | None = None  # pattern | content | neither, for head sets; None otherwise
     route_detail: dict | None = None
@@ -381,11 +382,17 @@ def _plain(value):
 
 
 def _with_holm(candidates: list[Candidate], alpha: float) -> list[Candidate]:
+    """Holm over the tested candidates. A candidate is causal when its Holm p is at most `alpha` and the judge has
+    a gap to carry: where the gap before the intervention is not significant (no share, the reason says why),
+    `causal` is None. A candidate chosen on the judge's own selection items moves that judge more than its
+    controls whether or not it prefers its own answers; what it moves then is a gap that is not there
+    (experiments/causal/plan.md, plan 3, amendment 7)."""
     tested = [i for i, c in enumerate(candidates) if c.p_value is not None]
     adjusted = holm([candidates[i].p_value for i in tested]) if tested else []
     out = list(candidates)
     for i, p in zip(tested, adjusted):
-        out[i] = dataclasses.replace(out[i], p_holm=float(p), causal=bool(p <= alpha))
+        causal = bool(p <= alpha) if out[i].share_removed is not None else None
+        out[i] = dataclasses.replace(out[i], p_holm=float(p), causal=causal)
     return out
 
 
