@@ -13,6 +13,11 @@ from interp.storage import atomic_write_text
 from interp.templating import render
 
 SECTION_FILE = "explain_section.html"
+# what each route counterfactual (interp.causal.routes.ROUTE_COUNTERFACTUALS) puts in the own answer's place, in words
+COUNTERFACTUALS = {
+    "other": "the pair's other answer",
+    "reference": "the item's reference answer",
+}
 SECTION_TITLE = "Where self-preference lives: the ladder under the causal test"
 HEADER = [
     "candidate",
@@ -77,11 +82,13 @@ def test_text(result: dict) -> str:
         "controls' mean, multi-bootstrap interval "
         "(controls and items resampled). p is corrected with Holm over the "
         f"{sum(c.get('p_value') is not None for c in result['candidates'])} "
-        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g}. Random rows: head or "
+        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g} and a gap to carry (where the "
+        "gap before is not significant there is no share and causal is empty). Random rows: head or "
         "layer sets of the same size, drawn "
         "from a seed: they should not be causal. Route: the head set's output, pattern or values patched "
         "from the prompt with the own answer "
-        "replaced by the reference answer (its token length kept); the route that removes at least half of "
+        f"replaced by {COUNTERFACTUALS.get(settings.get('counterfactual', 'reference'), 'a counterfactual')} (its "
+        "token length kept); the route that removes at least half of "
         "the total with an interval clear "
         "of the other's, else neither."
     )
