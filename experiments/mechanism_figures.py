@@ -1,0 +1,172 @@
+"""The figures of bench_mechanism (plan 3) from whatever tests of a bench folder have finished, runs cut short too.
+
+    python experiments/mechanism_figures.py runs/mechanism-gpu [--holm-rule registered|amended]
+
+`bench_mechanism.py` prints its figures only once every member's `explain` has returned. A bench cut at a time
+limit (a GPU lease) leaves every finished causal test keyed in `RUN/interventions/*/result.json` (and in
+`RUN.jobK/` with `--jobs`); this reads them and prints the same `name: value` lines, each member's candidates
+rebuilt from its finished candidate tests (Holm over the member's candidates, as `explain` does), with what is
+missing named rather than guessed:
+- a member whose candidate tests are not all finished counts in no figure (listed in `members_incomplete`);
+- a head set whose route parts (total, pattern, content) are not all finished has route `pending`, and a figure
+  that needs it says how many members it waits for.
+`--holm-rule registered`: a candidate is causal when its Holm p is at most 0.05 (plan 3 as registered);
+`amended` (the default, plan 3 amendment 7, `interp explain` since): and only when the judge has a significant
+gap to carry (the candidate has a share). Both are printed for `route_fpr`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from interp.causal.routes import PartShare, route_verdict
+from interp.metrics.causal_test import auroc as causal_auroc
+from interp.metrics.causal_test import holm
+
+METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
+KINDS = ("attention-attention", "attention-atp", "head_output-atp-output", "mlp-atp", "direction")
+
+
+def family(judge: str) -> str:
+    name = Path(judge).name
+    return "attn" if name.startswith("attn-") else "heads" if name.startswith("heads-") else "null"
+
+
+def finished(root: Path) -> dict[str, dict[str, dict]]:
+    """judge -> intervention name (without its key) -> that judge's row of result.json, over RUN and RUN.jobK."""
+    out: dict[str, dict[str, dict]] = {}
+    for path in sorted(root.glob("run*/interventions/*/result.json")):
+        data = json.loads(path.read_text())
+        name = path.parent.name.rsplit("-", 1)[0]
+        for judge, row in data["judges"].items():
+            out.setdefault(judge, {})[name] = row | {"spec": data["spec"]}
+    return out
+
+
+def share(row: dict) -> float | None:
+    value = row.get("share_removed")
+    return value["estimate"] if isinstance(value, dict) else value
+
+
+def heads_of(spec: dict) -> list[list[int]]:
+    return sorted([int(layer), int(h)] for layer, hs in (spec.get("heads") or {}).items() for h in hs)
+
+
+def label(heads: list[list[int]]) -> str:
+    by: dict[int, list[int]] = {}
+    for layer, head in heads:
+        by.setdefault(layer, []).append(head)
+    return "-".join(f"L{layer}H{'.'.join(str(h) for h in sorted(hs))}" for layer, hs in sorted(by.items()))
+
+
+def route(tests: dict[str, dict], heads: list[list[int]]) -> str:
+    parts = {}
+    for part in ("total", "pattern", "content"):
+        row = tests.get(f"route-{part}-{label(heads)}-other")
+        if row is None:
+            return "pending"
+        s = row.get("share_removed")
+        parts[part] = PartShare(
+            part, share(row), (s["low"], s["high"]) if isinstance(s, dict) else None, row["p_value"], row["causal"]
+        )
+    return route_verdict(parts)[0]
+
+
+def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
+    rows = {k: v for k, v in tests.items() if k.startswith("explain-")}
+    found = []
+    for name, row in rows.items():
+        kind = name[len("explain-") :].rsplit("-top", 1)[0]
+        by = "random" if "-random" in name else kind.split("-", 1)[1] if "-" in kind else kind
+        site = name.split("-")[1].replace("mlp", "mlp_output").replace("direction", "residual")
+        found.append(
+            dict(name=name, site=site, selected_by=by, heads=heads_of(row["spec"]), share=share(row), p=row["p_value"])
+        )
+    if sum(1 for c in found if c["selected_by"] != "random") < len(KINDS):
+        return None  # a candidate test still missing: no reading of this member
+    tested = [c for c in found if c["p"] is not None]
+    for c, p in zip(tested, holm([c["p"] for c in tested])):
+        c["p_holm"] = float(p)
+        c["causal"] = bool(p <= 0.05) if rule == "registered" or c["share"] is not None else None
+    for c in found:
+        c["route"] = route(tests, c["heads"]) if c["heads"] and c["selected_by"] != "random" else None
+    return found
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out", type=Path, help="a bench_mechanism --out folder")
+    args = parser.parse_args()
+    tests = finished(args.out)
+    manifests = {
+        str(p.parent.resolve()): json.loads(p.read_text()) for p in (args.out / "organisms").glob("*/manifest.json")
+    }
+    judges = sorted(tests)
+    read = {rule: {j: candidates(tests[j], rule) for j in judges} for rule in ("registered", "amended")}
+    print(f"members_incomplete: {[Path(j).name for j in judges if read['amended'][j] is None]}")
+    for fam, site, want in (("attn", "attention", "pattern"), ("heads", "head_output", None)):
+        members = [j for j in judges if family(j) == fam and read["amended"][j] is not None]
+        hits, pending, shares, causal = [], 0, [], 0
+        for j in members:
+            rows = [c for c in read["amended"][j] if c["site"] == site and c["selected_by"] != "random"]
+            best = max(rows, key=lambda c: -np.inf if c["share"] is None else c["share"])
+            shares.append(round(best["share"], 2) if best["share"] is not None else None)
+            causal += bool(best["causal"])
+            print(
+                f"  {Path(j).name}: best {site} {label(best['heads'])}, share {shares[-1]}, causal {best['causal']}, ",
+                end="",
+            )
+            print(f"route {best['route']}")
+            if best["route"] == "pending":
+                pending += 1
+                continue
+            hits.append(bool(best["causal"]) and (best["route"] == want if want else best["route"] != "pattern"))
+        name = "route_power_attention" if fam == "attn" else "route_power_output"
+        value = f"{np.mean(hits):.2f} ({sum(hits)} of {len(hits)})" if hits else "none read"
+        print(f"{name}: {value}; route pending for {pending} of {len(members)} members")
+        print(f"best_{site}_candidate_share_{fam}: {shares}")
+        print(f"best_{site}_candidate_causal_{fam}: {causal} (of {len(members)} members)")
+    for fam in ("attn", "heads"):
+        for j in [j for j in judges if family(j) == fam and read["amended"][j] is not None]:
+            truth = manifests.get(j, {}).get("planted_heads")
+            if not truth:
+                continue
+            atp = next(c for c in read["amended"][j] if c["name"].startswith("explain-attention-atp-top"))
+            if sorted(map(list, truth)) == atp["heads"] and fam == "attn":
+                print(
+                    f"  true heads of {Path(j).name} = its atp candidate: the own answer masked there removes "
+                    f"{atp['share']:.2f}"
+                )
+    nulls = [j for j in judges if family(j) == "null"]
+    for rule in ("registered", "amended"):
+        done = [j for j in nulls if read[rule][j] is not None]
+        called = [any(c["causal"] for c in read[rule][j]) for j in done]
+        print(f"route_fpr_{rule}: {np.mean(called):.2f} ({sum(called)} of {len(done)} nulls)" if done else "")
+    for fam in ("attn", "heads"):
+        for method in METHODS:
+            values = []
+            for j in [j for j in judges if family(j) == fam]:
+                truth = {tuple(h) for h in manifests.get(j, {}).get("planted_heads", [])}
+                csvs = [p for p in args.out.glob("run*/explain/*/localisation.csv") if Path(j).name in p.parent.name]
+                if not truth or not csvs:
+                    continue
+                frame = pd.read_csv(csvs[0])
+                rows = frame[frame["method"] == method]
+                scores = {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}
+                values.append(
+                    causal_auroc(
+                        np.array([v for k, v in scores.items() if k in truth]),
+                        np.array([v for k, v in scores.items() if k not in truth]),
+                    )
+                )
+            if values:
+                print(f"auroc_{method}_{fam}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
+
+
+if __name__ == "__main__":
+    main()
