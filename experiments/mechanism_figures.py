@@ -26,10 +26,15 @@ import pandas as pd
 
 from interp.causal.routes import PartShare, route_verdict
 from interp.metrics.causal_test import auroc as causal_auroc
-from interp.metrics.causal_test import holm
+from interp.causal.explain import Candidate, _with_holm
 
 METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
-KINDS = ("attention-attention", "attention-atp", "head_output-atp-output", "mlp-atp", "direction")
+KINDS = {
+    "attention-attention": "attention",
+    "attention-atp": "atp",
+    "head_output-atp-output": "atp-output",
+    "mlp-atp": "atp-mlp",
+}
 
 
 def family(judge: str) -> str:
@@ -82,17 +87,19 @@ def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
     found = []
     for name, row in rows.items():
         kind = name[len("explain-") :].rsplit("-top", 1)[0]
-        by = "random" if "-random" in name else kind.split("-", 1)[1] if "-" in kind else kind
+        by = "random" if "-random" in name else "direction" if kind.startswith("direction") else KINDS[kind]
         site = name.split("-")[1].replace("mlp", "mlp_output").replace("direction", "residual")
         found.append(
             dict(name=name, site=site, selected_by=by, heads=heads_of(row["spec"]), share=share(row), p=row["p_value"])
         )
-    if sum(1 for c in found if c["selected_by"] != "random") < len(KINDS):
+    if sum(1 for c in found if c["selected_by"] != "random") < len(KINDS) + 1:  # + direction
         return None  # a candidate test still missing: no reading of this member
-    tested = [c for c in found if c["p"] is not None]
-    for c, p in zip(tested, holm([c["p"] for c in tested])):
-        c["p_holm"] = float(p)
-        c["causal"] = bool(p <= 0.05) if rule == "registered" or c["share"] is not None else None
+    held = _with_holm(
+        [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found], 0.05
+    )
+    for c, h in zip(found, held):  # explain's own rule (amended); registered: Holm alone
+        c["p_holm"] = h.p_holm
+        c["causal"] = h.causal if rule == "amended" else None if h.p_holm is None else h.p_holm <= 0.05
     for c in found:
         c["route"] = route(tests, c["heads"]) if c["heads"] and c["selected_by"] != "random" else None
     return found
