@@ -25,8 +25,9 @@ import numpy as np
 import pandas as pd
 
 from interp.causal.routes import PartShare, route_verdict
-from interp.metrics.causal_test import auroc as causal_auroc
 from interp.causal.explain import Candidate, _with_holm
+
+from bench_mechanism import auroc  # the bench's AUROC of the planted heads (the script's folder is on the path)
 
 METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
 KINDS = {
@@ -165,12 +166,7 @@ def main() -> None:
                 frame = pd.read_csv(csvs[0])
                 rows = frame[frame["method"] == method]
                 scores = {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}
-                values.append(
-                    causal_auroc(
-                        np.array([v for k, v in scores.items() if k in truth]),
-                        np.array([v for k, v in scores.items() if k not in truth]),
-                    )
-                )
+                values.append(auroc(scores, truth))
             if values:
                 print(f"auroc_{method}_{fam}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
 
