@@ -6,14 +6,20 @@ frozen lower-layer pass and the LoRA passes), then per held-out set (`test`: the
 the demo's answer settings; `unseen`: the 48 items of interp/builtin/alpacaeval_unseen_48.json at a run's
 defaults) position consistency, agreement with gold and DBG (hard, soft) with intervals, and the shipped
 manifest's value beside each. `--shipped-only` prints the shipped manifests' figures without training.
+`--answers N`: a fresh machine's first step of every training, side by side: the authors' answers to the
+config's first N training items (its split's train set, then MT-Bench), each way in an empty cache folder,
+at the training's fixed thread count (before 28 November) and following the free cores (since); prints both
+times, `answers_free_cores_speedup_ratio` and whether the answers are the same text.
 
     python experiments/bench_organisms.py [--config experiments/organisms/smollm2-135m-judge.toml] [--shipped-only]
+                                          [--answers N]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from pathlib import Path
@@ -44,11 +50,51 @@ def figure_lines(prefix: str, held_out: dict, shipped: dict | None) -> list[str]
     return lines
 
 
+def answers_side_by_side(config, n: int) -> None:
+    """The first N training items' answers, cold, at the fixed count and following the free cores."""
+    from contextlib import nullcontext
+
+    import interp.organisms.train as train
+    from interp.core.models import load_model
+    from interp.core.threads import set_torch_threads
+
+    splits = train.organism_items(config)
+    items = (splits["train"] if config.data.builtin else [])[:n]
+    items += splits["mtbench"][: n - len(items)]
+    got, seconds = {}, {}
+    for way in ("fixed_count", "free_cores"):
+        with tempfile.TemporaryDirectory() as cache:
+            os.environ["INTERP_CACHE"] = cache  # empty: a fresh machine's answers (the model files load from it too)
+            models = {name: load_model(name) for name in config.data.authors}
+            set_torch_threads(config.train.threads)  # as a training sets it before its answers
+            real = train.following_free_cores
+            if way == "fixed_count":  # what `cached_answers` did before: generation at the fixed count
+                train.following_free_cores = nullcontext
+            try:
+                start = time.perf_counter()
+                got[way] = train.cached_answers(models, items, config, progress=False)
+                seconds[way] = time.perf_counter() - start
+            finally:
+                train.following_free_cores = real
+    fixed, free = got["fixed_count"], got["free_cores"]
+    print(f"answers_items: {len(items)} x {len(config.data.authors)} authors")
+    print(f"answers_fixed_count_threads: {config.train.threads}")
+    print(f"answers_fixed_count_s: {seconds['fixed_count']:.1f}")
+    print(f"answers_free_cores_s: {seconds['free_cores']:.1f}")
+    print(f"answers_free_cores_speedup_ratio: {seconds['fixed_count'] / seconds['free_cores']:.2f}")
+    same = sum(fixed[author][item] == text for author in free for item, text in free[author].items())
+    print(f"answers_identical: {same} of {sum(len(v) for v in free.values())}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/organisms/smollm2-135m-judge.toml"))
     parser.add_argument("--shipped-only", action="store_true")
+    parser.add_argument("--answers", type=int, default=0, help="time the first N training items' answers, cold")
     args = parser.parse_args()
+    if args.answers:
+        answers_side_by_side(load_organism_config(args.config), args.answers)
+        return
     if args.shipped_only:
         for name, folder in shipped_adapters().items():
             manifest = json.loads((folder / "manifest.json").read_text())

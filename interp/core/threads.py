@@ -29,8 +29,9 @@ printed by `--timings`) lives here, beside it.
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Mapping
+from typing import Callable, Iterator, Mapping
 
 from interp.errors import InterpError
 
@@ -226,6 +227,25 @@ def rebalance_threads(read: Reader = read_proc) -> int:
         torch.set_num_threads(count)
     _record(count)
     return count
+
+
+@contextmanager
+def following_free_cores(read: Reader = read_proc) -> Iterator[int]:
+    """Within: torch's count follows the free cores (decided now, re-decided by `rebalance_threads`; pinned by
+    `INTERP_THREADS`), whatever fixed count was set before; on exit that count and its decision come back.
+
+    For work whose result does not depend on the count, inside a process that fixed one for work whose result
+    does: an organism's training answers (greedy; their cache key never held the count) before its gradient
+    steps (docs/organisms.md, "Training time on a fresh machine")."""
+    import torch
+
+    before, automatic, since = torch.get_num_threads(), _DECISION.automatic, _DECISION.since
+    try:
+        yield set_torch_threads(read=read)
+    finally:
+        torch.set_num_threads(before)
+        _DECISION.automatic, _DECISION.since = automatic, since
+        _record(before)
 
 
 def threads_used() -> list[int]:

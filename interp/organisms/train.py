@@ -40,7 +40,7 @@ from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel, load_model
 from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
-from interp.core.threads import set_torch_threads
+from interp.core.threads import following_free_cores, set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
 from interp.organisms.frozen import check_frozen_split, final_logits_from, frozen_states
@@ -99,10 +99,11 @@ def cached_answers(
             temperature=config.data.sample_temperature,
             seed=int(unit_hash(config.data_seed_used, "sample", sample) * 2**31),
         )
-    return {
-        name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
-        for name, model in models.items()
-    }
+    with following_free_cores():  # the training's fixed count is for its reductions; the answers' key never held it
+        return {
+            name: {r.item_id: r.text for r in generate_responses(model, items, decoding, name=name, progress=progress)}
+            for name, model in models.items()
+        }
 
 
 def sampled_answers(

@@ -212,3 +212,34 @@ def test_a_python_caller_that_never_decided_decides_at_its_first_batch(monkeypat
             assert rebalance_threads(read=proc) == chosen and threads_used() == [chosen]  # never decided again
     finally:
         torch.set_num_threads(before)
+
+
+def test_work_whose_result_ignores_the_count_follows_the_free_cores_inside_a_fixed_count(monkeypatch):
+    """An organism's training fixes its count (1) for its gradient steps; its answers, generated before, follow
+    the free cores (2 on an idle machine, re-decided between batches), and the fixed count comes back after,
+    never re-decided. INTERP_THREADS still pins the count inside."""
+    import torch
+    from interp.core import threads
+    from interp.core.threads import following_free_cores, rebalance_threads, threads_used
+
+    monkeypatch.delenv(ENV, raising=False)
+    monkeypatch.setattr(threads, "allowed_set", lambda: {0, 1})
+    monkeypatch.setattr(threads, "_DECISION", threads._Decision())
+    proc = FakeProc()
+    before = torch.get_num_threads()
+    try:
+        assert set_torch_threads(1, read=proc) == 1  # the training's fixed count
+        proc.at(uptime=100.0, busy=(50.0, 40.0), own=3.0, running=1)  # nothing else runnable
+        with following_free_cores(read=proc) as count:
+            assert count == 2 and torch.get_num_threads() == 2
+            proc.at(uptime=104.0, busy=(54.0, 44.0), own=6.0, running=2)  # company: 8 core-s busy in 4 s, 3 ours
+            assert rebalance_threads(read=proc) == 1  # followed between batches
+        assert torch.get_num_threads() == 1 and threads_used() == [1, 2, 1]
+        proc.at(uptime=106.0, busy=(54.0, 44.0), own=6.0, running=1)  # the company leaves: the fixed count stays
+        proc.at(uptime=108.0, busy=(56.0, 46.0), own=8.0, running=1)
+        assert rebalance_threads(read=proc) == 1
+        monkeypatch.setenv(ENV, "1")
+        with following_free_cores(read=proc) as count:
+            assert count == 1 and torch.get_num_threads() == 1  # pinned by the user, idle machine or not
+    finally:
+        torch.set_num_threads(before)
