@@ -61,7 +61,7 @@ def answers_side_by_side(config, n: int) -> None:
     splits = train.organism_items(config)
     items = (splits["train"] if config.data.builtin else [])[:n]
     items += splits["mtbench"][: n - len(items)]
-    got, seconds = {}, {}
+    got, seconds, before = {}, {}, os.environ.get("INTERP_CACHE")
     for way in ("fixed_count", "free_cores"):
         with tempfile.TemporaryDirectory() as cache:
             os.environ["INTERP_CACHE"] = cache  # empty: a fresh machine's answers (the model files load from it too)
@@ -76,6 +76,10 @@ def answers_side_by_side(config, n: int) -> None:
                 seconds[way] = time.perf_counter() - start
             finally:
                 train.following_free_cores = real
+    if before is None:  # the caller's cache folder back, not a deleted temporary one
+        os.environ.pop("INTERP_CACHE", None)
+    else:
+        os.environ["INTERP_CACHE"] = before
     fixed, free = got["fixed_count"], got["free_cores"]
     print(f"answers_items: {len(items)} x {len(config.data.authors)} authors")
     print(f"answers_fixed_count_threads: {config.train.threads}")
