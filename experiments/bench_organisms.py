@@ -10,14 +10,20 @@ manifest's value beside each. `--shipped-only` prints the shipped manifests' fig
 config's first N training items (its split's train set, then MT-Bench), each way in an empty cache folder,
 at the training's fixed thread count (before 28 November) and following the free cores (since); prints both
 times, `answers_free_cores_speedup_ratio` and whether the answers are the same text.
+`--frozen N`: the next step, side by side: the frozen pass over the first N training examples (the base's
+batched pass to the start organism's first LoRA layer; for a built heads recipe, then the start organism's layers
+up to the slot writer), at the training's fixed count and following the free cores; prints both times, the
+ratios and how many states are the same bits (why the pass keeps the fixed count). Uses the answers of the cache
+folder (`INTERP_CACHE`), generating those missing.
 
     python experiments/bench_organisms.py [--config experiments/organisms/smollm2-135m-judge.toml] [--shipped-only]
-                                          [--answers N]
+                                          [--answers N] [--frozen N]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import tempfile
@@ -90,12 +96,73 @@ def answers_side_by_side(config, n: int) -> None:
     print(f"answers_identical: {same} of {sum(len(v) for v in free.values())}")
 
 
+def frozen_side_by_side(config, n: int) -> None:
+    """The frozen pass over the first N training examples at the fixed count and at the free cores: the base's
+    batched pass to the start organism's first LoRA layer, then (a built heads recipe) the start organism's own
+    layers up to the slot writer, one example at a time, as `interp.organisms.heads` runs them."""
+    import copy
+
+    import torch
+
+    from interp.core.adapters import apply_adapter
+    from interp.core.models import load_model
+    from interp.core.threads import following_free_cores, set_torch_threads
+    from interp.organisms.config import start_folder
+    from interp.organisms.frozen import advance, hidden_before
+    from interp.organisms.heads import start_first_lora_layer
+    import interp.organisms.train as train
+
+    models = {name: load_model(name) for name in config.data.authors}
+    base = models[config.base_model]
+    pairs, labels = train.training_pairs(config, models, progress=False)
+    examples = train.build_examples(base, pairs, labels)[:n]
+    built = config.heads is not None and config.heads.construction == "built"
+    hf = base.hf_model if not built else apply_adapter(copy.deepcopy(base.hf_model), start_folder(config.heads.start))
+    hf.set_attn_implementation("sdpa")  # as training runs it
+    layer = (  # where the base's states end: a heads recipe's start organism's LoRA, or the config's own LoRA
+        start_first_lora_layer(config.heads.start, base.n_layers)
+        if config.heads
+        else base.n_layers - config.lora.top_layers
+    )
+    top = config.heads.slot_writer_layer(base.n_layers) if built else layer
+    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    got, seconds = {}, {}
+    for way in ("fixed_count", "free_cores"):
+        set_torch_threads(config.train.threads)  # as a training sets it before its frozen pass
+        with following_free_cores() if way == "free_cores" else contextlib.nullcontext() as count:
+            start = time.perf_counter()
+            lower = []
+            for s in range(0, len(by_length), 8):
+                chunk = by_length[s : s + 8]
+                lower += hidden_before(hf, layer, [examples[i].input_ids for i in chunk], base.tokenizer.pad_token_id)
+            seconds[way, "base"] = time.perf_counter() - start
+            upper = [advance(hf, layer, top, h) for h in lower] if top > layer else []
+            seconds[way, "start"] = time.perf_counter() - start - seconds[way, "base"]
+            got[way] = lower, upper
+            print(f"frozen_{way}_threads: {count if count is not None else torch.get_num_threads()}")
+    print(f"frozen_examples: {len(examples)} (base to layer {layer}, start organism to layer {top})")
+    for part, index in (("base", 0), ("start", 1)):
+        pairs_ = list(zip(got["fixed_count"][index], got["free_cores"][index]))
+        if not pairs_:
+            continue
+        fixed, free = seconds["fixed_count", part], seconds["free_cores", part]
+        print(f"frozen_{part}_fixed_count_s: {fixed:.1f}")
+        print(f"frozen_{part}_free_cores_s: {free:.1f}")
+        print(f"frozen_{part}_free_cores_speedup_ratio: {fixed / free:.2f}")
+        print(f"frozen_{part}_identical_bits: {sum(torch.equal(a, b) for a, b in pairs_)} of {len(pairs_)}")
+        print(f"frozen_{part}_max_abs_difference: {max(float((a - b).abs().max()) for a, b in pairs_):.3g}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--config", type=Path, default=Path("experiments/organisms/smollm2-135m-judge.toml"))
     parser.add_argument("--shipped-only", action="store_true")
     parser.add_argument("--answers", type=int, default=0, help="time the first N training items' answers, cold")
+    parser.add_argument("--frozen", type=int, default=0, help="time the base's frozen pass over N training examples")
     args = parser.parse_args()
+    if args.frozen:
+        frozen_side_by_side(load_organism_config(args.config), args.frozen)
+        return
     if args.answers:
         answers_side_by_side(load_organism_config(args.config), args.answers)
         return
