@@ -108,7 +108,7 @@ def frozen_side_by_side(config, n: int) -> None:
     from interp.core.models import load_model
     from interp.core.threads import following_free_cores, set_torch_threads
     from interp.organisms.config import start_folder
-    from interp.organisms.frozen import advance, hidden_before
+    from interp.organisms.frozen import advance, frozen_states
     from interp.organisms.heads import start_first_lora_layer
     import interp.organisms.train as train
 
@@ -125,18 +125,18 @@ def frozen_side_by_side(config, n: int) -> None:
         else base.n_layers - config.lora.top_layers
     )
     top = config.heads.slot_writer_layer(base.n_layers) if built else layer
-    by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    pad_id, uncached = base.tokenizer.pad_token_id, dict(cache=None, key="bench", progress=False)
     got, seconds = {}, {}
     for way in ("fixed_count", "free_cores"):
         set_torch_threads(config.train.threads)  # as a training sets it before its frozen pass
         with following_free_cores() if way == "free_cores" else contextlib.nullcontext() as count:
             start = time.perf_counter()
-            lower = []
-            for s in range(0, len(by_length), 8):
-                chunk = by_length[s : s + 8]
-                lower += hidden_before(hf, layer, [examples[i].input_ids for i in chunk], base.tokenizer.pad_token_id)
+            lower, _ = frozen_states(hf, layer, examples, pad_id, **uncached)  # training's own pass, uncached
             seconds[way, "base"] = time.perf_counter() - start
-            upper = [advance(hf, layer, top, h) for h in lower] if top > layer else []
+            upper = []
+            if top > layer:  # the start organism's layers, as `interp.organisms.heads` computes them
+                compute = lambda chunk: [advance(hf, layer, top, lower[i]) for i in chunk]  # noqa: E731
+                upper, _ = frozen_states(hf, top, examples, pad_id, compute=compute, **uncached)
             seconds[way, "start"] = time.perf_counter() - start - seconds[way, "base"]
             got[way] = lower, upper
             print(f"frozen_{way}_threads: {count if count is not None else torch.get_num_threads()}")
@@ -158,7 +158,9 @@ def main() -> None:
     parser.add_argument("--config", type=Path, default=Path("experiments/organisms/smollm2-135m-judge.toml"))
     parser.add_argument("--shipped-only", action="store_true")
     parser.add_argument("--answers", type=int, default=0, help="time the first N training items' answers, cold")
-    parser.add_argument("--frozen", type=int, default=0, help="time the base's frozen pass over N training examples")
+    parser.add_argument(
+        "--frozen", type=int, default=0, help="time the frozen pass over N training examples, and compare its bits"
+    )
     args = parser.parse_args()
     if args.frozen:
         frozen_side_by_side(load_organism_config(args.config), args.frozen)
