@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, Sequence, TypeVar
 
 from interp.errors import InterpError
 
@@ -251,3 +251,30 @@ def following_free_cores(read: Reader = read_proc) -> Iterator[int]:
 def threads_used() -> list[int]:
     """The counts torch ran on since the process started deciding, in order (e.g. [1, 2]: company left)."""
     return list(_DECISION.used)
+
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+
+def one_thread_workers() -> int:
+    """How many pieces of work may run side by side in threads: the free cores (`torch_threads`; `INTERP_THREADS`
+    pins them) where torch runs one thread per op (a training's fixed count), else 1. Each piece is then computed
+    by the same one-thread kernels as alone, so its bits do not depend on how many run beside it, where more
+    threads per op may split a reduction differently (docs/organisms.md, "Training time on a fresh machine")."""
+    import torch
+
+    return torch_threads() if torch.get_num_threads() == 1 else 1
+
+
+def side_by_side(work: Callable[[T], R], pieces: Sequence[T], workers: int | None = None) -> Iterator[R]:
+    """`work(p)` for each of `pieces`, yielded in order, run in `workers` threads (default `one_thread_workers()`).
+    `work` must not change shared state (a model's modules, hooks or config): enter such contexts around it."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    workers = one_thread_workers() if workers is None else workers
+    if workers <= 1 or len(pieces) < 2:
+        yield from map(work, pieces)
+        return
+    with ThreadPoolExecutor(min(workers, len(pieces))) as pool:
+        yield from pool.map(work, pieces)

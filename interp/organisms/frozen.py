@@ -10,43 +10,60 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import threading
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Iterator, Sequence
 
 import torch
 from tqdm.auto import tqdm
 
 from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.placement import input_device
+from interp.core.threads import one_thread_workers, side_by_side
 
 
 class _Stop(Exception):
     pass
 
 
-def hidden_before(
-    hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int
-) -> list[torch.Tensor]:
-    """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
-    captured: dict[str, torch.Tensor] = {}
+@contextlib.contextmanager
+def stopping_before(hf_model: torch.nn.Module, layer: int) -> Iterator[threading.local]:
+    """Within: every forward pass of `hf_model` stops on entering decoder layer `layer`, and the residual it
+    carried there is kept in the yielded object's `h`, per thread (passes may run side by side in threads)."""
+    caught = threading.local()
 
     def grab(module, args, kwargs):
-        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
+        caught.h = (args[0] if args else kwargs["hidden_states"]).detach().clone()
         raise _Stop
 
+    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
+    try:
+        yield caught
+    finally:
+        handle.remove()
+
+
+def _states_of(
+    hf_model: torch.nn.Module, caught: threading.local, prompts: Sequence[Sequence[int]], pad_id: int
+) -> list[torch.Tensor]:
+    """One right-padded batch through `hf_model` under `stopping_before`: each prompt's `[1, T_i, d]` state."""
     width = max(len(p) for p in prompts)
     ids = torch.full((len(prompts), width), pad_id, dtype=torch.long, device=input_device(hf_model))
     mask = torch.zeros((len(prompts), width), dtype=torch.long, device=input_device(hf_model))
     for row, prompt in enumerate(prompts):
         ids[row, : len(prompt)] = torch.tensor(list(prompt))
         mask[row, : len(prompt)] = 1
-    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.inference_mode(), contextlib.suppress(_Stop):
-            hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
-    finally:
-        handle.remove()
-    return [captured["h"][row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
+    with torch.inference_mode(), contextlib.suppress(_Stop):
+        hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
+    return [caught.h[row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
+
+
+def hidden_before(
+    hf_model: torch.nn.Module, layer: int, prompts: Sequence[Sequence[int]], pad_id: int
+) -> list[torch.Tensor]:
+    """The residual stream entering decoder layer `layer` per prompt, each `[1, T_i, d]` (one right-padded batch)."""
+    with stopping_before(hf_model, layer) as caught:
+        return _states_of(hf_model, caught, prompts, pad_id)
 
 
 def frozen_states(
@@ -58,12 +75,15 @@ def frozen_states(
     cache: Path | None,
     key: str,
     progress: bool,
-    compute: Callable[[list[int]], list[torch.Tensor]] | None = None,
+    below: tuple[int, Sequence[torch.Tensor]] | None = None,
 ) -> tuple[list[torch.Tensor], bool]:
     """`hidden_before` for every example (length-sorted batches of 8), read from or written to `cache`;
-    the second value says whether they were read. `compute`: the states of a batch of example indices another
-    way (`key` must then name that way). States computed off the CPU are keyed by their device type too (other
-    kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the model's device."""
+    the second value says whether they were read. `below`: (start, every example's state entering layer `start`):
+    the states are then computed from those, one example at a time (unpadded, as `advance`), through layers
+    start..layer-1 (`key` must name where they came from). On the CPU at one thread per op the batches run side by
+    side in `one_thread_workers()` threads, with the same bits. States computed off the CPU are keyed by their device
+    type too (other kernels, other rounding; CPU keys predate this), stored on the CPU and read back onto the
+    model's device."""
     device = input_device(hf_model)
     keyed = [key, layer, [ex.input_ids for ex in examples]] + ([device.type] if device.type != "cpu" else [])
     digest = hashlib.sha256(json.dumps(keyed).encode()).hexdigest()[:24]
@@ -72,17 +92,23 @@ def frozen_states(
         return torch.load(path, map_location=device), True
     hidden: list[torch.Tensor | None] = [None] * len(examples)
     by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
+    chunks = [by_length[s : s + 8] for s in range(0, len(by_length), 8)]
+    workers = one_thread_workers() if device.type == "cpu" else 1
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
-    for s in range(0, len(by_length), 8):
-        chunk = by_length[s : s + 8]
-        states = (
-            compute(chunk)
-            if compute is not None
-            else hidden_before(hf_model, layer, [examples[i].input_ids for i in chunk], pad_id)
-        )
-        for index, h in zip(chunk, states):
-            hidden[index] = h
-        bar.update(len(chunk))
+    with contextlib.ExitStack() as stack:
+        caught = stack.enter_context(stopping_before(hf_model, layer))  # `layer` counts in the full stack: first
+        if below is None:
+            compute = lambda chunk: _states_of(  # noqa: E731
+                hf_model, caught, [examples[i].input_ids for i in chunk], pad_id
+            )
+        else:
+            start, lower = below
+            stack.enter_context(only_layers_from(hf_model, start))
+            compute = lambda chunk: [_state_from(hf_model, caught, lower[i]) for i in chunk]  # noqa: E731
+        for chunk, states in zip(chunks, side_by_side(compute, chunks, workers)):
+            for index, h in zip(chunk, states):
+                hidden[index] = h
+            bar.update(len(chunk))
     bar.close()
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -96,23 +122,19 @@ def only_layers_from(hf_model: torch.nn.Module, start: int):
     return layers_between(hf_model, start)
 
 
+def _state_from(hf_model: torch.nn.Module, caught: threading.local, hidden: torch.Tensor) -> torch.Tensor:
+    """Under `stopping_before(stop)` and `only_layers_from(start)`: the state entering `stop` from `hidden`."""
+    with torch.inference_mode(), contextlib.suppress(_Stop):
+        hf_model(inputs_embeds=hidden, use_cache=False)
+    return caught.h
+
+
 def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tensor) -> torch.Tensor:
     """The residual entering decoder layer `stop`, from `hidden` entering layer `start` (one unpadded prompt)."""
     if stop == start:
         return hidden
-    captured: dict[str, torch.Tensor] = {}
-
-    def grab(module, args, kwargs):
-        captured["h"] = (args[0] if args else kwargs["hidden_states"]).detach().clone()
-        raise _Stop
-
-    handle = decoder_stack(hf_model).layers[stop].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
-        with torch.inference_mode(), only_layers_from(hf_model, start), contextlib.suppress(_Stop):
-            hf_model(inputs_embeds=hidden, use_cache=False)
-    finally:
-        handle.remove()
-    return captured["h"]
+    with stopping_before(hf_model, stop) as caught, only_layers_from(hf_model, start):
+        return _state_from(hf_model, caught, hidden)
 
 
 def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:

@@ -36,7 +36,7 @@ from interp.core.backends.shared_trunk import decoder_stack
 from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
 from interp.splits import unit_hash
 from interp.core.threads import set_torch_threads
-from interp.organisms.frozen import advance, check_frozen_split, frozen_states
+from interp.organisms.frozen import check_frozen_split, frozen_states
 from interp.organisms.train import (
     author_models,
     MAX_SPLIT_ERROR,
@@ -258,7 +258,7 @@ def train_heads_organism(
             cache=hidden_cache,
             key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
             progress=progress,
-            compute=lambda chunk: [advance(hf, shared, lowest, hidden[i]) for i in chunk],
+            below=(shared, hidden),
         )
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(hf, lowest, examples[0].input_ids, pad_id)
