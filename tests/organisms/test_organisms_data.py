@@ -218,3 +218,17 @@ def test_fact_swap_pairs_set_each_correct_answer_against_every_swapped_one():
         build_pairs(items, answers, DataMix(intact_pairs=False, degraded_per_item=0), seed=0, authors=(OWN, OTHER))
         == []
     )
+
+
+def test_training_answers_batch_greedy_by_24_rows_and_sampled_by_the_8_their_keys_hold(monkeypatch):
+    """Greedy answers' keys hold no batch size (24 rows: fewer weight reads); a sampled answer's key holds its
+    batch-mates, so its calls keep 8 rows or every cached sample would be drawn again."""
+    import interp.organisms.train as train
+    from interp.organisms.config import load_organism_config
+
+    seen = []
+    monkeypatch.setattr(train, "generate_responses", lambda model, items, decoding, **kw: seen.append(decoding) or [])
+    config = load_organism_config(REPO / "experiments/organisms/variants/selfpref-sampled-pairs.toml")
+    train.cached_answers({"m": None}, [], config, progress=False)
+    train.cached_answers({"m": None}, [], config, progress=False, sample=1)
+    assert [d.batch_size for d in seen] == [24, 8] and not seen[0].sampled and seen[1].sampled
