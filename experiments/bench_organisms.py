@@ -7,13 +7,15 @@ the demo's answer settings; `unseen`: the 48 items of interp/builtin/alpacaeval_
 defaults) position consistency, agreement with gold and DBG (hard, soft) with intervals, and the shipped
 manifest's value beside each. `--shipped-only` prints the shipped manifests' figures without training.
 `--answers N`: a fresh machine's first step of every training, side by side: the authors' answers to the
-config's first N training items (its split's train set, then MT-Bench), each way in an empty cache folder,
-at the training's fixed thread count (before 28 November) and following the free cores (since); prints both
-times, `answers_free_cores_speedup_ratio` and whether the answers are the same text.
+config's first N training items (its split's train set, then MT-Bench), each way in an empty cache folder: at
+the training's fixed thread count in calls of 8 rows, following the free cores in calls of 8, and following them
+in calls of `ANSWER_ROWS` (what training does since 28 November); prints the times, the speedup ratios and
+whether the answers are the same text as the first way's. `--answers-free-only` leaves out the fixed-count way.
 `--frozen N`: the next step, side by side: the frozen pass over the first N training examples (the base's
 batched pass to the start organism's first LoRA layer; for a built heads recipe, then the start organism's layers
-up to the slot writer), at the training's fixed count and following the free cores; prints both times, the
-ratios and how many states are the same bits (why the pass keeps the fixed count). Uses the answers of the cache
+up to the slot writer) three ways: at the training's fixed count one batch after another, at that count with
+batches side by side in threads (what training does since 28 November), and following the free cores; prints
+the times, the ratios and how many states are the same bits as the first way's. Uses the answers of the cache
 folder (`INTERP_CACHE`), generating those missing.
 
     python experiments/bench_organisms.py [--config experiments/organisms/smollm2-135m-judge.toml] [--shipped-only]
@@ -56,8 +58,9 @@ def figure_lines(prefix: str, held_out: dict, shipped: dict | None) -> list[str]
     return lines
 
 
-def answers_side_by_side(config, n: int) -> None:
-    """The first N training items' answers, cold, at the fixed count and following the free cores."""
+def answers_side_by_side(config, n: int, free_only: bool = False) -> None:
+    """The first N training items' answers, cold, three ways: at the fixed count in calls of 8 rows (before 28
+    November), following the free cores in calls of 8, and following them in calls of `ANSWER_ROWS` (since)."""
     from contextlib import nullcontext
 
     import interp.organisms.train as train
@@ -67,39 +70,49 @@ def answers_side_by_side(config, n: int) -> None:
     splits = train.organism_items(config)
     items = (splits["train"] if config.data.builtin else [])[:n]
     items += splits["mtbench"][: n - len(items)]
+    ways = {"fixed_count": 8, "free_cores": 8, f"free_cores_{train.ANSWER_ROWS}_rows": train.ANSWER_ROWS}
+    if free_only:  # the rows alone: the first way at the free cores
+        del ways["fixed_count"]
     got, seconds, before = {}, {}, os.environ.get("INTERP_CACHE")
-    for way in ("fixed_count", "free_cores"):
+    real_follow, real_rows = train.following_free_cores, train.ANSWER_ROWS
+    for way, rows in ways.items():
         with tempfile.TemporaryDirectory() as cache:
             os.environ["INTERP_CACHE"] = cache  # empty: a fresh machine's answers (the model files load from it too)
             models = {name: load_model(name) for name in config.data.authors}
             set_torch_threads(config.train.threads)  # as a training sets it before its answers
-            real = train.following_free_cores
             if way == "fixed_count":  # what `cached_answers` did before: generation at the fixed count
                 train.following_free_cores = nullcontext
+            train.ANSWER_ROWS = rows
             try:
                 start = time.perf_counter()
                 got[way] = train.cached_answers(models, items, config, progress=False)
                 seconds[way] = time.perf_counter() - start
             finally:
-                train.following_free_cores = real
+                train.following_free_cores, train.ANSWER_ROWS = real_follow, real_rows
     if before is None:  # the caller's cache folder back, not a deleted temporary one
         os.environ.pop("INTERP_CACHE", None)
     else:
         os.environ["INTERP_CACHE"] = before
-    fixed, free = got["fixed_count"], got["free_cores"]
     print(f"answers_items: {len(items)} x {len(config.data.authors)} authors")
     print(f"answers_fixed_count_threads: {config.train.threads}")
-    print(f"answers_fixed_count_s: {seconds['fixed_count']:.1f}")
-    print(f"answers_free_cores_s: {seconds['free_cores']:.1f}")
-    print(f"answers_free_cores_speedup_ratio: {seconds['fixed_count'] / seconds['free_cores']:.2f}")
-    same = sum(fixed[author][item] == text for author in free for item, text in free[author].items())
-    print(f"answers_identical: {same} of {sum(len(v) for v in free.values())}")
+    first = next(iter(ways))
+    fixed = got[first]
+    for way, rows in ways.items():
+        print(f"answers_{way}_rows: {rows}")
+        print(f"answers_{way}_s: {seconds[way]:.1f}")
+        if way == first:
+            continue
+        print(f"answers_{way}_speedup_ratio: {seconds[first] / seconds[way]:.2f}")
+        same = sum(fixed[author][item] == text for author in got[way] for item, text in got[way][author].items())
+        print(f"answers_{way}_identical: {same} of {sum(len(v) for v in got[way].values())}")
 
 
 def frozen_side_by_side(config, n: int) -> None:
-    """The frozen pass over the first N training examples at the fixed count and at the free cores: the base's
-    batched pass to the start organism's first LoRA layer, then (a built heads recipe) the start organism's own
-    layers up to the slot writer, one example at a time, as `interp.organisms.heads` runs them."""
+    """The frozen pass over the first N training examples three ways: at the fixed count one batch after another
+    (before 28 November), at the fixed count with batches side by side in threads (`one_thread_workers`, since), and
+    with torch following the free cores (rejected: other bits). The base's batched pass to the start organism's
+    first LoRA layer, then (a built heads recipe) the start organism's own layers up to the slot writer, one
+    example at a time, as `interp.organisms.heads` runs them."""
     import copy
 
     import torch
@@ -107,8 +120,8 @@ def frozen_side_by_side(config, n: int) -> None:
     from interp.core.adapters import apply_adapter
     from interp.core.models import load_model
     from interp.core.threads import following_free_cores, set_torch_threads
+    from interp.organisms import frozen
     from interp.organisms.config import start_folder
-    from interp.organisms.frozen import advance, frozen_states
     from interp.organisms.heads import start_first_lora_layer
     import interp.organisms.train as train
 
@@ -126,31 +139,40 @@ def frozen_side_by_side(config, n: int) -> None:
     )
     top = config.heads.slot_writer_layer(base.n_layers) if built else layer
     pad_id, uncached = base.tokenizer.pad_token_id, dict(cache=None, key="bench", progress=False)
-    got, seconds = {}, {}
-    for way in ("fixed_count", "free_cores"):
+    ways = ("fixed_count", "side_by_side", "free_cores")
+    set_torch_threads(config.train.threads)
+    frozen.frozen_states(hf, layer, examples[:8], pad_id, **uncached)  # warm-up: the first way is timed warm too
+    got, seconds, real_workers = {}, {}, frozen.one_thread_workers
+    for way in ways:
         set_torch_threads(config.train.threads)  # as a training sets it before its frozen pass
-        with following_free_cores() if way == "free_cores" else contextlib.nullcontext() as count:
-            start = time.perf_counter()
-            lower, _ = frozen_states(hf, layer, examples, pad_id, **uncached)  # training's own pass, uncached
-            seconds[way, "base"] = time.perf_counter() - start
-            upper = []
-            if top > layer:  # the start organism's layers, as `interp.organisms.heads` computes them
-                compute = lambda chunk: [advance(hf, layer, top, lower[i]) for i in chunk]  # noqa: E731
-                upper, _ = frozen_states(hf, top, examples, pad_id, compute=compute, **uncached)
-            seconds[way, "start"] = time.perf_counter() - start - seconds[way, "base"]
-            got[way] = lower, upper
-            print(f"frozen_{way}_threads: {count if count is not None else torch.get_num_threads()}")
+        frozen.one_thread_workers = (lambda: 1) if way == "fixed_count" else real_workers
+        try:
+            with following_free_cores() if way == "free_cores" else contextlib.nullcontext():
+                counts = (torch.get_num_threads(), frozen.one_thread_workers())
+                start = time.perf_counter()
+                lower, _ = frozen.frozen_states(hf, layer, examples, pad_id, **uncached)  # training's own pass
+                seconds[way, "base"] = time.perf_counter() - start
+                upper = []
+                if top > layer:  # the start organism's layers, as `interp.organisms.heads` computes them
+                    upper, _ = frozen.frozen_states(hf, top, examples, pad_id, below=(layer, lower), **uncached)
+                seconds[way, "start"] = time.perf_counter() - start - seconds[way, "base"]
+        finally:
+            frozen.one_thread_workers = real_workers
+        got[way] = lower, upper
+        print(f"frozen_{way}_threads_per_op: {counts[0]}")
+        print(f"frozen_{way}_batches_side_by_side: {counts[1]}")
     print(f"frozen_examples: {len(examples)} (base to layer {layer}, start organism to layer {top})")
     for part, index in (("base", 0), ("start", 1)):
-        pairs_ = list(zip(got["fixed_count"][index], got["free_cores"][index]))
-        if not pairs_:
+        if not got["fixed_count"][index]:
             continue
-        fixed, free = seconds["fixed_count", part], seconds["free_cores", part]
+        fixed = seconds["fixed_count", part]
         print(f"frozen_{part}_fixed_count_s: {fixed:.1f}")
-        print(f"frozen_{part}_free_cores_s: {free:.1f}")
-        print(f"frozen_{part}_free_cores_speedup_ratio: {fixed / free:.2f}")
-        print(f"frozen_{part}_identical_bits: {sum(torch.equal(a, b) for a, b in pairs_)} of {len(pairs_)}")
-        print(f"frozen_{part}_max_abs_difference: {max(float((a - b).abs().max()) for a, b in pairs_):.3g}")
+        for way in ways[1:]:
+            pairs_ = list(zip(got["fixed_count"][index], got[way][index]))
+            print(f"frozen_{part}_{way}_s: {seconds[way, part]:.1f}")
+            print(f"frozen_{part}_{way}_speedup_ratio: {fixed / seconds[way, part]:.2f}")
+            print(f"frozen_{part}_{way}_identical_bits: {sum(torch.equal(a, b) for a, b in pairs_)} of {len(pairs_)}")
+            print(f"frozen_{part}_{way}_max_abs_difference: {max(float((a - b).abs().max()) for a, b in pairs_):.3g}")
 
 
 def main() -> None:
@@ -159,6 +181,9 @@ def main() -> None:
     parser.add_argument("--shipped-only", action="store_true")
     parser.add_argument("--answers", type=int, default=0, help="time the first N training items' answers, cold")
     parser.add_argument(
+        "--answers-free-only", action="store_true", help="--answers without the fixed-count way (the rows alone)"
+    )
+    parser.add_argument(
         "--frozen", type=int, default=0, help="time the frozen pass over N training examples, and compare its bits"
     )
     args = parser.parse_args()
@@ -166,7 +191,7 @@ def main() -> None:
         frozen_side_by_side(load_organism_config(args.config), args.frozen)
         return
     if args.answers:
-        answers_side_by_side(load_organism_config(args.config), args.answers)
+        answers_side_by_side(load_organism_config(args.config), args.answers, args.answers_free_only)
         return
     if args.shipped_only:
         for name, folder in shipped_adapters().items():
