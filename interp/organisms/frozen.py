@@ -96,7 +96,7 @@ def frozen_states(
     workers = one_thread_workers() if device.type == "cpu" else 1
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
     with contextlib.ExitStack() as stack:
-        caught = stack.enter_context(stopping_before(hf_model, layer))  # `layer` counts in the full stack: first
+        caught = stack.enter_context(stopping_before(hf_model, layer))  # before slicing: a full-stack index
         if below is None:
             compute = lambda chunk: _states_of(  # noqa: E731
                 hf_model, caught, [examples[i].input_ids for i in chunk], pad_id
