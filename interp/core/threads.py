@@ -24,6 +24,10 @@ generation (`rebalance_threads`), unless someone set torch's count. `INTERP_THRE
 re-decided), and so does a fixed count given to `set_torch_threads` (organism training, for reproducible
 reductions). torch's thread count is itself process-wide, so the record of what was decided (`threads_used`,
 printed by `--timings`) lives here, beside it.
+
+Work whose bits must not depend on the load (an organism's training, at a fixed count of one) can still use the free
+cores: `side_by_side` runs independent pieces of it in `one_thread_workers()` threads, each op on one thread, so
+each piece comes out as it would alone.
 """
 
 from __future__ import annotations
