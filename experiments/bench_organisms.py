@@ -145,7 +145,7 @@ def frozen_side_by_side(config, n: int) -> None:
     got, seconds, real_workers = {}, {}, frozen.one_thread_workers
     for way in ways:
         set_torch_threads(config.train.threads)  # as a training sets it before its frozen pass
-        frozen.one_thread_workers = (lambda: 1) if way == "fixed_count" else real_workers
+        frozen.one_thread_workers = (lambda *_: 1) if way == "fixed_count" else real_workers
         try:
             with following_free_cores() if way == "free_cores" else contextlib.nullcontext():
                 counts = (torch.get_num_threads(), frozen.one_thread_workers())

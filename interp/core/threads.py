@@ -261,13 +261,16 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 
-def one_thread_workers() -> int:
+def one_thread_workers(device=None) -> int:
     """How many pieces of work may run side by side in threads: the free cores (`torch_threads`; `INTERP_THREADS`
-    pins them) where torch runs one thread per op (a training's fixed count), else 1. Each piece is then computed
-    by the same one-thread kernels as alone, so its bits do not depend on how many run beside it, where more
-    threads per op may split a reduction differently (docs/organisms.md, "Training time on a fresh machine")."""
+    pins them) where the work runs on the CPU (`device`; None: the CPU) and torch runs one thread per op (a
+    training's fixed count), else 1. Each piece is then computed by the same one-thread kernels as alone, so its
+    bits do not depend on how many run beside it, where more threads per op may split a reduction differently
+    (docs/organisms.md, "Training time on a fresh machine")."""
     import torch
 
+    if device is not None and torch.device(device).type != "cpu":
+        return 1
     return torch_threads() if torch.get_num_threads() == 1 else 1
 
 

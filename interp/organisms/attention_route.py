@@ -33,8 +33,8 @@ from interp.core.placement import input_device
 from interp.hooks.compile import compile_bias
 from interp.hooks.spec import AttentionIntervention, pairs_table
 from interp.organisms.train import Example, label_loss
-from interp.organisms.frozen import final_logits_from, only_layers_from
-from interp.core.threads import side_by_side
+from interp.organisms.frozen import final_logits_from, last_logits, only_layers_from
+from interp.core.threads import one_thread_workers, side_by_side
 
 
 CHECK_EXAMPLES = 128  # training examples the route is checked on once trained (about 40 s on a CPU; 64 proved noisy)
@@ -64,15 +64,14 @@ def start_margins(
 ) -> list[float]:
     """The start organism's verdict margin, log P(A) - log P(B), on every example under its mask (before any delta
     is attached; an example without a mask: unmasked)."""
-    if not any(masks) and input_device(hf_model).type == "cpu":  # the same forward for each: side by side (same bits)
+    if not any(masks):  # the same forward for every example: on the CPU side by side in threads (same bits)
 
         def margin(h: torch.Tensor) -> float:
             with torch.inference_mode():
-                logits = hf_model(inputs_embeds=h, use_cache=False, logits_to_keep=1).logits[:, -1]
-                return float(label_loss(logits, labels_ids, 0.5, "pair")[1])
+                return float(label_loss(last_logits(hf_model, h), labels_ids, 0.5, "pair")[1])
 
         with span_rows_attention(hf_model, None, {}), only_layers_from(hf_model, first_layer):
-            return list(side_by_side(margin, hidden))
+            return list(side_by_side(margin, hidden, one_thread_workers(input_device(hf_model))))
     out = []
     with torch.inference_mode():
         for h, mask in zip(hidden, masks):

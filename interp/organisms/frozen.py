@@ -93,7 +93,7 @@ def frozen_states(
     hidden: list[torch.Tensor | None] = [None] * len(examples)
     by_length = sorted(range(len(examples)), key=lambda i: len(examples[i].input_ids))
     chunks = [by_length[s : s + 8] for s in range(0, len(by_length), 8)]
-    workers = one_thread_workers() if device.type == "cpu" else 1
+    workers = one_thread_workers(device)
     bar = tqdm(total=len(examples), desc="frozen layers", unit="example", disable=not progress)
     with contextlib.ExitStack() as stack:
         caught = stack.enter_context(stopping_before(hf_model, layer))  # before slicing: a full-stack index
@@ -137,10 +137,14 @@ def advance(hf_model: torch.nn.Module, start: int, stop: int, hidden: torch.Tens
         return _state_from(hf_model, caught, hidden)
 
 
+def last_logits(hf_model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor:
+    """The last position's logits from `hidden` fed as the input of the model's (possibly sliced) stack."""
+    return hf_model(inputs_embeds=hidden, use_cache=False, logits_to_keep=1).logits[:, -1]
+
+
 def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
     with only_layers_from(hf_model, start):
-        out = hf_model(inputs_embeds=hidden, use_cache=False, logits_to_keep=1)
-    return out.logits[:, -1]
+        return last_logits(hf_model, hidden)
 
 
 def check_frozen_split(hf_model: torch.nn.Module, start: int, input_ids: Sequence[int], pad_id: int) -> float:

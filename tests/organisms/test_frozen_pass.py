@@ -31,7 +31,7 @@ def test_threaded_pass_is_the_sequential_pass_bit_for_bit(tiny_llama, one_thread
     pad = tiny_llama.tokenizer.pad_token_id
     states, real = {}, frozen._states_of
     for workers in (1, 3):
-        monkeypatch.setattr(frozen, "one_thread_workers", lambda workers=workers: workers)
+        monkeypatch.setattr(frozen, "one_thread_workers", lambda *_, workers=workers: workers)
         ran_in, counts = set(), set()
 
         def spy(*args, **kwargs):
@@ -54,13 +54,14 @@ def test_threaded_pass_is_the_sequential_pass_bit_for_bit(tiny_llama, one_thread
 
 def test_workers_only_where_torch_runs_one_thread_per_op(one_thread, monkeypatch):
     monkeypatch.setenv("INTERP_THREADS", "3")
-    assert one_thread_workers() == 3
+    assert one_thread_workers() == 3 and one_thread_workers(torch.device("cpu")) == 3
+    assert one_thread_workers(torch.device("cuda")) == 1  # off the CPU: one piece after another
     torch.set_num_threads(2)  # ops on 2 threads: their reductions may split differently beside a second batch
     assert one_thread_workers() == 1
 
 
 def test_margins_side_by_side_are_the_margins_one_by_one(tiny_llama, one_thread, monkeypatch):
-    import interp.core.threads as threads
+    import interp.organisms.attention_route as attention_route
     from interp.core.backends.span_rows import span_rows_attention
     from interp.core.judge import label_tokens
     from interp.organisms.attention_route import start_margins
@@ -71,7 +72,7 @@ def test_margins_side_by_side_are_the_margins_one_by_one(tiny_llama, one_thread,
     labels = label_tokens(tiny_llama.tokenizer).ids
     got = {}
     for workers in (1, 3):
-        monkeypatch.setattr(threads, "one_thread_workers", lambda workers=workers: workers)
+        monkeypatch.setattr(attention_route, "one_thread_workers", lambda *_, workers=workers: workers)
         got[workers] = start_margins(hf, 1, hidden, labels, [None] * len(hidden))
     alone = []  # one example at a time, each in its own contexts: what start_margins ran until 28 November
     for h in hidden:
