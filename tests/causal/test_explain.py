@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import runpy
 import shutil
 from pathlib import Path
 
@@ -175,6 +176,19 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
             assert c["causal"] == (None if c["share_removed"] is None else c["p_holm"] <= 0.05)
         assert (c["share_removed"] is None) == (c["ci"] is None)
     assert written["answer"].startswith("Attention to its own answer carries")
+    # the gap gate read from the clean verdicts alone (experiments/causal/null_gap.py, plan 3's amendment 9) is
+    # the one every candidate's test applied: the same judge mean, controls' spread and p
+    gate = runpy.run_path(str(Path(__file__).parents[2] / "experiments" / "causal" / "null_gap.py"))["gap_gate"](
+        str(run), judge, 0.5, 0, tuple(controls)
+    )
+    records = [json.loads(p.read_text()) for p in (run / "interventions").glob("*/result.json")]
+    assert records and gate["n_test"] == 3 and gate["controls"] == controls
+    for record in records:
+        (tested,) = record["judges"].values()
+        before = tested["dbg_test_before"]
+        assert before["x"] == pytest.approx(gate["dbg_judge"], abs=1e-12)
+        assert before["p_value"] == pytest.approx(gate["p_value"], abs=1e-12)
+        assert (tested["share_removed"] is not None) == gate["gate_passes"]
     # every test is keyed: a second command re-judges nothing
     variants = sorted(p.name for p in (run / "variants").iterdir())
     again = forked_cli(*args)
