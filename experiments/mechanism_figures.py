@@ -93,8 +93,10 @@ def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
         found.append(
             dict(name=name, site=site, selected_by=by, heads=heads_of(row["spec"]), share=share(row), p=row["p_value"])
         )
-    if sum(1 for c in found if c["selected_by"] != "random") < len(KINDS) + 1:  # + direction
-        return None  # a candidate test still missing: no reading of this member
+    chosen = [c for c in found if c["selected_by"] != "random"]
+    randoms = {c["site"] for c in found if c["selected_by"] == "random"}
+    if len(chosen) < len(KINDS) + 1 or not {c["site"] for c in chosen if c["site"] != "residual"} <= randoms:
+        return None  # a candidate test still missing (a chosen one, + direction; or a site's random set): no reading
     held = _with_holm(
         [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found], 0.05
     )
