@@ -167,6 +167,8 @@ def main() -> None:
                     continue
                 frame = pd.read_csv(csvs[0])
                 rows = frame[frame["method"] == method]
+                if rows.empty:  # this method did not localise for the member (explain -m): no AUROC to read
+                    continue
                 scores = {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}
                 values.append(auroc(scores, truth))
             if values:
