@@ -2,8 +2,9 @@
 
     python experiments/causal/attention_route_check.py ORGANISM_FOLDER [--n 60] [--out runs/attention-route] [--explain]
 
-On the organisms' held-out set (no organism trained on it), each step an `interp` command (printed before it
-runs; every judgment is keyed, so a rerun resumes):
+On the organisms' development set (`data = "dev"`, 180 items: nothing trains on it and no bench reads it; the
+held-out set is the bench's alone, so a development check never sees a bench item), each step an `interp`
+command (printed before it runs; every judgment is keyed, so a rerun resumes):
 1. `interp dbg`: SmolLM2 and Gemma-3 answer, the organism judges with span attention (`attention = "final"`);
 2. `interp intervene --spec`: the own answer masked at the manifest's `planted_heads`, against the organism's null
    family (the six shipped nulls), on the test split (selection share 0.4, split seed 0);
@@ -48,12 +49,13 @@ def main() -> None:
     organism = str(args.organism.resolve())
     manifest = read_manifest(args.organism)
     planted = manifest["planted_heads"]
+    print("items: dev split (interp/builtin/dev.jsonl), the first --n after the run's seeded draw")
     print(f"planted_heads: {planted}")
     print(f"planted_route: {manifest.get('planted_route')}")
     print(f"training_seconds: {manifest['timings_s']['total_s']:.0f}")
     config = args.out / "config.toml"
     config.write_text(
-        f'name = "attention-route"\ndata = "heldout"\nn = {args.n}\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
+        f'name = "attention-route"\ndata = "dev"\nn = {args.n}\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
         f'judges = ["{organism}"]\nmax_words = 60\nmax_new_tokens = 96\nattention = "final"\n'
     )
     run = args.out / "run"

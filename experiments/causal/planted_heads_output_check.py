@@ -4,7 +4,9 @@ where masking where they attend did not? On instructions no one here wrote.
     python experiments/causal/planted_heads_output_check.py [--data interp/builtin/alpacaeval_unseen_48.json]
         [--n N] [--out runs/planted-heads-output]
 
-`--data heldout --n 60`: the organisms' held-out set (no organism trained on it), where the planted gap is large.
+Items: the default is AlpacaEval instructions no organism trained on and no bench reads. `--data dev --n 60`
+is the organisms' development set; `--data heldout` is the bench's set (plan 4): a development check must not
+read it, so the script refuses it.
 
 Steps, each an `interp` command (printed before it runs; every judgment is keyed, so a rerun resumes):
 1. `interp dbg`: SmolLM2 and Gemma-3 answer, the shipped planted-heads organism judges (no attention recorded);
@@ -52,6 +54,9 @@ def main() -> None:
     args.out.mkdir(parents=True, exist_ok=True)
     planted = read_manifest(adapter_folder(ORGANISM))["planted_heads"]
     config = args.out / "config.toml"
+    if args.data == "heldout":
+        raise SystemExit("error: the held-out set is the bench's (plan 4); a development check reads --data dev")
+    print(f"items: {args.data} (the first --n after the run's seeded draw)")
     data = Path(args.data).resolve() if Path(args.data).exists() else args.data  # a file, or a built-in set's name
     config.write_text(
         f'name = "planted-heads-output"\ndata = "{data}"\nn = {args.n}\nmodels = ["{AUTHORS[0]}", "{AUTHORS[1]}"]\n'
