@@ -4,10 +4,11 @@ sentences and the CLI (JSON keeps the numbers themselves).
 - `pts`: a probability or a change of one, in signed percentage points ("+12.3");
 - `pts_ci`, `pts_interval`: an interval in points ("[-2.0, +3.0]"), a value with its interval;
 - `pct`: a share as a percentage ("42%"); `share_interval`: a share with its interval ("42% [10%, 70%]");
-- `p_value`: a p-value, three decimals, and "< 0.001" below that (never "0.000");
+- `p_value`: a p-value, three decimals, "< 0.001" below that and "< 1e-4" in the far tail (never "0.000");
 - `number`: any other number ("0.004", signed on request); `fixed`: to fixed decimals, for aligned columns.
 
-A missing value (None, NaN, infinity) is written "n/a" (an interval: "").
+A missing value (None, NaN, infinity) is written "n/a" (an interval: ""); a share's interval that is unbounded
+(a bound None or infinite, e.g. Fieller's where the gap is not clear of 0) is written so, "[unbounded]".
 """
 
 from __future__ import annotations
@@ -43,13 +44,23 @@ def pct(value, digits: int = 0) -> str:
     return "n/a" if missing(value) else f"{100 * value:.{digits}f}%"
 
 
+def _unbounded(bound) -> bool:
+    return bound is None or (isinstance(bound, float) and math.isinf(bound))
+
+
 def share_interval(value, ci: Sequence[float] | None, digits: int = 0) -> str:
-    """A share with its interval as percentages, "42% [10%, 70%]"; "n/a" when the share is missing."""
+    """A share with its interval as percentages, "42% [10%, 70%]"; "n/a" when the share is missing; "42%
+    [unbounded]" when the interval has a bound None or infinite ("[-inf, 70%]" when only the low one is)."""
     if missing(value):
         return "n/a"
-    if not ci or len(ci) != 2 or missing(ci[0]) or missing(ci[1]):
+    if not ci or len(ci) != 2 or any(isinstance(b, float) and math.isnan(b) for b in ci):
         return pct(value, digits)
-    return f"{pct(value, digits)} [{pct(ci[0], digits)}, {pct(ci[1], digits)}]"
+    low, high = ci
+    if _unbounded(low) and _unbounded(high):
+        return f"{pct(value, digits)} [unbounded]"
+    shown_low = "-inf" if _unbounded(low) else pct(low, digits)
+    shown_high = "+inf" if _unbounded(high) else pct(high, digits)
+    return f"{pct(value, digits)} [{shown_low}, {shown_high}]"
 
 
 def fixed(value, digits: int = 2) -> str:
@@ -63,7 +74,10 @@ def number(value, digits: int = 3, *, signed: bool = False) -> str:
 
 
 def p_value(value) -> str:
-    """A p-value: 0.0423 -> "0.042"; below 0.001 "< 0.001" (a p is never zero, so never "0.000")."""
+    """A p-value: 0.0423 -> "0.042"; below 0.001 "< 0.001", below 1e-4 "< 1e-4" (a p is never zero, so never
+    "0.000"; and a far-tail p such as 9e-19 rests on the normal tail alone, so its digits are not printed)."""
     if missing(value):
         return "n/a"
+    if value < 1e-4:
+        return "< 1e-4"
     return "< 0.001" if value < 0.001 else f"{value:.3f}"

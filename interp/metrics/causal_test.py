@@ -51,7 +51,9 @@ def as_extreme(means: np.ndarray, observed, alternative: str) -> np.ndarray:
         return np.abs(means) >= np.abs(observed) - EXTREME_TOLERANCE
     if alternative == "less":
         return means <= observed + EXTREME_TOLERANCE
-    raise InterpError(f"alternative {alternative!r}: use 'two-sided' or 'less'")
+    if alternative == "greater":
+        return means >= observed - EXTREME_TOLERANCE
+    raise InterpError(f"alternative {alternative!r}: use 'two-sided', 'less' or 'greater'")
 
 
 def sign_flip_pvalue(
@@ -101,7 +103,7 @@ def sign_flip_pvalues(
 
 def rank_pvalue(observed: float, null_values: Sequence[float], alternative: str = "two-sided") -> float:
     """How unusual `observed` is among values under the null: (1 + #{null at least as extreme}) / (R + 1),
-    extreme meaning farther from 0 (two-sided) or lower (alternative="less")."""
+    extreme meaning farther from 0 (two-sided), lower (alternative="less") or higher ("greater")."""
     values = np.asarray(null_values, dtype=float)
     if values.size == 0:
         raise InterpError("rank_pvalue: need at least one null value (a random head set)")

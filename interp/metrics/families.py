@@ -5,8 +5,8 @@ if the difference between their judge-level statistics exceeds the spread betwee
 
 - `two_family_test`: a permutation test over judge labels (exact under H0 for any distribution) and Welch's t,
   with the difference in between-seed SDs;
-- `multi_bootstrap`: a percentile interval that resamples judges within each family and items, jointly
-  (Sellam et al. 2022, MultiBERTs), for any statistic of [judge, ..., item] arrays.
+- `multi_bootstrap`: a percentile interval (with the count of dropped non-finite draws) that resamples judges
+  within each family and items, jointly (Sellam et al. 2022, MultiBERTs), for any statistic of [judge, ..., item] arrays.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ class Interval:
     high: float
     level: float
     n_boot: int
+    n_dropped: int = 0  # resamples where the statistic was not finite (dropped from the percentiles)
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -88,7 +89,8 @@ def multi_bootstrap(
     every family's judges with replacement (independently per family) and one set of items with replacement,
     shared by all judges of all families (they read the same items). `statistic` is vectorised: it gets the
     resampled families as [draw, judge, *rest, item] arrays and returns one value per draw; the estimate is
-    the statistic on the data as observed. Resamples where the statistic is not finite are dropped.
+    the statistic on the data as observed. Resamples where the statistic is not finite are dropped and counted
+    (`n_dropped`).
     """
     arrays = _families(families, "multi_bootstrap")
     if n_boot < 1:
@@ -109,8 +111,10 @@ def multi_bootstrap(
             index = items.reshape((b,) + (1,) * (picked.ndim - 2) + (n_items,))
             resampled.append(np.take_along_axis(picked, index, axis=-1))
         values.append(np.asarray(statistic(resampled), dtype=float).reshape(b))
-    low, high = percentile_interval(np.concatenate(values), level)
-    return Interval(estimate=estimate, low=low, high=high, level=level, n_boot=n_boot)
+    values = np.concatenate(values)
+    low, high = percentile_interval(values, level)
+    dropped = int(np.sum(~np.isfinite(values)))
+    return Interval(estimate=estimate, low=low, high=high, level=level, n_boot=n_boot, n_dropped=dropped)
 
 
 def mean_difference(families: list[np.ndarray]) -> np.ndarray:

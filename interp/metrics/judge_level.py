@@ -36,10 +36,10 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
-from interp.formatting import fixed, p_value, pts, pts_ci
-from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, sign_flip_pvalue
+from interp.formatting import fixed, p_value, pct, pts, pts_ci
+from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, rank_pvalue, sign_flip_pvalue
 from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
-from interp.metrics.stats import bootstrap_ci
+from interp.metrics.stats import RatioInterval, bootstrap_ci, fieller_interval, ratio_interval_covers
 from interp.metrics.student_t import student_t_two_sided_p, student_t_two_sided_quantile
 
 MIN_CONTROLS = 3
@@ -117,12 +117,39 @@ class CrawfordHowell:
     control_sd: float | None  # sample SD (ddof 1); None with fewer than 2 controls
     t: float | None
     df: int
-    p_value: float | None  # two-sided
+    p_value: float | None  # for `alternative` (two-sided unless asked)
     effect_sd: float | None  # (x - mean_C) / s_C: the distance in control SDs
     reason: str | None = None
+    alternative: str = "two-sided"  # or "greater": x above the controls (the gap gate), "less"
+    p_rank_controls: float | None = None  # rank-based check: x's rank among judge + controls (`controls_rank_pvalue`)
 
     def to_dict(self) -> dict:
         return asdict(self)
+
+
+ALTERNATIVES = ("two-sided", "greater", "less")
+
+
+def controls_rank_pvalue(x: float, controls: Float[np.ndarray, " control"], alternative: str = "two-sided") -> float:
+    """A rank-based check beside Crawford-Howell's parametric p: the judge's rank among the judge and its k controls.
+
+    H0: the judge and its controls are exchangeable (any distribution). "greater":
+    p = (1 + #{controls >= x}) / (k + 1); "less" likewise with <=; "two-sided": twice the smaller one-sided p,
+    at most 1. Its smallest value is 1 / (k + 1) (one-sided), so with few controls it can never reach the test
+    level: it does not decide; it shows where the parametric p rests on normality in the far tail alone.
+    """
+    c = np.asarray(controls, dtype=float)
+    if alternative == "two-sided":
+        return min(1.0, 2 * min(rank_pvalue(x, c, "greater"), rank_pvalue(x, c, "less")))
+    return rank_pvalue(x, c, alternative)
+
+
+def one_sided_p(t: float, p_two_sided: float, alternative: str) -> float:
+    """Student's t one-sided p from its two-sided p: P(T >= t) ("greater") or P(T <= t) ("less")."""
+    if alternative == "two-sided":
+        return p_two_sided
+    upper = p_two_sided / 2 if t >= 0 else 1 - p_two_sided / 2
+    return upper if alternative == "greater" else 1 - upper
 
 
 def crawford_howell_t(
@@ -147,14 +174,18 @@ def crawford_howell_t(
     return t, student_t_two_sided_p(t, k - 1)
 
 
-def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> CrawfordHowell:
+def crawford_howell(
+    x: float, controls: Float[np.ndarray, " control"], alternative: str = "two-sided"
+) -> CrawfordHowell:
     """Is this judge's statistic outside the spread of k control judges' statistics?
 
     H0: the tested judge's statistic x and the k controls' are independent draws from one normal
     distribution (the judge is one more control). Test: t = (x - mean_C) / (s_C * sqrt((k + 1) / k)) with
-    k - 1 degrees of freedom, two-sided: exact under H0 (the sqrt((k + 1) / k) carries the uncertainty of
-    mean_C). It assumes normality of the judge-level statistic across judges: skew and heavy tails inflate
-    its size (`crawford_howell_size`, docs/causal-test.md).
+    k - 1 degrees of freedom, two-sided, or one-sided with `alternative` "greater" (x above the controls: the
+    gap gate) or "less": exact under H0 (the sqrt((k + 1) / k) carries the uncertainty of mean_C). It assumes
+    normality of the judge-level statistic across judges: skew and heavy tails inflate its size
+    (`crawford_howell_size`, docs/causal-test.md). Beside it, `p_rank_controls` is the rank-based check
+    (`controls_rank_pvalue`, same alternative), which assumes no distribution.
 
     With fewer than MIN_CONTROLS controls the result has `p_value` None and a `reason`. When the controls
     agree exactly (s_C = 0): p = 1 if x equals them, else `p_value` None with a reason (the test has no
@@ -162,6 +193,8 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
     """
     if not math.isfinite(float(x)):
         raise InterpError("crawford_howell: the tested judge's statistic must be a finite number")
+    if alternative not in ALTERNATIVES:
+        raise InterpError(f"crawford_howell: alternative {alternative!r}: use one of {', '.join(ALTERNATIVES)}")
     c = np.asarray(controls, dtype=float)
     if c.ndim != 1:
         raise InterpError(
@@ -174,41 +207,31 @@ def crawford_howell(x: float, controls: Float[np.ndarray, " control"]) -> Crawfo
     mean = float(c.mean()) if k else None
     sd = float(c.std(ddof=1)) if k >= 2 else None
     reason = too_few_controls(k)
+    rank = controls_rank_pvalue(float(x), c, alternative) if k else None
+    common = dict(x=float(x), k=k, control_mean=mean, alternative=alternative, p_rank_controls=rank)
     if reason is not None:
         return CrawfordHowell(
-            x=float(x),
-            k=k,
-            control_mean=mean,
-            control_sd=sd,
-            t=None,
-            df=max(k - 1, 0),
-            p_value=None,
-            effect_sd=None,
-            reason=reason,
+            control_sd=sd, t=None, df=max(k - 1, 0), p_value=None, effect_sd=None, reason=reason, **common
         )
     t, p = crawford_howell_t(np.array([float(x)]), c[None, :])
     t, p = float(t[0]), float(p[0])
     if sd == 0 and math.isinf(t):
         return CrawfordHowell(
-            x=float(x),
-            k=k,
-            control_mean=mean,
             control_sd=0.0,
             t=None,
             df=k - 1,
             p_value=None,
             effect_sd=None,
             reason=f"the {k} control judges agree exactly (SD 0): no spread to compare the judge with",
+            **common,
         )
     return CrawfordHowell(
-        x=float(x),
-        k=k,
-        control_mean=mean,
         control_sd=sd,
         t=t,
         df=k - 1,
-        p_value=p,
+        p_value=one_sided_p(t, p, alternative),
         effect_sd=(float(x) - mean) / sd if sd else 0.0,
+        **common,
     )
 
 
@@ -335,14 +358,16 @@ class ShareRemoved:
 
     gap_before: Interval
     gap_after: Interval
-    test_before: CrawfordHowell  # is the gap before significant (Crawford-Howell on DBG)?
-    test_after: CrawfordHowell
-    share_removed: Interval | None  # None: see reason
+    test_before: CrawfordHowell  # the gap gate: is J's DBG above its controls' (one-sided Crawford-Howell)?
+    test_after: CrawfordHowell  # is J still above them after I (one-sided)?
+    share_removed: RatioInterval | None  # Fieller's interval (`share_fieller`); None: see reason
     test_alpha: float
     reason: str | None = None
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        out = asdict(self)
+        out["share_removed"] = self.share_removed.to_dict() if self.share_removed is not None else None
+        return out
 
 
 def _gap(families: list[np.ndarray], stage: int) -> np.ndarray:
@@ -350,10 +375,75 @@ def _gap(families: list[np.ndarray], stage: int) -> np.ndarray:
     return judge[:, 0, stage].mean(axis=-1) - controls[:, :, stage].mean(axis=(-1, -2))
 
 
-def _share(families: list[np.ndarray]) -> np.ndarray:
+def share_statistic(families: list[np.ndarray]) -> np.ndarray:
+    """1 - G_I / G per multi-bootstrap draw (a `FamilyStatistic`): the old percentile interval's statistic, kept for
+    the coverage comparison (`share_interval_coverage(method="percentile")`)."""
     before, after = _gap(families, 0), _gap(families, 1)
     with np.errstate(divide="ignore", invalid="ignore"):
         return 1.0 - after / before
+
+
+def _psd(matrix: np.ndarray) -> np.ndarray:
+    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
+    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
+
+
+def share_components(
+    judge_before: Float[np.ndarray, " item"],
+    judge_after: Float[np.ndarray, " item"],
+    controls_before: Float[np.ndarray, "control item"],
+    controls_after: Float[np.ndarray, "control item"],
+) -> tuple[float, float, np.ndarray, np.ndarray]:
+    """The gap removed D = G - G_I, the gap before G, and the covariance of (D, G) in its two parts.
+
+    J is fixed; what varies is which controls were drawn (the between-judge part: the sample covariance of the
+    controls' (drop, level before) over k, k - 1 df) and which items (J's part: the covariance over items of
+    J's per-item values minus the controls' item means, over n, less the controls' own item noise, which the
+    between-judge part already holds (two-way residuals over (k - 1)(n - 1), over k n); n - 1 df). Item
+    effects that every judge shares cancel in the gaps and appear in neither part.
+    """
+    k, n = controls_before.shape
+    judge = np.stack([judge_before - judge_after, judge_before])  # [2, item]: drop, level before
+    controls = np.stack([controls_before - controls_after, controls_before])  # [2, control, item]
+    per_control = controls.mean(axis=2)  # [2, control]
+    num, den = judge.mean(axis=1) - per_control.mean(axis=1)
+    between = np.cov(per_control, ddof=1) / k
+    if n < 2:
+        return float(num), float(den), between, np.zeros((2, 2))
+    item = np.cov(judge - controls.mean(axis=1), ddof=1) / n
+    residual = controls - per_control[..., None] - controls.mean(axis=1, keepdims=True)
+    residual += controls.mean(axis=(1, 2), keepdims=True)
+    noise = np.einsum("aci,bci->ab", residual, residual) / ((k - 1) * (n - 1))
+    return float(num), float(den), between, _psd(item - noise / (k * n))
+
+
+def share_fieller(
+    judge_before: Float[np.ndarray, " item"],
+    judge_after: Float[np.ndarray, " item"],
+    controls_before: Float[np.ndarray, "control item"],
+    controls_after: Float[np.ndarray, "control item"],
+    *,
+    level: float = 0.95,
+) -> RatioInterval:
+    """Fieller's interval for the share removed, D / G = 1 - G_I / G (`share_components`, at least 2 controls).
+
+    H0 at each share s: D - s G has mean 0. Its variance has two parts, each scaled by its own squared t
+    quantile: the controls' (k - 1 df) and the items' (n - 1 df). Summing the scaled parts bounds the quantile
+    of their combination from above, where Welch-Satterthwaite's df, estimated from 2 or 3 controls, is itself
+    too noisy (it under-covered at 3 controls: 0.91). Unbounded where G is not clear of 0 at this level
+    (`RatioInterval.kind`). Its coverage, measured by simulation, is in docs/causal-test.md
+    (`share_interval_coverage`, `python experiments/bench_share_coverage.py`).
+    """
+    k, n = np.shape(controls_before)
+    if k < 2:
+        raise InterpError(f"share_fieller: need at least 2 control judges, got {k}")
+    num, den, between, item = share_components(judge_before, judge_after, controls_before, controls_after)
+    t_between, t_item = (
+        student_t_two_sided_quantile(1.0 - level, k - 1),
+        student_t_two_sided_quantile(1.0 - level, max(n - 1, 1)),
+    )
+    covariance = (t_between / t_item) ** 2 * between + item  # Fieller's t is t_item: each part at its own quantile
+    return fieller_interval(num, den, covariance, max(n - 1, 1), level=level)
 
 
 def share_removed(
@@ -373,11 +463,11 @@ def share_removed(
     which the controls read without having written it), before and after I, for J and for each control.
     G = mean_i DBG_J - mean_C mean_i DBG_C before I, G_I the same after; share = 1 - G_I / G.
 
-    H0 of the gate: J's DBG is one more draw from the controls' (normal) distribution (Crawford-Howell on the
-    judges' mean DBG before I). Only where it is rejected at `test_alpha` is the share reported, with a
-    multi-bootstrap interval (controls resampled, before and after together, and items, jointly; J fixed);
-    otherwise `share_removed` is None with a reason and both gaps are reported. The gaps always carry their
-    intervals.
+    H0 of the gate: J's DBG is one more draw from the controls' (normal) distribution, against the one-sided
+    alternative that it lies above them (Crawford-Howell on the judges' mean DBG before I, "greater"). Only
+    where G > 0 and the gate rejects at `test_alpha` is the share reported, with Fieller's interval
+    (`share_fieller`); otherwise `share_removed` is None with a reason and both gaps are reported. The gaps
+    carry multi-bootstrap intervals (controls resampled, before and after together, and items, jointly; J fixed).
     """
     jb, ja = (
         finite_array(judge_before, "share_removed (judge_before)", 1),
@@ -396,29 +486,164 @@ def share_removed(
         raise InterpError(f"share_removed: test_alpha = {test_alpha} must be in (0, 1)")
     families = [np.stack([jb, ja])[None], np.stack([cb, ca], axis=1)]  # [1, stage, item], [control, stage, item]
     common = dict(n_boot=n_boot, seed=seed, level=level)
-    gap_before = multi_bootstrap(families, lambda f: _gap(f, 0), **common)
-    gap_after = multi_bootstrap(families, lambda f: _gap(f, 1), **common)
-    test_before = crawford_howell(float(jb.mean()), cb.mean(axis=1))
-    test_after = crawford_howell(float(ja.mean()), ca.mean(axis=1))
     out = dict(
-        gap_before=gap_before,
-        gap_after=gap_after,
-        test_before=test_before,
-        test_after=test_after,
+        gap_before=multi_bootstrap(families, lambda f: _gap(f, 0), **common),
+        gap_after=multi_bootstrap(families, lambda f: _gap(f, 1), **common),
+        test_before=crawford_howell(float(jb.mean()), cb.mean(axis=1), "greater"),
+        test_after=crawford_howell(float(ja.mean()), ca.mean(axis=1), "greater"),
         test_alpha=test_alpha,
     )
-    if test_before.p_value is None:
-        return ShareRemoved(
-            share_removed=None, reason=f"no test of the gap before the intervention: {test_before.reason}", **out
+    reason = gap_gate_reason(out["gap_before"].estimate, out["test_before"], test_alpha)
+    if reason is not None:
+        return ShareRemoved(share_removed=None, reason=reason, **out)
+    return ShareRemoved(share_removed=share_fieller(jb, ja, cb, ca, level=level), **out)
+
+
+def gap_gate_reason(gap: float, test: CrawfordHowell, test_alpha: float) -> str | None:
+    """Why no share is reported (None: the gate passes): no test, a gap before I at most 0 (J does not prefer
+    its own answers more than its controls), or a one-sided Crawford-Howell p above test_alpha."""
+    if test.p_value is None:
+        return f"no test of the gap before the intervention: {test.reason}"
+    if gap <= 0:
+        return (
+            f"the judge does not prefer its own answers more than its controls (gap before {pts(gap)} pts, at most "
+            "0): no gap to remove, no share"
         )
-    if test_before.p_value > test_alpha:
-        return ShareRemoved(
-            share_removed=None,
-            reason="the gap before the intervention is not significant (Crawford-Howell p "
-            f"{p_value(test_before.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share",
-            **out,
+    if test.p_value > test_alpha:
+        return (
+            f"the gap before the intervention ({pts(gap)} pts) is not significant (one-sided Crawford-Howell p "
+            f"{p_value(test.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share"
         )
-    return ShareRemoved(share_removed=multi_bootstrap(families, _share, **common), **out)
+    return None
+
+
+def causal_call(
+    p_holm: float | None,
+    share,
+    test_alpha: float = ALPHA,
+    *,
+    gap_gate: bool = True,
+    no_share_reason: str | None = None,
+) -> tuple[bool | None, str | None]:
+    """The decision for one candidate: (causal, reason).
+
+    With the gap gate (the verdict): causal iff the Holm-adjusted p is at most `test_alpha` and the share's
+    interval lies above 0 (the candidate removes the gap; one that widens it, or whose interval is unbounded or
+    reaches 0, is not causal). No share (no gap to carry, `no_share_reason`) or no p: None. Without the gate
+    (`gap_gate=False`, the `--no-gap-gate` diagnostic): causal iff p_holm <= test_alpha, whatever the gap and
+    the share. `share` is a `RatioInterval`, an `Interval`, a dict with "low", or None.
+    """
+    if p_holm is None:
+        return None, "no between-judge test"
+    passes = bool(p_holm <= test_alpha)
+    holm_words = f"Holm p {p_value(p_holm)} {'<=' if passes else '>'} test_alpha {test_alpha:g}"
+    if not gap_gate:
+        return passes, f"diagnostic without the gap gate: called on the Holm-adjusted p alone ({holm_words})"
+    if share is None:
+        return None, no_share_reason or "no share of the gap: no gap to carry"
+    low = share.get("low") if isinstance(share, dict) else getattr(share, "low", None)
+    removes = low is not None and math.isfinite(low) and low > 0
+    if passes and removes:
+        return True, None
+    why = [] if passes else [holm_words]
+    if not removes:
+        shown = "unbounded" if low is None or not math.isfinite(low) else f"from {pct(low)}"
+        why.append(f"the share's interval ({shown}) does not lie above 0: not shown to remove the gap")
+    return False, "; ".join(why)
+
+
+# --- the share's interval, covered: simulated judges -------------------------------------------------------
+
+
+def simulate_share_judges(
+    rng: np.random.Generator,
+    k: int,
+    *,
+    n_items: int = 90,
+    gap: float = 0.3,
+    share: float = 0.5,
+    judge_sd: float = 0.1,
+    drop_sd: float = 0.05,
+    item_sd: float = 0.01,
+    noise_sd: float = 0.05,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Per-item DBG before and after I for a judge and k controls, y[j, s, i] = mu[j, s] + v[s, i] + w[g, s, i]
+    + e[j, s, i] (the multi-bootstrap's model in tests/metrics/test_judge_level.py, with a stage): seed effects
+    (controls' level u_c ~ N(0, judge_sd), their drop under I 0.05 + N(0, drop_sd)), item effects v shared
+    by every judge (SD 0.1), judge-versus-controls item effects w (item_sd), noise e (noise_sd, correlation 0.5
+    before/after). J sits `gap` above the controls' population and I removes `share` of it: the true share."""
+    level = rng.normal(0, judge_sd, k)
+    drop = 0.05 + rng.normal(0, drop_sd, k)
+    mu = np.stack([np.append(gap, level), np.append(gap - 0.05 - share * gap, level - drop)], axis=1)  # [j, s]
+    shared = rng.normal(0, 0.1, n_items)
+    v = np.stack([shared, shared + rng.normal(0, 0.02, n_items)])  # [s, i]
+    w = rng.normal(0, item_sd, (2, 2, n_items))  # [group, s, i]
+    group = np.append(0, np.ones(k, dtype=int))
+    e0 = rng.normal(0, noise_sd, (k + 1, n_items))
+    e1 = 0.5 * e0 + math.sqrt(0.75) * rng.normal(0, noise_sd, (k + 1, n_items))
+    y = mu[..., None] + v[None] + w[group] + np.stack([e0, e1], axis=1)  # [j, s, i]
+    return y[0, 0], y[0, 1], y[1:, 0], y[1:, 1]
+
+
+@dataclass(frozen=True)
+class ShareCoverage:
+    k: int
+    method: str  # "fieller" or "percentile" (the old multi-bootstrap)
+    coverage: float  # share of simulations whose interval holds the true share
+    ci: tuple[float, float]  # Clopper-Pearson 95 %
+    n_sims: int
+    gated: int  # simulations where the one-sided gap gate passed (a share would be reported)
+    coverage_gated: float | None  # coverage among those
+    unbounded: int  # Fieller sets that are unbounded (never for the percentile interval)
+    unbounded_gated: int  # of those, where the gate passed (a share reported with an unbounded interval)
+    dropped: int  # non-finite bootstrap draws dropped (percentile only)
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def share_interval_coverage(
+    k: int,
+    *,
+    method: str = "fieller",
+    n_sims: int = 1000,
+    seed: int = 0,
+    n_boot: int = 500,
+    level: float = 0.95,
+    **model,
+) -> ShareCoverage:
+    """How often the share's interval holds the true share over `n_sims` simulated judges with k controls
+    (`simulate_share_judges(**model)`), overall and where the gap gate passes (one-sided Crawford-Howell at 0.05)."""
+    if method not in ("fieller", "percentile"):
+        raise InterpError(f"share_interval_coverage: method {method!r}: use 'fieller' or 'percentile'")
+    rng, truth = np.random.default_rng(seed), model.get("share", 0.5)
+    hits, gated, gated_hits, unbounded, unbounded_gated, dropped = 0, 0, 0, 0, 0, 0
+    for s in range(n_sims):
+        jb, ja, cb, ca = simulate_share_judges(rng, k, **model)
+        wide = False
+        if method == "fieller":
+            interval = share_fieller(jb, ja, cb, ca, level=level)
+            hit, wide = ratio_interval_covers(interval, truth), not interval.bounded
+        else:
+            families = [np.stack([jb, ja])[None], np.stack([cb, ca], axis=1)]
+            boot = multi_bootstrap(families, share_statistic, n_boot=n_boot, seed=s, level=level)
+            hit, dropped = boot.low <= truth <= boot.high, dropped + boot.n_dropped
+        gate = crawford_howell(float(jb.mean()), cb.mean(axis=1), "greater")
+        passes = gap_gate_reason(float(jb.mean() - cb.mean()), gate, ALPHA) is None
+        hits, gated, gated_hits = hits + hit, gated + passes, gated_hits + (hit and passes)
+        unbounded, unbounded_gated = unbounded + wide, unbounded_gated + (wide and passes)
+    return ShareCoverage(
+        k=k,
+        method=method,
+        coverage=hits / n_sims,
+        ci=clopper_pearson(hits, n_sims),
+        n_sims=n_sims,
+        gated=gated,
+        coverage_gated=gated_hits / gated if gated else None,
+        unbounded=unbounded,
+        unbounded_gated=unbounded_gated,
+        dropped=dropped,
+    )
 
 
 # --- what skew and heavy tails do to Crawford-Howell ------------------------------------------------------

@@ -1,13 +1,16 @@
-"""Bootstrap intervals over instructions: the one resampling scheme behind every interval the toolkit reports."""
+"""Intervals: the bootstrap over instructions (the one resampling scheme behind the toolkit's bootstrap
+intervals) and Fieller's interval for a ratio of two correlated estimates (the share of a gap removed)."""
 
 from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 import numpy as np
 
 from interp.errors import InterpError
+from interp.metrics.student_t import student_t_two_sided_quantile
 
 
 def bootstrap_ci(
@@ -54,3 +57,68 @@ def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]
     tail = (1.0 - level) / 2.0
     low, high = np.percentile(finite, [100.0 * tail, 100.0 * (1.0 - tail)])
     return (float(low), float(high))
+
+
+@dataclass(frozen=True)
+class RatioInterval:
+    """Fieller's confidence set for a ratio theta = num / den. `kind` says its shape: "bounded" ([low, high]),
+    "two rays" ((-inf, low] and [high, inf): the denominator is not clear of 0), "whole line" (nothing is
+    excluded). `low` / `high` are None where the set is unbounded on that side ("whole line": both None)."""
+
+    estimate: float | None  # num / den; None when den = 0
+    low: float | None
+    high: float | None
+    level: float
+    kind: str
+    df: float  # the t quantile's degrees of freedom
+    t: float  # the two-sided t quantile used
+
+    @property
+    def bounded(self) -> bool:
+        return self.kind == "bounded"
+
+    def to_dict(self) -> dict:
+        return asdict(self) | {"bounded": self.bounded}
+
+
+def fieller_interval(
+    num: float, den: float, covariance: np.ndarray, df: float, *, level: float = 0.95
+) -> RatioInterval:
+    """Fieller's (1954) interval for theta = num / den from two jointly normal estimates with `covariance`
+    [[V_nn, V_nd], [V_nd, V_dd]] (estimated with `df` degrees of freedom).
+
+    H0 at each theta: num - theta * den has mean 0; the set keeps every theta where
+    (num - theta * den)^2 <= t^2 * (V_nn - 2 theta V_nd + theta^2 V_dd), t the two-sided (1 - level) quantile of
+    Student's t with `df`. It is exact for normal estimates and needs no resampling, so no draw is dropped.
+    Where the denominator is not clear of 0 at this level (den^2 < t^2 V_dd) the set is unbounded, and says so
+    (`kind`), instead of a narrow interval that would mislead.
+    """
+    check_level(level)
+    v = np.asarray(covariance, dtype=float)
+    if v.shape != (2, 2) or not np.all(np.isfinite(v)) or not (math.isfinite(num) and math.isfinite(den)):
+        raise InterpError("fieller_interval: need finite num, den and a finite 2 x 2 covariance")
+    t = student_t_two_sided_quantile(1.0 - level, df)
+    t2 = t * t
+    a = den * den - t2 * v[1, 1]
+    b = num * den - t2 * v[0, 1]  # the quadratic is a theta^2 - 2 b theta + c <= 0
+    c = num * num - t2 * v[0, 0]
+    disc = b * b - a * c
+    estimate = num / den if den != 0 else None
+    common = dict(estimate=estimate, level=level, df=float(df), t=float(t))
+    if a > 0:
+        root = math.sqrt(max(disc, 0.0))
+        return RatioInterval(low=(b - root) / a, high=(b + root) / a, kind="bounded", **common)
+    if a < 0 and disc > 0:
+        root = math.sqrt(disc)
+        low, high = sorted(((b + root) / a, (b - root) / a))
+        return RatioInterval(low=low, high=high, kind="two rays", **common)
+    return RatioInterval(low=None, high=None, kind="whole line", **common)
+
+
+def ratio_interval_covers(interval: RatioInterval, value: float) -> bool:
+    """Whether Fieller's set contains `value` (the two rays contain what lies outside (low, high))."""
+    if interval.kind == "whole line":
+        return True
+    if interval.kind == "two rays":
+        return value <= interval.low or value >= interval.high
+    return interval.low <= value <= interval.high

@@ -4,6 +4,7 @@ tests/metrics/test_judge_level.py."""
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -79,9 +80,11 @@ def student_t_cdf(t, df) -> np.ndarray:
     return np.where(t >= 0, 1.0 - half, half)
 
 
+@functools.lru_cache(maxsize=1024)
 def student_t_two_sided_quantile(test_alpha: float, df: float) -> float:
     """The t with P(|T| >= t) = test_alpha for Student's t with `df` degrees of freedom (bisection on the two-sided
-    p, to 1e-10): the half-width, in scale units, of a two-sided 1 - test_alpha interval."""
+    p, to 1e-10): the half-width, in scale units, of a two-sided 1 - test_alpha interval. Cached: simulations ask
+    for the same few quantiles thousands of times."""
     if not 0 < test_alpha < 1:
         raise InterpError(f"student_t: test_alpha = {test_alpha} must be in (0, 1)")
     low, high = 0.0, 1.0

@@ -322,10 +322,13 @@ def test_share_removed_where_the_gap_is_significant() -> None:
 def test_share_removed_reports_both_gaps_and_no_share_without_a_significant_gap() -> None:
     rng = np.random.default_rng(4)
     controls = rng.normal(0, 0.1, (5, 40))
-    judge = controls[0] + 0.01
+    judge = controls.mean(axis=0) + 0.02  # above its controls, well inside their spread
     result = share_removed(judge, judge - 0.005, controls, controls, n_boot=100)
     assert result.share_removed is None and "not significant" in result.reason
+    assert "one-sided" in result.reason and result.test_before.alternative == "greater"
     assert result.gap_before.estimate == pytest.approx(judge.mean() - controls.mean())
+    below = share_removed(controls[0] - 0.01, controls[0] - 0.015, controls, controls, n_boot=100)
+    assert below.share_removed is None and "does not prefer its own answers more" in below.reason
     single = share_removed(judge, judge, controls[:1], controls[:1], n_boot=100)
     assert single.share_removed is None and "a single control judge cannot separate" in single.reason
 

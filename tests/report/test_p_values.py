@@ -1,4 +1,4 @@
-"""A p-value is written to three decimals and never as "0.000": below 0.001 it is "< 0.001"."""
+"""A p-value is written to three decimals and never as "0.000": below 0.001 it is "< 0.001", below 1e-4 "< 1e-4"."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from interp.formatting import p_value
 
 
 def test_small_p_values_are_never_zero():
-    assert p_value(0.0001) == "< 0.001" and p_value(1e-12) == "< 0.001"
+    assert p_value(0.0001) == "< 0.001" and p_value(1e-12) == "< 1e-4" and p_value(9e-19) == "< 1e-4"
     assert p_value(0.001) == "0.001" and p_value(0.0423) == "0.042" and p_value(1.0) == "1.000"
     assert p_value(None) == "n/a" and p_value(float("nan")) == "n/a"
 
