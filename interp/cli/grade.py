@@ -12,6 +12,14 @@ import typer
 
 from interp.grading import GRADE_KINDS, Limits, grade_items, isolation, read_items
 from interp.grading.grade import check_kind
+from interp.grading.sandbox import require_isolation
+
+
+def _plain(text: str):
+    """A cell that shows `text` as it is: no rich markup read in it, a lone surrogate escaped (not a crash)."""
+    from rich.text import Text
+
+    return Text(text.encode("utf-8", errors="backslashreplace").decode("utf-8"))
 
 
 def grade(
@@ -28,6 +36,8 @@ def grade(
     """Grade answers: math (boxed or final answer, normalised), choice (the letter A-E), code (its tests, sandboxed)."""
     check_kind(kind)
     items = read_items(file, kind)
+    if kind == "code":
+        require_isolation()  # refused where the answers would run unconfined, unless opted in
     limits = Limits(cpu_s=cpu, wall_s=timeout, memory_bytes=memory_mib << 20)
     grades = grade_items(items, kind, limits=limits, workers=workers)
     if as_json:
@@ -46,7 +56,9 @@ def grade(
     correct = 0
     for result in grades:
         correct += result.correct
-        table.add_row(result.id, "[green]yes[/green]" if result.correct else "[red]no[/red]", result.reason)
+        table.add_row(
+            _plain(result.id), "[green]yes[/green]" if result.correct else "[red]no[/red]", _plain(result.reason)
+        )
     console = results_console()
     console.print(table)
     note = f"; sandbox: {isolation()}" if kind == "code" else ""

@@ -1,16 +1,22 @@
 """Code answers: the answer's Python run against the item's tests (assert statements) in the sandbox.
 
-The program is the answer's code (the first fenced block that defines something, else the first fenced
-block, else the whole answer), then the tests. Correct when it exits with status 0 within the limits;
-anything else (a failed assert, a syntax error, a crash, a limit) is incorrect with the sandbox's reason.
+The answer's code is the first fenced block that defines something, else the first fenced block, else the
+whole answer. The sandbox's harness (`run_tests`) runs it, then the tests, in one namespace; correct only when
+the harness ran the tests to their end and the program exited with status 0 within the limits. Anything else
+(a failed assert, a syntax error, a crash, a limit, an exit before the tests finished) is incorrect with the
+sandbox's reason. Tests with nothing to check (empty, blank, comments only, no assert and no call) or that
+are not valid Python are the data's fault: refused in one line (`check_tests`), never graded.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections.abc import Sequence
 
-from interp.grading.sandbox import Limits, run_python
+from interp.errors import InterpError
+from interp.grading.sandbox import Limits, run_tests
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -24,13 +30,30 @@ def answer_code(answer: str) -> str:
     return (defining or blocks)[0]
 
 
-def test_program(answer: str, tests: str | Sequence[str]) -> str:
-    """The program the sandbox runs: the answer's code, then the tests."""
-    body = tests if isinstance(tests, str) else "\n".join(tests)
-    return f"{answer_code(answer)}\n\n\n{body}\n"
+def tests_source(tests: str | Sequence[str]) -> str:
+    """The tests as one block of source: a string as it is, a list one statement a line."""
+    return tests if isinstance(tests, str) else "\n".join(tests)
+
+
+def check_tests(tests: str | Sequence[str], where: str = "tests") -> str:
+    """The tests' source; an `InterpError` naming `where` when they are not Python or check nothing (no
+    assert statement and no call anywhere: empty, blank, comments, `pass`)."""
+    source = tests_source(tests)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", SyntaxWarning)
+            tree = ast.parse(source.encode("utf-8", errors="surrogatepass"))
+    except (SyntaxError, ValueError) as exc:
+        line = getattr(exc, "lineno", None)
+        at = f" (line {line})" if line else ""
+        raise InterpError(f"{where}: the tests are not valid Python{at}: {getattr(exc, 'msg', exc)}") from None
+    if not any(isinstance(node, (ast.Assert, ast.Call)) for node in ast.walk(tree)):
+        raise InterpError(f"{where}: the tests check nothing (no assert statement and no call); refusing to grade")
+    return source
 
 
 def code_passes(answer: str, tests: str | Sequence[str], limits: Limits | None = None) -> tuple[bool, str]:
-    """(correct, reason): the answer run against its tests in the sandbox; never raises for the answer's doing."""
-    execution = run_python(test_program(answer, tests), limits)
+    """(correct, reason): the answer run against its tests in the sandbox; never raises for the answer's doing
+    (tests that check nothing are refused, see `check_tests`)."""
+    execution = run_tests(answer_code(answer), check_tests(tests), limits)
     return execution.passed, "all tests passed" if execution.passed else execution.reason

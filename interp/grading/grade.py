@@ -14,7 +14,7 @@ from pathlib import Path
 
 from interp.errors import InterpError
 from interp.grading.choice import choice_equal
-from interp.grading.code_tests import code_passes
+from interp.grading.code_tests import check_tests, code_passes
 from interp.grading.math_answer import math_equal
 from interp.grading.result import GRADE_KINDS, Grade
 from interp.grading.sandbox import Limits
@@ -51,6 +51,9 @@ def _item(record: dict, kind: str, where: str) -> GradeItem:
     target = record[field]
     if kind == "code" and isinstance(target, list) and all(isinstance(line, str) for line in target):
         target = tuple(target)
+        check_tests(target, where)
+    elif kind == "code" and isinstance(target, str):
+        check_tests(target, where)
     elif isinstance(target, (int, float)) and not isinstance(target, bool) and kind != "code":
         target = str(target)
     elif not isinstance(target, str):
@@ -60,9 +63,12 @@ def _item(record: dict, kind: str, where: str) -> GradeItem:
 
 
 def read_items(path: Path, kind: str) -> list[GradeItem]:
-    """The items of a JSONL file for `kind`; duplicate ids are refused."""
+    """The items of a JSONL file for `kind`; duplicate ids, code tests that check nothing and a path that is
+    not a regular file (a device, a pipe: endless) are refused."""
     check_kind(kind)
     path = Path(path)
+    if path.exists() and not path.is_file():
+        raise InterpError(f"{path}: not a regular file (answers to grade are a JSONL file)")
     text = read_user_text(path, "answers to grade")
     items: list[GradeItem] = []
     seen: set[str] = set()

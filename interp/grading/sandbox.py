@@ -1,31 +1,37 @@
 """The code sandbox: model-written Python run in a subprocess that cannot harm the host, every failure a value.
 
-One run (`run_python`) writes the program into a fresh temporary folder and runs `python -I -S` there (isolated
-mode: no user site, no PYTHON* variables, no `site`) with an empty environment, in a session and process
-group of its own, under limits on CPU time (RLIMIT_CPU), address space (RLIMIT_AS), processes (RLIMIT_NPROC),
-file size (RLIMIT_FSIZE: its output files too) and wall-clock time. At the end the whole process group is
-killed and the folder deleted; nothing the program started keeps running.
+One run (`run_python`, or `run_tests` for an answer and its tests) writes the program into a fresh temporary
+folder and runs `python -I -S` on it (isolated mode: no user site, no PYTHON* variables, no `site`) with an
+empty environment, in a session and process group of its own, under limits on CPU time (RLIMIT_CPU), address
+space (RLIMIT_AS), processes (RLIMIT_NPROC), each file's size (RLIMIT_FSIZE: its output files too), its total
+disk use and wall-clock time. At the end the whole process group is killed and the folder deleted; nothing the
+program started keeps running.
 
 Isolation (`isolation()` says which one a run gets):
 - "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network,
-  IPC (no System V objects of the host), UTS and PID namespaces. No network interface but a down loopback (a connect
-  fails); every mount but the sandbox folder read-only (`interp/grading/jail.py`), locked by a nested user namespace;
-  the program runs under jail.py, PID 1 of its own PID namespace, so when it ends the kernel kills every process it
-  left, and a program that leaves any running is not correct ("left N processes running"). RLIMIT_NPROC does not
-  bind a caller that is root on the host (uid 0 is exempt); there the namespace's own pid_max (Linux >= 6.14) caps
-  the processes at about 300.
+  IPC (no System V objects of the host), UTS and PID namespaces, and a new root (`interp/grading/jail.py`) that
+  holds only /usr, /bin, /sbin, /lib* and the interpreter's installation, read-only, a fresh /dev and /proc,
+  and the program's folder /sandbox, a tmpfs of `Limits.disk_bytes`: no host /etc, /root, /home, /tmp, /run or
+  /var, so no host secret to read and no socket file to connect to; no network interface but a down loopback.
+  The mounts are locked by a nested user namespace; the program runs under jail.py, PID 1 of its own PID
+  namespace, so when it ends the kernel kills every process it left, and a program that leaves any running is
+  not correct ("left N processes running"). RLIMIT_NPROC does not bind a caller that is root on the host
+  (uid 0 is exempt); there the namespace's own pid_max (Linux >= 6.14) caps the processes at about 300.
 - "guard" (no usable `unshare`): the same limits and process group, and a guard module run before the program
-  that removes `socket` creation. It is not a security boundary: the filesystem is not confined (a write
-  by absolute path reaches the host) and a determined program can undo the guard.
+  that removes `socket` creation. It is not a security boundary (the program sees the host's files as the
+  caller does), so it runs only where the caller opts in with INTERP_SANDBOX=guard; otherwise a run is refused.
 
 Reasons are short, one line: "ok", "timed out after 5 s", "CPU time limit (5 s)", "memory limit (1 GiB)",
-"syntax error: ...", the last line of the traceback, or "killed by signal N".
+"disk limit (32 MiB in all)", "syntax error: ...", the exception of the last traceback (its type and at most
+200 characters of its message, absolute paths outside /sandbox replaced by "<path>"), or "killed by signal N".
 """
 
 from __future__ import annotations
 
 import functools
 import os
+import re
+import secrets
 import shutil
 import signal
 import subprocess
@@ -34,9 +40,13 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
+from interp.errors import InterpError
+
 JAIL = Path(__file__).with_name("jail.py")
 SETUP_FAILED = 121  # jail.py's exit code when it could not confine the program
 LEFT_RUNNING = 122  # jail.py's exit code when the program left processes running
+OPT_IN = "INTERP_SANDBOX"  # INTERP_SANDBOX=guard: run answers without namespaces (not a security boundary)
+MESSAGE_CHARS = 200  # of an exception's message in a reason
 GUARD = (
     "import socket as _s\n"
     "def _refuse(*args, **kwargs):\n"
@@ -45,22 +55,52 @@ GUARD = (
     "    setattr(_s, _name, _refuse)\n"
     "del _s, _name, _refuse\n"
 )
+# The harness of `run_tests` (solution.py): it reads the run's token from stdin before any of the answer runs,
+# runs the answer then the tests in one namespace, and writes the token last on stdout only when the tests
+# ran to their end. Any exception (SystemExit included) is printed and ends the process at once (os._exit:
+# no atexit hook, no excepthook, no token); an exit of the answer's own (os._exit) never writes the token.
+HARNESS = """\
+import os, sys, traceback
+def _run():
+    token = os.read(0, 64)
+    with open("answer.py", "rb") as handle:
+        answer = handle.read()
+    with open("tests.py", "rb") as handle:
+        tests = handle.read()
+    scope = {"__name__": "__main__", "__builtins__": __builtins__}
+    try:
+        exec(compile(answer, "answer.py", "exec"), scope)
+        exec(compile(tests, "tests.py", "exec"), scope)
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except BaseException:
+        traceback.print_exc()
+        os._exit(1)
+    return token
+os.write(1, b"\\n" + _run() + b"\\n")
+os._exit(0)
+"""
+_PATH = re.compile(r"(?<![\w./~-])/(?!sandbox\b)[\w.~+-][^\s'\":,;()\[\]{}]*")
 
 
 @dataclass(frozen=True)
 class Limits:
-    """What one run may use. `memory_bytes` is address space (RLIMIT_AS), not resident memory."""
+    """What one run may use. `memory_bytes` is address space (RLIMIT_AS), not resident memory; `file_bytes`
+    each file, `disk_bytes` all its files together (the size of its folder, namespaces mode)."""
 
     cpu_s: int = 5
     wall_s: float = 10.0
     memory_bytes: int = 1 << 30
     processes: int = 64
     file_bytes: int = 1 << 20
+    disk_bytes: int = 32 << 20
 
 
 @dataclass(frozen=True)
 class Execution:
-    """The outcome of one run: `passed` when the program exited with status 0 within its limits."""
+    """The outcome of one run: `passed` when the program exited with status 0 within its limits (and, for
+    `run_tests`, its tests ran to their end). `stdout` and `stderr` are the program's own (their last 4000
+    bytes), which in namespaces mode cannot hold a host file the program could not see."""
 
     passed: bool
     reason: str
@@ -68,21 +108,6 @@ class Execution:
     stdout: str
     stderr: str
     isolation: str
-
-
-@functools.lru_cache(maxsize=1)
-def isolation() -> str:
-    """'namespaces' where a trial run in new user, mount, network and PID namespaces works, else 'guard'."""
-    unshare = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")
-    if unshare is None or not sys.platform.startswith("linux"):
-        return "guard"
-    try:
-        probe = subprocess.run(
-            [unshare, *_NAMESPACES, "--", "/bin/true"], env={}, capture_output=True, timeout=10, check=False
-        )
-    except (OSError, subprocess.SubprocessError):
-        return "guard"
-    return "namespaces" if probe.returncode == 0 else "guard"
 
 
 _NAMESPACES = (
@@ -97,6 +122,36 @@ _NAMESPACES = (
     "--kill-child",
     "--mount-proc",
 )
+
+
+def _unshare() -> str | None:
+    return shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin")
+
+
+@functools.lru_cache(maxsize=1)
+def isolation() -> str:
+    """'namespaces' where a trial run in new user, mount, network and PID namespaces works, else 'guard'."""
+    unshare = _unshare()
+    if unshare is None or not sys.platform.startswith("linux"):
+        return "guard"
+    try:
+        probe = subprocess.run(
+            [unshare, *_NAMESPACES, "--", "/bin/true"], env={}, capture_output=True, timeout=10, check=False
+        )
+    except (OSError, subprocess.SubprocessError):
+        return "guard"
+    return "namespaces" if probe.returncode == 0 else "guard"
+
+
+def require_isolation() -> str:
+    """The isolation a run gets; refused in one line where it would be the guard and the caller has not opted in."""
+    mode = isolation()
+    if mode == "guard" and os.environ.get(OPT_IN) != "guard":
+        raise InterpError(
+            "code answers run only in the namespaces sandbox, which this machine lacks (util-linux `unshare` and "
+            f"unprivileged user namespaces); {OPT_IN}=guard runs them unconfined, with the host's files in reach"
+        )
+    return mode
 
 
 def _guard_prelude(limits: Limits) -> str:
@@ -116,8 +171,8 @@ def _guard_prelude(limits: Limits) -> str:
 
 def _command(folder: Path, limits: Limits, mode: str) -> list[str]:
     if mode == "namespaces":
-        unshare = shutil.which("unshare", path="/usr/bin:/bin:/usr/sbin:/sbin") or "unshare"
-        numbers = (limits.cpu_s, limits.memory_bytes, limits.processes, limits.file_bytes)
+        unshare = _unshare() or "unshare"
+        numbers = (limits.cpu_s, limits.memory_bytes, limits.processes, limits.file_bytes, limits.disk_bytes)
         return [
             unshare,
             *_NAMESPACES,
@@ -174,13 +229,25 @@ def _last_error(stderr: str) -> str:
     return lines[-1] if lines else ""
 
 
+def bounded(error: str) -> str:
+    """An error line as a reason: its exception type and at most MESSAGE_CHARS characters of its message,
+    printable, with absolute paths outside /sandbox replaced by "<path>"."""
+    name, colon, message = error.partition(":")
+    if not colon:
+        name, message = "", error
+    message = _PATH.sub("<path>", "".join(char if char.isprintable() else " " for char in message.strip()))
+    if len(message) > MESSAGE_CHARS:
+        message = message[:MESSAGE_CHARS] + "..."
+    return f"{name[:80]}: {message}" if name and message else (name[:80] or message)
+
+
 def _reason(returncode: int, stderr: str, limits: Limits) -> str:
     if returncode == 0:
         return "ok"
     lines = [line.strip() for line in stderr.splitlines() if line.strip()]
     last = lines[-1] if lines else ""
     if (returncode, last.split(" ")[0]) in ((SETUP_FAILED, "sandbox"), (LEFT_RUNNING, "left")):
-        return last
+        return bounded(last)
     signal_number = _killed_by(returncode, last)
     if signal_number == signal.SIGXCPU:
         return f"CPU time limit ({limits.cpu_s} s)"
@@ -189,46 +256,95 @@ def _reason(returncode: int, stderr: str, limits: Limits) -> str:
     error = _last_error(stderr)
     if error.startswith("MemoryError") or "Cannot allocate memory" in error:
         return f"memory limit ({limits.memory_bytes / 2**30:g} GiB)"
+    if "No space left on device" in error:
+        return f"disk limit ({limits.disk_bytes / 2**20:g} MiB in all)"
     if error.startswith(("SyntaxError", "IndentationError", "TabError")):
-        return f"syntax error: {error}"
+        return f"syntax error: {bounded(error)}"
     if signal_number is not None:
         return f"killed by signal {signal.Signals(signal_number).name}"
-    return error or f"exit status {returncode}"
+    return bounded(error) or f"exit status {returncode}"
 
 
-def run_python(program: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
-    """Run `program` (Python source) in the sandbox; never raises for anything the program does. Its folder
-    and logs are made under `temp_root` (default: the system's temporary folder) and deleted at the end."""
-    limits = limits or Limits()
-    mode = isolation()
+@dataclass(frozen=True)
+class _Finished:
+    returncode: int | None  # None: timed out
+    stdout: bytes
+    stderr: bytes
+    mode: str
+
+
+def _launch(folder: Path, logs: Path, limits: Limits, mode: str, stdin: bytes) -> int | None:
+    """The program started in `folder`, `stdin` written to it, waited for; its exit status or None (timed out)."""
+    with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
+        process = subprocess.Popen(
+            _command(folder, limits, mode),
+            cwd=folder,
+            env={},
+            stdin=subprocess.PIPE,
+            stdout=out,
+            stderr=err,
+            start_new_session=True,
+            close_fds=True,
+        )
+        try:
+            process.stdin.write(stdin)
+            process.stdin.close()
+        except OSError:  # it ended before reading
+            pass
+        try:
+            return process.wait(timeout=limits.wall_s)
+        except subprocess.TimeoutExpired:
+            return None
+        finally:
+            _kill_group(process)
+            process.wait()
+
+
+def _run(files: dict[str, str], limits: Limits, temp_root: Path | None, stdin: bytes = b"") -> _Finished:
+    """`files` (solution.py the program) run in the sandbox; the folder and logs deleted afterwards."""
+    mode = require_isolation()
+    encoded = {name: text.encode("utf-8", errors="surrogatepass") for name, text in files.items()}
     folder = Path(tempfile.mkdtemp(prefix="interp-sandbox-", dir=temp_root))
-    logs = Path(
-        tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root)
-    )  # outside the folder the program can write
+    logs = Path(tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root))  # outside the program's reach
     try:
-        (folder / "solution.py").write_text(program, encoding="utf-8")
-        with open(logs / "stdout", "wb") as out, open(logs / "stderr", "wb") as err:
-            process = subprocess.Popen(
-                _command(folder, limits, mode),
-                cwd=folder,
-                env={},
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=err,
-                start_new_session=True,
-                close_fds=True,
-            )
-            try:
-                returncode: int | None = process.wait(timeout=limits.wall_s)
-            except subprocess.TimeoutExpired:
-                returncode = None
-            finally:
-                _kill_group(process)
-                process.wait()
-        stdout, stderr = _tail((logs / "stdout").read_bytes()), _tail((logs / "stderr").read_bytes())
+        for name, data in encoded.items():
+            (folder / name).write_bytes(data)
+        returncode = _launch(folder, logs, limits, mode, stdin)
+        return _Finished(returncode, (logs / "stdout").read_bytes(), (logs / "stderr").read_bytes(), mode)
     finally:
         _remove(folder)
         shutil.rmtree(logs, ignore_errors=True)
-    if returncode is None:
-        return Execution(False, f"timed out after {limits.wall_s:g} s", None, stdout, stderr, mode)
-    return Execution(returncode == 0, _reason(returncode, stderr, limits), returncode, stdout, stderr, mode)
+
+
+def _execution(run: _Finished, limits: Limits, stdout: bytes | None = None) -> Execution:
+    out, err = _tail(run.stdout if stdout is None else stdout), _tail(run.stderr)
+    if run.returncode is None:
+        return Execution(False, f"timed out after {limits.wall_s:g} s", None, out, err, run.mode)
+    reason = _reason(run.returncode, err, limits)
+    return Execution(run.returncode == 0, reason, run.returncode, out, err, run.mode)
+
+
+def run_python(program: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
+    """Run `program` (Python source) in the sandbox; passed when it exits with status 0. Never raises for
+    anything the program does (refused in one line where the sandbox is missing, see `require_isolation`).
+    Its folder and logs are made under `temp_root` (default: the system's temporary folder), deleted at the end."""
+    limits = limits or Limits()
+    return _execution(_run({"solution.py": program}, limits, temp_root), limits)
+
+
+def run_tests(code: str, tests: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
+    """Run an answer's `code` and then its `tests` in the sandbox; passed only when the harness itself ran the
+    tests to their end (it writes a token, drawn per run and read before the answer runs, after the last
+    test) and the program exited with status 0. An exit before that (`os._exit(0)`, `SystemExit`, an atexit
+    hook, an excepthook) or a printed imitation of the token is not passed."""
+    limits = limits or Limits()
+    token = secrets.token_hex(16).encode()
+    files = {"solution.py": HARNESS, "answer.py": code, "tests.py": tests}
+    run = _run(files, limits, temp_root, stdin=token)
+    marker = b"\n" + token + b"\n"
+    finished = marker in run.stdout
+    execution = _execution(run, limits, run.stdout.replace(marker, b""))
+    if execution.passed and not finished:
+        reason = "the program ended before its tests finished (exit status 0 without the harness's token)"
+        return Execution(False, reason, execution.returncode, execution.stdout, execution.stderr, execution.isolation)
+    return execution

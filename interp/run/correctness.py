@@ -17,6 +17,8 @@ from pathlib import Path
 from interp.data import Item
 from interp.errors import InterpError
 from interp.grading import GradeItem, grade_items
+from interp.grading.code_tests import check_tests
+from interp.grading.sandbox import require_isolation
 from interp.storage import append_jsonl, read_jsonl
 
 
@@ -28,7 +30,8 @@ def grading_target(item: Item, grader: str) -> str | tuple[str, ...] | None:
 
 
 def check_gradable(items: Sequence[Item], grader: str) -> None:
-    """A grader with no item to grade is a mistake in the config or the data: one line, before any work."""
+    """A grader with no item to grade, or code tests that check nothing (`check_tests`), is a mistake in the
+    config or the data: one line, before any work; so is a code grader without the namespaces sandbox."""
     if grader == "none":
         return
     if not any(grading_target(item, grader) for item in items):
@@ -36,6 +39,11 @@ def check_gradable(items: Sequence[Item], grader: str) -> None:
         raise InterpError(
             f"grader = {grader!r} but none of the run's {len(items)} items has a {field!r}; nothing to grade"
         )
+    if grader == "code":  # tests that check nothing would pass every answer; no sandbox, no code grading
+        for item in items:
+            if grading_target(item, grader):
+                check_tests(grading_target(item, grader), f"item {item.id!r}")
+        require_isolation()
 
 
 def read_correctness_lines(path: Path) -> dict[tuple[str, str], dict]:

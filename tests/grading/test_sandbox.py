@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from interp.errors import InterpError
 from interp.grading import Limits, code_passes, isolation, run_python
 
 LIMITS = Limits(cpu_s=2, wall_s=5.0, memory_bytes=1 << 30)
@@ -48,8 +49,10 @@ def test_syntax_errors_and_crashes_are_incorrect_not_raised(tmp_path):
 def test_a_write_outside_its_folder_is_refused(tmp_path):
     outside = tmp_path / "outside.txt"
     passed, reason = graded(f"open({str(outside)!r}, 'w').write('pwned')\n" + GOOD, tmp_path)
-    assert not passed and "Read-only file system" in reason
+    assert not passed and reason == "FileNotFoundError: [Errno 2] No such file or directory: '<path>'", reason
     assert not outside.exists()
+    passed, reason = graded("open('/usr/pwned', 'w').write('pwned')\n" + GOOD, tmp_path)
+    assert not passed and "Read-only file system" in reason
 
 
 @namespaces
@@ -130,10 +133,15 @@ def test_code_passes_reads_fenced_answers():
 
 
 def test_the_guard_fallback_keeps_the_limits_and_refuses_sockets(tmp_path, monkeypatch):
-    """Where user namespaces are missing: no network by the socket guard, the rlimits, the wall clock."""
+    """Where user namespaces are missing a run is refused unless the caller opts in; then no network by the socket
+    guard, the rlimits, the wall clock."""
     from interp.grading import sandbox
 
     monkeypatch.setattr(sandbox, "isolation", lambda: "guard")
+    monkeypatch.delenv("INTERP_SANDBOX", raising=False)
+    with pytest.raises(InterpError, match="INTERP_SANDBOX=guard runs them unconfined"):
+        run_python(GOOD, LIMITS, temp_root=tmp_path)
+    monkeypatch.setenv("INTERP_SANDBOX", "guard")
     run = run_python("import socket\nsocket.create_connection(('127.0.0.1', 9))\n", LIMITS, temp_root=tmp_path)
     assert (run.passed, run.isolation) == (False, "guard") and "disabled in the sandbox" in run.reason
     assert run_python("blob = bytearray(8 * 2**30)\n", LIMITS, temp_root=tmp_path).reason == "memory limit (1 GiB)"
