@@ -3,6 +3,8 @@
 In order of trust: "answer is (B)" / "Answer: B" (the last such phrase), a bold or boxed letter (`**C**`,
 `\\boxed{D}`), an answer that starts with a letter on its own ("B.", "(B)", "B) ...", "B"), and an answer whose
 only stand-alone capital letter A-E in parentheses is one letter. Nothing found is "no choice found".
+Prose is not a choice: an answer that starts with the article ("A lot of people think ...", "A good answer
+...") or "E.g.", and "the answer is a function" (a lower-case letter followed by a word), name no letter.
 """
 
 from __future__ import annotations
@@ -10,9 +12,18 @@ from __future__ import annotations
 import re
 
 LETTERS = "ABCDE"
-_PHRASE = re.compile(r"answer\s*(?:is|:)?\s*(?:option\s*)?[:\s]*[\(\[*]*\s*([A-E])\b(?![\w'])", re.IGNORECASE)
+_PHRASE = re.compile(
+    r"answer\s*(?:is|:)?\s*(?:option\s*)?[:\s]*[\(\[*]*\s*"
+    r"(?:((?-i:[A-E]))\b(?![\w'])|([a-e])(?=\s*(?:[\)\]*]|$|[.,;:!?](?!\w))))",  # "is a function": prose
+    re.IGNORECASE,
+)
 _MARKED = re.compile(r"(?:\*\*|\\boxed\{|\\textbf\{)\s*\(?([A-E])\)?[.:]?\s*(?:\*\*|\})")
-_LEADING = re.compile(r"^\s*[\(\[]?([A-E])(?:[\)\].:]|\s*$|\s+[-–—]|\s)")
+_LEADING = re.compile(
+    r"^\s*(?:[\(\[]([A-E])[\)\]]"  # (B), [B]
+    r"|([A-E])(?:[\)\]:]|\.(?!\w)|\s*$|\s+[-–—])"  # B) B. B: B alone, B - why ("E.g." is not E)
+    r"|([B-E])\s"  # B and a word
+    r"|(A)\s+(?=(?:is|because|since|as)\b))"  # "A" and another word is the article ("A lot of ...") but these
+)
 _PARENTHESISED = re.compile(r"\(([A-E])\)")
 
 
@@ -20,13 +31,13 @@ def extract_choice(answer: str) -> str | None:
     """The letter the answer picks, upper case, or None."""
     phrases = _PHRASE.findall(answer)
     if phrases:
-        return phrases[-1].upper()
+        return "".join(phrases[-1]).upper()
     marked = _MARKED.findall(answer)
     if marked:
         return marked[-1]
     leading = _LEADING.match(answer)
     if leading:
-        return leading.group(1)
+        return next(letter for letter in leading.groups() if letter)
     parenthesised = set(_PARENTHESISED.findall(answer))
     if len(parenthesised) == 1:
         return parenthesised.pop()

@@ -4,7 +4,8 @@ the last line), normalised, compared with the reference as text and, where both 
 Normalisation: `$` signs, `\\left`/`\\right`, `\\!`, `\\,`, `\\text{...}` units and text, `^\\circ` and `%`, a leading
 `x =`, thousands commas (`1,000`), a trailing `.0`, spaces, surrounding parentheses of a single number, and simple
 LaTeX fractions (`\\frac{a}{b}`, `\\dfrac`, `\\tfrac`, `\\frac12`) to `a/b`. Numbers compare exactly as fractions
-(`0.5` = `1/2` = `\\frac{1}{2}`); anything else compares as normalised text.
+(`0.5` = `1/2` = `\\frac{1}{2}`); anything else (and a number of more than 4300 digits, past Python's limit on
+converting text to int) compares as normalised text. The reason shows at most 60 characters of each side.
 """
 
 from __future__ import annotations
@@ -87,11 +88,17 @@ def as_number(text: str) -> Fraction | None:
     match = re.fullmatch(r"(-?\d+(?:\.\d+)?)(?:/(-?\d+(?:\.\d+)?))?", text)
     if not match:
         return None
-    numerator = Fraction(match.group(1))
-    if match.group(2) is None:
-        return numerator
-    denominator = Fraction(match.group(2))
+    try:  # past Python's limit on digits in an int (4300), a number compares as its text
+        numerator = Fraction(match.group(1))
+        denominator = Fraction(match.group(2)) if match.group(2) is not None else Fraction(1)
+    except ValueError:
+        return None
     return numerator / denominator if denominator else None
+
+
+def _shown(text: str, limit: int = 60) -> str:
+    """A side of the comparison as the reason shows it: quoted, at most `limit` characters of it."""
+    return repr(text) if len(text) <= limit else f"{text[: limit // 2]!r}...({len(text)} characters)"
 
 
 def math_equal(answer: str, reference: str) -> tuple[bool, str]:
@@ -105,4 +112,4 @@ def math_equal(answer: str, reference: str) -> tuple[bool, str]:
         same = got_number == want_number
     else:
         same = got == want
-    return same, f"{got!r} {'=' if same else '!='} {want!r}"
+    return same, f"{_shown(got)} {'=' if same else '!='} {_shown(want)}"

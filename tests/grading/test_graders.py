@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from interp.errors import InterpError
@@ -87,3 +89,38 @@ def test_grade_items_keeps_the_order_with_several_workers(tmp_path):
     path.write_text("\n".join(lines) + "\n")
     grades = list(grade_items(read_items(path, "code"), "code", workers=2))
     assert [(g.id, g.correct) for g in grades] == [("0", False), ("1", True), ("2", False), ("3", True)]
+
+
+@pytest.mark.parametrize(
+    ("answer", "letter"),
+    [
+        ("A lot of people think it is B.", None),
+        ("A good answer would say (C).", "C"),
+        ("E.g. the first option fails; the answer is D", "D"),
+        ("The answer is a function of x.", None),
+        ("A is correct", "A"),
+        ("A) because it holds", "A"),
+        ("Answer: (b)", "B"),
+    ],
+)
+def test_prose_words_are_not_read_as_choices(answer, letter):
+    assert extract_choice(answer) == letter
+
+
+def test_a_number_past_the_int_digit_limit_compares_as_text_with_a_short_reason():
+    digits = "7" * 5000
+    correct, reason = math_equal(f"\\boxed{{{digits}}}", digits)
+    assert correct and len(reason) < 200, reason
+    correct, reason = math_equal(f"\\boxed{{{digits}}}", "8")
+    assert not correct and len(reason) < 200, reason
+    assert not math_equal(f"\\boxed{{0.{digits}}}", "0.7")[0]
+
+
+def test_reading_items_refuses_a_device_and_tests_that_check_nothing(tmp_path):
+    with pytest.raises(InterpError, match="not a regular file"):
+        read_items(Path("/dev/zero"), "math")
+    path = tmp_path / "code.jsonl"
+    for tests in ('""', "[]", '"# only a comment"', '["pass"]'):
+        path.write_text(f'{{"id": 1, "answer": "x = 1", "tests": {tests}}}\n')
+        with pytest.raises(InterpError, match=r"code.jsonl:1: the tests (check nothing|are not valid)"):
+            read_items(path, "code")
