@@ -36,17 +36,41 @@ from interp.run.store import RunDir
 from interp.run.summary import judge_verdicts
 
 
-def read_run_correctness(path: str | Path) -> dict[tuple[str, str], bool]:
+def _run_names(path: Path, judgments: Sequence[JudgmentRecord]) -> tuple[set[str], set[str]]:
+    """(item ids, models) of the run a correctness file belongs to: its judgments' and answers'."""
+    items = {j.item_id for j in judgments}
+    models = {name for j in judgments for name in (j.model_a, j.model_b)}
+    responses = path.parent / "responses.jsonl"
+    if responses.is_file():
+        for _, obj in iter_jsonl(responses):
+            items.add(str(obj.get("item_id")))
+            models.add(str(obj.get("model")))
+    return items, models
+
+
+def read_run_correctness(
+    path: str | Path, judgments: Sequence[JudgmentRecord] | None = None
+) -> dict[tuple[str, str], bool]:
     """Read a DBG run's ``correctness.jsonl`` (``{"item_id", "model", "correct": bool}``) into
-    ``{(item_id, model): correct}``. Errors name the file and line."""
+    ``{(item_id, model): correct}``. Refused in one line naming the file and line: a missing field, two lines
+    for one (item, model) that disagree, and (given the run's `judgments`) an item or model the run does not
+    have (its judgments and answers), which would otherwise be dropped unseen."""
     path = Path(path)
+    items, models = _run_names(path, judgments) if judgments is not None else (None, None)
     out: dict[tuple[str, str], bool] = {}
     for lineno, obj in iter_jsonl(path):
         where = f"{path}, line {lineno}"
         missing = [name for name in ("item_id", "model", "correct") if name not in obj]
         if missing:
             raise InterpError(f"{where}: missing field {', '.join(repr(m) for m in missing)}")
-        out[(str(obj["item_id"]), str(obj["model"]))] = flag(obj["correct"], "correct", where)
+        key, correct = (str(obj["item_id"]), str(obj["model"])), flag(obj["correct"], "correct", where)
+        if items is not None and key[0] not in items:
+            raise InterpError(f"{where}: item {key[0]!r} is not one of this run's items")
+        if models is not None and key[1] not in models:
+            raise InterpError(f"{where}: model {key[1]!r} is not one of this run's models")
+        if out.get(key, correct) != correct:
+            raise InterpError(f"{where}: item {key[0]!r}, model {key[1]!r} graded again with the other verdict")
+        out[key] = correct
     if not out:
         raise InterpError(f"{path}: no correctness records (empty file)")
     return out
@@ -275,7 +299,7 @@ def run_lenses(
         raise InterpError(f"{run_dir}: no judgments.jsonl in this run directory")
     judgments = read_judgments(judgments_path, required=True)
     correctness_path = run_dir / "correctness.jsonl"
-    correctness = read_run_correctness(correctness_path) if correctness_path.exists() else None
+    correctness = read_run_correctness(correctness_path, judgments) if correctness_path.exists() else None
 
     config = RunDir(run_dir).read_config() if RunDir(run_dir).config.is_file() else None
     self_records = run_self_records(judgments)
