@@ -41,6 +41,7 @@ from interp.errors import InterpError
 
 ENV = "INTERP_THREADS"
 MIN_INTERVAL_S = 0.5  # shorter intervals between batches are too noisy to decide on
+THREADS_PER_CORE = 4  # the most INTERP_THREADS may pin per core (`pinned_threads`): more only slows, far more crashes
 
 Reader = Callable[[str], str]  # a /proc file's path -> its text (tests pass a fake one)
 
@@ -115,8 +116,17 @@ def others_busy(before: CpuSample, after: CpuSample) -> float:
     return max(0.0, ((after.busy - before.busy) - (after.own - before.own)) / elapsed)
 
 
+def max_threads() -> int:
+    """The most threads `INTERP_THREADS` may pin: `THREADS_PER_CORE` per core of the machine."""
+    return THREADS_PER_CORE * max(1, os.cpu_count() or 1, allowed_cores())
+
+
 def pinned_threads(env: Mapping[str, str] | None = None) -> int | None:
-    """`INTERP_THREADS` as a whole number >= 1, or None when unset; anything else is one line."""
+    """`INTERP_THREADS` as a whole number from 1 to `max_threads()`, or None when unset; anything else is one line.
+
+    The bound is refused, never clamped: torch asked for tens of thousands of OpenMP threads crashes the process
+    (`INTERP_THREADS=99999`: every command died of a segmentation fault, exit 139), and a count silently lowered
+    would not be the count the user pinned."""
     env = os.environ if env is None else env
     value = env.get(ENV, "").strip()
     if not value:
@@ -127,6 +137,11 @@ def pinned_threads(env: Mapping[str, str] | None = None) -> int | None:
         count = 0
     if count < 1:
         raise InterpError(f"{ENV} must be a whole number of threads, at least 1, not {value!r}")
+    if count > max_threads():
+        raise InterpError(
+            f"{ENV}={value} is more threads than this machine can run ({os.cpu_count()} cores); "
+            f"use at most {max_threads()} ({THREADS_PER_CORE} per core), or unset it to use the free cores"
+        )
     return count
 
 
