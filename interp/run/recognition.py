@@ -6,13 +6,16 @@ answer of the run, writes its reason (greedy, up to `max_rationale_tokens`, stop
 `"judgment"`), and its verdict is read after `"judgment": "` over the labels yes / no (single-token spellings,
 renormalised). The truth is the (judge, author) relatedness of the run (`interp.run.relatedness`: declared in
 the config, else "same" for the judge's own model, else "unrelated"): a related author's answer should get "yes". The
-probe writes `recognition/<judge>.jsonl` (one line per item and author, resumable) and returns the accuracy per author
+probe writes `recognition/<judge>-<settings>.jsonl` (one line per item and author, resumable; another
+`max_rationale_tokens` is another file) and returns the accuracy per author
 (the toolkit's one tie rule, `hard_wins`: P(yes) = 0.5 is neither) beside
 the mean P(yes); the paper finds judges near chance (Table 4).
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
@@ -120,9 +123,18 @@ def recognition_probe(
     return out
 
 
+def recognition_key(max_rationale_tokens: int) -> str:
+    """The name of what determines a probe's lines besides its judge: the reason's token budget, readable, and a
+    hash of the prompt, cues and labels (a changed prompt is another file too)."""
+    probe = json.dumps([RECOGNITION_PROMPT, REASON_CUE, VERDICT_CUE, RECOGNITION_LABELS, max_rationale_tokens])
+    return f"reason{max_rationale_tokens}-{hashlib.sha256(probe.encode()).hexdigest()[:8]}"
+
+
 def run_recognition(run_dir: Path, judge: str, *, models=None, max_rationale_tokens: int = 64) -> dict:
     """The probe on a finished run: `judge` (any local model) on every author's answers, the truth from the run
-    config's relatedness; lines in `recognition/<judge>.jsonl` of the run (`RunDir.recognition`)."""
+    config's relatedness; lines in `recognition/<judge>-<key>.jsonl` of the run (`RunDir.recognition`), keyed by
+    the judge and `recognition_key` (the reason's token budget, the prompt): a rerun with the same settings
+    reads them back, one with another budget makes its own."""
     from interp.core.models import ModelCache
     from interp.core.placement import placement_of
     from interp.run.store import check_finished
@@ -139,7 +151,7 @@ def run_recognition(run_dir: Path, judge: str, *, models=None, max_rationale_tok
             paths.read_items(),
             paths.read_responses(),
             relations,
-            path=paths.recognition(judge),
+            path=paths.recognition(judge, recognition_key(max_rationale_tokens)),
             batch_size=config.batch_size,
             max_rationale_tokens=max_rationale_tokens,
         )

@@ -180,9 +180,10 @@ class RunDir:
         """SALIERI's pointwise judgments (`interp.run.pointwise`): one line per (judge, item, author)."""
         return self.root / "pointwise.jsonl"
 
-    def recognition(self, judge: str) -> Path:
-        """Preference Leakage's recognition probe of one judge (`interp.run.recognition`)."""
-        return self.root / "recognition" / f"{keyed_label(judge)}.jsonl"
+    def recognition(self, judge: str, key: str) -> Path:
+        """Preference Leakage's recognition probe of one judge under the settings `key` names
+        (`interp.run.recognition.recognition_key`): another setting is another file, never the first one's lines."""
+        return self.root / "recognition" / f"{keyed_label(judge)}-{key}.jsonl"
 
     def pointwise_attention(self, judge: str, suffix: str = ".safetensors") -> Path:
         """A pointwise judge's attention: shards (suffix ""), arrays (".safetensors") and index (".json")."""

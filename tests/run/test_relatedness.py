@@ -17,6 +17,7 @@ from interp.metrics.pls import preference_leakage_score
 from interp.run.pipeline import run_dbg
 from interp.run.recognition import (
     RECOGNITION_PROMPT,
+    recognition_key,
     recognition_prompt,
     run_recognition,
 )
@@ -120,12 +121,27 @@ def test_the_recognition_probe_reads_yes_or_no_after_the_reason(related_run, smo
     result = run_recognition(out, cousin, max_rationale_tokens=4)
     me, other = config.models
     assert result[other]["relatedness"] == "family" and result[me]["relatedness"] == "unrelated"
-    rows = read_jsonl(RunDir(out).recognition(cousin))
+    rows = read_jsonl(RunDir(out).recognition(cousin, recognition_key(4)))
     assert len(rows) == 2 * config.n and all(0.0 <= r["p_yes"] <= 1.0 and isinstance(r["reason"], str) for r in rows)
     related = [r for r in rows if r["author"] == other]
     assert result[other]["accuracy"] == pytest.approx(
         sum(r["p_yes"] > 0.5 for r in related) / len(related)
     )  # no exact tie here
     assert run_recognition(out, cousin, max_rationale_tokens=4) == result  # resumed: read back, not redone
-    assert len(read_jsonl(RunDir(out).recognition(cousin))) == len(rows)
+    assert len(read_jsonl(RunDir(out).recognition(cousin, recognition_key(4)))) == len(rows)
     assert json.dumps(result)
+
+
+def test_a_recognition_rerun_with_another_reason_budget_is_judged_anew(related_run):
+    """The probe's lines are keyed by every setting that makes them: a rerun with another
+    --max-rationale-tokens writes its own lines (reasons cut at its budget), never the first budget's."""
+    out, config = related_run
+    cousin = config.judge_specs[2]
+    run_recognition(out, cousin, max_rationale_tokens=4)
+    run_recognition(out, cousin, max_rationale_tokens=1)
+    short = read_jsonl(RunDir(out).recognition(cousin, recognition_key(1)))
+    assert recognition_key(1) != recognition_key(4) and len(short) == 2 * config.n
+    assert len(read_jsonl(RunDir(out).recognition(cousin, recognition_key(4)))) == 2 * config.n  # left as it was
+    assert sorted((RunDir(out).root / "recognition").iterdir()) == sorted(
+        RunDir(out).recognition(cousin, recognition_key(n)) for n in (1, 4)
+    )
