@@ -14,7 +14,8 @@ the same rewrite):
   full stop, an ellipsis a full stop, emoji are removed, no space before a mark, every paragraph ends with one;
 - white space: single line breaks join lines, paragraphs are separated by one blank line.
 
-`plain_style(plain_style(t)) == plain_style(t)`: a rewrite is already plain.
+`plain_style(plain_style(t)) == plain_style(t)`: a rewrite is already plain. A non-empty answer never comes out
+empty: one the rules would empty (only markup, marks or emoji) is kept as it is.
 """
 
 from __future__ import annotations
@@ -125,7 +126,10 @@ def _casing(text: str) -> str:
 
 
 def plain_style(text: str) -> str:
-    """`text` in the plain style (rules in the module docstring): deterministic and idempotent."""
-    text = _strip_markup(text.replace("\r\n", "\n"))
-    paragraphs = [_casing(_punctuation(_sentence(_inline_lists(p)))) for p in _paragraphs(text)]
-    return "\n\n".join(p for p in paragraphs if p.strip(" .")).strip()
+    """`text` in the plain style (rules in the module docstring): deterministic and idempotent. An answer the
+    rules would empty (all markup, marks or emoji: "---", "**", "![](x.png)", "!!!") is kept as it is, stripped:
+    the normaliser changes how an answer looks, never deletes what it says."""
+    stripped = _strip_markup(text.replace("\r\n", "\n"))
+    paragraphs = [_casing(_punctuation(_sentence(_inline_lists(p)))) for p in _paragraphs(stripped)]
+    plain = "\n\n".join(p for p in paragraphs if p.strip(" .")).strip()
+    return plain or text.strip()

@@ -75,3 +75,54 @@ def test_markdown_answers_lose_their_markup_and_keep_their_words():
     assert not re.search(r"[#*>]|\n\d\.", plain) and "!!" not in plain
     assert _words(plain) == _words(re.sub(r"^\d\.", "", answer, flags=re.M))  # every word but the list numbers
     assert plain_style(plain) == plain
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "---",
+        "***",
+        "* * *",
+        "___",
+        "====",
+        "#",
+        "## ##",
+        "- ",
+        "> ",
+        "|",
+        "| |",
+        "```",
+        "```\n```",
+        "``",
+        "<br>",
+        "<b></b>",
+        "![](img.png)",
+        "!!!",
+        "...",
+        "\U0001f600",
+        "\u200d",
+        "=",
+    ],
+)
+def test_an_answer_the_rules_would_empty_is_kept(text):
+    """Only markup, marks or emoji: the rules leave nothing, so the answer is kept as it is (stripped), and a second
+    pass keeps it too. An empty rewrite of a non-empty answer made `interp restyle --style plain` refuse a run."""
+    plain = plain_style(text)
+    assert plain == text.strip() and plain_style(plain) == plain
+
+
+def test_no_alpacaeval_answer_or_instruction_comes_out_empty():
+    """Every answer and instruction of the shipped AlpacaEval sets (the 48 unseen ones and the 16 of the fixture),
+    as they are and each with its letters and digits taken away (what is left: the markup and marks alone)."""
+    rows = [
+        row
+        for path in (
+            REPO / "interp" / "builtin" / "alpacaeval_unseen_48.json",
+            REPO / "tests" / "fixtures" / "alpacaeval_16.json",
+        )
+        for row in json.loads(path.read_text())
+    ]
+    texts = [row[key] for row in rows for key in ("output", "instruction")]
+    for text in texts + [re.sub(r"\w", "", t) for t in texts]:
+        if text.strip():
+            assert plain_style(text).strip(), repr(text)
