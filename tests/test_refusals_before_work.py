@@ -398,20 +398,35 @@ def cli_outcomes(finished_run, tmp_path_factory, forked_cli) -> dict:
         if setup is not None:
             setup(root / "run")
         roots[name] = (root, snapshot(root))
-        jobs.append(([a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in args], REPO))
-    ran = forked_cli.run(jobs, parallel=2)
+        jobs.append((args, root))
+    return run_cases(forked_cli, jobs, roots)
+
+
+def run_cases(forked_cli, jobs: list[tuple[list[str], Path]], roots: dict) -> dict:
+    """Each job's CLI args ("{run}" and "{root}" filled in from its root) run forked, two at a time: case name
+    (the keys of `roots`: name -> (root, its snapshot before)) -> (exit code, stderr, files before, after)."""
+    filled = [
+        ([a.replace("{run}", str(root / "run")).replace("{root}", str(root)) for a in args], REPO)
+        for args, root in jobs
+    ]
+    ran = forked_cli.run(filled, parallel=2)
     return {
-        name: (code, stderr, roots[name][1], snapshot(roots[name][0]))
-        for name, (code, _, stderr) in zip(CLI_CASES, ran)
+        name: (code, stderr, before, snapshot(root))
+        for (name, (root, before)), (code, _, stderr) in zip(roots.items(), ran)
     }
+
+
+def refused_unchanged(outcome: tuple, expected: str) -> None:
+    """One `error:` line holding `expected`, exit 2, and every file as it was."""
+    code, stderr, before, after = outcome
+    one_error_line(code, stderr, expected)
+    assert sorted(after) == sorted(before), f"added {sorted(set(after) - set(before))}"
+    assert all(before[k] == after[k] for k in before)
 
 
 @pytest.mark.parametrize("name", list(CLI_CASES))
 def test_the_cli_refuses_before_writing_anything(cli_outcomes, name):
-    code, stderr, before, after = cli_outcomes[name]
-    one_error_line(code, stderr, CLI_CASES[name][2])
-    assert sorted(after) == sorted(before), f"added {sorted(set(after) - set(before))}"
-    assert all(before[k] == after[k] for k in before)
+    refused_unchanged(cli_outcomes[name], CLI_CASES[name][2])
 
 
 def test_inspect_refuses_a_model_whose_attention_bypasses_the_hooks(tmp_path, smollm2_tokenizer, forked_cli):

@@ -31,14 +31,13 @@ from interp.core.backends import Backend, check_backend_fits, left_pad, make_bac
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
 from interp.core.sites import check_hook_names
-from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
 from interp.results.codec import write_variant
-from interp.run.judging import judge_tasks, run_judging
-from interp.run.pipeline import check_adapters
+from interp.run.judging import JudgeTask, judge_tasks, run_judging, verdict_prompt
+from interp.run.pipeline import check_adapters, check_judged_prompts, judge_prompt_records
 from interp.run.records import read_judgments
 from interp.run.store import Run
 from interp.run.summary import p_first_model
@@ -101,7 +100,44 @@ def variant_key(
     }
     if own is not None and own != own_model(judge):
         payload["own"] = own
+    if run.config.cot != "none":  # read after the run's rationale (judgments of earlier versions read without it)
+        payload["verdict"] = "after the run's rationale"
     return digest(payload)
+
+
+def check_rejudgeable(run: Run) -> None:
+    """The engine re-judges a run's pairs in its own judging mode (the DBG or three-way prompt, chain of thought
+    after the run's own rationales): a pointwise run has no pair to re-judge and is refused in one line, before
+    anything is loaded or written."""
+    if run.config.mode == "pointwise":
+        raise InterpError(
+            f'{run.dir.root} is a pointwise run (mode = "pointwise": each answer scored alone, 1-5, no pair judged '
+            "in both orders); interventions, sweeps, steering, explain and restyle re-judge pairwise verdicts: "
+            'make a pairwise run of the same config (mode = "pairwise") to test them'
+        )
+
+
+def check_run_prompts(run: Run, judge: str, model: LoadedModel) -> None:
+    """A judge of the run is re-judged only when its judgments were made under the prompts this version builds
+    (the check `interp dbg` makes before resuming, `pipeline.check_judged_prompts`); else one line."""
+    if judge in run.config.judge_specs and run.config.server(judge) is None:
+        check_judged_prompts(run.dir, judge_prompt_records(run.config, run.items, {judge: model}))
+
+
+def run_rationales(run: Run, judge: str) -> dict[str, str]:
+    """Task key -> the rationale `judge` wrote before its verdict in the run (chain-of-thought runs; empty
+    otherwise, and for a judge from outside the run, whose rationales are generated as the run's were)."""
+    if run.config.cot == "none" or judge not in run.config.judge_specs:
+        return {}
+    return {r.key: r.rationale for r in run.dir.read_judgments(judge) if r.rationale is not None}
+
+
+def task_prompts(run: Run, model: LoadedModel, tasks: Sequence[JudgeTask], judge: str | None = None) -> list:
+    """The tokenized prompts `model` reads the verdicts of `tasks` from when re-judging `run`, in the run's mode
+    (`judging.verdict_prompt`: ties, and with chain of thought `judge`'s rationale in the run where known)."""
+    rationales = run_rationales(run, judge) if judge is not None else {}
+    config = run.config
+    return [verdict_prompt(model, t, ties=config.ties, cot=config.cot, rationale=rationales.get(t.key)) for t in tasks]
 
 
 def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
@@ -141,6 +177,19 @@ def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
             raise InterpError(
                 f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers"
             )
+        _check_direction_sizes(model, variant)
+
+
+def _check_direction_sizes(model: LoadedModel, variant: Variant) -> None:
+    """Every direction the variant adds or projects out has the model's hidden size (one line now, not an error
+    from inside the forward pass after the variant's folder is written)."""
+    width = model.hf_model.config.get_text_config().hidden_size
+    sizes = [(f"{n.label}: the direction", len(n.direction)) for n in variant.nodes if hasattr(n, "direction")]
+    if variant.steering is not None:
+        sizes.append((f"{variant.name}: the steering direction", int(variant.steering.direction.numel())))
+    for what, size in sizes:
+        if size != width:
+            raise InterpError(f"{what} has {size} dimensions but {model.name}'s hidden size is {width}")
 
 
 def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item], *, own: str) -> None:
@@ -149,8 +198,8 @@ def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items
     specs = [variant.attention for variant in variants if variant.attention is not None]
     if not specs:
         return
-    for task in judge_tasks(items, run.responses, run.config.models):
-        prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+    tasks = judge_tasks(items, run.responses, run.config.models)
+    for task, prompt in zip(tasks, task_prompts(run, model, tasks)):
         for spec in specs:
             try:
                 resolve_target(spec, prompt, judge_model=own_model(own), author_a=task.author_a, author_b=task.author_b)
@@ -168,8 +217,7 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
     nodes = [node for variant in variants for node in variant.nodes]
     if not nodes or not items:
         return
-    task = judge_tasks(list(items)[:1], run.responses, run.config.models)[0]
-    prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+    prompt = task_prompts(run, model, judge_tasks(list(items)[:1], run.responses, run.config.models)[:1])[0]
     runner = make_backend(model, "hf")
     batch, offsets = left_pad([prompt.input_ids], model.tokenizer.pad_token_id)
     plain = runner.forward(batch)
@@ -208,11 +256,15 @@ def judge_variant(
     """
     items = list(items) if items is not None else run.items
     own = own or own_model(judge)
+    check_rejudgeable(run)
+    check_run_prompts(run, judge, runner.model)
+    check_variants(runner.model, [variant])
     key = variant_key(run, judge, runner.name, variant, items, own)
     folder = run.dir.variant(key)
     record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
     write_variant(folder, record)
     spec = variant.attention
+    changes = spec is not None or variant.steering is not None or bool(variant.nodes)
     run_judging(
         runner,
         judge,
@@ -221,6 +273,10 @@ def judge_variant(
         shard_dir=None,
         batch_size=run.config.batch_size,
         ties=run.config.ties,
+        cot=run.config.cot,
+        rationale_tokens=run.config.rationale_tokens,
+        rationales=run_rationales(run, judge),
+        intervention=variant.name if changes else None,
         readout=None,
         bias_for=(
             (
@@ -231,7 +287,7 @@ def judge_variant(
             if spec is not None
             else None
         ),
-        edit_for=_edit_for(run, runner, variant, own, folder)
+        edit_for=_edit_for(run, runner, variant, own, folder, judge)
         if variant.steering is not None or variant.nodes
         else None,
         progress=progress,
@@ -255,7 +311,7 @@ def stored_variant(
     return own_probabilities(run, judge, records, items, own)
 
 
-def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
+def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
     """The per-batch edit builder of a variant's steering and node interventions (one dict of edits: layers for
     steering, hook points for nodes). Means are made on the first batch that needs them, once, and kept in the
     variant's folder (`means.safetensors`), so a resumed variant reads them back."""
@@ -264,7 +320,7 @@ def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
 
     def reference_data():
         if "means" not in state:
-            state["means"], state["pool"] = _reference_data(run, runner, variant, own, folder)
+            state["means"], state["pool"] = _reference_data(run, runner, variant, own, folder, judge)
         return state["means"], state["pool"]
 
     def edit_for(chunk):
@@ -292,7 +348,7 @@ def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder):
     return edit_for
 
 
-def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder):
+def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
     """Spec index -> {hook point: mean} for every `mean` node, and the reference prompts (resample's donors)."""
     from safetensors.torch import load_file, save_file
 
@@ -300,7 +356,7 @@ def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folde
     items = [item for item in run.items if ids is None or item.id in ids]
     tasks = judge_tasks(items, run.responses, run.config.models)
     model = runner.model
-    prompts = [tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b) for t in tasks]
+    prompts = task_prompts(run, model, tasks, judge)
     authors = [(t.author_a, t.author_b) for t in tasks]
     path = folder / "means.safetensors"
     stored = load_file(str(path)) if path.is_file() else {}
@@ -380,9 +436,17 @@ class Judges:
     max_memory: int | None = None  # bytes of models held before controls are let go (None: see `release`)
     executor: str = "local"  # where (judge, variant) tasks run (`interp.causal.executor`)
     where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
+    run: Run | None = None  # the run re-judged (`judge_pool`): each of its judges is checked when first loaded
+    checked: set[str] = field(default_factory=set)
 
     def model(self, judge: str) -> LoadedModel:
-        return self.models.get(judge)
+        """The judge's model; a judge of the run is checked at its first load (`check_run_prompts`), so a run
+        judged under other prompts is refused before a command writes anything."""
+        model = self.models.get(judge)
+        if self.run is not None and judge not in self.checked:
+            check_run_prompts(self.run, judge, model)
+            self.checked.add(judge)
+        return model
 
     def held_bytes(self) -> int:
         """The bytes of every model held now (parameters and buffers)."""
@@ -459,6 +523,7 @@ def judge_pool(
     may differ from the run's. A shared `models` cache is used as it is. `held`: run judge name -> a model
     the caller already holds (a `Judge`'s), used instead of loading that name again. A run judged with other
     adapter weights than are installed now is refused (its judgments are the baseline of every comparison)."""
+    check_rejudgeable(run)
     check_adapters(run.config, run.dir)
     recorded = run.config.dtype or "float32"
     if models is None:
@@ -481,7 +546,7 @@ def judge_pool(
             )
         models.models[name] = model
         models.held.add(name)
-    return Judges(models, backend, where=where)
+    return Judges(models, backend, where=where, run=run)
 
 
 def evaluate(

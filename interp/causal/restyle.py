@@ -33,7 +33,7 @@ from interp.core.placement import placement_of
 from interp.errors import InterpError
 from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
 from interp.causal.design import TestDesign, judge_identity, resolve_controls
-from interp.causal.engine import own_probabilities, self_judges
+from interp.causal.engine import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
@@ -260,6 +260,7 @@ def restyle_run(
     before_summary = source.dir.read_summary() if source.dir.summary.is_file() else None
     if before_summary is None:
         raise InterpError(f"{run_dir} has no summary.json; finish the run with `interp dbg` first")
+    check_rejudgeable(source)  # a pointwise run has no pairwise verdicts to test before and after
     rewriter = Rewriter(options.style, options.rewriter, options.rewriter_url)
     check_rewriter(source.config, rewriter)
     names = self_judges(source, None)
@@ -267,6 +268,8 @@ def restyle_run(
     paths = _check_out(source, out, overwrite)
     config = derived_config(source, "0" * 24, where)
     models = models if models is not None else ModelCache(placement_of(config))
+    for judge in [j for j in source.config.judge_specs if source.config.server(j) is None]:
+        check_run_prompts(source, judge, models.get(judge))  # its judgments are the "before" of every test
     embedder = models.get(options.embedder)
     local = models.get(rewriter.model) if rewriter.model is not None and rewriter.url is None else None
     originals = [

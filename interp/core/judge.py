@@ -111,6 +111,7 @@ def judge_batch(
     judge: str | None = None,
     names: Sequence[str] | None = None,
     span_names: Sequence[str] = SPAN_NAMES,
+    intervention: str | None = None,
 ) -> list[Judgment]:
     """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
 
@@ -120,7 +121,8 @@ def judge_batch(
     `span_names`: the spans whose attention is read, in order (default a, b; a rationale adds "rationale",
     a pointwise prompt has "a" only).
     A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
-    `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item).
+    `InterpError` naming `judge` (default: the model's name) and the prompt (`names[i]`, e.g. the item);
+    `intervention`: the name of what `bias` / `edit` apply, which that error then blames instead of the weights.
     """
     rebalance_threads()  # company that came or went since the last batch (the Python API's first one decides)
     tokenizer = backend.model.tokenizer
@@ -149,7 +151,7 @@ def judge_batch(
         batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared, **extra
     )
     probs, normalised, label_mass = label_probabilities(logits, labels)
-    check_finite(normalised, label_mass, judge or model.name, names)
+    check_finite(normalised, label_mass, judge or model.name, names, intervention)
     top = probs.argmax(-1)
     label_ids = {i for group in labels.ids for i in group}
     masses = reducer.stacked() if reducer is not None else None
@@ -169,12 +171,21 @@ def judge_batch(
     ]
 
 
-def check_finite(normalised: Tensor, label_mass: Tensor, judge: str, names: Sequence[str] | None) -> None:
-    """Every row's label probabilities are finite numbers, else one line naming the judge and the first bad row."""
+def check_finite(
+    normalised: Tensor, label_mass: Tensor, judge: str, names: Sequence[str] | None, intervention: str | None = None
+) -> None:
+    """Every row's label probabilities are finite numbers, else one line naming the judge and the first bad row:
+    under an intervention (`intervention`, its name) the line blames it, otherwise the model's weights."""
     bad = (~torch.isfinite(normalised).all(-1)) | (~torch.isfinite(label_mass))
     if bool(bad.any()):
         row = int(bad.nonzero()[0, 0])
         what = names[row] if names is not None else f"prompt {row + 1} of the batch"
+        if intervention is not None:
+            raise InterpError(
+                f"judge {judge}: P(label) is not a finite number for {what} under the intervention "
+                f"{intervention!r}: the intervention made the model compute NaN or infinity (try a smaller "
+                "coefficient or another intervention)"
+            )
         raise InterpError(
             f"judge {judge}: P(label) is not a finite number for {what} (the model computes NaN or infinity: "
             "are its weights, or its adapter's, corrupt?)"

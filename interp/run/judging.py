@@ -4,15 +4,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, Mapping, Sequence
 
 from tqdm.auto import tqdm
 
 from interp.core.backends import Backend
 from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
-from interp.core.prompts import COT_CUE, judge_prompt
+from interp.core.prompts import COT_CUE, Prompt, judge_prompt
 from interp.core.rubric import SCORE_LABELS, pointwise_prompt, result_cue
-from interp.core.spans import tokenize_prompt, tokenized_judge_prompt
+from interp.core.spans import TokenizedPrompt, tokenize_prompt, tokenized_judge_prompt
 from interp.data import Item
 from interp.run.attention import write_shard
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
@@ -98,37 +98,27 @@ def run_judging(
     edit_for: Callable[[Sequence[JudgeTask]], EditBuilder | None] | None = None,
     cot: str = "none",
     rationale_tokens: int = 256,
+    rationales: Mapping[str, str] | None = None,
+    intervention: str | None = None,
 ) -> None:
     """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines.
 
     `bias_for(chunk)` / `edit_for(chunk)` give the score-bias / residual-edit builder for one batch of tasks.
     With `cot` ("standard", "long"), the judge first writes a rationale (up to `rationale_tokens`, greedy,
     `interp.run.rationale`); the labels are read after it and "My final verdict is", and span attention there
-    over a, b and the rationale.
+    over a, b and the rationale. `rationales` (task key -> text): rationales already written (a re-judging
+    reads the run's own, so its verdict is read from the very prompt the run's was); the others are generated.
+    `intervention`: the name of what `bias_for` / `edit_for` apply, for the error when it makes the model's
+    output non-finite.
     """
     model = backend.model
     labels = label_tokens(model.tokenizer, verdict_labels(ties))
     done = {record.key for record in read_judgments(judgments_path, judge=judge)}
     todo = [t for t in tasks if t.key not in done]
     if cot != "none":
-        prompts = {
-            t.key: judge_prompt(
-                model.tokenizer,
-                t.item.task,
-                t.item.query,
-                t.response_a,
-                t.response_b,
-                kind=model.kind,
-                ties=ties,
-                cot=cot,
-            )
-            for t in todo
-        }
+        prompts = {t.key: task_judge_prompt(model, t, ties=ties, cot=cot) for t in todo}
     else:
-        prompts = {
-            t.key: tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=ties)
-            for t in todo
-        }
+        prompts = {t.key: verdict_prompt(model, t, ties=ties) for t in todo}
     length = (lambda t: len(prompts[t.key].text)) if cot != "none" else (lambda t: len(prompts[t.key]))
     # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
     # lengths together within a task (less padding).
@@ -136,17 +126,10 @@ def run_judging(
     bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
     for chunk in batches(todo, batch_size):
         chunk_prompts = [prompts[t.key] for t in chunk]
-        rationales: list[str | None] = [None] * len(chunk)
+        chunk_rationales: list[str | None] = [None] * len(chunk)
         if cot != "none":
-            rationales = generate_rationales(
-                model, chunk_prompts, cue=COT_CUE, max_new_tokens=rationale_tokens, batch_size=len(chunk)
-            )
-            chunk_prompts = [
-                tokenize_prompt(
-                    model.tokenizer, with_rationale(p, r, COT_CUE, "\n\n"), max_length=model.context_length or None
-                )
-                for p, r in zip(chunk_prompts, rationales)
-            ]
+            chunk_rationales = _chunk_rationales(model, chunk, chunk_prompts, rationales or {}, rationale_tokens)
+            chunk_prompts = [cot_verdict_prompt(model, p, r) for p, r in zip(chunk_prompts, chunk_rationales)]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None
         judgments = judge_batch(
@@ -159,6 +142,7 @@ def run_judging(
             judge=judge,
             names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
             span_names=("a", "b", RATIONALE_SLOT) if cot != "none" else ("a", "b"),
+            intervention=intervention,
         )  # non-finite label probabilities fail here, before the batch's shard or lines are written
         if shard_dir is not None:
             write_shard(shard_dir, [t.key for t in chunk], judgments)
@@ -166,8 +150,55 @@ def run_judging(
             judgments_path,
             [
                 JudgmentRecord.of(judge, t.item.id, t.item.task, t.order, t.author_a, t.author_b, j, rationale)
-                for t, j, rationale in zip(chunk, judgments, rationales)
+                for t, j, rationale in zip(chunk, judgments, chunk_rationales)
             ],
         )
         bar.update(len(chunk))
     bar.close()
+
+
+def _chunk_rationales(
+    model, chunk: Sequence[JudgeTask], prompts: Sequence[Prompt], given: Mapping[str, str], max_new_tokens: int
+) -> list[str]:
+    """Each task's rationale: the one given for its key, else generated now (greedy, stopped at the cue)."""
+    missing = [index for index, task in enumerate(chunk) if task.key not in given]
+    generated = (
+        generate_rationales(
+            model, [prompts[i] for i in missing], cue=COT_CUE, max_new_tokens=max_new_tokens, batch_size=len(chunk)
+        )
+        if missing
+        else []
+    )
+    out = [given.get(task.key, "") for task in chunk]
+    for index, text in zip(missing, generated):
+        out[index] = text
+    return out
+
+
+def cot_verdict_prompt(model, prompt: Prompt, rationale: str) -> TokenizedPrompt:
+    """The prompt a chain-of-thought verdict is read from: the judge prompt, its rationale and "My final verdict
+    is" (`with_rationale`), tokenized."""
+    return tokenize_prompt(
+        model.tokenizer, with_rationale(prompt, rationale, COT_CUE, "\n\n"), max_length=model.context_length or None
+    )
+
+
+def verdict_prompt(model, task: JudgeTask, *, ties: bool, cot: str = "none", rationale: str | None = None):
+    """The tokenized prompt one task's verdict is read from, as `run_judging` builds it: the judge prompt (with
+    `ties`), and with `cot` the rationale and the cue after it (without a rationale: the judge prompt that asks
+    for one, its answer spans where the verdict prompt has them)."""
+    if cot == "none":
+        item = task.item
+        return tokenized_judge_prompt(model, item.task, item.query, task.response_a, task.response_b, ties=ties)
+    prompt = task_judge_prompt(model, task, ties=ties, cot=cot)
+    if rationale is None:
+        return tokenize_prompt(model.tokenizer, prompt, max_length=model.context_length or None)
+    return cot_verdict_prompt(model, prompt, rationale)
+
+
+def task_judge_prompt(model, task: JudgeTask, *, ties: bool, cot: str) -> Prompt:
+    """The judge prompt of one task for this model's kind (untokenized: a rationale is generated from it)."""
+    item = task.item
+    return judge_prompt(
+        model.tokenizer, item.task, item.query, task.response_a, task.response_b, kind=model.kind, ties=ties, cot=cot
+    )

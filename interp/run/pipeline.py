@@ -16,7 +16,7 @@ from tqdm.auto import tqdm
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
-from interp.core.models import ALIASES, ModelCache, check_finite_output, prepare_weights
+from interp.core.models import ALIASES, LoadedModel, ModelCache, check_finite_output, prepare_weights
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
@@ -327,22 +327,39 @@ def judge_pointwise(
 
 def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
     """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
-    other prompts (another version of the toolkit) is refused: its judgments and new ones would not compare."""
-    record = {
-        judge: judge_prompt_record(
-            models.get(judge), [item.task for item in items], ties=config.ties, cot=config.cot, mode=config.mode
-        )
-        for judge in config.judge_specs
-        if config.server(judge) is None
+    other prompts (another version of the toolkit) is refused (`check_judged_prompts`)."""
+    local = {judge: models.get(judge) for judge in config.judge_specs if config.server(judge) is None}
+    record = judge_prompt_records(config, items, local)
+    check_judged_prompts(paths, record)
+    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def judge_prompt_records(config: RunConfig, items: Sequence[Item], models: Mapping[str, LoadedModel]) -> dict:
+    """Judge name -> what it reads in this run as this version builds it (`judging.judge_prompt_record`), for
+    each judge of `models`."""
+    tasks = [item.task for item in items]
+    return {
+        judge: judge_prompt_record(model, tasks, ties=config.ties, cot=config.cot, mode=config.mode)
+        for judge, model in models.items()
     }
-    text = json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+
+
+def check_judged_prompts(paths: RunDir, record: Mapping[str, dict]) -> None:
+    """The one check that a run's judgments were made under the prompts this version builds (`record`, from
+    `judge_prompt_records`, for some or all of its judges): a judged run whose prompts.json differs for any of
+    them is refused, since its judgments and new ones (a resumed run's, a re-judging's) would not compare."""
     judged = paths.judgments.is_file() or paths.pointwise.is_file()
-    if paths.prompts.is_file() and paths.prompts.read_text(encoding="utf-8") != text and judged:
+    if not judged or not paths.prompts.is_file():
+        return
+    try:
+        stored = json.loads(paths.prompts.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        stored = None
+    if not isinstance(stored, dict) or any(stored.get(judge) != prompts for judge, prompts in record.items()):
         raise InterpError(
             f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); "
-            "use another --out"
+            "its judgments would not compare with new ones: use another --out, or re-make the run"
         )
-    return text
 
 
 def judge_backends(config: RunConfig, models: ModelCache) -> dict:
