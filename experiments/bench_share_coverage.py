@@ -2,7 +2,7 @@
 
     python experiments/bench_share_coverage.py [--sims 5000] [--seed 0]
 
-Simulated judges (`interp.metrics.judge_level.simulate_share_judges`): one tested judge and k control judges
+Simulated judges (`interp.metrics.share.simulate_share_judges`): one tested judge and k control judges
 on 90 test items, the variance between seeds dominant (judge SD 0.10, drop SD 0.05, item noise SD 0.05); the
 judge sits 0.30 above its controls' population and the intervention removes half of that gap (true share 0.5).
 For k = 3, 6 and 12 controls, it prints the coverage of Fieller's interval (`share_fieller`, the toolkit's
@@ -18,7 +18,7 @@ import argparse
 
 import numpy as np
 
-from interp.metrics.judge_level import share_interval_coverage
+from interp.metrics.share_coverage import share_interval_coverage
 
 TIGHT = dict(gap=0.006, share=0.5, judge_sd=0.001, drop_sd=0.001, item_sd=0.0, noise_sd=0.05)
 

@@ -6,7 +6,8 @@ if the difference between their judge-level statistics exceeds the spread betwee
 - `two_family_test`: a permutation test over judge labels (exact under H0 for any distribution) and Welch's t,
   with the difference in between-seed SDs;
 - `multi_bootstrap`: a percentile interval (with the count of dropped non-finite draws) that resamples judges
-  within each family and items, jointly (Sellam et al. 2022, MultiBERTs), for any statistic of [judge, ..., item] arrays.
+  within each family and items, jointly (Sellam et al. 2022, MultiBERTs), for any statistic of
+  [judge, ..., item] arrays.
 """
 
 from __future__ import annotations

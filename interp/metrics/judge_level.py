@@ -17,14 +17,17 @@ What is here (each states its null hypothesis H0 in its docstring):
 - `leave_one_out`: each judge of a null family against the others (the bench's false-positive replicates).
 - `between_judge_test`: the causal decision for one judge and intervention: Crawford-Howell on Delta(I),
   optionally with the random head sets' rank p, and the within-judge effect beside it.
+- `controls_rank_pvalue`: the rank-based check beside Crawford-Howell's parametric p.
 - `share_removed`: how much of a judge's self-preference gap over its controls an intervention removes,
-  1 - G_I / G, with a multi-bootstrap interval, reported only where the gap before is itself significant.
+  1 - G_I / G, reported only where J is above its controls (G > 0 and the one-sided gap gate rejects), with
+  Fieller's interval (`interp.metrics.share`).
 - `crawford_howell_size`: the rejection rate of Crawford-Howell under null families drawn from normal,
   skewed and heavy-tailed distributions (what its normality assumption costs).
 
-Elsewhere: two families and the multi-bootstrap in `interp.metrics.families`; the random head sets' R
-(`min_random_sets`, `check_random_sets`) and Holm in `interp.metrics.causal_test`; Student's t in
-`interp.metrics.student_t`.
+Elsewhere: the share's interval and the decision (`causal_call`) in `interp.metrics.share`, its coverage in
+`interp.metrics.share_coverage`; two families and the multi-bootstrap in `interp.metrics.families`; the
+random head sets' R (`min_random_sets`, `check_random_sets`) and Holm in `interp.metrics.causal_test`;
+Student's t in `interp.metrics.student_t`.
 """
 
 from __future__ import annotations
@@ -36,10 +39,11 @@ import numpy as np
 from jaxtyping import Float
 
 from interp.errors import InterpError
-from interp.formatting import fixed, p_value, pct, pts, pts_ci
+from interp.formatting import fixed, p_value, pts, pts_ci
 from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, rank_pvalue, sign_flip_pvalue
 from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
-from interp.metrics.stats import RatioInterval, bootstrap_ci, fieller_interval, ratio_interval_covers
+from interp.metrics.share import share_fieller
+from interp.metrics.stats import RatioInterval, bootstrap_ci
 from interp.metrics.student_t import student_t_two_sided_p, student_t_two_sided_quantile
 
 MIN_CONTROLS = 3
@@ -383,69 +387,6 @@ def share_statistic(families: list[np.ndarray]) -> np.ndarray:
         return 1.0 - after / before
 
 
-def _psd(matrix: np.ndarray) -> np.ndarray:
-    values, vectors = np.linalg.eigh((matrix + matrix.T) / 2)
-    return (vectors * np.clip(values, 0.0, None)) @ vectors.T
-
-
-def share_components(
-    judge_before: Float[np.ndarray, " item"],
-    judge_after: Float[np.ndarray, " item"],
-    controls_before: Float[np.ndarray, "control item"],
-    controls_after: Float[np.ndarray, "control item"],
-) -> tuple[float, float, np.ndarray, np.ndarray]:
-    """The gap removed D = G - G_I, the gap before G, and the covariance of (D, G) in its two parts.
-
-    J is fixed; what varies is which controls were drawn (the between-judge part: the sample covariance of the
-    controls' (drop, level before) over k, k - 1 df) and which items (J's part: the covariance over items of
-    J's per-item values minus the controls' item means, over n, less the controls' own item noise, which the
-    between-judge part already holds (two-way residuals over (k - 1)(n - 1), over k n); n - 1 df). Item
-    effects that every judge shares cancel in the gaps and appear in neither part.
-    """
-    k, n = controls_before.shape
-    judge = np.stack([judge_before - judge_after, judge_before])  # [2, item]: drop, level before
-    controls = np.stack([controls_before - controls_after, controls_before])  # [2, control, item]
-    per_control = controls.mean(axis=2)  # [2, control]
-    num, den = judge.mean(axis=1) - per_control.mean(axis=1)
-    between = np.cov(per_control, ddof=1) / k
-    if n < 2:
-        return float(num), float(den), between, np.zeros((2, 2))
-    item = np.cov(judge - controls.mean(axis=1), ddof=1) / n
-    residual = controls - per_control[..., None] - controls.mean(axis=1, keepdims=True)
-    residual += controls.mean(axis=(1, 2), keepdims=True)
-    noise = np.einsum("aci,bci->ab", residual, residual) / ((k - 1) * (n - 1))
-    return float(num), float(den), between, _psd(item - noise / (k * n))
-
-
-def share_fieller(
-    judge_before: Float[np.ndarray, " item"],
-    judge_after: Float[np.ndarray, " item"],
-    controls_before: Float[np.ndarray, "control item"],
-    controls_after: Float[np.ndarray, "control item"],
-    *,
-    level: float = 0.95,
-) -> RatioInterval:
-    """Fieller's interval for the share removed, D / G = 1 - G_I / G (`share_components`, at least 2 controls).
-
-    H0 at each share s: D - s G has mean 0. Its variance has two parts, each scaled by its own squared t
-    quantile: the controls' (k - 1 df) and the items' (n - 1 df). Summing the scaled parts bounds the quantile
-    of their combination from above, where Welch-Satterthwaite's df, estimated from 2 or 3 controls, is itself
-    too noisy (it under-covered at 3 controls: 0.91). Unbounded where G is not clear of 0 at this level
-    (`RatioInterval.kind`). Its coverage, measured by simulation, is in docs/causal-test.md
-    (`share_interval_coverage`, `python experiments/bench_share_coverage.py`).
-    """
-    k, n = np.shape(controls_before)
-    if k < 2:
-        raise InterpError(f"share_fieller: need at least 2 control judges, got {k}")
-    num, den, between, item = share_components(judge_before, judge_after, controls_before, controls_after)
-    t_between, t_item = (
-        student_t_two_sided_quantile(1.0 - level, k - 1),
-        student_t_two_sided_quantile(1.0 - level, max(n - 1, 1)),
-    )
-    covariance = (t_between / t_item) ** 2 * between + item  # Fieller's t is t_item: each part at its own quantile
-    return fieller_interval(num, den, covariance, max(n - 1, 1), level=level)
-
-
 def share_removed(
     judge_before: Float[np.ndarray, " item"],
     judge_after: Float[np.ndarray, " item"],
@@ -515,135 +456,6 @@ def gap_gate_reason(gap: float, test: CrawfordHowell, test_alpha: float) -> str 
             f"{p_value(test.p_value)} > test_alpha {test_alpha:g}): both gaps reported, no share"
         )
     return None
-
-
-def causal_call(
-    p_holm: float | None,
-    share,
-    test_alpha: float = ALPHA,
-    *,
-    gap_gate: bool = True,
-    no_share_reason: str | None = None,
-) -> tuple[bool | None, str | None]:
-    """The decision for one candidate: (causal, reason).
-
-    With the gap gate (the verdict): causal iff the Holm-adjusted p is at most `test_alpha` and the share's
-    interval lies above 0 (the candidate removes the gap; one that widens it, or whose interval is unbounded or
-    reaches 0, is not causal). No share (no gap to carry, `no_share_reason`) or no p: None. Without the gate
-    (`gap_gate=False`, the `--no-gap-gate` diagnostic): causal iff p_holm <= test_alpha, whatever the gap and
-    the share. `share` is a `RatioInterval`, an `Interval`, a dict with "low", or None.
-    """
-    if p_holm is None:
-        return None, "no between-judge test"
-    passes = bool(p_holm <= test_alpha)
-    holm_words = f"Holm p {p_value(p_holm)} {'<=' if passes else '>'} test_alpha {test_alpha:g}"
-    if not gap_gate:
-        return passes, f"diagnostic without the gap gate: called on the Holm-adjusted p alone ({holm_words})"
-    if share is None:
-        return None, no_share_reason or "no share of the gap: no gap to carry"
-    low = share.get("low") if isinstance(share, dict) else getattr(share, "low", None)
-    removes = low is not None and math.isfinite(low) and low > 0
-    if passes and removes:
-        return True, None
-    why = [] if passes else [holm_words]
-    if not removes:
-        shown = "unbounded" if low is None or not math.isfinite(low) else f"from {pct(low)}"
-        why.append(f"the share's interval ({shown}) does not lie above 0: not shown to remove the gap")
-    return False, "; ".join(why)
-
-
-# --- the share's interval, covered: simulated judges -------------------------------------------------------
-
-
-def simulate_share_judges(
-    rng: np.random.Generator,
-    k: int,
-    *,
-    n_items: int = 90,
-    gap: float = 0.3,
-    share: float = 0.5,
-    judge_sd: float = 0.1,
-    drop_sd: float = 0.05,
-    item_sd: float = 0.01,
-    noise_sd: float = 0.05,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Per-item DBG before and after I for a judge and k controls, y[j, s, i] = mu[j, s] + v[s, i] + w[g, s, i]
-    + e[j, s, i] (the multi-bootstrap's model in tests/metrics/test_judge_level.py, with a stage): seed effects
-    (controls' level u_c ~ N(0, judge_sd), their drop under I 0.05 + N(0, drop_sd)), item effects v shared
-    by every judge (SD 0.1), judge-versus-controls item effects w (item_sd), noise e (noise_sd, correlation 0.5
-    before/after). J sits `gap` above the controls' population and I removes `share` of it: the true share."""
-    level = rng.normal(0, judge_sd, k)
-    drop = 0.05 + rng.normal(0, drop_sd, k)
-    mu = np.stack([np.append(gap, level), np.append(gap - 0.05 - share * gap, level - drop)], axis=1)  # [j, s]
-    shared = rng.normal(0, 0.1, n_items)
-    v = np.stack([shared, shared + rng.normal(0, 0.02, n_items)])  # [s, i]
-    w = rng.normal(0, item_sd, (2, 2, n_items))  # [group, s, i]
-    group = np.append(0, np.ones(k, dtype=int))
-    e0 = rng.normal(0, noise_sd, (k + 1, n_items))
-    e1 = 0.5 * e0 + math.sqrt(0.75) * rng.normal(0, noise_sd, (k + 1, n_items))
-    y = mu[..., None] + v[None] + w[group] + np.stack([e0, e1], axis=1)  # [j, s, i]
-    return y[0, 0], y[0, 1], y[1:, 0], y[1:, 1]
-
-
-@dataclass(frozen=True)
-class ShareCoverage:
-    k: int
-    method: str  # "fieller" or "percentile" (the old multi-bootstrap)
-    coverage: float  # share of simulations whose interval holds the true share
-    ci: tuple[float, float]  # Clopper-Pearson 95 %
-    n_sims: int
-    gated: int  # simulations where the one-sided gap gate passed (a share would be reported)
-    coverage_gated: float | None  # coverage among those
-    unbounded: int  # Fieller sets that are unbounded (never for the percentile interval)
-    unbounded_gated: int  # of those, where the gate passed (a share reported with an unbounded interval)
-    dropped: int  # non-finite bootstrap draws dropped (percentile only)
-
-    def to_dict(self) -> dict:
-        return asdict(self)
-
-
-def share_interval_coverage(
-    k: int,
-    *,
-    method: str = "fieller",
-    n_sims: int = 1000,
-    seed: int = 0,
-    n_boot: int = 500,
-    level: float = 0.95,
-    **model,
-) -> ShareCoverage:
-    """How often the share's interval holds the true share over `n_sims` simulated judges with k controls
-    (`simulate_share_judges(**model)`), overall and where the gap gate passes (one-sided Crawford-Howell at 0.05)."""
-    if method not in ("fieller", "percentile"):
-        raise InterpError(f"share_interval_coverage: method {method!r}: use 'fieller' or 'percentile'")
-    rng, truth = np.random.default_rng(seed), model.get("share", 0.5)
-    hits, gated, gated_hits, unbounded, unbounded_gated, dropped = 0, 0, 0, 0, 0, 0
-    for s in range(n_sims):
-        jb, ja, cb, ca = simulate_share_judges(rng, k, **model)
-        wide = False
-        if method == "fieller":
-            interval = share_fieller(jb, ja, cb, ca, level=level)
-            hit, wide = ratio_interval_covers(interval, truth), not interval.bounded
-        else:
-            families = [np.stack([jb, ja])[None], np.stack([cb, ca], axis=1)]
-            boot = multi_bootstrap(families, share_statistic, n_boot=n_boot, seed=s, level=level)
-            hit, dropped = boot.low <= truth <= boot.high, dropped + boot.n_dropped
-        gate = crawford_howell(float(jb.mean()), cb.mean(axis=1), "greater")
-        passes = gap_gate_reason(float(jb.mean() - cb.mean()), gate, ALPHA) is None
-        hits, gated, gated_hits = hits + hit, gated + passes, gated_hits + (hit and passes)
-        unbounded, unbounded_gated = unbounded + wide, unbounded_gated + (wide and passes)
-    return ShareCoverage(
-        k=k,
-        method=method,
-        coverage=hits / n_sims,
-        ci=clopper_pearson(hits, n_sims),
-        n_sims=n_sims,
-        gated=gated,
-        coverage_gated=gated_hits / gated if gated else None,
-        unbounded=unbounded,
-        unbounded_gated=unbounded_gated,
-        dropped=dropped,
-    )
 
 
 # --- what skew and heavy tails do to Crawford-Howell ------------------------------------------------------

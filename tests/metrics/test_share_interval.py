@@ -11,15 +11,9 @@ import pytest
 
 from interp.formatting import p_value, share_interval
 from interp.metrics.families import multi_bootstrap
-from interp.metrics.judge_level import (
-    causal_call,
-    controls_rank_pvalue,
-    crawford_howell,
-    share_fieller,
-    share_interval_coverage,
-    share_removed,
-    simulate_share_judges,
-)
+from interp.metrics.judge_level import controls_rank_pvalue, crawford_howell, share_removed
+from interp.metrics.share import causal_call, share_fieller, simulate_share_judges
+from interp.metrics.share_coverage import share_interval_coverage
 from interp.metrics.stats import fieller_interval, ratio_interval_covers
 from interp.metrics.student_t import student_t_two_sided_quantile
 
