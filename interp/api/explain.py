@@ -10,7 +10,7 @@ from interp.api.runs import _root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.causal.localize import run_judge
-from interp.causal.routes import COUNTERFACTUAL, RouteAnalysis, route_analysis
+from interp.causal.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnalysis, route_analysis
 from interp.config import gb_bytes
 from interp.errors import InterpError
 from interp.run.store import read_run
@@ -28,8 +28,10 @@ def explain(
     methods: Sequence[str] = EXPLAIN_METHODS,
     routes: bool = True,
     counterfactual: str = COUNTERFACTUAL,
+    alt_counterfactual: str | None = ALT_COUNTERFACTUAL,
     random_sets: int = 1,
     test_alpha: float = 0.05,
+    gap_gate: bool = True,
     progress: bool = True,
     executor: str = "local",
     max_memory: float | None = None,
@@ -38,9 +40,14 @@ def explain(
     single-judge method, test each method's top candidates and random sets of the same size on the test split
     under the judge-level causal test (Holm over the candidates), and name each head set's route.
 
-    Returns an `Explanation`: `candidates` (site, heads, layers, selected_by, route, share_removed, ci, causal,
-    p_value, p_holm) and `answer`, the paragraph. Written to RUN/explain/<judge>-<key>/explain.json (keyed:
-    a second call re-judges nothing).
+    The null is matched: each control judge goes through the same localisation on the same selection items and
+    is measured at its own chosen set (`interp.causal.matched`). `gap_gate=False` (a diagnostic): every candidate
+    is called on its Holm-adjusted p alone. `alt_counterfactual`: a second route counterfactual reported beside
+    the default's (None: none).
+
+    Returns an `Explanation`: `candidates` (site, heads, layers, selected_by, null, gap_before, route,
+    route_parts, share_removed, ci, causal, p_value, p_holm, control_sets) and `answer`, the paragraph. Written
+    to RUN/explain/<judge>-<key>/explain.json (keyed: a second call re-judges nothing).
 
     `executor`: where the causal tests' (judge, variant) tasks run, "local" (this process) or "ray" (a Ray
     cluster, `interp.causal.executor`; the localisation stays in this process); `max_memory`: GB of judge models
@@ -65,8 +72,10 @@ def explain(
         methods=list(methods),
         routes=routes,
         counterfactual=counterfactual,
+        alt_counterfactual=alt_counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
+        gap_gate=gap_gate,
         progress=progress,
         executor=executor,
         max_memory=gb_bytes(max_memory),

@@ -9,9 +9,12 @@ Responses and gold verdicts are read from the run directory, never regenerated. 
   of the run's items, tested on the rest, against R random head sets of the same size (layer-matched);
 - `--spec FILE`: any intervention spec, tested as given.
 
-The control judge reads the same pairs under the same mask on the same answer (the tested judge's own):
-the one the user names, or, for an organism, a null organism of the same base model (so the same answers)
-when the run holds one (for the null organism: another null, e.g. a seed replicate). Several judges in one
+The control judges read the same pairs on the same answer (the tested judge's own): those the user names, or,
+for an organism, the null organisms of the same base model (so the same answers). Where heads are chosen on the
+tested judge (`--top-heads`, or the candidates of `interp explain`), the null is matched
+(`interp.causal.matched`): each control goes through the same choice on the same selection items and is measured
+at its own set; the random head sets are each judge's own draw. A spec or `--all-layers` chooses nothing, so
+every judge is measured under it as given. Several judges in one
 command are corrected with Holm. Every judgment is keyed (`interp.causal.engine`), so a killed test
 resumes and a different test never reuses another's judgments.
 """
@@ -21,7 +24,7 @@ from __future__ import annotations
 import dataclasses
 import random
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import numpy as np
 
@@ -50,6 +53,7 @@ from interp.causal.engine import (
 )
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.executor import VariantTask, execute, with_executor
+from interp.causal.matched import NULL, attention_top_heads, localise_controls
 from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
@@ -127,21 +131,45 @@ def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[s
                 f"--top-heads reads {judge}'s span attention, which this run did not record; make the run "
                 'with attention = "final"'
             )
-        heads = heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection))
-        if design.site == "head_output":
-            table = {layer: list(hs) for layer, hs in heads.items()}
-            return node_from_dict(
-                {
-                    "site": "head_output",
-                    "op": design.op,
-                    "heads": table,
-                    "name": f"head-output-{design.op}-top{design.top_k}-heads",
-                }
-            )
-        return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
+        return top_heads_spec(design, heads_table(top_heads(run.dir.root, judge, design.top_k, items=selection)))
     if spec is None:
         raise InterpError("give an intervention: --all-layers, --top-heads K or --spec FILE")
     return spec
+
+
+def top_heads_spec(design: TestDesign, heads: dict[int, list[int]]):
+    """`--top-heads K`'s intervention at a chosen head table: the own-answer mask, or `design.op` on the heads'
+    outputs (`--site head_output`)."""
+    if design.site == "head_output":
+        table = {layer: list(hs) for layer, hs in heads.items()}
+        return node_from_dict(
+            {
+                "site": "head_output",
+                "op": design.op,
+                "heads": table,
+                "name": f"head-output-{design.op}-top{design.top_k}-heads",
+            }
+        )
+    heads = {layer: list(hs) for layer, hs in heads.items()}
+    return AttentionIntervention(target="self", alpha=0.0, heads=heads, name=f"self-mask-top{design.top_k}-heads")
+
+
+def _control_specs(run: Run, judge: str, controls: Sequence[str], design: TestDesign, spec, selection, given, pool):
+    """Each control's spec and the null they make: `given` (the caller chose each control's set by the same
+    method: "matched"); with `--top-heads`, each control's own top-K heads by own-minus-other attention on the
+    selection items, the tested judge's answer read as own ("matched"); otherwise the tested judge's spec as given
+    ("fixed": nothing is chosen on the judge)."""
+    if given is not None:
+        missing = [c for c in controls if c not in given]
+        if missing:
+            raise InterpError(f"control_specs: no spec for control judge(s) {', '.join(missing)}")
+        return {c: given[c] for c in controls}, NULL
+    if design.heads != "top-heads":
+        return {c: spec for c in controls}, "fixed"
+    located = localise_controls(run, controls, own_model(judge), ["attention"], selection, pool, progress=False)
+    return {
+        c: top_heads_spec(design, attention_top_heads(located[c]["attention"], design.top_k)) for c in controls
+    }, NULL
 
 
 def _delta(result: dict, name: str) -> np.ndarray:
@@ -188,13 +216,16 @@ def intervene_run(
     split: str | None = None,
     max_memory: int | None = None,
     executor: str | None = None,
+    control_specs: Mapping[str, AttentionIntervention | NodeIntervention] | None = None,
 ) -> CausalResult:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
     `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
     `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
     (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
-    (`interp.causal.executor`; None: in this process). Returns the result written to result.json (`CausalResult`).
+    (`interp.causal.executor`; None: in this process). `control_specs`: each control judge's own spec, its set
+    chosen by the same method as the tested judge's (the matched null, `interp.causal.matched`; one tested
+    judge). Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
     if with_controls is not None:
@@ -205,16 +236,21 @@ def intervene_run(
     pool = with_executor(judge_pool(run, backend, where=where, models=models), executor, max_memory)
     pool.keep |= set(names)  # the tested judges stay loaded; controls are loaded in turn and let go
     _check_top_k(pool, names, design)
+    if control_specs is not None and len(names) != 1:
+        raise InterpError("control_specs: the matched null's control sets belong to one tested judge; test one")
     specs, variants = _judge_variants(run, names, design, spec, selection)
+    control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
     backend_name = backend if backend is not None else run.config.backend
-    _check_inputs(run, pool, names, controls, variants, test_items)
+    _check_inputs(run, pool, names, variants, control_variants, test_items)
     keys = {
         judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
         for judge in names
     }
     control_keys = {
         judge: {
-            control: variant_key(run, control, backend_name, variants[judge]["self"], test_items, own_model(judge))
+            control: variant_key(
+                run, control, backend_name, control_variants[judge][control], test_items, own_model(judge)
+            )
             for control in controls[judge]
         }
         for judge in names
@@ -264,14 +300,18 @@ def intervene_run(
     with run.dir.writer():
         execute(
             run,
-            [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)],
+            [
+                task
+                for judge in names
+                for task in _tasks(run, judge, control_variants[judge], variants[judge], test_items)
+            ],
             pool,
         )
         for judge in names:
             result["judges"][judge] = _test_judge(
                 run,
                 judge,
-                controls[judge],
+                control_variants[judge],
                 specs[judge],
                 variants[judge],
                 design,
@@ -280,7 +320,12 @@ def intervene_run(
                 test_items,
                 progress,
             )
-            result["judges"][judge] |= {"selection_items": selection, "test_items": test}
+            result["judges"][judge] |= {
+                "selection_items": selection,
+                "test_items": test,
+                "null": nulls[judge],
+                "control_sets": {c: v.identity() for c, v in control_variants[judge].items()},
+            }
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         return write_causal(out_dir, result)
@@ -299,6 +344,7 @@ def causal_tasks(
     design: TestDesign,
     judges: Sequence[str] | None = None,
     items: Sequence[str] | None = None,
+    control_specs: Mapping[str, AttentionIntervention | NodeIntervention] | None = None,
 ) -> list[VariantTask]:
     """The (judge, variant) tasks `intervene_run` with these arguments executes before its statistics (its
     random head sets aside), so a job of many tests can run all of theirs as one batch of tasks first
@@ -306,21 +352,35 @@ def causal_tasks(
     run = read_run(run_dir)
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
-    _, variants = _judge_variants(run, names, design, spec, selection)
-    return [task for judge in names for task in _tasks(run, judge, controls[judge], variants[judge], test_items)]
+    specs, variants = _judge_variants(run, names, design, spec, selection)
+    control_variants, _ = _control_variants(run, names, controls, design, specs, selection, control_specs, None)
+    return [
+        task for judge in names for task in _tasks(run, judge, control_variants[judge], variants[judge], test_items)
+    ]
+
+
+def _control_variants(run: Run, names, controls: dict, design: TestDesign, specs: dict, selection, given, pool):
+    """Per tested judge, each control's variant ("self": its own set under the matched null) and the null."""
+    variants, nulls = {}, {}
+    for judge in names:
+        chosen, nulls[judge] = _control_specs(
+            run, judge, controls[judge], design, specs[judge], selection, given, pool or judge_pool(run)
+        )
+        variants[judge] = {c: variant_of("self", s, selection) for c, s in chosen.items()}
+    return variants, nulls
 
 
 def _tasks(
-    run: Run, judge: str, controls: Sequence[str], variants: dict[str, Variant], items: list[Item]
+    run: Run, judge: str, control_variants: dict[str, Variant], variants: dict[str, Variant], items: list[Item]
 ) -> list[VariantTask]:
     """What the test judges for one tested judge, as tasks: its variants, then each control's baseline (when
-    the run did not judge with it) and its judging under the mask of the tested judge's own answer."""
+    the run did not judge with it) and its judging under its own variant (the tested judge's answer as own)."""
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
     tasks = [VariantTask(folder, judge, variant, ids) for variant in variants.values()]
-    for control in controls:
+    for control, variant in control_variants.items():
         if control not in run.config.judge_specs:
             tasks.append(VariantTask(folder, control, NO_INTERVENTION, ids, own))
-        tasks.append(VariantTask(folder, control, variants["self"], ids, own))
+        tasks.append(VariantTask(folder, control, variant, ids, own))
     return tasks
 
 
@@ -344,19 +404,22 @@ def _check_inputs(
     run: Run,
     pool: Judges,
     names: Sequence[str],
-    controls: dict,
     variants: dict[str, dict[str, Variant]],
+    control_variants: dict[str, dict[str, Variant]],
     items: list[Item],
 ) -> None:
     """Everything the test reads, read and checked before its first write: each mask fits each model and takes
-    effect on it, its target span exists in every test prompt (both orders), every baseline judgment is there,
-    and the run's summary (read again for the report at the end) is valid JSON."""
+    effect on it (a control: its own variant), its target span exists in every test prompt (both orders), every
+    baseline judgment is there, and the run's summary (read again for the report at the end) is valid JSON."""
     for judge in names:
-        for model in [judge, *controls[judge]]:
+        for model, checked in [
+            (judge, list(variants[judge].values())),
+            *((c, [v]) for c, v in control_variants[judge].items()),
+        ]:
             loaded = pool.model(model)
-            check_variants(loaded, list(variants[judge].values()))
-            check_spans(run, loaded, list(variants[judge].values()), items, own=own_model(judge))
-            check_nodes_take_effect(run, loaded, list(variants[judge].values()), items)
+            check_variants(loaded, checked)
+            check_spans(run, loaded, checked, items, own=own_model(judge))
+            check_nodes_take_effect(run, loaded, checked, items)
             if model in run.config.judge_specs:
                 baseline(run, model, items, own_model(judge))
             pool.release(model)  # checked: let it go until its turn comes (a tested judge is kept)
@@ -388,7 +451,7 @@ def _variants(
 def _test_judge(
     run: Run,
     judge: str,
-    controls: list[str],
+    control_variants: dict[str, Variant],
     spec: AttentionIntervention,
     variants: dict[str, Variant],
     design: TestDesign,
@@ -399,16 +462,19 @@ def _test_judge(
 ) -> dict:
     """One judge: its within-judge effect, and, with at least MIN_CONTROLS control judges, the between-judge
     test of self-preference (Crawford-Howell of its change of P(own) against the controls' changes under the
-    same mask of the same answer; for chosen heads, also against random head sets), and the share of its
+    same answer, each under its own variant; for chosen heads, also against random head sets), and the share of its
     self-preference gap over the controls that the mask removes."""
     config = run.config
+    controls = list(control_variants)
     own = own_model(judge)
     judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
     delta_judge = _delta(judged, "self")
     gold = run.gold_own(own)[[run.items.index(item) for item in items]]
     judged_controls = {}
     for c in controls:  # one at a time, each let go once judged: the peak holds one control, not all
-        judged_controls[c] = evaluate(run, c, {"self": variants["self"]}, pool, items=items, progress=progress, own=own)
+        judged_controls[c] = evaluate(
+            run, c, {"self": control_variants[c]}, pool, items=items, progress=progress, own=own
+        )
         pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
     common = dict(test_alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
@@ -426,7 +492,7 @@ def _test_judge(
             random_skipped = True
         else:
             random_effects = _random_effects(
-                run, judge, controls, spec, design, n_random, pool, items, progress, variants["self"].reference
+                run, judge, control_variants, spec, design, n_random, pool, items, progress, variants["self"].reference
             )
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
@@ -451,20 +517,9 @@ def _test_judge(
     return out
 
 
-def _random_effects(
-    run: Run,
-    judge: str,
-    controls: list[str],
-    spec,
-    design: TestDesign,
-    n_random: int,
-    pool: Judges,
-    items: list[Item],
-    progress: bool,
-    reference=None,
-) -> np.ndarray:
-    """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change."""
-    model = pool.model(judge)
+def _random_variants(name: str, spec, design: TestDesign, n_random: int, model, reference=None) -> dict[str, Variant]:
+    """`n_random` random head sets of the size (and, layer-matched, the layers) of `spec`'s heads, drawn for judge
+    `name` (each judge its own draw, seeded by its name and the split seed), as variants under `spec`'s op."""
     table = spec.heads_table
     chosen = {layer: list(heads) for layer, heads in table.items()} if table else None
     if chosen is None:
@@ -474,10 +529,10 @@ def _random_effects(
         model.n_layers,
         model.n_heads,
         n_random,
-        seed_key=f"{judge}|{design.split_seed}",
+        seed_key=f"{name}|{design.split_seed}",
         layer_matched=design.layer_matched,
     )
-    variants = {
+    return {
         f"random-{r}": variant_of(
             f"random-{r}",
             dataclasses.replace(
@@ -487,15 +542,33 @@ def _random_effects(
         )
         for r, t in enumerate(tables)
     }
+
+
+def _random_effects(
+    run: Run,
+    judge: str,
+    control_variants: dict[str, Variant],
+    spec,
+    design: TestDesign,
+    n_random: int,
+    pool: Judges,
+    items: list[Item],
+    progress: bool,
+    reference=None,
+) -> np.ndarray:
+    """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change,
+    each judge at its own random draw of its own chosen set's size (the matched null)."""
+    draws = {judge: _random_variants(judge, spec, design, n_random, pool.model(judge), reference)}
+    for control, variant in control_variants.items():
+        own_spec = (variant.nodes[0] if variant.nodes else variant.attention) or spec
+        draws[control] = _random_variants(control, own_spec, design, n_random, pool.model(control), reference)
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
-    execute(
-        run, [VariantTask(folder, name, v, ids, own) for name in [judge, *controls] for v in variants.values()], pool
-    )
-    judged = evaluate(run, judge, variants, pool, items=items, progress=progress)
-    effects = np.array([_delta(judged, name).mean() for name in variants])
-    if controls:
+    execute(run, [VariantTask(folder, name, v, ids, own) for name, vs in draws.items() for v in vs.values()], pool)
+    judged = evaluate(run, judge, draws[judge], pool, items=items, progress=progress)
+    effects = np.array([_delta(judged, name).mean() for name in draws[judge]])
+    if control_variants:
         per_control = [
-            evaluate(run, c, variants, pool, items=items, progress=progress, own=own_model(judge)) for c in controls
+            evaluate(run, c, draws[c], pool, items=items, progress=progress, own=own) for c in control_variants
         ]
-        effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in variants])
+        effects = effects - np.array([np.mean([_delta(r, name).mean() for r in per_control]) for name in draws[judge]])
     return effects

@@ -211,14 +211,17 @@ def collect_examples_at(
     position: DirectionPosition,
     *,
     batch_size: int = 8,
+    own: str | None = None,
 ) -> dict[int, list[Example]]:
-    """`collect_examples` at several blocks from the same passes: layer -> examples."""
+    """`collect_examples` at several blocks from the same passes: layer -> examples. `own`: the author whose
+    response is "own" (default the judge's own model; a control judge reads the tested judge's)."""
+    reader = own or judge  # own_slot reads own_model(reader): a plain model's is itself
     if position not in DIRECTION_POSITIONS:
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
     model = runner.model
     jobs: list[tuple[JudgeTask, int | None, TokenizedPrompt]] = []  # (task, label or None for "spans", prompt)
     for task in tasks:
-        slot = own_slot(task, judge)
+        slot = own_slot(task, reader)
         if position == "spans":
             jobs.append((task, None, judging_prompt(model, task)))
         elif task.item.reference:
@@ -238,7 +241,7 @@ def collect_examples_at(
                 else:
                     rows = []
                     for row, (task, _, prompt) in enumerate(chunk):
-                        own = own_slot(task, judge)
+                        own = own_slot(task, reader)
                         other = "b" if own == "a" else "a"
                         off = offsets[row]
                         rows.append(
@@ -289,13 +292,17 @@ def layer_directions(
     score_ids: Sequence[str],
     *,
     batch_size: int = 8,
+    own: str | None = None,
 ) -> list[LayerDirection]:
     """Per layer, the "spans" direction from `fit_ids`' prompts scored on `score_ids`' prompts (one pass per batch
-    of prompts for every layer): the residual candidates of `interp.causal.explain`."""
+    of prompts for every layer): the residual candidates of `interp.causal.explain`. `own`: as for
+    `collect_examples_at`."""
     fit, scored = set(fit_ids), set(score_ids)
     wanted = [task for task in tasks if task.item.id in fit | scored]
     out = []
-    for layer, examples in collect_examples_at(runner, judge, wanted, layers, "spans", batch_size=batch_size).items():
+    for layer, examples in collect_examples_at(
+        runner, judge, wanted, layers, "spans", batch_size=batch_size, own=own
+    ).items():
         train = [e for e in examples if e.item_id in fit]
         test = [e for e in examples if e.item_id in scored]
         if not {e.label for e in train} >= {0, 1}:

@@ -14,12 +14,18 @@ Then, on the disjoint test split, each method's top candidates are tested with t
 killed command resumes): the own-answer mask at the top-K heads of `attention` and of `atp` (site
 "attention"), the top-K heads' outputs mean-ablated (`head_output`), the top-M MLP outputs mean-ablated
 (`mlp_output`), the best layer's direction projected out of the residual stream (`residual`); and, as their
-controls, random sets of the same sizes (seeded, `selected_by = "random"`). The candidates' p-values are
-corrected together with Holm; a candidate is causal when its Holm p is at most the test's level and the judge has
-a significant gap to carry (without one, `causal` is None: nothing to locate). Each head set
-also gets its route (`interp.causal.routes`: pattern, content or neither); where the candidate has no share of
-the gap (the judge's gap over its controls not significant), no route part is run: they read the same clean
-verdicts, so none could have a share, and the route is "neither" with that reason.
+controls, random sets of the same sizes (seeded, `selected_by = "random"`).
+
+The null is matched (`interp.causal.matched`): each control judge is localised by the same methods on the same
+selection items (the tested judge's answer read as its own) and measured at its own chosen set of the same size,
+site and op; for random sets each judge gets its own draw. Every candidate records `null = "matched"` and each
+control's set. The candidates' p-values are corrected together with Holm; a candidate is causal when the judge
+prefers its own answers more than its controls (the one-sided gap gate: it has a share), the share's interval
+lies above 0 and its Holm p is at most the test's level (without a share, `causal` is None: nothing to locate).
+`gap_gate=False` (`--no-gap-gate`) calls every candidate on its Holm p alone, a diagnostic of the null. Each
+head set also gets its route (`interp.causal.routes`: pattern, content or neither), under the default
+counterfactual and beside it the alternative; where the candidate has no share of the gap, no route part is run:
+they read the same clean verdicts, so none could have a share, and the route is "neither" with that reason.
 
 The result (`Explanation`) is written to RUN/explain/<judge>-<key>/explain.json, keyed by the run, the judge
 and every setting; `report.html` draws it.
@@ -28,46 +34,39 @@ and every setting; `report.html` draws it.
 from __future__ import annotations
 
 import dataclasses
-import io
 import json
-import random
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
-import pandas as pd
 
 from interp.config import PlacementKeys
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
-from interp.causal.causal import causal_tasks, intervene_run, random_head_sets
+from interp.causal.candidates import HEAD_METHODS, Planned, chosen_candidates, random_candidates
+from interp.causal.causal import causal_tasks, intervene_run
 from interp.causal.design import TestDesign, resolve_controls
-from interp.causal.directions import layer_directions
 from interp.causal.engine import digest, judge_pool, run_identity, self_judges
-from interp.causal.localize import localize_run, run_judge
+from interp.causal.localize import run_judge
 from interp.causal.executor import check_executor, execute, with_executor
+from interp.causal.matched import NULL, localise, localise_controls
 from interp.causal.routes import (
+    ALT_COUNTERFACTUAL,
     COUNTERFACTUAL,
+    ROUTE_PARTS,
     RouteAnalysis,
     check_counterfactual,
-    heads_key,
     route_analysis,
     route_specs,
 )
-from interp.hooks.nodes import node_from_dict
-from interp.hooks.spec import AttentionIntervention, pairs_table
+from interp.core.models import own_model
+from interp.hooks.spec import pairs_table
 from interp.metrics.causal_test import ALPHA, holm
-from interp.run.judging import judge_tasks
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
-from interp.storage import atomic_write_bytes, atomic_write_text, path_label
+from interp.storage import atomic_write_text, path_label
 
-HEAD_METHODS = {
-    "attention": "attention",
-    "atp": "attention",
-    "atp-output": "head_output",
-}  # method -> the site its heads are tested at
 EXPLAIN_METHODS = ("attention", "atp", "atp-output", "atp-mlp", "direction")
 FILE = "explain.json"
 
@@ -89,6 +88,12 @@ class Candidate:
     route: str | None = None  # pattern | content | neither, for head sets; None otherwise
     route_detail: dict | None = None
     spec: dict | None = None
+    null: str = NULL  # "matched": each control measured at its own set, chosen by the same method
+    gap_before: float | None = None  # the judge's gap over its controls before the intervention, points
+    gap_before_ci: list[float] | None = None
+    control_sets: dict | None = None  # control -> {"heads": [[l, h], ...]} or {"layers": [...]}
+    route_parts: dict | None = None  # head sets: total, pattern, content -> share_removed, ci
+    routes_by_counterfactual: dict | None = None  # counterfactual -> route, reason
 
     @property
     def label(self) -> str:
@@ -112,32 +117,22 @@ class Explanation:
     candidates: list[Candidate]
     answer: str
     key: str
+    gap_gate: bool = True  # False: --no-gap-gate, every candidate called on its Holm p alone (a diagnostic)
+    null: str = NULL
 
     def to_dict(self) -> dict:
         return asdict(self)
 
 
-def _spec(site: str, heads: list[list[int]] | None, layers: list[int] | None, name: str, direction=None):
-    if site == "attention":
-        table = tuple((layer, tuple(hs)) for layer, hs in pairs_table(heads).items())
-        return AttentionIntervention(target="self", alpha=0.0, heads=table, name=name)
-    if site == "head_output":
-        return node_from_dict({"site": site, "op": "mean", "heads": heads_key(pairs_table(heads)), "name": name})
-    if site == "mlp_output":
-        return node_from_dict({"site": site, "op": "mean", "layers": sorted(layers), "name": name})
-    return node_from_dict(
-        {
-            "site": "residual",
-            "op": "project_out",
-            "layers": layers,
-            "direction": [float(x) for x in direction],
-            "name": name,
-        }
-    )
-
-
-def _answer(candidates: Sequence[Candidate], judge: str) -> str:
+def _answer(candidates: Sequence[Candidate], judge: str, gap_gate: bool = True) -> str:
     """The paragraph: the user's question (attention to the own answer) first, then where the largest share is."""
+    if not gap_gate:
+        called = [c.label for c in candidates if c.causal]
+        return (
+            f"Diagnostic without the gap gate (matched null, Holm p alone): {len(called)} of "
+            f"{sum(c.p_value is not None for c in candidates)} tested candidates of {judge} called causal"
+            + (f": {'; '.join(called)}." if called else ".")
+        )
 
     def share(c: Candidate) -> str:
         if c.share_removed is None:
@@ -167,6 +162,79 @@ def _answer(candidates: Sequence[Candidate], judge: str) -> str:
     return first + f" The largest share is carried by {best.label}: {share(best)}{route}."
 
 
+@dataclass(frozen=True)
+class Request:
+    """What `explain_run` was asked (every setting), checked."""
+
+    top_k: int = 3
+    mlp_k: int = 2
+    selection_share: float = 0.4
+    split_seed: int = 0
+    control_judges: tuple[str, ...] | None = None
+    methods: tuple[str, ...] = EXPLAIN_METHODS
+    routes: bool = True
+    counterfactual: str = COUNTERFACTUAL
+    alt_counterfactual: str | None = ALT_COUNTERFACTUAL
+    random_sets: int = 1
+    test_alpha: float = ALPHA
+    gap_gate: bool = True
+
+    def check(self) -> None:
+        unknown = [m for m in self.methods if m not in EXPLAIN_METHODS]
+        if unknown or not self.methods:
+            raise InterpError(
+                f"unknown explain method(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(EXPLAIN_METHODS)}"
+            )
+        if not 1 <= self.top_k <= 64 or not 1 <= self.mlp_k <= 64:
+            raise InterpError(f"--top-k {self.top_k} and --mlp-k {self.mlp_k} must be between 1 and 64")
+        if self.random_sets < 0:
+            raise InterpError(f"--random-sets {self.random_sets} must be 0 or more")
+        check_counterfactual(self.counterfactual)
+        if self.alt_counterfactual is not None:
+            check_counterfactual(self.alt_counterfactual)
+
+    def settings(self, controls: Sequence[str]) -> dict:
+        """The settings as written into explain.json and its key."""
+        return {
+            "top_k": self.top_k,
+            "mlp_k": self.mlp_k,
+            "selection_share": self.selection_share,
+            "split_seed": self.split_seed,
+            "methods": list(self.methods),
+            "routes": self.routes,
+            **({"counterfactual": self.counterfactual} if self.routes else {}),
+            **(
+                {"alt_counterfactual": self.alt_counterfactual}
+                if self.routes and self.alt_counterfactual not in (None, self.counterfactual)
+                else {}
+            ),
+            "random_sets": self.random_sets,
+            "test_alpha": self.test_alpha,
+            "control_judges": list(controls),
+            "null": NULL,
+            "gap_gate": self.gap_gate,
+        }
+
+
+def check_sizes(model, request: Request, judge: str) -> None:
+    """A chosen set must leave something unchosen, or every random set of its size is the candidate itself (the
+    random controls would be the candidates), and an MLP set larger than the model cannot be drawn: refused in one
+    line before anything is written, as `interp intervene --top-heads` refuses (`_check_top_k`)."""
+    heads = model.n_layers * model.n_heads
+    if any(m in HEAD_METHODS for m in request.methods) and request.top_k >= heads:
+        raise InterpError(
+            f"--top-k {request.top_k} is not fewer than {judge}'s {model.n_layers} layers x {model.n_heads} heads = "
+            f"{heads}: nothing would be left unchosen, so every random set would be the candidate; use at most "
+            f"{heads - 1}"
+        )
+    if "atp-mlp" in request.methods and request.mlp_k >= model.n_layers:
+        raise InterpError(
+            f"--mlp-k {request.mlp_k} is not fewer than {judge}'s {model.n_layers} layers: nothing would be left "
+            f"unchosen, so every random MLP set would be the candidate; use at most {model.n_layers - 1}, or leave "
+            "out -m atp-mlp"
+        )
+
+
 def explain_run(
     run_dir: Path,
     judge: str,
@@ -179,8 +247,10 @@ def explain_run(
     methods: Sequence[str] = EXPLAIN_METHODS,
     routes: bool = True,
     counterfactual: str = COUNTERFACTUAL,
+    alt_counterfactual: str | None = ALT_COUNTERFACTUAL,
     random_sets: int = 1,
     test_alpha: float = ALPHA,
+    gap_gate: bool = True,
     where: PlacementKeys | None = None,
     progress: bool = True,
     executor: str | None = None,
@@ -190,174 +260,42 @@ def explain_run(
 
     `executor` / `max_memory` (bytes): as for `intervene_run`, for every causal test (candidates, random sets,
     route parts); on Ray, all their tasks are run as one batch first. The localisation runs in this process.
+    `gap_gate=False` (`--no-gap-gate`, a diagnostic): every candidate is called on its Holm-adjusted p alone.
+    `alt_counterfactual`: the route parts are also run with it and its route reported beside the default's.
     """
-    unknown = [m for m in methods if m not in EXPLAIN_METHODS]
-    if unknown or not methods:
-        raise InterpError(
-            f"unknown explain method(s) {', '.join(unknown) or '(none)'}; use some of {', '.join(EXPLAIN_METHODS)}"
-        )
-    if not 1 <= top_k <= 64 or not 1 <= mlp_k <= 64:
-        raise InterpError(f"--top-k {top_k} and --mlp-k {mlp_k} must be between 1 and 64")
-    if random_sets < 0:
-        raise InterpError(f"--random-sets {random_sets} must be 0 or more")
-    if executor is not None:
-        check_executor(executor)
-    check_counterfactual(counterfactual)
-    run = read_run(run_dir)
-    judge = run_judge(run, judge)
-    self_judges(run, [judge])
-    design = TestDesign(
-        heads="spec",
+    request = Request(
+        top_k=top_k,
+        mlp_k=mlp_k,
         selection_share=selection_share,
         split_seed=split_seed,
         control_judges=control_judges,
+        methods=tuple(methods),
+        routes=routes,
+        counterfactual=counterfactual,
+        alt_counterfactual=alt_counterfactual,
+        random_sets=random_sets,
         test_alpha=test_alpha,
+        gap_gate=gap_gate,
     )
-    controls = resolve_controls(run, judge, design)
-    ids = [item.id for item in run.items]
-    selection, test = split_ids(ids, selection_share, split_seed, purpose="selection", what="--selection-share")
-    settings = {
-        "top_k": top_k,
-        "mlp_k": mlp_k,
-        "selection_share": selection_share,
-        "split_seed": split_seed,
-        "methods": list(methods),
-        "routes": routes,
-        **({"counterfactual": counterfactual} if routes else {}),
-        "random_sets": random_sets,
-        "test_alpha": test_alpha,
-        "control_judges": list(controls),
-    }
+    request.check()
+    run, judge, design, controls, (selection, test), pool = _prepare(
+        run_dir, judge, request, where, executor, max_memory
+    )
+    settings = request.settings(controls)
     key = digest({"run": run_identity(run), "judge": judge, "settings": settings})
     out_dir = run.dir.root / "explain" / f"{path_label(judge)}-{key}"
-    pool = with_executor(judge_pool(run, where=where), executor, max_memory)
-    model = pool.model(judge)
-
-    located = _localise(run, judge, methods, selection, pool, out_dir, progress)
-    raw: list[tuple[str, str, list | None, list | None, object]] = []  # site, selected_by, heads, layers, spec
-    for method, site in HEAD_METHODS.items():
-        if method in located:
-            heads = [[int(r.layer), int(r.head)] for r in located[method].head(top_k).itertuples()]
-            raw.append((site, method, heads, None, _spec(site, heads, None, f"explain-{site}-{method}-top{top_k}")))
-    if "atp-mlp" in located:
-        layers = sorted(int(r.layer) for r in located["atp-mlp"].head(mlp_k).itertuples())
-        raw.append(
-            ("mlp_output", "atp-mlp", None, layers, _spec("mlp_output", None, layers, f"explain-mlp-atp-top{mlp_k}"))
-        )
-    if "direction" in located:
-        best = located["direction"].iloc[0]
-        raw.append(
-            (
-                "residual",
-                "direction",
-                None,
-                [int(best.layer)],
-                _spec("residual", None, [int(best.layer)], f"explain-direction-L{int(best.layer)}", best.vector),
-            )
-        )
-    chosen = next(
-        (pairs_table(heads) for _, _, heads, _, _ in raw if heads), None
-    )  # the random sets' size: a candidate's
-    tables = (
-        random_head_sets(
-            chosen,
-            model.n_layers,
-            model.n_heads,
-            random_sets,
-            seed_key=f"{judge}|{split_seed}|heads",
-            layer_matched=False,
-        )
-        if chosen
-        else []
-    )
-    for r in range(random_sets):
-        if tables:
-            heads = [[layer, head] for layer, hs in sorted(tables[r].items()) for head in hs]
-            for site in sorted({HEAD_METHODS[m] for m in HEAD_METHODS if m in located}):
-                raw.append((site, "random", heads, None, _spec(site, heads, None, f"explain-{site}-random{r}-{top_k}")))
-        if "atp-mlp" in located:
-            layers = sorted(random.Random(f"{judge}|{split_seed}|mlp|{r}").sample(range(model.n_layers), mlp_k))
-            raw.append(
-                (
-                    "mlp_output",
-                    "random",
-                    None,
-                    layers,
-                    _spec("mlp_output", None, layers, f"explain-mlp-random{r}-{mlp_k}"),
-                )
-            )
-
+    check_sizes(pool.model(judge), request, judge)
+    located = localise(run, judge, request.methods, selection, pool, out_dir, progress)
+    by_control = localise_controls(run, controls, own_model(judge), list(located), selection, pool, progress)
+    planned = chosen_candidates(located, by_control, request)
+    planned += random_candidates(judge, located, by_control, request, pool)
     where_it_runs = dict(models=pool.models, where=where, executor=executor, max_memory=max_memory)
-    common = dict(design=design, judges=[judge], progress=progress) | where_it_runs
-
-    def on_cluster(tests: list) -> None:  # the tests' tasks as one batch, so the cluster runs them side by side
-        if pool.executor != "local" and tests:
-            tasks = [task for spec in tests for task in causal_tasks(run.dir.root, spec, design=design, judges=[judge])]
-            with run.dir.writer():
-                execute(run, tasks, pool)
-
-    on_cluster([spec for *_, spec in raw])
-    records = [next(iter(intervene_run(run.dir.root, spec, **common).judges.values())) for *_, spec in raw]
-    with_share = {  # the head sets whose route parts can have a share: those whose candidate has one
-        json.dumps(heads): heads
-        for (_, by, heads, _, _), record in zip(raw, records)
-        if routes and heads and by != "random" and record.share_removed
-    }
-    on_cluster(
-        [
-            spec
-            for heads in with_share.values()
-            for spec in route_specs(pairs_table(heads), counterfactual=counterfactual).values()
-        ]
-    )
-    candidates = []
-    route_cache: dict[str, RouteAnalysis] = {}
-    for (site, selected_by, heads, layers, spec), record in zip(raw, records):
-        share = record.share_removed
-        route, detail = None, None
-        if routes and heads and selected_by != "random":
-            hkey = json.dumps(heads)
-            if hkey not in route_cache and share is None:  # the parts read the same clean gap: none has a share
-                route_cache[hkey] = RouteAnalysis(
-                    judge=judge,
-                    heads=pairs_table(heads),
-                    parts={},
-                    route="neither",
-                    reason=f"no share of the gap: {record.share_removed_reason}; no route part run, as none could "
-                    "have one",
-                    counterfactual=counterfactual,
-                )
-            if hkey not in route_cache:
-                route_cache[hkey] = route_analysis(
-                    run.dir.root,
-                    judge,
-                    pairs_table(heads),
-                    design=design,
-                    counterfactual=counterfactual,
-                    progress=progress,
-                    **where_it_runs,
-                )
-            route, detail = route_cache[hkey].route, route_cache[hkey].to_dict()
-        candidates.append(
-            Candidate(
-                site=site,
-                selected_by=selected_by,
-                heads=heads,
-                layers=layers,
-                share_removed=share.estimate if share else None,
-                ci=[share.low, share.high] if share else None,
-                p_value=record.p_value,
-                reason=None if share else record.share_removed_reason,
-                route=route,
-                route_detail=detail,
-                spec=spec.to_dict(),
-            )
-        )
-    candidates = _with_holm(candidates, test_alpha)
-    localisation = {
-        m: frame.drop(columns=[c for c in ("vector",) if c in frame]).head(max(top_k, mlp_k)).to_dict("records")
-        for m, frame in located.items()
-    }
+    tests = _Tests(run, judge, design, pool, progress, where_it_runs)
+    candidates = [
+        _candidate(item, record, tests.route(item, record, request))
+        for item, record in zip(planned, tests.candidates(planned))
+    ]
+    candidates = _with_holm(candidates, test_alpha, gap_gate=gap_gate)
     result = Explanation(
         run=str(run.dir.root),
         judge=judge,
@@ -365,14 +303,180 @@ def explain_run(
         controls=list(controls),
         selection_items=selection,
         test_items=test,
-        localisation=localisation,
+        localisation=_shown(located, max(top_k, mlp_k)),
         candidates=candidates,
-        answer=_answer(candidates, judge),
+        answer=_answer(candidates, judge, gap_gate),
         key=key,
+        gap_gate=gap_gate,
     )
     with run.dir.writer():
         atomic_write_text(out_dir / FILE, json.dumps(result.to_dict(), indent=2, default=_plain))
     return result
+
+
+def _shown(located: dict, k: int) -> dict:
+    """Each method's top `k` entries on the selection split, as written into explain.json (no vectors)."""
+    return {
+        m: frame.drop(columns=[c for c in ("vector",) if c in frame]).head(k).to_dict("records")
+        for m, frame in located.items()
+    }
+
+
+def _prepare(run_dir: Path, judge: str, request: Request, where, executor: str | None, max_memory: int | None):
+    """The run, the judge's name in it, the test's design, the controls, the (selection, test) split and the
+    judges' pool, each checked before anything is written."""
+    if executor is not None:
+        check_executor(executor)
+    run = read_run(run_dir)
+    judge = run_judge(run, judge)
+    self_judges(run, [judge])
+    design = TestDesign(
+        heads="spec",
+        selection_share=request.selection_share,
+        split_seed=request.split_seed,
+        control_judges=request.control_judges,
+        test_alpha=request.test_alpha,
+    )
+    controls = resolve_controls(run, judge, design)
+    split = split_ids(
+        [item.id for item in run.items],
+        request.selection_share,
+        request.split_seed,
+        purpose="selection",
+        what="--selection-share",
+    )
+    pool = with_executor(judge_pool(run, where=where), executor, max_memory)
+    return run, judge, design, controls, split, pool
+
+
+class _Tests:
+    """The causal tests of one explain: the candidates (one batch on a cluster), then each head set's route."""
+
+    def __init__(self, run: Run, judge: str, design: TestDesign, pool, progress: bool, where_it_runs: dict):
+        self.run, self.judge, self.design, self.pool = run, judge, design, pool
+        self.progress, self.where_it_runs = progress, where_it_runs
+        self.routes: dict[str, dict] = {}
+
+    def on_cluster(self, tests: list[tuple[object, dict]]) -> None:
+        """The tests' tasks as one batch, so the cluster runs them side by side."""
+        if self.pool.executor == "local" or not tests:
+            return
+        tasks = [
+            task
+            for spec, controls in tests
+            for task in causal_tasks(
+                self.run.dir.root, spec, design=self.design, judges=[self.judge], control_specs=controls
+            )
+        ]
+        with self.run.dir.writer():
+            execute(self.run, tasks, self.pool)
+
+    def candidates(self, planned: list[Planned]) -> list:
+        self.on_cluster([(p.spec, p.control_specs) for p in planned])
+        common = dict(design=self.design, judges=[self.judge], progress=self.progress) | self.where_it_runs
+        return [
+            next(
+                iter(intervene_run(self.run.dir.root, p.spec, control_specs=p.control_specs, **common).judges.values())
+            )
+            for p in planned
+        ]
+
+    def route(self, item: Planned, record, request: Request) -> dict | None:
+        """The head set's route under the default counterfactual and the alternative, each with the controls
+        patched at their own sets; no part is run where the candidate has no share (none could have one)."""
+        if not request.routes or not item.heads or item.selected_by == "random":
+            return None
+        hkey = json.dumps([item.heads, item.control_sets])
+        if hkey in self.routes:
+            return self.routes[hkey]
+        counterfactuals = [request.counterfactual]
+        if request.alt_counterfactual not in (None, request.counterfactual):
+            counterfactuals.append(request.alt_counterfactual)
+        found = {}
+        for counterfactual in counterfactuals:
+            found[counterfactual] = self._route(item, record, counterfactual, request)
+        self.routes[hkey] = found
+        return found
+
+    def _route(self, item: Planned, record, counterfactual: str, request: Request) -> dict:
+        share = record.share_removed
+        heads = pairs_table(item.heads)
+        if share is None:  # the parts read the same clean gap: none has a share
+            return RouteAnalysis(
+                judge=self.judge,
+                heads=heads,
+                parts={},
+                route="neither",
+                reason=f"no share of the gap: {record.share_removed_reason}; no route part run, as none could have one",
+                counterfactual=counterfactual,
+            ).to_dict()
+        if counterfactual == "reference" and not all(
+            item_.reference for item_ in self.run.items if item_.id in set(record.test_items or [])
+        ):
+            return {"route": None, "reason": "an item of the test split has no reference answer", "parts": {}}
+        control_heads = {c: pairs_table(s["heads"]) for c, s in item.control_sets.items()}
+        parts = ROUTE_PARTS if counterfactual == request.counterfactual else ("total", "pattern", "content")
+        specs = route_specs(heads, parts, counterfactual=counterfactual)
+        controls = {c: route_specs(h, parts, counterfactual=counterfactual) for c, h in control_heads.items()}
+        self.on_cluster([(spec, {c: controls[c][part] for c in controls}) for part, spec in specs.items()])
+        return route_analysis(
+            self.run.dir.root,
+            self.judge,
+            heads,
+            design=self.design,
+            parts=parts,
+            counterfactual=counterfactual,
+            progress=self.progress,
+            control_heads=control_heads,
+            **self.where_it_runs,
+        ).to_dict()
+
+
+def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
+    """One candidate from its causal test's record and its routes (None: not a chosen head set)."""
+    share = record.share_removed
+    gap = record.gap_before
+    gap_points = 100 * gap.estimate if gap is not None and gap.estimate is not None else None
+    reason = None if share else record.share_removed_reason
+    if share is not None and gap_points is not None and gap_points <= 0:  # no gap to remove: no share
+        share, reason = None, f"the gap before is {gap_points:+.1f} points, at most 0: no gap to remove"
+    default = next(iter(routes.values())) if routes else None
+    return Candidate(
+        site=item.site,
+        selected_by=item.selected_by,
+        heads=item.heads,
+        layers=item.layers,
+        share_removed=share.estimate if share else None,
+        ci=[share.low, share.high] if share else None,
+        p_value=record.p_value,
+        reason=reason,
+        route=default["route"] if default else None,
+        route_detail=default,
+        spec=item.spec.to_dict(),
+        null=NULL,
+        gap_before=gap_points,
+        gap_before_ci=[100 * gap.low, 100 * gap.high] if gap is not None and gap.low is not None else None,
+        control_sets=item.control_sets,
+        route_parts=_route_parts(default) if item.heads else None,
+        routes_by_counterfactual={k: {"route": v["route"], "reason": v["reason"]} for k, v in routes.items()}
+        if routes
+        else None,
+    )
+
+
+def _route_parts(detail: dict | None) -> dict:
+    """`total`, `pattern` and `content` (and `mean` where run), each with `share_removed` and `ci` (None where
+    the part was not run: no share of the gap, or a random set)."""
+    parts = (detail or {}).get("parts") or {}
+    return {
+        name: {
+            "share_removed": parts[name]["share"] if name in parts else None,
+            "ci": list(parts[name]["ci"]) if name in parts and parts[name]["ci"] is not None else None,
+            "p_value": parts[name]["p_value"] if name in parts else None,
+            "causal": parts[name]["causal"] if name in parts else None,
+        }
+        for name in ("total", "pattern", "content", *(["mean"] if "mean" in parts else []))
+    }
 
 
 def _plain(value):
@@ -381,84 +485,27 @@ def _plain(value):
     raise TypeError(f"{type(value).__name__} is not JSON")
 
 
-def _with_holm(candidates: list[Candidate], alpha: float) -> list[Candidate]:
-    """Holm over the tested candidates. A candidate is causal when its Holm p is at most `alpha` and the judge has
-    a gap to carry: where the gap before the intervention is not significant (no share, the reason says why),
-    `causal` is None. A candidate chosen on the judge's own selection items moves that judge more than its
-    controls whether or not it prefers its own answers; what it moves then is a gap that is not there
-    (experiments/causal/plan.md, plan 3, amendment 7)."""
+def _with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = True) -> list[Candidate]:
+    """Holm over the tested candidates, then each one's call. With the gap gate (the verdict): causal only where the
+    judge prefers its own answers more than its controls (a share: the one-sided gate passed), the share's
+    interval lies above 0 (it removes the gap; a candidate that widens it is not causal) and the Holm p is at most
+    `alpha`; without a share `causal` is None (no gap to carry, the reason says why). A candidate's `ci` None
+    (a record written without one) is not checked for its interval. Without the gate (`--no-gap-gate`, a
+    diagnostic): causal iff the Holm p is at most `alpha`, whatever the gap and the share, so that the matched
+    null can be seen to hold without the gate's help."""
     tested = [i for i, c in enumerate(candidates) if c.p_value is not None]
     adjusted = holm([candidates[i].p_value for i in tested]) if tested else []
     out = list(candidates)
     for i, p in zip(tested, adjusted):
-        causal = bool(p <= alpha) if out[i].share_removed is not None else None
-        out[i] = dataclasses.replace(out[i], p_holm=float(p), causal=causal)
+        c = out[i]
+        if not gap_gate:
+            causal = bool(p <= alpha)
+        elif c.share_removed is None:
+            causal = None
+        else:
+            causal = bool(p <= alpha) and (c.ci is None or c.ci[0] > 0)
+        out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal)
     return out
-
-
-def _localise(
-    run: Run, judge: str, methods: Sequence[str], selection: list[str], pool, out_dir: Path, progress: bool
-) -> dict[str, pd.DataFrame]:
-    """Each method's ranking on the selection split, best first (kept in out_dir as CSV: read back on a re-run)."""
-    located: dict[str, pd.DataFrame] = {}
-    cached = out_dir / "localisation.csv"
-    if cached.is_file():
-        table = pd.read_csv(cached)
-    else:
-        wanted = [m for m in methods if m != "direction"]
-        table = (
-            localize_run(run, judge, wanted, judges=pool, items=selection, progress=progress)
-            if wanted
-            else pd.DataFrame()
-        )
-    for method in methods:
-        if method != "direction" and len(table):
-            located[method] = table[table["method"] == method].sort_values("rank").reset_index(drop=True)
-    if "direction" in methods:
-        located["direction"] = _directions(run, judge, selection, pool, out_dir)
-    if not cached.is_file() and len(table):
-        with run.dir.writer():
-            atomic_write_text(cached, table.to_csv(index=False))
-    return located
-
-
-def _directions(run: Run, judge: str, selection: list[str], pool, out_dir: Path) -> pd.DataFrame:
-    """Per layer, the direction fitted on half the selection items and scored on the other half, best first."""
-    cached = out_dir / "directions.npz"
-    half_fit, half_score = split_ids(selection, 0.5, 0, purpose="direction", what="selection half")
-    if cached.is_file():
-        data = np.load(cached)
-        frame = pd.DataFrame({"layer": data["layer"], "score": data["score"], "vector": list(data["vector"])})
-    else:
-        runner = pool.runner(judge, run)
-        tasks = judge_tasks([item for item in run.items if item.id in set(selection)], run.responses, run.config.models)
-        found = layer_directions(
-            runner,
-            judge,
-            tasks,
-            list(range(runner.model.n_layers)),
-            half_fit,
-            half_score,
-            batch_size=run.config.batch_size,
-        )
-        frame = pd.DataFrame(
-            {
-                "layer": [d.layer for d in found],
-                "score": [d.paired_accuracy for d in found],
-                "vector": [d.vector.numpy() for d in found],
-            }
-        )
-        buffer = io.BytesIO()
-        np.savez(
-            buffer,
-            layer=frame["layer"].to_numpy(),
-            score=frame["score"].to_numpy(),
-            vector=np.stack(frame["vector"].to_list()),
-        )
-        with run.dir.writer():
-            atomic_write_bytes(cached, buffer.getvalue())
-    frame["method"] = "direction"
-    return frame.sort_values(["score", "layer"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
 def read_explanations(run_dir: Path) -> list[dict]:

@@ -26,6 +26,7 @@ better one about half the time), a head that carries self-preference does not.
 
 from __future__ import annotations
 
+import warnings
 from pathlib import Path
 from typing import Sequence
 
@@ -41,7 +42,7 @@ from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.config import PlacementKeys
 from interp.core.backends.shared_trunk import decoder_stack
-from interp.core.judge import label_tokens
+from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, attention_implementation, own_model, own_slot
 from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
@@ -50,7 +51,7 @@ from interp.errors import InterpError
 from interp.results.rows import LocalizeRow
 from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
 from interp.splits import unit_hash
-from interp.run.judging import judge_tasks
+from interp.run.judging import judge_tasks, verdict_labels
 from interp.run.store import Run
 
 METHODS = ("attention", "atp", "atp-output", "mask")  # rank heads
@@ -168,11 +169,12 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
 
 
 def attribution_scores(
-    run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True
+    run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True, own: str | None = None
 ) -> dict[str, np.ndarray]:
     """Per AtP method, [item, layer, head] ([item, layer] for "atp-mlp") of the node's part in the own verdict
-    margin (the negative of the estimated change under its ablation), mean over the two orders."""
-    own = own_model(judge)
+    margin (the negative of the estimated change under its ablation), mean over the two orders. `own`: the author
+    read as the judge's own (default its own model; a control judge reads the tested judge's)."""
+    own = own or own_model(judge)
     sums = {name: np.zeros((len(items), model.n_layers, model.n_heads)) for name in ("atp", "atp-output")}
     sums["atp-mlp"] = np.zeros((len(items), model.n_layers))
     index = {item.id: n for n, item in enumerate(items)}
@@ -182,6 +184,31 @@ def attribution_scores(
         for name, change in head_attributions(model, prompt.input_ids, prompt.spans[slot], "ab".index(slot)).items():
             sums[name][index[task.item.id]] -= change.numpy() / 2
     return sums
+
+
+def judged_attention(run: Run, judge: str, judges: Judges, items: Sequence[Item], own: str) -> np.ndarray:
+    """[layer, head]: own-minus-other attention of the final query position (per-token mean, mean over items and
+    both orders, empty spans skipped), from a judging pass of `items` here: what the run's stored attention gives
+    `head_values` for a judge it recorded, for a judge that was not (a control judge), with `own` as its own."""
+    runner = judges.runner(judge, run)
+    model = runner.model
+    labels = label_tokens(model.tokenizer, verdict_labels(run.config.ties))
+    rows = []
+    tasks = list(_tasks(run, items, own))
+    for start in range(0, len(tasks), run.config.batch_size):
+        chunk = tasks[start : start + run.config.batch_size]
+        prompts = [
+            tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=run.config.ties)
+            for t, _ in chunk
+        ]
+        for (_, slot), judged in zip(chunk, judge_batch(runner, prompts, labels, readout="final", judge=judge)):
+            with np.errstate(divide="ignore", invalid="ignore"):
+                mean = judged.mass.float().numpy() / judged.counts.float().numpy()  # [layer, head, span]
+            own_index = "ab".index(slot)
+            rows.append(mean[..., own_index] - mean[..., 1 - own_index])
+    with np.errstate(invalid="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return np.nanmean(np.stack(rows), axis=0)
 
 
 def mask_items(items: Sequence[Item], n: int, seed: int = 0) -> list[Item]:
@@ -285,20 +312,29 @@ def localize_run(
     judges: Judges | None = None,
     progress: bool = True,
     items: Sequence[str] | None = None,
+    own: str | None = None,
 ) -> pd.DataFrame:
     """Every (layer, head) ranked by each method: columns method, layer, head, score (|effect|, the ranking),
     effect (signed: > 0 favours the own answer), rank (1 = first), single_judge, n_items. A layer method
     ("atp-mlp") ranks layers: its rows have head = -1. `items` (ids): localise on those items only (a
-    selection split); `n_items`: a seeded subset of them."""
+    selection split); `n_items`: a seeded subset of them.
+
+    `own`: localise a judge that reads another judge's answer as its own (a control judge, the matched null of
+    `interp.causal.matched`): it need not have judged the run, and "attention" is read from a judging pass of
+    the items here instead of the run's stored attention (the same readout)."""
     methods = check_methods(methods)
-    judge = run_judge(run, judge)
+    if own is None:
+        judge = run_judge(run, judge)
     chosen = items
     pool = [item for item in run.items if items is None or item.id in set(items)]
     if items is not None and not pool:
         raise InterpError("localize: none of the given items is in the run")
     items = pool if n_items is None else mask_items(pool, n_items, seed=1)
     frames = []
-    if "attention" in methods:
+    if "attention" in methods and own is not None:
+        judges = judges or judge_pool(run, where=where)
+        frames.append(_frame("attention", judged_attention(run, judge, judges, items, own), len(items), judge=judge))
+    elif "attention" in methods:
         if judge not in attention_judges(run.dir.root):
             if methods == ["attention"]:
                 raise InterpError(
@@ -328,7 +364,7 @@ def localize_run(
         judges = judges or judge_pool(run, where=where)
         model = judges.model(judge)
         if {"atp", "atp-output", "atp-mlp"} & set(wanted):
-            scores = attribution_scores(run, judge, model, items, progress)
+            scores = attribution_scores(run, judge, model, items, progress, own=own)
             frames += [
                 _frame(m, scores[m].mean(0), len(items), judge=judge) for m in ("atp", "atp-output") if m in wanted
             ]
@@ -336,6 +372,8 @@ def localize_run(
                 frames.append(
                     _frame("atp-mlp", scores["atp-mlp"].mean(0)[:, None], len(items), judge=judge).assign(head=-1)
                 )
+        if "mask" in wanted and own is not None:
+            raise InterpError("localize: the mask scan reads the judge's own answer; it takes no other `own`")
         if "mask" in wanted:
             subset = mask_items(pool, n_mask_items)
             frames.append(_frame("mask", mask_scan(run, judge, judges, subset, progress), len(subset), judge=judge))

@@ -48,8 +48,20 @@ def explain(
         "--counterfactual",
         help="what the route parts put in the own answer's place: other (the pair's other answer) | reference",
     ),
+    alt_counterfactual: str = typer.Option(
+        "reference",
+        "--alt-counterfactual",
+        help="a second counterfactual whose route is reported beside the default's: reference (a third text, the "
+        "item's reference answer, cut or cycled to the own answer's length) | other | none",
+    ),
     random_sets: int = typer.Option(1, "--random-sets", help="random candidates of the same sizes, per kind"),
     test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (Holm over the candidates)"),
+    gap_gate: bool = typer.Option(
+        True,
+        "--gap-gate/--no-gap-gate",
+        help="--no-gap-gate (a diagnostic): every candidate tested whatever the gap and the share, causal on its "
+        "Holm p against --test-alpha alone; the JSON says gap_gate: false",
+    ),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
@@ -78,8 +90,10 @@ def explain(
         methods=method or EXPLAIN_METHODS,
         routes=routes,
         counterfactual=counterfactual,
+        alt_counterfactual=None if alt_counterfactual == "none" else alt_counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
+        gap_gate=gap_gate,
         where=placement_keys(device, dtype),
         progress=progress and not as_json,
         executor=executor,

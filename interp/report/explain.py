@@ -69,28 +69,46 @@ def test_text(result: dict) -> str:
     """What decided each row, from the settings that ran."""
     settings = result["settings"]
     controls = result["controls"]
+    matched = settings.get("null") == "matched"
+    null = (
+        "each control judge localised by the same method on the same selection items (the judge's answer read as "
+        "its own) and measured at its own chosen set of the same size, site and op (the matched null); random "
+        "rows: each judge at its own draw"
+        if matched
+        else "the controls measured at the judge's set"
+    )
+    gated = settings.get("gap_gate", True)
+    call = (
+        f"causal = Holm p at most {settings['test_alpha']:g}, a gap to carry and a share whose interval lies above 0 "
+        "(where the judge does not prefer its own answers more than its controls, one-sided, there is no share and "
+        "causal is empty)"
+        if gated
+        else f"without the gap gate (a diagnostic): causal = Holm p at most {settings['test_alpha']:g} alone"
+    )
+    rule = (
+        "pattern (content) only where the total is causal with its interval above 0 and pattern minus content, "
+        "resampled together, has its interval above (below) 0; else neither"
+        if matched
+        else "the route that removes at least half of the total with an interval clear of the other's, else neither"
+    )
     return (
         f"Each row is one causal test on the {len(result['test_items'])} test items (localised on the other "
         f"{len(result['selection_items'])}, "
         f"selection share {settings['selection_share']:g}, split seed {settings['split_seed']}): the "
         "judge's change of its self-preference gap "
         f"under the candidate's intervention against the changes of {len(controls)} control judges that "
-        "read the same answers and wrote neither "
+        f"read the same answers and wrote neither, {null} "
         "(Crawford-Howell, H0: the judge's change is one more draw from the controls'; df = "
         f"{max(len(controls) - 1, 0)}). "
         "The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the "
         "controls' mean, multi-bootstrap interval "
         "(controls and items resampled). p is corrected with Holm over the "
         f"{sum(c.get('p_value') is not None for c in result['candidates'])} "
-        f"candidates with a test; causal = Holm p at most {settings['test_alpha']:g} and a gap to carry (where the "
-        "gap before is not significant there is no share and causal is empty). Random rows: head or "
-        "layer sets of the same size, drawn "
+        f"candidates with a test; {call}. Random rows: head or layer sets of the same size, drawn "
         "from a seed: they should not be causal. Route: the head set's output, pattern or values patched "
         "from the prompt with the own answer "
         f"replaced by {COUNTERFACTUALS.get(settings.get('counterfactual', 'reference'), 'a counterfactual')} (its "
-        "token length kept); the route that removes at least half of "
-        "the total with an interval clear "
-        "of the other's, else neither."
+        f"token length kept); {rule}."
     )
 
 

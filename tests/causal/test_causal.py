@@ -300,6 +300,29 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
             assert record["p_value"] == max(record["test"]["p_value"], record["test"]["p_rank"])
     (folder,) = (run / "interventions").iterdir()
     assert folder.name.startswith("self-mask-top2-heads-")
+    check_matched_top_heads(run, result, design, controls)
+
+
+def check_matched_top_heads(run, result, design, controls) -> None:
+    """--top-heads's null is matched: each control is measured at its own top-K heads by own-minus-other attention
+    on the same selection items, the tested judge's answer read as its own (what the localisation gives it)."""
+    import json
+
+    from interp.causal.causal import top_heads_spec, variant_of
+    from interp.causal.localize import localize_run
+    from interp.causal.matched import attention_top_heads
+    from interp.core.models import own_model
+    from interp.run.store import read_run
+
+    loaded = read_run(run)
+    for judge, record in result["judges"].items():
+        selection = record["selection_items"]
+        assert record["null"] == "matched" and set(record["control_sets"]) == set(controls)
+        for control in controls:
+            frame = localize_run(loaded, control, ["attention"], items=selection, own=own_model(judge), progress=False)
+            spec = top_heads_spec(design, attention_top_heads(frame, design.top_k))
+            expected = variant_of("self", spec, selection).identity()
+            assert json.loads(json.dumps(record["control_sets"][control])) == json.loads(json.dumps(expected))
 
 
 def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path, forked_cli):

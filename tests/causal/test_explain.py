@@ -33,27 +33,30 @@ def _part(name, share, low, high):
     return PartShare(name, share, (low, high), 0.01, True)
 
 
-def test_the_route_is_the_one_carrying_half_the_total_with_an_interval_clear_of_the_other():
+def test_a_route_needs_a_causal_total_and_a_paired_difference_clear_of_zero():
+    """Issue 71: "pattern" only where the total is causal with its interval above 0 and pattern minus content
+    (resampled together) has its interval above 0; "content" likewise below; "neither" otherwise, with the reason.
+    Planted-heads seed 4 (total 0.11, not causal) must not be routed, whatever the parts' marginal intervals."""
     parts = {
         "total": _part("total", 0.9, 0.7, 1.1),
         "pattern": _part("pattern", 0.8, 0.6, 1.0),
         "content": _part("content", 0.1, -0.1, 0.3),
     }
-    assert route_verdict(parts)[0] == "pattern"
-    parts |= {"pattern": _part("pattern", 0.1, -0.1, 0.3), "content": _part("content", 0.7, 0.5, 0.9)}
-    assert route_verdict(parts)[0] == "content"
-    parts |= {
-        "pattern": _part("pattern", 0.5, 0.2, 0.8),
-        "content": _part("content", 0.6, 0.3, 0.9),
-    }  # overlapping intervals
-    assert route_verdict(parts)[0] == "neither"
-    parts |= {
-        "pattern": _part("pattern", 0.3, 0.25, 0.35),
-        "content": _part("content", 0.0, -0.1, 0.1),
-    }  # clear, but under half of total
-    assert route_verdict(parts)[0] == "neither"
-    parts |= {"total": PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")}
-    route, reason = route_verdict(parts)
+    assert route_verdict(parts, (0.7, (0.4, 1.0)))[0] == "pattern"
+    assert route_verdict(parts, (-0.7, (-1.0, -0.4)))[0] == "content"
+    route, reason = route_verdict(parts, (0.7, (-0.1, 1.0)))  # the paired difference's interval holds 0
+    assert route == "neither" and "holds 0" in reason
+    route, reason = route_verdict(parts, None)
+    assert route == "neither" and "no paired difference" in reason
+    # the total not causal: neither, however clear the parts look
+    parts["total"] = PartShare("total", 0.11, (-0.03, 0.22), 0.2, False)
+    route, reason = route_verdict(parts, (0.15, (0.05, 0.25)))
+    assert route == "neither" and "not causal" in reason
+    parts["total"] = PartShare("total", 0.3, (-0.05, 0.6), 0.01, True)  # causal, but its interval reaches 0
+    route, reason = route_verdict(parts, (0.3, (0.1, 0.5)))
+    assert route == "neither" and "interval is not above 0" in reason
+    parts["total"] = PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")
+    route, reason = route_verdict(parts, None)
     assert route == "neither" and "not significant" in reason
 
 
@@ -70,11 +73,16 @@ def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
         ran.append(spec.name.split("-")[1])
         share = None if gapless else SimpleNamespace(estimate=0.5, low=0.2, high=0.8)
         record = SimpleNamespace(
-            share_removed=share, p_value=0.01, causal=True, share_removed_reason="the gap before is not significant"
+            share_removed=share,
+            p_value=0.01,
+            causal=True,
+            share_removed_reason="the gap before is not significant",
+            control_names=["c1", "c2", "c3"],
         )
-        return SimpleNamespace(judges={"j": record})
+        return SimpleNamespace(judges={"j": record}, test_items=["t"], selection_items=["s"])
 
     monkeypatch.setattr(routes, "intervene_run", fake_intervene)
+    monkeypatch.setattr(routes, "paired_difference", lambda *a, **k: (0.5, (0.1, 0.9)))
     gapless = True
     analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
     assert ran == ["total"] and set(analysis.parts) == {"total"} and analysis.route == "neither"
@@ -86,6 +94,7 @@ def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
     analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
     assert ran == ["total", "pattern", "content", "mean"] and set(analysis.parts) == set(ran)
     assert "not run" not in analysis.reason
+    assert analysis.route == "pattern" and analysis.difference == {"estimate": 0.5, "ci": [0.1, 0.9]}
 
 
 def test_the_other_counterfactual_puts_the_pairs_other_answer_in_the_own_answers_place():
@@ -176,6 +185,8 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
             assert c["causal"] == (None if c["share_removed"] is None else c["p_holm"] <= 0.05)
         assert (c["share_removed"] is None) == (c["ci"] is None)
     assert written["answer"].startswith("Attention to its own answer carries")
+    assert written["gap_gate"] is True and written["null"] == "matched"
+    check_matched_null(run, judge, controls, written)
     # the gap gate read from the clean verdicts alone (experiments/causal/null_gap.py, plan 3's amendment 9) is
     # the one every candidate's test applied: the same judge mean, controls' spread and p
     gate = runpy.run_path(str(Path(__file__).parents[2] / "experiments" / "causal" / "null_gap.py"))["gap_gate"](
@@ -195,6 +206,105 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
     assert again.returncode == 0, again.stderr[-3000:]
     assert sorted(p.name for p in (run / "variants").iterdir()) == variants
     assert json.loads(again.stdout)["candidates"] == written["candidates"]
+
+
+def check_matched_null(run: Path, judge: str, controls: list[str], written: dict) -> None:
+    """Every candidate's null is matched: each control has its own set, of the candidate's size, chosen by the
+    same method on the same selection items (what the localisation gives for that control, the judge's answer
+    read as own); no share where the judge's gap before is at most 0; head sets carry their route parts."""
+    from interp.causal.localize import localize_run
+    from interp.causal.matched import top_heads_of, top_layers_of
+    from interp.core.models import own_model
+    from interp.run.store import read_run
+
+    loaded = read_run(run)
+    selection = written["selection_items"]
+    located = {
+        c: localize_run(
+            loaded,
+            c,
+            ["attention", "atp", "atp-output", "atp-mlp"],
+            items=selection,
+            own=own_model(judge),
+            progress=False,
+        )
+        for c in controls
+    }
+    for c in written["candidates"]:
+        assert c["null"] == "matched" and set(c["control_sets"]) == set(controls)
+        assert isinstance(c["gap_before"], float)
+        if c["gap_before"] <= 0:
+            assert c["share_removed"] is None
+        for control, chosen in c["control_sets"].items():
+            frame = located[control]
+            if c["selected_by"] in ("attention", "atp", "atp-output"):
+                mine = frame[frame["method"] == c["selected_by"]].sort_values("rank")
+                assert chosen["heads"] == top_heads_of(mine, len(c["heads"]))
+            elif c["selected_by"] == "atp-mlp":
+                mine = frame[frame["method"] == "atp-mlp"].sort_values("rank")
+                assert chosen["layers"] == top_layers_of(mine, len(c["layers"]))
+            elif c["heads"]:
+                assert len(chosen["heads"]) == len(c["heads"])
+            else:
+                assert len(chosen["layers"]) == len(c["layers"])
+        if c["heads"]:
+            assert {"total", "pattern", "content"} <= set(c["route_parts"])
+            assert all(set(part) >= {"share_removed", "ci"} for part in c["route_parts"].values())
+    randoms = [c for c in written["candidates"] if c["selected_by"] == "random" and c["heads"]]
+    # each judge at its own random draw: the controls' draws are not all the judge's
+    assert any(s["heads"] != c["heads"] for c in randoms for s in c["control_sets"].values())
+
+
+def copied_run(explain_run, tmp_path: Path) -> tuple[Path, str, list[str]]:
+    """A copy of the tiny run, its tested judge and the control judges."""
+    from interp.run.store import read_run
+
+    source, controls = explain_run
+    run = tmp_path / "run"
+    shutil.copytree(source, run)
+    return run, read_run(run).config.models[0], controls
+
+
+def test_no_gap_gate_calls_every_candidate_on_its_holm_p_alone_and_says_so(explain_run, tmp_path, forked_cli):
+    run, judge, controls = copied_run(explain_run, tmp_path)
+    options = ["-m", "atp", "--top-k", "1", "--selection-share", "0.5", "--random-sets", "1", "--no-routes"]
+    result = forked_cli(
+        "explain",
+        str(run),
+        "--judge",
+        judge,
+        "--control-judge",
+        ",".join(controls),
+        *options,
+        "--no-gap-gate",
+        "--json",
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    printed = json.loads(result.stdout)
+    assert printed["gap_gate"] is False and printed["settings"]["gap_gate"] is False
+    assert printed["answer"].startswith("Diagnostic without the gap gate")
+    assert len(printed["candidates"]) == 2
+    for c in printed["candidates"]:
+        assert c["null"] == "matched" and c["p_holm"] is not None
+        assert c["causal"] == (c["p_holm"] <= 0.05)
+
+
+@pytest.mark.parametrize(
+    "options",
+    [("--top-k", "8", "--mlp-k", "1"), ("--top-k", "1", "--mlp-k", "3"), ("--top-k", "1")],
+    ids=["top-k-every-head", "mlp-k-over-layers", "default-mlp-k-every-layer"],
+)
+def test_explain_refuses_sets_that_leave_nothing_unchosen_before_writing_anything(
+    explain_run, tmp_path, forked_cli, options
+):
+    """8 heads of a 2-layer, 4-head model (or 2 or 3 MLP layers of 2) would make every random set the candidate
+    itself, or cannot be drawn: one line, exit 2, and nothing written (no localisation.csv, no directions)."""
+    run, judge, controls = copied_run(explain_run, tmp_path)
+    before = sorted(p.relative_to(run) for p in run.rglob("*"))
+    refused = forked_cli("explain", str(run), "--judge", judge, "--control-judge", ",".join(controls), *options)
+    assert refused.returncode == 2, refused.stderr[-2000:]
+    assert len(refused.stderr.strip().splitlines()) == 1 and "nothing would be left unchosen" in refused.stderr
+    assert sorted(p.relative_to(run) for p in run.rglob("*")) == before
 
 
 def test_explain_refuses_a_judge_that_did_not_judge_the_run(explain_run, forked_cli):
@@ -319,12 +429,18 @@ def test_a_candidate_is_causal_only_where_the_judge_has_a_gap_to_carry():
     from interp.causal.explain import Candidate, _with_holm
 
     def candidate(p, share):
-        return Candidate("attention", "atp", [[1, 0]], None, share, None if share is None else [0.0, 1.0], p)
+        return Candidate("attention", "atp", [[1, 0]], None, share, None if share is None else [0.1, 1.0], p)
 
     no_gap = _with_holm([candidate(1e-5, None), candidate(0.5, None)], 0.05)
     assert [c.causal for c in no_gap] == [None, None] and no_gap[0].p_holm == pytest.approx(2e-5)
     gap = _with_holm([candidate(1e-5, 0.9), candidate(0.5, 0.1), candidate(None, None)], 0.05)
     assert [c.causal for c in gap] == [True, False, None] and gap[2].p_holm is None
+    # a share whose interval does not lie above 0 (it may widen the gap) is not causal, whatever its p
+    widening = Candidate("attention", "atp", [[1, 0]], None, -0.4, [-0.9, 0.1], 1e-6)
+    assert _with_holm([widening], 0.05)[0].causal is False
+    # --no-gap-gate: the Holm p alone, with or without a share
+    diagnostic = _with_holm([candidate(1e-5, None), widening, candidate(0.5, 0.9)], 0.05, gap_gate=False)
+    assert [c.causal for c in diagnostic] == [True, True, False]
 
 
 def test_the_reports_text_names_the_counterfactual_that_ran_and_the_gap_condition():
