@@ -31,6 +31,7 @@ def grade(
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="code: wall-clock seconds per answer"),
     cpu: int = typer.Option(5, "--cpu", min=1, help="code: CPU seconds per answer"),
     memory_mib: int = typer.Option(1024, "--memory-mib", min=64, help="code: address space per answer, MiB"),
+    disk_mib: int = typer.Option(32, "--disk-mib", min=1, help="code: disk space per answer, all its files, MiB"),
     workers: int = typer.Option(1, "--workers", min=1, help="code: answers run at once"),
 ) -> None:
     """Grade answers: math (boxed or final answer, normalised), choice (the letter A-E), code (its tests, sandboxed)."""
@@ -38,7 +39,7 @@ def grade(
     items = read_items(file, kind)
     if kind == "code":
         require_isolation()  # refused where the answers would run unconfined, unless opted in
-    limits = Limits(cpu_s=cpu, wall_s=timeout, memory_bytes=memory_mib << 20)
+    limits = Limits(cpu_s=cpu, wall_s=timeout, memory_bytes=memory_mib << 20, disk_bytes=disk_mib << 20)
     grades = grade_items(items, kind, limits=limits, workers=workers)
     if as_json:
         for result in grades:

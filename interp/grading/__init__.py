@@ -7,7 +7,7 @@ from interp.grading.code_tests import code_passes
 from interp.grading.grade import GradeItem, grade_item, grade_items, read_items
 from interp.grading.math_answer import final_answer, math_equal, normalise
 from interp.grading.result import GRADE_KINDS, Grade
-from interp.grading.sandbox import Execution, Limits, isolation, run_python
+from interp.grading.sandbox import Execution, Limits, isolation, run_python, run_tests
 
 __all__ = [
     "GRADE_KINDS",
@@ -26,4 +26,5 @@ __all__ = [
     "normalise",
     "read_items",
     "run_python",
+    "run_tests",
 ]

@@ -1,4 +1,4 @@
-"""What the sandbox contains (issue 69): no host socket file to connect to, no host file to read, a cap on the
+"""What the sandbox contains: no host socket file to connect to, no host file to read, a cap on the
 answer's total disk use, a reason that cannot carry what it read, and a code answer that passes only when the
 harness ran its tests to the end (no exit before the asserts, no forged sentinel, no empty tests)."""
 
@@ -17,7 +17,7 @@ from interp.grading import Limits, code_passes, isolation, run_python
 from interp.grading.code_tests import check_tests
 from interp.grading.sandbox import bounded, run_tests
 
-LIMITS = Limits(cpu_s=2, wall_s=5.0, memory_bytes=1 << 30)
+LIMITS = Limits(cpu_s=2, wall_s=20.0, memory_bytes=1 << 30)  # no case here waits for the clock
 GOOD = "def add(a, b):\n    return a + b\n"
 WRONG = "def add(a, b):\n    return a - b\n"
 TESTS = ["assert add(1, 2) == 3", "assert add(-1, 1) == 0"]
