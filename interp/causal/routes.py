@@ -211,6 +211,15 @@ def paired_difference(
     control_values = np.stack(
         [stages(c, variants_of({p: control_specs[p][c] for p in control_specs})) for c in controls]
     )
+    return difference_interval(judge_values, control_values, n_boot=run.config.n_boot, seed=run.config.seed)
+
+
+def difference_interval(
+    judge: np.ndarray, controls: np.ndarray, *, n_boot: int, seed: int
+) -> tuple[float, tuple[float, float]]:
+    """Pattern share minus content share from per-item DBG values `judge` [1, stage, item] and `controls`
+    [control, stage, item] (stages: before, pattern, content), with a multi-bootstrap interval that resamples the
+    controls (all their stages together) and the items once per draw, for both shares at once."""
 
     def difference(families: list[np.ndarray]) -> np.ndarray:
         j, c = families  # [draw, judge, stage, item]
@@ -218,9 +227,7 @@ def paired_difference(
         with np.errstate(divide="ignore", invalid="ignore"):
             return (gaps[:, 2] - gaps[:, 1]) / gaps[:, 0]
 
-    interval = multi_bootstrap(
-        [judge_values, control_values], difference, n_boot=run.config.n_boot, seed=run.config.seed
-    )
+    interval = multi_bootstrap([judge, controls], difference, n_boot=n_boot, seed=seed)
     return interval.estimate, (interval.low, interval.high)
 
 

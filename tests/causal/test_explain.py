@@ -457,3 +457,23 @@ def test_the_reports_text_names_the_counterfactual_that_ran_and_the_gap_conditio
     assert "the pair's other answer" in text and "reference answer" not in text and "a gap to carry" in text
     result["settings"]["counterfactual"] = "reference"
     assert "the item's reference answer" in test_text(result)
+
+
+def test_the_paired_difference_resamples_both_routes_together():
+    """Pattern minus content share from one bootstrap of controls and items: a judge whose gap goes with the pattern
+    patch and stays under the content patch gives about 1, clear of 0; two parts that remove the same gives about
+    0, with an interval that holds 0 (where marginal intervals would each be wide)."""
+    import numpy as np
+
+    from interp.causal.routes import difference_interval
+
+    rng = np.random.default_rng(0)
+    items, noise = 40, lambda *shape: rng.normal(0, 0.05, shape)
+    before = 0.3 + noise(items)
+    judge = np.stack([before, before - 0.3 + noise(items), before + noise(items)])[None]
+    controls = noise(4, 3, items)
+    estimate, (low, high) = difference_interval(judge, controls, n_boot=400, seed=0)
+    assert estimate == pytest.approx(1.0, abs=0.15) and low > 0.5
+    same = np.stack([before, before - 0.15 + noise(items), before - 0.15 + noise(items)])[None]
+    estimate, (low, high) = difference_interval(same, controls, n_boot=400, seed=0)
+    assert abs(estimate) < 0.2 and low < 0 < high
