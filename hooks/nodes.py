@@ -47,12 +47,12 @@ from typing import Any, Callable, ClassVar, Mapping, Sequence
 import torch
 from torch import Tensor
 
-from interp.config import read_toml, to_toml
+from interp.config import to_toml
 from interp.core.backends import Batch
 from interp.core.sites import POINTS, SiteEdit, chain, hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable
+from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable, spec_file_keys
 
 SITES: dict[str, str] = {
     "head_output": "attn.hook_z",
@@ -234,7 +234,7 @@ def _direction(values, where: str) -> tuple[float, ...]:
     if isinstance(values, (str, Path)):
         values = _read_direction(Path(values), where)
     if isinstance(values, Tensor):
-        values = values.detach().float().flatten().tolist()
+        values = _one_vector(values.detach().float(), "the tensor", where).tolist()
     if (
         not isinstance(values, (list, tuple))
         or not values
@@ -250,6 +250,17 @@ def _direction(values, where: str) -> tuple[float, ...]:
     return vector
 
 
+def _one_vector(array, what: str, where: str):
+    """`array` (a tensor or numpy array) when it is one vector, shape (d,); any other shape is one line (an 8x8
+    array is not a 64-dimensional direction, nor a (1, d) one a row of a batch)."""
+    shape = tuple(array.shape)
+    if len(shape) != 1:
+        raise InterpError(
+            f"{where}'direction': {what} has shape {shape}; a direction is one vector of shape (d_model,)"
+        )
+    return array
+
+
 def _read_direction(path: Path, where: str) -> list[float]:
     if not path.is_file():
         raise InterpError(f"{where}direction file not found: {path}")
@@ -257,13 +268,13 @@ def _read_direction(path: Path, where: str) -> list[float]:
         if path.suffix == ".npy":
             import numpy as np
 
-            return np.load(path).astype(float).flatten().tolist()
+            return _one_vector(np.load(path).astype(float), str(path), where).tolist()
         from safetensors.torch import load_file
 
         tensors = load_file(str(path))
         if len(tensors) != 1:
             raise InterpError(f"{where}{path} holds {len(tensors)} tensors; a direction file holds one")
-        return next(iter(tensors.values())).float().flatten().tolist()
+        return _one_vector(next(iter(tensors.values())).float(), str(path), where).tolist()
     except InterpError:
         raise
     except Exception as exc:  # a corrupt file: one line naming it
@@ -461,7 +472,7 @@ def as_intervention(spec=None, **keys) -> "AttentionIntervention | NodeIntervent
     where = ""
     if isinstance(spec, (str, Path)):
         where = f"{spec}: "
-        data = {**read_toml(Path(spec), "intervention spec"), **keys}
+        data = {**spec_file_keys(spec), **keys}
     elif isinstance(spec, Mapping):
         data = {**spec, **keys}
     elif spec is None:
@@ -475,7 +486,7 @@ def as_intervention(spec=None, **keys) -> "AttentionIntervention | NodeIntervent
 
 def load_node_spec(path: str | Path) -> NodeIntervention:
     path = Path(path)
-    return node_from_dict(read_toml(path, "intervention spec"), where=f"{path}: ")
+    return node_from_dict(spec_file_keys(path), where=f"{path}: ")
 
 
 def validate_node(spec: NodeIntervention, n_layers: int, n_heads: int) -> None:

@@ -36,7 +36,7 @@ from pydantic import (
     ValidationError,
 )
 
-from interp.config import read_toml, to_toml
+from interp.config import read_toml_or_json, to_toml
 from interp.errors import InterpError
 
 TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "both", "random")
@@ -293,12 +293,22 @@ def _layer_key(key, where: str) -> int:
     raise InterpError(f"{where}bad value for 'heads': table key {key!r} is not a layer index; {_HINTS['heads']}")
 
 
-def load_spec(path: str | Path) -> AttentionIntervention:
-    """Read one intervention spec from a TOML file (top-level keys, see the module docstring)."""
+def spec_file_keys(path: str | Path) -> dict[str, Any]:
+    """The keys of an intervention spec file, TOML or JSON (`read_toml_or_json`), with a relative `direction`
+    file resolved from the spec file's folder (where it sits beside the spec), not the working directory."""
     path = Path(path)
-    where = f"{path}: "
-    data = read_toml(path, "intervention spec")
-    return AttentionIntervention.from_dict(data, where=where)
+    data = read_toml_or_json(path, "intervention spec")
+    direction = data.get("direction")
+    if isinstance(direction, str) and direction:
+        located = Path(direction).expanduser()
+        data["direction"] = str(located if located.is_absolute() else path.parent / located)
+    return data
+
+
+def load_spec(path: str | Path) -> AttentionIntervention:
+    """Read one intervention spec from a TOML or JSON file (top-level keys, see the module docstring)."""
+    path = Path(path)
+    return AttentionIntervention.from_dict(spec_file_keys(path), where=f"{path}: ")
 
 
 def validate_against(spec: AttentionIntervention, n_layers: int, n_heads: int) -> None:

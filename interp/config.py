@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import re
 from pathlib import Path
 from typing import Annotated, Literal, get_args
@@ -65,21 +66,42 @@ def validate_config(model: type[BaseModel], data: dict, source: str):
         raise InterpError(f"{source}: {where}: {message}" if where else f"{source}: {message}") from None
 
 
-def read_toml(path: Path, what: str = "config file") -> dict:
-    """Parsed TOML of a file; missing, unreadable, non-UTF-8 or invalid TOML is a one-line InterpError."""
-    path = Path(path)
+def _read_text(path: Path, what: str) -> str:
+    """A file's UTF-8 text; missing, unreadable or non-UTF-8 is a one-line InterpError."""
     if not path.is_file():
         raise InterpError(f"{what} not found: {path}")
     try:
-        text = path.read_bytes().decode("utf-8")
+        return path.read_bytes().decode("utf-8")
     except UnicodeDecodeError:
         raise InterpError(f"{path}: not UTF-8 text; save the {what} as UTF-8") from None
     except OSError as exc:
         raise InterpError(f"{path}: cannot read the {what} ({exc.strerror})") from None
+
+
+def read_toml(path: Path, what: str = "config file") -> dict:
+    """Parsed TOML of a file; missing, unreadable, non-UTF-8 or invalid TOML is a one-line InterpError."""
+    path = Path(path)
+    text = _read_text(path, what)
     try:
         return tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise InterpError(f"{path}: not valid TOML ({exc})") from None
+
+
+def read_toml_or_json(path: Path, what: str) -> dict:
+    """A table of keys from a TOML or a JSON file: JSON when the file is named .json or its text opens with "{"
+    (no TOML document does), else TOML. A missing or bad file, or JSON that is not an object, is one line."""
+    path = Path(path)
+    text = _read_text(path, what)
+    if path.suffix.lower() != ".json" and not text.lstrip().startswith("{"):
+        return read_toml(path, what)
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InterpError(f"{path}: not valid JSON ({exc})") from None
+    if not isinstance(data, dict):
+        raise InterpError(f"{path}: the {what} must be a JSON object of keys, not {type(data).__name__}")
+    return data
 
 
 def load_toml_config(path: Path, model: type[BaseModel], what: str = "config file"):
@@ -257,17 +279,33 @@ class RunConfig(PlacementKeys):
             )
         if self.salieri_reference is not None and self.salieri_reference not in self.judge_specs:
             raise ValueError(f"salieri_reference {self.salieri_reference!r} is not one of the run's judges")
+        self._relatedness_fits()
+        if self.salieri_reference in self.models:
+            raise ValueError(
+                f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not"
+            )
+        return self
+
+    def _relatedness_fits(self) -> None:
+        """Each declared pair names a judge and an author of the run, once, and a judge is the same as itself."""
+        types: dict[tuple[str, str], str] = {}
         for pair in self.relatedness:
             if pair.judge not in self.judge_specs or pair.author not in self.models:
                 raise ValueError(
                     f"relatedness names {pair.judge!r} -> {pair.author!r}: the judge must be a judge of the "
                     "run, the author one of its models"
                 )
-        if self.salieri_reference in self.models:
-            raise ValueError(
-                f"salieri_reference {self.salieri_reference!r} wrote answers of the run; the reference agent must not"
-            )
-        return self
+            if pair.judge == pair.author and pair.type != "same":
+                raise ValueError(
+                    f"relatedness declares {pair.judge!r} {pair.type!r} to itself: a judge is the same model as "
+                    'itself; drop the pair or use type "same"'
+                )
+            seen = types.setdefault((pair.judge, pair.author), pair.type)
+            if seen != pair.type:
+                raise ValueError(
+                    f"relatedness declares {pair.judge!r} -> {pair.author!r} twice, as {seen!r} and {pair.type!r}; "
+                    "keep one"
+                )
 
     @property
     def rationale_tokens(self) -> int:
@@ -343,7 +381,7 @@ class JobKeys(Strict):
     judge models held at once before a judge whose work is done is let go (None: half the memory available)."""
 
     executor: Literal["local", "ray"] = "local"
-    max_memory: float | None = Field(None, ge=0)
+    max_memory: float | None = Field(None, ge=0, allow_inf_nan=False)
 
     @property
     def max_memory_bytes(self) -> int | None:
@@ -351,8 +389,13 @@ class JobKeys(Strict):
 
 
 def gb_bytes(gb: float | None) -> int | None:
-    """GB (2**30 bytes, as `--max-memory` and `max_memory` are given) in bytes; None stays None."""
-    return int(gb * 2**30) if gb is not None else None
+    """GB (2**30 bytes, as `--max-memory` and `max_memory` are given) in bytes; None stays None. An infinite or
+    NaN count (`--max-memory inf`) is one line: a budget is a finite number of GB."""
+    if gb is None:
+        return None
+    if not math.isfinite(gb):
+        raise InterpError(f"max_memory must be a finite number of GB (or left out for the default), not {gb}")
+    return int(gb * 2**30)
 
 
 class SweepConfig(PlacementKeys, JobKeys):

@@ -97,8 +97,7 @@ def routes(
     values patched from the counterfactual (own answer replaced by `counterfactual`: "other", the pair's other
     answer, or "reference", the item's reference answer; same token length), each
     under the causal test on the test split; `route` is "pattern", "content" or "neither"."""
-    if not isinstance(heads, Mapping) or not heads:
-        raise InterpError("heads: give a table of layer -> head indices, e.g. {23: [3, 8]}")
+    table = _head_table(heads)
     root = _root(run)
     loaded = read_run(root)
     design = TestDesign(
@@ -107,7 +106,20 @@ def routes(
         split_seed=split_seed,
         control_judges=parse_control_judges(control_judges),
     )
-    table = {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}
     return route_analysis(
         root, run_judge(loaded, judge), table, design=design, counterfactual=counterfactual, progress=progress
     )
+
+
+def _head_table(heads: Any) -> dict[int, list[int]]:
+    """`heads` as layer -> head indices, every layer and head an int >= 0 (a string layer "3" is refused, as
+    every other wrong type at the Python API is): else one line."""
+    if not isinstance(heads, Mapping) or not heads:
+        raise InterpError("heads: give a table of layer -> head indices, e.g. {23: [3, 8]}")
+    for layer, hs in heads.items():
+        check_int(layer, f"heads: layer {layer!r}", minimum=0)
+        if isinstance(hs, (str, bytes)) or not isinstance(hs, Sequence) or not hs:
+            raise InterpError(f"heads: layer {layer} needs a non-empty list of head indices, not {hs!r}")
+        for head in hs:
+            check_int(head, f"heads: layer {layer}'s head {head!r}", minimum=0)
+    return {int(layer): [int(h) for h in hs] for layer, hs in heads.items()}

@@ -314,3 +314,4 @@ def check_where_it_runs(executor: str, max_memory: float | None) -> None:
     check_number(max_memory, "max_memory", optional=True)
     if max_memory is not None and max_memory < 0:
         raise InterpError(f"max_memory must be at least 0 GB, not {max_memory}")
+    gb_bytes(max_memory)  # infinite or NaN: one line

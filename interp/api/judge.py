@@ -26,7 +26,7 @@ import torch
 
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.core.sites import check_hook_names, hook_names
+from interp.core.sites import check_hook_names, hook_names, shape_checked
 from interp.core.attention import Readout, per_token_mean
 from interp.core.attention_pattern import attention_pattern
 from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
@@ -135,7 +135,7 @@ class Judge:
         model = load_model(spec, kind=kind, device=device, dtype=dtype, device_map=device_map)
         return cls(
             make_backend(model, backend, attn_implementation=attn_implementation),
-            own=own,
+            own=own if own is not None else own_model(spec),  # the spec as given, as a run names its authors
             readout=readout,
             batch_size=batch_size,
         )
@@ -552,7 +552,8 @@ class Judge:
                 judge(query, a, b)
 
         A function gets the activation (`hook_z`: [batch, pos, head, d_head]; the others [batch, pos, d_model])
-        and returns a tensor of the same shape to replace it, or None to leave it. The names are
+        and returns a tensor of the same shape to replace it, or None to leave it (any other return is refused
+        in one line naming the point and both shapes). The names are
         `judge.hook_names()` (`interp.core.sites`); every backend runs them, through forward-hook handles that
         are gone after each pass, so the model is as it was on exit, on errors too."""
         if not isinstance(functions, Mapping) or not all(
@@ -561,7 +562,7 @@ class Judge:
             raise InterpError("hooks() takes a mapping of hook point name -> function (see judge.hook_names())")
         check_hook_names(self.model.hf_model, functions)
         depth = len(self._hooks)
-        self._hooks.append(dict(functions))
+        self._hooks.append({name: shape_checked(name, fn) for name, fn in functions.items()})
         try:
             yield
         finally:

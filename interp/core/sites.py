@@ -197,6 +197,30 @@ def _output_hook(fn: SiteFn):
     return hook
 
 
+def shape_checked(name: str, fn: SiteFn) -> SiteFn:
+    """A user's function at hook point `name`, held to its contract: it returns None or a tensor of the shape it
+    was given. Anything else is one line naming the point and both shapes, never broadcast into the pass (a
+    [d_model] return would otherwise replace every position's activation with it)."""
+
+    def checked(activation: Tensor) -> Tensor | None:
+        edited = fn(activation)
+        if edited is None:
+            return None
+        if not isinstance(edited, Tensor):
+            raise InterpError(
+                f"the hook at {name!r} returned {type(edited).__name__}; return a tensor of the shape it was given "
+                f"{tuple(activation.shape)}, or None to leave it"
+            )
+        if edited.shape != activation.shape:
+            raise InterpError(
+                f"the hook at {name!r} returned a tensor of shape {tuple(edited.shape)} for an activation of shape "
+                f"{tuple(activation.shape)}; return the same shape, or None to leave it"
+            )
+        return edited
+
+    return checked
+
+
 def chain(functions: Sequence[SiteFn]) -> SiteFn:
     """Several functions at one point, in order, as one: each gets the activation the one before it left (None
     from any of them keeps the activation it was given)."""

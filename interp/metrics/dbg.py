@@ -57,9 +57,16 @@ def judge_reliability(position_consistency: float, mean_label_mass: float) -> li
     reasons = []
     if position_consistency < MIN_POSITION_CONSISTENCY:
         reasons.append(f"position consistency {pct(position_consistency)} < {pct(MIN_POSITION_CONSISTENCY)}")
+    return reasons + label_mass_reliability(mean_label_mass)
+
+
+def label_mass_reliability(mean_label_mass: float) -> list[str]:
+    """Why a judge's label probabilities are too weak to read (empty: none): under `MIN_LABEL_MASS` of its
+    next-token probability on the labels. The pairwise verdicts' rule (`judge_reliability`) and pointwise scores'
+    (the score tokens 1-5, `interp.run.pointwise.pointwise_summary`) alike."""
     if mean_label_mass < MIN_LABEL_MASS:
-        reasons.append(f"mean label mass {mean_label_mass:.2f} < {MIN_LABEL_MASS:.2f}")
-    return reasons
+        return [f"mean label mass {mean_label_mass:.2f} < {MIN_LABEL_MASS:.2f}"]
+    return []
 
 
 def hard_win_rate(p: Sequence[float]) -> float:

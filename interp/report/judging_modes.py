@@ -9,6 +9,7 @@ from pathlib import Path
 from interp.analysis.lenses import run_lenses
 from interp.analysis.salieri_run import run_salieri
 from interp.config import RunConfig
+from interp.metrics.dbg import label_mass_reliability
 from interp.report.html import table_html
 from interp.run.store import RunDir
 from interp.templating import Markup, render
@@ -19,18 +20,20 @@ def _join(*parts: Markup) -> Markup:
 
 
 def pointwise_rows(summary: dict) -> list[dict]:
-    """Per judge and author: the mean expected 1-5 score, the mean parsed score and how many parsed."""
-    return [
-        {"judge": judge, "author": author, **scores}
-        for judge, entry in (summary.get("pointwise") or {}).items()
-        for author, scores in entry["authors"].items()
-    ]
+    """Per judge and author: the mean expected 1-5 score, the mean parsed score and how many parsed, with the
+    judge's reliability flag (`label_mass_reliability`; a summary written before the flag gets it from its mass)."""
+    rows = []
+    for judge, entry in (summary.get("pointwise") or {}).items():
+        weak = entry.get("unreliable_because", label_mass_reliability(entry["mean_label_mass"]))
+        flag = {"reliable": not weak, "unreliable_because": list(weak)}
+        rows += [{"judge": judge, "author": author, **scores, **flag} for author, scores in entry["authors"].items()]
+    return rows
 
 
 def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
     rows = pointwise_rows(summary)
     scores = table_html(
-        ["judge", "author", "n", "mean expected score", "parsed", "mean parsed score"],
+        ["judge", "author", "n", "mean expected score", "parsed", "mean parsed score", "reliable"],
         [
             [
                 r["judge"],
@@ -39,6 +42,7 @@ def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
                 r["mean_expected_score"],
                 r["n_parsed"],
                 r["mean_parsed_score"] if r["mean_parsed_score"] is not None else "n/a",
+                "yes" if r["reliable"] else f"no ({'; '.join(r['unreliable_because'])})",
             ]
             for r in rows
         ],

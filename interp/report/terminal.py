@@ -265,9 +265,12 @@ def print_results(payload: dict, console=None) -> None:
         )
         name_column(table, "judge", min_width=14)
         name_column(table, "author", min_width=10)
-        for name in ("n", "expected", "parsed", "n parsed"):
+        for name in ("n", "expected", "parsed", "n parsed", "reliable"):
             table.add_column(name, justify="right", no_wrap=True)
+        weak = {}
         for r in payload["pointwise"]:
+            if not r.get("reliable", True):
+                weak[r["judge"]] = r["unreliable_because"]
             table.add_row(
                 r["judge"],
                 r["author"],
@@ -275,8 +278,11 @@ def print_results(payload: dict, console=None) -> None:
                 number(r["mean_expected_score"]),
                 number(r["mean_parsed_score"]),
                 str(r["n_parsed"]),
+                "yes" if r.get("reliable", True) else "[red]no[/red]",
             )
         console.print(table)
+        for judge, reasons in weak.items():
+            console.print(f"{judge}: too weak to score, its 1-5 scores are not evidence ({'; '.join(reasons)})")
     if payload.get("correctness"):
         counts = {author: c for author, c in payload["correctness"].items() if author != "no_target"}
         lines = ", ".join(f"{author}: {c['correct']} of {c['graded']}" for author, c in counts.items())

@@ -98,7 +98,9 @@ def parse(kind: type[Model], data: dict | ResultModel, where: str = "a result") 
     if not isinstance(data, dict):
         raise InterpError(f"{where}: not a {kind.__name__} (a JSON object), got {type(data).__name__}")
     version = data.get("schema_version", 0)
-    if not isinstance(version, int) or version > SCHEMA_VERSION:
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:  # a bool is an int in Python
+        raise InterpError(f"{where}: schema_version {version!r} is not a version (a whole number from 0)")
+    if version > SCHEMA_VERSION:
         raise InterpError(
             f"{where}: schema_version {version!r} is newer than this interp reads ({SCHEMA_VERSION}); update interp"
         )

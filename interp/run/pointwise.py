@@ -28,6 +28,7 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import tokenize_prompt
 from interp.data import Item
+from interp.metrics.dbg import label_mass_reliability
 from interp.run.attention import index_header, read_shards, stack_shards, write_shard
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.store import RunDir
@@ -160,11 +161,14 @@ def consolidate_pointwise_attention(
 
 def pointwise_summary(rows: Sequence[dict], authors: Sequence[str]) -> dict:
     """Per judge: per author the mean expected score, the mean parsed score (over answers whose score parsed),
-    how many parsed, and the mean probability on the score labels."""
+    how many parsed, and the mean probability on the score labels with the reliability flag it gives (under
+    `MIN_LABEL_MASS`, as for pairwise labels: `unreliable_because` says so and `reliable` is False)."""
     out: dict = {}
     for judge in sorted({row["judge"] for row in rows}):
         mine = [row for row in rows if row["judge"] == judge]
-        out[judge] = {"mean_label_mass": sum(r["label_mass"] for r in mine) / len(mine), "authors": {}}
+        mass = sum(r["label_mass"] for r in mine) / len(mine)
+        weak = label_mass_reliability(mass)
+        out[judge] = {"mean_label_mass": mass, "unreliable_because": weak, "reliable": not weak, "authors": {}}
         for author in authors:
             scored = [r for r in mine if r["author"] == author]
             parsed = [r["parsed_score"] for r in scored if r["parsed_score"] is not None]
