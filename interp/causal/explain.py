@@ -63,6 +63,7 @@ from interp.causal.routes import (
 from interp.core.models import own_model
 from interp.hooks.spec import pairs_table
 from interp.metrics.causal_test import ALPHA, holm
+from interp.metrics.share import causal_call
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_text, path_label
@@ -440,6 +441,10 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
     reason = None if share else record.share_removed_reason
     if share is not None and gap_points is not None and gap_points <= 0:  # no gap to remove: no share
         share, reason = None, f"the gap before is {gap_points:+.1f} points, at most 0: no gap to remove"
+    if share is not None and share.estimate is None:
+        share, reason = None, "the share is undefined (the gap before is 0)"
+    kind = getattr(share, "kind", None) if share is not None else None  # Fieller's set: bounded, or unbounded
+    ci = None if share is None else [share.low, share.high] if kind in (None, "bounded") else [None, None]
     default = next(iter(routes.values())) if routes else None
     return Candidate(
         site=item.site,
@@ -447,7 +452,7 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         heads=item.heads,
         layers=item.layers,
         share_removed=share.estimate if share else None,
-        ci=[share.low, share.high] if share else None,
+        ci=ci,
         p_value=record.p_value,
         reason=reason,
         route=default["route"] if default else None,
@@ -498,13 +503,12 @@ def _with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = Tr
     out = list(candidates)
     for i, p in zip(tested, adjusted):
         c = out[i]
-        if not gap_gate:
-            causal = bool(p <= alpha)
-        elif c.share_removed is None:
-            causal = None
+        if gap_gate and c.share_removed is not None and c.ci is None:  # a record written without its interval
+            causal, why = bool(p <= alpha), None
         else:
-            causal = bool(p <= alpha) and (c.ci is None or c.ci[0] > 0)
-        out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal)
+            share = None if c.share_removed is None else {"low": c.ci[0]}
+            causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
+        out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why)
     return out
 
 

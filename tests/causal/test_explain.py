@@ -182,7 +182,8 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
         if c["p_value"] is not None:
             assert c["p_holm"] >= c["p_value"] - 1e-12
             # causal only with a gap to carry: no share (the gap before is not significant), no verdict
-            assert c["causal"] == (None if c["share_removed"] is None else c["p_holm"] <= 0.05)
+            removes = c["ci"] is not None and c["ci"][0] is not None and c["ci"][0] > 0
+            assert c["causal"] == (None if c["share_removed"] is None else c["p_holm"] <= 0.05 and removes)
         assert (c["share_removed"] is None) == (c["ci"] is None)
     assert written["answer"].startswith("Attention to its own answer carries")
     assert written["gap_gate"] is True and written["null"] == "matched"
