@@ -19,7 +19,7 @@ A head's output is its pattern times its values, so patching both is `total` exa
 is not half of it: pattern and content interact (a pattern that moves onto tokens whose values also changed),
 so `pattern + content` need not equal `total`, and the verdict does not assume that it does.
 
-The verdict (`route_verdict`, issue 71; the rule registered first in experiments/causal/plan.md named a route from
+The verdict (`route_verdict`; the rule registered first in experiments/causal/plan.md named a route from
 the parts' marginal intervals even where the total was not causal): "pattern" only where the `total` part is
 causal with its share's interval above 0 AND the paired difference, pattern share minus content share resampled
 together (the same controls and items in every bootstrap draw, `paired_difference`), has an interval above 0;
