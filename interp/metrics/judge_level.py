@@ -37,13 +37,14 @@ from dataclasses import asdict, dataclass
 
 import numpy as np
 from jaxtyping import Float
+from pydantic import ConfigDict, with_config
 
 from interp.errors import InterpError
 from interp.formatting import fixed, p_value, pts, pts_ci
-from interp.metrics.causal_test import ALPHA, N_FLIPS, clopper_pearson, rank_pvalue, sign_flip_pvalue
+from interp.metrics.causal_test import ALPHA, N_FLIPS, rank_pvalue, sign_flip_pvalue
 from interp.metrics.families import N_BOOT, Interval, finite_array, multi_bootstrap
 from interp.metrics.share import share_fieller
-from interp.metrics.stats import RatioInterval, bootstrap_ci
+from interp.metrics.stats import RatioInterval, bootstrap_ci, clopper_pearson
 from interp.metrics.student_t import student_t_two_sided_p, student_t_two_sided_quantile
 
 MIN_CONTROLS = 3
@@ -55,15 +56,18 @@ WITHIN_JUDGE_CLAIM = "changes this judge's verdicts"
 # --- one judge: the within-judge effect -------------------------------------------------------------------
 
 
+@with_config(ConfigDict(extra="forbid"))
 @dataclass(frozen=True)
 class WithinJudge:
-    """Delta_J(I): how much intervention I moves judge J's P(own), paired within the judge."""
+    """Delta_J(I): how much intervention I moves judge J's P(own), paired within the judge. The one definition:
+    computed here, and read back from result.json as this type (`interp.results.causal.JudgeTest.within_judge`)."""
 
-    effect: float  # mean over items of P_J(own | I) - P_J(own)
-    ci: tuple[float, float]  # percentile bootstrap over items
-    p_value: float  # two-sided sign-flip p
-    n_items: int
-    claim: str = WITHIN_JUDGE_CLAIM
+    # None only in a result.json written without the figure (a record read back, never one computed here)
+    effect: float | None = None  # mean over items of P_J(own | I) - P_J(own)
+    ci: tuple[float | None, float | None] | None = None  # percentile bootstrap over items
+    p_value: float | None = None  # two-sided sign-flip p
+    n_items: int | None = None
+    claim: str | None = WITHIN_JUDGE_CLAIM
 
     def to_dict(self) -> dict:
         return asdict(self)

@@ -9,7 +9,7 @@ from typing import Iterable, Mapping
 import numpy as np
 
 from interp.errors import InterpError
-from interp.metrics.causal_test import auroc
+from interp.metrics.stats import auroc
 
 Head = tuple[int, int]
 

@@ -10,11 +10,11 @@ from dataclasses import asdict, dataclass
 import numpy as np
 
 from interp.errors import InterpError
-from interp.metrics.causal_test import ALPHA, clopper_pearson
+from interp.metrics.causal_test import ALPHA
 from interp.metrics.families import multi_bootstrap
 from interp.metrics.judge_level import crawford_howell, gap_gate_reason, share_statistic
 from interp.metrics.share import share_fieller, simulate_share_judges
-from interp.metrics.stats import ratio_interval_covers
+from interp.metrics.stats import clopper_pearson, ratio_interval_covers
 
 
 @dataclass(frozen=True)

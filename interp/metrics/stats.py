@@ -1,10 +1,11 @@
-"""Intervals: the bootstrap over instructions (the one resampling scheme behind the toolkit's bootstrap
-intervals) and Fieller's interval for a ratio of two correlated estimates (the share of a gap removed)."""
+"""Intervals and rank statistics, each defined once: the bootstrap over instructions (the one resampling scheme
+behind the toolkit's bootstrap intervals), Fieller's interval for a ratio of two correlated estimates (the share of
+a gap removed), Clopper-Pearson's exact binomial interval and AUROC (Mann-Whitney, ties half)."""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 
 import numpy as np
@@ -122,3 +123,51 @@ def ratio_interval_covers(interval: RatioInterval, value: float) -> bool:
     if interval.kind == "two rays":
         return value <= interval.low or value >= interval.high
     return interval.low <= value <= interval.high
+
+
+def _binomial_cdf(k: int, n: int, p: float) -> float:
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    logs = [
+        math.lgamma(n + 1) - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * math.log(p) + (n - i) * math.log1p(-p)
+        for i in range(k + 1)
+    ]
+    top = max(logs)
+    return min(1.0, math.exp(top) * sum(math.exp(v - top) for v in logs))
+
+
+def _bisect(f, lo: float = 0.0, hi: float = 1.0) -> float:
+    """The root of f on [lo, hi], where f > 0 left of the root and < 0 right of it."""
+    for _ in range(100):
+        mid = (lo + hi) / 2
+        lo, hi = (mid, hi) if f(mid) > 0 else (lo, mid)
+    return (lo + hi) / 2
+
+
+def clopper_pearson(k: int, n: int, level: float = 0.95) -> tuple[float, float]:
+    """Exact (Clopper-Pearson) interval for a binomial proportion k / n."""
+    if n <= 0 or not 0 <= k <= n:
+        raise InterpError(f"clopper_pearson: need 0 <= k <= n and n > 0, got k={k}, n={n}")
+    tail = (1 - level) / 2
+    # lower: P(X >= k | p) = tail, an increasing function of p; bisect its mirror image, which decreases
+    lower = 0.0 if k == 0 else _bisect(lambda p: tail - (1 - _binomial_cdf(k - 1, n, p)))
+    upper = 1.0 if k == n else _bisect(lambda p: _binomial_cdf(k, n, p) - tail)
+    return (lower, upper)
+
+
+def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
+    """P(a positive scores higher than a negative), ties counted half (Mann-Whitney)."""
+    pos, neg = np.asarray(positives, dtype=float), np.asarray(negatives, dtype=float)
+    if pos.size == 0 or neg.size == 0:
+        raise InterpError("auroc: need at least one positive and one negative score")
+    # Mann-Whitney U from midranks (tied scores share their mean rank: ties count half), in O(n log n) where a
+    # pairwise count holds every (positive, negative) pair (token-level scores run to 10^4 a side). A pair with a
+    # NaN in it is neither greater nor tied: it counts 0, as in the pairwise count.
+    p, n = pos[~np.isnan(pos)], neg[~np.isnan(neg)]
+    if p.size == 0 or n.size == 0:
+        return 0.0
+    _, group, counts = np.unique(np.concatenate([p, n]), return_inverse=True, return_counts=True)
+    midranks = (np.cumsum(counts) - (counts - 1) / 2)[group]
+    return float((midranks[: p.size].sum() - p.size * (p.size + 1) / 2) / (pos.size * neg.size))

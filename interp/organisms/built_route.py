@@ -40,7 +40,7 @@ import torch
 from interp.core.adapters import add_head_delta, head_delta_key
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.errors import InterpError
-from interp.metrics.causal_test import auroc
+from interp.metrics.stats import auroc
 from interp.organisms.attention_route import own_answer_mask, own_span, start_margins
 from interp.organisms.frozen import advance
 from interp.organisms.train import Example
@@ -83,10 +83,6 @@ def contrast(pos: torch.Tensor, neg: torch.Tensor, ridge: float) -> torch.Tensor
     return torch.linalg.solve(cov, mu_p - mu_n).float()
 
 
-def _auroc(pos: torch.Tensor, neg: torch.Tensor) -> float:
-    return auroc(pos.numpy(), neg.numpy())
-
-
 def _orthogonal(v: torch.Tensor, *against: torch.Tensor) -> torch.Tensor:
     """`v` less its component in the span of `against` (projected out all at once: one at a time would bring back
     what an earlier projection removed, unless they are orthogonal)."""
@@ -109,7 +105,7 @@ def fit_prompts(hidden: Sequence[torch.Tensor], examples: Sequence[Example], own
     """Up to `count` training prompts with exactly one own answer (both non-empty), in a fixed order (a hash of
     the example key)."""
     chosen = []
-    for h, example in zip(hidden, examples):
+    for h, example in zip(hidden, examples, strict=False):
         span = own_span(example, own)
         if span is None or min(s1 - s0 for s0, s1 in example.spans) <= 0:
             continue
@@ -146,7 +142,7 @@ class _Applied:
     def __exit__(self, *exc):
         for layer, weights in self.kept.items():
             attn = self.stack[layer].self_attn
-            for proj, w in zip((attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj), weights):
+            for proj, w in zip((attn.q_proj, attn.k_proj, attn.v_proj, attn.o_proj), weights, strict=False):
                 proj.weight.data.copy_(w.to(proj.weight.dtype))
 
 
@@ -177,7 +173,7 @@ def _head_blocks(
     v_block[value_dim] = value_row - v_w[kv * dim + value_dim]
     out[head_delta_key(layer, "k", kv)] = k_block
     out[head_delta_key(layer, "v", kv)] = v_block
-    for head, col in zip(heads, out_cols):
+    for head, col in zip(heads, out_cols, strict=False):
         q_block = -q_w[head * dim : (head + 1) * dim].clone()
         q_block[key_dim] += query_row
         o_block = -o_w[:, head * dim : (head + 1) * dim].clone()
@@ -225,7 +221,7 @@ def _verdict_queries(xs: Sequence[torch.Tensor], query: torch.Tensor, dim: int) 
 def _verdict_scores(q: torch.Tensor, xs: Sequence[torch.Tensor], key: torch.Tensor) -> list[torch.Tensor]:
     """The readers' attention scores from the verdict position over each prompt's tokens, for the key direction
     `key` (`q`: `_verdict_queries`); their softmax is the readers' attention."""
-    return [qi * (x @ key) for qi, x in zip(q, xs)]
+    return [qi * (x @ key) for qi, x in zip(q, xs, strict=False)]
 
 
 def _sink_key(
@@ -239,7 +235,9 @@ def _sink_key(
     lift = [x @ along for x in xs]
 
     def share(c: float) -> float:  # `_verdict_scores` for key + c * along, the projections computed once
-        return float(torch.stack([torch.softmax(qi * (b + c * a), 0)[0] for qi, b, a in zip(q, base, lift)]).mean())
+        return float(
+            torch.stack([torch.softmax(qi * (b + c * a), 0)[0] for qi, b, a in zip(q, base, lift, strict=False)]).mean()
+        )
 
     low, high, doublings = -100.0, 100.0, 0
     while share(high) < mass and doublings < 40:
@@ -282,7 +280,10 @@ def _balanced_key(
 
     def shares(k: torch.Tensor) -> torch.Tensor:
         return torch.stack(
-            [torch.softmax(s, 0)[p.own[0] : p.own[1]].sum() for s, p in zip(_verdict_scores(q, xs, k), prompts)]
+            [
+                torch.softmax(s, 0)[p.own[0] : p.own[1]].sum()
+                for s, p in zip(_verdict_scores(q, xs, k), prompts, strict=False)
+            ]
         )
 
     def lean(beta: float) -> float:
@@ -344,10 +345,10 @@ def build_attention_route(
     # ---- the slot writer
     x0 = [_normed(hf_model, first_layer, p.hidden) for p in prompts]
     sink0 = x0[0][0]
-    tag_a = torch.stack([x[p.spans[0][0] - 1] for x, p in zip(x0, prompts)])
-    tag_b = torch.stack([x[p.spans[1][0] - 1] for x, p in zip(x0, prompts)])
+    tag_a = torch.stack([x[p.spans[0][0] - 1] for x, p in zip(x0, prompts, strict=False)])
+    tag_b = torch.stack([x[p.spans[1][0] - 1] for x, p in zip(x0, prompts, strict=False)])
     rest = []
-    for x, p in zip(x0, prompts):
+    for x, p in zip(x0, prompts, strict=False):
         keep = torch.ones(len(x), dtype=torch.bool)
         keep[[0, p.spans[0][0] - 1, p.spans[1][0] - 1]] = False
         rest.append(x[keep])
@@ -403,12 +404,12 @@ def build_attention_route(
             heads = list(range(kv * size, (kv + 1) * size))
             xs = [_normed(hf_model, layer, advance(hf_model, first_layer, layer, p.hidden)) for p in prompts]
             sink = xs[0][0]
-            slot_a = torch.cat([x[p.spans[0][0] : p.spans[0][1]] for x, p in zip(xs, prompts)])
-            slot_b = torch.cat([x[p.spans[1][0] : p.spans[1][1]] for x, p in zip(xs, prompts)])
-            own = torch.cat([x[p.own[0] : p.own[1]] for x, p in zip(xs, prompts)])
-            other = torch.cat([x[p.other[0] : p.other[1]] for x, p in zip(xs, prompts)])
+            slot_a = torch.cat([x[p.spans[0][0] : p.spans[0][1]] for x, p in zip(xs, prompts, strict=False)])
+            slot_b = torch.cat([x[p.spans[1][0] : p.spans[1][1]] for x, p in zip(xs, prompts, strict=False)])
+            own = torch.cat([x[p.own[0] : p.own[1]] for x, p in zip(xs, prompts, strict=False)])
+            other = torch.cat([x[p.other[0] : p.other[1]] for x, p in zip(xs, prompts, strict=False)])
             prompt_rows, readout = [], torch.stack([x[-1] for x in xs])
-            for x, p in zip(xs, prompts):
+            for x, p in zip(xs, prompts, strict=False):
                 keep = torch.ones(len(x), dtype=torch.bool)
                 keep[p.spans[0][0] : p.spans[0][1]] = False
                 keep[p.spans[1][0] : p.spans[1][1]] = False
@@ -442,7 +443,7 @@ def build_attention_route(
                 return _head_blocks(w_g, layer, heads, [], kv, dim, key_dim, c, query, key, slot, cols)
 
             reader_blocks[f"{layer}_{kv}"] = group_blocks  # scale set below
-            for scores, p in zip(_verdict_scores(_verdict_queries(xs, query, dim), xs, key), prompts):
+            for scores, p in zip(_verdict_scores(_verdict_queries(xs, query, dim), xs, key), prompts, strict=False):
                 att = torch.softmax(scores, 0)
                 mass["own"].append(float(att[p.own[0] : p.own[1]].sum()))
                 mass["other"].append(float(att[p.other[0] : p.other[1]].sum()))
@@ -455,10 +456,10 @@ def build_attention_route(
                     "group": [layer, kv],
                     "heads": [[layer, h] for h in heads],
                     "value_dim": c,
-                    "slot_auroc": round(_auroc(slot_a @ slot, slot_b @ slot), 4),
+                    "slot_auroc": round(auroc((slot_a @ slot).numpy(), (slot_b @ slot).numpy()), 4),
                     "balance": lean,
-                    "ownness_auroc_own_vs_other": round(_auroc(z_own, z_other), 4),
-                    "ownness_auroc_own_vs_prompt": round(_auroc(z_own, prompt_rows @ d), 4),
+                    "ownness_auroc_own_vs_other": round(auroc(z_own.numpy(), z_other.numpy()), 4),
+                    "ownness_auroc_own_vs_prompt": round(auroc(z_own.numpy(), (prompt_rows @ d).numpy()), 4),
                 }
             )
 
@@ -480,7 +481,9 @@ def build_attention_route(
         scale = scales.margin / slope
         blocks |= readers(scale)
     record["attention_mass"] = {key: round(sum(v) / len(v), 4) for key, v in mass.items()}
-    record["own_mass_above_other"] = round(sum(o > t for o, t in zip(mass["own"], mass["other"])) / len(mass["own"]), 4)
+    record["own_mass_above_other"] = round(
+        sum(o > t for o, t in zip(mass["own"], mass["other"], strict=False)) / len(mass["own"]), 4
+    )
     record["output_scale"] = round(scale, 4)
     record["margin_per_unit_scale"] = round(slope, 6)
     return blocks, record

@@ -118,7 +118,7 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
     return rows
 
 
-def sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[dict]:
+def top_sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[dict]:
     """The sweep points (results.csv rows, as `SweepRow`s) that lower P(own) most, at most `limit`."""
     typed = [r if isinstance(r, SweepRow) else codec.sweep_rows([r])[0] for r in rows]
     ordered = sorted(typed, key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0))
@@ -162,7 +162,7 @@ def results_payload(
         )
         payload["causal"] = causal_rows(judges, n_items)
     if sweep is not None:
-        payload["sweep"] = {"n_points": len(sweep), "top": sweep_rows(sweep)}
+        payload["sweep"] = {"n_points": len(sweep), "top": top_sweep_rows(sweep)}
     if files:
         payload["files"] = {name: str(path) for name, path in files.items()}
     return payload

@@ -13,6 +13,7 @@ from typing import Optional
 
 from pydantic import Field
 
+from interp.metrics.judge_level import WithinJudge
 from interp.results.base import ResultModel
 
 TEST_NAME = "Crawford-Howell"
@@ -27,16 +28,6 @@ class PairedEffect(ResultModel):
 
     mean: Optional[float] = None
     ci: Optional[list[Optional[float]]] = None
-
-
-class WithinJudge(ResultModel):
-    """The judge's own change under the intervention, with its sign-flip p: "changes this judge's verdicts"."""
-
-    effect: Optional[float] = None
-    ci: Optional[list[Optional[float]]] = None
-    p_value: Optional[float] = None
-    n_items: Optional[int] = None
-    claim: Optional[str] = None
 
 
 class Share(ResultModel):

@@ -12,13 +12,12 @@ import pytest
 
 from interp.errors import InterpError
 from interp.metrics.causal_test import (
-    auroc,
-    clopper_pearson,
     holm,
     rank_pvalue,
     sign_flip_pvalue,
     sign_flip_pvalues,
 )
+from interp.metrics.stats import auroc, clopper_pearson
 
 DRAWS = 2000
 
@@ -73,7 +72,7 @@ def test_power_rises_with_effect_size() -> None:
     powers = [
         float(np.mean(sign_flip_pvalues(base - shift, n_flips=2000) <= 0.05)) for shift in (0.0, 0.01, 0.02, 0.04)
     ]
-    assert all(later > earlier for earlier, later in zip(powers, powers[1:])), powers
+    assert all(later > earlier for earlier, later in zip(powers, powers[1:], strict=False)), powers
     assert powers[-1] > 0.95
     # two-sided: a judge that relies on its own answer LESS than the control is found as often
     assert float(np.mean(sign_flip_pvalues(base + 0.04, n_flips=2000) <= 0.05)) == pytest.approx(powers[-1], abs=0.03)
@@ -119,7 +118,7 @@ def test_holm_matches_its_definition(seed: int) -> None:
     adjusted = holm(p)
     for alpha in (0.01, 0.05, 0.1):
         assert [a <= alpha for a in adjusted] == holm_by_definition(p, alpha)
-    assert all(a >= raw for a, raw in zip(adjusted, p)) and all(a <= 1 for a in adjusted)
+    assert all(a >= raw for a, raw in zip(adjusted, p, strict=False)) and all(a <= 1 for a in adjusted)
 
 
 def test_holm_worked_example() -> None:
@@ -179,4 +178,4 @@ def test_holm_definition_helper_is_itself_right() -> None:
     """Bonferroni-style check on all subsets: the helper never rejects a p above alpha."""
     for combo in combinations([0.001, 0.02, 0.03, 0.2], 3):
         rejected = holm_by_definition(list(combo), 0.05)
-        assert all(not r or p <= 0.05 for r, p in zip(rejected, combo))
+        assert all(not r or p <= 0.05 for r, p in zip(rejected, combo, strict=False))

@@ -9,11 +9,12 @@ import re
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+
 from interp.core.timings import Timings
-from interp.report.terminal import payload_json, print_results, results_payload, sweep_rows
+from interp.report.terminal import payload_json, print_results, results_payload, top_sweep_rows
 from interp.results.causal import CausalResult
 from interp.results.codec import parse
-from rich.console import Console
 
 SUMMARY = {
     "judges": {
@@ -183,7 +184,7 @@ def test_sweep_rows_put_the_largest_drop_first():
             "key": "k3",
         },
     ]
-    top = sweep_rows(rows, limit=2)
+    top = top_sweep_rows(rows, limit=2)
     assert [r["point"] for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
     assert top[0]["effect"] == {"mean": -0.2, "ci": [-0.3, -0.1]}
     payload = results_payload(sweep=rows)
@@ -209,8 +210,9 @@ def fake_demo(tmp_path, monkeypatch):
 
 
 def test_demo_ends_with_the_results_table_and_json(fake_demo):
-    from interp.cli import app
     from typer.testing import CliRunner
+
+    from interp.cli import app
 
     shown = CliRunner().invoke(app, ["demo", "--out", str(fake_demo)])
     assert shown.exit_code == 0, shown.output
@@ -223,9 +225,10 @@ def test_demo_ends_with_the_results_table_and_json(fake_demo):
 
 
 def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
-    from interp.cli import app
-    from interp.causal import validate as validate_module
     from typer.testing import CliRunner
+
+    from interp.causal import validate as validate_module
+    from interp.cli import app
 
     run = tmp_path / "out" / "run"
     run.mkdir(parents=True)
@@ -282,8 +285,9 @@ def test_piped_tables_never_break_a_judge_name_across_lines(capsys):
 
 
 def test_demo_piped_keeps_names_whole_and_prints_timings(fake_demo):
-    from interp.cli import app
     from typer.testing import CliRunner
+
+    from interp.cli import app
 
     summary = json.loads((fake_demo / "summary.json").read_text())
     summary["judges"][LONG] = summary["judges"].pop("author-a")
