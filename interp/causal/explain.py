@@ -35,21 +35,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
 import numpy as np
 
-from interp.config import PlacementKeys
-from interp.errors import InterpError
-from interp.formatting import p_value, share_interval
 from interp.causal.candidates import HEAD_METHODS, Planned, chosen_candidates, random_candidates
 from interp.causal.causal import causal_tasks, intervene_run
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.engine import digest, judge_pool, run_identity, self_judges
-from interp.causal.localize import run_judge
 from interp.causal.executor import check_executor, execute, with_executor
+from interp.causal.localize import run_judge
 from interp.causal.matched import NULL, localise, localise_controls
 from interp.causal.routes import (
     ALT_COUNTERFACTUAL,
@@ -60,69 +57,20 @@ from interp.causal.routes import (
     route_analysis,
     route_specs,
 )
+from interp.config import PlacementKeys
 from interp.core.models import own_model
+from interp.errors import InterpError
+from interp.formatting import p_value, share_interval
 from interp.hooks.spec import pairs_table
 from interp.metrics.causal_test import ALPHA, holm
 from interp.metrics.share import causal_call
+from interp.results.codec import write_explanation
+from interp.results.explain import Candidate, Explanation
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
-from interp.storage import atomic_write_text, path_label
+from interp.storage import path_label
 
 EXPLAIN_METHODS = ("attention", "atp", "atp-output", "atp-mlp", "direction")
-FILE = "explain.json"
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """One tested candidate: where, chosen how, and the causal test's reading of it on the test split."""
-
-    site: str  # attention | head_output | mlp_output | residual
-    selected_by: str  # the localisation method, or "random"
-    heads: list[list[int]] | None  # [[layer, head], ...] for head sites
-    layers: list[int] | None
-    share_removed: float | None
-    ci: list[float] | None
-    p_value: float | None
-    p_holm: float | None = None
-    causal: bool | None = None  # after Holm; None: no test, or no gap to carry (a reason says why)
-    reason: str | None = None
-    route: str | None = None  # pattern | content | neither, for head sets; None otherwise
-    route_detail: dict | None = None
-    spec: dict | None = None
-    null: str = NULL  # "matched": each control measured at its own set, chosen by the same method
-    gap_before: float | None = None  # the judge's gap over its controls before the intervention, points
-    gap_before_ci: list[float] | None = None
-    control_sets: dict | None = None  # control -> {"heads": [[l, h], ...]} or {"layers": [...]}
-    route_parts: dict | None = None  # head sets: total, pattern, content -> share_removed, ci
-    routes_by_counterfactual: dict | None = None  # counterfactual -> route, reason
-
-    @property
-    def label(self) -> str:
-        where = (
-            ", ".join(f"L{l}H{h}" for l, h in self.heads)
-            if self.heads
-            else ", ".join(f"L{l}" for l in self.layers or [])
-        )
-        return f"{self.site} [{where}] by {self.selected_by}"
-
-
-@dataclass(frozen=True)
-class Explanation:
-    run: str
-    judge: str
-    settings: dict
-    controls: list[str]
-    selection_items: list[str]
-    test_items: list[str]
-    localisation: dict  # method -> its top entries on the selection split
-    candidates: list[Candidate]
-    answer: str
-    key: str
-    gap_gate: bool = True  # False: --no-gap-gate, every candidate called on its Holm p alone (a diagnostic)
-    null: str = NULL
-
-    def to_dict(self) -> dict:
-        return asdict(self)
 
 
 def _answer(candidates: Sequence[Candidate], judge: str, gap_gate: bool = True) -> str:
@@ -296,7 +244,7 @@ def explain_run(
         _candidate(item, record, tests.route(item, record, request))
         for item, record in zip(planned, tests.candidates(planned))
     ]
-    candidates = _with_holm(candidates, test_alpha, gap_gate=gap_gate)
+    candidates = with_holm(candidates, test_alpha, gap_gate=gap_gate)
     result = Explanation(
         run=str(run.dir.root),
         judge=judge,
@@ -309,9 +257,10 @@ def explain_run(
         answer=_answer(candidates, judge, gap_gate),
         key=key,
         gap_gate=gap_gate,
+        null=NULL,
     )
     with run.dir.writer():
-        atomic_write_text(out_dir / FILE, json.dumps(result.to_dict(), indent=2, default=_plain))
+        write_explanation(out_dir, result)
     return result
 
 
@@ -484,13 +433,7 @@ def _route_parts(detail: dict | None) -> dict:
     }
 
 
-def _plain(value):
-    if isinstance(value, (np.integer, np.floating, np.bool_)):
-        return value.item()
-    raise TypeError(f"{type(value).__name__} is not JSON")
-
-
-def _with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = True) -> list[Candidate]:
+def with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = True) -> list[Candidate]:
     """Holm over the tested candidates, then each one's call. With the gap gate (the verdict): causal only where the
     judge prefers its own answers more than its controls (a share: the one-sided gate passed), the share's
     interval lies above 0 (it removes the gap; a candidate that widens it is not causal) and the Holm p is at most
@@ -510,10 +453,3 @@ def _with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = Tr
             causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
         out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why)
     return out
-
-
-def read_explanations(run_dir: Path) -> list[dict]:
-    """Every explain.json of a run (for the report), newest first."""
-    folder = Path(run_dir) / "explain"
-    files = sorted(folder.glob(f"*/{FILE}"), key=lambda p: p.stat().st_mtime, reverse=True) if folder.is_dir() else []
-    return [json.loads(p.read_text()) for p in files]

@@ -74,10 +74,11 @@ def explain(
     set's route; write RUN/explain/<judge>-<key>/explain.json and refresh report.html."""
     import json
 
-    from interp.config import gb_bytes
-    from interp.cli.experiments import _refresh_report
     from interp.causal.design import parse_control_judges
     from interp.causal.explain import EXPLAIN_METHODS, explain_run
+    from interp.cli.experiments import refresh_report
+    from interp.config import gb_bytes
+    from interp.results.codec import dump
 
     result = explain_run(
         Path(run_dir),
@@ -104,13 +105,13 @@ def explain(
 
     paths = RunDir(Path(run_dir))
     with paths.writer():
-        explain_section(result.to_dict(), paths.figures)
-    report = _refresh_report(Path(run_dir))
+        explain_section(result, paths.figures)
+    report = refresh_report(Path(run_dir))
     if as_json:
-        typer.echo(json.dumps(result.to_dict()))
+        typer.echo(json.dumps(dump(result)))
         return
     from interp.report.explain import print_explanation
 
-    print_explanation(result.to_dict())
+    print_explanation(result)
     if report is not None:
         typer.echo(f"report: {report}")

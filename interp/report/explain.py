@@ -9,6 +9,7 @@ from typing import Sequence
 from interp.formatting import p_value, pct
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
+from interp.results.explain import MATCHED_NULL, Candidate, Explanation
 from interp.storage import atomic_write_text
 from interp.templating import render
 
@@ -36,40 +37,36 @@ _SECTION = (
 )
 
 
-def where(candidate: dict) -> str:
-    if candidate.get("heads"):
-        return ", ".join(f"L{layer}H{head}" for layer, head in candidate["heads"])
-    return ", ".join(f"L{layer}" for layer in candidate.get("layers") or [])
+def share_text(candidate: Candidate) -> str:
+    """The share of the gap the candidate removes with its interval, or why it has none."""
+    if candidate.share_removed is None:
+        return f"n/a: {candidate.reason or 'no test'}"
+    low, high = candidate.ci
+    return f"{pct(candidate.share_removed)} [{pct(low)}, {pct(high)}]"
 
 
-def share_text(candidate: dict) -> str:
-    if candidate.get("share_removed") is None:
-        return f"n/a: {candidate.get('reason') or 'no test'}"
-    low, high = candidate["ci"]
-    return f"{pct(candidate['share_removed'])} [{pct(low)}, {pct(high)}]"
-
-
-def rows(result: dict) -> list[list[str]]:
+def rows(result: Explanation) -> list[list[str]]:
+    """One table row per candidate, in `HEADER`'s order."""
     return [
         [
-            where(c),
-            c["site"],
-            c["selected_by"],
-            c.get("route") or "",
+            c.where,
+            c.site,
+            c.selected_by,
+            c.route or "",
             share_text(c),
-            p_value(c.get("p_value")),
-            p_value(c.get("p_holm")),
-            {True: "yes", False: "no", None: "no test"}[c.get("causal")],
+            p_value(c.p_value),
+            p_value(c.p_holm),
+            {True: "yes", False: "no", None: "no test"}[c.causal],
         ]
-        for c in result["candidates"]
+        for c in result.candidates
     ]
 
 
-def test_text(result: dict) -> str:
+def test_text(result: Explanation) -> str:
     """What decided each row, from the settings that ran."""
-    settings = result["settings"]
-    controls = result["controls"]
-    matched = settings.get("null") == "matched"
+    settings = result.settings
+    controls = result.controls
+    matched = settings.null == MATCHED_NULL
     null = (
         "each control judge localised by the same method on the same selection items (the judge's answer read as "
         "its own) and measured at its own chosen set of the same size, site and op (the matched null); random "
@@ -77,13 +74,13 @@ def test_text(result: dict) -> str:
         if matched
         else "the controls measured at the judge's set"
     )
-    gated = settings.get("gap_gate", True)
+    gated = settings.gap_gate
     call = (
-        f"causal = Holm p at most {settings['test_alpha']:g}, a gap to carry and a share whose interval lies above 0 "
+        f"causal = Holm p at most {settings.test_alpha:g}, a gap to carry and a share whose interval lies above 0 "
         "(where the judge does not prefer its own answers more than its controls, one-sided, there is no share and "
         "causal is empty)"
         if gated
-        else f"without the gap gate (a diagnostic): causal = Holm p at most {settings['test_alpha']:g} alone"
+        else f"without the gap gate (a diagnostic): causal = Holm p at most {settings.test_alpha:g} alone"
     )
     rule = (
         "pattern (content) only where the total is causal with its interval above 0 and pattern minus content, "
@@ -92,9 +89,9 @@ def test_text(result: dict) -> str:
         else "the route that removes at least half of the total with an interval clear of the other's, else neither"
     )
     return (
-        f"Each row is one causal test on the {len(result['test_items'])} test items (localised on the other "
-        f"{len(result['selection_items'])}, "
-        f"selection share {settings['selection_share']:g}, split seed {settings['split_seed']}): the "
+        f"Each row is one causal test on the {len(result.test_items)} test items (localised on the other "
+        f"{len(result.selection_items)}, "
+        f"selection share {settings.selection_share:g}, split seed {settings.split_seed}): the "
         "judge's change of its self-preference gap "
         f"under the candidate's intervention against the changes of {len(controls)} control judges that "
         f"read the same answers and wrote neither, {null} "
@@ -103,69 +100,67 @@ def test_text(result: dict) -> str:
         "The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the "
         "controls' mean, multi-bootstrap interval "
         "(controls and items resampled). p is corrected with Holm over the "
-        f"{sum(c.get('p_value') is not None for c in result['candidates'])} "
+        f"{sum(c.p_value is not None for c in result.candidates)} "
         f"candidates with a test; {call}. Random rows: head or layer sets of the same size, drawn "
         "from a seed: they should not be causal. Route: the head set's output, pattern or values patched "
         "from the prompt with the own answer "
-        f"replaced by {COUNTERFACTUALS.get(settings.get('counterfactual', 'reference'), 'a counterfactual')} (its "
+        f"replaced by {COUNTERFACTUALS.get(settings.counterfactual, 'a counterfactual')} (its "
         f"token length kept); {rule}."
     )
 
 
-def share_figure(candidates: Sequence[dict]):
+def share_figure(candidates: Sequence[Candidate]):
+    """Each candidate's share of the gap removed with its interval (red: causal; gray: random; x: no share)."""
     fig, ax = subplots(figsize=(6.5, 0.6 + 0.42 * max(len(candidates), 1)))
     for y, c in enumerate(candidates):
-        if c.get("share_removed") is None:
+        if c.share_removed is None:
             ax.plot([0], [y], "x", color="tab:gray")
             continue
-        low, high = c["ci"]
-        color = "tab:gray" if c["selected_by"] == "random" else ("tab:red" if c.get("causal") else "tab:blue")
+        low, high = c.ci
+        color = "tab:gray" if c.selected_by == "random" else ("tab:red" if c.causal else "tab:blue")
         ax.errorbar(
-            c["share_removed"],
+            c.share_removed,
             y,
-            xerr=[[c["share_removed"] - low], [high - c["share_removed"]]],
+            xerr=[[c.share_removed - low], [high - c.share_removed]],
             fmt="o",
             color=color,
             capsize=3,
         )
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(1, color="black", lw=0.5, ls=":")
-    ax.set_yticks(
-        range(len(candidates)), [f"{c['site']} by {c['selected_by']}: {where(c)}" for c in candidates], fontsize=7
-    )
+    ax.set_yticks(range(len(candidates)), [f"{c.site} by {c.selected_by}: {c.where}" for c in candidates], fontsize=7)
     ax.set_xlabel("share of the self-preference gap removed (95% CI; red: causal after Holm; x: no share)")
     ax.invert_yaxis()
     fig.tight_layout()
     return fig
 
 
-def explain_section(result: dict, figures: Path) -> Path:
+def explain_section(result: Explanation, figures: Path) -> Path:
     """Write figures/explain_section.html (title line + body) and the share figure as PNG and PDF."""
-    paths = save_figure(share_figure(result["candidates"]), figures / "explain_shares")
+    paths = save_figure(share_figure(result.candidates), figures / "explain_shares")
     body = render(
         _SECTION,
-        answer=result["answer"],
+        answer=result.answer,
         image=png_data_uri(paths["png"]),
         table=table_html(HEADER, rows(result)),
         test=test_text(result),
     )
     path = figures / SECTION_FILE
-    atomic_write_text(path, f"{SECTION_TITLE}: {result['judge']}\n{body}")
+    atomic_write_text(path, f"{SECTION_TITLE}: {result.judge}\n{body}")
     return path
 
 
-def print_explanation(result: dict) -> None:
+def print_explanation(result: Explanation) -> None:
+    """The explanation's table and answer on the terminal."""
     from rich import box
     from rich.console import Console
     from rich.table import Table
 
-    table = Table(
-        title=f"{SECTION_TITLE}: {result['judge']}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False
-    )
+    table = Table(title=f"{SECTION_TITLE}: {result.judge}", title_justify="left", box=box.SIMPLE_HEAD, show_edge=False)
     for name in HEADER:
         table.add_column(name)
     for row in rows(result):
         table.add_row(*row)
     console = Console()
     console.print(table)
-    console.print(result["answer"])
+    console.print(result.answer)

@@ -4,8 +4,11 @@ treat a result as the mapping it is written as."""
 
 from __future__ import annotations
 
+import json
+from pathlib import PurePath
 from typing import Any
 
+import numpy as np
 from pydantic import BaseModel, ConfigDict
 
 
@@ -36,5 +39,18 @@ class ResultModel(BaseModel):
         return [*type(self).model_fields, *(self.model_extra or {})]
 
     def to_json(self) -> dict:
-        """The result as JSON data: what was set (by the writer or read from the file), nothing invented."""
-        return self.model_dump(mode="json", exclude_unset=True)
+        """The result as JSON data: what was set (by the writer or read from the file), nothing invented. A
+        number a writer computed with numpy is written as the plain number it is; NaN stays NaN, as `json` writes
+        it."""
+        return json.loads(json.dumps(self.model_dump(mode="python", exclude_unset=True), default=plain_json))
+
+
+def plain_json(value: Any) -> Any:
+    """A numpy scalar or array, or a path, as the JSON value it stands for (`json.dumps(..., default=plain_json)`)."""
+    if isinstance(value, (np.integer, np.floating, np.bool_)):
+        return value.item()
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, PurePath):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON")

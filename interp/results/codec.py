@@ -25,8 +25,9 @@ from typing import Callable, Iterable, TypeVar
 from pydantic import ValidationError
 
 from interp.errors import InterpError
-from interp.results.base import ResultModel
+from interp.results.base import ResultModel, plain_json
 from interp.results.causal import CausalResult
+from interp.results.explain import Explanation
 from interp.results.rows import LocalizeRow, SweepRow, VariantRecord
 from interp.results.summary import RunSummary
 from interp.storage import atomic_write_text
@@ -35,6 +36,7 @@ SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"
 VARIANT_FILE = "variant.json"
+EXPLAIN_FILE = "explain.json"
 
 Model = TypeVar("Model", bound=ResultModel)
 
@@ -144,7 +146,8 @@ def _read(path: Path, kind: type[Model], hint: str) -> Model:
 def _write(path: Path, kind: type[Model], result: Model | dict) -> Model:
     """Write a result (an object, or its data as a writer builds it: the current schema) atomically."""
     if isinstance(result, dict):
-        result = parse(kind, result | {"schema_version": SCHEMA_VERSION}, str(path))
+        data = json.loads(json.dumps(result, default=plain_json))  # numpy numbers as the plain numbers they are
+        result = parse(kind, data | {"schema_version": SCHEMA_VERSION}, str(path))
     atomic_write_text(Path(path), dumps(result))
     return result
 
@@ -191,3 +194,19 @@ def sweep_rows(rows: Iterable[dict]) -> list[SweepRow]:
 
 def localize_rows(rows: Iterable[dict]) -> list[LocalizeRow]:
     return [LocalizeRow.model_validate(row) for row in rows]
+
+
+def read_explanation(folder: Path) -> Explanation:
+    """`folder/explain.json` of one `interp explain` (`RUN/explain/<judge>-<key>/`)."""
+    return _read(Path(folder) / EXPLAIN_FILE, Explanation, "; run `interp explain` again")
+
+
+def write_explanation(folder: Path, result: Explanation | dict) -> Explanation:
+    return _write(Path(folder) / EXPLAIN_FILE, Explanation, result)
+
+
+def read_explanations(run_dir: Path) -> list[Explanation]:
+    """Every explain.json of a run (for the report), newest first."""
+    folder = Path(run_dir) / "explain"
+    files = sorted(folder.glob(f"*/{EXPLAIN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True)
+    return [read_explanation(p.parent) for p in files] if folder.is_dir() else []

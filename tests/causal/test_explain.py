@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 
 import pytest
+from interp.hooks.node_data import counterfactual_ids
 
 from interp.causal.routes import PartShare, check_counterfactual, route_specs, route_verdict
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.node_data import counterfactual_ids
 from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 
@@ -427,37 +427,39 @@ def test_a_candidate_is_causal_only_where_the_judge_has_a_gap_to_carry():
     """Null seed 3 of the bench: the own answer masked at its own top attention heads moved its DBG by +1.1 pts
     against controls that moved 0.02 (Holm p 1e-4), while its gap over the controls was not significant. Such a
     candidate is untested (None), not causal; with a gap the same p is causal, and a large one is not."""
-    from interp.causal.explain import Candidate, _with_holm
+    from interp.causal.explain import Candidate, with_holm
 
     def candidate(p, share):
         return Candidate("attention", "atp", [[1, 0]], None, share, None if share is None else [0.1, 1.0], p)
 
-    no_gap = _with_holm([candidate(1e-5, None), candidate(0.5, None)], 0.05)
+    no_gap = with_holm([candidate(1e-5, None), candidate(0.5, None)], 0.05)
     assert [c.causal for c in no_gap] == [None, None] and no_gap[0].p_holm == pytest.approx(2e-5)
-    gap = _with_holm([candidate(1e-5, 0.9), candidate(0.5, 0.1), candidate(None, None)], 0.05)
+    gap = with_holm([candidate(1e-5, 0.9), candidate(0.5, 0.1), candidate(None, None)], 0.05)
     assert [c.causal for c in gap] == [True, False, None] and gap[2].p_holm is None
     # a share whose interval does not lie above 0 (it may widen the gap) is not causal, whatever its p
     widening = Candidate("attention", "atp", [[1, 0]], None, -0.4, [-0.9, 0.1], 1e-6)
-    assert _with_holm([widening], 0.05)[0].causal is False
+    assert with_holm([widening], 0.05)[0].causal is False
     # --no-gap-gate: the Holm p alone, with or without a share
-    diagnostic = _with_holm([candidate(1e-5, None), widening, candidate(0.5, 0.9)], 0.05, gap_gate=False)
+    diagnostic = with_holm([candidate(1e-5, None), widening, candidate(0.5, 0.9)], 0.05, gap_gate=False)
     assert [c.causal for c in diagnostic] == [True, True, False]
 
 
 def test_the_reports_text_names_the_counterfactual_that_ran_and_the_gap_condition():
     from interp.report.explain import test_text
+    from interp.results.codec import parse
+    from interp.results.explain import Explanation
 
-    result = {
-        "settings": {"selection_share": 0.4, "split_seed": 0, "test_alpha": 0.05, "counterfactual": "other"},
-        "controls": ["a", "b", "c"],
-        "test_items": ["t1", "t2"],
-        "selection_items": ["s1"],
-        "candidates": [{"p_value": 0.01}, {"p_value": None}],
-    }
-    text = test_text(result)
+    def result(counterfactual: str) -> Explanation:
+        candidate = {"site": "attention", "selected_by": "atp", "heads": [[1, 0]], "layers": None}
+        candidate |= {"share_removed": None, "ci": None}
+        settings = {"selection_share": 0.4, "split_seed": 0, "test_alpha": 0.05, "counterfactual": counterfactual}
+        data = {"run": "r", "judge": "j", "settings": settings, "controls": ["a", "b", "c"]}
+        data |= {"test_items": ["t1", "t2"], "selection_items": ["s1"]}
+        return parse(Explanation, data | {"candidates": [candidate | {"p_value": 0.01}, candidate | {"p_value": None}]})
+
+    text = test_text(result("other"))
     assert "the pair's other answer" in text and "reference answer" not in text and "a gap to carry" in text
-    result["settings"]["counterfactual"] = "reference"
-    assert "the item's reference answer" in test_text(result)
+    assert "the item's reference answer" in test_text(result("reference"))
 
 
 def test_the_paired_difference_resamples_both_routes_together():
