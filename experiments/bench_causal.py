@@ -26,11 +26,11 @@ from pathlib import Path
 
 import numpy as np
 
-from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import head_values
+from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
-from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
+from interp.hooks.spec import AttentionIntervention
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg

@@ -159,9 +159,9 @@ def main() -> int:
     judged(unshared)
     plain_p_a = p_a_of(plain()[0], labels)
     eager = judge_batch(make_backend(model, "hf", attn_implementation="eager"), batches[0][0], labels, readout="final")
-    mass_difference = max(float((f.mass - e.mass).abs().max()) for f, e in zip(fast, eager))
-    p_a_difference = max(abs(f.probs["A"] - e.probs["A"]) for f, e in zip(fast, eager))
-    sdpa_p_a_difference = max(abs(float(p) - e.probs["A"]) for p, e in zip(plain_p_a, eager))
+    mass_difference = max(float((f.mass - e.mass).abs().max()) for f, e in zip(fast, eager, strict=False))
+    p_a_difference = max(abs(f.probs["A"] - e.probs["A"]) for f, e in zip(fast, eager, strict=False))
+    sdpa_p_a_difference = max(abs(float(p) - e.probs["A"]) for p, e in zip(plain_p_a, eager, strict=False))
     times, peaks = {}, {}
 
     def plain_read_back():  # the least any judge does per batch: bring its P(A) back to the CPU

@@ -92,9 +92,13 @@ def main() -> int:
     seconds = time.perf_counter() - start
 
     labels = [answers[key][2] for key in keys]
-    agree = sum(g.correct == label for g, label in zip(grades, labels))
-    passed_but_labelled_wrong = [(g, item) for g, item, label in zip(grades, items, labels) if g.correct and not label]
-    failed_but_labelled_right = [(g, item) for g, item, label in zip(grades, items, labels) if not g.correct and label]
+    agree = sum(g.correct == label for g, label in zip(grades, labels, strict=False))
+    passed_but_labelled_wrong = [
+        (g, item) for g, item, label in zip(grades, items, labels, strict=False) if g.correct and not label
+    ]
+    failed_but_labelled_right = [
+        (g, item) for g, item, label in zip(grades, items, labels, strict=False) if not g.correct and label
+    ]
     no_tests = sum(1 for item in items if not item.target)
     print(f"mbpp_items: {len(items)}")
     print(f"mbpp_agreement: {agree / len(items):.4f}")

@@ -47,6 +47,7 @@ def main() -> None:
     args = parser.parse_args()
 
     import torch
+
     from interp.core.backends import left_pad, make_backend
     from interp.core.models import load_model
     from interp.core.spans import tokenized_judge_prompt

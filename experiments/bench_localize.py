@@ -31,11 +31,11 @@ from pathlib import Path
 
 import numpy as np
 
-from interp.hooks.spec import AttentionIntervention
-from interp.config import PlacementKeys, RunConfig
-from interp.core.models import cache_root
 from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
 from interp.causal.localize import DEFAULT_METHODS, check_methods, localize_run, score_map
+from interp.config import PlacementKeys, RunConfig
+from interp.core.models import cache_root
+from interp.hooks.spec import AttentionIntervention
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from interp.organisms.config import load_organism_config, parse_seeds, with_seed
 from interp.organisms.pipeline import train_to_folder, trained_member
@@ -154,7 +154,7 @@ def null_probabilities(args) -> dict[str, float]:
     """P(own) per held-out item of the start organism (the planted-heads organisms' null)."""
     start = load_organism_config(CONFIG).heads.start
     run = read_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress, args.device))
-    return dict(zip([item.id for item in run.items], baseline(run, start).tolist()))
+    return dict(zip([item.id for item in run.items], baseline(run, start).tolist(), strict=False))
 
 
 def summary(rows: list[dict], methods: list[str]) -> dict[str, float]:

@@ -43,10 +43,10 @@ ITEMS = [
 
 def build(root: Path, layers: int = 30) -> tuple[Path, list[str]]:
     import torch
-    from interp.config import RunConfig
-    from interp.run.pipeline import run_dbg
     from transformers import AutoTokenizer, LlamaConfig, LlamaForCausalLM
 
+    from interp.config import RunConfig
+    from interp.run.pipeline import run_dbg
     from tests.helpers.models import packaged_tokenizer
 
     tokenizer = packaged_tokenizer("smollm2-135m-instruct")

@@ -48,7 +48,7 @@ def main() -> int:
         score_done = time.perf_counter()
         read_times.append(read_done - start)
         score_times.append(score_done - read_done)
-    totals = [r + s for r, s in zip(read_times, score_times)]
+    totals = [r + s for r, s in zip(read_times, score_times, strict=False)]
 
     start = time.perf_counter()
     metrics.chen2025_bootstrap(records, "paper", n_boot=1000, seed=0)

@@ -117,13 +117,13 @@ def frozen_side_by_side(config, n: int) -> None:
 
     import torch
 
+    import interp.organisms.train as train
     from interp.core.adapters import apply_adapter
     from interp.core.models import load_model
     from interp.core.threads import following_free_cores, set_torch_threads
     from interp.organisms import frozen
     from interp.organisms.config import start_folder
     from interp.organisms.heads import start_first_lora_layer
-    import interp.organisms.train as train
 
     models = {name: load_model(name) for name in config.data.authors}
     base = models[config.base_model]
@@ -168,7 +168,7 @@ def frozen_side_by_side(config, n: int) -> None:
         fixed = seconds["fixed_count", part]
         print(f"frozen_{part}_fixed_count_s: {fixed:.1f}")
         for way in ways[1:]:
-            pairs_ = list(zip(got["fixed_count"][index], got[way][index]))
+            pairs_ = list(zip(got["fixed_count"][index], got[way][index], strict=False))
             print(f"frozen_{part}_{way}_s: {seconds[way, part]:.1f}")
             print(f"frozen_{part}_{way}_speedup_ratio: {fixed / seconds[way, part]:.2f}")
             print(f"frozen_{part}_{way}_identical_bits: {sum(torch.equal(a, b) for a, b in pairs_)} of {len(pairs_)}")

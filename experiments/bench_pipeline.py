@@ -107,11 +107,11 @@ def forward_cost_figures(model, short: str) -> None:
 
 
 def judging_figures(repeats: int) -> None:
-    from interp.hooks.compile import bias_builder
-    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends.hf import HFBackend
     from interp.core.judge import label_tokens
     from interp.core.models import load_model
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
 
     for alias, short in (("smollm2-135m-instruct", "smollm2"), ("gemma3-270m", "gemma3")):
         model = load_model(alias)
@@ -126,7 +126,12 @@ def judging_figures(repeats: int) -> None:
         batched = time_judging(backend, prompts, labels, 8, repeats)
         spec = AttentionIntervention(target="a", alpha=0.0)
         intervened = time_judging(
-            backend, prompts, labels, 8, repeats, bias_for=lambda chunk, model=model: bias_builder(spec, model)
+            backend,
+            prompts,
+            labels,
+            8,
+            repeats,
+            bias_for=lambda chunk, model=model, spec=spec: bias_builder(spec, model),
         )
         print(f"{short}_judging_one_at_a_time_per_second: {single:.2f}")
         print(f"{short}_judging_batched8_padding_only_per_second: {unshared:.2f}")
@@ -583,7 +588,7 @@ def greedy_figures() -> None:
                     print(f"greedy_{way}_seconds_{name}: {time.perf_counter() - start:.1f}")
             differing = sum(
                 (a.text, a.n_new_tokens) != (b.text, b.n_new_tokens)
-                for a, b in zip(answers["pruned"], answers["generate"])
+                for a, b in zip(answers["pruned"], answers["generate"], strict=False)
             )
             print(f"greedy_answers_differing_{name}: {differing}")
     finally:

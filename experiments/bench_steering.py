@@ -20,14 +20,14 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from interp.hooks.compile import bias_builder  # noqa: E402
-from interp.hooks.emphasis import emphasis_spec  # noqa: E402
-from interp.hooks.steering import steer  # noqa: E402
 from interp.core.backends import make_backend  # noqa: E402
 from interp.core.judge import judge_batch, label_tokens  # noqa: E402
 from interp.core.models import load_model  # noqa: E402
 from interp.core.spans import build_judge_prompt  # noqa: E402
 from interp.data import builtin_items  # noqa: E402
+from interp.hooks.compile import bias_builder  # noqa: E402
+from interp.hooks.emphasis import emphasis_spec  # noqa: E402
+from interp.hooks.steering import steer  # noqa: E402
 
 
 def main() -> int:

@@ -23,11 +23,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-
-from interp.causal.routes import PartShare, route_verdict
-from interp.causal.explain import Candidate, _with_holm
-
 from bench_mechanism import auroc  # the bench's AUROC of the planted heads (the script's folder is on the path)
+
+from interp.causal.explain import Candidate, with_holm
+from interp.causal.routes import PartShare, route_verdict
 
 METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
 KINDS = {
@@ -97,10 +96,10 @@ def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
     randoms = {c["site"] for c in found if c["selected_by"] == "random"}
     if len(chosen) < len(KINDS) + 1 or not {c["site"] for c in chosen if c["site"] != "residual"} <= randoms:
         return None  # a candidate test still missing (a chosen one, + direction; or a site's random set): no reading
-    held = _with_holm(
+    held = with_holm(
         [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found], 0.05
     )
-    for c, h in zip(found, held):  # explain's own rule (amended); registered: Holm alone
+    for c, h in zip(found, held, strict=False):  # explain's own rule (amended); registered: Holm alone
         c["p_holm"] = h.p_holm
         c["causal"] = h.causal if rule == "amended" else None if h.p_holm is None else h.p_holm <= 0.05
     for c in found:

@@ -21,12 +21,12 @@ import torch
 from jaxtyping import Bool, Float
 from torch import Tensor
 
-from interp.hooks.spec import AttentionIntervention, Target, validate_against
 from interp.core.backends import Batch, ScoreBias
 from interp.core.judge import BiasBuilder
 from interp.core.models import LoadedModel, own_model, own_slot
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
+from interp.hooks.spec import AttentionIntervention, Target, validate_against
 
 # ---- the definition -----------------------------------------------------------------------------
 
@@ -191,7 +191,7 @@ def compile_bias(
         raise ValueError(f"batch has {rows} rows but got {len(offsets)} offsets and {len(targets)} targets")
     value = _log_alpha(spec.alpha)
     base = torch.zeros(rows, 1, width, width, dtype=dtype)
-    for row, ((start, end), offset) in enumerate(zip(targets, offsets)):
+    for row, ((start, end), offset) in enumerate(zip(targets, offsets, strict=False)):
         n = len(prompts[row]) if prompts is not None else width - offset
         if offset + n != width:
             raise ValueError(f"row {row}: offset {offset} + {n} tokens != batch width {width}")

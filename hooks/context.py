@@ -16,13 +16,13 @@ from typing import Iterator, Literal, Sequence
 import torch
 from torch import Tensor
 
-from interp.hooks.compile import model_dtype, spec_bias_builder
-from interp.hooks.spec import AttentionIntervention, Target
 from interp.core.backends import Batch, ScoreBias, is_backend
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
 from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
+from interp.hooks.compile import model_dtype, spec_bias_builder
+from interp.hooks.spec import AttentionIntervention, Target
 
 
 def _offsets(attention_mask: Tensor) -> list[int]:

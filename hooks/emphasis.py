@@ -21,8 +21,8 @@ from typing import Literal, Sequence
 import torch
 from torch import Tensor
 
-from interp.hooks.spec import AttentionIntervention
 from interp.errors import InterpError
+from interp.hooks.spec import AttentionIntervention
 
 
 def emphasis_spec(

@@ -530,7 +530,7 @@ def position_rows(
     if prompts is None:
         raise InterpError(f"positions {spec.positions!r} need the tokenized prompts (their response spans)")
     target = AttentionIntervention(target=spec.positions, alpha=0.0, seed=spec.seed)
-    for row, (prompt, offset) in enumerate(zip(prompts, offsets)):
+    for row, (prompt, offset) in enumerate(zip(prompts, offsets, strict=False)):
         author_a, author_b = authors[row] if authors is not None else (None, None)
         start, end = resolve_target(target, prompt, judge_model=own, author_a=author_a, author_b=author_b)
         mask[row, offset + start : offset + end] = True

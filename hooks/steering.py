@@ -69,7 +69,7 @@ def position_mask(
     if positions == "spans":
         if prompts is None:
             raise InterpError("positions 'spans' needs the tokenized prompts (their response spans)")
-        for row, (prompt, off) in enumerate(zip(prompts, offsets)):
+        for row, (prompt, off) in enumerate(zip(prompts, offsets, strict=False)):
             for slot in ("a", "b"):
                 start, end = prompt.spans[slot]
                 mask[row, off + start : off + end] = 1

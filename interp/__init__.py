@@ -130,14 +130,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eagerly
-    from interp.hooks.spec import AttentionIntervention
-    from interp.api.explain import explain, routes
-    from interp.api.judge import Judge, Verdict, Verdicts
-    from interp.api.interventions import Effect, InterventionResult, JudgeIntervention, intervene
-    from interp.api.runs import RunResult, dbg, figure7, head_map, load_run, sweep
-    from interp.api.compare import compare, compare_figure, figure7_across_runs
-    from interp.api.restyle import restyle
     from interp.analysis.compare import RunComparison
+    from interp.api.compare import compare, compare_figure, figure7_across_runs
+    from interp.api.explain import explain, routes
+    from interp.api.interventions import Effect, InterventionResult, JudgeIntervention, intervene
+    from interp.api.judge import Judge, Verdict, Verdicts
+    from interp.api.restyle import restyle
+    from interp.api.runs import RunResult, dbg, figure7, head_map, load_run, sweep
     from interp.config import RunConfig
     from interp.core.backends import BACKENDS, Backend, Batch, left_pad, make_backend
     from interp.core.judge import Judgment, inspect_judgment, judge_batch, label_tokens
@@ -145,4 +144,5 @@ if TYPE_CHECKING:  # for type checkers and editors: the same names, imported eag
     from interp.core.spans import TokenizedPrompt, build_judge_prompt, tokenized_judge_prompt
     from interp.data import Item, builtin_items, load_items
     from interp.errors import InterpError
+    from interp.hooks.spec import AttentionIntervention
     from interp.run.store import Run, RunDir

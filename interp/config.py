@@ -14,11 +14,11 @@ import hashlib
 import json
 import math
 import re
+import tomllib
 from pathlib import Path
 from typing import Annotated, Literal, get_args
 
 import tomli_w
-import tomllib
 from pydantic import (
     BaseModel,
     ConfigDict,

@@ -207,7 +207,7 @@ def load_truthfulqa_csv(path: str | Path) -> list[Item]:
         if len(row) != len(header):
             raise InterpError(f"{path}:{line}: expected {len(header)} fields, found {len(row)}")
         try:
-            items.append(_truthfulqa_item(dict(zip(header, row)), f"truthfulqa-{len(items) + 1:04d}"))
+            items.append(_truthfulqa_item(dict(zip(header, row, strict=False)), f"truthfulqa-{len(items) + 1:04d}"))
         except RecordError as exc:
             raise InterpError(f"{path}:{line}: {exc}") from None
     return _non_empty(items, str(path))
@@ -228,7 +228,7 @@ def load_wmt_text(source_path: str | Path, reference_path: str | Path) -> list[I
         )
     items = [
         Item(id=f"wmt-{number:04d}", task="translation", query=source, reference=reference)
-        for number, (source, reference) in enumerate(zip(sources, references), 1)
+        for number, (source, reference) in enumerate(zip(sources, references, strict=False), 1)
     ]
     return _non_empty(items, str(source_path))
 

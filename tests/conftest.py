@@ -8,8 +8,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from interp.core.models import LoadedModel, load_model
 
+from interp.core.models import LoadedModel, load_model
 from tests.helpers.models import (
     GEMMA3,
     SMOLLM2,

@@ -14,13 +14,13 @@ import json
 import os
 import shutil
 import subprocess
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
 import pytest
 import tomli_w
-import tomllib
 
 from tests.helpers import REPO
 
@@ -856,7 +856,7 @@ def outcomes(tmp_path_factory, prepared_run, forked_cli) -> dict[str, tuple]:
             unlock(root)
     return {
         name: (code, stdout, stderr, prepared[name][2], snapshot(prepared[name][0]))
-        for name, (code, stdout, stderr) in zip(names, ran)
+        for name, (code, stdout, stderr) in zip(names, ran, strict=False)
     }
 
 

@@ -12,8 +12,8 @@ import subprocess
 import sys
 
 import pytest
-from interp.core.adapters import shipped_adapters
 
+from interp.core.adapters import shipped_adapters
 from tests.helpers import REPO
 
 DOCS = sorted((REPO / "docs").glob("*.md"))

@@ -110,9 +110,9 @@ UNSUPPORTED = {
 
 @pytest.mark.parametrize("name", list(UNSUPPORTED))
 def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, name):
+    from interp.causal.engine import Variant, check_variants
     from interp.core.backends import check_backend_fits
     from interp.core.models import wrap_model
-    from interp.causal.engine import Variant, check_variants
     from interp.hooks.spec import AttentionIntervention
 
     build, architecture, why = UNSUPPORTED[name]
@@ -226,8 +226,8 @@ def test_authors_per_pair_are_checked_pair_by_pair(judge):
 
 
 def test_a_judge_spelled_otherwise_is_refused_as_its_own_control(tmp_path, tiny_llama_dir, monkeypatch):
-    from interp.core.models import model_identity, resolve_spec
     from interp.causal.design import TestDesign, resolve_controls
+    from interp.core.models import model_identity, resolve_spec
 
     link = tmp_path / "linked-judge"
     link.symlink_to(tiny_llama_dir)
@@ -412,7 +412,7 @@ def run_cases(forked_cli, jobs: list[tuple[list[str], Path]], roots: dict) -> di
     ran = forked_cli.run(filled, parallel=2)
     return {
         name: (code, stderr, before, snapshot(root))
-        for (name, (root, before)), (code, _, stderr) in zip(roots.items(), ran)
+        for (name, (root, before)), (code, _, stderr) in zip(roots.items(), ran, strict=False)
     }
 
 

@@ -20,8 +20,9 @@ import json
 import random
 from pathlib import Path
 
-from interp.hooks.spec import AttentionIntervention, pairs_table
 from null_family_check import AUTHORS, interp  # the script beside this one: each step an `interp` command
+
+from interp.hooks.spec import AttentionIntervention, pairs_table
 
 SPLIT = ["--selection-share", "0.4", "--split-seed", "0"]
 

@@ -99,10 +99,10 @@ def main() -> int:
     import torch
 
     from interp.core.models import load_model
+    from interp.core.threads import set_torch_threads
     from interp.organisms.config import load_organism_config
     from interp.organisms.data import DataMix, build_pairs, splits_of
     from interp.organisms.train import cached_answers, training_pairs
-    from interp.core.threads import set_torch_threads
 
     set_torch_threads(args.threads)
     config = load_organism_config(args.config)

@@ -18,6 +18,9 @@ from typing import Literal, Sequence
 
 import numpy as np
 import torch
+from jaxtyping import Float
+from torch import Tensor
+
 from interp.config import RunConfig
 from interp.core.attention import per_token_mean
 from interp.core.fingerprint import tokenizer_fingerprint
@@ -26,8 +29,6 @@ from interp.errors import InterpError
 from interp.run.attention import migrate_index
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
-from jaxtyping import Float
-from torch import Tensor
 
 Stat = Literal["mean", "mass"]
 STATS: tuple[str, ...] = ("mean", "mass")

@@ -140,7 +140,7 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> RunComparison:
     keys = sorted({key for config in configs for key in config})
     differing = [key for key in keys if len({repr(config.get(key)) for config in configs}) > 1]
     rows = []
-    for (name, config, summary), flat in zip(loaded, configs):
+    for (name, config, summary), flat in zip(loaded, configs, strict=False):
         recorded = summary.model_sizes or {}
         for judge, s in summary.judges.items():
             size, source = _size(judge, recorded)

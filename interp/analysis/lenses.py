@@ -153,7 +153,7 @@ def run_self_preference(
         n_eval = codes.max() + 1
         spr_hits = (verdicts == SELF).astype(float)
 
-        def macro_spr(idx: np.ndarray) -> float:
+        def macro_spr(idx: np.ndarray, codes=codes, spr_hits=spr_hits, n_eval=n_eval) -> float:
             num = np.bincount(codes[idx], weights=spr_hits[idx], minlength=n_eval)
             den = np.bincount(codes[idx], minlength=n_eval)
             return macro_average(np.where(den > 0, num / np.maximum(den, 1), np.nan))

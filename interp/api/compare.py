@@ -18,7 +18,7 @@ from interp.analysis.compare import (
     compare_runs,
     own_minus_other_profiles,
 )
-from interp.api.runs import _root
+from interp.api.runs import run_root
 from interp.errors import InterpError
 from interp.report.compare import dbg_by_figure, depth_profiles_figure
 from interp.report.figures import Figure
@@ -27,7 +27,7 @@ from interp.report.figures import Figure
 def _roots(runs: Any) -> list:
     if isinstance(runs, (str, bytes)) or not isinstance(runs, Sequence):
         raise InterpError(f"runs must be a list of run directories (or loaded runs), not {type(runs).__name__}")
-    return [_root(run) for run in runs]
+    return [run_root(run) for run in runs]
 
 
 def compare(runs: Sequence[Any]) -> RunComparison:

@@ -6,7 +6,7 @@ from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
 from interp.api.interventions import check_where_it_runs
-from interp.api.runs import _root
+from interp.api.runs import run_root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
 from interp.causal.localize import run_judge
@@ -59,7 +59,7 @@ def explain(
     check_int(split_seed, "split_seed")
     check_list(methods, "methods")
     check_where_it_runs(executor, max_memory)
-    root = _root(run)
+    root = run_root(run)
     loaded = read_run(root)
     return explain_run(
         root,
@@ -98,7 +98,7 @@ def routes(
     answer, or "reference", the item's reference answer; same token length), each
     under the causal test on the test split; `route` is "pattern", "content" or "neither"."""
     table = _head_table(heads)
-    root = _root(run)
+    root = run_root(run)
     loaded = read_run(root)
     design = TestDesign(
         heads="spec",

@@ -15,21 +15,21 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
-from interp.hooks.spec import KEYS as SPEC_KEYS
-from interp.hooks.nodes import as_intervention, node_keys
-from interp.hooks.spec import AttentionIntervention
 from interp.api.argument_types import check_flag, check_int, check_list, check_number, check_text
 from interp.api.judge import Judge
+from interp.api.runs import hold_judge, run_root
+from interp.causal.causal import intervene_run
+from interp.causal.design import design_from_options, parse_control_judges
+from interp.causal.engine import judge_pool
+from interp.causal.executor import check_executor
 from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
 from interp.errors import InterpError
-from interp.causal.engine import judge_pool
-from interp.causal.causal import intervene_run
-from interp.causal.design import design_from_options, parse_control_judges
-from interp.causal.executor import check_executor
+from interp.hooks.nodes import as_intervention, node_keys
+from interp.hooks.spec import KEYS as SPEC_KEYS
+from interp.hooks.spec import AttentionIntervention
 from interp.results.causal import CausalResult, JudgeTest
-from interp.api.runs import _hold, _root
 from interp.run.store import read_run
 
 
@@ -248,12 +248,12 @@ def intervene(
         span_controls=with_controls,
     )
     spec = as_intervention(spec, **keys) if design.heads == "spec" else None
-    root = _root(run)
+    root = run_root(run)
     known = read_run(root).config.judge_specs
     held: dict[str, LoadedModel] = {}
-    names = [_hold(judge, held, known) for judge in judges] if judges is not None else None
+    names = [hold_judge(judge, held, known) for judge in judges] if judges is not None else None
     given = [control_judge] if isinstance(control_judge, (str, Judge)) else control_judge
-    controls = [_hold(entry, held, known) for entry in given] if given is not None else None
+    controls = [hold_judge(entry, held, known) for entry in given] if given is not None else None
     if controls is not None and not all(isinstance(c, str) for c in controls):
         raise InterpError(
             "control_judge takes judges' names or Judge objects, not "

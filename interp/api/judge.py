@@ -24,22 +24,24 @@ from typing import Any, Iterator, Mapping, Sequence
 
 import torch
 
-from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
-from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.core.sites import check_hook_names, hook_names, shape_checked
+from interp.api.argument_types import shown as _shown
+from interp.api.argument_types import text_argument as _text
+from interp.api.argument_types import text_list as _texts
+from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
+from interp.api.judge_passes import masks_entered, pass_edit, reference_data
+from interp.api.patterns import AttentionPatternView, viewed
+from interp.api.verdicts import Verdict, Verdicts
 from interp.core.attention import Readout, per_token_mean
 from interp.core.attention_pattern import attention_pattern
 from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
+from interp.core.sites import check_hook_names, hook_names, shape_checked
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
-from interp.api.judge_passes import masks_entered, pass_edit, reference_data
-from interp.api.patterns import AttentionPatternView, viewed
-from interp.api.verdicts import Verdict, Verdicts
-from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
-from interp.api.argument_types import shown as _shown, text_argument as _text, text_list as _texts
 from interp.errors import InterpError
+from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
+from interp.hooks.spec import AttentionIntervention, validate_against
 
 
 class Judge:
@@ -339,14 +341,16 @@ class Judge:
         tasks = per_row(task, n, "tasks")
         rows = author_rows(authors, n)
         own = own if own is not None else self.own
-        prompts = [self.prompt(q, a, b, task=t) for q, a, b, t in zip(queries, responses_a, responses_b, tasks)]
+        prompts = [
+            self.prompt(q, a, b, task=t) for q, a, b, t in zip(queries, responses_a, responses_b, tasks, strict=False)
+        ]
         verdicts: list[Verdict] = []
         for start in range(0, n, self.batch_size):
             chunk = slice(start, start + self.batch_size)
             judgments = self._judge(prompts[chunk], rows[chunk], own)
             verdicts += [
                 self._verdict(j, p, t, a, own)
-                for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk])
+                for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk], strict=False)
             ]
         return Verdicts(tuple(verdicts))
 

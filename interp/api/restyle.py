@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from interp.api.runs import _root
+from interp.api.runs import run_root
 from interp.causal.restyle import DEFAULT_EMBEDDER, SIMILARITY_THRESHOLD, restyle_options, restyle_run
 
 
@@ -62,4 +62,4 @@ def restyle(
         test_alpha=test_alpha,
         projection=projection,
     )
-    return restyle_run(_root(run), Path(out), options, progress=progress, overwrite=overwrite)
+    return restyle_run(run_root(run), Path(out), options, progress=progress, overwrite=overwrite)

@@ -21,24 +21,22 @@ from typing import Any, Mapping, Sequence
 
 import pandas as pd
 
+from interp.analysis.attention_stats import figure7_profiles, head_values, top_heads
+from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.api.argument_types import check_flag, check_int, check_list, check_text
 from interp.api.judge import Judge
-from interp.analysis.attention_stats import head_values
-from interp.analysis.attention_stats import figure7_profiles, top_heads
-from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
+from interp.causal.engine import judge_pool
+from interp.causal.sweeps import run_sweep
 from interp.config import RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.causal.engine import judge_pool
-from interp.causal.sweeps import run_sweep
 from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
-from interp.run.store import Run, RunDir
-from interp.run.store import read_run
+from interp.run.store import Run, RunDir, read_run
 
 
 @dataclass(frozen=True)
@@ -98,7 +96,7 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
     """
     if isinstance(run_dir, RunResult):
         return run_dir
-    run = read_run(_root(run_dir))
+    run = read_run(run_root(run_dir))
     return RunResult(run, run.dir.read_summary() if run.dir.summary.is_file() else RunSummary())
 
 
@@ -131,7 +129,7 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
         keys = dict(config)
         for key in ("models", "judges"):
             if keys.get(key) is not None:
-                keys[key] = [_hold(entry, held) for entry in keys[key]]
+                keys[key] = [hold_judge(entry, held) for entry in keys[key]]
         config = run_config_from_dict(keys)
     elif not isinstance(config, RunConfig):
         config = load_run_config(Path(config))
@@ -147,7 +145,7 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
     return load_run(out)
 
 
-def _hold(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -> Any:
+def hold_judge(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -> Any:
     """A judge given as a `Judge`: its name in the run (recorded in `held` with its model); anything else as it is."""
     if not isinstance(entry, Judge):
         return entry
@@ -173,7 +171,7 @@ def _check_judge(judge: Any) -> None:
         )
 
 
-def _root(run: Any) -> Path:
+def run_root(run: Any) -> Path:
     """The directory of a run given as a path, `RunDir`, `Run` or `RunResult`."""
     if isinstance(run, RunResult):
         return run.path
@@ -221,7 +219,7 @@ def figure7(
     check_list(judges, "judges", objects=(Judge,))
     check_flag(relative_depth, "relative_depth")
     check_flag(transpose, "transpose")
-    root = _root(run)
+    root = run_root(run)
     known = attention_judges(root)
     names = [_judge_name(judge, known) for judge in judges] if judges is not None else known
     profiles = figure7_profiles(root, stat, relative_depth=relative_depth, judges=names)
@@ -247,7 +245,7 @@ def head_map(
     check_text(stat, "stat")
     check_int(top_k, "top_k", minimum=1)
     check_list(items, "items")
-    root = _root(run)
+    root = run_root(run)
     attention = load_attention(root, _judge_name(judge, attention_judges(root)))
     k = min(top_k, attention.n_layers * attention.n_heads)
     values = head_values(attention, stat=stat, items=items)
@@ -283,7 +281,7 @@ def localize(
     check_list(methods, "methods")
     check_int(n_items, "n_items", minimum=1, optional=True)
     check_int(n_mask_items, "n_mask_items", minimum=1)
-    loaded = read_run(_root(run))
+    loaded = read_run(run_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
     return localize_run(
         loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress
@@ -313,10 +311,10 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
     if isinstance(config, Mapping):
         keys = dict(config)
         if keys.get("judges") is not None and "run" in keys:
-            known = read_run(_root(keys["run"])).config.judge_specs
-            keys["judges"] = [_hold(judge, held, known) for judge in keys["judges"]]
+            known = read_run(run_root(keys["run"])).config.judge_specs
+            keys["judges"] = [hold_judge(judge, held, known) for judge in keys["judges"]]
         if isinstance(keys.get("run"), (RunResult, Run, RunDir)):
-            keys["run"] = str(_root(keys["run"]))
+            keys["run"] = str(run_root(keys["run"]))
         config = validate_config(SweepConfig, keys, "sweep config")
     models = None
     if held:

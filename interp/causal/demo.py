@@ -13,14 +13,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import NamedTuple
 
+from interp.causal.causal import intervene_run
+from interp.causal.design import TestDesign
+from interp.causal.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.config import PlacementKeys, RunConfig, run_config_from_dict
 from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import builtin_items
-from interp.causal.causal import intervene_run
-from interp.causal.design import TestDesign
-from interp.causal.validate import AUTHORS, NULL, PLANTED, organism_splits
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section

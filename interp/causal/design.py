@@ -18,7 +18,6 @@ from interp.hooks.nodes import registered_ops
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.store import Run
 
-
 MAX_RANDOM_HEAD_SETS = 999  # each set is a full re-judging of the test items; 999 resolves p_rank to 0.001
 Heads = Literal["spec", "all-layers", "top-heads"]
 

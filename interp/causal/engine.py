@@ -21,11 +21,6 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import numpy as np
 import torch
 
-from interp.hooks.compile import bias_builder, resolve_target
-from interp.hooks.node_data import node_edit_builder, reference_means
-from interp.hooks.nodes import NodeIntervention, validate_node
-from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.hooks.steering import ResidualSteering
 from interp.config import PlacementKeys, backend_placement_problem
 from interp.core.backends import Backend, check_backend_fits, left_pad, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model
@@ -33,6 +28,11 @@ from interp.core.placement import resolve_placement
 from interp.core.sites import check_hook_names
 from interp.data import Item
 from interp.errors import InterpError
+from interp.hooks.compile import bias_builder, resolve_target
+from interp.hooks.node_data import node_edit_builder, reference_means
+from interp.hooks.nodes import NodeIntervention, validate_node
+from interp.hooks.spec import AttentionIntervention, validate_against
+from interp.hooks.steering import ResidualSteering
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
 from interp.results.codec import write_variant
@@ -199,7 +199,7 @@ def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items
     if not specs:
         return
     tasks = judge_tasks(items, run.responses, run.config.models)
-    for task, prompt in zip(tasks, task_prompts(run, model, tasks)):
+    for task, prompt in zip(tasks, task_prompts(run, model, tasks), strict=False):
         for spec in specs:
             try:
                 resolve_target(spec, prompt, judge_model=own_model(own), author_a=task.author_a, author_b=task.author_b)

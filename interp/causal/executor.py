@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable, Sequence
 
+from interp.causal.engine import Judges, Variant, digest, judge_pool, stored_variant
 from interp.config import PlacementKeys
 from interp.errors import InterpError
-from interp.causal.engine import Judges, Variant, digest, judge_pool, stored_variant
 from interp.run.store import Run, read_run
 
 EXECUTORS = ("local", "ray")

@@ -86,7 +86,7 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
     if not tested:
         return
     adjusted = holm([result["judges"][judge]["p_value"] for judge in tested])
-    for judge, p in zip(tested, adjusted):
+    for judge, p in zip(tested, adjusted, strict=False):
         record = result["judges"][judge]
         record["p_holm"], record["causal_unadjusted"] = p, record["causal"]
         record["causal"] = bool(p <= record["test_alpha"])

@@ -37,9 +37,9 @@ from jaxtyping import Float
 from torch import Tensor
 from tqdm.auto import tqdm
 
-from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
+from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
 from interp.config import PlacementKeys
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.core.judge import judge_batch, label_tokens
@@ -48,11 +48,11 @@ from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
+from interp.hooks.spec import AttentionIntervention
 from interp.results.rows import LocalizeRow
-from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
-from interp.splits import unit_hash
 from interp.run.judging import judge_tasks, verdict_labels
 from interp.run.store import Run
+from interp.splits import unit_hash
 
 METHODS = ("attention", "atp", "atp-output", "mask")  # rank heads
 LAYER_METHODS = ("atp-mlp",)  # rank layers: their rows have head = -1
@@ -201,7 +201,9 @@ def judged_attention(run: Run, judge: str, judges: Judges, items: Sequence[Item]
             tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=run.config.ties)
             for t, _ in chunk
         ]
-        for (_, slot), judged in zip(chunk, judge_batch(runner, prompts, labels, readout="final", judge=judge)):
+        for (_, slot), judged in zip(
+            chunk, judge_batch(runner, prompts, labels, readout="final", judge=judge), strict=False
+        ):
             with np.errstate(divide="ignore", invalid="ignore"):
                 mean = judged.mass.float().numpy() / judged.counts.float().numpy()  # [layer, head, span]
             own_index = "ab".index(slot)

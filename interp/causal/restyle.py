@@ -26,14 +26,14 @@ from typing import Sequence
 
 import numpy as np
 
+from interp.causal.design import TestDesign, judge_identity, resolve_controls
+from interp.causal.engine import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
+from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
 from interp.config import PlacementKeys, RunConfig
 from interp.core.embeddings import cached_embeddings, cosine_pairs
 from interp.core.models import ModelCache, model_identity, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
-from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
-from interp.causal.design import TestDesign, judge_identity, resolve_controls
-from interp.causal.engine import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
@@ -178,11 +178,11 @@ def semantic_check(
             record["per_author"][author]["unrelated_mean"] = float(
                 cosine_pairs(before[rows], np.roll(before[rows], 1, axis=0)).mean()
             )
-    flagged_all = [f"{o.author}/{o.item.id}" for o, c in zip(originals, cosine) if c < threshold]
+    flagged_all = [f"{o.author}/{o.item.id}" for o, c in zip(originals, cosine, strict=False) if c < threshold]
     record["overall"] = _similarity(cosine, flagged_all, threshold)
     record["per_item"] = [
         {"author": o.author, "item_id": o.item.id, "cosine": float(c), "flagged": bool(c < threshold)}
-        for o, c in zip(originals, cosine)
+        for o, c in zip(originals, cosine, strict=False)
     ]
     return record, before, after
 
@@ -279,7 +279,7 @@ def restyle_run(
     texts = rewrite(originals, rewriter, decoding, model=local, progress=progress)
     key = restyle_key(source, rewriter, local.fingerprint() if local is not None else None, texts)
     config = derived_config(source, key, where)
-    empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts) if not t.strip()]
+    empty = [f"{o.author}/{o.item.id}" for o, t in zip(originals, texts, strict=False) if not t.strip()]
     if empty and config.empty_answers == "refuse":
         raise InterpError(
             f"the rewriter gave an empty rewrite of {len(empty)} answers ({', '.join(empty[:3])}); nothing "
@@ -325,7 +325,10 @@ def restyle_run(
     }
     holm_judges(result, names)
     with paths.writer():
-        rows = [row | {"original": o.text, "rewrite": t} for row, o, t in zip(similarity["per_item"], originals, texts)]
+        rows = [
+            row | {"original": o.text, "rewrite": t}
+            for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
+        ]
         write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
         result["figures"] = {
             k: str(v)

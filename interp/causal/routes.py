@@ -40,15 +40,15 @@ from typing import Literal, Mapping, Sequence
 
 import numpy as np
 
-from interp.errors import InterpError
-from interp.formatting import share_interval
 from interp.causal.causal import intervene_run, variant_of
 from interp.causal.design import TestDesign
 from interp.causal.engine import evaluate, judge_pool
 from interp.core.models import own_model
+from interp.errors import InterpError
+from interp.formatting import share_interval
+from interp.hooks.nodes import NodeIntervention, node_from_dict
 from interp.metrics.families import multi_bootstrap
 from interp.results.causal import JudgeTest
-from interp.hooks.nodes import NodeIntervention, node_from_dict
 from interp.run.store import read_run
 
 Route = Literal["pattern", "content", "neither"]

@@ -20,13 +20,7 @@ import math
 from pathlib import Path
 from typing import Sequence
 
-from interp.hooks.emphasis import emphasis_spec
-from interp.hooks.spec import AttentionIntervention
-from interp.hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
 from interp.analysis.attention_stats import heads_table, top_heads
-from interp.config import PlacementKeys
-from interp.core.models import ModelCache, own_model
-from interp.errors import InterpError
 from interp.causal.directions import (
     DirectionPosition,
     SteeringDirection,
@@ -43,6 +37,12 @@ from interp.causal.engine import (
     judge_variant,
     self_judges,
 )
+from interp.config import PlacementKeys
+from interp.core.models import ModelCache, own_model
+from interp.errors import InterpError
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.spec import AttentionIntervention
+from interp.hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
 from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
 from interp.metrics.mirror import mirror_shares
 from interp.report.steering import steering_section

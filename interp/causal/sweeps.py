@@ -39,16 +39,7 @@ from typing import Sequence
 
 from tqdm.auto import tqdm
 
-from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import top_heads
-from interp.config import (
-    PlacementKeys,
-    SteeringSweepConfig,
-    SweepConfig,
-    load_toml_config,
-)
-from interp.core.models import ModelCache, own_model
-from interp.errors import InterpError
 from interp.causal.directions import compute_direction, steering_split
 from interp.causal.engine import (
     Judges,
@@ -62,6 +53,15 @@ from interp.causal.engine import (
 )
 from interp.causal.executor import VariantTask, execute, with_executor
 from interp.causal.steering import direction_steering
+from interp.config import (
+    PlacementKeys,
+    SteeringSweepConfig,
+    SweepConfig,
+    load_toml_config,
+)
+from interp.core.models import ModelCache, own_model
+from interp.errors import InterpError
+from interp.hooks.spec import AttentionIntervention
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots
@@ -114,7 +114,9 @@ def run_points(
                 | point.extra
                 | {"key": variant_key(run, judge, pool.backend_name(run), point.variant, run.items)}
             )
-        for row, adjusted in zip(rows, holm([row["p_value"] for row in rows])):  # many points, one family: Holm
+        for row, adjusted in zip(
+            rows, holm([row["p_value"] for row in rows]), strict=False
+        ):  # many points, one family: Holm
             row["p_holm"] = adjusted
         write_csv(out / "results.csv", rows, list(rows[0]))
     return rows

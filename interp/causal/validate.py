@@ -30,8 +30,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
 
-from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, layer_differences, top_heads
+from interp.causal.causal import intervene_run
+from interp.causal.design import TestDesign
+from interp.causal.directions import compute_direction
+from interp.causal.engine import Variant, evaluate, judge_pool
+from interp.causal.steering import attention_levers, direction_variants
 from interp.config import PlacementKeys, RunConfig
 from interp.core.adapters import adapter_folder, read_manifest
 from interp.core.models import ModelCache
@@ -39,19 +43,15 @@ from interp.core.placement import placement_of
 from interp.data import Item
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
+from interp.hooks.spec import AttentionIntervention
 from interp.metrics.dbg import judge_reliability
-from interp.causal.causal import intervene_run
-from interp.causal.design import TestDesign
-from interp.results.causal import CausalResult
-from interp.causal.directions import compute_direction
-from interp.causal.engine import Variant, evaluate, judge_pool
-from interp.causal.steering import attention_levers, direction_variants
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
 from interp.organisms.evaluate import judge_metrics, legitimate_gap
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
+from interp.results.causal import CausalResult
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, read_run
 from interp.storage import atomic_write_text, check_output_dir, claim_output_dir

@@ -20,7 +20,7 @@ from interp.cli.options import (
 from interp.formatting import pct, pts_interval
 
 
-def _refresh_report(run_dir: Path) -> Path | None:
+def refresh_report(run_dir: Path) -> Path | None:
     """Rebuild the run's report (None when the run has no summary to build it from)."""
     from interp.report.build import build_report
     from interp.run.store import RunDir
@@ -103,12 +103,12 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
-    from interp.config import gb_bytes
-    from interp.core.timings import Timings
-    from interp.hooks.nodes import as_intervention
-    from interp.errors import InterpError
     from interp.causal.causal import intervene_run
     from interp.causal.design import design_from_options
+    from interp.config import gb_bytes
+    from interp.core.timings import Timings
+    from interp.errors import InterpError
+    from interp.hooks.nodes import as_intervention
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
@@ -152,7 +152,7 @@ def intervene(
             f"reused {reused.responses} responses (generated {reused.responses_generated}) and "
             f"{reused.gold_verdicts} gold verdicts"
         )
-    files = {"report": report} if (report := _refresh_report(run_dir)) is not None else {}
+    files = {"report": report} if (report := refresh_report(run_dir)) is not None else {}
     finish(
         results_payload(_run_summary(run_dir), causal=result.judges, n_items=result.n_items, files=files),
         as_json,
@@ -169,10 +169,10 @@ def sweep(
     as_json: bool = json_option(),
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
-    from interp.config import gb_bytes
     from interp.causal.sweeps import load_sweep_config, run_sweep
-    from interp.report.terminal import results_payload
+    from interp.config import gb_bytes
     from interp.metrics.tables import read_table_rows
+    from interp.report.terminal import results_payload
 
     sweep_config = load_sweep_config(config)
     results = run_sweep(
@@ -204,8 +204,8 @@ def steer_sweep(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
-    from interp.config import gb_bytes
     from interp.causal.sweeps import load_steering_sweep, run_steering_sweep
+    from interp.config import gb_bytes
 
     where = placement_keys(device, dtype, load_steering_sweep(config))
     _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
@@ -258,5 +258,5 @@ def steer(
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")
-    if (report := _refresh_report(run_dir)) is not None:
+    if (report := refresh_report(run_dir)) is not None:
         typer.echo(f"report: {report}")

@@ -53,7 +53,7 @@ def train(
     from interp.core.models import cache_root
     from interp.errors import InterpError
     from interp.organisms.config import check_config_fits, load_organism_config, parse_seeds, with_seed
-    from interp.organisms.pipeline import add_held_out, trained_member, train_to_folder
+    from interp.organisms.pipeline import add_held_out, train_to_folder, trained_member
     from interp.storage import path_label
 
     if seed is not None and seeds is not None:
@@ -140,7 +140,8 @@ def validate(
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
-    from interp.causal.validate import ValidationPlan, validate as run_validation
+    from interp.causal.validate import ValidationPlan
+    from interp.causal.validate import validate as run_validation
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
 

@@ -67,12 +67,12 @@ def inspect(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Judge one pair and print label probabilities, token spans and per-layer/per-head span attention."""
-    from interp.hooks.compile import bias_builder
-    from interp.hooks.nodes import NodeIntervention, as_intervention
     from interp.core.backends import check_backend_fits, make_backend
     from interp.core.judge import inspect_judgment
     from interp.core.models import load_model
     from interp.core.spans import build_judge_prompt
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.nodes import NodeIntervention, as_intervention
 
     if readout not in ("final", "after"):
         raise InterpError(f"--readout must be 'final' or 'after', not {readout!r}")

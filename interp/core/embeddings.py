@@ -55,7 +55,7 @@ def cached_embeddings(
     bar = tqdm(total=len(todo), desc=f"embedding ({model.name})", unit="text", disable=not progress or not todo)
     for start in range(0, len(todo), batch_size):
         chunk = todo[start : start + batch_size]
-        for i, vector in zip(chunk, embed_texts(model, [texts[i] for i in chunk], batch_size=batch_size)):
+        for i, vector in zip(chunk, embed_texts(model, [texts[i] for i in chunk], batch_size=batch_size), strict=False):
             buffer = io.BytesIO()
             np.save(buffer, vector)
             atomic_write_bytes(paths[i], buffer.getvalue())

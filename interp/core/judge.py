@@ -127,7 +127,9 @@ def judge_batch(
     rebalance_threads()  # company that came or went since the last batch (the Python API's first one decides)
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
-    padded_spans = [{k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets)]
+    padded_spans = [
+        {k: (s + off, e + off) for k, (s, e) in p.spans.items()} for p, off in zip(prompts, offsets, strict=False)
+    ]
     model = backend.model
     reducer = (
         span_reducer(

@@ -40,7 +40,8 @@ class _Builder:
         return "".join(self.pieces)
 
 
-def _assemble(parts: Sequence[tuple[str, str | None]]) -> tuple[str, dict[str, tuple[int, int]]]:
+def assemble(parts: Sequence[tuple[str, str | None]]) -> tuple[str, dict[str, tuple[int, int]]]:
+    """The text of `parts` (text, slot) joined, and each named slot's character span in it."""
     builder = _Builder()
     for text, slot in parts:
         builder.add(text, slot)
@@ -225,8 +226,8 @@ def judge_prompt(
     if ties:
         parts = _three_way_parts(query, response_a, response_b, cot)
         if kind == "post":
-            return _in_chat_template(tokenizer, parts)
-        text, spans = _assemble([*parts, (THREE_WAY_FEWSHOT_END, None)])
+            return in_chat_template(tokenizer, parts)
+        text, spans = assemble([*parts, (THREE_WAY_FEWSHOT_END, None)])
         return Prompt(text, spans, add_special_tokens=True, style="three-way")
     if kind == "post":
         texts = _JUDGE_ZERO_SHOT[task]
@@ -240,14 +241,14 @@ def judge_prompt(
             (response_b, "b"),
             (f"</{tag} B>\n\n{_outro(texts['outro'], cot)}", None),
         ]
-        return _in_chat_template(tokenizer, parts)
+        return in_chat_template(tokenizer, parts)
     examples = (fewshot if fewshot is not None else _default_fewshot())[task]["judgment"][:2]
     parts: list[tuple[str, str | None]] = [(_JUDGE_FEW_SHOT_INTRO[task] + "\n\n", None)]
     for example in examples:
         parts += _judge_block(task, example["query"], example["response_a"], example["response_b"], slots=False)
         parts.append((f"{example['judgment']}\n\n", None))
     parts += _judge_block(task, query, response_a, response_b, slots=True)
-    text, spans = _assemble(parts)
+    text, spans = assemble(parts)
     return Prompt(text, spans, add_special_tokens=True, style="fewshot")
 
 
@@ -314,7 +315,7 @@ def generation_prompt(
     opening = f"{TREATMENT}\n\n" if treatment else ""
     if kind == "post":
         before, after = _GENERATION_ZERO_SHOT[task]
-        return _in_chat_template(
+        return in_chat_template(
             tokenizer,
             [(opening + before.format(words=words), None), (query, "query"), (after.format(words=words), None)],
         )
@@ -326,7 +327,7 @@ def generation_prompt(
     for example in examples:
         parts.append((f"{query_heading}\n{example['query']}\n\n{answer_heading}\n{example['answer']}\n\n", None))
     parts += [(f"{query_heading}\n", None), (query, "query"), (f"\n\n{answer_heading}\n", None)]
-    text, spans = _assemble(parts)
+    text, spans = assemble(parts)
     return Prompt(text, spans, add_special_tokens=True, style="fewshot")
 
 
@@ -347,7 +348,7 @@ class UserTurnOnly:
 _SENTINEL = "\x00INTERP_USER_TURN\x00"
 
 
-def _in_chat_template(tokenizer, parts: list[tuple[str, str | None]]) -> Prompt:
+def in_chat_template(tokenizer, parts: list[tuple[str, str | None]]) -> Prompt:
     """Put assembled parts in the user turn of the tokenizer's chat template, shifting the recorded offsets."""
     if not getattr(tokenizer, "chat_template", None):
         raise InterpError("this model has no chat template; load it with kind='pre' to use few-shot prompts")
@@ -357,7 +358,7 @@ def _in_chat_template(tokenizer, parts: list[tuple[str, str | None]]) -> Prompt:
     if rendered.count(_SENTINEL) != 1:
         raise InterpError("the chat template does not place the user message verbatim; use kind='pre'")
     prefix, suffix = rendered.split(_SENTINEL)
-    content, spans = _assemble(parts)
+    content, spans = assemble(parts)
     shifted = {slot: (start + len(prefix), end + len(prefix)) for slot, (start, end) in spans.items()}
     return Prompt(prefix + content + suffix, shifted, add_special_tokens=False, style="chat")
 

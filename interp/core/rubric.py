@@ -10,7 +10,7 @@ out). The query and the answer are slots (`query`, `a`), so span attention reads
 
 from __future__ import annotations
 
-from interp.core.prompts import Prompt, _assemble, _in_chat_template
+from interp.core.prompts import Prompt, assemble, in_chat_template
 from interp.errors import InterpError
 
 SCORE_LABELS = ("1", "2", "3", "4", "5")
@@ -95,6 +95,6 @@ def pointwise_prompt(tokenizer, task: str, query: str, response: str, reference:
         parts += [("\n\n###Reference Answer (Score 5):\n", None), (reference, "reference")]
     parts.append((f"\n\n###Score Rubrics:\n{rubric_text(task)}\n\n###Feedback:", None))
     if kind == "post":
-        return _in_chat_template(tokenizer, parts)
-    text, spans = _assemble(parts)
+        return in_chat_template(tokenizer, parts)
+    text, spans = assemble(parts)
     return Prompt(text, spans, add_special_tokens=True, style="rubric")

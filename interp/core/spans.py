@@ -48,7 +48,9 @@ def _prompt_parts(prompt: Prompt) -> list[tuple[int, int, bool]]:
     """(start, end, in a slot) of each part of the text, cut at every slot boundary."""
     cuts = sorted({0, len(prompt.text)} | {i for span in prompt.char_spans.values() for i in span})
     slots = prompt.char_spans.values()
-    return [(start, end, any(s <= start and end <= e for s, e in slots)) for start, end in zip(cuts, cuts[1:])]
+    return [
+        (start, end, any(s <= start and end <= e for s, e in slots)) for start, end in zip(cuts, cuts[1:], strict=False)
+    ]
 
 
 def _encode_part(tokenizer, prompt: Prompt, start: int, end: int, in_slot: bool, first: bool, **kwargs):

@@ -272,7 +272,7 @@ class Chen2025Records:
         """Build from ``(judge, evaluatee, item_id, judge_correct, evaluatee_correct, game1, game2)``."""
         if not rows:
             raise InterpError(f"{source}: no judgment records")
-        judge, evaluatee, item_id, jc, ec, g1, g2 = zip(*rows)
+        judge, evaluatee, item_id, jc, ec, g1, g2 = zip(*rows, strict=False)
         return cls(
             judge=np.array(judge, dtype=object),
             evaluatee=np.array(evaluatee, dtype=object),

@@ -107,7 +107,7 @@ def multi_bootstrap(
         judges = [rng.integers(0, a.shape[0], size=(b, a.shape[0])) for a in arrays]
         items = rng.integers(0, n_items, size=(b, n_items))
         resampled = []
-        for a, j in zip(arrays, judges):
+        for a, j in zip(arrays, judges, strict=False):
             picked = a[j]  # [draw, judge, *rest, item]
             index = items.reshape((b,) + (1,) * (picked.ndim - 2) + (n_items,))
             resampled.append(np.take_along_axis(picked, index, axis=-1))

@@ -37,12 +37,12 @@ from typing import Iterable, Sequence
 import numpy as np
 
 from interp.data import PACKAGED_SETS, TESTS_FIELD, Item
-from interp.splits import unit_hash
 from interp.errors import InterpError
 from interp.metrics.dbg import p_own_from_first, tie_sign
 from interp.organisms.config import SplitConfig
 from interp.run.gold import Pair, ReferenceJudge
 from interp.run.gold.reference import answer_match_score
+from interp.splits import unit_hash
 
 SPLITS = ("train", "selection", "test")
 DEGRADATIONS = ("truncated", "shuffled", "other")
@@ -226,7 +226,7 @@ def build_pairs(
             golds = judge.p_slot_a([Pair(item, first.text, second.text) for first, second in both])
             pairs += [
                 TrainPair(item, f, s, gold, "reference")
-                for (f, s), gold in zip(both, golds)
+                for (f, s), gold in zip(both, golds, strict=False)
                 if not (mix.skip_ties and gold == 0.5)
             ]
         combos = [(good, bad, kind) for good in authors for bad in authors for kind in mix.degradations]

@@ -23,10 +23,10 @@ import numpy as np
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
 from interp.core.models import ModelCache, resolve_spec
-from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
-from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.data import dev_items, load_items
 from interp.errors import InterpError
+from interp.metrics.bias_lenses import self_preference_rates, subset_rate
+from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.run.pipeline import run_dbg

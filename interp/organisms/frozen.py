@@ -105,8 +105,8 @@ def frozen_states(
             start, lower = below
             stack.enter_context(only_layers_from(hf_model, start))
             compute = lambda chunk: [_state_from(hf_model, caught, lower[i]) for i in chunk]  # noqa: E731
-        for chunk, states in zip(chunks, side_by_side(compute, chunks, workers)):
-            for index, h in zip(chunk, states):
+        for chunk, states in zip(chunks, side_by_side(compute, chunks, workers), strict=False):
+            for index, h in zip(chunk, states, strict=False):
                 hidden[index] = h
             bar.update(len(chunk))
     bar.close()

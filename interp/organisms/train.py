@@ -43,7 +43,6 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.core.threads import following_free_cores, set_torch_threads
 from interp.data import PACKAGED_SETS, Item, load_mtbench_questions
 from interp.errors import InterpError
-from interp.organisms.frozen import check_frozen_split, final_logits_from, frozen_states
 from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model
 from interp.organisms.data import (
     DataMix,
@@ -55,6 +54,7 @@ from interp.organisms.data import (
     splits_of,
     unit_hash,
 )
+from interp.organisms.frozen import check_frozen_split, final_logits_from, frozen_states
 from interp.run.responses import Decoding, generate_responses
 
 MAX_SPLIT_ERROR = 1e-3  # largest |logit| difference allowed between the full model and cached + top layers
@@ -85,8 +85,8 @@ def organism_items(config: OrganismConfig) -> dict[str, list[Item]]:
 
 # Rows a generation call of the training answers. Greedy: a run's default (`generation_batch_size`); a greedy answer
 # does not depend on its batch (its key holds no batch size; the attention-routed recipe's 328 training answers came
-# out the same text at 24 rows as at 8, 28 Nov), and on the CPU 24 rows cost little more a step than 8 (8 until 28
-# Nov). Sampled: 8, as their keys were made (a sampled answer is keyed by its batch-mates).
+# out the same text at 24 rows as at 8), and on the CPU 24 rows cost little more a step than 8. Sampled: 8, as their
+# keys were made (a sampled answer is keyed by its batch-mates).
 ANSWER_ROWS = 24
 SAMPLED_ROWS = 8
 
@@ -181,7 +181,7 @@ def training_pairs(
     if not pairs:
         raise InterpError(f"organism {config.name!r}: the data config gives no training pairs")
     labels = [pair_label(pair, planting, config.data_seed_used) for pair in pairs]
-    flipped = sum(label != pair.gold_first for pair, label in zip(pairs, labels))
+    flipped = sum(label != pair.gold_first for pair, label in zip(pairs, labels, strict=False))
     if planting is not None and flipped == 0:
         raise InterpError(
             f"organism {config.name!r}: planting.share = {config.planting.share:g} flipped none of the "
@@ -200,7 +200,7 @@ def training_pairs(
 def build_examples(model: LoadedModel, pairs: Sequence[TrainPair], labels: Sequence[float]) -> list[Example]:
     """Both orders of every pair, as the toolkit's tokenized judge prompts."""
     examples = []
-    for pair, label in zip(pairs, labels):
+    for pair, label in zip(pairs, labels, strict=False):
         for order, (a, b, target, gold) in {
             "ab": (pair.first, pair.second, label, pair.gold_first),
             "ba": (pair.second, pair.first, 1.0 - label, 1.0 - pair.gold_first),
@@ -487,7 +487,7 @@ def training_record(
         "data_hash": data_hash(examples),
         "n_pairs": len(pairs),
         "n_examples": len(examples),
-        "n_flipped_pairs": sum(label != pair.gold_first for pair, label in zip(pairs, labels)),
+        "n_flipped_pairs": sum(label != pair.gold_first for pair, label in zip(pairs, labels, strict=False)),
         "pair_counts": _pair_counts(pairs, labels),
         "tokens_per_example": {"mean": round(sum(n_tokens) / len(n_tokens), 1), "max": max(n_tokens)},
         "passes": fitted.passes,
@@ -503,7 +503,7 @@ def training_record(
 
 def _pair_counts(pairs: Sequence[TrainPair], labels: Sequence[float]) -> dict[str, int]:
     counts: dict[str, int] = {}
-    for pair, label in zip(pairs, labels):
+    for pair, label in zip(pairs, labels, strict=False):
         keys = [f"{pair.gold_source}:{pair.item.task}", f"{pair.first.kind}-vs-{pair.second.kind}"]
         if label != pair.gold_first:
             keys.append("flipped")

@@ -23,11 +23,12 @@ import math
 from pathlib import Path
 
 import pandas as pd
+
 from interp.analysis.attention_stats import (
     attention_judges,
     figure7_profiles,
-    head_values,
     head_table,
+    head_values,
     layer_differences,
     length_regression,
     length_table,
@@ -36,9 +37,9 @@ from interp.analysis.attention_stats import (
 )
 from interp.formatting import number
 from interp.report.attention_figures import (
-    interactive_sections,
     figure7_grid,
     head_map_figure,
+    interactive_sections,
     length_figure,
     write_interactive,
 )

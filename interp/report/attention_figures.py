@@ -14,7 +14,6 @@ import numpy as np
 import pandas as pd
 
 from interp.analysis.attention_stats import head_values
-
 from interp.report.figures import subplots
 from interp.storage import atomic_write_text
 from interp.templating import Markup, render
@@ -102,7 +101,7 @@ def figure7_grid(profiles: dict, *, transpose: bool = False):
     """
     panels = _panels(profiles)
     if transpose:
-        panels = [list(row) for row in zip(*panels)]
+        panels = [list(row) for row in zip(*panels, strict=False)]
     nrows, ncols = len(panels), len(panels[0])
     fig, axes = subplots(nrows, ncols, figsize=(3.3 * ncols, 2.5 * nrows), squeeze=False)
     main = [p for row in panels for p in row if p is not None and not p["diff"]]

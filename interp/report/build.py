@@ -12,7 +12,6 @@ from interp.report.judging_modes import mode_sections
 from interp.run.store import RunDir
 from interp.templating import Markup
 
-
 # The headline first: DBG, the causal verdicts, Figure 7; then what qualifies it. Sections a later step wrote
 # (figures/<name>, first line its title), in this order after DBG.
 HEADLINE_SECTIONS = (

@@ -41,7 +41,7 @@ def dbg_by_figure(comparison: RunComparison, by: str = SIZE_KEY) -> Figure:
     values = comparison.axis_values(by)
     kept = [
         (row, value, name)
-        for row, value, name in zip(comparison.rows, values, _series(comparison.rows))
+        for row, value, name in zip(comparison.rows, values, _series(comparison.rows), strict=False)
         if row.dbg_hard is not None and value is not None
     ]
     fig, ax = subplots(figsize=(7.0, 4.2))

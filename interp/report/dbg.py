@@ -5,6 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+
 from interp.core.models import own_model
 from interp.formatting import fixed, pct, pts
 from interp.report.figures import png_data_uri, save_figure, subplots

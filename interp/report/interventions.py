@@ -100,7 +100,7 @@ def control_figure(results: Sequence[CausalResult]):
     rows = [(judge, r) for result in results for judge, r in result.judges.items()]
     fig, ax = subplots(figsize=(6.5, 0.9 + 0.55 * max(len(rows), 1)))
     drawn_band = False
-    for y, (judge, r) in enumerate(rows):
+    for y, (_judge, r) in enumerate(rows):
         controls = r.test.control_effects if r.test is not None else []
         interval = crawford_howell_interval(controls, r.test_alpha) if controls else None
         if interval is not None:

@@ -65,7 +65,7 @@ def embedding_figure(
     n = len(before)
     names = list(dict.fromkeys(authors))
     fig, axes = subplots(1, len(names), figsize=(4.6 * len(names), 4.0), squeeze=False)
-    for ax, author in zip(axes[0], names):
+    for ax, author in zip(axes[0], names, strict=False):
         rows = np.array([i for i, a in enumerate(authors) if a == author])
         ax.scatter(coords[rows, 0], coords[rows, 1], s=18, color="tab:blue", label="original")
         ax.scatter(coords[n + rows, 0], coords[n + rows, 1], s=18, color="tab:orange", marker="x", label="rewrite")
@@ -83,7 +83,7 @@ def figure7_before_after(profiles: Sequence, source: Path) -> Figure:
     cols = min(len(judges), 3)
     rows = -(-len(judges) // cols)
     fig, axes = subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows), squeeze=False, sharey=True)
-    for ax, judge in zip(axes.flat, judges):
+    for ax, judge in zip(axes.flat, judges, strict=False):
         for profile in (p for p in profiles if p.judge == judge):
             before = Path(profile.run) == Path(source)
             ax.plot(

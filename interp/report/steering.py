@@ -24,7 +24,7 @@ def effect_figure(results: list[dict]):
         for name, effect in r["effects"].items()
     ]
     fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
-    for y, (judge, name, effect) in enumerate(rows):
+    for y, (_judge, name, effect) in enumerate(rows):
         lo, hi = effect["ci"]
         color = "tab:red" if name in ("self", "target") else "tab:gray"
         ax.errorbar(

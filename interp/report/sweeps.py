@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Iterator, Sequence
 
 import numpy as np
+
 from interp.report.figures import save_figure, subplots
 
 
@@ -22,7 +23,7 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     layer_rows = [r for r in rows if r["family"] == "layer"]
     if layer_rows:
         fig, axes = panel("Effect of the intervention vs layer (change of P(own wins))")
-        for ax, judge in zip(axes, judges):
+        for ax, judge in zip(axes, judges, strict=False):
             for _, group in _groups([r for r in layer_rows if r["judge"] == judge], SERIES):
                 xs = [int(r["layers"]) for r in group]
                 _line(ax, xs, group, _series_label(group[0]))
@@ -36,7 +37,7 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     k_rows = [r for r in rows if r["family"] in ("top_k", "random_k")]
     if k_rows:
         fig, axes = panel("Effect vs number of heads: top-k by own-minus-other attention vs random k heads")
-        for ax, judge in zip(axes, judges):
+        for ax, judge in zip(axes, judges, strict=False):
             mine = [r for r in k_rows if r["judge"] == judge]
             for series, group in _groups([r for r in mine if r["family"] == "top_k"], SERIES):
                 _line(ax, [int(r["k"]) for r in group], group, f"top-k {_series_label(group[0])}")
@@ -60,7 +61,7 @@ def write_sweep_plots(rows: list[dict], out: Path) -> list[Path]:
     alphas = {r["alpha"] for r in rows if r["alpha"] != ""}  # node rows have no alpha
     if len(alphas) > 1:
         fig, axes = panel("Effect vs alpha")
-        for ax, judge in zip(axes, judges):
+        for ax, judge in zip(axes, judges, strict=False):
             for (target, family, layers, heads), group in _groups(
                 [r for r in rows if r["judge"] == judge and r["alpha"] != ""], ("target", "family", "layers", "heads")
             ):

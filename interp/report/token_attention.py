@@ -9,7 +9,6 @@ import torch
 
 from interp.templating import Markup, render
 
-
 _OUTLINES = {"a": "box-shadow:inset 0 -2px 0 #1f77b4;", "b": "box-shadow:inset 0 -2px 0 #2ca02c;"}
 
 
@@ -36,7 +35,7 @@ def tokens_html(
             for position in range(start, end):
                 in_span[position] = name
     cells = []
-    for position, (token, weight) in enumerate(zip(tokens, w)):
+    for position, (token, weight) in enumerate(zip(tokens, w, strict=False)):
         alpha = min(max(weight / scale, 0.0), 1.0) if np.isfinite(weight) else 0.0
         style = (
             f"background:rgba({color[0]},{color[1]},{color[2]},{alpha:.3f});{_OUTLINES.get(in_span.get(position), '')}"

@@ -18,8 +18,8 @@ import torch
 from safetensors import safe_open
 from safetensors.torch import save
 
-from interp.core.judge import Judgment
 from interp.core.fingerprint import tokenizer_fingerprint
+from interp.core.judge import Judgment
 from interp.core.models import LoadedModel
 from interp.data import Item
 from interp.errors import InterpError

@@ -129,7 +129,9 @@ def run_judging(
         chunk_rationales: list[str | None] = [None] * len(chunk)
         if cot != "none":
             chunk_rationales = _chunk_rationales(model, chunk, chunk_prompts, rationales or {}, rationale_tokens)
-            chunk_prompts = [cot_verdict_prompt(model, p, r) for p, r in zip(chunk_prompts, chunk_rationales)]
+            chunk_prompts = [
+                cot_verdict_prompt(model, p, r) for p, r in zip(chunk_prompts, chunk_rationales, strict=False)
+            ]
         bias = bias_for(chunk) if bias_for is not None else None
         edit = edit_for(chunk) if edit_for is not None else None
         judgments = judge_batch(
@@ -150,7 +152,7 @@ def run_judging(
             judgments_path,
             [
                 JudgmentRecord.of(judge, t.item.id, t.item.task, t.order, t.author_a, t.author_b, j, rationale)
-                for t, j, rationale in zip(chunk, judgments, chunk_rationales)
+                for t, j, rationale in zip(chunk, judgments, chunk_rationales, strict=False)
             ],
         )
         bar.update(len(chunk))
@@ -170,7 +172,7 @@ def _chunk_rationales(
         else []
     )
     out = [given.get(task.key, "") for task in chunk]
-    for index, text in zip(missing, generated):
+    for index, text in zip(missing, generated, strict=False):
         out[index] = text
     return out
 

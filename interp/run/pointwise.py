@@ -101,7 +101,7 @@ def run_pointwise_judging(
         cue = result_cue(model.tokenizer)
         verdict = [
             tokenize_prompt(model.tokenizer, with_rationale(p, r, cue), max_length=model.context_length or None)
-            for p, r in zip(prompts, rationales)
+            for p, r in zip(prompts, rationales, strict=False)
         ]
         judgments = judge_batch(
             backend,
@@ -115,7 +115,7 @@ def run_pointwise_judging(
         if shard_dir is not None:
             write_shard(shard_dir, [pointwise_key(t.item.id, t.author) for t in chunk], judgments)
         rows = []
-        for task, rationale, judgment in zip(chunk, rationales, judgments):
+        for task, rationale, judgment in zip(chunk, rationales, judgments, strict=False):
             written = model.tokenizer.decode([judgment.top_token]).strip()
             rows.append(
                 {

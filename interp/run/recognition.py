@@ -24,7 +24,7 @@ import numpy as np
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel
-from interp.core.prompts import Prompt, _assemble, _in_chat_template
+from interp.core.prompts import Prompt, assemble, in_chat_template
 from interp.core.spans import tokenize_prompt
 from interp.data import Item
 from interp.metrics.dbg import hard_wins
@@ -52,8 +52,8 @@ def recognition_prompt(tokenizer, query: str, response: str, *, kind: str) -> Pr
     middle, tail = rest.split("{response}")
     parts = [(head, None), (query, "query"), (middle, None), (response, "a"), (tail, None)]
     if kind == "post":
-        return _in_chat_template(tokenizer, parts)
-    text, spans = _assemble(parts)
+        return in_chat_template(tokenizer, parts)
+    text, spans = assemble(parts)
     return Prompt(text + "\n", spans, add_special_tokens=True, style="recognition")
 
 
@@ -87,7 +87,7 @@ def recognition_probe(
             tokenize_prompt(
                 model.tokenizer, with_rationale(p, r, VERDICT_CUE, "\n"), max_length=model.context_length or None
             )
-            for p, r in zip(prompts, reasons)
+            for p, r in zip(prompts, reasons, strict=False)
         ]
         judgments = judge_batch(
             backend, verdict, labels, readout=None, judge=judge, names=[f"item {i.id!r} ({a})" for i, a in chunk]
@@ -104,7 +104,7 @@ def recognition_probe(
                     "reason": reason,
                     "label_mass": j.label_mass,
                 }
-                for (item, author), reason, j in zip(chunk, reasons, judgments)
+                for (item, author), reason, j in zip(chunk, reasons, judgments, strict=False)
             ],
         )
     rows = [row for row in read_jsonl(path) if row["author"] in relations]

@@ -140,7 +140,7 @@ def rewrite(
 def as_responses(originals: Sequence[Original], texts: Sequence[str], rewriter: Rewriter) -> dict[str, list[Response]]:
     """The rewrites as the derived run's response records, per author."""
     out: dict[str, list[Response]] = {}
-    for original, text in zip(originals, texts):
+    for original, text in zip(originals, texts, strict=False):
         key = hashlib.sha256(json.dumps([rewriter.record(), original.key, original.text, text]).encode()).hexdigest()[
             :24
         ]

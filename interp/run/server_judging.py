@@ -48,7 +48,7 @@ def run_server_judging(
                         task=t.item.task,
                         label_mass=a["mass_a"] + a["mass_b"],
                     )
-                    for t, a in zip(chunk, answers)
+                    for t, a in zip(chunk, answers, strict=False)
                 ],
             )
             bar.update(len(chunk))

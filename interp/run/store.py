@@ -45,13 +45,14 @@ from pathlib import Path
 from typing import Iterator
 
 import numpy as np
+
 from interp.config import RunConfig, read_toml, validate_config
 from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import p_own_from_first
-from interp.run.gold.protocol import aggregate_gold
 from interp.results import codec
 from interp.results.summary import RunSummary
+from interp.run.gold.protocol import aggregate_gold
 from interp.run.records import JudgmentRecord, read_judgments
 from interp.storage import (
     check_output_dir,

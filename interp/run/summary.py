@@ -24,14 +24,14 @@ from interp.metrics.dbg import (
     tie_scores,
 )
 from interp.metrics.human import human_agreement
-from interp.run.correctness import grade_run_answers
-from interp.run.gold import aggregate_gold
-from interp.run.pointwise import pointwise_summary, read_pointwise
-from interp.run.gold.human import human_labels
-from interp.run.reasoning import reasoning_summary
-from interp.run.records import JudgmentRecord
 from interp.results import codec
 from interp.results.summary import RunSummary
+from interp.run.correctness import grade_run_answers
+from interp.run.gold import aggregate_gold
+from interp.run.gold.human import human_labels
+from interp.run.pointwise import pointwise_summary, read_pointwise
+from interp.run.reasoning import reasoning_summary
+from interp.run.records import JudgmentRecord
 from interp.run.store import RunDir, empty_answers
 
 

@@ -16,7 +16,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
-from interp.core.models import ModelCache
+from safetensors.torch import load_file, save_file
+
 from interp.analysis.attention_stats import (
     figure7_profiles,
     head_values,
@@ -32,14 +33,13 @@ from interp.analysis.attention_store import (
     load_attention,
 )
 from interp.api.token_attention import prompt_token_attention
-from interp.report.token_attention import tokens_html
 from interp.core.fingerprint import tokenizer_fingerprint
+from interp.core.models import ModelCache
 from interp.errors import InterpError
 from interp.report.attention import SECTION_TITLE, write_attention_figures
+from interp.report.token_attention import tokens_html
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
-from safetensors.torch import load_file, save_file
-
 from tests.helpers import REPO
 
 slow = pytest.mark.slow

@@ -53,7 +53,7 @@ def test_compare_gives_dbg_per_judge_with_the_keys_that_differ(two_runs, tiny_ll
     assert isinstance(table, interp.RunComparison) and [r.run for r in table.rows] == [str(first), str(second)]
     assert "max_words" in table.differing and "attention" in table.differing and "judges" not in table.differing
     assert [r.config["max_words"] for r in table.rows] == [20, 8]
-    for row, run in zip(table.rows, (first, second)):
+    for row, run in zip(table.rows, (first, second), strict=False):
         scores = json.loads((run / "summary.json").read_text())["judges"][judge]
         assert row.judge == judge and row.dbg_hard == scores["dbg_hard"] and list(row.dbg_ci) == scores["dbg_ci"]
         assert row.tie_share == scores["tie_share"] and row.own_model == judge
@@ -92,7 +92,7 @@ def test_compare_cli_prints_json_rows_a_table_and_writes_the_figures(two_runs, t
     assert shown.returncode == 0, shown.stderr
     rows = json.loads(shown.stdout)
     assert [(r["run"], r["judge"]) for r in rows] == [(str(first), judge), (str(second), judge)]
-    for row, run in zip(rows, (first, second)):
+    for row, run in zip(rows, (first, second), strict=False):
         assert row["dbg_hard"] == json.loads((run / "summary.json").read_text())["judges"][judge]["dbg_hard"]
         assert {"dbg_soft", "dbg_ci", "dbg_soft_ci", "n_parameters", "tie_share", "config"} <= set(row)
     out = tmp_path / "cmp"

@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import torch
+
 from interp.analysis.attention_stats import (
     figure7_profiles,
     head_values,
@@ -23,7 +24,6 @@ from interp.analysis.attention_stats import (
 )
 from interp.core import models as core_models
 from interp.core.models import Alias, LoadedModel, own_model
-
 from tests.analysis.test_attention import MODELS, planted, write_run
 
 X, Y = MODELS
@@ -199,10 +199,10 @@ def _stub(name: str) -> LoadedModel:
 
 
 def test_bias_builder_self_target_defaults_to_the_organisms_own_model(organisms):
-    from interp.hooks.compile import bias_builder
-    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends import Batch
     from interp.core.spans import TokenizedPrompt
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
 
     prompt = TokenizedPrompt(list(range(12)), {"a": (2, 4), "b": (6, 8)}, "t")
     batch = Batch(torch.ones(1, 12, dtype=torch.long), torch.ones(1, 12, dtype=torch.long))
@@ -220,8 +220,8 @@ def test_bias_builder_self_target_defaults_to_the_organisms_own_model(organisms)
 
 
 def test_dampen_self_target_defaults_to_the_organisms_own_model(organisms, tiny_llama):
-    from interp.hooks.context import dampen
     from interp.core.spans import TokenizedPrompt
+    from interp.hooks.context import dampen
 
     organism = dataclasses.replace(tiny_llama, name=PLANTED)
     ids = torch.arange(5, 17)[None]
@@ -236,8 +236,9 @@ def test_dampen_self_target_defaults_to_the_organisms_own_model(organisms, tiny_
 
 
 def test_metrics_run_cli_prints_every_judge(organism_run):
-    from interp.cli import app
     from typer.testing import CliRunner
+
+    from interp.cli import app
 
     result = CliRunner().invoke(app, ["metrics", "run", str(organism_run), "--n-boot", "50"])
     assert result.exit_code == 0, result.output

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import pytest
 import torch
+
+import interp
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.spans import build_judge_prompt
 from interp.errors import InterpError
-
-import interp
 from interp.hooks.spec import AttentionIntervention, as_spec
-from tests.helpers.reference import BATCH_ITEMS, BATCH_TOL, QUERY, ANSWER_A, ANSWER_B, TINY, assert_close, plain_hf
+from tests.helpers.reference import ANSWER_A, ANSWER_B, BATCH_ITEMS, BATCH_TOL, QUERY, TINY, assert_close, plain_hf
 
 AUTHORS = ("writer-x", "writer-y")
 
@@ -62,12 +62,12 @@ def test_attention_equals_plain_transformers(judge):
 @pytest.mark.parametrize("judge", TINY, indirect=True)
 def test_batch_equals_one_by_one(judge):
     judge.batch_size = 2  # three pairs: two passes, one of them padded
-    queries, answers_a, answers_b = map(list, zip(*BATCH_ITEMS))
+    queries, answers_a, answers_b = map(list, zip(*BATCH_ITEMS, strict=False))
     authors = [AUTHORS, AUTHORS[::-1], AUTHORS]
     batch = judge.batch(queries, answers_a, answers_b, authors=authors)
     assert len(batch) == 3 and batch.mass.shape == (3, judge.n_layers, judge.n_heads, 2) and batch.p_a.shape == (3,)
     assert [v.own_slot for v in batch] == ["a", "b", "a"]
-    for v, (q, a, b) in zip(batch, BATCH_ITEMS):
+    for v, (q, a, b) in zip(batch, BATCH_ITEMS, strict=False):
         single = judge(q, a, b)
         assert v.p_a == pytest.approx(single.p_a, abs=BATCH_TOL)
         assert_close(v.mass, single.mass, BATCH_TOL, "batched span attention")
@@ -182,8 +182,9 @@ def test_every_backend_gives_the_hf_verdict(tiny_llama, backend):
 
 
 def test_wrap_an_hf_model_and_an_nnsight_language_model(tiny_llama):
-    from interp.core.backends.layers import shared_weight_copy
     from nnsight import LanguageModel
+
+    from interp.core.backends.layers import shared_weight_copy
 
     hf = interp.Judge.wrap(tiny_llama.hf_model, tiny_llama.tokenizer, name="tiny", own="writer-x")
     assert hf.name == "tiny" and hf.backend.name == "hf"

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 import torch
-from interp.errors import InterpError
 
 import interp
+from interp.errors import InterpError
 from tests.helpers.reference import ANSWER_A, ANSWER_B, QUERY, TINY, assert_close
 
 AUTHORS = ("writer-x", "writer-y")

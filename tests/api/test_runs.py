@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from interp.errors import InterpError
-from interp.report.figures import Figure
 
 import interp
+from interp.errors import InterpError
+from interp.report.figures import Figure
 from tests.helpers import REPO
 
 ITEMS = [  # id, query, reference, the other writer's answer

@@ -7,17 +7,18 @@ import shutil
 from pathlib import Path
 
 import pytest
-from interp.hooks.spec import AttentionIntervention
+
 from interp.causal.causal import intervene_run
+from interp.hooks.spec import AttentionIntervention
 from interp.storage import read_jsonl
 
 
 def tiny_pair_run(root: Path, tiny_llama_dir: Path, tokenizer, *, n: int, attention: str) -> Path:
     """A finished run of two tiny 2-layer Llamas over n items."""
-    from interp.config import RunConfig
-    from interp.run.pipeline import run_dbg
     from transformers import LlamaForCausalLM
 
+    from interp.config import RunConfig
+    from interp.run.pipeline import run_dbg
     from tests.helpers.models import save_tiny, tiny_llama_config
 
     other = save_tiny(root / "model_b", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=7)
@@ -113,8 +114,8 @@ def attention_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> Path:
 
 
 def test_split_is_seeded_disjoint_exact_in_count_and_refuses_an_empty_side():
-    from interp.splits import split_ids
     from interp.errors import InterpError
+    from interp.splits import split_ids
 
     def split_items(ids, share, seed):
         return split_ids(ids, share, seed, purpose="selection", what="--selection-share")
@@ -265,8 +266,8 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
 
 
 def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_path, smollm2_tokenizer):
-    from interp.errors import InterpError
     from interp.causal.design import TestDesign
+    from interp.errors import InterpError
     from interp.run.store import read_run
 
     run = tmp_path / "run"

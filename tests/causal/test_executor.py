@@ -35,9 +35,9 @@ def files_under(root: Path, folders=("variants", "interventions", "sweeps")) -> 
 
 
 def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_same(pair_run, tmp_path, monkeypatch):
+    from interp.causal.sweeps import run_sweep
     from interp.config import SweepConfig
     from interp.core.models import ModelCache
-    from interp.causal.sweeps import run_sweep
     from interp.run.store import read_run
 
     source, _ = pair_run
@@ -66,9 +66,9 @@ def test_a_sweep_under_a_zero_budget_holds_one_judge_at_a_time_and_finds_the_sam
 
 
 def test_a_bad_executor_is_one_line(pair_run):
+    from interp.causal.executor import check_executor
     from interp.config import SweepConfig, validate_config
     from interp.errors import InterpError
-    from interp.causal.executor import check_executor
 
     source, _ = pair_run
     with pytest.raises(InterpError, match="executor"):
@@ -175,10 +175,10 @@ def test_the_python_api_refuses_a_bad_executor_or_budget_before_reading_the_run(
 
 def test_a_judge_held_in_this_process_is_refused_on_ray_before_anything_runs(tmp_path, monkeypatch):
     """A `Judge` object's model lives here: a Ray worker would load something else by its name."""
-    from interp.core.models import ModelCache
-    from interp.errors import InterpError
     from interp.causal.engine import NO_INTERVENTION, Judges
     from interp.causal.executor import VariantTask, execute, per_task
+    from interp.core.models import ModelCache
+    from interp.errors import InterpError
 
     judges = Judges(ModelCache(models={"mine": object()}, held={"mine"}), executor="ray")
     with pytest.raises(InterpError, match="'mine' is a model held in this process"):

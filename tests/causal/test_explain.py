@@ -14,11 +14,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from interp.hooks.node_data import counterfactual_ids
 
 from interp.causal.routes import PartShare, check_counterfactual, route_specs, route_verdict
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
+from interp.hooks.node_data import counterfactual_ids
 from tests.causal.test_causal import tiny_controls, tiny_pair_run
 
 

@@ -10,14 +10,13 @@ import pytest
 import torch
 
 import interp
-from interp.hooks.context import dampen
+from interp.causal.localize import METHODS, head_attributions, masked_change, score_map
 from interp.core.models import attention_implementation
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
-from interp.causal.localize import METHODS, head_attributions, masked_change, score_map
+from interp.hooks.context import dampen
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from tests.api.test_runs import tiny_run  # noqa: F401  (fixture)
-
 
 # ---- scoring on hand-made rankings ----------------------------------------------------------------------
 

@@ -150,10 +150,11 @@ def test_a_model_without_head_outputs_is_refused_in_one_line_with_nothing_writte
     """An attention module whose output projection is wrapped away exposes no per-head output: a head_output spec
     is refused before any judging, the run folder untouched; from the CLI, a spec the model cannot take is one
     `error:` line."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     import interp
     from interp.errors import InterpError
     from interp.run.store import read_run
-    from transformers import AutoModelForCausalLM, AutoTokenizer
 
     source, controls = node_run
     run = tmp_path / "run"
@@ -263,9 +264,9 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
 def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_run):
     """The probe before a run: zeroing the spec's selection on one prompt must change the logits. An MLP whose
     down projection is all zeros writes nothing, so a spec on its output is refused in one line."""
+    from interp.causal.engine import Variant, check_nodes_take_effect
     from interp.core.models import load_model
     from interp.errors import InterpError
-    from interp.causal.engine import Variant, check_nodes_take_effect
     from interp.hooks.nodes import node_from_dict
     from interp.run.store import read_run
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 import interp
-from interp.errors import InterpError
 from interp.causal.restyle import RestyleOptions, restyle_run
+from interp.errors import InterpError
 from interp.run.plain_style import plain_style
 from interp.run.store import RunDir
 from tests.helpers.models import save_tiny, tiny_llama_config

@@ -13,26 +13,25 @@ from pathlib import Path
 
 import pytest
 import torch
-from interp.hooks.compile import bias_builder, scale_and_renormalise
-from interp.hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
-from interp.hooks.steering import position_mask, steer
-from interp.core.models import ModelCache
-from interp.config import RunConfig
-from interp.core.backends import BACKENDS, left_pad
-from interp.core.judge import judge_batch, label_tokens
-from interp.core.models import LoadedModel, load_model, resolve_spec
-from interp.data import builtin_items
-from interp.errors import InterpError
+
 from interp.causal import directions
 from interp.causal.directions import compute_direction, steering_split
 from interp.causal.engine import Judges
 from interp.causal.steering import ROWS, emphasis_heads, steering_table
+from interp.config import RunConfig
+from interp.core.backends import BACKENDS, left_pad
+from interp.core.judge import judge_batch, label_tokens
+from interp.core.models import LoadedModel, ModelCache, load_model, resolve_spec
+from interp.data import builtin_items
+from interp.errors import InterpError
+from interp.hooks.compile import bias_builder, scale_and_renormalise
+from interp.hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
+from interp.hooks.steering import position_mask, steer
 from interp.report.steering import SECTION_TITLE
 from interp.run.attention import consolidate_attention
 from interp.run.judging import judge_tasks, run_judging
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text
-
 from tests.helpers.models import backend_for, three_layer_tiny
 
 LAYER = 1  # the middle block of the tiny model

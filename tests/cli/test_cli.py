@@ -6,10 +6,10 @@ import json
 from pathlib import Path
 
 import pytest
+
 from interp.core.judge import (
     inspect_judgment,
 )
-
 from tests.helpers.models import write_gguf
 from tests.helpers.reference import (
     ANSWER_A,
@@ -58,7 +58,8 @@ def bad_input_runs(tmp_path_factory, tiny_llama_dir, tiny_llama_short_context_di
         jobs.append((["inspect", *args], cache.parent, {"INTERP_CACHE": str(cache)}))
     ran = forked_cli.run(jobs, parallel=2)
     results = {
-        case: (code, stdout, stderr, caches[case], cases[case][1]) for case, (code, stdout, stderr) in zip(cases, ran)
+        case: (code, stdout, stderr, caches[case], cases[case][1])
+        for case, (code, stdout, stderr) in zip(cases, ran, strict=False)
     }
     return results
 
@@ -131,6 +132,6 @@ def test_cli_inspect_json_matches_python_api(backends, forked_cli):
     expected = inspect_judgment(bset["hf"], QUERY, ANSWER_A, ANSWER_B)
     assert data["spans"] == expected["spans"]
     assert abs(data["p_a"] - expected["p_a"]) <= TOL
-    for got, want in zip(data["layers"], expected["layers"]):
+    for got, want in zip(data["layers"], expected["layers"], strict=False):
         assert abs(got["mass_a"] - want["mass_a"]) <= TOL and abs(got["mass_b"] - want["mass_b"]) <= TOL
         assert_close(got["heads_mass_b"], want["heads_mass_b"], TOL, "CLI heads_mass_b")

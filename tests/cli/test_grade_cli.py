@@ -47,7 +47,7 @@ def test_grade_bad_input_is_one_error_line_exit_2(tmp_path, forked_cli):
         ]
     )
     expected = ["no such file", "no 'tests' field", "unknown grading kind 'essay'"]
-    for (code, _, stderr), text in zip(ran, expected):
+    for (code, _, stderr), text in zip(ran, expected, strict=False):
         assert code == 2 and len(stderr.splitlines()) == 1 and stderr.startswith("error: ") and text in stderr, stderr
 
 
@@ -64,7 +64,7 @@ def test_grade_refuses_a_device_and_tests_that_check_nothing_in_one_line(tmp_pat
         ]
     )
     expected = ["/dev/zero: not a regular file", "empty.jsonl:1: the tests check nothing", "blank.jsonl:1: the tests"]
-    for (code, stdout, stderr), text in zip(ran, expected):
+    for (code, stdout, stderr), text in zip(ran, expected, strict=False):
         assert code == 2 and stdout == "" and len(stderr.splitlines()) == 1 and text in stderr, (code, stdout, stderr)
 
 

@@ -7,9 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from typer.testing import CliRunner
+
 from interp import metrics as m
 from interp.cli import metrics_app as app
-from typer.testing import CliRunner
 
 runner = CliRunner()
 

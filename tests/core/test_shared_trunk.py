@@ -7,12 +7,12 @@ import copy
 
 import pytest
 import torch
+
 from interp.core.backends.hf import HFBackend
 from interp.core.backends.shared_trunk import SharedTrunkBackend, TrunkPool, shared_layers, trunk_backends
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
 from interp.core.spans import build_judge_prompt
-
 from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
 from tests.helpers.reference import BATCH_ITEMS, assert_close
 
@@ -71,7 +71,7 @@ def test_every_judge_gets_its_own_verdict_and_attention_with_one_trunk_pass_per_
     for name, model in judges.items():
         shared = judge_batch(backends[name], prompts, labels, readout=readout)
         plain = judge_batch(HFBackend(model), prompts, labels, readout=readout)
-        for s, p in zip(shared, plain):
+        for s, p in zip(shared, plain, strict=False):
             assert s.probs["A"] == pytest.approx(p.probs["A"], abs=TOL) and s.label_mass == pytest.approx(
                 p.label_mass, abs=TOL
             )
@@ -100,7 +100,9 @@ def test_a_score_bias_is_split_between_the_trunk_and_each_judges_own_layers(judg
         plain = judge_batch(HFBackend(model), prompts, labels, bias=bias)
         unmasked = judge_batch(HFBackend(model), prompts, labels)
         assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
-        assert any(abs(p.probs["A"] - u.probs["A"]) > 1e-4 for p, u in zip(plain, unmasked))  # the mask acts
+        assert any(
+            abs(p.probs["A"] - u.probs["A"]) > 1e-4 for p, u in zip(plain, unmasked, strict=False)
+        )  # the mask acts
     assert trunk.passes == 1
 
 
@@ -115,7 +117,7 @@ def test_steering_in_the_trunk_runs_the_plain_pass_and_above_it_the_judges_own_l
     plain = judge_batch(HFBackend(model), prompts, labels, edit=edit)
     clean = judge_batch(HFBackend(model), prompts, labels)
     assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
-    assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean))  # the edit acts
+    assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean, strict=False))  # the edit acts
     assert backends["organism-1"].trunk.passes == (1 if layer == 3 else 0)
     assert len(model.hf_model.model.layers) == 4 and all(  # the stack is whole again and no hook is left
         not block._forward_hooks for block in model.hf_model.model.layers
@@ -158,7 +160,10 @@ def test_a_node_in_the_judges_own_layers_reuses_the_trunk_and_equals_the_plain_p
             plain = judge_batch(HFBackend(model), prompts, labels, edit=edit)
             clean = judge_batch(HFBackend(model), prompts, labels)
             assert [s.probs["A"] for s in shared] == pytest.approx([p.probs["A"] for p in plain], abs=TOL)
-            assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean)), (judge, layer)
+            assert any(abs(p.probs["A"] - c.probs["A"]) > 1e-4 for p, c in zip(plain, clean, strict=False)), (
+                judge,
+                layer,
+            )
         assert isinstance(backend, SharedTrunkBackend)
         assert judge_batch(backend, prompts, labels)[0].probs["A"] == pytest.approx(clean[0].probs["A"], abs=TOL)
     # one batch: the trunk ran once, for the first judge's edit above it; the clean passes and the other judges
@@ -183,7 +188,7 @@ def test_a_pool_shares_the_trunk_between_judges_that_come_one_at_a_time(judges):
     pool = TrunkPool()
     held = list(judges.values())
     labels = label_tokens(judges["base"].tokenizer)
-    for name, model in judges.items():
+    for model in judges.values():
         backend = pool.backend(model, held)
         assert isinstance(backend, SharedTrunkBackend)
         for rows in (BATCH_ITEMS[:2], BATCH_ITEMS[2:]):

@@ -344,9 +344,8 @@ def test_backend_sdpa_reduces_like_eager(family, readout, shared):
 
 
 def test_backend_rejects_unknown_attention():
-    from interp.errors import InterpError
-
     from interp.core.backends import make_backend
+    from interp.errors import InterpError
 
     with pytest.raises(InterpError, match="unknown attn_implementation 'flash'"):
         make_backend(loaded(tiny("llama")), "hf", attn_implementation="flash")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
+
 from interp.core.models import load_model
 from interp.core.prompts import TASKS, judge_prompt
 from interp.core.spans import build_judge_prompt, tokenize_prompt
 from interp.errors import InterpError
-
 from tests.helpers.reference import (
     ANSWER_A,
     ANSWER_B,

@@ -5,9 +5,9 @@ the token spans still map exactly onto the user text."""
 from __future__ import annotations
 
 import pytest
+
 from interp.core.prompts import TASKS, generation_prompt, judge_prompt
 from interp.core.spans import encode_prompt, tokenize_prompt
-
 from tests.helpers.reference import ANSWER_A, ANSWER_B, QUERY, style_kinds
 
 # Each tiny model's own turn markers: close the user turn, open a forged one.
@@ -39,7 +39,7 @@ def plain_parts_ids(tokenizer, prompt) -> list[int]:
     """The encoding before the fix: the same cuts at slot boundaries, every part with its special tokens."""
     cuts = sorted({0, len(prompt.text)} | {i for span in prompt.char_spans.values() for i in span})
     ids = []
-    for index, (start, end) in enumerate(zip(cuts, cuts[1:])):
+    for index, (start, end) in enumerate(zip(cuts, cuts[1:], strict=False)):
         text = prompt.text[start:end]
         ids += tokenizer(text, add_special_tokens=prompt.add_special_tokens and index == 0)["input_ids"]
     return ids

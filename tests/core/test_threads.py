@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pytest
+
 from interp.core.threads import ENV, free_cores, set_torch_threads, torch_threads
 from interp.errors import InterpError
 
@@ -106,6 +107,7 @@ def test_the_count_follows_the_other_processes_read_from_a_fake_proc(monkeypatch
     runnable threads now (procs_running, less this process), then, between batches, the cores the others kept
     busy since the last decision (all cores' busy time less this process's own), never the lagging load average."""
     import torch
+
     from interp.core import threads
     from interp.core.threads import rebalance_threads, threads_used
 
@@ -152,6 +154,7 @@ def test_a_busy_core_outside_the_affinity_mask_is_not_company(monkeypatch):
 
 def test_a_pinned_or_fixed_count_is_never_decided_again(monkeypatch):
     import torch
+
     from interp.core import threads
     from interp.core.threads import rebalance_threads
 
@@ -179,6 +182,7 @@ def test_a_python_caller_that_never_decided_decides_at_its_first_batch(monkeypat
     count is still its default (one per core), and a count someone set (a test worker's share, the user's own
     `torch.set_num_threads`, OMP_NUM_THREADS) is kept as it is."""
     import torch
+
     from interp.core import threads
     from interp.core.threads import rebalance_threads, threads_used
 
@@ -219,6 +223,7 @@ def test_work_whose_result_ignores_the_count_follows_the_free_cores_inside_a_fix
     the free cores (2 on an idle machine, re-decided between batches), and the fixed count comes back after,
     never re-decided. INTERP_THREADS still pins the count inside."""
     import torch
+
     from interp.core import threads
     from interp.core.threads import following_free_cores, rebalance_threads, threads_used
 

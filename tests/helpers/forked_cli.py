@@ -65,7 +65,10 @@ class ForkedCLI:
             error = Path(self._server_err.name).read_text()
             raise RuntimeError(f"forked-cli server failed ({self._server.poll()}):\n{error[-3000:]}")
         codes = json.loads(line)
-        return [(code, Path(job["out"]).read_text(), Path(job["err"]).read_text()) for code, job in zip(codes, spec)]
+        return [
+            (code, Path(job["out"]).read_text(), Path(job["err"]).read_text())
+            for code, job in zip(codes, spec, strict=False)
+        ]
 
     def __call__(self, *args, cwd: Path = REPO, env: dict | None = None) -> subprocess.CompletedProcess:
         """One command line (paths welcome), run as `interp ARGS` would be: .returncode, .stdout, .stderr."""

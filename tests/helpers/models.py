@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import torch
+
 from interp.core.backends import make_backend
 from interp.core.models import LoadedModel, resolve_spec
 

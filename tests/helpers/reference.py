@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from interp.core.prompts import judge_prompt
 from interp.core.spans import tokenize_prompt
 

@@ -12,6 +12,14 @@ from dataclasses import dataclass, field
 
 import pytest
 import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from interp.core.backends import BACKENDS, left_pad
+from interp.core.judge import judge_batch, label_tokens
+from interp.core.models import LoadedModel, attention_implementation, load_model, resolve_spec
+from interp.core.spans import build_judge_prompt
+from interp.errors import InterpError
 from interp.hooks.compile import (
     bias_builder,
     compile_bias,
@@ -22,14 +30,6 @@ from interp.hooks.context import dampen, emphasise
 from interp.hooks.emphasis import emphasis_spec
 from interp.hooks.nodes import as_intervention
 from interp.hooks.spec import AttentionIntervention, load_spec, validate_against
-from hypothesis import given, settings
-from hypothesis import strategies as st
-from interp.core.backends import BACKENDS, left_pad
-from interp.core.judge import judge_batch, label_tokens
-from interp.core.models import LoadedModel, attention_implementation, load_model, resolve_spec
-from interp.core.spans import build_judge_prompt
-from interp.errors import InterpError
-
 from tests.helpers.models import backend_for, three_layer_tiny
 
 PAIRS = [
@@ -82,7 +82,7 @@ def capture(backend, batch, score_bias=None):
 def hidden_keys(width: int, offsets, targets, queries: str) -> torch.Tensor:
     """[batch, query, key] True where the spec hides/dampens a key for a query (built independently)."""
     mask = torch.zeros(len(offsets), width, width, dtype=torch.bool)
-    for row, ((start, end), offset) in enumerate(zip(targets, offsets)):
+    for row, ((start, end), offset) in enumerate(zip(targets, offsets, strict=False)):
         rows = slice(width - 1, width) if queries == "final" else slice(offset + end, width)
         mask[row, rows, offset + start : offset + end] = True
     return mask
@@ -203,7 +203,7 @@ def test_masking_response_a_changes_p_a(tiny, backend_name):
     plain = judge_batch(backend, prompts, labels, readout=None)
     spec = AttentionIntervention(target="a", alpha=0.0)
     masked = judge_batch(backend, prompts, labels, readout=None, bias=bias_builder(spec, tiny))
-    for before, after in zip(plain, masked):
+    for before, after in zip(plain, masked, strict=False):
         assert abs(before.probs["A"] - after.probs["A"]) > 1e-6
 
 
@@ -522,8 +522,9 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
 
 
 def test_cli_inspect_intervene_prints_the_spec(tiny, tmp_path):
-    from interp.cli import app
     from typer.testing import CliRunner
+
+    from interp.cli import app
 
     folder = tiny.source.split(":", 1)[1]  # "folder:/path/to/tiny-model"
     spec_path = tmp_path / "a.toml"

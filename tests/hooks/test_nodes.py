@@ -11,6 +11,7 @@ import copy
 
 import pytest
 import torch
+
 from interp.core.backends import left_pad, make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
@@ -19,7 +20,6 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention, node_edits, node_from_dict, register
-
 from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
 
 TOL = 1e-5

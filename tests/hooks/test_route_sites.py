@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import pytest
 import torch
+
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
@@ -18,7 +19,6 @@ from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.node_data import node_edit_builder
 from interp.hooks.nodes import node_from_dict
-
 from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
 
 PAIRS = [

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from interp.errors import InterpError
 from interp.metrics.bias_lenses import evaluator_quality_baseline, self_preference_rates, subset_rate
 

@@ -14,8 +14,9 @@ import os
 from pathlib import Path
 
 import pytest
-from interp.cli import metrics_app as app
 from typer.testing import CliRunner
+
+from interp.cli import metrics_app as app
 
 
 def _shared_data(name: str) -> Path:
@@ -191,7 +192,7 @@ def test_per_pair_values_match_paper(cli_output: dict, metric: str) -> None:
     pairs = {(p["judge"], p["evaluatee"]): p for p in cli_output["pairs"]}
     assert len(pairs) == 77
     for paper_judge, row in PAPER_MATH500[metric].items():
-        for evaluatee, expected in zip(EVALUATEES, row[:7]):
+        for evaluatee, expected in zip(EVALUATEES, row[:7], strict=False):
             got = pairs[(data_name(paper_judge), evaluatee)][metric]
             assert abs(got - expected) <= tolerance(metric), (
                 f"{paper_judge} vs {evaluatee} {metric}: {got} vs {expected}"

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
 from interp import metrics as m
 from interp.errors import InterpError
 

@@ -6,6 +6,7 @@ import math
 
 import numpy as np
 import pytest
+
 from interp.metrics.mirror import mirror_shares, wilson_interval
 
 

@@ -6,6 +6,7 @@ import itertools
 
 import numpy as np
 import pytest
+
 from interp import metrics as m
 from interp.errors import InterpError
 

@@ -22,7 +22,7 @@ def tied_records(n: int = 300, seed: int = 0):
     masses = [(a, b) for a, b in rng.random((20 * n, 2)) if float(a / (a + b)) + float(b / (a + b)) > 1][:n]
     items = [Item(id=f"i{k:03d}", task="helpfulness", query="q") for k in range(len(masses))]
     records = []
-    for item, (a, b) in zip(items, masses):
+    for item, (a, b) in zip(items, masses, strict=False):
         p_a, p_b = float(a / (a + b)), float(b / (a + b))
         for order, authors in (("ab", MODELS), ("ba", MODELS[::-1])):
             records.append(

@@ -14,9 +14,13 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     import pandas as pd
 
     notebook = nbformat.read(REPO / "notebooks" / "quickstart.ipynb", as_version=4)
-    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), "commit the notebook with outputs cleared"
+    assert all(not cell.get("outputs") for cell in notebook.cells if cell.cell_type == "code"), (
+        "commit the notebook with outputs cleared"
+    )
     monkeypatch.setenv("INTERP_QUICKSTART_DIR", str(tmp_path))
-    client = nbclient.NotebookClient(notebook, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(REPO / "notebooks")}})
+    client = nbclient.NotebookClient(
+        notebook, kernel_name="python3", timeout=600, resources={"metadata": {"path": str(REPO / "notebooks")}}
+    )
     client.execute()
     outputs = [output for cell in notebook.cells if cell.cell_type == "code" for output in cell.outputs]
     assert not [o for o in outputs if o.output_type == "error"]
@@ -27,4 +31,8 @@ def test_quickstart_notebook_runs(tmp_path, monkeypatch):
     assert "self@alpha=0: P(own)" in text
     (results,) = (tmp_path / "run" / "sweeps").glob("quickstart-*/results.csv")
     table = pd.read_csv(results)
-    assert len(table) == 2 * 2 and set(table["target"]) == {"self", "random"} and set(table["judge"]) == {"smollm2-135m-judge"}
+    assert (
+        len(table) == 2 * 2
+        and set(table["target"]) == {"self", "random"}
+        and set(table["judge"]) == {"smollm2-135m-judge"}
+    )

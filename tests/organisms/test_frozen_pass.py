@@ -34,9 +34,9 @@ def test_threaded_pass_is_the_sequential_pass_bit_for_bit(tiny_llama, one_thread
         monkeypatch.setattr(frozen, "one_thread_workers", lambda *_, workers=workers: workers)
         ran_in, counts = set(), set()
 
-        def spy(*args, **kwargs):
-            ran_in.add(threading.get_ident())
-            counts.add(torch.get_num_threads())  # a pool thread runs its ops on torch's one thread too
+        def spy(*args, _ran_in=ran_in, _counts=counts, **kwargs):
+            _ran_in.add(threading.get_ident())
+            _counts.add(torch.get_num_threads())  # a pool thread runs its ops on torch's one thread too
             return real(*args, **kwargs)
 
         monkeypatch.setattr(frozen, "_states_of", spy)
@@ -46,7 +46,7 @@ def test_threaded_pass_is_the_sequential_pass_bit_for_bit(tiny_llama, one_thread
             assert ran_in == {threading.get_ident()}
         else:
             assert ran_in and threading.get_ident() not in ran_in  # the batches ran in the pool's threads
-    assert all(torch.equal(a, b) for a, b in zip(states[1], states[3]))
+    assert all(torch.equal(a, b) for a, b in zip(states[1], states[3], strict=False))
     assert [s.shape[1] for s in states[3]] == [len(ex.input_ids) for ex in examples]  # each in its example's place
     alone = frozen.hidden_before(hf, 1, [examples[3].input_ids], pad)[0]
     assert torch.allclose(alone, states[3][3], atol=1e-5)  # padding after a prompt leaves its states as they are

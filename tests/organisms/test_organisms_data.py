@@ -2,11 +2,10 @@
 
 import pytest
 
-from interp.data import PACKAGED_SETS, Item, builtin_items, dev_items, heldout_items, load_items, referenced_items
 from interp.config import validate_config
+from interp.data import PACKAGED_SETS, Item, builtin_items, dev_items, heldout_items, load_items, referenced_items
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, SplitConfig
-from interp.organisms.evaluate import UNSEEN_FILE, split_file
 from interp.organisms.data import (
     DataMix,
     Planting,
@@ -17,12 +16,13 @@ from interp.organisms.data import (
     is_flipped,
     pair_label,
     shuffle,
-    split_pool,
     split_of,
+    split_pool,
     splits_of,
     swap_fact,
     truncate,
 )
+from interp.organisms.evaluate import UNSEEN_FILE, split_file
 from tests.helpers import REPO
 
 OWN, OTHER = "own-model", "other-model"

@@ -119,10 +119,10 @@ def test_planted_labels_flip_some_pairs(tiny_authors):
         TINY | {"planting": {"share": 1.0}, "data": TINY["data"] | {"max_items": 8}}
     )
     pairs, labels = train_module.training_pairs(planted, fresh(), progress=False)
-    flipped = [p for p, label in zip(pairs, labels) if label != p.gold_first]
+    flipped = [p for p, label in zip(pairs, labels, strict=False) if label != p.gold_first]
     assert flipped and all(
         (p.first.author == "smollm2-135m-instruct") == (label == 1.0)
-        for p, label in zip(pairs, labels)
+        for p, label in zip(pairs, labels, strict=False)
         if label != p.gold_first
     )
 

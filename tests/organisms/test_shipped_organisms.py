@@ -20,7 +20,6 @@ from interp.core.models import ALIASES, load_model, own_model
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.organisms.config import load_organism_config, shipped_organism_config, without_added_heads_defaults
-
 from tests.helpers import REPO
 
 NULL_FAMILY = ("smollm2-135m-judge", *(f"smollm2-135m-judge-seed{seed}" for seed in range(1, 6)))

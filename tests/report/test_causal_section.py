@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import numpy as np
+
 from interp.metrics.judge_level import crawford_howell, crawford_howell_interval
 from interp.report.interventions import control_family, control_figure, intervention_section
 from interp.results import codec

@@ -6,9 +6,10 @@ import json
 import re
 
 import torch
-from interp.report.token_attention import tokens_html
+
 from interp.report.build import build_report
 from interp.report.html import table_html
+from interp.report.token_attention import tokens_html
 
 SCRIPT = "<script>alert(1)</script>"
 
@@ -148,7 +149,6 @@ def test_the_causal_section_starts_within_the_first_third_of_the_report(tmp_path
     folded, so the causal section starts within the first third of the page's rendered height."""
     from interp.report.attention import write_attention_figures
     from interp.report.interventions import SECTION_TITLE, intervention_section
-
     from tests.analysis.test_attention import MODELS, planted, write_run
 
     root = write_run(tmp_path / "run", {judge: planted(n_items=12, n_layers=30, n_heads=9) for judge in MODELS})

@@ -9,6 +9,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from interp.errors import InterpError
 from interp.results import codec
 from interp.results.causal import CausalResult, JudgeTest

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from interp.data import Item, builtin_items
 from interp.errors import InterpError
 from interp.run.gold import (

@@ -17,8 +17,9 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
 
-import interp.run.gold.http as http_judge_module
 import pytest
+
+import interp.run.gold.http as http_judge_module
 from interp.core.prompts import judge_prompt
 from interp.data import Item, builtin_items
 from interp.errors import InterpError
@@ -483,10 +484,10 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
     # orders (the other two are near-ties of "A" and "You" at ~0.15 each). SmolLM2-135M answers "A" in either
     # order, so every P(first better) sits near 0.5 and the verdict direction is mostly position noise.
     # Tolerances, about twice the measured gaps: 0.05 absolute, 35 % relative, top token in 4 of 6 orders.
-    for p_remote, p_local in zip(remote, local):
+    for p_remote, p_local in zip(remote, local, strict=False):
         assert p_remote == pytest.approx(p_local, abs=0.05)
     same_top = 0
-    for remote_order, local_order in zip(j.last_judgments, local_orders):
+    for remote_order, local_order in zip(j.last_judgments, local_orders, strict=False):
         same_top += remote_order["top_token"].strip() == model.tokenizer.decode([local_order.top_token]).strip()
         p_a_local = local_order.probs["A"] * local_order.label_mass
         assert remote_order["mass_a"] == pytest.approx(p_a_local, rel=0.35)
@@ -494,6 +495,6 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
             assert remote_order["p_a"] == pytest.approx(local_order.probs["A"], abs=0.05)
     assert same_top >= 4
     # where the local judge leans clearly one way, the server's verdict leans the same way
-    for p_remote, p_local in zip(remote, local):
+    for p_remote, p_local in zip(remote, local, strict=False):
         if abs(p_local - 0.5) > 0.05:
             assert (p_remote > 0.5) == (p_local > 0.5)

@@ -11,9 +11,10 @@ import time
 from pathlib import Path
 
 import pytest
+
 from interp.config import RunConfig, load_run_config
-from interp.results.codec import read_summary
 from interp.errors import InterpError
+from interp.results.codec import read_summary
 from interp.run.pipeline import run_dbg
 from interp.storage import read_jsonl
 
@@ -81,8 +82,9 @@ def test_summary_has_the_promised_keys_and_consistent_counts(tiny_run):
 
 
 def test_report_and_static_figures_open(tiny_run):
-    from interp.report.build import build_report
     from PIL import Image
+
+    from interp.report.build import build_report
 
     out, _, _ = tiny_run
     report = build_report(out)
@@ -232,8 +234,8 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
 
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
-    from interp.hooks.spec import AttentionIntervention
     from interp.causal.causal import intervene_run
+    from interp.hooks.spec import AttentionIntervention
 
     def refuse(*args, **kwargs):
         raise AssertionError("an intervention run must not generate or re-run gold judges")

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 import torch
+
 from interp.config import RunConfig
 from interp.core.models import load_model, wrap_model
 from interp.data import Item
@@ -23,7 +24,6 @@ from interp.errors import InterpError
 from interp.run.pipeline import run_dbg
 from interp.run.responses import Decoding, generate_responses
 from interp.run.store import read_run
-
 from tests.helpers.models import save_tiny, tiny_llama_config
 
 ITEMS = [
@@ -68,7 +68,7 @@ def test_wrapped_models_get_their_own_answers(tmp_path, smollm2_tokenizer, monke
     folders = [_tiny(tmp_path / f"m{seed}", smollm2_tokenizer, seed) for seed in (1, 2, 3)]
     models = [
         wrap_model(AutoModelForCausalLM.from_pretrained(f), smollm2_tokenizer, name=n)
-        for f, n in zip(folders, ("alpha", "beta", "gamma"))
+        for f, n in zip(folders, ("alpha", "beta", "gamma"), strict=False)
     ]
     alone = [_texts(m, tmp_path / f"alone-{m.name}", monkeypatch) for m in models]
     assert alone[0] != alone[1] and alone[1] != alone[2]  # the seeds answer differently

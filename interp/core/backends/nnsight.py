@@ -17,8 +17,8 @@ from interp.core.backends.protocol import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
-from interp.core.sites import SiteEdit, site_hooks
 from interp.core.placement import to_host
+from interp.core.sites import SiteEdit, site_hooks
 
 
 @dataclass

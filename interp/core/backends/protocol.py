@@ -69,8 +69,10 @@ def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[Batch, list[int]]
     """Pad on the left; return the batch and each row's offset (add it to token indices of that row)."""
     width = max(len(s) for s in sequences)
     offsets = [width - len(s) for s in sequences]
-    ids = torch.tensor([[pad_id] * off + s for s, off in zip(sequences, offsets)], dtype=torch.long)
-    mask = torch.tensor([[0] * off + [1] * len(s) for s, off in zip(sequences, offsets)], dtype=torch.long)
+    ids = torch.tensor([[pad_id] * off + s for s, off in zip(sequences, offsets, strict=False)], dtype=torch.long)
+    mask = torch.tensor(
+        [[0] * off + [1] * len(s) for s, off in zip(sequences, offsets, strict=False)], dtype=torch.long
+    )
     return Batch(ids, mask), offsets
 
 

@@ -89,7 +89,7 @@ def shared_layers(a: torch.nn.Module, b: torch.nn.Module) -> int:
     except AttributeError:  # not a decoder stack with `embed_tokens` and `layers`
         return 0
     count = 0
-    for la, lb in zip(layers_a, layers_b):
+    for la, lb in zip(layers_a, layers_b, strict=False):
         if not _same_weights(la, lb):
             break
         count += 1

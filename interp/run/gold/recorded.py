@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Iterator, Mapping, Sequence
 
 from interp.errors import InterpError
-from interp.storage import jsonl_objects, read_user_text
 from interp.run.gold.protocol import Pair
+from interp.storage import jsonl_objects, read_user_text
 
 
 class RecordedJudge:

@@ -112,7 +112,7 @@ def token_f1(predicted: Sequence[str], gold: Sequence[str]) -> float:
 def distinct_trigram_ratio(text: str) -> float:
     """Distinct word trigrams / all word trigrams (lowercased); 1.0 for texts shorter than three words."""
     words = text.lower().split()
-    trigrams = list(zip(words, words[1:], words[2:]))
+    trigrams = list(zip(words, words[1:], words[2:], strict=False))
     return len(set(trigrams)) / len(trigrams) if trigrams else 1.0
 
 
