@@ -35,11 +35,12 @@ from interp.core.models import ModelCache, model_identity, own_model
 from interp.core.placement import placement_of
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
+from interp.results.codec import write_restyle
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
 from interp.run.rewriting import Original, Rewriter, as_responses, check_style, rewrite
 from interp.run.store import Run, RunDir, read_run
-from interp.storage import atomic_write_text, write_jsonl_atomic
+from interp.storage import write_jsonl_atomic
 
 SIMILARITY_THRESHOLD = 0.90
 """Rewrites whose cosine similarity to their original is below this are flagged. Measured with the default
@@ -342,7 +343,7 @@ def restyle_run(
                 options.projection,
             ).items()
         }
-        atomic_write_text(paths.root / "restyle.json", json.dumps(result, indent=2))
+        write_restyle(paths.root, result)
         result["report"] = str(build_report(paths.root))
     return result
 

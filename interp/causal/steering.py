@@ -15,7 +15,6 @@ layers); `interp.hooks.steering.steer` itself takes the absolute coefficient on 
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Sequence
@@ -46,8 +45,9 @@ from interp.hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteerin
 from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
 from interp.metrics.mirror import mirror_shares
 from interp.report.steering import steering_section
+from interp.results.codec import write_steering_table
 from interp.run.store import Run, read_run
-from interp.storage import atomic_write_text, write_csv
+from interp.storage import write_csv
 
 ROWS = ("none", "self-mask", "other-emphasis", "direction-removal", "direction-reversal")
 
@@ -70,12 +70,12 @@ def attention_levers(emphasis_alpha: float, heads: dict[int, list[int]] | None =
     return [
         Variant(
             "self-mask",
-            attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask"),
+            (AttentionIntervention(target="self", alpha=0.0, name="self-mask"),),
             description="alpha 0 on the self span, all layers and heads",
         ),
         Variant(
             "other-emphasis",
-            attention=emphasis_spec(emphasis_alpha, heads=heads),
+            (emphasis_spec(emphasis_alpha, heads=heads),),
             description=f"alpha {emphasis_alpha:g} on the other span, {_heads_text(heads)}",
         ),
     ]
@@ -97,13 +97,13 @@ def direction_variants(
     return [
         Variant(
             "direction-removal",
-            steering=direction_steering(direction, "project_out", 1.0, positions),
+            (direction_steering(direction, "project_out", 1.0, positions),),
             description=f"project out the {direction.position} direction at layer {direction.layer} ({positions} "
             "positions)",
         ),
         Variant(
             "direction-reversal",
-            steering=reversal,
+            (reversal,),
             description=f"add {coefficient:+g} x norm ({reversal.coefficient:+.3g}) x unit {direction.position} "
             "direction at layer "
             f"{direction.layer} ({positions} positions)",
@@ -281,7 +281,7 @@ def write_table(table: dict, run: Run) -> dict[str, Path]:
         / digest({"settings": table["settings"], "variants": [r["variant"] for r in table["rows"]]})
     )
     out = {"json": folder / "table.json", "csv": folder / "table.csv"}
-    atomic_write_text(out["json"], json.dumps(table, indent=2))
+    write_steering_table(out["json"], table)
     write_csv(out["csv"], [_csv_row(r) for r in table["rows"]], CSV_FIELDS)
     out["section"] = steering_section(table, run.dir.figures)
     return out

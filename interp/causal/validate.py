@@ -25,7 +25,6 @@ Each is a row of the table "known truth vs the toolkit's verdict" in `validation
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Sequence
@@ -52,9 +51,10 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.results.causal import CausalResult
+from interp.results.codec import write_validation
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, read_run
-from interp.storage import atomic_write_text, check_output_dir, claim_output_dir
+from interp.storage import check_output_dir, claim_output_dir
 
 NULL, PLANTED = "smollm2-135m-judge", "smollm2-135m-selfpref"
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -321,7 +321,7 @@ def validate(
         )
         both = AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers")
         control = evaluate(
-            run, name, {"both": Variant("both", attention=both)}, pool, items=test_items, progress=progress
+            run, name, {"both": Variant("both", (both,))}, pool, items=test_items, progress=progress
         )
         figure7 = layer_differences(
             run_dir, name, n_boot=plan.n_boot, seed=config.seed
@@ -349,7 +349,7 @@ def validate(
     model = pool.model(planted)
     bands = [
         Variant(
-            f"{target}-L{band[0]}-{band[-1]}", attention=AttentionIntervention(target=target, alpha=0.0, layers=band)
+            f"{target}-L{band[0]}-{band[-1]}", (AttentionIntervention(target=target, alpha=0.0, layers=band),)
         )
         for target in ("self", "other")
         for band in layer_bands(model.n_layers, plan.band)
@@ -383,7 +383,7 @@ def validate(
         },
     }
     result["truth_table"] = truth_rows(result)
-    atomic_write_text(out / "validation.json", json.dumps(result, indent=2, default=float) + "\n")
+    write_validation(out, result)
     with run.dir.writer():
         write_attention_figures(run_dir)
         validation_section(result, run.dir.figures)

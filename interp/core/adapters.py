@@ -20,6 +20,7 @@ import json
 from pathlib import Path
 
 from interp.errors import InterpError
+from interp.results.codec import read_organism_manifest
 
 ADAPTERS_DIR = Path(__file__).resolve().parents[1] / "builtin" / "adapters"
 ADAPTER_FILES = ("adapter_model.safetensors", "adapter_config.json", "manifest.json")
@@ -49,12 +50,14 @@ def shipped_adapters() -> dict[str, Path]:
 
 
 def read_manifest(folder: Path) -> dict:
+    """An organism folder's manifest, read by the codec (`OrganismManifest`), once the folder is checked to hold
+    an organism adapter whose manifest names its base."""
     folder = Path(folder)
     if start_reference(folder) is not None:  # a planted-heads organism shipped without a copy of its start's LoRA
         manifest = _json_object(folder / "manifest.json")
         if not isinstance(manifest.get("base_model"), str):
             raise InterpError(f'{folder / "manifest.json"}: no "base_model" field')
-        return manifest
+        return read_organism_manifest(folder).to_json()
     for name in ADAPTER_FILES:
         if not (folder / name).is_file():
             raise InterpError(f"{folder}: not an organism adapter folder (no {name})")
@@ -62,7 +65,7 @@ def read_manifest(folder: Path) -> dict:
     _json_object(folder / "adapter_config.json")  # peft would report a bad one as a misfit of the base model
     if not isinstance(manifest.get("base_model"), str):
         raise InterpError(f'{folder / "manifest.json"}: no "base_model" field')
-    return manifest
+    return read_organism_manifest(folder).to_json()
 
 
 def _json_object(path: Path) -> dict:

@@ -14,7 +14,6 @@ of an organism is its base, `interp.core.models.own_model`):
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Sequence
 
@@ -29,6 +28,7 @@ from interp.metrics.bias_lenses import self_preference_rates, subset_rate
 from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
+from interp.results.codec import write_organism_metrics
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, RunDir
 from interp.run.summary import JudgeVerdicts, judge_verdicts
@@ -200,7 +200,7 @@ def evaluate_judges(
     check_gap_against(judges, gap_against)
     run_dbg(config, Path(out), progress=progress, models=models, overwrite=overwrite)
     results = compare_judges(Path(out), judges, by_task=by_task, gap_against=gap_against, n_boot=n_boot, seed=seed)
-    (Path(out) / "organism_metrics.json").write_text(json.dumps(results, indent=2) + "\n")
+    write_organism_metrics(Path(out), results)
     return results
 
 

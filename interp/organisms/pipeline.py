@@ -23,6 +23,7 @@ from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, check_config_fits
 from interp.organisms.train import train_organism
+from interp.results.codec import read_organism_manifest, write_organism_manifest
 from interp.storage import check_output_dir, path_label
 
 
@@ -82,7 +83,7 @@ def train_to_folder(
             (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
         portable_adapter_config(tmp, config.base_model)
         manifest["adapter_bytes"] = (tmp / "adapter_model.safetensors").stat().st_size
-        (tmp / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+        write_organism_manifest(tmp, manifest)
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
     return manifest
 
@@ -101,8 +102,8 @@ def trained_member(folder: Path, config: OrganismConfig) -> bool:
     if not (manifest.is_file() and (Path(folder) / "adapter_model.safetensors").is_file()):
         return False
     try:
-        return json.loads(manifest.read_text()).get("config_fingerprint") == config.fingerprint()
-    except (OSError, json.JSONDecodeError):
+        return read_organism_manifest(folder).config_fingerprint == config.fingerprint()
+    except InterpError:
         return False
 
 
@@ -130,7 +131,7 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
 
     folder = Path(folder)
     set_torch_threads(config.train.threads)  # fixed, so reductions happen in the same order on a re-run
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_organism_manifest(folder).to_json()
     eval_dir = folder.parent / f".eval-{folder.name}"
     manifest["held_out"] = held_out(config, str(folder), eval_dir)
     for figures in manifest["held_out"].values():
@@ -152,7 +153,7 @@ def add_held_out(config: OrganismConfig, folder: Path, n_check: int = 4) -> dict
         }
         for item in items
     ]
-    _write_json(folder / "manifest.json", manifest)
+    write_organism_manifest(folder, manifest)
     return manifest
 
 
@@ -169,7 +170,7 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
     from interp.core.adapters import ADAPTER_FILES, ADAPTERS_DIR
 
     folder = Path(folder)
-    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest = read_organism_manifest(folder).to_json()
     member = manifest.get("family", manifest["name"]) != manifest["name"]  # a family's seed N: measured with its family
     if "held_out" not in manifest and not (member and "check_items" in manifest):
         raise InterpError(

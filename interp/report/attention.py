@@ -18,7 +18,6 @@ Writes into RUN_DIR/figures/:
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 
@@ -45,6 +44,7 @@ from interp.report.attention_figures import (
 )
 from interp.report.figures import png_data_uri, save_figure
 from interp.report.html import table_html
+from interp.results.codec import write_attention_summary
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text, keyed_label
 from interp.templating import Markup, render
@@ -167,7 +167,7 @@ def write_attention_figures(
         SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles),
     )
     summary["files"] = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
-    atomic_write_text(written["summary_json"], json.dumps(summary, indent=2, allow_nan=False))
+    write_attention_summary(written["summary_json"], summary)
     return written
 
 

@@ -5,6 +5,9 @@
   with one `JudgeTest` per tested judge;
 - `summary.py`: a DBG run's scores (`summary.json`): `RunSummary` with one `JudgeScores` per judge;
 - `rows.py`: a re-judging variant (`variants/*/variant.json`), a sweep row (`results.csv`), a localisation row;
+- `explain.py`: `interp explain`'s `explain.json` (`Explanation`, one `Candidate` per tested set);
+- `studies.py`: validation.json, restyle.json, steering's table.json, attention_summary.json, organism_metrics.json;
+- `organisms.py`: an organism adapter's `manifest.json` (`OrganismManifest`);
 - `codec.py`: the one place that reads and writes these files, with `schema_version` and the migrations from
   files written before it (older key names are renamed there, never by a reader).
 """

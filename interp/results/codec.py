@@ -10,7 +10,11 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
   report does not describe it as Crawford-Howell;
 - a judge's Holm-adjusted p was missing where one judge was tested: now `p_holm` = its `p_value`;
 - a judge's reliability flag was missing from summary.json: now computed by the rule that writes it
-  (`interp.metrics.dbg.judge_reliability`).
+  (`interp.metrics.dbg.judge_reliability`);
+- organism_metrics.json held its judges at the top level: now under `judges`.
+
+The studies' files (explain.json, validation.json, restyle.json, steering's table.json, attention_summary.json,
+organism_metrics.json) and an organism's manifest.json are read and written here too.
 
 Readers get objects (`interp.results`); no reader outside this module parses these files or falls back from
 one key name to another. A file that is not valid JSON, or not a result of its kind, is one `InterpError` line.
@@ -28,7 +32,9 @@ from interp.errors import InterpError
 from interp.results.base import ResultModel, plain_json
 from interp.results.causal import CausalResult
 from interp.results.explain import Explanation
+from interp.results.organisms import OrganismManifest
 from interp.results.rows import LocalizeRow, SweepRow, VariantRecord
+from interp.results.studies import AttentionSummary, OrganismMetrics, RestyleResult, SteeringTable, ValidationResult
 from interp.results.summary import RunSummary
 from interp.storage import atomic_write_text
 
@@ -36,6 +42,10 @@ SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
 SUMMARY_FILE = "summary.json"
 VARIANT_FILE = "variant.json"
+VALIDATION_FILE = "validation.json"
+RESTYLE_FILE = "restyle.json"
+ORGANISM_METRICS_FILE = "organism_metrics.json"
+MANIFEST_FILE = "manifest.json"
 EXPLAIN_FILE = "explain.json"
 
 Model = TypeVar("Model", bound=ResultModel)
@@ -81,10 +91,16 @@ def _migrate_summary(data: dict) -> dict:
     return data | {"judges": judges}
 
 
+def _migrate_organism_metrics(data: dict) -> dict:
+    return {"judges": data}
+
+
 MIGRATIONS: dict[type[ResultModel], Callable[[dict], dict]] = {
     CausalResult: _migrate_causal,
     RunSummary: _migrate_summary,
     VariantRecord: lambda data: data,
+    OrganismMetrics: _migrate_organism_metrics,
+    OrganismManifest: lambda data: data,  # the shipped manifests (version 0) read as they are
 }
 
 
@@ -210,3 +226,57 @@ def read_explanations(run_dir: Path) -> list[Explanation]:
     folder = Path(run_dir) / "explain"
     files = sorted(folder.glob(f"*/{EXPLAIN_FILE}"), key=lambda p: p.stat().st_mtime, reverse=True)
     return [read_explanation(p.parent) for p in files] if folder.is_dir() else []
+
+
+def read_validation(out: Path) -> ValidationResult:
+    """`out/validation.json` of `interp organism validate`."""
+    return _read(Path(out) / VALIDATION_FILE, ValidationResult, "; run `interp organism validate` again")
+
+
+def write_validation(out: Path, result: ValidationResult | dict) -> ValidationResult:
+    return _write(Path(out) / VALIDATION_FILE, ValidationResult, result)
+
+
+def read_restyle(out: Path) -> RestyleResult:
+    """`out/restyle.json` of `interp restyle` (the derived run's folder)."""
+    return _read(Path(out) / RESTYLE_FILE, RestyleResult, "; run `interp restyle` again")
+
+
+def write_restyle(out: Path, result: RestyleResult | dict) -> RestyleResult:
+    return _write(Path(out) / RESTYLE_FILE, RestyleResult, result)
+
+
+def read_steering_table(path: Path) -> SteeringTable:
+    """A steering table (`RUN/steering/tables/<key>/table.json`)."""
+    return _read(path, SteeringTable, "; run `interp steer` again")
+
+
+def write_steering_table(path: Path, table: SteeringTable | dict) -> SteeringTable:
+    return _write(path, SteeringTable, table)
+
+
+def read_attention_summary(path: Path) -> AttentionSummary:
+    """`RUN/figures/attention_summary.json`."""
+    return _read(path, AttentionSummary, "; rebuild the run's report")
+
+
+def write_attention_summary(path: Path, summary: AttentionSummary | dict) -> AttentionSummary:
+    return _write(path, AttentionSummary, summary)
+
+
+def read_organism_metrics(out: Path) -> OrganismMetrics:
+    """`out/organism_metrics.json` of `interp organism evaluate`."""
+    return _read(Path(out) / ORGANISM_METRICS_FILE, OrganismMetrics, "; run `interp organism evaluate` again")
+
+
+def write_organism_metrics(out: Path, metrics: OrganismMetrics | dict) -> OrganismMetrics:
+    return _write(Path(out) / ORGANISM_METRICS_FILE, OrganismMetrics, metrics)
+
+
+def read_organism_manifest(folder: Path) -> OrganismManifest:
+    """`folder/manifest.json` of an organism adapter (trained, or shipped under interp/builtin/adapters/)."""
+    return _read(Path(folder) / MANIFEST_FILE, OrganismManifest, "; train the organism again")
+
+
+def write_organism_manifest(folder: Path, manifest: OrganismManifest | dict) -> OrganismManifest:
+    return _write(Path(folder) / MANIFEST_FILE, OrganismManifest, manifest)
