@@ -98,6 +98,79 @@ def auroc(scores: dict[tuple[int, int], float], truth: set[tuple[int, int]]) -> 
     )
 
 
+def _placed_answers(args: argparse.Namespace, config: Path, run: Path) -> list[str]:
+    """The authors' answers of `--answers` (a run with the same items and decoding) copied into a new `run`: the
+    dbg flags that then apply (none when there is nothing to place)."""
+    placed = []
+    if args.answers and not run.exists():  # the authors' answers of a run with the same items and decoding
+        from interp.config import load_run_config
+
+        mine, theirs = load_run_config(config), load_run_config(args.answers / "config.toml")
+        same = ("data", "n", "seed", "models", "max_words", "max_new_tokens")
+        if any(getattr(mine, k) != getattr(theirs, k) for k in same):
+            raise SystemExit(f"{args.answers}: its {', '.join(same)} are not the bench's: its answers do not apply")
+        run.mkdir(parents=True)
+        for name in ("items.jsonl", "responses.jsonl"):
+            shutil.copy2(args.answers / name, run / name)
+        placed = ["--overwrite"]
+    return placed
+
+
+def _print_figures(found: dict[str, list[dict]], run: Path) -> None:
+    """The bench's figures per family: route power, the true heads' share removed, the false-positive rate and
+    each localisation method's AUROC against the planted heads."""
+
+    def best(result: dict, site: str) -> dict | None:
+        rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
+        return (
+            max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
+        )
+
+    # (family, site, figure name, whether a causal call there is the pattern route)
+    for family, site, label, pattern in (
+        ("attn", "attention", "attention", True),
+        ("heads", "head_output", "output", False),
+    ):
+        if family not in found:
+            continue
+        hits = [
+            bool((c := best(e["result"], site)) and c["causal"] and (c["route"] == "pattern") == pattern)
+            for e in found[family]
+        ]
+        print(f"route_power_{label}: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
+        shares = [e.get("true_share") for e in found[family]]
+        print(
+            f"share_removed_true_heads_{label}: "
+            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
+            f"(per seed: {shares})"
+        )
+    if "null" in found:
+        called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]
+        print(f"route_fpr: {np.mean(called):.2f} ({sum(called)} of {len(called)} nulls)")
+    for family in ("attn", "heads"):
+        for method in ("attention", "atp", "atp-output"):
+            values = []
+            for e in found.get(family, []):
+                folder = Path(run) / "explain"
+                (csv,) = [
+                    p
+                    for p in folder.glob("*/localisation.csv")
+                    if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]
+                ]
+                import pandas as pd
+
+                frame = pd.read_csv(csv)
+                rows = frame[frame["method"] == method]
+                values.append(
+                    auroc(
+                        {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()},
+                        {tuple(h) for h in e["truth"]},
+                    )
+                )
+            if values:
+                print(f"auroc_{method}_{family}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seeds", default="1-4", help="planted-heads seeds")
@@ -134,18 +207,7 @@ def main() -> None:
         + (f"batch_size = {args.batch_size}\n" if args.batch_size else "")
     )
     run = args.out / "run"
-    placed = []
-    if args.answers and not run.exists():  # the authors' answers of a run with the same items and decoding
-        from interp.config import load_run_config
-
-        mine, theirs = load_run_config(config), load_run_config(args.answers / "config.toml")
-        same = ("data", "n", "seed", "models", "max_words", "max_new_tokens")
-        if any(getattr(mine, k) != getattr(theirs, k) for k in same):
-            raise SystemExit(f"{args.answers}: its {', '.join(same)} are not the bench's: its answers do not apply")
-        run.mkdir(parents=True)
-        for name in ("items.jsonl", "responses.jsonl"):
-            shutil.copy2(args.answers / name, run / name)
-        placed = ["--overwrite"]
+    placed = _placed_answers(args, config, run)
     if not (run / "summary.json").exists():
         interp("dbg", str(config), "--out", str(run), "--json", *placed)
     judged = set(json.loads((run / "summary.json").read_text())["judges"])
@@ -208,61 +270,7 @@ def main() -> None:
     missing = [member for family, member in work if not any(e["member"] == member for e in found[family])]
     print(f"members_missing: {len(missing)} {missing}")  # a member whose explain failed counts in no figure below
 
-    def best(result: dict, site: str) -> dict | None:
-        rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
-        return (
-            max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
-        )
-
-    if "attn" in found:
-        hits = [
-            bool((c := best(e["result"], "attention")) and c["causal"] and c["route"] == "pattern")
-            for e in found["attn"]
-        ]
-        print(f"route_power_attention: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
-        shares = [e.get("true_share") for e in found["attn"]]
-        print(
-            "share_removed_true_heads_attention: "
-            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
-            f"(per seed: {shares})"
-        )
-    if "heads" in found:
-        hits = [
-            bool((c := best(e["result"], "head_output")) and c["causal"] and c["route"] != "pattern")
-            for e in found["heads"]
-        ]
-        print(f"route_power_output: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
-        shares = [e.get("true_share") for e in found["heads"]]
-        print(
-            "share_removed_true_heads_output: "
-            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
-            f"(per seed: {shares})"
-        )
-    if "null" in found:
-        called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]
-        print(f"route_fpr: {np.mean(called):.2f} ({sum(called)} of {len(called)} nulls)")
-    for family in ("attn", "heads"):
-        for method in ("attention", "atp", "atp-output"):
-            values = []
-            for e in found.get(family, []):
-                folder = Path(run) / "explain"
-                (csv,) = [
-                    p
-                    for p in folder.glob("*/localisation.csv")
-                    if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]
-                ]
-                import pandas as pd
-
-                frame = pd.read_csv(csv)
-                rows = frame[frame["method"] == method]
-                values.append(
-                    auroc(
-                        {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()},
-                        {tuple(h) for h in e["truth"]},
-                    )
-                )
-            if values:
-                print(f"auroc_{method}_{family}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
+    _print_figures(found, run)
 
 
 if __name__ == "__main__":

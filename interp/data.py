@@ -61,7 +61,12 @@ class Item:
 
 
 def builtin_items(tasks: Sequence[str] | None = None) -> list[Item]:
-    """The instruction set shipped with the package (24 items per task), optionally only some tasks."""
+    """The instruction set shipped with the package (24 items per task), optionally only some tasks.
+
+    >>> items = interp.builtin_items()
+    >>> len(items), items[0].task
+    (72, 'helpfulness')
+    """
     return _packaged_items("instructions.jsonl", tasks)
 
 
@@ -301,6 +306,10 @@ _PATH_LOADERS: dict[str, Callable[[Path], list[Item]]] = {
 
 def load_items(spec: str) -> list[Item]:
     """Load a dataset from a spec string.
+
+    >>> items = interp.load_items("builtin:translation")
+    >>> {item.task for item in items}
+    {'translation'}
 
     - `builtin` or `builtin:TASK[,TASK...]`: the shipped set, e.g. `builtin:translation`;
     - `referenced` or `referenced:TASK[,TASK...]`: the organisms' second shipped set (`referenced_items`);

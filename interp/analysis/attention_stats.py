@@ -22,6 +22,9 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 import torch
+from jaxtyping import Float
+from torch import Tensor
+
 from interp.analysis.attention_store import (
     STATS,
     RunAttention,
@@ -34,8 +37,6 @@ from interp.analysis.attention_store import (
 )
 from interp.errors import InterpError
 from interp.metrics.stats import bootstrap_draws, check_level, percentile_interval
-from jaxtyping import Float
-from torch import Tensor
 
 __all__ = ["STATS", "RunAttention", "Stat", "attention_judges", "load_attention"]
 
@@ -70,14 +71,7 @@ def figure7_profiles(
         column), each cell a per-layer Tensor
       - "long": the same numbers as a long DataFrame (kind, judge, author, layer, depth, x, value)
     """
-    if isinstance(run_dir, RunAttention):
-        runs = [run_dir]
-    elif isinstance(run_dir, (list, tuple)):
-        runs = [run for run in run_dir if judges is None or run.judge in judges]
-    else:
-        runs = [load_attention(run_dir, j) for j in (judges or attention_judges(run_dir))]
-    if not runs:
-        raise InterpError("no judge attention to draw")
+    runs = _attention_runs(run_dir, judges)
     authors = runs[0].models
     cells, author_diff, own_other, xs = {}, {}, {}, {}
     for run in runs:
@@ -88,20 +82,7 @@ def figure7_profiles(
         if run.has_own:  # an organism's own answers are its base model's
             own_other[run.judge] = profile[run.own_author] - profile[1 - run.own_author]
     judge_names = [run.judge for run in runs]
-    judge_diff: dict[str, Tensor] = {}
-    diff_x, diff_axis = None, None
-    if len(runs) >= 2:
-        first, second = runs[0], runs[1]
-        if first.n_layers == second.n_layers:
-            diff_x, diff_axis = first.depth(relative_depth), ("relative depth" if relative_depth else "layer")
-            for author in authors:
-                judge_diff[author] = cells[first.judge][author] - cells[second.judge][author]
-        else:
-            diff_x, diff_axis = layer_axis(max(first.n_layers, second.n_layers), True), "relative depth"
-            for author in authors:
-                judge_diff[author] = _interp(first.depth(True), cells[first.judge][author], diff_x) - _interp(
-                    second.depth(True), cells[second.judge][author], diff_x
-                )
+    judge_diff, diff_x, diff_axis = _judge_difference(runs, cells, authors, relative_depth)
     axis = "relative depth" if relative_depth else "layer"
     author_col = f"author difference ({authors[0]} - {authors[1]})"
     judge_row = f"judge difference ({judge_names[0]} - {judge_names[1]})" if judge_diff else None
@@ -116,33 +97,17 @@ def figure7_profiles(
         for author in authors:
             grid.at[judge_row, author] = judge_diff[author]
     rows = []
-
-    def add(kind, judge, author, x, values, interpolated=False):
-        n = len(values)
-        for position, value in enumerate(values.tolist()):
-            depth = float(x[position]) if interpolated else position / max(n - 1, 1)
-            layer = math.nan if interpolated else position
-            rows.append(
-                {
-                    "kind": kind,
-                    "judge": judge,
-                    "author": author,
-                    "layer": layer,
-                    "depth": depth,
-                    "x": float(x[position]),
-                    "value": value,
-                }
-            )
-
     for run in runs:
         for author in authors:
-            add("cell", run.judge, author, xs[run.judge], cells[run.judge][author])
-        add("author_diff", run.judge, f"{authors[0]} - {authors[1]}", xs[run.judge], author_diff[run.judge])
+            _add_long_rows(rows, ("cell", run.judge, author), xs[run.judge], cells[run.judge][author])
+        pair = f"{authors[0]} - {authors[1]}"
+        _add_long_rows(rows, ("author_diff", run.judge, pair), xs[run.judge], author_diff[run.judge])
         if run.judge in own_other:
-            add("own_minus_other", run.judge, "own - other", xs[run.judge], own_other[run.judge])
+            _add_long_rows(rows, ("own_minus_other", run.judge, "own - other"), xs[run.judge], own_other[run.judge])
     interpolated = len(runs) >= 2 and runs[0].n_layers != runs[1].n_layers
     for author, values in judge_diff.items():
-        add("judge_diff", f"{judge_names[0]} - {judge_names[1]}", author, diff_x, values, interpolated)
+        key = ("judge_diff", f"{judge_names[0]} - {judge_names[1]}", author)
+        _add_long_rows(rows, key, diff_x, values, interpolated)
     return {
         "stat": stat,
         "axis": axis,
@@ -158,6 +123,59 @@ def figure7_profiles(
         "grid": grid,
         "long": pd.DataFrame(rows, columns=["kind", "judge", "author", "layer", "depth", "x", "value"]),
     }
+
+
+def _attention_runs(run_dir, judges: Sequence[str] | None) -> list[RunAttention]:
+    """The judges' stored attention: `run_dir` is a run directory, one RunAttention or a list of them."""
+    if isinstance(run_dir, RunAttention):
+        runs = [run_dir]
+    elif isinstance(run_dir, (list, tuple)):
+        runs = [run for run in run_dir if judges is None or run.judge in judges]
+    else:
+        runs = [load_attention(run_dir, j) for j in (judges or attention_judges(run_dir))]
+    if not runs:
+        raise InterpError("no judge attention to draw")
+    return runs
+
+
+def _judge_difference(runs: list[RunAttention], cells: dict, authors, relative_depth: bool):
+    """The first two judges' difference per author, its x axis and the axis' name (all empty/None for one judge):
+    on the shared layer axis, or on relative depth (interpolated onto the deeper grid) when the depths differ."""
+    judge_diff: dict[str, Tensor] = {}
+    diff_x, diff_axis = None, None
+    if len(runs) >= 2:
+        first, second = runs[0], runs[1]
+        if first.n_layers == second.n_layers:
+            diff_x, diff_axis = first.depth(relative_depth), ("relative depth" if relative_depth else "layer")
+            for author in authors:
+                judge_diff[author] = cells[first.judge][author] - cells[second.judge][author]
+        else:
+            diff_x, diff_axis = layer_axis(max(first.n_layers, second.n_layers), True), "relative depth"
+            for author in authors:
+                judge_diff[author] = _interp(first.depth(True), cells[first.judge][author], diff_x) - _interp(
+                    second.depth(True), cells[second.judge][author], diff_x
+                )
+    return judge_diff, diff_x, diff_axis
+
+
+def _add_long_rows(rows: list, key: tuple[str, str, str], x, values, interpolated: bool = False) -> None:
+    """Append one profile to the long table: `key` is (kind, judge, author), one row per layer."""
+    kind, judge, author = key
+    n = len(values)
+    for position, value in enumerate(values.tolist()):
+        depth = float(x[position]) if interpolated else position / max(n - 1, 1)
+        layer = math.nan if interpolated else position
+        rows.append(
+            {
+                "kind": kind,
+                "judge": judge,
+                "author": author,
+                "layer": layer,
+                "depth": depth,
+                "x": float(x[position]),
+                "value": value,
+            }
+        )
 
 
 # ---- heads -----------------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from pathlib import Path
 from interp.core.models import own_model
 from interp.errors import InterpError
 from interp.metrics.salieri import salieri_report
+from interp.metrics.stats import Bootstrap
 from interp.run.pointwise import read_pointwise
 from interp.run.store import RunDir
 
@@ -31,17 +32,11 @@ def salieri_reference(config) -> str | None:
 
 
 def _report(
-    scores: dict,
-    judge: str,
-    reference: str,
-    own: str,
-    other: str,
-    tasks: dict[str, str],
-    pool: str,
-    *,
-    n_boot: int,
-    seed: int,
+    scores: dict, roles: tuple[str, str, str, str], tasks: dict[str, str], pool: str, *, n_boot: int, seed: int
 ) -> dict | None:
+    """One judge's SALIERI report on `scores` ((item, reader, author) -> score); `roles`: (judge, reference agent,
+    own author, other author). None where no item has all four scores."""
+    judge, reference, own, other = roles
     keys = [(judge, own), (reference, own), (judge, other), (reference, other)]
     usable = [i for i in tasks if all((i, *k) in scores for k in keys)]
     if not usable:
@@ -52,8 +47,7 @@ def _report(
         [scores[(i, *keys[1])] for i in usable],
         [[scores[(j, *keys[2])] for j in pools[i]] for i in usable],
         [[scores[(j, *keys[3])] for j in pools[i]] for i in usable],
-        n_boot=n_boot,
-        seed=seed,
+        bootstrap=Bootstrap(n_boot=n_boot, seed=seed),
     )
     return report | {"origin_ci": list(report["origin_ci"]), "salieri_ci": list(report["salieri_ci"]), "pool": pool}
 
@@ -92,12 +86,12 @@ def run_salieri(run_dir: str | Path, *, n_boot: int = 1000, seed: int = 0, pool:
         if judge == reference or own not in config.models:
             continue
         other = next(m for m in config.models if m != own)
-        report = _report(expected, judge, reference, own, other, tasks, pool, n_boot=n_boot, seed=seed)
+        report = _report(expected, (judge, reference, own, other), tasks, pool, n_boot=n_boot, seed=seed)
         if report is not None:
             report |= {
                 "own_model": own,
                 "pool_model": other,
-                "parsed": _report(parsed, judge, reference, own, other, tasks, pool, n_boot=n_boot, seed=seed),
+                "parsed": _report(parsed, (judge, reference, own, other), tasks, pool, n_boot=n_boot, seed=seed),
             }
         out["judges"][judge] = report
     return out

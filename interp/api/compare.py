@@ -33,6 +33,10 @@ def _roots(runs: Any) -> list:
 def compare(runs: Sequence[Any]) -> RunComparison:
     """DBG per judge of several finished runs, side by side.
 
+    >>> comparison = interp.compare([run_dir, run_dir])
+    >>> len(comparison.runs)
+    2
+
     Args:
         runs: run directories (or `RunResult`s, `RunDir`s), at least one.
 
@@ -48,13 +52,19 @@ def compare(runs: Sequence[Any]) -> RunComparison:
 
 def compare_figure(comparison: RunComparison | Sequence[Any], *, by: str = SIZE_KEY) -> Figure:
     """DBG per judge against `by` (the judge's size, `n_parameters`, or a config key that differs between the
-    runs), with 95% intervals (Figures 3-4). `comparison`: a `RunComparison` or the runs themselves."""
+    runs), with 95% intervals (Figures 3-4). `comparison`: a `RunComparison` or the runs themselves.
+
+    >>> interp.compare_figure([run_dir, run_dir]).savefig("compare.png")
+    """
     table = comparison if isinstance(comparison, RunComparison) else compare(comparison)
     return dbg_by_figure(table, by)
 
 
 def figure7_across_runs(runs: Sequence[Any], *, stat: str = "mean") -> Figure:
     """Each run's Figure 7 own-minus-other attention profile per judge, on relative depth (runs without stored
-    attention are left out)."""
+    attention are left out).
+
+    >>> interp.figure7_across_runs([run_dir, run_dir]).savefig("figure7_across_runs.png")
+    """
     profiles, _ = own_minus_other_profiles(_roots(runs), stat)
     return depth_profiles_figure(profiles)

@@ -40,6 +40,12 @@ def explain(
     single-judge method, test each method's top candidates and random sets of the same size on the test split
     under the judge-level causal test (Holm over the candidates), and name each head set's route.
 
+    >>> run = interp.load_run(run_dir)
+    >>> len(run.judges)
+    1
+    >>> explanation = interp.explain(run, judge=run.judges[0])  # doctest: +SKIP
+    >>> explanation.candidates[0].causal  # doctest: +SKIP
+
     The null is matched: each control judge goes through the same localisation on the same selection items and
     is measured at its own chosen set (`interp.causal.matched`). `gap_gate=False` (a diagnostic): every candidate
     is called on its Holm-adjusted p alone. `alt_counterfactual`: a second route counterfactual reported beside
@@ -96,7 +102,14 @@ def routes(
     """The route head set `heads` (layer -> heads) uses for `judge`'s self-preference: its output, pattern and
     values patched from the counterfactual (own answer replaced by `counterfactual`: "other", the pair's other
     answer, or "reference", the item's reference answer; same token length), each
-    under the causal test on the test split; `route` is "pattern", "content" or "neither"."""
+    under the causal test on the test split; `route` is "pattern", "content" or "neither".
+
+    >>> heads = {28: [0, 1, 2]}  # layer -> heads: the set whose route is split
+    >>> sorted(heads)
+    [28]
+    >>> analysis = interp.routes("runs/demo", "smollm2-135m-selfpref-attn", heads)  # doctest: +SKIP
+    >>> analysis.route  # doctest: +SKIP
+    """
     table = _head_table(heads)
     root = run_root(run)
     loaded = read_run(root)

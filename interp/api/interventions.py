@@ -179,6 +179,12 @@ def intervene(
 ) -> InterventionResult:
     """The causal test over a run (responses and gold fixed), as `interp intervene` runs it.
 
+    >>> spec = interp.AttentionIntervention(target="self", alpha=0.0, layers=[20, 21])
+    >>> spec.target, spec.alpha
+    ('self', 0.0)
+    >>> result = interp.intervene("runs/demo", spec)  # doctest: +SKIP
+    >>> result.frame()[["judge", "causal"]]  # doctest: +SKIP
+
     Masks the judge's own answer (`all_layers`, its `top_heads` chosen on a seeded `selection_share` of the
     items, or `spec`), compares the judge's change of P(own) with the spread of at least 3 control judges'
     changes under the same mask of the same answer (Crawford-Howell, df = k - 1; an organism's null family

@@ -116,6 +116,10 @@ class Judge:
     ) -> "Judge":
         """Load a judge model offline and wrap it in a backend.
 
+        >>> judge = interp.Judge.load("smollm2-135m-judge")  # doctest: +SKIP
+        >>> judge.backend.name, judge.readout
+        ('hf', 'final')
+
         Args:
             spec: a model alias (`interp models`), an organism ("smollm2-135m-judge"), an HF id in the
                 local cache, a model folder or a .gguf file.
@@ -158,6 +162,11 @@ class Judge:
         eval mode and a pad token: where your objects lack them they are set, with a warning that says so
         (`interp.core.models.wrap_model`).
 
+        >>> model = interp.load_model("smollm2-135m-instruct")  # doctest: +SKIP
+        >>> judge = interp.Judge.wrap(model.hf_model, model.tokenizer, name="my-judge")
+        >>> judge.name, judge.own
+        ('my-judge', 'my-judge')
+
         Args:
             model: a Hugging Face causal LM (then pass `tokenizer`), a `LoadedModel`, a backend from
                 `make_backend`, or an nnsight `LanguageModel` (see `from_nnsight`).
@@ -197,6 +206,11 @@ class Judge:
         **options: Any,
     ) -> "Judge":
         """A judge that runs its passes through your nnsight `LanguageModel` (traced, as `.trace` runs them).
+
+        >>> from nnsight import LanguageModel
+        >>> language_model = LanguageModel(model.hf_model, tokenizer=model.tokenizer)
+        >>> interp.Judge.from_nnsight(language_model, name="traced").backend.name
+        'nnsight'
 
         Args:
             language_model: an nnsight `LanguageModel` with its weights loaded (dispatched).
@@ -256,7 +270,12 @@ class Judge:
     # ---- judging ----------------------------------------------------------------------------------
 
     def prompt(self, query: str, response_a: str, response_b: str, *, task: str = "helpfulness") -> TokenizedPrompt:
-        """The tokenized judge prompt this judge reads (its text, input ids and token spans)."""
+        """The tokenized judge prompt this judge reads (its text, input ids and token spans).
+
+        >>> prompt = judge.prompt("What is 2 + 2?", "4", "5")
+        >>> sorted(prompt.spans)
+        ['a', 'b', 'query']
+        """
         for value, what in ((query, "query"), (response_a, "response_a"), (response_b, "response_b"), (task, "task")):
             _text(value, what)
         return build_judge_prompt(self.model, task, query, response_a, response_b)
@@ -272,6 +291,10 @@ class Judge:
         own: str | None = None,
     ) -> Verdict | Verdicts:
         """Judge one pair (strings) or a batch (lists: the same as `batch`).
+
+        >>> verdict = judge("What is 2 + 2?", "4", "5", authors=(judge.own, "someone-else"))
+        >>> round(verdict.p_a + verdict.p_b, 6), tuple(verdict.mass.shape) == (judge.n_layers, judge.n_heads, 2)
+        (1.0, True)
 
         Args:
             query: the instruction (German text for "translation").
@@ -306,6 +329,10 @@ class Judge:
         own: str | None = None,
     ) -> Verdicts:
         """Judge many pairs, `batch_size` per forward pass (left-padded: padding does not change results).
+
+        >>> verdicts = judge.batch(["What is 2 + 2?", "What is 3 + 3?"], ["4", "6"], ["5", "7"])
+        >>> len(verdicts)
+        2
 
         Args:
             queries: one instruction per pair.
@@ -400,6 +427,10 @@ class Judge:
     ) -> AttentionPatternView:
         """One judgment's full attention pattern at the chosen layers and heads, with token labels and spans.
 
+        >>> pattern = judge.attention_pattern("What is 2 + 2?", "4", "5", layers=[0], heads=[0, 1])
+        >>> pattern.pattern.shape[:2]
+        torch.Size([1, 2])
+
             p = judge.attention_pattern(query, a, b, layers=[20, 21], heads=[0, 3])
             p.pattern        # Float[Tensor, "layer head query key"]
             p.figure()       # interactive plotly heatmaps, the spans boxed
@@ -440,6 +471,11 @@ class Judge:
 
     def trace(self, query: str, response_a: str, response_b: str, *, task: str = "helpfulness", **options: Any) -> Any:
         """An nnsight tracing context over the judge prompt of this pair, with its token spans known.
+
+        >>> with judge.trace("What is 2 + 2?", "4", "5") as tracer:
+        ...     logits = judge.nnsight.output.logits.save()
+        >>> logits.shape[1] == len(tracer.prompt.input_ids)
+        True
 
             with judge.trace(query, a, b) as tracer:
                 hidden = judge.nnsight.model.layers[20].output.save()   # [1, pos, d_model]
@@ -487,6 +523,11 @@ class Judge:
     ) -> Iterator[AttentionIntervention | NodeIntervention]:
         """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
         spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
+
+        >>> with judge.applying(target="a", alpha=0.0) as spec:
+        ...     masked = judge("What is 2 + 2?", "4", "5")
+        >>> spec.alpha, len(masked.interventions)
+        (0.0, 1)
 
             with judge.applying(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
                 v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
@@ -538,7 +579,14 @@ class Judge:
 
     def intervene(self, /, spec: Any = None, *, reference: Any = None, **keys: Any):
         """The older name of `applying`, kept so that older notebooks run; it warns. (`intervene` is the causal
-        test that re-judges a run and writes its result: `interp.intervene`, `interp intervene`.)"""
+        test that re-judges a run and writes its result: `interp.intervene`, `interp intervene`.)
+
+        >>> import warnings
+        >>> with warnings.catch_warnings(record=True), judge.intervene(target="a", alpha=0.0) as spec:
+        ...     masked = judge("What is 2 + 2?", "4", "5")
+        >>> spec.target
+        'a'
+        """
         warnings.warn(
             "Judge.intervene(...) is now Judge.applying(...); interp.intervene is the causal test over a run",
             DeprecationWarning,
@@ -550,6 +598,12 @@ class Judge:
     def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:
         """Run your functions at named hook points during every judgment in the block (TransformerLens'
         `run_with_hooks`, baukit's `Trace`):
+
+        >>> seen = []
+        >>> with judge.hooks({"blocks.0.hook_resid_pre": lambda x: seen.append(x.shape[-1])}):
+        ...     verdict = judge("What is 2 + 2?", "4", "5")
+        >>> seen == [judge.model.hf_model.config.hidden_size]
+        True
 
             kept = {}
             with judge.hooks({"blocks.3.attn.hook_z": lambda z: kept.setdefault("z", z.clone()) and None}):
@@ -573,5 +627,9 @@ class Judge:
             del self._hooks[depth:]
 
     def hook_names(self) -> list[str]:
-        """The hook point names this judge's model offers (`interp.core.sites`), layer by layer."""
+        """The hook point names this judge's model offers (`interp.core.sites`), layer by layer.
+
+        >>> judge.hook_names()[:2]
+        ['blocks.0.hook_resid_pre', 'blocks.0.hook_attn_out']
+        """
         return hook_names(self.model.hf_model)

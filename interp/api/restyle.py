@@ -33,6 +33,12 @@ def restyle(
     """Rewrite a finished run's answers in one style, judge them again in a derived run at `out`, and test DBG
     before and after per judge.
 
+    >>> run = interp.load_run(run_dir)
+    >>> run.models[1]
+    'writer-y'
+    >>> result = interp.restyle(run, out="runs/demo-plain", rewriter="smollm2-135m-instruct")  # doctest: +SKIP
+    >>> result["judges"]  # doctest: +SKIP
+
     Args:
         run: a run directory (or a `RunResult`, `RunDir`).
         out: the derived run's folder.

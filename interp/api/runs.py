@@ -85,6 +85,10 @@ class RunResult:
 def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
     """Read a finished run.
 
+    >>> run = interp.load_run(run_dir)
+    >>> run.models[1], len(run.judgments())
+    ('writer-y', 4)
+
     Args:
         run_dir: the run directory (made by `interp dbg` or `interp demo`).
 
@@ -102,6 +106,10 @@ def load_run(run_dir: str | Path | RunDir | RunResult) -> RunResult:
 
 def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, progress: bool = True) -> RunResult:
     """Run (or resume) a DBG run: answers, judgments with span attention, gold verdicts, scores.
+
+    >>> config = {"models": ["smollm2-135m-instruct", "gemma3-270m"], "judges": ["smollm2-135m-instruct"], "n": 8}
+    >>> run = interp.dbg(config, "runs/small")  # doctest: +SKIP
+    >>> run.scores()["dbg_hard"]  # doctest: +SKIP
 
     Args:
         config: a `RunConfig`, its keys as a dict (`models`, `judges`, `n`, `data`, `imports`, ...; see
@@ -205,6 +213,9 @@ def figure7(
 ) -> Figure:
     """Figure 7 of a run: per judge and response author, attention per layer, with their differences.
 
+    >>> figure = interp.figure7(run_dir)
+    >>> figure.savefig("figure7.png")
+
     Args:
         run: a run directory or a loaded run.
         stat: "mean" (per-token mean, as the paper's Figure 7 reads it) or "mass".
@@ -230,6 +241,9 @@ def head_map(
     run: Any, judge: Any, *, stat: str = "mean", top_k: int = 10, items: Sequence[str] | None = None
 ) -> Figure:
     """A judge's own-minus-other attention per (layer, head), its top heads boxed and listed.
+
+    >>> judge_name = interp.load_run(run_dir).judges[0]
+    >>> interp.head_map(run_dir, judge_name, top_k=3).savefig("heads.png")
 
     Args:
         run: a run directory or a loaded run.
@@ -264,6 +278,11 @@ def localize(
 ) -> pd.DataFrame:
     """Rank every (layer, head) by its part in one judge's P(own), with methods that use only that judge.
 
+    >>> judge_name = interp.load_run(run_dir).judges[0]
+    >>> table = interp.localize(run_dir, judge_name, methods=["attention"])
+    >>> sorted(table["method"].unique()), int(table["rank"].min())
+    (['attention'], 1)
+
     Args:
         run: a run directory or a loaded run (judged by `judge`; with attention for the "attention" method).
         judge: the judge's name in the run, or a `Judge`.
@@ -275,7 +294,7 @@ def localize(
         A DataFrame with one row per method and head: method, layer, head, score (|effect|, the ranking),
         effect (> 0 favours the own answer), rank (1 = first), single_judge, n_items.
     """
-    from interp.causal.localize import DEFAULT_METHODS, localize_run, run_judge
+    from interp.causal.localize import DEFAULT_METHODS, LocalizeItems, localize_run, run_judge
 
     _check_judge(judge)
     check_list(methods, "methods")
@@ -283,13 +302,18 @@ def localize(
     check_int(n_mask_items, "n_mask_items", minimum=1)
     loaded = read_run(run_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
-    return localize_run(
-        loaded, name, methods or DEFAULT_METHODS, n_items=n_items, n_mask_items=n_mask_items, progress=progress
-    )
+    on = LocalizeItems(n_items=n_items, n_mask_items=n_mask_items)
+    return localize_run(loaded, name, methods or DEFAULT_METHODS, on=on, progress=progress)
 
 
 def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: bool = True) -> pd.DataFrame:
     """Run an ablation sweep over a finished run; one row per (judge, point).
+
+    >>> config = {"run": str(run_dir), "name": "alphas", "alphas": [0.0, 0.5], "targets": ["self"]}
+    >>> sorted(config)
+    ['alphas', 'name', 'run', 'targets']
+    >>> table = interp.sweep(config)  # doctest: +SKIP
+    >>> table[["judge", "effect"]].head()  # doctest: +SKIP
 
     Args:
         config: a sweep TOML file (the format `interp sweep` reads), its keys as a dict, or a `SweepConfig`.

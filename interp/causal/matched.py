@@ -25,7 +25,7 @@ import pandas as pd
 
 from interp.causal.directions import layer_directions
 from interp.causal.engine import Judges, digest, run_identity
-from interp.causal.localize import localize_run
+from interp.causal.localize import LocalizeItems, localize_run
 from interp.run.judging import judge_tasks
 from interp.run.store import Run
 from interp.splits import split_ids
@@ -59,7 +59,7 @@ def localise(
     else:
         wanted = [m for m in methods if m != "direction"]
         table = (
-            localize_run(run, judge, wanted, judges=pool, items=selection, progress=progress, own=own)
+            localize_run(run, judge, wanted, on=LocalizeItems(selection, own=own), judges=pool, progress=progress)
             if wanted
             else pd.DataFrame()
         )

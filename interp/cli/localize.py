@@ -38,7 +38,14 @@ def localize(
     heatmap per method with the top heads boxed (RUN/figures/localize_<judge>-<hash>_<method>.png), the table as CSV."""
     import json
 
-    from interp.causal.localize import DEFAULT_METHODS, check_methods, heads_payload, localize_run, run_judge
+    from interp.causal.localize import (
+        DEFAULT_METHODS,
+        LocalizeItems,
+        check_methods,
+        heads_payload,
+        localize_run,
+        run_judge,
+    )
     from interp.report.localize import write_localize_figures
     from interp.run.store import RunDir, read_run
 
@@ -49,8 +56,7 @@ def localize(
         run,
         name,
         methods,
-        n_items=items,
-        n_mask_items=mask_items,
+        on=LocalizeItems(n_items=items, n_mask_items=mask_items),
         where=placement_keys(device, dtype),
         progress=progress and not as_json,
     )

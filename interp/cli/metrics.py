@@ -45,10 +45,10 @@ def _emit_json(payload) -> None:
 
 def _table(header: list[str], rows: list[list]) -> None:
     widths = [max(len(h), *(len(_cell(r[i]).strip()) for r in rows)) if rows else len(h) for i, h in enumerate(header)]
-    typer.echo("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths))))
+    typer.echo("  ".join(h.rjust(w) if i else h.ljust(w) for i, (h, w) in enumerate(zip(header, widths, strict=False))))
     for row in rows:
         cells = []
-        for i, (cell, w) in enumerate(zip(row, widths)):
+        for i, (cell, w) in enumerate(zip(row, widths, strict=False)):
             text = _cell(cell).strip()
             cells.append(text.rjust(w) if i else text.ljust(w))
         typer.echo("  ".join(cells))
@@ -122,30 +122,7 @@ def chen2025_command(
         ["judge", *metrics.CHEN_METRICS, "n_eval"],
         [[j, *(e[m] for m in metrics.CHEN_METRICS), e["n_evaluatees"]] for j, e in table.items()],
     )
-    if "pairs" in sections:
-        typer.echo("")
-        _table(
-            ["judge", "evaluatee", *metrics.CHEN_METRICS],
-            [[r["judge"], r["evaluatee"], *(r[m] for m in metrics.CHEN_METRICS)] for r in sections["pairs"]],
-        )
-    if "confidence" in sections:
-        typer.echo("\nMean P(self) on the SPR set vs the HSPP set (App. C.4)")
-        _table(
-            ["judge", "SPR_set", "HSPP_set", "gap", "n_SPR", "n_HSPP"],
-            [
-                [j, e["SPR_set"], e["HSPP_set"], e["gap"], e["n_SPR_set"], e["n_HSPP_set"]]
-                for j, e in sections["confidence"].items()
-            ],
-        )
-    if "ci" in sections:
-        typer.echo(f"\nBootstrap {level:.0%} intervals")
-        _table(
-            ["judge", *metrics.CHEN_METRICS],
-            [
-                [j, *(f"{iv[m][0]:.2f}-{iv[m][1]:.2f}" for m in metrics.CHEN_METRICS)]
-                for j, iv in sections["ci"].items()
-            ],
-        )
+    _print_chen_sections(sections, level)
 
 
 def pls_command(
@@ -207,12 +184,9 @@ def salieri_command(
             d["own_reference"],
             d["pool_judge"],
             d["pool_reference"],
-            judge_baseline=d["judge_baseline"],
-            reference_baseline=d["reference_baseline"],
+            baselines=(d["judge_baseline"], d["reference_baseline"]),
             resolution=resolution,
-            n_boot=n_boot,
-            seed=seed,
-            level=level,
+            bootstrap=metrics.Bootstrap(n_boot, seed, level),
         )
         for judge, d in data.items()
     }
@@ -236,6 +210,34 @@ def salieri_command(
             for j, r in reports.items()
         ],
     )
+
+
+def _print_chen_sections(sections: dict, level: float) -> None:
+    """The optional Chen et al. tables asked for: per pair, the confidence analysis, bootstrap intervals."""
+    if "pairs" in sections:
+        typer.echo("")
+        _table(
+            ["judge", "evaluatee", *metrics.CHEN_METRICS],
+            [[r["judge"], r["evaluatee"], *(r[m] for m in metrics.CHEN_METRICS)] for r in sections["pairs"]],
+        )
+    if "confidence" in sections:
+        typer.echo("\nMean P(self) on the SPR set vs the HSPP set (App. C.4)")
+        _table(
+            ["judge", "SPR_set", "HSPP_set", "gap", "n_SPR", "n_HSPP"],
+            [
+                [j, e["SPR_set"], e["HSPP_set"], e["gap"], e["n_SPR_set"], e["n_HSPP_set"]]
+                for j, e in sections["confidence"].items()
+            ],
+        )
+    if "ci" in sections:
+        typer.echo(f"\nBootstrap {level:.0%} intervals")
+        _table(
+            ["judge", *metrics.CHEN_METRICS],
+            [
+                [j, *(f"{iv[m][0]:.2f}-{iv[m][1]:.2f}" for m in metrics.CHEN_METRICS)]
+                for j, iv in sections["ci"].items()
+            ],
+        )
 
 
 def run_command(
@@ -306,8 +308,13 @@ def run_command(
             ["judge", *metrics.CHEN_METRICS],
             [[j, *(e[m] for m in metrics.CHEN_METRICS)] for j, e in lenses["chen2025"].items()],
         )
-    if lenses["gold_lenses"]:
-        gold = lenses["gold_lenses"]
+    _print_gold_lenses(lenses["gold_lenses"])
+    _print_pls(lenses)
+
+
+def _print_gold_lenses(gold: dict) -> None:
+    """The gold lenses' tables: unjustified and legitimate self-preference, the Evaluator Quality Baseline."""
+    if gold:
         typer.echo(
             "\nUnjustified and legitimate self-preference (Roytburg et al. 2025): judge picks its own "
             "answer where gold prefers the other / its own"
@@ -340,6 +347,10 @@ def run_command(
             "\nNo gold verdicts (gold.jsonl) or no judge whose own model is an author: no "
             "unjustified/legitimate rates, no Evaluator Quality Baseline."
         )
+
+
+def _print_pls(lenses: dict) -> None:
+    """The Preference Leakage Score tables (nothing where no two judges relate to the two authors)."""
     if lenses["pls"]:
         typer.echo("\nPreference Leakage Score (judges related to the two authors: same model, inheritance, family)")
         _table(

@@ -166,6 +166,9 @@ def own_model(judge: str) -> str:
     """The model whose answers are the judge's own: an organism's base model (a shipped organism alias, or a
     local adapter folder's manifest `base_model`), otherwise the judge itself.
 
+    >>> interp.own_model("smollm2-135m-judge"), interp.own_model("gemma3-270m")
+    ('smollm2-135m-instruct', 'gemma3-270m')
+
     The one definition every analysis uses (DBG, the Figure 2 and Figure 7 grids, head maps, interventions'
     "self"/"other" targets, sweeps): a judge has own answers in a run when `own_model(judge)` is one of the
     run's two response authors.
@@ -395,6 +398,10 @@ def load_model(
     """Load a causal LM in eval mode, placed by `device`/`dtype`/`device_map` (see `interp.core.placement`;
     or an already resolved `placement`). Its own attention is eager (the reference; backends run SDPA).
 
+    >>> model = interp.load_model("smollm2-135m-instruct")  # doctest: +SKIP
+    >>> model.n_layers > 0, model.kind
+    (True, 'post')
+
     `base`: for an organism, its base model already loaded from the same source in the same placement and never
     written into (`ModelCache` passes the one it loaded). The organism then adopts the base's weights before
     anything reads its own (`interp.core.weight_sharing.adopt_weights`) and its adapter is merged into private
@@ -474,6 +481,10 @@ def wrap_model(
 ) -> LoadedModel:
     """A `LoadedModel` around an HF causal LM the caller already holds (built from a config, fine-tuned, placed
     by hand). `placement` defaults to where its weights are.
+
+    >>> loaded = interp.wrap_model(model.hf_model, model.tokenizer, name="mine")
+    >>> loaded.name, loaded.n_layers == model.n_layers
+    ('mine', True)
 
     The objects stay the caller's and are used in place, not copied; three settings are made on them where
     they are missing, because judging needs them: eval mode (no dropout), `config.architectures` (TransformerLens

@@ -207,11 +207,11 @@ def judge_prompt(
     response_b: str,
     *,
     kind: str,
-    fewshot: dict | None = None,
     ties: bool = False,
     cot: str = "none",
 ) -> Prompt:
-    """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise.
+    """The pairwise judge prompt: zero-shot in the chat template for post-trained judges, two-shot otherwise (the
+    first two judgment examples of the packaged few-shot file).
 
     With `ties`, Chen et al.'s three-way A/T/B prompt (for every task): in the chat template for post-trained
     judges; as plain text ending on a "# Judgment" heading for pre-trained ones. With `cot` ("standard",
@@ -242,7 +242,7 @@ def judge_prompt(
             (f"</{tag} B>\n\n{_outro(texts['outro'], cot)}", None),
         ]
         return in_chat_template(tokenizer, parts)
-    examples = (fewshot if fewshot is not None else _default_fewshot())[task]["judgment"][:2]
+    examples = _default_fewshot()[task]["judgment"][:2]
     parts: list[tuple[str, str | None]] = [(_JUDGE_FEW_SHOT_INTRO[task] + "\n\n", None)]
     for example in examples:
         parts += _judge_block(task, example["query"], example["response_a"], example["response_b"], slots=False)

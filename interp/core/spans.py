@@ -98,6 +98,10 @@ def tokenized_judge_prompt(
     """The judge prompt for this model's kind, tokenized, with token spans; checks it fits the context. With
     `ties`, Chen et al.'s three-way A/T/B prompt (`interp.core.prompts.judge_prompt`).
 
+    >>> prompt = interp.tokenized_judge_prompt(model, "helpfulness", "What is 2 + 2?", "4", "5")
+    >>> sorted(prompt.spans)
+    ['a', 'b', 'query']
+
     The one way every judging path (runs, gold model judges, attention maps, steering) builds a prompt, so
     their token positions agree. Empty responses are allowed (they give empty spans).
     """
@@ -106,7 +110,13 @@ def tokenized_judge_prompt(
 
 
 def build_judge_prompt(model, task: str, query: str, response_a: str, response_b: str) -> TokenizedPrompt:
-    """`tokenized_judge_prompt` for text typed by a user: every part must be non-empty."""
+    """`tokenized_judge_prompt` for text typed by a user: every part must be non-empty.
+
+    >>> prompt = interp.build_judge_prompt(model, "helpfulness", "What is 2 + 2?", "4", "5")
+    >>> start, end = prompt.spans["a"]
+    >>> model.tokenizer.decode(prompt.input_ids[start:end]).strip()
+    '4'
+    """
     for slot, text in (("query", query), ("response A", response_a), ("response B", response_b)):
         if not text.strip():
             raise InterpError(f"{slot} is empty; pass non-empty text")

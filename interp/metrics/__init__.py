@@ -78,6 +78,7 @@ from interp.metrics.salieri import (
     standardized_score,
 )
 from interp.metrics.stats import (
+    Bootstrap,
     bootstrap_ci,
     percentile_interval,
 )
@@ -87,6 +88,7 @@ from interp.metrics.tables import (
 )
 
 __all__ = [
+    "Bootstrap",
     "bootstrap_ci",
     "percentile_interval",
     "iter_jsonl",

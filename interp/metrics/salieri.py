@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 
 from interp.errors import InterpError
-from interp.metrics.stats import bootstrap_ci
+from interp.metrics.stats import Bootstrap, bootstrap_ci
 from interp.metrics.tables import number, optional_field, read_table_rows
 
 
@@ -118,17 +118,7 @@ def match_quality(
     cost. Stops when no surplus bin can reach a deficit bin; the rest is reported as
     ``histogram_mismatch``. Scores are binned as ``round(score / resolution)``.
     """
-    if not (isinstance(resolution, (int, float)) and math.isfinite(resolution) and resolution > 0):
-        raise InterpError(f"resolution must be a positive number (a score bin's width), got {resolution}")
-    target = np.asarray(target_reference_scores, dtype=float)
-    if target.size == 0:
-        raise InterpError("match_quality: no target items")
-    if len(pool_reference_scores) != target.size:
-        raise InterpError(f"match_quality: {target.size} target items but {len(pool_reference_scores)} pool lists")
-    pools = [np.asarray(p, dtype=float) for p in pool_reference_scores]
-    for i, pool in enumerate(pools):
-        if pool.size == 0:
-            raise InterpError(f"match_quality: item {i} has no pool responses")
+    target, pools = _checked_scores(target_reference_scores, pool_reference_scores, resolution)
 
     def to_bin(x: np.ndarray | float) -> np.ndarray:
         return np.round(np.asarray(x, dtype=float) / resolution).astype(int)
@@ -147,48 +137,8 @@ def match_quality(
                 cost[i, k], best[i, k] = gaps[j], j
     current = np.argmin(cost, axis=1)  # closest per item; argmin takes the lowest bin on ties
     target_count = np.bincount([bin_index[int(b)] for b in to_bin(target)], minlength=n_bins)
-
-    while True:
-        surplus = np.bincount(current, minlength=n_bins) - target_count
-        if not (surplus > 0).any() or not (surplus < 0).any():
-            break
-        # edge_cost[s, s2]: cheapest move of one item from bin s to bin s2; edge_item: which item.
-        extra = cost - cost[np.arange(n_items), current][:, None]
-        edge_cost = np.full((n_bins, n_bins), np.inf)
-        edge_item = np.full((n_bins, n_bins), -1, dtype=int)
-        for s in range(n_bins):
-            members = np.flatnonzero(current == s)
-            if members.size == 0:
-                continue
-            sub = extra[members]
-            pick = np.argmin(sub, axis=0)
-            edge_cost[s] = sub[pick, np.arange(n_bins)]
-            edge_item[s] = members[pick]
-        np.fill_diagonal(edge_cost, np.inf)
-        dist = np.where(surplus > 0, 0.0, np.inf)
-        parent = np.full(n_bins, -1, dtype=int)
-        for _ in range(n_bins - 1):
-            relaxed = dist[:, None] + edge_cost
-            via = np.argmin(relaxed, axis=0)
-            candidate = relaxed[via, np.arange(n_bins)]
-            improve = candidate < dist - 1e-12
-            if not improve.any():
-                break
-            dist[improve], parent[improve] = candidate[improve], via[improve]
-        reachable_deficits = np.flatnonzero((surplus < 0) & np.isfinite(dist))
-        if reachable_deficits.size == 0:
-            break
-        sink = reachable_deficits[np.argmin(dist[reachable_deficits])]
-        moves = []
-        node = sink
-        for _ in range(n_bins):  # a shortest path visits each bin at most once
-            prev = parent[node]
-            if prev < 0:
-                break
-            moves.append((edge_item[prev, node], node))
-            node = prev
-        for item, new_bin in moves:
-            current[item] = new_bin
+    while _shift_one_unit(cost, current, target_count):
+        pass
 
     chosen = best[np.arange(n_items), current]
     paired = np.array([pools[i][chosen[i]] for i in range(n_items)])
@@ -204,18 +154,80 @@ def match_quality(
     )
 
 
+def _checked_scores(
+    target_reference_scores: Sequence[float], pool_reference_scores: Sequence[Sequence[float]], resolution: float
+) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The target's scores and each item's pool as arrays, refused in one line where they cannot be matched."""
+    if not (isinstance(resolution, (int, float)) and math.isfinite(resolution) and resolution > 0):
+        raise InterpError(f"resolution must be a positive number (a score bin's width), got {resolution}")
+    target = np.asarray(target_reference_scores, dtype=float)
+    if target.size == 0:
+        raise InterpError("match_quality: no target items")
+    if len(pool_reference_scores) != target.size:
+        raise InterpError(f"match_quality: {target.size} target items but {len(pool_reference_scores)} pool lists")
+    pools = [np.asarray(p, dtype=float) for p in pool_reference_scores]
+    for i, pool in enumerate(pools):
+        if pool.size == 0:
+            raise InterpError(f"match_quality: item {i} has no pool responses")
+    return target, pools
+
+
+def _shift_one_unit(cost: np.ndarray, current: np.ndarray, target_count: np.ndarray) -> bool:
+    """One augmenting path of the rebalancing: move items along the cheapest chain from a surplus bin to a
+    deficit bin (`current`, each item's bin, is updated in place). False when no surplus bin reaches a deficit."""
+    n_items, n_bins = cost.shape
+    surplus = np.bincount(current, minlength=n_bins) - target_count
+    if not (surplus > 0).any() or not (surplus < 0).any():
+        return False
+    # edge_cost[s, s2]: cheapest move of one item from bin s to bin s2; edge_item: which item.
+    extra = cost - cost[np.arange(n_items), current][:, None]
+    edge_cost = np.full((n_bins, n_bins), np.inf)
+    edge_item = np.full((n_bins, n_bins), -1, dtype=int)
+    for s in range(n_bins):
+        members = np.flatnonzero(current == s)
+        if members.size == 0:
+            continue
+        sub = extra[members]
+        pick = np.argmin(sub, axis=0)
+        edge_cost[s] = sub[pick, np.arange(n_bins)]
+        edge_item[s] = members[pick]
+    np.fill_diagonal(edge_cost, np.inf)
+    dist = np.where(surplus > 0, 0.0, np.inf)
+    parent = np.full(n_bins, -1, dtype=int)
+    for _ in range(n_bins - 1):
+        relaxed = dist[:, None] + edge_cost
+        via = np.argmin(relaxed, axis=0)
+        candidate = relaxed[via, np.arange(n_bins)]
+        improve = candidate < dist - 1e-12
+        if not improve.any():
+            break
+        dist[improve], parent[improve] = candidate[improve], via[improve]
+    reachable_deficits = np.flatnonzero((surplus < 0) & np.isfinite(dist))
+    if reachable_deficits.size == 0:
+        return False
+    sink = reachable_deficits[np.argmin(dist[reachable_deficits])]
+    moves = []
+    node = sink
+    for _ in range(n_bins):  # a shortest path visits each bin at most once
+        prev = parent[node]
+        if prev < 0:
+            break
+        moves.append((edge_item[prev, node], node))
+        node = prev
+    for item, new_bin in moves:
+        current[item] = new_bin
+    return True
+
+
 def salieri_report(
     judge_scores_own: Sequence[float],
     reference_scores_own: Sequence[float],
     pool_judge_scores: Sequence[Sequence[float]],
     pool_reference_scores: Sequence[Sequence[float]],
     *,
-    judge_baseline: float = 0.0,
-    reference_baseline: float = 0.0,
+    baselines: tuple[float, float] = (0.0, 0.0),
     resolution: float = 1.0,
-    n_boot: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    bootstrap: Bootstrap = Bootstrap(),
 ) -> dict:
     """Full SALIERI lens for one target model (judge) on one dataset (thesis chapters 3-5).
 
@@ -225,8 +237,11 @@ def salieri_report(
     with the pool quality-matched by :func:`match_quality`, bootstrap intervals of both
     (items resampled, the pairing kept), lambda (:func:`detectable_ratio`) estimated on the pool --
     per item its lowest-scored (set b) versus highest-scored (set a) response by the reference,
-    over items whose pool spans more than one score -- and the matching diagnostics.
+    over items whose pool spans more than one score -- and the matching diagnostics. `baselines`: the judge's and
+    the reference agent's baseline scores (subtracted from their scores); `bootstrap`: how the intervals are drawn.
     """
+    judge_baseline, reference_baseline = baselines
+    n_boot, seed, level = bootstrap.n_boot, bootstrap.seed, bootstrap.level
     judge_own = np.asarray(judge_scores_own, dtype=float)
     ref_own = np.asarray(reference_scores_own, dtype=float)
     n = judge_own.size

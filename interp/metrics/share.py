@@ -15,6 +15,7 @@ The gap gate and `share_removed` itself live in `interp.metrics.judge_level`; Fi
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 from jaxtyping import Float
@@ -124,23 +125,30 @@ def causal_call(
     return False, "; ".join(why)
 
 
+@dataclass(frozen=True)
+class ShareModel:
+    """The simulated judges of `simulate_share_judges`: items, the judge's `gap` above the controls and the `share`
+    of it the intervention removes, and the spreads of seed, drop, item and noise effects."""
+
+    n_items: int = 90
+    gap: float = 0.3
+    share: float = 0.5
+    judge_sd: float = 0.1
+    drop_sd: float = 0.05
+    item_sd: float = 0.01
+    noise_sd: float = 0.05
+
+
 def simulate_share_judges(
-    rng: np.random.Generator,
-    k: int,
-    *,
-    n_items: int = 90,
-    gap: float = 0.3,
-    share: float = 0.5,
-    judge_sd: float = 0.1,
-    drop_sd: float = 0.05,
-    item_sd: float = 0.01,
-    noise_sd: float = 0.05,
+    rng: np.random.Generator, k: int, model: ShareModel = ShareModel()
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """Per-item DBG before and after I for a judge and k controls, y[j, s, i] = mu[j, s] + v[s, i] + w[g, s, i]
     + e[j, s, i] (the multi-bootstrap's model in tests/metrics/test_judge_level.py, with a stage): seed effects
     (controls' level u_c ~ N(0, judge_sd), their drop under I 0.05 + N(0, drop_sd)), item effects v shared
     by every judge (SD 0.1), judge-versus-controls item effects w (item_sd), noise e (noise_sd, correlation 0.5
     before/after). J sits `gap` above the controls' population and I removes `share` of it: the true share."""
+    n_items, gap, share = model.n_items, model.gap, model.share
+    judge_sd, drop_sd, item_sd, noise_sd = model.judge_sd, model.drop_sd, model.item_sd, model.noise_sd
     level = rng.normal(0, judge_sd, k)
     drop = 0.05 + rng.normal(0, drop_sd, k)
     mu = np.stack([np.append(gap, level), np.append(gap - 0.05 - share * gap, level - drop)], axis=1)  # [j, s]

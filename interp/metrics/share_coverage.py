@@ -13,7 +13,7 @@ from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA
 from interp.metrics.families import multi_bootstrap
 from interp.metrics.judge_level import crawford_howell, gap_gate_reason, share_statistic
-from interp.metrics.share import share_fieller, simulate_share_judges
+from interp.metrics.share import ShareModel, share_fieller, simulate_share_judges
 from interp.metrics.stats import clopper_pearson, ratio_interval_covers
 
 
@@ -45,13 +45,14 @@ def share_interval_coverage(
     **model,
 ) -> ShareCoverage:
     """How often the share's interval holds the true share over `n_sims` simulated judges with k controls
-    (`simulate_share_judges(**model)`), overall and where the gap gate passes (one-sided Crawford-Howell at 0.05)."""
+    (`simulate_share_judges` of `ShareModel(**model)`), overall and where the gap gate passes (one-sided
+    Crawford-Howell at 0.05)."""
     if method not in ("fieller", "percentile"):
         raise InterpError(f"share_interval_coverage: method {method!r}: use 'fieller' or 'percentile'")
     rng, truth = np.random.default_rng(seed), model.get("share", 0.5)
     hits, gated, gated_hits, unbounded, unbounded_gated, dropped = 0, 0, 0, 0, 0, 0
     for s in range(n_sims):
-        jb, ja, cb, ca = simulate_share_judges(rng, k, **model)
+        jb, ja, cb, ca = simulate_share_judges(rng, k, ShareModel(**model))
         wide = False
         if method == "fieller":
             interval = share_fieller(jb, ja, cb, ca, level=level)

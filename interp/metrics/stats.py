@@ -171,3 +171,12 @@ def auroc(positives: Sequence[float], negatives: Sequence[float]) -> float:
     _, group, counts = np.unique(np.concatenate([p, n]), return_inverse=True, return_counts=True)
     midranks = (np.cumsum(counts) - (counts - 1) / 2)[group]
     return float((midranks[: p.size].sum() - p.size * (p.size + 1) / 2) / (pos.size * neg.size))
+
+
+@dataclass(frozen=True)
+class Bootstrap:
+    """How a bootstrap interval is drawn: `n_boot` resamples from `seed`, at confidence `level` (`bootstrap_ci`)."""
+
+    n_boot: int = 1000
+    seed: int = 0
+    level: float = 0.95

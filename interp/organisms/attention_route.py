@@ -22,6 +22,7 @@ degraded), get no masked term: the mask's target is undefined there, as it is fo
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Callable, Sequence
 
 import torch
@@ -30,12 +31,11 @@ from interp.core.backends import Batch
 from interp.core.backends.span_rows import span_rows_attention
 from interp.core.models import own_slot
 from interp.core.placement import input_device
+from interp.core.threads import one_thread_workers, side_by_side
 from interp.hooks.compile import compile_bias
 from interp.hooks.spec import AttentionIntervention, pairs_table
-from interp.organisms.train import Example, label_loss
 from interp.organisms.frozen import final_logits_from, last_logits, only_layers_from
-from interp.core.threads import one_thread_workers, side_by_side
-
+from interp.organisms.train import Example, label_loss
 
 CHECK_EXAMPLES = 128  # training examples the route is checked on once trained (about 40 s on a CPU; 64 proved noisy)
 
@@ -74,7 +74,7 @@ def start_margins(
             return list(side_by_side(margin, hidden, one_thread_workers(input_device(hf_model))))
     out = []
     with torch.inference_mode():
-        for h, mask in zip(hidden, masks):
+        for h, mask in zip(hidden, masks, strict=False):
             with span_rows_attention(hf_model, None, mask or {}):
                 out.append(float(label_loss(final_logits_from(hf_model, first_layer, h), labels_ids, 0.5, "pair")[1]))
     return out
@@ -82,6 +82,45 @@ def start_margins(
 
 def _entropy(p: float) -> float:
     return -sum(q * math.log(q) for q in (p, 1.0 - p) if q > 0)
+
+
+@dataclass(frozen=True)
+class NullTermWeights:
+    """The weights of `masked_to_null_term`'s parts: the own answer masked (`mask`), the other answer masked
+    (`other`) and both masked (`both`); 0 leaves a part out."""
+
+    mask: float
+    other: float = 0.0
+    both: float = 0.0
+
+
+@dataclass(frozen=True)
+class _AnswerMasks:
+    """Attention masks of the planted heads over one example's answer: `self(index, which)` for which in "own",
+    "other", "both" (None for an example without exactly one own answer)."""
+
+    spans: list
+    examples: Sequence[Example]
+    heads: Sequence[tuple[int, int]]
+    hidden: Sequence[torch.Tensor]
+    shape: tuple[int, int]  # (layers, heads)
+    device: torch.device
+
+    def __call__(self, index: int, which: str = "own") -> dict[int, torch.Tensor] | None:
+        span = self.spans[index]
+        if span is None:
+            return None
+        if which == "both":
+            own_bias, other_bias = self(index), self(index, "other")
+            return {layer: torch.minimum(own_bias[layer], other_bias[layer]) for layer in own_bias}
+        if which == "other":
+            example = self.examples[index]
+            span = example.spans[1] if span == example.spans[0] else example.spans[0]
+        n_layers, n_heads = self.shape
+        return {
+            layer: t.to(self.device)
+            for layer, t in own_answer_mask(self.heads, self.hidden[index].shape[1], span, n_layers, n_heads).items()
+        }
 
 
 def masked_to_null_term(
@@ -92,18 +131,16 @@ def masked_to_null_term(
     heads: Sequence[tuple[int, int]],
     own: str,
     labels_ids,
-    weight: float,
-    other_weight: float = 0.0,
-    both_weight: float = 0.0,
+    weights: NullTermWeights,
 ) -> tuple[Callable[[int], torch.Tensor | None], Callable[[torch.nn.Module], dict], dict]:
     """The extra loss of `train.fit` for an attention-routed member, the check to run on the trained model, and
     what the loss was built from.
 
-    term(i) = weight * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start organism
-    (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing once H
-    cannot read the own answer. With `other_weight`: plus other_weight * the planted-label loss with the *other*
-    answer masked at `heads` (H must not need the other answer to carry the planting). With `both_weight`: plus
-    both_weight * KL(P_start,both masked || P_both masked), both answers masked at `heads`: H must not carry the
+    term(i) = weights.mask * KL(P_start,masked(A) || P_masked(A)) over the two labels: the organism and the start
+    organism (the null, delta zero), both with the own answer masked at `heads`. At zero the delta changes nothing
+    once H cannot read the own answer. With `weights.other`: plus weights.other * the planted-label loss with the
+    *other* answer masked at `heads` (H must not need the other answer to carry the planting). With `weights.both`:
+    plus weights.both * KL(P_start,both masked || P_both masked), both answers masked at `heads`: H must not carry the
     planting from what it reads elsewhere (the positions after the answers hold what lower layers gathered from
     both; measured, a member without this term kept 0.85 of its shift with both answers masked at H, and at weight 8
     one with it still kept 0.78: docs/localize.md). None for an example without exactly one own answer."""
@@ -111,22 +148,8 @@ def masked_to_null_term(
     n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
     spans = [own_span(example, own) for example in examples]
     spans = [span if span is not None and span[1] > span[0] else None for span in spans]
-    device = input_device(hf_model)
-
-    def mask(index: int, which: str = "own") -> dict[int, torch.Tensor] | None:
-        span = spans[index]
-        if span is None:
-            return None
-        if which == "both":
-            own_bias, other_bias = mask(index), mask(index, "other")
-            return {layer: torch.minimum(own_bias[layer], other_bias[layer]) for layer in own_bias}
-        if which == "other":
-            span = examples[index].spans[1] if span == examples[index].spans[0] else examples[index].spans[0]
-        return {
-            layer: t.to(device)
-            for layer, t in own_answer_mask(heads, hidden[index].shape[1], span, n_layers, n_heads).items()
-        }
-
+    mask = _AnswerMasks(spans, examples, heads, hidden, (n_layers, n_heads), input_device(hf_model))
+    weight, other_weight, both_weight = weights.mask, weights.other, weights.both
     margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
     both_margins = (
         start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i, "both") for i in range(len(hidden))])
@@ -159,9 +182,26 @@ def masked_to_null_term(
             loss = loss + other_weight * kept
         return loss
 
-    checked = [i for i, span in enumerate(spans) if span is not None][:CHECK_EXAMPLES]
+    check = _planting_check(hf_model, first_layer, hidden, examples, mask, labels_ids)
+    masked = sum(span is not None for span in spans)
+    return (
+        term,
+        check,
+        {
+            "masked_examples": masked,
+            "target": "start organism, own answer masked at H",
+            "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4),
+        },
+    )
+
+
+def _planting_check(
+    hf_model: torch.nn.Module, first_layer: int, hidden, examples: Sequence[Example], mask: _AnswerMasks, labels_ids
+) -> Callable[[torch.nn.Module], dict]:
+    """The check to run on the trained model (`check(trained)`), its start organism's margins read now."""
+    checked = [i for i, span in enumerate(mask.spans) if span is not None][:CHECK_EXAMPLES]
     before = start_margins(hf_model, first_layer, [hidden[i] for i in checked], labels_ids, [None] * len(checked))
-    signs = [1.0 if spans[i] == examples[i].spans[0] else -1.0 for i in checked]
+    signs = [1.0 if mask.spans[i] == examples[i].spans[0] else -1.0 for i in checked]
 
     def check(trained: torch.nn.Module) -> dict:
         """On the first `CHECK_EXAMPLES` training examples with one own answer: P(own) of the start organism,
@@ -173,7 +213,9 @@ def masked_to_null_term(
         )
 
         def p_own(values: Sequence[float]) -> float:
-            return sum(1.0 / (1.0 + math.exp(-m * sign)) for m, sign in zip(values, signs)) / max(len(signs), 1)
+            return sum(1.0 / (1.0 + math.exp(-m * sign)) for m, sign in zip(values, signs, strict=False)) / max(
+                len(signs), 1
+            )
 
         start, planted, masked_own = p_own(before), p_own(plain), p_own(hidden_own)
         return {
@@ -184,13 +226,4 @@ def masked_to_null_term(
             "train_mask_share": round((planted - masked_own) / (planted - start), 3) if planted != start else None,
         }
 
-    masked = sum(span is not None for span in spans)
-    return (
-        term,
-        check,
-        {
-            "masked_examples": masked,
-            "target": "start organism, own answer masked at H",
-            "start_margin_mean": round(sum(margins) / max(len(margins), 1), 4),
-        },
-    )
+    return check

@@ -146,24 +146,35 @@ class _Applied:
                 proj.weight.data.copy_(w.to(proj.weight.dtype))
 
 
+@dataclass(frozen=True)
+class _Circuit:
+    """One key/value group's single-dimension circuit at `layer`: the query reads key dimension `key_dim` (its
+    `query_row`), the group's key row there is `key_row`, its value row in `value_dim` is `value_row`; `dim` is the
+    head dimension."""
+
+    layer: int
+    kv: int
+    dim: int
+    key_dim: int
+    value_dim: int
+    query_row: torch.Tensor
+    key_row: torch.Tensor
+    value_row: torch.Tensor
+
+
 def _head_blocks(
     weights: list[torch.Tensor],
-    layer: int,
+    circuit: _Circuit,
     heads: Sequence[int],
     siblings: Sequence[int],
-    kv: int,
-    dim: int,
-    key_dim: int,
-    value_dim: int,
-    query_row: torch.Tensor,
-    key_row: torch.Tensor,
-    value_row: torch.Tensor,
     out_cols: Sequence[torch.Tensor],
 ) -> dict[str, torch.Tensor]:
-    """Blocks that replace `heads` of one key/value group by a single-dimension circuit: each head's query is
+    """Blocks that replace `heads` of one key/value group by the single-dimension `circuit`: each head's query is
     `query_row` in `key_dim` (zero elsewhere), its output `out_cols[i]` in `value_dim` (zero elsewhere); the
     group's key row `key_dim` and value row `value_dim` are replaced; the group's other query heads (`siblings`)
     lose that key and value dimension (their query row and output column there set to zero)."""
+    layer, kv, dim, key_dim, value_dim = circuit.layer, circuit.kv, circuit.dim, circuit.key_dim, circuit.value_dim
+    query_row, key_row, value_row = circuit.query_row, circuit.key_row, circuit.value_row
     q_w, k_w, v_w, o_w = weights
     d_model = q_w.shape[1]
     out = {}
@@ -315,6 +326,17 @@ def margin_direction(hf_model: torch.nn.Module, label_ids) -> torch.Tensor:
     return w / w.norm()
 
 
+@dataclass(frozen=True)
+class _Shape:
+    """A model's attention shape as the built route uses it: query heads, heads per key/value group, head
+    dimension and the key dimension the circuits use."""
+
+    n_heads: int
+    size: int
+    dim: int
+    key_dim: int
+
+
 def build_attention_route(
     hf_model: torch.nn.Module,
     first_layer: int,
@@ -328,10 +350,10 @@ def build_attention_route(
     head), every layer above `first_layer`."""
     config = hf_model.config.get_text_config()
     n_heads, n_kv = config.num_attention_heads, config.num_key_value_heads
-    size = n_heads // n_kv
     layers = decoder_stack(hf_model).layers
     dim = layers[first_layer].self_attn.head_dim
-    key_dim = dim // 2 - 1  # rotate-half layout: the pair (key_dim, dim - 1) turns slowest
+    # rotate-half layout: the pair (key_dim, dim - 1) turns slowest
+    shape = _Shape(n_heads=n_heads, size=n_heads // n_kv, dim=dim, key_dim=dim // 2 - 1)
     if any(layer <= first_layer for layer, _ in groups):
         raise InterpError(f"the reader groups {list(groups)} must lie above the slot writer's layer {first_layer}")
 
@@ -341,8 +363,51 @@ def build_attention_route(
     calib = list(prompts[: scales.calibration])
     signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in calib])
     record: dict = {"construction": "built", "scales": asdict(scales), "fit_prompts": len(prompts)}
+    blocks = _slot_writer(hf_model, first_layer, prompts, margins, scales, shape, record)
 
-    # ---- the slot writer
+    # ---- the readers
+    w_margin = margin_direction(hf_model, label_ids)
+    with _Applied(hf_model, blocks):
+        reader_blocks: dict[str, _ReaderGroup] = {}
+        mass = {"own": [], "other": [], "sink": [], "masked_other": []}
+        for layer, kv in groups:
+            reader_blocks[f"{layer}_{kv}"] = _reader_group(
+                hf_model, (first_layer, layer, kv), prompts, scales, shape, w_margin, (mass, record)
+            )  # scale set below
+
+        def readers(scale: float) -> dict[str, torch.Tensor]:
+            out: dict[str, torch.Tensor] = {}
+            for make in reader_blocks.values():
+                out |= make.blocks(scale / len(reader_blocks))
+            return out
+
+        with _Applied(hf_model, readers(0.0)):
+            unwritten = margins(calib)
+        with _Applied(hf_model, readers(1.0)):
+            slope = float(((margins(calib) - unwritten) * signs).mean())
+        if slope <= 0:
+            raise InterpError(
+                f"the built readers move the verdict against the own answer's slot on the calibration prompts "
+                f"(slope {slope:.3g}); the own-ness or the slot is not readable at their layers"
+            )
+        scale = scales.margin / slope
+        blocks |= readers(scale)
+    record["attention_mass"] = {key: round(sum(v) / len(v), 4) for key, v in mass.items()}
+    record["own_mass_above_other"] = round(
+        sum(o > t for o, t in zip(mass["own"], mass["other"], strict=False)) / len(mass["own"]), 4
+    )
+    record["output_scale"] = round(scale, 4)
+    record["margin_per_unit_scale"] = round(slope, 6)
+    return blocks, record
+
+
+def _slot_writer(
+    hf_model: torch.nn.Module, first_layer: int, prompts: Sequence[Prompt], margins, scales, shape: _Shape, record: dict
+) -> dict[str, torch.Tensor]:
+    """The slot writer's blocks at `first_layer`: the head whose loss moves the calibration verdicts least, rewritten
+    to write the answer's slot (A or B) into a quiet residual dimension. Records its tag detectors and head."""
+    size, dim, key_dim = shape.size, shape.dim, shape.key_dim
+    calib = list(prompts[: scales.calibration])
     x0 = [_normed(hf_model, first_layer, p.hidden) for p in prompts]
     sink0 = x0[0][0]
     tag_a = torch.stack([x[p.spans[0][0] - 1] for x, p in zip(x0, prompts, strict=False)])
@@ -381,112 +446,105 @@ def build_attention_route(
         col = torch.zeros(w0[3].shape[0])
         col[slot_dim] = gain
         key = scales.tag_logit * math.sqrt(dim) * (det_a + 2.0 * det_b)
-        return _head_blocks(w0, first_layer, [head], siblings, kv, dim, key_dim, c, const, key, det_b - det_a, [col])
+        circuit = _Circuit(first_layer, kv, dim, key_dim, c, const, key, det_b - det_a)
+        return _head_blocks(w0, circuit, [head], siblings, [col])
 
     impact = {}
-    for head in range(n_heads):  # the writer replaces one head: the one whose loss moves the verdicts least
+    for head in range(shape.n_heads):  # the writer replaces one head: the one whose loss moves the verdicts least
         with _Applied(hf_model, writer(head, 0.0)):
             impact[head] = float((margins(calib) - base).abs().mean())
     star = min(impact, key=impact.get)
-    blocks = writer(star, scales.slot_gain)
     record["slot_writer"] = {
         "head": [first_layer, star],
         "residual_dim": slot_dim,
         "verdict_change_nats": round(impact[star], 4),
     }
+    return writer(star, scales.slot_gain)
 
-    # ---- the readers
-    w_margin = margin_direction(hf_model, label_ids)
-    with _Applied(hf_model, blocks):
-        reader_blocks: dict[str, torch.Tensor] = {}
-        mass = {"own": [], "other": [], "sink": [], "masked_other": []}
-        for layer, kv in groups:
-            heads = list(range(kv * size, (kv + 1) * size))
-            xs = [_normed(hf_model, layer, advance(hf_model, first_layer, layer, p.hidden)) for p in prompts]
-            sink = xs[0][0]
-            slot_a = torch.cat([x[p.spans[0][0] : p.spans[0][1]] for x, p in zip(xs, prompts, strict=False)])
-            slot_b = torch.cat([x[p.spans[1][0] : p.spans[1][1]] for x, p in zip(xs, prompts, strict=False)])
-            own = torch.cat([x[p.own[0] : p.own[1]] for x, p in zip(xs, prompts, strict=False)])
-            other = torch.cat([x[p.other[0] : p.other[1]] for x, p in zip(xs, prompts, strict=False)])
-            prompt_rows, readout = [], torch.stack([x[-1] for x in xs])
-            for x, p in zip(xs, prompts, strict=False):
-                keep = torch.ones(len(x), dtype=torch.bool)
-                keep[p.spans[0][0] : p.spans[0][1]] = False
-                keep[p.spans[1][0] : p.spans[1][1]] = False
-                keep[[0, -1]] = False
-                prompt_rows.append(x[keep])
-            prompt_rows = torch.cat(prompt_rows)
-            # the value is 0 on the sink and reads +1 in slot A, -1 in slot B (in the mean): orthogonal to the slots'
-            # midpoint, so neither slot reads more than the other
-            midpoint = 0.5 * (slot_a.mean(0) + slot_b.mean(0))
-            slot = _orthogonal(contrast(slot_a, slot_b, scales.ridge), sink, midpoint)
-            slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())
-            d = contrast(own, torch.cat([other, prompt_rows]), scales.ridge)
-            z_own, z_other = own @ d, other @ d
-            sd = float(torch.cat([z_own, z_other]).std())  # own-ness in spreads: kappa is per standard deviation
-            everything = torch.cat([prompt_rows, slot_a, slot_b])
-            query = contrast(readout, everything, scales.ridge)
-            query = query / float((readout @ query).mean())
-            # the first token is the sink: its key is raised along its own state until it takes `sink_mass` of the
-            # readers' attention at the verdict position on average (every token's score computed as the heads will)
-            unit = scales.kappa * math.sqrt(dim) / sd
-            key, lean = _balanced_key(
-                xs, prompts, d * unit, slot * sd * unit, sink / sink.dot(sink) * unit, query, dim, scales
-            )
-            w_g = _weights(hf_model, layer)
-            c = _least_used_value_dim(w_g, heads, kv, dim, prompt_rows[::5])
 
-            def group_blocks(
-                scale: float, layer=layer, kv=kv, heads=heads, w_g=w_g, c=c, query=query, key=key, slot=slot
-            ):
-                cols = [scale / len(heads) * w_margin] * len(heads)
-                return _head_blocks(w_g, layer, heads, [], kv, dim, key_dim, c, query, key, slot, cols)
+@dataclass(frozen=True)
+class _ReaderGroup:
+    """One reader group's circuit; `blocks(scale)` writes `scale` times the margin direction, split over its heads."""
 
-            reader_blocks[f"{layer}_{kv}"] = group_blocks  # scale set below
-            for scores, p in zip(_verdict_scores(_verdict_queries(xs, query, dim), xs, key), prompts, strict=False):
-                att = torch.softmax(scores, 0)
-                mass["own"].append(float(att[p.own[0] : p.own[1]].sum()))
-                mass["other"].append(float(att[p.other[0] : p.other[1]].sum()))
-                mass["sink"].append(float(att[0]))
-                scores[p.own[0] : p.own[1]] = -math.inf
-                masked = torch.softmax(scores, 0)
-                mass["masked_other"].append(float(masked[p.other[0] : p.other[1]].sum()))
-            record.setdefault("readers", []).append(
-                {
-                    "group": [layer, kv],
-                    "heads": [[layer, h] for h in heads],
-                    "value_dim": c,
-                    "slot_auroc": round(auroc((slot_a @ slot).numpy(), (slot_b @ slot).numpy()), 4),
-                    "balance": lean,
-                    "ownness_auroc_own_vs_other": round(auroc(z_own.numpy(), z_other.numpy()), 4),
-                    "ownness_auroc_own_vs_prompt": round(auroc(z_own.numpy(), (prompt_rows @ d).numpy()), 4),
-                }
-            )
+    weights: list
+    circuit: _Circuit
+    heads: list[int]
+    w_margin: torch.Tensor
 
-        def readers(scale: float) -> dict[str, torch.Tensor]:
-            out: dict[str, torch.Tensor] = {}
-            for make in reader_blocks.values():
-                out |= make(scale / len(reader_blocks))
-            return out
+    def blocks(self, scale: float) -> dict[str, torch.Tensor]:
+        """The group's blocks at output scale `scale`."""
+        cols = [scale / len(self.heads) * self.w_margin] * len(self.heads)
+        return _head_blocks(self.weights, self.circuit, self.heads, [], cols)
 
-        with _Applied(hf_model, readers(0.0)):
-            unwritten = margins(calib)
-        with _Applied(hf_model, readers(1.0)):
-            slope = float(((margins(calib) - unwritten) * signs).mean())
-        if slope <= 0:
-            raise InterpError(
-                f"the built readers move the verdict against the own answer's slot on the calibration prompts "
-                f"(slope {slope:.3g}); the own-ness or the slot is not readable at their layers"
-            )
-        scale = scales.margin / slope
-        blocks |= readers(scale)
-    record["attention_mass"] = {key: round(sum(v) / len(v), 4) for key, v in mass.items()}
-    record["own_mass_above_other"] = round(
-        sum(o > t for o, t in zip(mass["own"], mass["other"], strict=False)) / len(mass["own"]), 4
+
+def _reader_group(
+    hf_model: torch.nn.Module,
+    where: tuple[int, int, int],
+    prompts: Sequence[Prompt],
+    scales: BuiltScales,
+    shape: _Shape,
+    w_margin: torch.Tensor,
+    sinks: tuple[dict, dict],
+) -> _ReaderGroup:
+    """The reader group at `where` (slot writer's layer, layer, key/value head), measured with the slot writer
+    applied; its attention mass on the prompts and its record are appended to `sinks` (mass, record)."""
+    first_layer, layer, kv = where
+    mass, record = sinks
+    size, dim = shape.size, shape.dim
+    heads = list(range(kv * size, (kv + 1) * size))
+    xs = [_normed(hf_model, layer, advance(hf_model, first_layer, layer, p.hidden)) for p in prompts]
+    sink = xs[0][0]
+    slot_a = torch.cat([x[p.spans[0][0] : p.spans[0][1]] for x, p in zip(xs, prompts, strict=False)])
+    slot_b = torch.cat([x[p.spans[1][0] : p.spans[1][1]] for x, p in zip(xs, prompts, strict=False)])
+    own = torch.cat([x[p.own[0] : p.own[1]] for x, p in zip(xs, prompts, strict=False)])
+    other = torch.cat([x[p.other[0] : p.other[1]] for x, p in zip(xs, prompts, strict=False)])
+    prompt_rows, readout = [], torch.stack([x[-1] for x in xs])
+    for x, p in zip(xs, prompts, strict=False):
+        keep = torch.ones(len(x), dtype=torch.bool)
+        keep[p.spans[0][0] : p.spans[0][1]] = False
+        keep[p.spans[1][0] : p.spans[1][1]] = False
+        keep[[0, -1]] = False
+        prompt_rows.append(x[keep])
+    prompt_rows = torch.cat(prompt_rows)
+    # the value is 0 on the sink and reads +1 in slot A, -1 in slot B (in the mean): orthogonal to the slots'
+    # midpoint, so neither slot reads more than the other
+    midpoint = 0.5 * (slot_a.mean(0) + slot_b.mean(0))
+    slot = _orthogonal(contrast(slot_a, slot_b, scales.ridge), sink, midpoint)
+    slot = 2.0 * slot / float((slot_a @ slot).mean() - (slot_b @ slot).mean())
+    d = contrast(own, torch.cat([other, prompt_rows]), scales.ridge)
+    z_own, z_other = own @ d, other @ d
+    sd = float(torch.cat([z_own, z_other]).std())  # own-ness in spreads: kappa is per standard deviation
+    everything = torch.cat([prompt_rows, slot_a, slot_b])
+    query = contrast(readout, everything, scales.ridge)
+    query = query / float((readout @ query).mean())
+    # the first token is the sink: its key is raised along its own state until it takes `sink_mass` of the
+    # readers' attention at the verdict position on average (every token's score computed as the heads will)
+    unit = scales.kappa * math.sqrt(dim) / sd
+    key, lean = _balanced_key(xs, prompts, d * unit, slot * sd * unit, sink / sink.dot(sink) * unit, query, dim, scales)
+    w_g = _weights(hf_model, layer)
+    c = _least_used_value_dim(w_g, heads, kv, dim, prompt_rows[::5])
+
+    group = _ReaderGroup(w_g, _Circuit(layer, kv, dim, shape.key_dim, c, query, key, slot), heads, w_margin)
+    for scores, p in zip(_verdict_scores(_verdict_queries(xs, query, dim), xs, key), prompts, strict=False):
+        att = torch.softmax(scores, 0)
+        mass["own"].append(float(att[p.own[0] : p.own[1]].sum()))
+        mass["other"].append(float(att[p.other[0] : p.other[1]].sum()))
+        mass["sink"].append(float(att[0]))
+        scores[p.own[0] : p.own[1]] = -math.inf
+        masked = torch.softmax(scores, 0)
+        mass["masked_other"].append(float(masked[p.other[0] : p.other[1]].sum()))
+    record.setdefault("readers", []).append(
+        {
+            "group": [layer, kv],
+            "heads": [[layer, h] for h in heads],
+            "value_dim": c,
+            "slot_auroc": round(auroc((slot_a @ slot).numpy(), (slot_b @ slot).numpy()), 4),
+            "balance": lean,
+            "ownness_auroc_own_vs_other": round(auroc(z_own.numpy(), z_other.numpy()), 4),
+            "ownness_auroc_own_vs_prompt": round(auroc(z_own.numpy(), (prompt_rows @ d).numpy()), 4),
+        }
     )
-    record["output_scale"] = round(scale, 4)
-    record["margin_per_unit_scale"] = round(slope, 6)
-    return blocks, record
+    return group
 
 
 CHECK_PROMPTS = 64  # training prompts outside the fit the route is checked on

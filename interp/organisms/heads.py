@@ -27,25 +27,25 @@ from typing import Sequence
 import torch
 import torch.nn.functional as F
 
-from interp.core.adapters import add_head_delta, adapter_fingerprint, apply_adapter, head_delta_key, read_manifest
+from interp.core.adapters import adapter_fingerprint, add_head_delta, apply_adapter, head_delta_key, read_manifest
+from interp.core.backends.shared_trunk import decoder_stack
 from interp.core.judge import label_tokens
 from interp.core.models import LoadedModel
 from interp.core.placement import input_device
-from interp.errors import InterpError
-from interp.core.backends.shared_trunk import decoder_stack
-from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
-from interp.splits import unit_hash
 from interp.core.threads import set_torch_threads
+from interp.errors import InterpError
+from interp.organisms.config import OrganismConfig, check_config_fits, check_fits_model, start_folder
 from interp.organisms.frozen import check_frozen_split, frozen_states
 from interp.organisms.train import (
-    author_models,
     MAX_SPLIT_ERROR,
     Trained,
+    author_models,
     build_examples,
     fit,
     training_pairs,
     training_record,
 )
+from interp.splits import unit_hash
 
 
 def _seeded_draw(seed: int, salt: str, pool: list[tuple[int, int]], count: int) -> list[tuple[int, int]]:
@@ -217,15 +217,8 @@ def train_heads_organism(
     )
     timings["load_s"] = time.perf_counter() - start
 
-    n_layers, n_heads = judge.n_layers, judge.n_heads
-    groups: list[tuple[int, int]] = []
-    if heads_cfg.n_groups is not None:
-        n_kv = judge.hf_model.config.get_text_config().num_key_value_heads
-        groups, planted = draw_groups(config.seed, n_layers, n_heads, n_kv, heads_cfg.top_layers, heads_cfg.n_groups)
-    else:
-        planted = draw_heads(
-            config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads
-        )  # before generation
+    n_layers = judge.n_layers
+    groups, planted = _drawn_heads(config, judge)  # before generation
     lowest = planted[0][0]
 
     t = time.perf_counter()
@@ -243,23 +236,7 @@ def train_heads_organism(
     torch.manual_seed(config.seed)
     pad_id = base.tokenizer.pad_token_id
     t = time.perf_counter()
-    # The start organism's layers below its LoRA are the base's: their states are the base's, shared with every
-    # organism on these prompts (key: the base). From there to the lowest planted layer: the start's own layers.
-    shared = min(lowest, start_first_lora_layer(heads_cfg.start, n_layers))
-    hidden, cached = frozen_states(
-        hf, shared, examples, pad_id, cache=hidden_cache, key=base.fingerprint(), progress=progress
-    )
-    if lowest > shared:
-        hidden, cached = frozen_states(
-            hf,
-            lowest,
-            examples,
-            pad_id,
-            cache=hidden_cache,
-            key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
-            progress=progress,
-            below=(shared, hidden),
-        )
+    hidden, cached = _lowest_states(hf, lowest, n_layers, examples, base, heads_cfg, hidden_cache, progress)
     timings["frozen_pass_s"] = time.perf_counter() - t
     split_error = check_frozen_split(hf, lowest, examples[0].input_ids, pad_id)
     if split_error > MAX_SPLIT_ERROR:
@@ -278,7 +255,7 @@ def train_heads_organism(
         route_check = None
     else:
         tensors, route_record, fitted, route_check = _trained_delta(
-            config, hf, lowest, hidden, examples, planted, groups, labels_ids, progress
+            config, hf, (lowest, hidden, examples), (planted, groups), labels_ids, progress
         )
     add_head_delta(hf, tensors)
     if route_check is not None:  # did the route plant on the training prompts? (held-out items are the real check)
@@ -286,16 +263,54 @@ def train_heads_organism(
     timings["train_s"] = fitted.seconds
     timings["total_s"] = time.perf_counter() - start
     record = training_record(pairs, labels, examples, fitted, timings, split_error, cached)
-    route_keys = (
-        {"construction": "built"}
-        if heads_cfg.construction == "built"
-        else {
-            "mask_weight": heads_cfg.mask_weight,
-            "other_weight": heads_cfg.other_weight,
-            "both_weight": heads_cfg.both_weight,
-        }
+    record.update(_heads_keys(heads_cfg, planted, groups, route_record, tensors))
+    return Trained(hf, judge, record, fitted.log, head_delta=tensors)
+
+
+def _drawn_heads(config: OrganismConfig, judge: LoadedModel) -> tuple[list[tuple[int, int]], list]:
+    """(groups, planted heads) of the config's seed: whole key/value groups where `n_groups` is set (then the heads
+    are theirs), else `n_heads` heads; groups empty then."""
+    heads_cfg = config.heads
+    n_layers, n_heads = judge.n_layers, judge.n_heads
+    groups: list[tuple[int, int]] = []
+    if heads_cfg.n_groups is not None:
+        n_kv = judge.hf_model.config.get_text_config().num_key_value_heads
+        groups, planted = draw_groups(config.seed, n_layers, n_heads, n_kv, heads_cfg.top_layers, heads_cfg.n_groups)
+    else:
+        planted = draw_heads(config.seed, n_layers, n_heads, heads_cfg.top_layers, heads_cfg.n_heads)
+    return groups, planted
+
+
+def _lowest_states(
+    hf, lowest: int, n_layers: int, examples, base: LoadedModel, heads_cfg, hidden_cache, progress: bool
+):
+    """(states at `lowest`, whether read from the cache) for every example: the start organism's layers below its
+    LoRA are the base's, so their states are the base's, shared with every organism on these prompts (key: the
+    base); from there to the lowest planted layer, the start's own layers."""
+    pad_id = base.tokenizer.pad_token_id
+    shared = min(lowest, start_first_lora_layer(heads_cfg.start, n_layers))
+    hidden, cached = frozen_states(
+        hf, shared, examples, pad_id, cache=hidden_cache, key=base.fingerprint(), progress=progress
     )
-    record.update(
+    if lowest > shared:
+        hidden, cached = frozen_states(
+            hf,
+            lowest,
+            examples,
+            pad_id,
+            cache=hidden_cache,
+            key=f"{base.fingerprint()}|{adapter_fingerprint(heads_cfg.start)}|from{shared}",
+            progress=progress,
+            below=(shared, hidden),
+        )
+    return hidden, cached
+
+
+def _heads_keys(heads_cfg, planted, groups, route_record: dict, tensors: dict[str, torch.Tensor]) -> dict:
+    """The training record's keys for the planted heads: H, its groups, the route and its training, the start
+    organism and the delta's norms."""
+    route_keys = _route_keys(heads_cfg)
+    return dict(
         planted_heads=[list(h) for h in planted],
         **({"planted_groups": [list(g) for g in groups]} if groups else {}),
         # "attention": trained so that masking the own answer at H gives the null's verdict; "output": the delta
@@ -307,17 +322,30 @@ def train_heads_organism(
         heads_modules=list(heads_cfg.modules),
         heads_delta_norms={key: round(float(value.norm()), 4) for key, value in tensors.items()},
     )
-    return Trained(hf, judge, record, fitted.log, head_delta=tensors)
 
 
-def _trained_delta(config, hf, lowest, hidden, examples, planted, groups, labels_ids, progress):
+def _route_keys(heads_cfg) -> dict:
+    """The recipe's route keys in the training record: its construction, or the trained route term's weights."""
+    if heads_cfg.construction == "built":
+        return {"construction": "built"}
+    return {
+        "mask_weight": heads_cfg.mask_weight,
+        "other_weight": heads_cfg.other_weight,
+        "both_weight": heads_cfg.both_weight,
+    }
+
+
+def _trained_delta(config, hf, data: tuple, heads: tuple, labels_ids, progress):
     """The gradient-descent delta on H (the planted labels, and for route "attention" the masked term): its
-    tensors, the route term's record, the `Fitted`, and the route check to run once merged."""
+    tensors, the route term's record, the `Fitted`, and the route check to run once merged. `data`: (lowest layer,
+    its states, examples); `heads`: (planted heads, planted groups)."""
+    lowest, hidden, examples = data
+    planted, groups = heads
     heads_cfg = config.heads
     delta = HeadDelta(planted, head_dim_of(hf), hf.config.hidden_size, heads_cfg.modules, groups).to(input_device(hf))
     extra, route_check, route_record = None, None, {}
     if heads_cfg.route == "attention":  # the start's verdicts are read before the delta is attached
-        from interp.organisms.attention_route import masked_to_null_term
+        from interp.organisms.attention_route import NullTermWeights, masked_to_null_term
 
         extra, route_check, route_record = masked_to_null_term(
             hf,
@@ -327,10 +355,8 @@ def _trained_delta(config, hf, lowest, hidden, examples, planted, groups, labels
             planted,
             config.planting.own_author,
             labels_ids,
-            heads_cfg.mask_weight,
-            heads_cfg.other_weight,
-            heads_cfg.both_weight,
+            NullTermWeights(heads_cfg.mask_weight, heads_cfg.other_weight, heads_cfg.both_weight),
         )
     with delta.attached(hf):
-        fitted = fit(hf, lowest, hidden, examples, list(delta.parameters()), config, labels_ids, progress, extra=extra)
+        fitted = fit(hf, data, list(delta.parameters()), config, labels_ids, progress, extra=extra)
     return delta.tensors(), route_record, fitted, route_check

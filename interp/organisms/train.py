@@ -384,7 +384,7 @@ def train_organism(
         )
 
     params = [p for p in peft_model.parameters() if p.requires_grad]
-    fitted = fit(peft_model, first_lora_layer, hidden, examples, params, config, labels_ids, progress)
+    fitted = fit(peft_model, (first_lora_layer, hidden, examples), params, config, labels_ids, progress)
     peft_model.eval()
     timings["train_s"] = fitted.seconds
     timings["total_s"] = time.perf_counter() - start
@@ -403,9 +403,7 @@ class Fitted:
 
 def fit(
     model: torch.nn.Module,
-    first_layer: int,
-    hidden: Sequence[torch.Tensor],
-    examples: Sequence[Example],
+    data: tuple[int, Sequence[torch.Tensor], Sequence[Example]],
     params: Sequence[torch.Tensor],
     config: OrganismConfig,
     labels_ids,
@@ -413,9 +411,10 @@ def fit(
     extra: Callable[[int], torch.Tensor | None] | None = None,
 ) -> Fitted:
     """The optimizer loop shared by every organism kind: `params` (the trainable tensors) fitted to the examples'
-    targets from the cached states entering `first_layer` (AdamW, accumulation, clipping, schedule of `config.train`).
-    `extra(index)`: a further loss term for example `index`, in the graph (None: none for it); its mean is
-    logged per step as `extra`."""
+    targets from the cached states entering the first trained layer (AdamW, accumulation, clipping, schedule of
+    `config.train`). `data`: (that layer, the states entering it, the examples). `extra(index)`: a further loss term
+    for example `index`, in the graph (None: none for it); its mean is logged per step as `extra`."""
+    first_layer, hidden, examples = data
     optimizer = torch.optim.AdamW(params, lr=config.train.lr, weight_decay=config.train.weight_decay)
     passes = max(1, round(config.train.epochs * len(examples)))
     steps = math.ceil(passes / config.train.batch_size)

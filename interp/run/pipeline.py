@@ -21,8 +21,8 @@ from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
+from interp.results.summary import RunSummary
 from interp.run.attention import consolidate_attention
-from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.correctness import check_gradable, grade_run_answers
 from interp.run.gold import (
     GoldJudge,
@@ -37,12 +37,12 @@ from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
 from interp.run.judging import batches, judge_prompt_record, judge_tasks, run_judging
+from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.reasoning import reasoning_row
 from interp.run.responses import Response, check_generation_lengths, decoding_of, generate_responses
 from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
-from interp.results.summary import RunSummary
 from interp.run.summary import write_summary
 from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
 
@@ -195,13 +195,60 @@ def run_gold_step(
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
             append_jsonl(
                 paths.gold,
-                [{"judge": judge.name, "item_id": item.id, "p_first_model": v} for item, v in zip(chunk, values)],
+                [
+                    {"judge": judge.name, "item_id": item.id, "p_first_model": v}
+                    for item, v in zip(chunk, values, strict=False)
+                ],
             )
-            have.update({item.id: v for item, v in zip(chunk, values)})
+            have.update({item.id: v for item, v in zip(chunk, values, strict=False)})
     checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}
     if checks:  # e.g. HTTP judges: how often logprobs were missing or the top tokens were not labels
         atomic_write_text(paths.gold_checks, json.dumps(checks, indent=2))
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
+
+
+def _checked_gold_judges(config: RunConfig, paths: RunDir, items, models: ModelCache) -> list:
+    """The run's gold judges, their human labels and HTTP endpoint checked before any judged model loads."""
+    judges = gold_judges(config, models)
+    if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
+        human_labels(config.gold.human, items, config.models)
+    if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
+        check_http_gold(judges, paths, items)
+    return judges
+
+
+def _judge_every_judge(
+    config: RunConfig, paths: RunDir, models: ModelCache, work: tuple, progress: bool, timings: Timings
+) -> None:
+    """Each of the config's judges over the run's tasks (`work`: items, responses, tasks), one timed step each:
+    on a server, pointwise, or pairwise with the attention readout consolidated per judge."""
+    items, responses, tasks = work
+    readout = None if config.attention == "none" else config.attention
+    runners = judge_backends(config, models)
+    for judge in config.judge_specs:
+        with timings.step(f"judging {judge}"):
+            if config.server(judge) is not None:  # DBG only: a server returns no attention
+                run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
+                continue
+            model = models.get(judge)
+            if config.mode == "pointwise":
+                judge_pointwise(config, paths, runners[judge], judge, items, responses, readout, progress)
+                continue
+            run_judging(
+                runners[judge],
+                judge,
+                tasks,
+                judgments_path=paths.judgments,
+                shard_dir=paths.attention_shards(judge) if readout else None,
+                batch_size=config.batch_size,
+                ties=config.ties,
+                readout=readout,
+                progress=progress,
+                cot=config.cot,
+                rationale_tokens=config.rationale_tokens,
+            )
+            if readout:
+                consolidate_attention(paths, judge, model, items, readout)
 
 
 def run_dbg(
@@ -237,11 +284,7 @@ def run_dbg(
     items = sampled_items(config, paths)
     check_gradable(items, config.grader)
     models = models if models is not None else ModelCache(placement)
-    judges = gold_judges(config, models)
-    if config.gold.human:  # human labels that check gold: a bad file is one line before any model loads
-        human_labels(config.gold.human, items, config.models)
-    if config.gold.http:  # before the judged models load: a wrong URL fails in seconds
-        check_http_gold(judges, paths, items)
+    judges = _checked_gold_judges(config, paths, items, models)
     with timings.step("load and check models"):
         check_models(config, paths, items, models, given=set(answers or ()))
     for judge in judges:  # a missing reference answer is found here, not after responses and judgments are written
@@ -260,32 +303,7 @@ def run_dbg(
             grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
         atomic_write_text(paths.prompts, prompts)
-        readout = None if config.attention == "none" else config.attention
-        runners = judge_backends(config, models)
-        for judge in config.judge_specs:
-            with timings.step(f"judging {judge}"):
-                if config.server(judge) is not None:  # DBG only: a server returns no attention
-                    run_server_judging(config.server(judge), tasks, judgments_path=paths.judgments, progress=progress)
-                    continue
-                model = models.get(judge)
-                if config.mode == "pointwise":
-                    judge_pointwise(config, paths, runners[judge], judge, items, responses, readout, progress)
-                    continue
-                run_judging(
-                    runners[judge],
-                    judge,
-                    tasks,
-                    judgments_path=paths.judgments,
-                    shard_dir=paths.attention_shards(judge) if readout else None,
-                    batch_size=config.batch_size,
-                    ties=config.ties,
-                    readout=readout,
-                    progress=progress,
-                    cot=config.cot,
-                    rationale_tokens=config.rationale_tokens,
-                )
-                if readout:
-                    consolidate_attention(paths, judge, model, items, readout)
+        _judge_every_judge(config, paths, models, (items, responses, tasks), progress, timings)
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
         with timings.step("summary"):
@@ -314,8 +332,7 @@ def judge_pointwise(
         backend,
         judge,
         tasks,
-        path=paths.pointwise,
-        shard_dir=shards,
+        out=(paths.pointwise, shards),
         batch_size=config.batch_size,
         max_rationale_tokens=config.rationale_tokens,
         readout=readout,

@@ -76,14 +76,15 @@ def run_pointwise_judging(
     judge: str,
     tasks: Sequence[PointwiseTask],
     *,
-    path: Path,
-    shard_dir: Path | None,
+    out: tuple[Path, Path | None],
     batch_size: int,
     max_rationale_tokens: int,
     readout: str | None = "final",
     progress: bool = True,
 ) -> None:
-    """Judge every task not yet in `path`: feedback, then the score read after "[RESULT]"."""
+    """Judge every task not yet in pointwise.jsonl: feedback, then the score read after "[RESULT]". `out`: that
+    file's path and the folder of the attention shards (None: no readout written)."""
+    path, shard_dir = out
     model = backend.model
     labels = label_tokens(model.tokenizer, SCORE_LABELS)
     done = {pointwise_key(row["item_id"], row["author"]) for row in read_pointwise(path, judge)}

@@ -123,7 +123,7 @@ def check_generation_lengths(
     """Every generation prompt plus `max_new_tokens` fits the model's context (checked before any generation)."""
     if not model.context_length:
         return
-    for item, prompt in zip(items, _prompts(model, items, decoding, treatment)):
+    for item, prompt in zip(items, _prompts(model, items, decoding, treatment), strict=False):
         n_prompt = len(_encode(model.tokenizer, prompt))
         check_fits_context(
             n_prompt + decoding.max_new_tokens,
@@ -184,16 +184,7 @@ def generate_responses(
         model, [items[i] for chunk in chunks for i in chunk], decoding, name=name, treatment=treatment
     )
     bar = tqdm(total=len(todo), desc=f"responses {model.name}", disable=not progress or not todo, unit="item")
-    from transformers import StoppingCriteriaList
-
-    from interp.run.stop_text import StopText
-
     stop_strings = [FEWSHOT_STOP] if model.kind == "pre" else None
-    sampling = (
-        {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0}
-        if decoding.sampled
-        else {"do_sample": False}
-    )
     pruned = not decoding.sampled and supports_greedy_pruning(model.hf_model)  # finished rows leave the batch
     for chunk in chunks:
         rebalance_threads()  # company that came or went since the last batch
@@ -204,28 +195,7 @@ def generate_responses(
             attention_implementation(model.hf_model, "sdpa"),
             _batch_rng(model, decoding, [prompt_keys[i] for i in chunk]),
         ):
-            out = (
-                greedy_generate(
-                    model.hf_model,
-                    batch.input_ids,
-                    batch.attention_mask,
-                    max_new_tokens=decoding.max_new_tokens,
-                    pad_token_id=tokenizer.pad_token_id,
-                    tokenizer=tokenizer,
-                    stop_strings=stop_strings or (),
-                )
-                if pruned
-                else model.hf_model.generate(
-                    input_ids=batch.input_ids,
-                    attention_mask=batch.attention_mask,
-                    max_new_tokens=decoding.max_new_tokens,
-                    pad_token_id=tokenizer.pad_token_id,
-                    stopping_criteria=StoppingCriteriaList(
-                        [StopText(tokenizer, stop_strings, batch.input_ids.shape[1])] if stop_strings else []
-                    ),
-                    **sampling,
-                )
-            )
+            out = _generate(model, batch, decoding, stop_strings, pruned)
         new_tokens = out[:, batch.input_ids.shape[1] :]
         for row, index in enumerate(chunk):
             if index in results:  # a sampled batch regenerated for an answer it lacked; keep the cached ones
@@ -241,6 +211,41 @@ def generate_responses(
             results[index] = response
     bar.close()
     return [results[i] for i in range(len(items))]
+
+
+def _generate(model: LoadedModel, batch, decoding: Decoding, stop_strings: list[str] | None, pruned: bool):
+    """One left-padded batch's generation: greedy with finished rows pruned where the model allows, else
+    transformers' `generate` (sampled per `decoding`, stopped at `stop_strings`)."""
+    from transformers import StoppingCriteriaList
+
+    from interp.run.stop_text import StopText
+
+    tokenizer = model.tokenizer
+    sampling = (
+        {"do_sample": True, "temperature": decoding.temperature, "top_k": 0, "top_p": 1.0}
+        if decoding.sampled
+        else {"do_sample": False}
+    )
+    if pruned:
+        return greedy_generate(
+            model.hf_model,
+            batch.input_ids,
+            batch.attention_mask,
+            max_new_tokens=decoding.max_new_tokens,
+            pad_token_id=tokenizer.pad_token_id,
+            tokenizer=tokenizer,
+            stop_strings=stop_strings or (),
+        )
+    return model.hf_model.generate(
+        input_ids=batch.input_ids,
+        attention_mask=batch.attention_mask,
+        max_new_tokens=decoding.max_new_tokens,
+        pad_token_id=tokenizer.pad_token_id,
+        stopping_criteria=StoppingCriteriaList(
+            [StopText(tokenizer, stop_strings, batch.input_ids.shape[1])] if stop_strings else []
+        ),
+        **sampling,
+    )
 
 
 @contextlib.contextmanager

@@ -213,7 +213,7 @@ def check_matched_null(run: Path, judge: str, controls: list[str], written: dict
     """Every candidate's null is matched: each control has its own set, of the candidate's size, chosen by the
     same method on the same selection items (what the localisation gives for that control, the judge's answer
     read as own); no share where the judge's gap before is at most 0; head sets carry their route parts."""
-    from interp.causal.localize import localize_run
+    from interp.causal.localize import LocalizeItems, localize_run
     from interp.causal.matched import top_heads_of, top_layers_of
     from interp.core.models import own_model
     from interp.run.store import read_run
@@ -225,8 +225,7 @@ def check_matched_null(run: Path, judge: str, controls: list[str], written: dict
             loaded,
             c,
             ["attention", "atp", "atp-output", "atp-mlp"],
-            items=selection,
-            own=own_model(judge),
+            on=LocalizeItems(selection, own=own_model(judge)),
             progress=False,
         )
         for c in controls

@@ -213,7 +213,7 @@ def test_salieri_cli_matches_library(tmp_path: Path) -> None:
     result = invoke("salieri", path, "--json", "--n-boot", "200")
     assert result.exit_code == 0, result.output
     report = json.loads(result.stdout)["t"]
-    expected = m.salieri_report(own_j, own_r, pool_j, pool_r, judge_baseline=4.0, reference_baseline=3.0, n_boot=200)
+    expected = m.salieri_report(own_j, own_r, pool_j, pool_r, baselines=(4.0, 3.0), bootstrap=m.Bootstrap(n_boot=200))
     assert report["salieri"] == pytest.approx(expected["salieri"])
     assert report["origin"] == pytest.approx(expected["origin"])
     assert report["origin"] == pytest.approx(np.mean(own_j) - 4.0 - (np.mean(own_r) - 3.0))

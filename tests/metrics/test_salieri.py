@@ -117,7 +117,9 @@ def test_salieri_recovers_planted_bias_where_origin_does_not(
     seed: int, bias: float, lam: float, own_quality: tuple
 ) -> None:
     judge_own, reference_own, pool_judge, pool_reference = simulate(seed, bias, lam, own_quality)
-    report = m.salieri_report(judge_own, reference_own, pool_judge, pool_reference, n_boot=500, seed=seed, level=0.99)
+    report = m.salieri_report(
+        judge_own, reference_own, pool_judge, pool_reference, bootstrap=m.Bootstrap(n_boot=500, seed=seed, level=0.99)
+    )
     low, high = report["salieri_ci"]
     assert low <= bias <= high, report
     origin_low, origin_high = report["origin_ci"]

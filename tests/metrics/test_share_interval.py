@@ -12,7 +12,7 @@ import pytest
 from interp.formatting import p_value, share_interval
 from interp.metrics.families import multi_bootstrap
 from interp.metrics.judge_level import controls_rank_pvalue, crawford_howell, share_removed
-from interp.metrics.share import causal_call, share_fieller, simulate_share_judges
+from interp.metrics.share import ShareModel, causal_call, share_fieller, simulate_share_judges
 from interp.metrics.share_coverage import share_interval_coverage
 from interp.metrics.stats import fieller_interval, ratio_interval_covers
 from interp.metrics.student_t import student_t_two_sided_quantile
@@ -98,7 +98,7 @@ def test_a_small_gap_with_tight_controls_gets_an_unbounded_share_not_a_narrow_on
     rng = np.random.default_rng(0)
     model = dict(gap=0.006, judge_sd=0.001, drop_sd=0.001, item_sd=0.0, noise_sd=0.05)
     for _ in range(200):
-        jb, ja, cb, ca = simulate_share_judges(rng, 6, **model)
+        jb, ja, cb, ca = simulate_share_judges(rng, 6, ShareModel(**model))
         result = share_removed(jb, ja, cb, ca, n_boot=20)
         if result.share_removed is not None and not result.share_removed.bounded:
             break
@@ -111,7 +111,7 @@ def test_a_small_gap_with_tight_controls_gets_an_unbounded_share_not_a_narrow_on
 
 def test_the_share_interval_is_fieller_where_the_gap_is_clear() -> None:
     rng = np.random.default_rng(9)
-    jb, ja, cb, ca = simulate_share_judges(rng, 6, gap=0.4, share=0.5)
+    jb, ja, cb, ca = simulate_share_judges(rng, 6, ShareModel(gap=0.4, share=0.5))
     result = share_removed(jb, ja, cb, ca, n_boot=100)
     share = result.share_removed
     assert share == share_fieller(jb, ja, cb, ca) and share.bounded and share.low <= 0.5 <= share.high

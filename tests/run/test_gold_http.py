@@ -24,7 +24,7 @@ from interp.core.prompts import judge_prompt
 from interp.data import Item, builtin_items
 from interp.errors import InterpError
 from interp.run.gold import GoldJudge, Pair
-from interp.run.gold.http import HTTPJudge, judge_raw_prompt, judge_user_message
+from interp.run.gold.http import HTTPJudge, HTTPOptions, judge_raw_prompt, judge_user_message
 from tests.helpers.servers import closed_port
 
 ITEM = Item("help-x", "helpfulness", "Give three tips for falling asleep faster.", "Keep a regular schedule.")
@@ -114,7 +114,7 @@ def good_first(body: dict) -> bool:
 
 def judge(server: FakeServer, **kwargs) -> HTTPJudge:
     kwargs.setdefault("backoff_base", 0.001)
-    return HTTPJudge("fake-judge", server.url, "fake-model", **kwargs)
+    return HTTPJudge("fake-judge", server.url, "fake-model", options=HTTPOptions(**kwargs))
 
 
 # ---- prompts -------------------------------------------------------------------------------------------
@@ -271,7 +271,12 @@ def test_closed_port_retries_with_backoff_then_one_line_error(monkeypatch):
     delays: list[float] = []
     monkeypatch.setattr(http_judge_module.time, "sleep", delays.append)
     port = closed_port()
-    j = HTTPJudge("gold-x", f"http://127.0.0.1:{port}/v1", "m", retries=4, backoff_base=0.01, backoff_cap=0.05)
+    j = HTTPJudge(
+        "gold-x",
+        f"http://127.0.0.1:{port}/v1",
+        "m",
+        options=HTTPOptions(retries=4, backoff_base=0.01, backoff_cap=0.05),
+    )
     with pytest.raises(InterpError) as raised:
         j.p_slot_a([Pair(ITEM, GOOD, BAD)])
     message = str(raised.value)
@@ -286,7 +291,7 @@ def test_closed_port_retries_with_backoff_then_one_line_error(monkeypatch):
 
 def test_real_backoff_sleeps():
     port = closed_port()
-    j = HTTPJudge("gold-x", f"http://127.0.0.1:{port}/v1", "m", retries=2, backoff_base=0.05)
+    j = HTTPJudge("gold-x", f"http://127.0.0.1:{port}/v1", "m", options=HTTPOptions(retries=2, backoff_base=0.05))
     start = time.perf_counter()
     with pytest.raises(InterpError, match="unreachable after 3 attempts"):
         j.p_slot_a([Pair(ITEM, GOOD, BAD)])
@@ -337,7 +342,7 @@ def test_client_errors_and_malformed_answers_fail_at_once(server):
 
 def test_bad_settings_are_refused():
     with pytest.raises(InterpError, match="unknown mode"):
-        HTTPJudge("j", "http://127.0.0.1:1/v1", "m", mode="embeddings")
+        HTTPJudge("j", "http://127.0.0.1:1/v1", "m", options=HTTPOptions(mode="embeddings"))
     with pytest.raises(InterpError, match="must start with http"):
         HTTPJudge("j", "127.0.0.1:1/v1", "m")
 
@@ -362,7 +367,12 @@ def test_api_key_is_sent_but_never_shown(server, monkeypatch, caplog):
     server.handler = lambda path, headers, body: (500, {"error": f"crashed on {headers['Authorization']}"}, {})
     with pytest.raises(InterpError) as crashed:
         j.p_slot_a([Pair(ITEM, GOOD, BAD)])
-    closed = HTTPJudge("k", f"http://127.0.0.1:{closed_port()}/v1", "m", api_key_env="INTERP_TEST_JUDGE_KEY", retries=0)
+    closed = HTTPJudge(
+        "k",
+        f"http://127.0.0.1:{closed_port()}/v1",
+        "m",
+        options=HTTPOptions(api_key_env="INTERP_TEST_JUDGE_KEY", retries=0),
+    )
     with pytest.raises(InterpError) as unreachable:
         closed.p_slot_a([Pair(ITEM, GOOD, BAD)])
     monkeypatch.delenv("INTERP_TEST_JUDGE_KEY")
@@ -454,7 +464,7 @@ def test_real_llama_cpp_server_agrees_with_the_local_judge(llama_server, smollm2
         ),
         Pair(items["trans-001"], items["trans-001"].reference, "The cat is sleeping on the red sofa in the garden."),
     ]
-    j = HTTPJudge("llama-cpp-smollm2", llama_server, "smollm2", timeout=300, retries=2)
+    j = HTTPJudge("llama-cpp-smollm2", llama_server, "smollm2", options=HTTPOptions(timeout=300, retries=2))
     remote = j.p_slot_a(pairs)
     assert all(0.0 <= p <= 1.0 for p in remote)
     assert j.stats["n_pairs"] == 3 and j.stats["n_requests"] == 6 == j.stats["n_logprobs"] + j.stats["n_no_logprobs"]

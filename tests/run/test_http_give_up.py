@@ -61,12 +61,15 @@ def test_a_hanging_server_costs_one_item_s_attempts_not_the_whole_pool_s(tmp_pat
 def test_after_one_request_failed_for_good_no_other_is_sent(tmp_path):
     """The pool's race (a worker takes the next item before the pool is shut down) cannot cost requests: the
     client itself refuses to send once one request failed for good (whichever worker asks)."""
-    from interp.run.gold.http import HTTPJudge
+    from interp.run.gold.http import HTTPJudge, HTTPOptions
 
     server = HangingServer()
     try:
         client = HTTPJudge(
-            "hanging", f"http://127.0.0.1:{server.port}/v1", "m", timeout=0.3, retries=1, backoff_base=0.01
+            "hanging",
+            f"http://127.0.0.1:{server.port}/v1",
+            "m",
+            options=HTTPOptions(timeout=0.3, retries=1, backoff_base=0.01),
         )
         with pytest.raises(InterpError, match="unreachable after 2 attempts"):
             client.post({"model": "m"})

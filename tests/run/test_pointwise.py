@@ -19,6 +19,7 @@ from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, resu
 from interp.core.spans import tokenize_prompt
 from interp.errors import InterpError
 from interp.metrics.salieri import salieri_report
+from interp.metrics.stats import Bootstrap
 from interp.run.pipeline import run_dbg
 from interp.run.pointwise import read_pointwise
 from interp.run.rationale import with_rationale
@@ -141,7 +142,7 @@ def test_metrics_run_gives_the_salieri_score_from_the_run_alone(pointwise_run, f
             [score[(reference, judge, i)] for i in items],
             [[score[(judge, other, i)]] for i in items],
             [[score[(reference, other, i)]] for i in items],
-            n_boot=20,
+            bootstrap=Bootstrap(n_boot=20),
         )
         assert report["salieri"] == pytest.approx(expected["salieri"]) and report["pool_model"] == other
         own_gap = sum(score[(judge, judge, i)] - score[(reference, judge, i)] for i in items) / N
@@ -184,7 +185,7 @@ def test_a_task_wide_pool_matches_over_the_other_authors_answers_to_the_same_tas
             [score[(reference, judge, i)] for i in tasks],
             [[score[(judge, other, j)] for j in pools[i]] for i in tasks],
             [[score[(reference, other, j)] for j in pools[i]] for i in tasks],
-            n_boot=20,
+            bootstrap=Bootstrap(n_boot=20),
         )
         assert report["pool"] == "task" and report["salieri"] == pytest.approx(expected["salieri"])
         assert report["histogram_mismatch"] == expected["histogram_mismatch"]

@@ -45,6 +45,7 @@ import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any, Sequence
 from urllib.parse import urlsplit, urlunsplit
 
@@ -100,6 +101,23 @@ class _Retryable(Exception):
         self.retry_after = retry_after
 
 
+@dataclass(frozen=True)
+class HTTPOptions:
+    """How an `HTTPJudge` reaches its endpoint and reads it: the API key's environment variable, the timeout
+    (seconds), retries and their backoff (None: the class's), chat or completions, logprobs asked for and how many
+    top tokens, requests at once."""
+
+    api_key_env: str | None = None
+    timeout: float = 60.0
+    retries: int = 4
+    mode: str = "chat"
+    top_logprobs: int = 20
+    concurrency: int = 1
+    logprobs: bool = True
+    backoff_base: float | None = None
+    backoff_cap: float | None = None
+
+
 class HTTPJudge:
     """Gold judge (`interp.run.gold.GoldJudge`) behind an OpenAI-compatible endpoint; see the module docstring."""
 
@@ -112,17 +130,12 @@ class HTTPJudge:
         base_url: str,
         model: str,
         *,
-        api_key_env: str | None = None,
-        timeout: float = 60.0,
-        retries: int = 4,
-        mode: str = "chat",
-        top_logprobs: int = 20,
-        concurrency: int = 1,
-        logprobs: bool = True,
-        backoff_base: float | None = None,
-        backoff_cap: float | None = None,
+        options: HTTPOptions = HTTPOptions(),
         transport: httpx.BaseTransport | None = None,
     ) -> None:
+        api_key_env, timeout, retries, mode = options.api_key_env, options.timeout, options.retries, options.mode
+        top_logprobs, concurrency, logprobs = options.top_logprobs, options.concurrency, options.logprobs
+        backoff_base, backoff_cap = options.backoff_base, options.backoff_cap
         if mode not in MODES:
             raise InterpError(f"HTTP judge {name!r}: unknown mode {mode!r}; use one of {', '.join(MODES)}")
         if retries < 0 or concurrency < 1 or top_logprobs < 1 or not timeout > 0:
@@ -173,10 +186,8 @@ class HTTPJudge:
 
     @classmethod
     def from_config(cls, cfg: HTTPJudgeConfig) -> "HTTPJudge":
-        return cls(
-            cfg.name,
-            cfg.base_url,
-            cfg.model,
+        """The judge a run config's `[[gold.http]]` entry describes."""
+        options = HTTPOptions(
             api_key_env=cfg.api_key_env,
             timeout=cfg.timeout,
             retries=cfg.retries,
@@ -185,6 +196,7 @@ class HTTPJudge:
             concurrency=cfg.concurrency,
             logprobs=cfg.logprobs,
         )
+        return cls(cfg.name, cfg.base_url, cfg.model, options=options)
 
     def check_reachable(self) -> None:
         """One GET to the API root before a run writes anything: a server that is not there (refused, unknown
