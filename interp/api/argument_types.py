@@ -31,6 +31,7 @@ def text_list(values: Any, what: str) -> list[str]:
 
 
 def shown(value: Any) -> str:
+    """A value as an error message shows it: its repr, cut to 60 characters."""
     text = repr(value)
     return text if len(text) <= 60 else text[:57] + "..."
 

@@ -14,6 +14,7 @@ Authors = tuple[str, str]
 
 
 def is_nnsight(obj) -> bool:
+    """Whether `obj` is one of nnsight's objects (a `LanguageModel`), by its module."""
     return type(obj).__module__.startswith("nnsight")
 
 
@@ -67,5 +68,6 @@ def author_rows(authors, n: int) -> list[Authors | None]:
 
 
 def model_name(hf_model: torch.nn.Module) -> str:
+    """A Hugging Face model's name: its folder or hub id's last part, else its class name."""
     source = str(getattr(getattr(hf_model, "config", None), "_name_or_path", "") or "")
     return Path(source).name or source or type(hf_model).__name__

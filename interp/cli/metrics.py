@@ -18,12 +18,16 @@ from interp.report.terminal import payload_json
 
 
 class VerdictRule(str, Enum):
+    """How a verdict is read from P(A): hard (Eq. 1), soft (the probability), or the paper's choice per metric."""
+
     hard = "hard"
     soft = "soft"
     paper = "paper"
 
 
 class TieChoice(str, Enum):
+    """How a tie counts in a rate: half a win, left out, or a loss."""
+
     half = "half"
     exclude = "exclude"
     loss = "loss"

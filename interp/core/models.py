@@ -34,6 +34,8 @@ Kind = Literal["pre", "post"]
 
 @dataclass(frozen=True)
 class Alias:
+    """A built-in model name: the package its weights come from, its kind, and for an organism its base alias."""
+
     name: str
     package: str
     kind: Kind
@@ -107,6 +109,7 @@ class LoadedModel:
 
     @property
     def is_post_trained(self) -> bool:
+        """Whether the model is post-trained (it judges in its chat template)."""
         return self.kind == "post"
 
     @property
@@ -188,6 +191,7 @@ def own_slot(author_a: str | None, author_b: str | None, own: str | None) -> Lit
 
 
 def cache_root() -> Path:
+    """The cache folder: `INTERP_CACHE`, else ~/.cache/interp."""
     return Path(os.environ.get("INTERP_CACHE", Path.home() / ".cache" / "interp"))
 
 

@@ -18,6 +18,8 @@ from interp.errors import InterpError
 
 @dataclass(frozen=True)
 class Prompt:
+    """A prompt's text with each named slot's character span (query, a, b), how to tokenize it, and its style."""
+
     text: str
     char_spans: dict[str, tuple[int, int]]
     add_special_tokens: bool  # False when the text already came out of a chat template
@@ -340,6 +342,7 @@ class UserTurnOnly:
 
     @staticmethod
     def apply_chat_template(messages, tokenize=False, add_generation_prompt=True):
+        """The user turn's text as it is: no template around it."""
         return messages[0]["content"]
 
 

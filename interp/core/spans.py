@@ -12,6 +12,8 @@ from interp.errors import InterpError
 
 @dataclass(frozen=True)
 class TokenizedPrompt:
+    """A prompt's input ids, each named slot's token span (end exclusive) and its text."""
+
     input_ids: list[int]
     spans: dict[str, tuple[int, int]]  # token indices, end exclusive; an empty response gives start == end
     text: str

@@ -19,6 +19,8 @@ from interp.metrics.stats import clopper_pearson, ratio_interval_covers
 
 @dataclass(frozen=True)
 class ShareCoverage:
+    """How often a share interval held the true share over simulated judges, overall and where the gap gate passed."""
+
     k: int
     method: str  # "fieller" or "percentile" (the old multi-bootstrap)
     coverage: float  # share of simulations whose interval holds the true share
@@ -31,6 +33,7 @@ class ShareCoverage:
     dropped: int  # non-finite bootstrap draws dropped (percentile only)
 
     def to_dict(self) -> dict:
+        """The coverage as a JSON-ready dict."""
         return asdict(self)
 
 

@@ -37,6 +37,7 @@ def bootstrap_ci(
 
 
 def check_level(level: float) -> None:
+    """Refuse a confidence level outside (0, 1), in one line."""
     if not 0.0 < level < 1.0:
         raise InterpError(f"bootstrap_ci: level must be in (0, 1), got {level}")
 
@@ -52,6 +53,7 @@ def bootstrap_draws(n: int, *, n_boot: int = 1000, seed: int = 0) -> np.ndarray:
 
 
 def percentile_interval(values: np.ndarray, level: float) -> tuple[float, float]:
+    """The central `level` interval of the finite values (NaN, NaN where none is finite)."""
     finite = values[np.isfinite(values)]
     if finite.size == 0:
         return (math.nan, math.nan)
@@ -76,9 +78,11 @@ class RatioInterval:
 
     @property
     def bounded(self) -> bool:
+        """Whether the interval is a finite range (Fieller's can be unbounded)."""
         return self.kind == "bounded"
 
     def to_dict(self) -> dict:
+        """The interval as a JSON-ready dict, with `bounded`."""
         return asdict(self) | {"bounded": self.bounded}
 
 

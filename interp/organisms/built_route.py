@@ -49,6 +49,8 @@ from interp.splits import unit_hash
 
 @dataclass(frozen=True)
 class BuiltScales:
+    """The scales a built attention route is made with (attention logits, the sink's share, the target margin, ...)."""
+
     kappa: float = 8.0  # readers' attention logit per standard deviation of own-ness
     sink_mass: float = 0.85  # the first token's share of the readers' attention at the verdict position (mean)
     margin: float = 4.0  # target: mean own-signed verdict margin shift (nats) on the calibration prompts
@@ -61,16 +63,20 @@ class BuiltScales:
 
 @dataclass
 class Prompt:
+    """One training prompt as the build reads it: the residual entering the first rebuilt layer and the two slots."""
+
     hidden: torch.Tensor  # the residual entering the first rebuilt layer, [1, T, d]
     spans: tuple[tuple[int, int], tuple[int, int]]  # slots A and B
     own_is_a: bool
 
     @property
     def own(self) -> tuple[int, int]:
+        """The own answer's token span."""
         return self.spans[0] if self.own_is_a else self.spans[1]
 
     @property
     def other(self) -> tuple[int, int]:
+        """The other answer's token span."""
         return self.spans[1] if self.own_is_a else self.spans[0]
 
 

@@ -129,6 +129,7 @@ class HeadDelta(torch.nn.Module):
                     getattr(self, name)[f"{layer}_{kv}"] = torch.nn.Parameter(torch.zeros(head_dim, d_model))
 
     def tensors(self) -> dict[str, torch.Tensor]:
+        """The trained blocks as `add_head_delta` takes them, detached on the CPU."""
         out = {}
         for name, blocks in (("q", self.q), ("k", self.k), ("v", self.v), ("o", self.o)):
             for key, value in blocks.items():
@@ -138,6 +139,8 @@ class HeadDelta(torch.nn.Module):
 
     @contextlib.contextmanager
     def attached(self, hf_model: torch.nn.Module):
+        """A context in which the delta's blocks are added to the model's q, k, v and o projections (hooks removed on
+        exit)."""
         layers = decoder_stack(hf_model).layers
         handles = []
         dim = self.head_dim
@@ -186,6 +189,7 @@ class HeadDelta(torch.nn.Module):
 
 
 def head_dim_of(hf_model: torch.nn.Module) -> int:
+    """The model's attention head dimension."""
     return decoder_stack(hf_model).layers[0].self_attn.head_dim
 
 

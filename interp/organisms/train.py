@@ -62,6 +62,8 @@ MAX_SPLIT_ERROR = 1e-3  # largest |logit| difference allowed between the full mo
 
 @dataclass(frozen=True)
 class Example:
+    """One training example: a judge prompt in one order, its target and gold P(A), the slots and their authors."""
+
     key: str  # pair key | order
     task: str
     input_ids: tuple[int, ...]
@@ -394,6 +396,8 @@ def train_organism(
 
 @dataclass
 class Fitted:
+    """What a fit did: its log, passes, optimizer steps, seconds and final smoothed loss."""
+
     log: list[dict]
     passes: int
     steps: int

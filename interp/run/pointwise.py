@@ -52,12 +52,14 @@ class PointwiseTask:
 
 
 def pointwise_key(item_id: str, author: str) -> str:
+    """The key of one pointwise judgment: item and author."""
     return f"{item_id}|{author}"
 
 
 def pointwise_tasks(
     items: Sequence[Item], responses: dict[str, dict[str, str]], authors: Sequence[str]
 ) -> list[PointwiseTask]:
+    """Every (item, author) answer of the run to score, items in order."""
     return [PointwiseTask(item, author, responses[author][item.id]) for item in items for author in authors]
 
 

@@ -32,6 +32,8 @@ from interp.storage import atomic_write_text
 
 @dataclass(frozen=True)
 class Decoding:
+    """How answers are generated: word and token limits, batch size, and greedy or sampled (temperature, seed)."""
+
     max_words: int = 200
     max_new_tokens: int = 256
     batch_size: int = 8
@@ -42,6 +44,7 @@ class Decoding:
 
     @property
     def sampled(self) -> bool:
+        """Whether answers are sampled (a temperature above 0) rather than greedy."""
         return self.temperature > 0
 
 
@@ -54,6 +57,8 @@ def decoding_of(config) -> "Decoding":
 
 @dataclass(frozen=True)
 class Response:
+    """One generated answer: its item, author, text, token count, cache key and removed reasoning."""
+
     item_id: str
     model: str
     text: str
@@ -100,6 +105,7 @@ def _batch_key(prompt_key: str, batch_keys: Sequence[str]) -> str:
 
 
 def response_cache_path(key: str) -> Path:
+    """Where the cached answer of `key` is stored."""
     return cache_root() / "responses" / f"{key}.json"
 
 

@@ -221,6 +221,7 @@ class HTTPJudge:
     __str__ = __repr__
 
     def close(self) -> None:
+        """Close the HTTP client."""
         self._client.close()
 
     def __enter__(self) -> "HTTPJudge":
