@@ -6,10 +6,12 @@ Prints one JSON line per item (`id`, `correct`, `reason`) with --json, else a ri
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import typer
 
+from interp.errors import InterpError
 from interp.grading import GRADE_KINDS, Limits, grade_items, isolation, read_items
 from interp.grading.grade import check_kind
 from interp.grading.sandbox import require_isolation
@@ -36,10 +38,16 @@ def grade(
 ) -> None:
     """Grade answers: math (boxed or final answer, normalised), choice (the letter A-E), code (its tests, sandboxed)."""
     check_kind(kind)
+    # refused before the file is read: a limit out of its range (Limits), more sandboxes at once than 4 a core
+    limits = Limits(cpu_s=cpu, wall_s=timeout, memory_bytes=memory_mib << 20, disk_bytes=disk_mib << 20)
+    most = 4 * (os.cpu_count() or 1)
+    if workers > most:
+        raise InterpError(
+            f"--workers {workers} is more sandboxes at once than this machine can run; use at most {most}"
+        )
     items = read_items(file, kind)
     if kind == "code":
         require_isolation()  # refused where the answers would run unconfined, unless opted in
-    limits = Limits(cpu_s=cpu, wall_s=timeout, memory_bytes=memory_mib << 20, disk_bytes=disk_mib << 20)
     grades = grade_items(items, kind, limits=limits, workers=workers)
     if as_json:
         for result in grades:

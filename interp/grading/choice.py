@@ -44,10 +44,15 @@ def extract_choice(answer: str) -> str | None:
     return None
 
 
+def reference_choice(reference: str) -> str | None:
+    """The letter a reference names: a bare letter ("b", "(B)") or one read as an answer's is; None if none."""
+    bare = reference.strip().strip("()").upper()
+    return bare if len(bare) == 1 and bare in LETTERS else extract_choice(reference)
+
+
 def choice_equal(answer: str, reference: str) -> tuple[bool, str]:
     """(correct, reason): the picked letter against the reference letter (itself read the same way)."""
-    bare = reference.strip().strip("()").upper()
-    want = bare if len(bare) == 1 and bare in LETTERS else extract_choice(reference)
+    want = reference_choice(reference)
     if want is None:
         return False, f"reference {reference!r} names no letter A-E"
     got = extract_choice(answer)

@@ -7,15 +7,16 @@ wait). Results come back in the file's order.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 
 from interp.errors import InterpError
-from interp.grading.choice import choice_equal
+from interp.grading.choice import choice_equal, reference_choice
 from interp.grading.code_tests import check_tests, code_passes
-from interp.grading.math_answer import math_equal
+from interp.grading.math_answer import last_boxed, math_equal, normalise
 from interp.grading.result import GRADE_KINDS, Grade
 from interp.grading.sandbox import Limits
 from interp.storage import jsonl_objects, read_user_text
@@ -55,11 +56,25 @@ def _item(record: dict, kind: str, where: str) -> GradeItem:
     elif kind == "code" and isinstance(target, str):
         check_tests(target, where)
     elif isinstance(target, (int, float)) and not isinstance(target, bool) and kind != "code":
+        if not math.isfinite(target):
+            raise InterpError(f"{where}: 'reference' must be a finite number (got {target!r})")
         target = str(target)
     elif not isinstance(target, str):
         expected = "a string or a list of strings" if kind == "code" else "a string or a number"
         raise InterpError(f"{where}: {field!r} must be {expected}")
+    if kind != "code":
+        check_reference(target, kind, where)
     return GradeItem(str(record["id"]), record["answer"], target)
+
+
+def check_reference(reference: str, kind: str, where: str = "reference") -> None:
+    """A reference that no answer could match is the data's fault, refused in one line: a math reference with
+    nothing left after normalising (blank, `$ $`, `\\boxed{}`), a choice reference that names no letter A-E."""
+    boxed = last_boxed(reference)
+    if kind == "math" and not normalise(reference if boxed is None else boxed):
+        raise InterpError(f"{where}: the math reference {reference[:60]!r} is blank; refusing to grade")
+    if kind == "choice" and reference_choice(reference) is None:
+        raise InterpError(f"{where}: the choice reference {reference[:60]!r} names no letter A-E; refusing to grade")
 
 
 def read_items(path: Path, kind: str) -> list[GradeItem]:

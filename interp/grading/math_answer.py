@@ -2,7 +2,7 @@
 the last line), normalised, compared with the reference as text and, where both parse, as exact numbers.
 
 Normalisation: `$` signs, `\\left`/`\\right`, `\\!`, `\\,`, `\\text{...}` units and text, `^\\circ` and `%`, a leading
-`x =`, thousands commas (`1,000`), a trailing `.0`, spaces, surrounding parentheses of a single number, and simple
+`x =`, thousands commas (`1,000`), a trailing `.0`, spaces, braces around the whole answer (`{{1}}`), surrounding parentheses of a single number, and simple
 LaTeX fractions (`\\frac{a}{b}`, `\\dfrac`, `\\tfrac`, `\\frac12`) to `a/b`. Numbers compare exactly as fractions
 (`0.5` = `1/2` = `\\frac{1}{2}`); anything else (and a number of more than 4300 digits, past Python's limit on
 converting text to int) compares as normalised text. The reason shows at most 60 characters of each side.
@@ -52,6 +52,20 @@ def final_answer(text: str) -> str:
     return lines[-1] if lines else ""
 
 
+def _unwrapped(text: str) -> str:
+    """`text` without the braces that enclose all of it (`{{1}}` -> `1`, not `{1}+{2}`); one pass."""
+    partner, stack = {}, []
+    for index, char in enumerate(text):
+        if char == "{":
+            stack.append(index)
+        elif char == "}" and stack:
+            partner[stack.pop()] = index
+    depth = 0
+    while depth < len(text) // 2 and partner.get(depth) == len(text) - 1 - depth:
+        depth += 1
+    return text[depth : len(text) - depth]
+
+
 def normalise(answer: str) -> str:
     """The comparable text of an answer (see the module's list)."""
     text = answer.strip()
@@ -76,6 +90,7 @@ def normalise(answer: str) -> str:
     text = _FRAC_DIGITS.sub(r"\1/\2", text)
     text = _THOUSANDS.sub(lambda m: m.group(1) + m.group(2).replace(",", ""), text)
     text = re.sub(r"\s+", "", text).rstrip(".")
+    text = _unwrapped(text)  # {{1}} -> 1: braces that only group the whole answer
     text = re.sub(r"^[a-z]=(?=[^=])", "", text)  # x = 5 -> 5
     text = re.sub(r"\((-?\d+(?:\.\d+)?)\)", r"\1", text)  # (3)/(4) -> 3/4
     if re.fullmatch(r"-?\d+\.0+", text):
@@ -104,7 +119,8 @@ def _shown(text: str, limit: int = 60) -> str:
 def math_equal(answer: str, reference: str) -> tuple[bool, str]:
     """(correct, reason): the answer's final answer against the reference, both normalised."""
     got = normalise(final_answer(answer))
-    want = normalise(last_boxed(reference) or reference)
+    boxed = last_boxed(reference)
+    want = normalise(reference if boxed is None else boxed)
     if not got:
         return False, "no final answer found"
     got_number, want_number = as_number(got), as_number(want)

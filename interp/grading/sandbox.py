@@ -47,6 +47,7 @@ SETUP_FAILED = 121  # jail.py's exit code when it could not confine the program
 LEFT_RUNNING = 122  # jail.py's exit code when the program left processes running
 OPT_IN = "INTERP_SANDBOX"  # INTERP_SANDBOX=guard: run answers without namespaces (not a security boundary)
 MESSAGE_CHARS = 200  # of an exception's message in a reason
+DAY_S = 86_400  # the most CPU or wall-clock seconds one run may be given
 GUARD = (
     "import socket as _s\n"
     "def _refuse(*args, **kwargs):\n"
@@ -55,30 +56,71 @@ GUARD = (
     "    setattr(_s, _name, _refuse)\n"
     "del _s, _name, _refuse\n"
 )
-# The harness of `run_tests` (solution.py): it reads the run's token from stdin before any of the answer runs,
-# runs the answer then the tests in one namespace, and writes the token last on stdout only when the tests
-# ran to their end. Any exception (SystemExit included) is printed and ends the process at once (os._exit:
-# no atexit hook, no excepthook, no token); an exit of the answer's own (os._exit) never writes the token.
+# The harness of `run_tests` (solution.py). Before any of the answer runs it: takes the functions it needs as
+# its own arguments (an answer that replaces os._exit, builtins.exec or compile changes nothing of its); compiles
+# the tests with one more statement after their last, `__interp_tests_done__()`; reads the run's token from
+# stdin into a suspended generator, which writes it on stdout only when resumed by that last statement of the
+# tests' own code (never by the answer calling it); and adds an audit hook that refuses what would skip asserts
+# or read the token: tracing and profiling (a trace function can jump over an assert), the generator's frame,
+# the garbage collector's object lists, other threads' frames, ctypes, /proc/*/mem and starting programs. Any
+# exception (SystemExit included) is printed and ends the process at once (os._exit: no atexit hook, no
+# excepthook).
 HARNESS = """\
-import os, sys, traceback
-def _run():
-    token = os.read(0, 64)
-    with open("answer.py", "rb") as handle:
-        answer = handle.read()
-    with open("tests.py", "rb") as handle:
-        tests = handle.read()
-    scope = {"__name__": "__main__", "__builtins__": __builtins__}
+import os, sys
+def _harness(read=os.read, write=os.write, exit=os._exit, getframe=sys._getframe, fsdecode=os.fsdecode,
+             realpath=os.path.realpath, basename=os.path.basename, hook=sys.addaudithook, compile=compile,
+             exec=exec, next=next, isinstance=isinstance, RuntimeError=RuntimeError, BaseException=BaseException):
+    import ast, functools, traceback
+    print_exc = traceback.print_exc
+    try:
+        with open("answer.py", "rb") as handle:
+            answer = handle.read()
+        with open("tests.py", "rb") as handle:
+            tree = ast.parse(handle.read(), "tests.py")
+        last = max([node.end_lineno or node.lineno for node in tree.body] + [0]) + 1
+        done = ast.parse("__interp_tests_done__()").body[0]
+        ast.increment_lineno(done, last - 1)
+        tree.body.append(done)
+        tests = compile(tree, "tests.py", "exec")
+    except BaseException:
+        print_exc()
+        exit(1)
+
+    def sealed():
+        token = read(0, 64)
+        while True:
+            yield
+            caller = getframe(1)
+            if caller.f_code is tests and caller.f_lineno == last:
+                write(1, b"\\n" + token + b"\\n")
+
+    seal = sealed()
+    next(seal)
+    refused = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
+               "gc.get_referents", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"}
+
+    def audit(event, args):
+        if event in refused or event.startswith(("ctypes.", "sys.monitoring")):
+            raise RuntimeError(event + " is not allowed in the sandbox")
+        if event == "object.__getattr__" and args[0] is seal:
+            raise RuntimeError("the harness's frame is not for the answer")
+        if event == "open" and not isinstance(args[0], int):
+            path = realpath(fsdecode(args[0]))
+            if basename(path) == "mem" or path.startswith("/proc/") and path.endswith("/mem"):
+                raise RuntimeError("reading process memory is not allowed in the sandbox")
+
+    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__interp_tests_done__": functools.partial(next, seal)}
+    hook(audit)
     try:
         exec(compile(answer, "answer.py", "exec"), scope)
-        exec(compile(tests, "tests.py", "exec"), scope)
+        exec(tests, scope)
         sys.stdout.flush()
         sys.stderr.flush()
     except BaseException:
-        traceback.print_exc()
-        os._exit(1)
-    return token
-os.write(1, b"\\n" + _run() + b"\\n")
-os._exit(0)
+        print_exc()
+        exit(1)
+    exit(0)
+_harness()
 """
 _PATH = re.compile(r"(?<![\w./~-])/(?!sandbox\b)[\w.~+-][^\s'\":,;()\[\]{}]*")
 
@@ -95,6 +137,25 @@ class Limits:
     file_bytes: int = 1 << 20
     disk_bytes: int = 32 << 20
 
+    def __post_init__(self) -> None:
+        """Refused in one line, before any run: a limit that is not a number in its range (NaN, infinite, zero,
+        negative, or past what the kernel's limits hold; the disk, a tmpfs, past the machine's memory)."""
+        memory = _physical_memory()
+        bounds = {
+            "cpu_s": (1, DAY_S),
+            "wall_s": (0.1, DAY_S),
+            "memory_bytes": (1 << 20, 1 << 62),
+            "processes": (1, 1 << 22),
+            "file_bytes": (1, 1 << 62),
+            "disk_bytes": (1 << 20, memory or 1 << 62),
+        }
+        for name, (low, high) in bounds.items():
+            value = getattr(self, name)
+            kinds = (int, float) if name == "wall_s" else int  # the kernel's limits are whole numbers
+            if isinstance(value, bool) or not isinstance(value, kinds) or not (low <= value <= high):
+                whole = "a number" if name == "wall_s" else "a whole number"
+                raise InterpError(f"sandbox limit {name} = {value!r} is not {whole} from {low} to {high}")
+
 
 @dataclass(frozen=True)
 class Execution:
@@ -108,6 +169,14 @@ class Execution:
     stdout: str
     stderr: str
     isolation: str
+
+
+def _physical_memory() -> int | None:
+    """The machine's memory in bytes (None where unknown): the most a run's tmpfs folder may be given."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return None
 
 
 _NAMESPACES = (
