@@ -49,6 +49,19 @@ def write_jsonl_atomic(path: Path, records: Iterable[dict]) -> None:
     atomic_write_text(path, "".join(json.dumps(record) + "\n" for record in records))
 
 
+class _DuplicateKey(ValueError):
+    """A JSON object names one key twice (json keeps the last silently)."""
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict:
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
+
+
 def jsonl_objects(
     lines: Iterable[str], *, where: Callable[[int], str], hint: str = "", objects_only: bool = True
 ) -> Iterator[tuple[int, Any]]:
@@ -58,9 +71,11 @@ def jsonl_objects(
         if not line.strip():
             continue
         try:
-            record = json.loads(line)
+            record = json.loads(line, object_pairs_hook=_unique_keys)
         except json.JSONDecodeError as exc:
             raise InterpError(f"{where(number)}: not valid JSON ({exc.msg}){hint}") from None
+        except _DuplicateKey as exc:
+            raise InterpError(f"{where(number)}: the key {exc.args[0]!r} appears twice in one object{hint}") from None
         if objects_only and not isinstance(record, dict):
             raise InterpError(f"{where(number)}: not a JSON object (got {type(record).__name__}){hint}")
         yield number, record

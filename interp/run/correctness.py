@@ -18,6 +18,7 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.grading import GradeItem, grade_items
 from interp.grading.code_tests import check_tests
+from interp.grading.grade import check_reference
 from interp.grading.sandbox import require_isolation
 from interp.storage import append_jsonl, read_jsonl
 
@@ -44,6 +45,10 @@ def check_gradable(items: Sequence[Item], grader: str) -> None:
             if grading_target(item, grader):
                 check_tests(grading_target(item, grader), f"item {item.id!r}")
         require_isolation()
+        return
+    for item in items:  # a reference no answer could match (blank math, a choice naming no letter): the data's fault
+        if target := grading_target(item, grader):
+            check_reference(target, grader, f"item {item.id!r}")
 
 
 def read_correctness_lines(path: Path) -> dict[tuple[str, str], dict]:

@@ -57,3 +57,30 @@ def test_metrics_run_refuses_it_in_one_line(tmp_path, forked_cli):
     result = forked_cli("metrics", "run", run, "--json", "--n-boot", "10")
     assert result.returncode == 2 and result.stdout == "", result
     assert result.stderr.count("\n") == 1 and "line 9: model 'nobody'" in result.stderr, result.stderr
+
+
+@pytest.mark.parametrize(
+    ("grader", "reference", "message"),
+    [("choice", "Z", "names no letter"), ("math", "$ $", "is blank"), ("math", "\\boxed{}", "is blank")],
+)
+def test_a_run_refuses_a_reference_no_answer_could_match(grader, reference, message):
+    """A run's grader refuses before any work an item whose reference no answer could match, as `interp grade`
+    does; it graded every answer incorrect before."""
+    from interp.data import Item
+    from interp.run.correctness import check_gradable
+
+    good, bad = Item("q1", "truthfulness", "What?", reference="B"), Item("q2", "truthfulness", "Why?", reference=reference)
+    items = [good, bad]
+    with pytest.raises(InterpError, match=message) as refused:
+        check_gradable(items, grader)
+    assert "'q2'" in str(refused.value)
+    check_gradable(items[:1], grader)  # the good item alone is fine
+
+
+def test_a_jsonl_line_with_a_key_twice_is_refused():
+    """json keeps the last of two equal keys silently (an id read as another item's); refused, naming the line."""
+    from interp.storage import jsonl_objects
+
+    lines = ['{"id": "x", "answer": "1"}', '{"id": "x", "reference": 1, "id": "y"}']
+    with pytest.raises(InterpError, match="line 2.*'id' appears twice"):
+        list(jsonl_objects(lines, where=lambda n: f"line {n}"))
