@@ -69,8 +69,10 @@ def test_a_run_refuses_a_reference_no_answer_could_match(grader, reference, mess
     from interp.data import Item
     from interp.run.correctness import check_gradable
 
-    good, bad = Item("q1", "truthfulness", "What?", reference="B"), Item("q2", "truthfulness", "Why?", reference=reference)
-    items = [good, bad]
+    items = [
+        Item("q1", "truthfulness", "What?", reference="B"),
+        Item("q2", "truthfulness", "Why?", reference=reference),
+    ]
     with pytest.raises(InterpError, match=message) as refused:
         check_gradable(items, grader)
     assert "'q2'" in str(refused.value)
