@@ -14,7 +14,7 @@ goal is at most 1.2) and `causal_peak_memory_ratio_unbounded` (every model kept:
 `--organisms`: instead, SmolLM2 and the demo's two organisms loaded into one job's `ModelCache` and each run once
 on a prompt, in a fresh process each way: the organisms adopting the base's weights (what the cache does) against
 loading their own copy and sharing it after comparing values, and that with the LoRA merged into the mapped
-file's pages as well (what it did before 2026-11-26: the mapping then stays whole). Prints the resident size after
+file's pages as well (the older way: the mapping then stays whole). Prints the resident size after
 and the peak (`organisms_rss_gb_*`, `organisms_peak_rss_gb_*`) and `organisms_peak_rss_ratio` (adopted over
 compared).
 Usage: python experiments/bench_memory.py [--root /tmp/bench-memory] [--layers 30] [--organisms]

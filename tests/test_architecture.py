@@ -381,9 +381,6 @@ MAX_PARAMETERS = 8  # self and cls aside; *args and **kwargs count one each
 # being rewritten for typed results and one intervention family (issue 70, items 1 and 2). Delete an entry once its
 # function fits; never add one.
 LONG_ALLOWED = {
-    ("interp/causal/restyle.py", "restyle_run"),
-    ("interp/causal/validate.py", "truth_rows"),
-    ("interp/causal/validate.py", "validate"),
     ("interp/report/attention.py", "write_attention_figures"),
     ("interp/report/attention_figures.py", "interactive_sections"),
     ("interp/report/steering.py", "steering_section"),
@@ -394,11 +391,8 @@ MANY_PARAMETERS_ALLOWED = {
     ("hooks/context.py", "emphasise"),
     ("interp/causal/causal.py", "intervene_run"),  # called from explain.py, validate.py, routes.py
     ("interp/causal/directions.py", "compute_direction"),  # called from steering.py, validate.py
-    ("interp/causal/explain.py", "explain_run"),
     ("interp/causal/judge_test.py", "judge_level_test"),  # called from restyle.py
-    ("interp/causal/routes.py", "route_analysis"),  # called from explain.py
     ("interp/causal/steering.py", "steering_table"),
-    ("interp/organisms/evaluate.py", "evaluate_judges"),
     ("interp/run/judging.py", "run_judging"),  # called from causal/engine.py
 }
 

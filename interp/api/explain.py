@@ -8,9 +8,9 @@ from interp.api.argument_types import check_int, check_list, check_number
 from interp.api.interventions import check_where_it_runs
 from interp.api.runs import run_root
 from interp.causal.design import TestDesign, parse_control_judges
-from interp.causal.explain import EXPLAIN_METHODS, Explanation, explain_run
+from interp.causal.explain import EXPLAIN_METHODS, Explanation, Request, explain_run
 from interp.causal.localize import run_judge
-from interp.causal.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnalysis, route_analysis
+from interp.causal.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnalysis, RoutePatch, route_analysis
 from interp.config import gb_bytes
 from interp.errors import InterpError
 from interp.run.store import read_run
@@ -67,24 +67,22 @@ def explain(
     check_where_it_runs(executor, max_memory)
     root = run_root(run)
     loaded = read_run(root)
-    return explain_run(
-        root,
-        run_judge(loaded, judge),
+    request = Request(
         top_k=top_k,
         mlp_k=mlp_k,
         selection_share=selection_share,
         split_seed=split_seed,
         control_judges=parse_control_judges(control_judges),
-        methods=list(methods),
+        methods=tuple(methods),
         routes=routes,
         counterfactual=counterfactual,
         alt_counterfactual=alt_counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
         gap_gate=gap_gate,
-        progress=progress,
-        executor=executor,
-        max_memory=gb_bytes(max_memory),
+    )
+    return explain_run(
+        root, run_judge(loaded, judge), request, progress=progress, executor=executor, max_memory=gb_bytes(max_memory)
     )
 
 
@@ -119,9 +117,8 @@ def routes(
         split_seed=split_seed,
         control_judges=parse_control_judges(control_judges),
     )
-    return route_analysis(
-        root, run_judge(loaded, judge), table, design=design, counterfactual=counterfactual, progress=progress
-    )
+    patch = RoutePatch(counterfactual=counterfactual)
+    return route_analysis(root, run_judge(loaded, judge), table, design=design, patch=patch, progress=progress)
 
 
 def _head_table(heads: Any) -> dict[int, list[int]]:

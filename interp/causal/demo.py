@@ -35,6 +35,7 @@ DEMO_MAX_WORDS = 60
 
 
 def demo_config(n: int | None, backend: str = "hf") -> RunConfig:
+    """The demo's run config: the built-in items (`n` of them; None: all) judged by the demo's organisms."""
     values = dict(
         name="demo",
         data="builtin",
@@ -93,6 +94,7 @@ def run_demo(
     progress: bool = True,
     overwrite: bool = False,
 ) -> Demo:
+    """The README's demo into `out`: the DBG run, its attention figures, the organisms' causal test and the report."""
     out = Path(out)
     RunDir(out).check_output(overwrite=overwrite)
     where = where or PlacementKeys()

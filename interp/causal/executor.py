@@ -79,6 +79,7 @@ def finished(run: Run, task: VariantTask, judges: Judges) -> bool:
 
 
 def check_executor(name: str) -> str:
+    """The executor's name, refused in one line when unknown (or Ray when it is not installed)."""
     if name not in EXECUTORS:
         raise InterpError(f"unknown executor {name!r}; use one of {', '.join(EXECUTORS)}")
     if name == "ray":
@@ -87,6 +88,7 @@ def check_executor(name: str) -> str:
 
 
 def ray_module():
+    """The `ray` module, or a one-line error that says how to install it."""
     try:
         import ray
     except ImportError:

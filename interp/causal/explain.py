@@ -53,6 +53,7 @@ from interp.causal.routes import (
     COUNTERFACTUAL,
     ROUTE_PARTS,
     RouteAnalysis,
+    RoutePatch,
     check_counterfactual,
     route_analysis,
     route_specs,
@@ -129,6 +130,7 @@ class Request:
     gap_gate: bool = True
 
     def check(self) -> None:
+        """Refuse settings explain cannot run (unknown methods, sizes out of range), in one line each."""
         unknown = [m for m in self.methods if m not in EXPLAIN_METHODS]
         if unknown or not self.methods:
             raise InterpError(
@@ -187,19 +189,8 @@ def check_sizes(model, request: Request, judge: str) -> None:
 def explain_run(
     run_dir: Path,
     judge: str,
+    request: Request = Request(),
     *,
-    top_k: int = 3,
-    mlp_k: int = 2,
-    selection_share: float = 0.4,
-    split_seed: int = 0,
-    control_judges: tuple[str, ...] | None = None,
-    methods: Sequence[str] = EXPLAIN_METHODS,
-    routes: bool = True,
-    counterfactual: str = COUNTERFACTUAL,
-    alt_counterfactual: str | None = ALT_COUNTERFACTUAL,
-    random_sets: int = 1,
-    test_alpha: float = ALPHA,
-    gap_gate: bool = True,
     where: PlacementKeys | None = None,
     progress: bool = True,
     executor: str | None = None,
@@ -211,21 +202,8 @@ def explain_run(
     route parts); on Ray, all their tasks are run as one batch first. The localisation runs in this process.
     `gap_gate=False` (`--no-gap-gate`, a diagnostic): every candidate is called on its Holm-adjusted p alone.
     `alt_counterfactual`: the route parts are also run with it and its route reported beside the default's.
+    `request`: every setting of the explanation (`Request`).
     """
-    request = Request(
-        top_k=top_k,
-        mlp_k=mlp_k,
-        selection_share=selection_share,
-        split_seed=split_seed,
-        control_judges=control_judges,
-        methods=tuple(methods),
-        routes=routes,
-        counterfactual=counterfactual,
-        alt_counterfactual=alt_counterfactual,
-        random_sets=random_sets,
-        test_alpha=test_alpha,
-        gap_gate=gap_gate,
-    )
     request.check()
     run, judge, design, controls, (selection, test), pool = _prepare(
         run_dir, judge, request, where, executor, max_memory
@@ -242,9 +220,9 @@ def explain_run(
     tests = _Tests(run, judge, design, pool, progress, where_it_runs)
     candidates = [
         _candidate(item, record, tests.route(item, record, request))
-        for item, record in zip(planned, tests.candidates(planned))
+        for item, record in zip(planned, tests.candidates(planned), strict=False)
     ]
-    candidates = with_holm(candidates, test_alpha, gap_gate=gap_gate)
+    candidates = with_holm(candidates, request.test_alpha, gap_gate=request.gap_gate)
     result = Explanation(
         run=str(run.dir.root),
         judge=judge,
@@ -252,11 +230,11 @@ def explain_run(
         controls=list(controls),
         selection_items=selection,
         test_items=test,
-        localisation=_shown(located, max(top_k, mlp_k)),
+        localisation=_shown(located, max(request.top_k, request.mlp_k)),
         candidates=candidates,
-        answer=_answer(candidates, judge, gap_gate),
+        answer=_answer(candidates, judge, request.gap_gate),
         key=key,
-        gap_gate=gap_gate,
+        gap_gate=request.gap_gate,
         null=NULL,
     )
     with run.dir.writer():
@@ -374,10 +352,8 @@ class _Tests:
             self.judge,
             heads,
             design=self.design,
-            parts=parts,
-            counterfactual=counterfactual,
+            patch=RoutePatch(parts, counterfactual, control_heads),
             progress=self.progress,
-            control_heads=control_heads,
             **self.where_it_runs,
         ).to_dict()
 
@@ -444,7 +420,7 @@ def with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = Tru
     tested = [i for i, c in enumerate(candidates) if c.p_value is not None]
     adjusted = holm([candidates[i].p_value for i in tested]) if tested else []
     out = list(candidates)
-    for i, p in zip(tested, adjusted):
+    for i, p in zip(tested, adjusted, strict=False):
         c = out[i]
         if gap_gate and c.share_removed is not None and c.ci is None:  # a record written without its interval
             causal, why = bool(p <= alpha), None

@@ -255,15 +255,8 @@ def restyle_run(
     per judge and check the rewrites' meaning; write `out`/restyle.json (returned), `out`/restyle/rewrites.jsonl,
     the figures and the derived run's report. Every input is checked before `out` is written."""
     from interp.report.build import build_report
-    from interp.report.restyle import restyle_section
 
-    source = read_run(run_dir)
-    before_summary = source.dir.read_summary() if source.dir.summary.is_file() else None
-    if before_summary is None:
-        raise InterpError(f"{run_dir} has no summary.json; finish the run with `interp dbg` first")
-    check_rejudgeable(source)  # a pointwise run has no pairwise verdicts to test before and after
-    rewriter = Rewriter(options.style, options.rewriter, options.rewriter_url)
-    check_rewriter(source.config, rewriter)
+    source, before_summary, rewriter = _checked_source(run_dir, options)
     names = self_judges(source, None)
     controls = {judge: _controls(source, judge, options.control_judges) for judge in names}
     paths = _check_out(source, out, overwrite)
@@ -326,24 +319,7 @@ def restyle_run(
     }
     holm_judges(result, names)
     with paths.writer():
-        rows = [
-            row | {"original": o.text, "rewrite": t}
-            for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
-        ]
-        write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
-        result["figures"] = {
-            k: str(v)
-            for k, v in restyle_section(
-                result,
-                source.dir.root,
-                paths,
-                vectors_before,
-                vectors_after,
-                [o.author for o in originals],
-                options.projection,
-            ).items()
-        }
-        write_restyle(paths.root, result)
+        _write_restyle(paths, result, (source, similarity, originals, texts), (vectors_before, vectors_after), options)
         result["report"] = str(build_report(paths.root))
     return result
 
@@ -354,3 +330,42 @@ def restyle_options(**fields) -> RestyleOptions:
 
     fields["control_judges"] = parse_control_judges(fields.get("control_judges"))
     return RestyleOptions(**fields)
+
+
+def _checked_source(run_dir: Path, options: RestyleOptions):
+    """(the source run, its summary, the rewriter): a finished pairwise run and a rewriter that can rewrite it."""
+    source = read_run(run_dir)
+    before_summary = source.dir.read_summary() if source.dir.summary.is_file() else None
+    if before_summary is None:
+        raise InterpError(f"{run_dir} has no summary.json; finish the run with `interp dbg` first")
+    check_rejudgeable(source)  # a pointwise run has no pairwise verdicts to test before and after
+    rewriter = Rewriter(options.style, options.rewriter, options.rewriter_url)
+    check_rewriter(source.config, rewriter)
+    return source, before_summary, rewriter
+
+
+def _write_restyle(paths, result: dict, texts_of: tuple, vectors: tuple, options: RestyleOptions) -> None:
+    """restyle/rewrites.jsonl, the figures (named in `result`) and restyle.json. `texts_of`: the source run, the
+    similarity check, the originals and their rewrites; `vectors`: their embeddings before and after."""
+    from interp.report.restyle import restyle_section
+
+    source, similarity, originals, texts = texts_of
+    vectors_before, vectors_after = vectors
+    rows = [
+        row | {"original": o.text, "rewrite": t}
+        for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
+    ]
+    write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
+    result["figures"] = {
+        k: str(v)
+        for k, v in restyle_section(
+            result,
+            source.dir.root,
+            paths,
+            vectors_before,
+            vectors_after,
+            [o.author for o in originals],
+            options.projection,
+        ).items()
+    }
+    write_restyle(paths.root, result)

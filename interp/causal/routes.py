@@ -79,6 +79,8 @@ class PartShare:
 
 @dataclass(frozen=True)
 class RouteAnalysis:
+    """The route of a head set: each part's share of the gap removed, the verdict and why, and what was patched."""
+
     judge: str
     heads: dict[int, list[int]]
     parts: dict[str, PartShare]
@@ -94,12 +96,14 @@ class RouteAnalysis:
     )
 
     def to_dict(self) -> dict:
+        """The analysis as a JSON-ready dict, its heads as [layer, head] pairs."""
         data = asdict(self)
         data["heads"] = [[layer, head] for layer, heads in sorted(self.heads.items()) for head in heads]
         return data
 
 
 def check_counterfactual(counterfactual: str) -> None:
+    """Refuse a counterfactual that is not one of `ROUTE_COUNTERFACTUALS`, in one line."""
     if counterfactual not in ROUTE_COUNTERFACTUALS:
         raise InterpError(
             f"route counterfactual {counterfactual!r}: use one of {', '.join(ROUTE_COUNTERFACTUALS)} (a non-own answer "
@@ -231,6 +235,16 @@ def difference_interval(
     return interval.estimate, (interval.low, interval.high)
 
 
+@dataclass(frozen=True)
+class RoutePatch:
+    """What a route analysis patches: the `parts` (of `ROUTE_PARTS`), from which `counterfactual` answer, and
+    each control judge's own head set (`control_heads`; None: the controls are patched at the tested heads)."""
+
+    parts: Sequence[str] = ROUTE_PARTS
+    counterfactual: str = COUNTERFACTUAL
+    control_heads: Mapping[str, dict[int, Sequence[int]]] | None = None
+
+
 def route_analysis(
     run_dir: Path,
     judge: str,
@@ -238,17 +252,17 @@ def route_analysis(
     *,
     design: TestDesign | None = None,
     items: Sequence[str] | None = None,
-    parts: Sequence[str] = ROUTE_PARTS,
-    counterfactual: str = COUNTERFACTUAL,
+    patch: RoutePatch = RoutePatch(),
     progress: bool = True,
-    control_heads: Mapping[str, dict[int, Sequence[int]]] | None = None,
     **intervene_kwargs,
 ) -> RouteAnalysis:
     """Each part's causal test for head set `heads` of `judge` (keyed and resumable: each is an
     `intervene_run`), and the route verdict. `design`: the test's design (its selection share gives the
     reference items of the mean ablation and the test items; controls as for `interp intervene`).
-    `control_heads`: each control judge's own head set (the matched null: chosen by the same method on the
-    control); None: the controls are patched at `heads`."""
+    `patch.control_heads`: each control judge's own head set (the matched null: chosen by the same method on the
+    control); None: the controls are patched at `heads`. `patch`: the parts, the counterfactual and the control
+    judges' head sets (`RoutePatch`)."""
+    parts, counterfactual, control_heads = patch.parts, patch.counterfactual, patch.control_heads
     if not heads or not any(heads.values()):
         raise InterpError("route analysis needs a non-empty head set (layer -> heads)")
     check_counterfactual(counterfactual)

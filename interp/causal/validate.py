@@ -88,6 +88,7 @@ class ValidationPlan:
 
     @classmethod
     def small(cls) -> ValidationPlan:
+        """A small slice (2 selection and 3 test items, short answers): a smoke test, not evidence."""
         # short answers too: generating and judging them is most of the slice's time (96 tokens: 122 s in all)
         return cls(n_selection=2, n_test=3, top_k=2, band=15, n_boot=200, max_words=24, max_new_tokens=32)
 
@@ -109,6 +110,7 @@ def _effect_text(effect: dict) -> str:
 
 
 def layer_bands(n_layers: int, width: int) -> list[tuple[int, ...]]:
+    """The layers in consecutive bands of `width` (the last one shorter)."""
     return [tuple(range(start, min(start + width, n_layers))) for start in range(0, n_layers, max(1, width))]
 
 
@@ -118,24 +120,38 @@ def strongest(effects: dict[str, dict]) -> tuple[str, dict] | None:
     return min(shown.items(), key=lambda kv: kv[1]["mean"]) if shown else None
 
 
-def truth_rows(result: dict) -> list[dict]:
-    """The table "known truth vs the toolkit's verdict": one row per check, `agrees` True / False / None."""
-    null, planted = result["organisms"][NULL], result["organisms"][PLANTED]
-    nm, pm = null["metrics"], planted["metrics"]
-    rows = []
+class _TruthRows:
+    """The rows of `truth_rows`, added one check at a time."""
 
-    def add(claim: str, truth: str, verdict: str, agrees: bool | None, judge: str | None = None) -> None:
-        # A judge too weak to judge agrees with any null claim by accident: its rows are verdicts, not checks.
-        weak = result["organisms"][judge]["unreliable_because"] if judge is not None else []
+    def __init__(self, result: dict) -> None:
+        self.result, self.rows = result, []
+
+    def add(self, claim: str, truth: str, verdict: str, agrees: bool | None, judge: str | None = None) -> None:
+        """One row; a judge too weak to judge agrees with any null claim by accident: its rows are verdicts, not
+        checks."""
+        weak = self.result["organisms"][judge]["unreliable_because"] if judge is not None else []
         if weak:
             verdict, agrees = f"{verdict} (judge too weak for this to count: {'; '.join(weak)})", None
-        rows.append({"claim": claim, "known_truth": truth, "toolkit": verdict, "agrees": agrees})
+        self.rows.append({"claim": claim, "known_truth": truth, "toolkit": verdict, "agrees": agrees})
 
+
+def truth_rows(result: dict) -> list[dict]:
+    """The table "known truth vs the toolkit's verdict": one row per check, `agrees` True / False / None."""
+    table = _TruthRows(result)
+    _behaviour_rows(table, result)
+    _intervention_rows(table, result)
+    return table.rows
+
+
+def _behaviour_rows(table: _TruthRows, result: dict) -> None:
+    """The checks on the judges' verdicts: the null can judge, DBG of each, the planted where SmolLM2 is better."""
+    null, planted = result["organisms"][NULL], result["organisms"][PLANTED]
+    nm, pm = null["metrics"], planted["metrics"]
     null_ok = (
         nm["position_consistency"] >= NULL_MIN_POSITION_CONSISTENCY
         and (nm["agreement_with_gold"]["value"] or 0) >= NULL_MIN_AGREEMENT
     )
-    add(
+    table.add(
         f"{NULL} can judge",
         f"trained on gold verdicts: position consistency >= {pct(NULL_MIN_POSITION_CONSISTENCY)}, agreement "
         f"with gold >= {pct(NULL_MIN_AGREEMENT)}",
@@ -144,14 +160,14 @@ def truth_rows(result: dict) -> list[dict]:
         + (f"; unreliable: {'; '.join(null['unreliable_because'])}" if null["unreliable_because"] else ""),
         null_ok,
     )
-    add(
+    table.add(
         f"{NULL} DBG",
         "no planted preference: the interval contains 0",
         f"DBG {pts(nm['dbg_hard'])} pts {pts_ci(nm['dbg_hard_ci'])}",
         _contains_zero(nm["dbg_hard_ci"]),
         NULL,
     )
-    add(
+    table.add(
         f"{PLANTED} DBG",
         f"planted preference for SmolLM2's answers: DBG >= {pts(PLANTED_MIN_DBG)} pts, interval excludes 0",
         f"DBG {pts(pm['dbg_hard'])} pts {pts_ci(pm['dbg_hard_ci'])}",
@@ -160,7 +176,7 @@ def truth_rows(result: dict) -> list[dict]:
     )
     legit_null, legit_planted = nm["agreement_legitimate"]["value"], pm["agreement_legitimate"]["value"]
     gap = result.get("legitimate_gap")  # paired over the same pairs; absent in results written before it
-    add(
+    table.add(
         f"{PLANTED} where SmolLM2's answer is better",
         "the planting only flipped pairs gold gives to the other answer: agreement within "
         f"{pts(LEGITIMATE_AGREEMENT_GAP, 0).lstrip('+')} pts of {NULL}'s",
@@ -171,11 +187,16 @@ def truth_rows(result: dict) -> list[dict]:
         else abs(legit_planted - legit_null) <= LEGITIMATE_AGREEMENT_GAP,
         PLANTED,
     )
+
+
+def _intervention_rows(table: _TruthRows, result: dict) -> None:
+    """The checks under interventions: the positive control, the causal test of each, localisation, the sweep."""
+    null, planted = result["organisms"][NULL], result["organisms"][PLANTED]
     for name in (NULL, PLANTED):
         control = result["organisms"][name]["positive_control"]
         effect, after = control["effect"], control["after"]
         shown = not _contains_zero(effect["ci"])
-        add(
+        table.add(
             f"{name}: both responses masked at every layer (positive control)",
             "no author can be told apart: P(own) moves to 0.5, DBG falls to within its interval of 0"
             + (" (an effect, since the planted DBG is not 0 before)" if name == PLANTED else ""),
@@ -185,7 +206,7 @@ def truth_rows(result: dict) -> list[dict]:
             name,
         )
     causal_null = null["causal_test"]
-    add(
+    table.add(
         f"{NULL}: own answer masked at every layer, against the other null seeds (the causal test, judge as the unit)",
         "no planted preference: its change lies within the spread of the other null seeds' changes, so no "
         "self-preference verdict of an effect",
@@ -194,7 +215,7 @@ def truth_rows(result: dict) -> list[dict]:
         NULL,
     )
     causal_planted = planted["causal_test"]
-    add(
+    table.add(
         f"{PLANTED}: own answer masked at every layer, against the null family (the causal test, judge as the unit)",
         "planted self-preference, carried by its own answer's content: the mask moves it more than the null organism",
         causal_planted["verdict"],
@@ -204,7 +225,7 @@ def truth_rows(result: dict) -> list[dict]:
     for name in (NULL, PLANTED):
         local = result["organisms"][name].get("localization")
         if local is not None:
-            add(
+            table.add(
                 f"{name}: own answer masked on its top heads (chosen on the selection split), against its counterpart",
                 "unknown: the planting fixed the verdicts, not the heads (reported, not scored)",
                 local["verdict"],
@@ -212,13 +233,12 @@ def truth_rows(result: dict) -> list[dict]:
             )
     sweep = planted.get("sweep")
     if sweep is not None:
-        add(
+        table.add(
             f"{PLANTED}: where the preference runs (target x layer-band sweep)",
             "unknown: found by the sweep",
             sweep["finding"],
             None,
         )
-    return rows
 
 
 def _judge_result(intervention: CausalResult, judge: str) -> dict:
@@ -268,20 +288,7 @@ def validate(
     test = splits["test"][: plan.n_test] if plan.n_test else splits["test"]
     selection_ids, test_ids = [i.id for i in selection], [i.id for i in test]
     claim_output_dir(out, VALIDATION_MARKERS)
-    items_file = write_items_jsonl(selection + test, out / "items.jsonl")
-    where = where or PlacementKeys()
-    config = RunConfig(
-        name="validation",
-        data=f"jsonl:{items_file}",
-        n=len(selection) + len(test),
-        models=AUTHORS,
-        judges=list(organisms),
-        max_words=plan.max_words,
-        max_new_tokens=plan.max_new_tokens,
-        attention="final",
-        n_boot=plan.n_boot,
-        **where.model_dump(exclude_none=True),
-    )
+    config = _validation_config(out, plan, organisms, where, (selection, test))
     models = models if models is not None else ModelCache(placement_of(config))
     run_dir = out / "run"
     run_dbg(config, run_dir, progress=progress, models=models, overwrite=overwrite)
@@ -297,7 +304,6 @@ def validate(
         "organisms": {},
     }
     summary = run.dir.read_summary()
-    # the test of record: the own answer masked at every layer, each organism against its counterpart, Holm over both
     # the test of record: each organism against the null family (its other members; the shipped ones outside the
     # run are judged on the test items), Holm over both; with fewer than 3 controls there is no verdict
     causal = intervene_run(
@@ -319,10 +325,6 @@ def validate(
         localization = intervene_run(
             run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress
         )
-        both = AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers")
-        control = evaluate(
-            run, name, {"both": Variant("both", (both,))}, pool, items=test_items, progress=progress
-        )
         figure7 = layer_differences(
             run_dir, name, n_boot=plan.n_boot, seed=config.seed
         )  # descriptive: selection + test items
@@ -335,29 +337,61 @@ def validate(
             ),
             "causal_test": _judge_result(causal, name),
             "localization": _judge_result(localization, name),
-            "positive_control": {
-                "effect": control["effects"]["both"],
-                "before": control["before"],
-                "after": control["variants"]["both"],
-            },
+            "positive_control": _positive_control(run, name, pool, test_items, progress),
         }
 
     planted = organisms[1]
     result["legitimate_gap"] = legitimate_gap(
         run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids
     )
+    result["organisms"][planted]["sweep"] = _sweep_record(run, planted, pool, test_items, plan, progress)
+
+    result["organisms"][planted]["steering"] = _steering_record(
+        run, planted, pool, (test_items, selection_ids), plan, progress
+    )
+    result["truth_table"] = truth_rows(result)
+    write_validation(out, result)
+    with run.dir.writer():
+        write_attention_figures(run_dir)
+        validation_section(result, run.dir.figures)
+        result["report"] = str(build_report(run_dir))
+    return result
+
+
+def _validation_config(
+    out: Path, plan: ValidationPlan, organisms, where: PlacementKeys | None, items: tuple
+) -> RunConfig:
+    """The validation run's config, its items (`items`: selection, test) written to OUT/items.jsonl."""
+    selection, test = items
+    items_file = write_items_jsonl(selection + test, out / "items.jsonl")
+    where = where or PlacementKeys()
+    config = RunConfig(
+        name="validation",
+        data=f"jsonl:{items_file}",
+        n=len(selection) + len(test),
+        models=AUTHORS,
+        judges=list(organisms),
+        max_words=plan.max_words,
+        max_new_tokens=plan.max_new_tokens,
+        attention="final",
+        n_boot=plan.n_boot,
+        **where.model_dump(exclude_none=True),
+    )
+    return config
+
+
+def _sweep_record(run, planted: str, pool, test_items, plan: ValidationPlan, progress: bool) -> dict:
+    """The planted organism's target x layer-band sweep on the test items, and its finding."""
     model = pool.model(planted)
     bands = [
-        Variant(
-            f"{target}-L{band[0]}-{band[-1]}", (AttentionIntervention(target=target, alpha=0.0, layers=band),)
-        )
+        Variant(f"{target}-L{band[0]}-{band[-1]}", (AttentionIntervention(target=target, alpha=0.0, layers=band),))
         for target in ("self", "other")
         for band in layer_bands(model.n_layers, plan.band)
     ]
     sweep_variants = {variant.name: variant for variant in bands}
     sweep = evaluate(run, planted, sweep_variants, pool, items=test_items, progress=progress)
     found = strongest(sweep["effects"])
-    result["organisms"][planted]["sweep"] = {
+    return {
         "effects": sweep["effects"],
         "variants": sweep["variants"],
         "finding": (
@@ -367,6 +401,12 @@ def validate(
         ),
     }
 
+
+def _steering_record(run, planted: str, pool, items: tuple, plan: ValidationPlan, progress: bool) -> dict:
+    """The planted organism's steering levers on the test items (`items`: test items, selection ids), the direction
+    measured on the selection split."""
+    test_items, selection_ids = items
+    model = pool.model(planted)
     layer = plan.steering_layer if plan.steering_layer is not None else model.n_layers // 2
     direction = compute_direction(run, planted, layer, judges=pool, train_items=selection_ids)
     levers = {
@@ -374,7 +414,7 @@ def validate(
         for v in [*attention_levers(plan.emphasis_alpha), *direction_variants(direction, coefficient=plan.coefficient)]
     }
     steering = evaluate(run, planted, levers, pool, items=test_items, progress=progress)
-    result["organisms"][planted]["steering"] = {
+    return {
         "direction": {"layer": layer, "probe_accuracy": direction.accuracy, "train_items": "selection"},
         "effects": steering["effects"],
         "after": {
@@ -382,10 +422,14 @@ def validate(
             for name, record in steering["variants"].items()
         },
     }
-    result["truth_table"] = truth_rows(result)
-    write_validation(out, result)
-    with run.dir.writer():
-        write_attention_figures(run_dir)
-        validation_section(result, run.dir.figures)
-        result["report"] = str(build_report(run_dir))
-    return result
+
+
+def _positive_control(run, name: str, pool, test_items, progress: bool) -> dict:
+    """Both answers masked at every layer: the change of P(own), and the organism before and after."""
+    both = AttentionIntervention(target="both", alpha=0.0, name="mask-both-all-layers")
+    control = evaluate(run, name, {"both": Variant("both", (both,))}, pool, items=test_items, progress=progress)
+    return {
+        "effect": control["effects"]["both"],
+        "before": control["before"],
+        "after": control["variants"]["both"],
+    }

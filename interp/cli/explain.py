@@ -75,26 +75,29 @@ def explain(
     import json
 
     from interp.causal.design import parse_control_judges
-    from interp.causal.explain import EXPLAIN_METHODS, explain_run
+    from interp.causal.explain import EXPLAIN_METHODS, Request, explain_run
     from interp.cli.experiments import refresh_report
     from interp.config import gb_bytes
     from interp.results.codec import dump
 
-    result = explain_run(
-        Path(run_dir),
-        judge,
+    request = Request(
         top_k=top_k,
         mlp_k=mlp_k,
         selection_share=selection_share,
         split_seed=split_seed,
         control_judges=parse_control_judges(control_judge),
-        methods=method or EXPLAIN_METHODS,
+        methods=tuple(method or EXPLAIN_METHODS),
         routes=routes,
         counterfactual=counterfactual,
         alt_counterfactual=None if alt_counterfactual == "none" else alt_counterfactual,
         random_sets=random_sets,
         test_alpha=test_alpha,
         gap_gate=gap_gate,
+    )
+    result = explain_run(
+        Path(run_dir),
+        judge,
+        request,
         where=placement_keys(device, dtype),
         progress=progress and not as_json,
         executor=executor,

@@ -112,16 +112,21 @@ def evaluate(
     """Judge one split of the config's item sets with each organism; print position consistency, agreement, DBG,
     overall and per task."""
     from interp.organisms.config import load_organism_config, shipped_organism_config
-    from interp.organisms.evaluate import check_eval_out, check_gap_against, evaluate_judges, split_file
+    from interp.organisms.evaluate import (
+        EvaluationSettings,
+        check_eval_out,
+        check_gap_against,
+        evaluate_judges,
+        split_file,
+    )
 
     config = shipped_organism_config() if config_path is None else load_organism_config(config_path)
     check_gap_against(judges, gap_against)  # before the split file is written
     check_eval_out(out, split, judges, overwrite=overwrite)
     items_spec, n_items = split_file(config, split, out)
     n_items = n_items if n is None else min(n, n_items)
-    results = evaluate_judges(
-        judges, items_spec, n_items, out / split, by_task=True, gap_against=gap_against, overwrite=overwrite
-    )
+    settings = EvaluationSettings(by_task=True, gap_against=gap_against)
+    results = evaluate_judges(judges, items_spec, n_items, out / split, settings=settings, overwrite=overwrite)
     typer.echo(json.dumps(results, indent=1))
 
 

@@ -21,6 +21,7 @@ from interp.errors import InterpError
 
 
 def print_json(value) -> None:
+    """Print `value` as indented JSON (NaN refused: a command's JSON is strict)."""
     typer.echo(json.dumps(value, indent=2, allow_nan=False))
 
 

@@ -17,8 +17,7 @@ So an organism loaded beside the very base it names (the same folder, the same p
 copies of the weights it changes (`private_parameter`: `interp.core.adapters.apply_adapter` never writes into a
 tensor it was given), and the file mapping goes once nothing points into it. Measured on the CPU, SmolLM2 and its
 two demo organisms loaded and run (`experiments/bench_memory.py --organisms`): peak RSS 1.17 GB adopted, 1.67 GB
-read and compared, 1.98 GB when the LoRA was merged into the mapped file's pages (before 2026-11-26: the mapping
-then stayed whole).
+read and compared, 1.98 GB when the LoRA is merged into the mapped file's pages (the mapping then stays whole).
 
 Only parameters with the same name, shape, dtype, device and values are shared; a parameter tied to others in its
 own model (an embedding and its output head) is replaced under every name it has, so the tie holds. The models are

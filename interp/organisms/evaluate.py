@@ -14,6 +14,7 @@ of an organism is its base, `interp.core.models.own_model`):
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -100,6 +101,7 @@ def legitimate_gap(
 
 
 def check_gap_against(judges: Sequence[str], gap_against: str | None) -> None:
+    """Refuse a `gap_against` judge that is not one of the evaluated judges."""
     if gap_against is not None and gap_against not in judges:
         raise InterpError(f"gap against {gap_against!r}: not one of the judges ({', '.join(judges)}); name one of them")
 
@@ -166,25 +168,35 @@ def split_file(config: OrganismConfig, split: str, folder: Path) -> tuple[str, i
     return f"jsonl:{write_items_jsonl(items, Path(folder) / f'{split}.jsonl')}", len(items)
 
 
+@dataclass(frozen=True)
+class EvaluationSettings:
+    """How `evaluate_judges` runs and reads its DBG run: the authors and their answer lengths, bootstrap draws and
+    seed, metrics per task too (`by_task`), and the judge each one's gap is measured against (`gap_against`)."""
+
+    authors: Sequence[str] = ("smollm2-135m-instruct", "gemma3-270m")
+    max_words: int = 60
+    max_new_tokens: int = 96
+    n_boot: int = 1000
+    seed: int = 0
+    by_task: bool = False
+    gap_against: str | None = None
+
+
 def evaluate_judges(
     judges: Sequence[str],
     items_spec: str,
     n_items: int,
     out: Path,
     *,
-    authors: Sequence[str] = ("smollm2-135m-instruct", "gemma3-270m"),
-    max_words: int = 60,
-    max_new_tokens: int = 96,
-    n_boot: int = 1000,
-    seed: int = 0,
+    settings: EvaluationSettings = EvaluationSettings(),
     models: ModelCache | None = None,
     progress: bool = False,
-    by_task: bool = False,
-    gap_against: str | None = None,
     overwrite: bool = False,
 ) -> dict[str, dict]:
     """One DBG run (`attention = "none"`, reference gold) of `judges` over the items; metrics per judge
     (`compare_judges`)."""
+    authors, max_words, max_new_tokens = settings.authors, settings.max_words, settings.max_new_tokens
+    n_boot, seed, by_task, gap_against = settings.n_boot, settings.seed, settings.by_task, settings.gap_against
     config = RunConfig(
         name=Path(out).name,
         data=items_spec,
