@@ -5,8 +5,9 @@
                                           [--out runs/mechanism] [--answers RUN] [--dtype float32]
                                           [--jobs 1] [--batch-size 8]
 
-The plan, registered before any result: experiments/causal/plan.md, "Plan 3". Steps (every one keyed and kept,
-so a rerun resumes where it stopped):
+The plan, registered before any result: experiments/causal/plan.md, "Plan 3", read under "Plan 4" (issue 71's
+rules: the matched null, the one-sided gate, a share that removes, a route that needs a total; split seed 71071).
+Steps (every one keyed and kept, so a rerun resumes where it stopped):
 1. train the attention-routed and planted-heads members not yet trained (`interp organism train`);
 2. one run over the organisms' held-out set with every member as a judge (`attention = "final"`);
 3. `interp explain RUN --judge M` per member, with the automatic controls (an organism's null family);
@@ -15,13 +16,15 @@ so a rerun resumes where it stopped):
 `--answers RUN`: the authors' answers (and items) of a run made with the same data, n, seed, authors and decoding,
 placed in the bench's run before it is judged, so the judging can run where the authors' weights are not (a GPU
 machine holding SmolLM2 only: a run whose answers are all there loads no author).
-Prints one `name: value` a line: route_power_attention, route_power_output, route_fpr, the true heads' shares,
-AUROC per method per family.
+Prints one `name: value [lo, hi] (k of n)` a line (Clopper-Pearson 95 %): route_power_attention,
+route_power_output, wrong_route_rate, route_fpr and route_fpr_no_gap_gate; then the true heads' shares and AUROC
+per method per family. Each family's figure reads the candidate its method chose on the selection split.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -32,7 +35,8 @@ from pathlib import Path
 
 import numpy as np
 
-from interp.metrics.causal_test import auroc as causal_auroc
+from interp.metrics.stats import auroc as causal_auroc
+from interp.metrics.stats import clopper_pearson
 
 REPO = Path(__file__).resolve().parents[1]
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
@@ -42,7 +46,19 @@ RECIPES = {
     "lora": "smollm2-135m-selfpref.toml",
 }
 NULLS = ["smollm2-135m-judge"] + [f"smollm2-135m-judge-seed{s}" for s in range(1, 6)]
-SETTINGS = ["--top-k", "3", "--mlp-k", "2", "--selection-share", "0.4", "--split-seed", "0", "--random-sets", "1"]
+SPLIT_SEED = "71071"  # plan 4: a split seed no earlier run, check or amendment used (plan 3 used 0)
+SETTINGS = [
+    "--top-k",
+    "3",
+    "--mlp-k",
+    "2",
+    "--selection-share",
+    "0.4",
+    "--split-seed",
+    SPLIT_SEED,
+    "--random-sets",
+    "1",
+]
 
 
 def interp(*args: str) -> str:
@@ -116,59 +132,117 @@ def _placed_answers(args: argparse.Namespace, config: Path, run: Path) -> list[s
     return placed
 
 
-def _print_figures(found: dict[str, list[dict]], run: Path) -> None:
-    """The bench's figures per family: route power, the true heads' share removed, the false-positive rate and
-    each localisation method's AUROC against the planted heads."""
+def chosen(result: dict, method: str) -> dict | None:
+    """The candidate `method` chose on the selection split (its top set), never the best share on the test split:
+    picking the best test share among candidates is a winner's curse (plan 4)."""
+    rows = [c for c in result["candidates"] if c["selected_by"] == method]
+    return rows[0] if rows else None
 
-    def best(result: dict, site: str) -> dict | None:
-        rows = [c for c in result["candidates"] if c["site"] == site and c["selected_by"] != "random"]
-        return (
-            max(rows, key=lambda c: c["share_removed"] if c["share_removed"] is not None else -np.inf) if rows else None
-        )
 
-    # (family, site, figure name, whether a causal call there is the pattern route)
-    for family, site, label, pattern in (
+def total_causal(candidate: dict) -> bool:
+    """The route's total part is causal with its interval above 0 (plan 4: a route needs a total)."""
+    total = (candidate.get("route_parts") or {}).get("total") or {}
+    ci = total.get("ci") or [None, None]
+    return bool(total.get("causal")) and ci[0] is not None and ci[0] > 0
+
+
+def proportion(name: str, hits: list[bool]) -> None:
+    """One figure as `name: value [lo, hi] (k of n)`, the interval Clopper-Pearson's 95 %."""
+    if not hits:
+        print(f"{name}: not run (0 members)")
+        return
+    lo, hi = clopper_pearson(sum(hits), len(hits))
+    print(f"{name}: {np.mean(hits):.2f} [{lo:.2f}, {hi:.2f}] ({sum(hits)} of {len(hits)})")
+
+
+def _print_powers(found: dict[str, list[dict]]) -> None:
+    """Route power and the true heads' shares, on the candidate each family's method chose on the selection split."""
+    # (family, method whose chosen candidate is read, figure name, whether the right call is the pattern route)
+    for family, method, label, pattern in (
         ("attn", "attention", "attention", True),
-        ("heads", "head_output", "output", False),
+        ("heads", "atp-output", "output", False),
     ):
         if family not in found:
             continue
-        hits = [
-            bool((c := best(e["result"], site)) and c["causal"] and (c["route"] == "pattern") == pattern)
-            for e in found[family]
-        ]
-        print(f"route_power_{label}: {np.mean(hits):.2f} ({sum(hits)} of {len(hits)})")
+        hits = []
+        for e in found[family]:
+            c = chosen(e["result"], method)
+            right = c is not None and bool(c["causal"]) and (c["route"] == "pattern") == pattern
+            hits.append(right and (pattern or total_causal(c)))  # `neither` without a causal total is no success
+        proportion(f"route_power_{label}", hits)
         shares = [e.get("true_share") for e in found[family]]
-        print(
-            f"share_removed_true_heads_{label}: "
-            f"{np.mean([s for s in shares if s is not None]) if any(s is not None for s in shares) else None} "
-            f"(per seed: {shares})"
-        )
+        known = [s for s in shares if s is not None]
+        print(f"share_removed_true_heads_{label}: {np.mean(known) if known else None} (per seed: {shares})")
+
+
+def _print_figures(found: dict[str, list[dict]], run: Path) -> None:
+    """The bench's figures per family (plan 4): route power, the wrong-route rate, the false-positive rate with
+    and without the gap gate, and each localisation method's AUROC against the planted heads."""
+    _print_powers(found)
+    wrong = [
+        any(c["causal"] and c["route"] == "pattern" for c in e["result"]["candidates"])
+        for family in ("heads", "lora")
+        for e in found.get(family, [])
+    ]
+    proportion("wrong_route_rate", wrong)
     if "null" in found:
-        called = [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]]
-        print(f"route_fpr: {np.mean(called):.2f} ({sum(called)} of {len(called)} nulls)")
+        proportion("route_fpr", [any(c["causal"] for c in e["result"]["candidates"]) for e in found["null"]])
+        ungated = [e["ungated"] for e in found["null"] if e.get("ungated") is not None]
+        proportion("route_fpr_no_gap_gate", [any(c["causal"] for c in r["candidates"]) for r in ungated])
     for family in ("attn", "heads"):
         for method in ("attention", "atp", "atp-output"):
-            values = []
-            for e in found.get(family, []):
-                folder = Path(run) / "explain"
-                (csv,) = [
-                    p
-                    for p in folder.glob("*/localisation.csv")
-                    if json.loads((p.parent / "explain.json").read_text())["judge"] == e["member"]
-                ]
-                import pandas as pd
-
-                frame = pd.read_csv(csv)
-                rows = frame[frame["method"] == method]
-                values.append(
-                    auroc(
-                        {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()},
-                        {tuple(h) for h in e["truth"]},
-                    )
-                )
+            values = [_auroc_of(run, e, method) for e in found.get(family, [])]
             if values:
                 print(f"auroc_{method}_{family}: {np.mean(values):.3f} (per seed: {[round(v, 3) for v in values]})")
+
+
+def _auroc_of(run: Path, entry: dict, method: str) -> float:
+    """AUROC of `method`'s selection-split head scores for one member against its planted heads."""
+    import pandas as pd
+
+    folder = Path(run) / "explain"
+    (csv,) = [
+        p
+        for p in folder.glob("*/localisation.csv")
+        if json.loads((p.parent / "explain.json").read_text())["judge"] == entry["member"]
+        and json.loads((p.parent / "explain.json").read_text()).get("gap_gate", True)
+    ]
+    rows = pd.read_csv(csv)
+    rows = rows[rows["method"] == method]
+    return auroc(
+        {(int(r.layer), int(r.head)): float(r.score) for r in rows.itertuples()}, {tuple(h) for h in entry["truth"]}
+    )
+
+
+def study_member(args, on: Path, family: str, member: str) -> dict:
+    """explain on `on` (the run or a copy of it), then the manifest's heads on the same test split."""
+    from interp.core.adapters import adapter_folder, read_manifest
+    from interp.hooks.nodes import node_from_dict
+    from interp.hooks.spec import AttentionIntervention, pairs_table
+
+    result = json.loads(interp("explain", str(on), "--judge", member, *SETTINGS, "--device", args.device, "--json"))
+    ungated = None
+    if family == "null":  # the matched null seen without the gate's help (plan 4's `route_fpr_no_gap_gate`)
+        ungated = json.loads(
+            interp("explain", str(on), "--judge", member, *SETTINGS, "--no-gap-gate", "--device", args.device, "--json")
+        )
+    manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
+    truth = manifest.get("planted_heads")
+    entry = {"member": member, "result": result, "truth": truth, "ungated": ungated}
+    if truth and family in ("attn", "heads"):
+        spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
+        heads = pairs_table(truth)
+        made = (
+            AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask")
+            if family == "attn"
+            else node_from_dict({"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"})
+        )
+        spec.write_text(made.to_toml())
+        split = ["--selection-share", "0.4", "--split-seed", SPLIT_SEED, "--device", args.device, "--json"]
+        payload = json.loads(interp("intervene", str(on), "--spec", str(spec), "--judge", member, *split))
+        (row,) = [r for r in payload["causal"] if r["judge"] == member]
+        entry["true_share"] = row["share_removed"]
+    return entry
 
 
 def main() -> None:
@@ -192,10 +266,6 @@ def main() -> None:
     args = parser.parse_args()
     args.out = args.out.resolve()
     args.out.mkdir(parents=True, exist_ok=True)
-    from interp.core.adapters import adapter_folder, read_manifest
-    from interp.hooks.nodes import node_from_dict
-    from interp.hooks.spec import AttentionIntervention, pairs_table
-
     family_members = members(args)
     judges = [m for ms in family_members.values() for m in ms]
     config = args.out / "config.toml"
@@ -214,28 +284,7 @@ def main() -> None:
     if missing := [j for j in judges if j not in judged]:  # a run judged for other members: never mixed in
         raise SystemExit(f"{run} was judged without {', '.join(missing)}: give these members a fresh --out")
 
-    def study(on: Path, family: str, member: str) -> dict:
-        """explain on `on` (the run or a copy of it), then the manifest's heads on the same test split."""
-        result = json.loads(interp("explain", str(on), "--judge", member, *SETTINGS, "--device", args.device, "--json"))
-        manifest = read_manifest(adapter_folder(member)) if adapter_folder(member) else {}
-        truth = manifest.get("planted_heads")
-        entry = {"member": member, "result": result, "truth": truth}
-        if truth and family in ("attn", "heads"):
-            spec = args.out / f"true-heads-{family}-{Path(member).name}.toml"
-            heads = pairs_table(truth)
-            made = (
-                AttentionIntervention(target="self", alpha=0.0, heads=heads, name="true-heads-mask")
-                if family == "attn"
-                else node_from_dict(
-                    {"site": "head_output", "op": "mean", "heads": heads, "name": "true-heads-output-mean"}
-                )
-            )
-            spec.write_text(made.to_toml())
-            split = ["--selection-share", "0.4", "--split-seed", "0", "--device", args.device, "--json"]
-            payload = json.loads(interp("intervene", str(on), "--spec", str(spec), "--judge", member, *split))
-            (row,) = [r for r in payload["causal"] if r["judge"] == member]
-            entry["true_share"] = row["share_removed"]
-        return entry
+    study = functools.partial(study_member, args)
 
     work = [(family, member) for family, ms in family_members.items() for member in ms]
     if args.jobs > 1:  # each worker on its own copy of the run (a run has one writer), merged back after
