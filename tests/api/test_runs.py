@@ -14,13 +14,7 @@ import interp
 from interp.errors import InterpError
 from interp.report.figures import Figure
 from tests.helpers import REPO
-
-ITEMS = [  # id, query, reference, the other writer's answer
-    ("capital", "What is the capital of France?", "The capital of France is Paris.", "I think it is Lyon."),
-    ("boil", "At what temperature does water boil?", "Water boils at 100 degrees Celsius.", "About 90 degrees."),
-    ("legs", "How many legs does a spider have?", "A spider has eight legs.", "A spider has six legs."),
-    ("sky", "Why is the sky blue?", "Air scatters blue light more than red.", "Because the sea is blue."),
-]
+from tests.helpers.runs import ITEMS, small_run_config
 
 
 @pytest.fixture(scope="module")
@@ -28,20 +22,7 @@ def tiny_run(tmp_path_factory, tiny_llama_dir) -> tuple[Path, str]:
     """A run judged by the tiny Llama: its own answers (8 generated tokens) against imported ones."""
     folder = tmp_path_factory.mktemp("api-run")
     judge = str(tiny_llama_dir)
-    (folder / "items.jsonl").write_text(
-        "".join(json.dumps({"id": i, "task": "helpfulness", "query": q, "reference": r}) + "\n" for i, q, r, _ in ITEMS)
-    )
-    (folder / "other.jsonl").write_text("".join(json.dumps({"item_id": i, "text": b}) + "\n" for i, _, _, b in ITEMS))
-    config = dict(  # keys of a run TOML
-        n=len(ITEMS),
-        data=str(folder / "items.jsonl"),
-        models=(judge, "writer-y"),
-        judges=[judge],
-        n_boot=50,
-        device="cpu",
-        max_new_tokens=8,
-        imports={"writer-y": str(folder / "other.jsonl")},
-    )
+    config = small_run_config(folder, judge)
     run = interp.dbg(config, folder / "run", progress=False)
     assert isinstance(run, interp.RunResult) and run.path == folder / "run"
     return run.path, judge
