@@ -88,6 +88,45 @@ def write_attention_figures(
     written: dict[str, Path] = {}
 
     first = next(iter(runs.values()))
+    profiles = _write_profiles(runs, figures, written, relative_depth=relative_depth, transpose=transpose)
+    own_runs = {judge: run for judge, run in runs.items() if run.has_own}  # organisms too (own = their base)
+    heads, heads_mass, layer_table, length_tables, regression = _write_head_tables(
+        own_runs, figures, written, top_k=top_k, n_boot=n_boot, seed=seed
+    )
+    summary = {
+        "judges": judges,
+        "authors": list(first.models),
+        "readout": first.readout,
+        "n_items": first.n_items,
+        "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
+        **_top_heads_summary(heads, heads_mass),
+        "length_regression": [{k: _finite_or_none(v) for k, v in row.items()} for row in regression.to_dict("records")]
+        if regression is not None
+        else [],
+        "n_boot": n_boot,
+        "seed": seed,
+    }
+    written["summary_json"] = figures / "attention_summary.json"
+
+    written["html"] = figures / "attention.html"
+    write_interactive(
+        written["html"],
+        f"Attention over response spans: {' vs '.join(first.models)}",
+        interactive_sections(profiles, own_runs, heads, layer_table, length_tables),
+        _tables_html(heads, layer_table, regression),
+    )
+    written["section"] = figures / "attention_section.html"
+    atomic_write_text(
+        written["section"],
+        SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles),
+    )
+    summary["files"] = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
+    write_attention_summary(written["summary_json"], summary)
+    return written
+
+
+def _write_profiles(runs: dict, figures: Path, written: dict, *, relative_depth: bool, transpose: bool) -> dict:
+    """The Figure 7 grids (per-token mean and mass) and their profiles as CSV; the per-token mean profiles."""
     profiles = figure7_profiles(list(runs.values()), "mean", relative_depth=relative_depth)
     profiles_mass = figure7_profiles(list(runs.values()), "mass", relative_depth=relative_depth)
     paths = save_figure(figure7_grid(profiles, transpose=transpose), figures / "attention_figure7")
@@ -99,8 +138,13 @@ def write_attention_figures(
     )
     written["profiles_csv"] = figures / "attention_profiles.csv"
     atomic_write_text(written["profiles_csv"], long.to_csv(index=False))
+    return profiles
 
-    own_runs = {judge: run for judge, run in runs.items() if run.has_own}  # organisms too (own = their base)
+
+def _write_head_tables(own_runs: dict, figures: Path, written: dict, *, top_k: int, n_boot: int, seed: int) -> tuple:
+    """Per judge with an own answer: its head map, top heads (mean and mass), per-layer differences and length
+    table, written with the length regression. Returns (heads, heads_mass, layer_table, length_tables,
+    regression); regression is None where no judge has an own answer."""
     heads: dict[str, list] = {}
     heads_mass: dict[str, list] = {}
     head_tables, layer_tables, length_tables = [], [], []
@@ -131,13 +175,12 @@ def write_attention_figures(
         atomic_write_text(written["length_regression_csv"], regression.to_csv(index=False))
         paths = save_figure(length_figure(length_tables, regression), figures / "attention_length_control")
         written["length_png"], written["length_pdf"] = paths["png"], paths["pdf"]
+    return heads, heads_mass, layer_table, length_tables, regression
 
-    summary = {
-        "judges": judges,
-        "authors": list(first.models),
-        "readout": first.readout,
-        "n_items": first.n_items,
-        "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
+
+def _top_heads_summary(heads: dict, heads_mass: dict) -> dict:
+    """The summary's top heads per judge, by per-token mean and by mass."""
+    return {
         "top_heads": {
             judge: [{"layer": l, "head": h, "own_minus_other_mean": _finite_or_none(v)} for l, h, v in hs]
             for judge, hs in heads.items()
@@ -146,29 +189,7 @@ def write_attention_figures(
             judge: [{"layer": l, "head": h, "own_minus_other_mass": _finite_or_none(v)} for l, h, v in hs]
             for judge, hs in heads_mass.items()
         },
-        "length_regression": [{k: _finite_or_none(v) for k, v in row.items()} for row in regression.to_dict("records")]
-        if regression is not None
-        else [],
-        "n_boot": n_boot,
-        "seed": seed,
     }
-    written["summary_json"] = figures / "attention_summary.json"
-
-    written["html"] = figures / "attention.html"
-    write_interactive(
-        written["html"],
-        f"Attention over response spans: {' vs '.join(first.models)}",
-        interactive_sections(profiles, own_runs, heads, layer_table, length_tables),
-        _tables_html(heads, layer_table, regression),
-    )
-    written["section"] = figures / "attention_section.html"
-    atomic_write_text(
-        written["section"],
-        SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles),
-    )
-    summary["files"] = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
-    write_attention_summary(written["summary_json"], summary)
-    return written
 
 
 def _heads_table(heads: list) -> str:

@@ -229,10 +229,20 @@ def interactive_sections(
 ) -> list[tuple[str, object]]:
     """The interactive page's sections, (heading, plotly figure): the Figure 7 grid, each judge's head map, the
     per-layer differences and the length control."""
+    sections = [("Figure 7 grid", _interactive_grid(profiles))]
+    sections += [(f"Heads of {judge}", _interactive_heads(judge, run, heads[judge])) for judge, run in runs.items()]
+    if len(layer_table):
+        sections.append(("Per-layer differences", _interactive_layers(layer_table)))
+    if length_tables:
+        sections.append(("Length control", _interactive_length(length_tables)))
+    return sections
+
+
+def _interactive_grid(profiles: dict):
+    """The Figure 7 grid as one plotly figure."""
     import plotly.graph_objects as go
     from plotly.subplots import make_subplots
 
-    sections = []
     panels = _panels(profiles)
     nrows, ncols = len(panels), len(panels[0])
     titles = [(p["title"].replace("\n", "<br>") if p else "") for row in panels for p in row]
@@ -270,97 +280,110 @@ def interactive_sections(
     fig.update_layout(
         height=300 * nrows, width=340 * ncols, margin={"t": 60}, title="Figure 7: per-layer attention to response spans"
     )
-    sections.append(("Figure 7 grid", fig))
+    return fig
 
-    for judge, run in runs.items():
-        values = head_values(run, stat="mean").numpy()
-        own = np.nanmean(run.own("mean").numpy(), axis=(0, 1))
-        other = np.nanmean(run.other("mean").numpy(), axis=(0, 1))
-        bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
-        heat = go.Figure(
-            go.Heatmap(
-                z=values.tolist(),
-                x=list(range(run.n_heads)),
-                y=list(range(run.n_layers)),
-                customdata=np.stack([own, other], -1).tolist(),
-                colorscale="RdBu",
-                reversescale=True,
-                zmid=0,
-                zmin=-bound,
-                zmax=bound,
-                colorbar={"title": "own \u2212 other"},
-                hovertemplate="layer %{y}, head %{x}<br>own \u2212 other %{z:.4g}<br>own %{customdata[0]:.4g}<br>other "
-                "%{customdata[1]:.4g}<extra></extra>",
+
+def _interactive_heads(judge: str, run, judge_heads: list):
+    """A judge's head map (own - other per-token mean attention per head), its top heads numbered."""
+    import plotly.graph_objects as go
+
+    values = head_values(run, stat="mean").numpy()
+    own = np.nanmean(run.own("mean").numpy(), axis=(0, 1))
+    other = np.nanmean(run.other("mean").numpy(), axis=(0, 1))
+    bound = float(np.nanmax(np.abs(values))) if np.isfinite(values).any() else 1.0
+    heat = go.Figure(
+        go.Heatmap(
+            z=values.tolist(),
+            x=list(range(run.n_heads)),
+            y=list(range(run.n_layers)),
+            customdata=np.stack([own, other], -1).tolist(),
+            colorscale="RdBu",
+            reversescale=True,
+            zmid=0,
+            zmin=-bound,
+            zmax=bound,
+            colorbar={"title": "own \u2212 other"},
+            hovertemplate="layer %{y}, head %{x}<br>own \u2212 other %{z:.4g}<br>own %{customdata[0]:.4g}<br>other "
+            "%{customdata[1]:.4g}<extra></extra>",
+        )
+    )
+    for rank, (layer, head, _) in enumerate(judge_heads, 1):
+        heat.add_annotation(x=head, y=layer, text=str(rank), showarrow=False, font={"size": 9})
+    heat.update_layout(
+        title=f"{judge}: own \u2212 other per-token mean attention per head",
+        xaxis_title="head",
+        yaxis_title="layer",
+        height=max(360, 22 * run.n_layers + 140),
+        width=max(420, 50 * run.n_heads + 260),
+    )
+    return heat
+
+
+def _interactive_layers(layer_table: pd.DataFrame):
+    """Own - other per layer with its bootstrap band, per judge (per-token mean and mass)."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    band = make_subplots(rows=1, cols=2, subplot_titles=["per-token mean", "mass"])
+    for i, (judge, group) in enumerate(layer_table.groupby("judge", sort=False)):
+        color = JUDGE_COLORS[i % len(JUDGE_COLORS)]
+        for c, stat in enumerate(("mean", "mass"), start=1):
+            part = group[group["stat"] == stat]
+            x = part["layer"].tolist()
+            interval = go.Scatter(
+                x=x + x[::-1],
+                y=part["ci_high"].tolist() + part["ci_low"].tolist()[::-1],
+                fill="toself",
+                fillcolor=color,
+                opacity=0.15,
+                line={"width": 0},
+                hoverinfo="skip",
+                showlegend=False,
             )
-        )
-        for rank, (layer, head, _) in enumerate(heads[judge], 1):
-            heat.add_annotation(x=head, y=layer, text=str(rank), showarrow=False, font={"size": 9})
-        heat.update_layout(
-            title=f"{judge}: own \u2212 other per-token mean attention per head",
-            xaxis_title="head",
-            yaxis_title="layer",
-            height=max(360, 22 * run.n_layers + 140),
-            width=max(420, 50 * run.n_heads + 260),
-        )
-        sections.append((f"Heads of {judge}", heat))
+            line = go.Scatter(
+                x=x,
+                y=part["diff"].tolist(),
+                mode="lines+markers",
+                name=judge,
+                line={"color": color},
+                showlegend=c == 1,
+                customdata=part[["ci_low", "ci_high"]].to_numpy().tolist(),
+                hovertemplate=f"{html.escape(judge)}<br>layer %{{x}}: %{{y:.4g}} "
+                "[%{customdata[0]:.4g}, %{customdata[1]:.4g}]<extra></extra>",
+            )
+            band.add_trace(interval, row=1, col=c)
+            band.add_trace(line, row=1, col=c)
+        band.add_hline(y=0, line={"color": "#999", "dash": "dash", "width": 1})
+    band.update_layout(
+        title="own \u2212 other per layer, 95% bootstrap interval over instructions", height=420, width=1000
+    )
+    return band
 
-    if len(layer_table):
-        band = make_subplots(rows=1, cols=2, subplot_titles=["per-token mean", "mass"])
-        for i, (judge, group) in enumerate(layer_table.groupby("judge", sort=False)):
-            color = JUDGE_COLORS[i % len(JUDGE_COLORS)]
-            for c, stat in enumerate(("mean", "mass"), start=1):
-                part = group[group["stat"] == stat]
-                x = part["layer"].tolist()
-                interval = go.Scatter(
-                    x=x + x[::-1],
-                    y=part["ci_high"].tolist() + part["ci_low"].tolist()[::-1],
-                    fill="toself",
-                    fillcolor=color,
-                    opacity=0.15,
-                    line={"width": 0},
-                    hoverinfo="skip",
-                    showlegend=False,
-                )
-                line = go.Scatter(
-                    x=x,
-                    y=part["diff"].tolist(),
-                    mode="lines+markers",
-                    name=judge,
-                    line={"color": color},
-                    showlegend=c == 1,
-                    customdata=part[["ci_low", "ci_high"]].to_numpy().tolist(),
-                    hovertemplate=f"{html.escape(judge)}<br>layer %{{x}}: %{{y:.4g}} "
-                    "[%{customdata[0]:.4g}, %{customdata[1]:.4g}]<extra></extra>",
-                )
-                band.add_trace(interval, row=1, col=c)
-                band.add_trace(line, row=1, col=c)
-            band.add_hline(y=0, line={"color": "#999", "dash": "dash", "width": 1})
-        band.update_layout(
-            title="own \u2212 other per layer, 95% bootstrap interval over instructions", height=420, width=1000
-        )
-        sections.append(("Per-layer differences", band))
 
-    if length_tables:
-        scatter = make_subplots(rows=1, cols=2, subplot_titles=["mass", "per-token mean"])
-        for i, table in enumerate(length_tables):
-            color = JUDGE_COLORS[i % len(JUDGE_COLORS)]
-            judge = table["judge"].iloc[0]
-            for c, stat in enumerate(("mass", "mean"), start=1):
-                points = go.Scatter(
-                    x=table["length_diff"].tolist(),
-                    y=table[f"{stat}_diff"].tolist(),
-                    mode="markers",
-                    name=judge,
-                    marker={"color": color},
-                    text=table["item_id"].tolist(),
-                    showlegend=c == 1,
-                    hovertemplate="%{text}<br>length diff %{x}<br>attention diff %{y:.4g}<extra></extra>",
-                )
-                scatter.add_trace(points, row=1, col=c)
-        scatter.update_xaxes(title_text="own \u2212 other length (tokens)")
-        scatter.update_layout(title="Length control: attention difference vs length difference", height=420, width=1000)
-        sections.append(("Length control", scatter))
-    return sections
+def _interactive_length(length_tables: list):
+    """The length control: attention difference against length difference, per judge."""
+    import plotly.graph_objects as go
+    from plotly.subplots import make_subplots
+
+    scatter = make_subplots(rows=1, cols=2, subplot_titles=["mass", "per-token mean"])
+    for i, table in enumerate(length_tables):
+        color = JUDGE_COLORS[i % len(JUDGE_COLORS)]
+        judge = table["judge"].iloc[0]
+        for c, stat in enumerate(("mass", "mean"), start=1):
+            points = go.Scatter(
+                x=table["length_diff"].tolist(),
+                y=table[f"{stat}_diff"].tolist(),
+                mode="markers",
+                name=judge,
+                marker={"color": color},
+                text=table["item_id"].tolist(),
+                showlegend=c == 1,
+                hovertemplate="%{text}<br>length diff %{x}<br>attention diff %{y:.4g}<extra></extra>",
+            )
+            scatter.add_trace(points, row=1, col=c)
+    scatter.update_xaxes(title_text="own \u2212 other length (tokens)")
+    scatter.update_layout(title="Length control: attention difference vs length difference", height=420, width=1000)
+    return scatter
 
 
 def write_interactive(

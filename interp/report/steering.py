@@ -83,79 +83,14 @@ _STEERING_SECTION = (
 def steering_section(table: dict, figures: Path) -> Path:
     """Write figures/steering_section.html: title line, then the table, probe accuracy and the split."""
     figures = Path(figures)
-    results = [{"judges": {}}]
-    for r in table["rows"]:
-        if r["intervention"] != "none":
-            results[0]["judges"].setdefault(r["judge"], {"effects": {}})["effects"][r["intervention"]] = r["effect"]
-    image = None
-    if results[0]["judges"]:
-        image = png_data_uri(save_figure(effect_figure(results), figures / "steering_effects")["png"])
-    rows = [
-        [
-            r["judge"],
-            r["intervention"],
-            r["description"],
-            pts_interval(r["dbg_hard"], r["dbg_ci"]),
-            f"{r['mean_p_own']:.3f}",
-            pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
-            f"{pct(r['gold_agreement'])} [{pct(r['gold_agreement_ci'][0])}, {pct(r['gold_agreement_ci'][1])}]",
-        ]
-        for r in table["rows"]
-    ]
-    header = [
-        "judge",
-        "intervention",
-        "what",
-        "DBG hard, pts (95% CI)",
-        "mean P(own)",
-        "paired change of P(own), pts (95% CI)",
-        "agreement with gold (95% CI)",
-    ]
-    probe_rows = [
-        [
-            judge,
-            p["layer"],
-            p["position"],
-            f"{p['norm']:.3g}",
-            f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, "
-            f"{_count(p['n']['train_items'], 'item')})",
-            f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, "
-            f"{_count(p['n']['heldout_items'], 'item')})"
-            if math.isfinite(p["accuracy"]["heldout"])
-            else "n/a",
-            f"{pct(p['accuracy'].get('train_paired'))} / {pct(p['accuracy'].get('heldout_paired'))}",
-        ]
-        for judge, p in table["probe"].items()
-    ]
     s = table["settings"]
-    splits = [
-        {
-            "judge": judge,
-            "train": _count(p["n"]["train_items"], "training item"),
-            "train_ids": ", ".join(p["train_ids"]),
-            "heldout": _count(p["n"]["heldout_items"], "item"),
-            "heldout_ids": ", ".join(p["heldout_ids"]),
-        }
-        for judge, p in table["probe"].items()
-    ]
     body = render(
         _STEERING_SECTION,
-        image=image,
-        table=table_html(header, rows),
-        probe_table=table_html(
-            [
-                "judge",
-                "layer",
-                "position",
-                "norm",
-                "probe accuracy, train",
-                "probe accuracy, held-out",
-                "paired accuracy, train / held-out",
-            ],
-            probe_rows,
-        ),
+        image=_effects_image(table, figures),
+        table=table_html(_HEADER, [_steering_row(r) for r in table["rows"]]),
+        probe_table=table_html(_PROBE_HEADER, [_probe_row(judge, p) for judge, p in table["probe"].items()]),
         position_text=_POSITION_TEXT[s["position"]],
-        splits=splits,
+        splits=[_split(judge, p) for judge, p in table["probe"].items()],
         s=s,
         coefficient=f"{s['coefficient']:+g}",
         emphasis_alpha=f"{s['emphasis_alpha']:g}",
@@ -165,3 +100,75 @@ def steering_section(table: dict, figures: Path) -> Path:
     path = figures / "steering_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
     return path
+
+
+_HEADER = [
+    "judge",
+    "intervention",
+    "what",
+    "DBG hard, pts (95% CI)",
+    "mean P(own)",
+    "paired change of P(own), pts (95% CI)",
+    "agreement with gold (95% CI)",
+]
+_PROBE_HEADER = [
+    "judge",
+    "layer",
+    "position",
+    "norm",
+    "probe accuracy, train",
+    "probe accuracy, held-out",
+    "paired accuracy, train / held-out",
+]
+
+
+def _effects_image(table: dict, figures: Path) -> str | None:
+    """The effects figure of the interventions (none: no row but the baseline), as a data URI."""
+    results = [{"judges": {}}]
+    for r in table["rows"]:
+        if r["intervention"] != "none":
+            results[0]["judges"].setdefault(r["judge"], {"effects": {}})["effects"][r["intervention"]] = r["effect"]
+    if not results[0]["judges"]:
+        return None
+    return png_data_uri(save_figure(effect_figure(results), figures / "steering_effects")["png"])
+
+
+def _steering_row(r: dict) -> list:
+    """One row of the steering table: a judge under one intervention."""
+    return [
+        r["judge"],
+        r["intervention"],
+        r["description"],
+        pts_interval(r["dbg_hard"], r["dbg_ci"]),
+        f"{r['mean_p_own']:.3f}",
+        pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
+        f"{pct(r['gold_agreement'])} [{pct(r['gold_agreement_ci'][0])}, {pct(r['gold_agreement_ci'][1])}]",
+    ]
+
+
+def _probe_row(judge: str, p: dict) -> list:
+    """One row of the probe table: the judge's direction and its accuracy on the training and held-out items."""
+    return [
+        judge,
+        p["layer"],
+        p["position"],
+        f"{p['norm']:.3g}",
+        f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, "
+        f"{_count(p['n']['train_items'], 'item')})",
+        f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, "
+        f"{_count(p['n']['heldout_items'], 'item')})"
+        if math.isfinite(p["accuracy"]["heldout"])
+        else "n/a",
+        f"{pct(p['accuracy'].get('train_paired'))} / {pct(p['accuracy'].get('heldout_paired'))}",
+    ]
+
+
+def _split(judge: str, p: dict) -> dict:
+    """The judge's training and held-out items, for the note under the probe table."""
+    return {
+        "judge": judge,
+        "train": _count(p["n"]["train_items"], "training item"),
+        "train_ids": ", ".join(p["train_ids"]),
+        "heldout": _count(p["n"]["heldout_items"], "item"),
+        "heldout_ids": ", ".join(p["heldout_ids"]),
+    }

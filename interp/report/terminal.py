@@ -180,109 +180,40 @@ def results_console():
     return console if console.is_terminal else Console(width=PIPED_WIDTH)
 
 
+def _table(title: str):
+    """One look for every table: no vertical rules, fits 80 columns."""
+    from rich import box
+    from rich.table import Table as RichTable
+
+    return RichTable(
+        title=title,
+        title_justify="left",
+        box=box.SIMPLE_HEAD,
+        pad_edge=False,
+        collapse_padding=True,
+        show_edge=False,
+    )
+
+
+def _name_column(console, table, header: str, **options) -> None:
+    """A column of names: folded on a terminal; on one line, cut with an ellipsis, when piped."""
+    piped = not console.is_terminal
+    table.add_column(header, overflow="ellipsis" if piped else "fold", no_wrap=piped, **options)
+
+
 def print_results(payload: dict, console=None) -> None:
     """The payload as rich tables on the terminal (stdout; `results_console`).
 
     On a terminal a long judge name folds within its column; elsewhere (a pipe, a log file) a name is never
     broken across lines: the layout is wide and a name longer than its column ends with an ellipsis.
     """
-    from rich import box
-    from rich.table import Table as RichTable
-
-    def Table(title: str) -> RichTable:  # noqa: N802 - one look for every table: no vertical rules, fits 80 columns
-        return RichTable(
-            title=title,
-            title_justify="left",
-            box=box.SIMPLE_HEAD,
-            pad_edge=False,
-            collapse_padding=True,
-            show_edge=False,
-        )
-
     console = console or results_console()
-    piped = not console.is_terminal
-
-    def name_column(table: RichTable, header: str, **options) -> None:
-        """A column of names: folded on a terminal; on one line, cut with an ellipsis, when piped."""
-        table.add_column(header, overflow="ellipsis" if piped else "fold", no_wrap=piped, **options)
-
     if payload.get("dbg"):
-        table = Table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
-        name_column(table, "judge", min_width=14)
-        for name in ("DBG", "95% CI", "soft", "ties", "w/o ties", "pos.cons", "P(label)", "reliable"):
-            table.add_column(name, justify="right", no_wrap=True)
-        notes = []
-        for r in payload["dbg"]:
-            own = f" (own: {r['own_model']})" if r.get("own_model") not in (None, r["judge"]) else ""
-            flag = "yes" if r["reliable"] else "[red]no[/red]"
-            if not r["reliable"]:
-                notes.append(
-                    f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})"
-                )
-            table.add_row(
-                r["judge"] + own,
-                pts(r["dbg_hard"]),
-                pts_ci(r["dbg_ci"]),
-                pts(r["dbg_soft"]),
-                pct(r.get("tie_share")),
-                pts(r.get("dbg_no_ties")),
-                pct(r["position_consistency"]),
-                number(r["mean_label_mass"]),
-                flag,
-            )
-        console.print(table)
-        console.print(
-            "ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the "
-            "items each of judge and gold decided (Figure 8)",
-            highlight=False,
-            soft_wrap=True,
-        )
-        for note in [*notes, *payload.get("reasoning", [])]:
-            console.print(note, highlight=False, soft_wrap=True)
+        _print_dbg(payload, console)
     if payload.get("gold_human"):
-        console.print()
-        table = Table(
-            "Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer"
-        )
-        name_column(table, "gold", min_width=14)
-        for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
-            table.add_column(name, justify="right", no_wrap=True)
-        for r in payload["gold_human"]:
-            ci = r.get("agreement_ci") or [None, None]
-            table.add_row(
-                r["gold"],
-                str(r["n"]),
-                pct(r["agreement"]),
-                f"[{pct(ci[0])}, {pct(ci[1])}]",
-                pct(r["gold_win_rate_first"]),
-                pct(r["human_win_rate_first"]),
-                pct(r["human_tie_share"]),
-            )
-        console.print(table)
+        _print_gold_human(payload["gold_human"], console)
     if payload.get("pointwise"):  # SALIERI's pointwise mode: 1-5 scores (the SALIERI score: `interp metrics run`)
-        table = Table(
-            "Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])"
-        )
-        name_column(table, "judge", min_width=14)
-        name_column(table, "author", min_width=10)
-        for name in ("n", "expected", "parsed", "n parsed", "reliable"):
-            table.add_column(name, justify="right", no_wrap=True)
-        weak = {}
-        for r in payload["pointwise"]:
-            if not r.get("reliable", True):
-                weak[r["judge"]] = r["unreliable_because"]
-            table.add_row(
-                r["judge"],
-                r["author"],
-                str(r["n"]),
-                number(r["mean_expected_score"]),
-                number(r["mean_parsed_score"]),
-                str(r["n_parsed"]),
-                "yes" if r.get("reliable", True) else "[red]no[/red]",
-            )
-        console.print(table)
-        for judge, reasons in weak.items():
-            console.print(f"{judge}: too weak to score, its 1-5 scores are not evidence ({'; '.join(reasons)})")
+        _print_pointwise(payload["pointwise"], console)
     if payload.get("correctness"):
         counts = {author: c for author, c in payload["correctness"].items() if author != "no_target"}
         lines = ", ".join(f"{author}: {c['correct']} of {c['graded']}" for author, c in counts.items())
@@ -292,79 +223,174 @@ def print_results(payload: dict, console=None) -> None:
             soft_wrap=True,
         )
     if "causal" in payload:
-        console.print()
-        table = Table(
-            "Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control "
-            "judges (the Holm-adjusted p decides)"
-        )
-        name_column(table, "judge", min_width=14)
-        table.add_column("self-pref.", no_wrap=True)
-        for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
-            table.add_column(name, justify="right", no_wrap=True)
-        for r in payload["causal"]:
-            effect = r["effect"] or {}
-            causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
-            n = "n/a" if r["n_test"] is None else str(r["n_test"])
-            table.add_row(
-                r["judge"],
-                causal,
-                pts(effect.get("mean")),
-                pts_ci(effect.get("ci")),
-                p_value(r.get("p_within")),
-                "n/a" if r.get("n_controls") is None else str(r["n_controls"]),
-                p_value(r["p_value"]),
-                p_value(r.get("p_holm")),
-                number(r["test_alpha"]),
-                pct(r.get("share_removed")),
-                n,
-            )
-        if not payload["causal"]:
-            console.print("Causal test: not run (no item of the run in the split it needs).")
-        else:
-            console.print(table)
-            for r in payload["causal"]:
-                console.print(f"{r['judge']}: {r['verdict']}", highlight=False, soft_wrap=True)
+        _print_causal(payload["causal"], console)
     if payload.get("sweep"):
-        sweep = payload["sweep"]
-        console.print()
-        table = Table(
-            f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts); "
-            f"p: sign-flip test of each point, Holm-adjusted over all {sweep['n_points']}"
-        )
-        name_column(table, "judge")
-        name_column(table, "point")
-        for name in ("effect [95% CI]", "p", "p (Holm)", "DBG after [95% CI]"):
-            table.add_column(name, justify="right", no_wrap=True)
-        for r in sweep["top"]:
-            p_values = (p_value(r.get("p_value")), p_value(r.get("p_holm")))
-            table.add_row(
-                r["judge"],
-                r["point"],
-                pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
-                *p_values,
-                pts_interval(r["dbg_hard"], r["dbg_ci"]),
-            )
-        console.print(table)
+        _print_sweep(payload["sweep"], console)
     if payload.get("timings"):
-        timings = payload["timings"]
-        console.print()
-        table = Table("Where the time went")
-        table.add_column("step", no_wrap=True)
-        table.add_column("seconds", justify="right", no_wrap=True)
-        table.add_column("share", justify="right", no_wrap=True)
-        total = timings.get("total_s") or 0.0
-        for step, seconds in timings["steps"].items():
-            table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
-        table.add_row("total", f"{total:.1f}", "")
-        console.print(table)
-        used = timings["torch_threads_used"] or ["unknown"]  # Timings.record: every count the job ran on
-        console.print(
-            f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)",
-            highlight=False,
-        )
-        if timings.get("peak_rss_gb") is not None:
-            gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""
-            console.print(f"peak memory: {timings['peak_rss_gb']:.2f} GB resident{gpu}", highlight=False)
+        _print_timings(payload["timings"], console)
     console.print()
     for name, path in (payload.get("files") or {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)
+
+
+def _print_dbg(payload: dict, console) -> None:
+    """The DBG table, its legend, and a note per judge too weak to judge (with the reasoning lines)."""
+    table = _table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
+    _name_column(console, table, "judge", min_width=14)
+    for name in ("DBG", "95% CI", "soft", "ties", "w/o ties", "pos.cons", "P(label)", "reliable"):
+        table.add_column(name, justify="right", no_wrap=True)
+    notes = []
+    for r in payload["dbg"]:
+        own = f" (own: {r['own_model']})" if r.get("own_model") not in (None, r["judge"]) else ""
+        flag = "yes" if r["reliable"] else "[red]no[/red]"
+        if not r["reliable"]:
+            notes.append(
+                f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})"
+            )
+        table.add_row(
+            r["judge"] + own,
+            pts(r["dbg_hard"]),
+            pts_ci(r["dbg_ci"]),
+            pts(r["dbg_soft"]),
+            pct(r.get("tie_share")),
+            pts(r.get("dbg_no_ties")),
+            pct(r["position_consistency"]),
+            number(r["mean_label_mass"]),
+            flag,
+        )
+    console.print(table)
+    console.print(
+        "ties: share of items whose verdict changes when the answers swap; w/o ties: DBG over the "
+        "items each of judge and gold decided (Figure 8)",
+        highlight=False,
+        soft_wrap=True,
+    )
+    for note in [*notes, *payload.get("reasoning", [])]:
+        console.print(note, highlight=False, soft_wrap=True)
+
+
+def _print_gold_human(rows: list[dict], console) -> None:
+    """Gold against human labels (Table 1)."""
+    console.print()
+    table = _table("Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer")
+    _name_column(console, table, "gold", min_width=14)
+    for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        ci = r.get("agreement_ci") or [None, None]
+        table.add_row(
+            r["gold"],
+            str(r["n"]),
+            pct(r["agreement"]),
+            f"[{pct(ci[0])}, {pct(ci[1])}]",
+            pct(r["gold_win_rate_first"]),
+            pct(r["human_win_rate_first"]),
+            pct(r["human_tie_share"]),
+        )
+    console.print(table)
+
+
+def _print_pointwise(rows: list[dict], console) -> None:
+    """Pointwise 1-5 scores per judge and author, and a note per judge too weak to score."""
+    table = _table("Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])")
+    _name_column(console, table, "judge", min_width=14)
+    _name_column(console, table, "author", min_width=10)
+    for name in ("n", "expected", "parsed", "n parsed", "reliable"):
+        table.add_column(name, justify="right", no_wrap=True)
+    weak = {}
+    for r in rows:
+        if not r.get("reliable", True):
+            weak[r["judge"]] = r["unreliable_because"]
+        table.add_row(
+            r["judge"],
+            r["author"],
+            str(r["n"]),
+            number(r["mean_expected_score"]),
+            number(r["mean_parsed_score"]),
+            str(r["n_parsed"]),
+            "yes" if r.get("reliable", True) else "[red]no[/red]",
+        )
+    console.print(table)
+    for judge, reasons in weak.items():
+        console.print(f"{judge}: too weak to score, its 1-5 scores are not evidence ({'; '.join(reasons)})")
+
+
+def _print_causal(rows: list[dict], console) -> None:
+    """The causal test per judge, and each judge's verdict in words."""
+    console.print()
+    table = _table(
+        "Causal test: within-judge change of P(own) (pts, 95% CI); self-preference against control "
+        "judges (the Holm-adjusted p decides)"
+    )
+    _name_column(console, table, "judge", min_width=14)
+    table.add_column("self-pref.", no_wrap=True)
+    for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in rows:
+        effect = r["effect"] or {}
+        causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
+        n = "n/a" if r["n_test"] is None else str(r["n_test"])
+        table.add_row(
+            r["judge"],
+            causal,
+            pts(effect.get("mean")),
+            pts_ci(effect.get("ci")),
+            p_value(r.get("p_within")),
+            "n/a" if r.get("n_controls") is None else str(r["n_controls"]),
+            p_value(r["p_value"]),
+            p_value(r.get("p_holm")),
+            number(r["test_alpha"]),
+            pct(r.get("share_removed")),
+            n,
+        )
+    if not rows:
+        console.print("Causal test: not run (no item of the run in the split it needs).")
+    else:
+        console.print(table)
+        for r in rows:
+            console.print(f"{r['judge']}: {r['verdict']}", highlight=False, soft_wrap=True)
+
+
+def _print_sweep(sweep: dict, console) -> None:
+    """The sweep points that move P(own) most."""
+    console.print()
+    table = _table(
+        f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts); "
+        f"p: sign-flip test of each point, Holm-adjusted over all {sweep['n_points']}"
+    )
+    _name_column(console, table, "judge")
+    _name_column(console, table, "point")
+    for name in ("effect [95% CI]", "p", "p (Holm)", "DBG after [95% CI]"):
+        table.add_column(name, justify="right", no_wrap=True)
+    for r in sweep["top"]:
+        p_values = (p_value(r.get("p_value")), p_value(r.get("p_holm")))
+        table.add_row(
+            r["judge"],
+            r["point"],
+            pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
+            *p_values,
+            pts_interval(r["dbg_hard"], r["dbg_ci"]),
+        )
+    console.print(table)
+
+
+def _print_timings(timings: dict, console) -> None:
+    """Where the time went, the torch threads used and the peak memory."""
+    console.print()
+    table = _table("Where the time went")
+    table.add_column("step", no_wrap=True)
+    table.add_column("seconds", justify="right", no_wrap=True)
+    table.add_column("share", justify="right", no_wrap=True)
+    total = timings.get("total_s") or 0.0
+    for step, seconds in timings["steps"].items():
+        table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
+    table.add_row("total", f"{total:.1f}", "")
+    console.print(table)
+    used = timings["torch_threads_used"] or ["unknown"]  # Timings.record: every count the job ran on
+    console.print(
+        f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)",
+        highlight=False,
+    )
+    if timings.get("peak_rss_gb") is not None:
+        gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""
+        console.print(f"peak memory: {timings['peak_rss_gb']:.2f} GB resident{gpu}", highlight=False)

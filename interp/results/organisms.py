@@ -19,7 +19,7 @@ class OrganismManifest(ResultModel):
     model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
-    name: str
+    name: Optional[str] = None  # an adapter folder written by hand may name only its base
     base_model: str
     base_signature: dict = Field(default_factory=dict)
     config: dict = Field(default_factory=dict)
