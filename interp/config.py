@@ -40,6 +40,7 @@ class Strict(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     def to_toml(self) -> str:
+        """The config as TOML text (unset keys left out)."""
         return to_toml(self.model_dump(exclude_none=True))
 
 
@@ -141,6 +142,7 @@ class PlacementKeys(Strict):
 
 
 def backend_placement_problem(backend: str | None, device_map: str | None) -> str | None:
+    """Why this backend cannot run with this `device_map` (None: it can)."""
     if backend == "transformer_lens" and device_map is not None:
         return (
             'the transformer_lens backend runs a model on one device and cannot honour device_map = "auto"; '
@@ -192,6 +194,9 @@ class Relatedness(Strict):
 
 
 class GoldConfig(Strict):
+    """A run's gold judges: the reference answers, local model judges, HTTP judges, recorded verdicts, and human
+    labels that check them."""
+
     reference: bool = True
     models: list[str] = Field(default_factory=list)  # local model judges outside the pair
     http: list[HTTPJudgeConfig] = Field(default_factory=list)
@@ -200,6 +205,9 @@ class GoldConfig(Strict):
 
 
 class RunConfig(PlacementKeys):
+    """A DBG run, as its TOML gives it: the data, the two authors, the judges, decoding, gold, and where the models
+    run."""
+
     name: str = "dbg"
     data: str = "builtin"
     n: int = Field(500, ge=1)  # the paper samples 500 instructions
@@ -313,6 +321,7 @@ class RunConfig(PlacementKeys):
         return self.max_rationale_tokens or (2048 if self.cot == "long" else 256)
 
     def server(self, name: str) -> HTTPJudgeConfig | None:
+        """The server that runs judge `name` (None: it runs locally)."""
         return next((server for server in self.servers if server.name == name), None)
 
     @model_validator(mode="after")
@@ -355,10 +364,12 @@ class RunConfig(PlacementKeys):
 
 
 def load_run_config(path: Path) -> RunConfig:
+    """The run config of a TOML file, refused in one line where it is not one."""
     return load_toml_config(path, RunConfig)
 
 
 def run_config_from_dict(data: dict, source: str = "config") -> RunConfig:
+    """The run config of a TOML file's keys given as a dict (`source` names it in errors)."""
     return validate_config(RunConfig, data, source)
 
 
@@ -366,11 +377,15 @@ def run_config_from_dict(data: dict, source: str = "config") -> RunConfig:
 
 
 class LayerAxes(Strict):
+    """A sweep's layer points: each layer alone (`each`), and layer bands (first, last)."""
+
     each: bool = False
     bands: list[tuple[int, int]] = Field(default_factory=list)
 
 
 class HeadAxes(Strict):
+    """A sweep's head points: the top k heads, and random head sets of the same size (one per seed)."""
+
     top_k: list[Annotated[int, Field(ge=1)]] = Field(default_factory=list)
     random_seeds: list[int] = Field(default_factory=list)
 
@@ -385,6 +400,7 @@ class JobKeys(Strict):
 
     @property
     def max_memory_bytes(self) -> int | None:
+        """`max_memory` in bytes (None: the default, half the memory available)."""
         return gb_bytes(self.max_memory)
 
 

@@ -59,30 +59,37 @@ class RunAttention:
 
     @property
     def n_items(self) -> int:
+        """Items judged."""
         return self.mass.shape[0]
 
     @property
     def n_layers(self) -> int:
+        """The judge's layers."""
         return self.mass.shape[2]
 
     @property
     def n_heads(self) -> int:
+        """Attention heads per layer."""
         return self.mass.shape[3]
 
     @property
     def item_ids(self) -> list[str]:
+        """The items' ids, in the arrays' order."""
         return [entry["item_id"] for entry in self.index["items"]]
 
     @property
     def tasks(self) -> list[str]:
+        """Each item's task, in the arrays' order."""
         return [entry.get("task", "") for entry in self.index["items"]]
 
     @property
     def readout(self) -> str:
+        """The positions the attention was read from ("final" or "after")."""
         return self.index["readout"]
 
     @property
     def fingerprint(self) -> str | None:
+        """The judge tokenizer's fingerprint the spans were computed with (None in older runs)."""
         return self.index.get("tokenizer")
 
     def depth(self, relative: bool = False) -> np.ndarray:
@@ -90,6 +97,7 @@ class RunAttention:
         return layer_axis(self.n_layers, relative)
 
     def values(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head span"]:
+        """The attention per span: per-token mean ("mean") or summed ("mass")."""
         if stat == "mean":
             return self.mean
         if stat == "mass":
@@ -110,6 +118,7 @@ class RunAttention:
         return torch.gather(values, -1, slots)
 
     def author_tokens(self) -> Float[Tensor, "item order author"]:
+        """Tokens of each author's response, author axis in `models` order."""
         return torch.gather(self.span_tokens, -1, self.author_slots)
 
     @property
@@ -130,18 +139,23 @@ class RunAttention:
         return "ab".index(slot)
 
     def own(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        """Attention to the judge's own response."""
         return self.by_author(stat)[..., self.own_author]
 
     def other(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        """Attention to the other author's response."""
         return self.by_author(stat)[..., 1 - self.own_author]
 
     def own_minus_other(self, stat: Stat = "mean") -> Float[Tensor, "item order layer head"]:
+        """Attention to the own response minus to the other's."""
         return self.own(stat) - self.other(stat)
 
     def own_tokens(self) -> Float[Tensor, "item order"]:
+        """Tokens of the judge's own response."""
         return self.author_tokens()[..., self.own_author]
 
     def other_tokens(self) -> Float[Tensor, "item order"]:
+        """Tokens of the other author's response."""
         return self.author_tokens()[..., 1 - self.own_author]
 
 
@@ -153,6 +167,7 @@ def per_token_mean_items(mass: Tensor, span_tokens: Tensor) -> Tensor:
 
 
 def layer_axis(n_layers: int, relative: bool = False) -> np.ndarray:
+    """The layer axis: 0..L-1, or relative depth layer / (L - 1) in [0, 1]."""
     layers = np.arange(n_layers, dtype=float)
     if not relative:
         return layers
@@ -322,6 +337,7 @@ def check_tokenizer(run: RunAttention, tokenizer) -> None:
 
 
 def resolve_attention(run_dir, judge: str | None) -> RunAttention:
+    """A judge's attention: the given `RunAttention` (checked to be `judge`'s), or read from the run."""
     if isinstance(run_dir, RunAttention):
         if judge is not None and judge != run_dir.judge:
             raise InterpError(f"got attention of judge {run_dir.judge!r}, asked for {judge!r}")
@@ -332,6 +348,7 @@ def resolve_attention(run_dir, judge: str | None) -> RunAttention:
 
 
 def nanmean(values: Tensor, dims) -> Tensor:
+    """The mean over `dims` ignoring NaN, without the warning for an all-NaN slice."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         return torch.nanmean(values, dim=dims)

@@ -11,6 +11,7 @@ from jaxtyping import Float
 from torch import Tensor
 
 from interp.api.arguments import Authors
+from interp.core.attention import per_token_mean
 from interp.core.judge import Judgment, judgment_record
 from interp.core.models import own_slot
 from interp.core.spans import TokenizedPrompt
@@ -154,3 +155,27 @@ class Verdicts(Sequence[Verdict]):
                 for v in self.verdicts
             ]
         )
+
+
+def verdict_of(
+    judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str, interventions: tuple
+) -> Verdict:
+    """The `Verdict` of one judgment: P(A), P(B), the span attention (summed and per token), the prompt, and the
+    authors, own model and interventions it was judged under."""
+    mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
+    return Verdict(
+        p_a=judgment.probs["A"],
+        p_b=judgment.probs["B"],
+        label_mass=judgment.label_mass,
+        top_is_label=judgment.top_is_label,
+        spans=dict(judgment.spans),
+        mass=judgment.mass,
+        mean=mean,
+        span_tokens=judgment.counts,
+        prompt=prompt,
+        task=task,
+        authors=tuple(authors) if authors is not None else None,
+        own=own,
+        interventions=interventions,
+        judgment=judgment,
+    )

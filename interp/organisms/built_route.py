@@ -483,15 +483,7 @@ class _ReaderGroup:
         return _head_blocks(self.weights, self.circuit, self.heads, [], cols)
 
 
-def _reader_group(
-    hf_model: torch.nn.Module,
-    where: tuple[int, int, int],
-    prompts: Sequence[Prompt],
-    scales: BuiltScales,
-    shape: _Shape,
-    w_margin: torch.Tensor,
-    sinks: tuple[dict, dict],
-) -> _ReaderGroup:
+def _reader_group(hf_model, where: tuple, prompts, scales: BuiltScales, shape: _Shape, w_margin, sinks) -> _ReaderGroup:
     """The reader group at `where` (slot writer's layer, layer, key/value head), measured with the slot writer
     applied; its attention mass on the prompts and its record are appended to `sinks` (mass, record)."""
     first_layer, layer, kv = where

@@ -95,6 +95,8 @@ def migrate_gold_record(record: dict) -> dict:
 
 @dataclass(frozen=True)
 class RunDir:
+    """A run's folder and the path of every file in it; it reads them, and `writer()` holds the run's lock."""
+
     root: Path
 
     def __post_init__(self) -> None:
@@ -104,26 +106,32 @@ class RunDir:
 
     @property
     def config(self) -> Path:
+        """The run's config.toml."""
         return self.root / "config.toml"
 
     @property
     def identity(self) -> Path:
+        """identity.json: the config's identity hash, checked on resume."""
         return self.root / "identity.json"
 
     @property
     def adapters(self) -> Path:
+        """adapters.json: the fingerprints of the judges' adapters."""
         return self.root / "adapters.json"
 
     @property
     def items(self) -> Path:
+        """items.jsonl: the sampled items."""
         return self.root / "items.jsonl"
 
     @property
     def responses(self) -> Path:
+        """responses.jsonl: every author's answers."""
         return self.root / "responses.jsonl"
 
     @property
     def reasoning_dir(self) -> Path:
+        """The folder of the reasoning removed from answers, one file per author."""
         return self.root / "reasoning"
 
     def reasoning(self, model: str) -> Path:
@@ -132,41 +140,51 @@ class RunDir:
 
     @property
     def judgments(self) -> Path:
+        """judgments.jsonl: every judge's verdicts, one line per pair and order."""
         return self.root / "judgments.jsonl"
 
     @property
     def gold(self) -> Path:
+        """gold.jsonl: the gold judges' verdicts."""
         return self.root / "gold.jsonl"
 
     @property
     def prompts(self) -> Path:
+        """prompts.json: the judge prompts as each judge's tokenizer renders them."""
         return self.root / "prompts.json"
 
     @property
     def gold_checks(self) -> Path:
+        """gold_checks.json: how often an HTTP gold judge's logprobs were missing or off-label."""
         return self.root / "gold_checks.json"
 
     @property
     def correctness(self) -> Path:
+        """correctness.jsonl: the grader's verdict on each answer."""
         return self.root / "correctness.jsonl"
 
     @property
     def summary(self) -> Path:
+        """summary.json: the run's scores."""
         return self.root / "summary.json"
 
     @property
     def report(self) -> Path:
+        """report.html."""
         return self.root / "report.html"
 
     @property
     def figures(self) -> Path:
+        """The figures folder."""
         return self.root / "figures"
 
     @property
     def attention_dir(self) -> Path:
+        """The folder of the judges' span attention."""
         return self.root / "attention"
 
     def attention_shards(self, judge: str) -> Path:
+        """The folder of the judge's attention shards (one per judged batch, consolidated at the end)."""
         return _attention_file(self.attention_dir, judge, "")
 
     def attention(self, judge: str, *, write: bool = False) -> Path:
@@ -174,6 +192,7 @@ class RunDir:
         return _attention_file(self.attention_dir, judge, ".safetensors", write=write)
 
     def attention_index(self, judge: str, *, write: bool = False) -> Path:
+        """The judge's attention index (items, orders, spans); `write`: the current layout's name."""
         return _attention_file(self.attention_dir, judge, ".json", write=write)
 
     @property
@@ -195,20 +214,25 @@ class RunDir:
         return self.root / "variants" / key
 
     def intervention(self, label: str, key: str) -> Path:
+        """Folder of one causal test, named by its label and identity hash."""
         return self.root / "interventions" / f"{path_label(label)}-{key}"
 
     def sweep(self, name: str, key: str) -> Path:
+        """Folder of one sweep, named by its name and identity hash."""
         return self.root / "sweeps" / f"{path_label(name)}-{key}"
 
     def steering_sweep(self, name: str, key: str) -> Path:
+        """Folder of one steering sweep, named by its name and identity hash."""
         return self.steering / "sweeps" / f"{path_label(name)}-{key}"
 
     @property
     def steering(self) -> Path:
+        """The steering folder (directions, tables, sweeps)."""
         return self.root / "steering"
 
     @property
     def lock_file(self) -> Path:
+        """The lock a writing process holds."""
         return self.root / LOCK_NAME
 
     # ---- readers ----------------------------------------------------------------------------------
@@ -238,6 +262,7 @@ class RunDir:
             ) from None
 
     def read_items(self) -> list[Item]:
+        """The run's items, in order."""
         return [Item(**record) for record in read_jsonl(self.items)]
 
     def read_responses(self) -> dict[str, dict[str, str]]:
@@ -258,6 +283,7 @@ class RunDir:
         return found
 
     def read_judgments(self, judge: str | None = None) -> list[JudgmentRecord]:
+        """The judgments (one judge's with `judge`), as records."""
         return read_judgments(self.judgments, judge=judge)
 
     def read_gold(self) -> dict[str, dict[str, float]]:
@@ -368,6 +394,7 @@ class Run:
 
     @property
     def n_gold_verdicts(self) -> int:
+        """Gold verdicts the run holds: one per item and gold judge."""
         return len(self.items) * len(self.gold_judges)
 
     def gold_own(self, own_model: str) -> np.ndarray:

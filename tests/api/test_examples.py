@@ -39,12 +39,16 @@ def test_the_docstring_opens_with_an_example(name):
 
 
 @pytest.fixture(scope="module")
-def namespace(tmp_path_factory, tiny_llama, tiny_llama_dir) -> dict:
-    """What the examples may name beside `interp`: `model`, `judge` (the tiny Llama) and `run_dir` (its run)."""
+def namespace(tmp_path_factory, tiny_llama_dir) -> dict:
+    """What the examples may name beside `interp`: `model`, `judge` (the tiny Llama) and `run_dir` (its run). The
+    model is this module's own: an example that wraps it (nnsight) changes no other test's model."""
+    from interp.core.models import load_model
+
     folder = tmp_path_factory.mktemp("examples-run")
     config = small_run_config(folder, str(tiny_llama_dir), ITEMS[:2], n_boot=20)
     run_dir = interp.dbg(config, folder / "run", progress=False).path
-    return {"interp": interp, "model": tiny_llama, "judge": Judge.wrap(tiny_llama), "run_dir": run_dir}
+    model = load_model(str(tiny_llama_dir))
+    return {"interp": interp, "model": model, "judge": Judge.wrap(model), "run_dir": run_dir}
 
 
 @pytest.mark.parametrize("name", sorted(FUNCTIONS))
