@@ -158,7 +158,7 @@ def collect_judge(out: Path, judge: str, extras: int, top8: bool = True, masks: 
     path.parent.mkdir(parents=True, exist_ok=True)
     for name, spec in variants.items():
         record["p_smollm2"][name] = judge_variant(
-            run, judge, runner, Variant(name, attention=spec), items=test, own=SMOLLM2
+            run, judge, runner, Variant(name, (spec,)), items=test, own=SMOLLM2
         ).tolist()
         path.write_text(json.dumps(record, indent=1) + "\n")
     if done := (json.loads(path.read_text())["p_smollm2"] if path.is_file() else {}):

@@ -82,7 +82,7 @@ def main() -> None:
 
     def edited(name):
         def run():
-            return backend.forward(batch, site_edit=builders[name](batch, offsets, prompts))
+            return backend.forward(batch, edits=builders[name](batch, offsets, prompts))
 
         return run
 
@@ -102,7 +102,7 @@ def main() -> None:
         build = node_edit_builder([top_patch], backend_, own=None)
 
         def run():
-            return backend_.forward(batch, site_edit=build(batch, offsets, prompts))
+            return backend_.forward(batch, edits=build(batch, offsets, prompts))
 
         return run
 

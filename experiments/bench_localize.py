@@ -75,7 +75,7 @@ def mask_variant(heads: list[tuple[int, int]], name: str) -> Variant:
     spec = AttentionIntervention(
         target="self", alpha=0.0, heads={layer: tuple(sorted(hs)) for layer, hs in table.items()}, name=name
     )
-    return Variant(name, attention=spec)
+    return Variant(name, (spec,))
 
 
 def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:

@@ -16,7 +16,7 @@ from typing import Iterator, Literal, Sequence
 import torch
 from torch import Tensor
 
-from interp.core.backends import Batch, ScoreBias, is_backend
+from interp.core.backends import Batch, Edits, is_backend
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
 from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
@@ -28,13 +28,6 @@ from interp.hooks.spec import AttentionIntervention, Target
 def _offsets(attention_mask: Tensor) -> list[int]:
     """Left padding of each row: the number of leading zeros of its attention mask."""
     return (attention_mask.cumsum(-1) == 0).sum(-1).tolist()
-
-
-def _merge(first: ScoreBias | None, second: ScoreBias) -> ScoreBias:
-    merged = dict(first or {})
-    for layer, bias in second.items():
-        merged[layer] = merged[layer] + bias if layer in merged else bias
-    return merged
 
 
 def _shape(obj) -> tuple[torch.nn.Module, int, int, str | None]:
@@ -159,9 +152,9 @@ def applied(
         owner = backend_or_model
         original = owner.forward
 
-        def forward(batch: Batch, *, score_bias: ScoreBias | None = None, **kwargs):  # on_pattern, resid_edit, ...
+        def forward(batch: Batch, *, edits: Edits | None = None, **kwargs):  # on_pattern, shared_prefix
             compiled = build(batch, _offsets(batch.attention_mask), prompts)
-            return original(batch, score_bias=_merge(score_bias, compiled), **kwargs)
+            return original(batch, edits=Edits(score_bias=compiled).merged(edits), **kwargs)
 
     else:
         owner = hf_model

@@ -14,12 +14,13 @@ from typing import Sequence
 import torch
 from torch import Tensor
 
-from interp.core.backends import Backend, Batch, left_pad
-from interp.core.judge import EditBuilder
+from interp.core.backends import Backend, Batch, Edits, left_pad
+from interp.core.judge import EditsBuilder
 from interp.core.models import own_slot
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.nodes import NodeData, NodeIntervention, node_edits, position_rows
+from interp.hooks.base import EditContext, Intervention, SiteData, compile_edits
+from interp.hooks.nodes import NodeIntervention, position_rows
 
 Authors = Sequence[tuple[str, str]] | None
 
@@ -44,7 +45,7 @@ def record_sites(runner: Backend, batch: Batch, names: Sequence[str]) -> dict[st
         return fn
 
     try:
-        runner.forward(batch, site_edit={name: keep(name) for name in names})
+        runner.forward(batch, edits=Edits(sites={name: keep(name) for name in names}))
     except _AllKept:
         pass
     return kept
@@ -186,8 +187,33 @@ def resample_donors(
     }
 
 
-def node_edit_builder(
-    specs: Sequence[NodeIntervention],
+def _site_data(
+    intervention: Intervention,
+    index: int,
+    runner: Backend,
+    batch: Batch,
+    prompts: Sequence[TokenizedPrompt],
+    context: dict,
+) -> SiteData:
+    """What intervention `index` needs made before the pass (`needs`): its reference means, its counterfactual's
+    or its donors' activations; nothing for a kind that needs none."""
+    means, own, authors = context["means"], context["own"], context["authors"]
+    if intervention.needs == "mean":
+        if not means or index not in means:
+            raise InterpError(f"{intervention.label}: a mean ablation needs its reference means; give a reference set")
+        return SiteData(means=means[index])
+    if intervention.needs == "counterfactual":
+        donors = counterfactual_donors(
+            runner, intervention, batch, prompts, own=own, authors=authors, references=context["references"]
+        )
+        return SiteData(donors=donors)
+    if intervention.needs == "donor":
+        return SiteData(donors=resample_donors(runner, intervention, prompts, context["pool"] or ()))
+    return SiteData()
+
+
+def interventions_builder(
+    interventions: Sequence[Intervention],
     runner: Backend,
     *,
     own: str | None,
@@ -195,28 +221,29 @@ def node_edit_builder(
     references: Sequence[str | None] | None = None,
     means: dict[int, dict[str, Tensor]] | None = None,
     pool: Sequence[TokenizedPrompt] | None = None,
-) -> EditBuilder:
-    """The `edit` builder of `specs` for one batch of prompts (`authors`/`references`: per row). `means[i]`: spec
-    i's reference means (`reference_means`); `pool`: the reference prompts resample draws from."""
+) -> EditsBuilder:
+    """The edit builder of `interventions` (any registered kinds) for one batch of prompts: what `judge_batch(...,
+    edits=)` takes (`authors`/`references`: per row). `means[i]`: intervention i's reference means
+    (`reference_means`); `pool`: the reference prompts resample draws from."""
+    from interp.hooks.compile import model_dtype
 
-    def build(batch: Batch, offsets: list[int], prompts: Sequence[TokenizedPrompt]):
-        data: dict[int, NodeData] = {}
-        with torch.inference_mode():
-            for index, spec in enumerate(specs):
-                if spec.needs == "mean":
-                    if not means or index not in means:
-                        raise InterpError(
-                            f"{spec.label}: a mean ablation needs its reference means; give a reference set"
-                        )
-                    data[index] = NodeData(means=means[index])
-                elif spec.needs == "counterfactual":
-                    data[index] = NodeData(
-                        donors=counterfactual_donors(
-                            runner, spec, batch, prompts, own=own, authors=authors, references=references
-                        )
-                    )
-                elif spec.needs == "donor":
-                    data[index] = NodeData(donors=resample_donors(runner, spec, prompts, pool or ()))
-        return node_edits(specs, runner.model.n_layers, batch, offsets, prompts, own=own, authors=authors, data=data)
+    model = runner.model
+    context = {"means": means, "own": own, "authors": authors, "references": references, "pool": pool}
+
+    def build(batch: Batch, offsets: list[int], prompts: Sequence[TokenizedPrompt]) -> Edits:
+        edits = Edits()
+        for index, intervention in enumerate(interventions):
+            with torch.inference_mode():
+                data = _site_data(intervention, index, runner, batch, prompts, context)
+            here = EditContext(
+                batch, offsets, prompts, model.n_layers, model.n_heads, model_dtype(model.hf_model), own, authors, data
+            )
+            edits = edits.merged(compile_edits([intervention], here))
+        return edits
 
     return build
+
+
+def node_edit_builder(specs: Sequence[NodeIntervention], runner: Backend, **keys) -> EditsBuilder:
+    """`interventions_builder` of node specs (the name the node kinds were built with)."""
+    return interventions_builder(specs, runner, **keys)

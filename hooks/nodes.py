@@ -40,7 +40,7 @@ import dataclasses
 import hashlib
 import json
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, ClassVar, Mapping, Sequence
 
@@ -48,11 +48,13 @@ import torch
 from torch import Tensor
 
 from interp.config import to_toml
-from interp.core.backends import Batch
+from interp.core.backends import Batch, Edits
 from interp.core.sites import POINTS, SiteEdit, chain, hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
+from interp.hooks.base import EditContext, Intervention, SiteData, register_kind
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable, spec_file_keys
+from interp.hooks.steering import add_direction, remove_direction
 
 SITES: dict[str, str] = {
     "head_output": "attn.hook_z",
@@ -71,12 +73,17 @@ assert all(point in POINTS for point in SITES.values())
 
 
 def register(cls: type["NodeIntervention"]) -> type["NodeIntervention"]:
-    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.applying`, sweeps) can name."""
+    """Class decorator: make `cls.op` a kind that specs (TOML, `judge.applying`, sweeps) can name; it is also
+    registered in the intervention family (`interp.hooks.base.register_kind`) under its `op`."""
     if not (isinstance(cls, type) and issubclass(cls, NodeIntervention)) or not cls.op:
         raise InterpError("register a NodeIntervention subclass with a non-empty `op`")
     if cls.op in _REGISTRY and _REGISTRY[cls.op] is not cls and _REGISTRY[cls.op].__module__ == __name__:
         raise InterpError(f"op {cls.op!r} is a built-in kind; give yours another name")
+    if cls.op in ("attention", "steering"):
+        raise InterpError(f"op {cls.op!r} is a built-in kind; give yours another name")
+    cls.kind = cls.op
     _REGISTRY[cls.op] = cls
+    register_kind(cls)
     return cls
 
 
@@ -104,8 +111,9 @@ class SiteContext:
 
 
 @dataclass(frozen=True)
-class NodeIntervention(HeadSelection):
-    """Base class of node interventions (see the module docstring). Subclasses add their own keys as fields."""
+class NodeIntervention(HeadSelection, Intervention):
+    """Base class of node interventions (see the module docstring), a branch of the intervention family
+    (`interp.hooks.base.Intervention`: its `kind` is its `op`). Subclasses add their own keys as fields."""
 
     op: ClassVar[str] = ""
     sites: ClassVar[tuple[str, ...]] = tuple(site for site in SITES if site not in ROUTE_SITES)
@@ -128,7 +136,33 @@ class NodeIntervention(HeadSelection):
     # ---- selection (`heads_table`, `selection`: HeadSelection's) ---------------------------------------
 
     def hook_names(self, n_layers: int) -> list[str]:
+        """The hook names of the selected layers at the spec's site."""
         return [hook_name(SITES[self.site], layer) for layer in self.selection(n_layers)]
+
+    def hook_sites(self, n_layers: int) -> list[str]:
+        return self.hook_names(n_layers)
+
+    def check_fits(self, n_layers: int, n_heads: int) -> None:
+        validate_node(self, n_layers, n_heads)
+
+    def edits(self, context: EditContext) -> Edits:
+        """The site edits of the selection for the batch (`node_edits`), with the data made before the pass."""
+        sites = node_edits(
+            [self],
+            context.n_layers,
+            context.batch,
+            context.offsets,
+            context.prompts,
+            own=context.own,
+            authors=context.authors,
+            data={0: context.data},
+        )
+        return Edits(sites=sites)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "") -> "NodeIntervention":
+        """A spec of this kind from its keys (`op` may be left out: it is the class's)."""
+        return node_from_dict({"op": cls.op, **data} if cls.op else data, where=where)
 
     @property
     def label(self) -> str:
@@ -383,9 +417,7 @@ class ProjectOut(_Directional):
     op: ClassVar[str] = "project_out"
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
-        u = self.unit(activation)
-        wide = activation.double()
-        return (wide - self.coefficient * (wide @ u)[..., None] * u).to(activation.dtype)
+        return remove_direction(activation, self.unit(activation), self.coefficient)
 
 
 @register
@@ -394,7 +426,7 @@ class Add(_Directional):
     op: ClassVar[str] = "add"
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
-        return (activation.double() + self.coefficient * self.unit(activation)).to(activation.dtype)
+        return add_direction(activation, self.unit(activation), self.coefficient)
 
 
 # ---- reading specs --------------------------------------------------------------------------------
@@ -537,12 +569,7 @@ def position_rows(
     return mask
 
 
-@dataclass
-class NodeData:
-    """Data made before the pass, by hook name: reference means, and donor activations aligned to the batch."""
-
-    means: dict[str, Tensor] = field(default_factory=dict)
-    donors: dict[str, Tensor] = field(default_factory=dict)
+NodeData = SiteData  # the data made before the pass (`interp.hooks.base.SiteData`)
 
 
 def node_edits(

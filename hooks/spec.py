@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Mapping, Optional, Union
+from typing import Any, ClassVar, Literal, Mapping, Optional, Union
 
 from pydantic import (
     BaseModel,
@@ -37,7 +37,9 @@ from pydantic import (
 )
 
 from interp.config import read_toml_or_json, to_toml
+from interp.core.backends import Edits
 from interp.errors import InterpError
+from interp.hooks.base import EditContext, Intervention, register_kind
 
 TARGET_NAMES: tuple[str, ...] = ("self", "other", "a", "b", "both", "random")
 QUERY_SETS: tuple[str, ...] = ("outside", "final")
@@ -189,8 +191,9 @@ def pairs_table(pairs) -> dict[int, list[int]]:
     return {layer: sorted(heads) for layer, heads in sorted(table.items())}
 
 
+@register_kind
 @dataclass(frozen=True)
-class AttentionIntervention(HeadSelection):
+class AttentionIntervention(HeadSelection, Intervention):
     """Multiply the post-softmax attention on `target`'s keys by `alpha` and renormalise each query row.
 
     `target`: "self" | "other" (the judge's own / the other response: needs authors), "a" | "b" (a response
@@ -201,7 +204,14 @@ class AttentionIntervention(HeadSelection):
     heads in every chosen layer, or a mapping layer -> heads (stored as sorted (layer, heads) pairs so the
     spec stays hashable; read it back with `heads_table`). `queries`: "outside" = every position outside
     the target span, "final" = only the last position. Constructing one validates it (InterpError).
+
+    The kind "attention" of the intervention family (`interp.hooks.base`): masks (alpha 0), dampening (alpha in
+    (0, 1]) and emphasis (alpha > 1, `emphasis = True`) are this one class; its edit is an additive pre-softmax
+    score bias (`interp.hooks.compile.compile_bias`) at `blocks.{l}.attn.hook_attn_scores`.
     """
+
+    kind: ClassVar[str] = "attention"
+    slot: ClassVar[str] = "attention"
 
     target: Target
     alpha: float
@@ -244,6 +254,34 @@ class AttentionIntervention(HeadSelection):
             return self.name
         target = f"[{self.target[0]},{self.target[1]})" if isinstance(self.target, tuple) else self.target
         return f"{target}@alpha={self.alpha:g}"
+
+    # ---- the family's interface (`interp.hooks.base.Intervention`) --------------------------------------
+
+    def identity(self) -> dict[str, Any]:
+        """What the spec does (a variant's key): every key but the label `name`."""
+        return {key: value for key, value in self.to_dict().items() if key != "name"}
+
+    def hook_sites(self, n_layers: int) -> list[str]:
+        """The attention scores of every chosen layer (where the bias is added, before the softmax)."""
+        return [f"blocks.{layer}.attn.hook_attn_scores" for layer in self.selection(n_layers)]
+
+    def check_fits(self, n_layers: int, n_heads: int) -> None:
+        validate_against(self, n_layers, n_heads)
+
+    def edits(self, context: EditContext) -> Edits:
+        """The compiled pre-softmax score bias for the batch (`interp.hooks.compile.spec_bias_builder`)."""
+        from interp.core.models import own_model
+        from interp.hooks.compile import spec_bias_builder
+
+        build = spec_bias_builder(
+            self,
+            context.n_layers,
+            context.n_heads,
+            context.dtype,
+            judge_model=own_model(context.own) if context.own is not None else None,
+            authors=context.authors,
+        )
+        return Edits(score_bias=build(context.batch, list(context.offsets), context.prompts))
 
     # ---- serialisation -----------------------------------------------------------------------------
 

@@ -20,16 +20,18 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
-from typing import Literal, Sequence
+from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
 import torch
 from torch import Tensor
 
-from interp.core.backends import Batch, ResidEdit
+from interp.core.backends import Batch, Edits, ResidEdit
 from interp.core.judge import EditBuilder
+from interp.core.sites import hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
+from interp.hooks.base import EditContext, Intervention, register_kind
 
 EDIT_POSITIONS = ("all", "spans", "final")
 MODES = ("add", "project_out")
@@ -53,6 +55,20 @@ def vector_sha(vector: Tensor) -> str:
 
 def _identity(h: Tensor) -> Tensor:
     return h
+
+
+def add_direction(h: Tensor, unit: Tensor, coefficient: float) -> Tensor:
+    """h + coefficient * unit, in float64 and back to h's dtype: the one definition of adding a direction (the
+    steering mode "add" and the node kind "add")."""
+    return (h.double() + coefficient * unit.to(h.device, torch.float64)).to(h.dtype)
+
+
+def remove_direction(h: Tensor, unit: Tensor, coefficient: float) -> Tensor:
+    """h - coefficient * (h.u) u, in float64 and back to h's dtype (coefficient 1 removes the component): the one
+    definition of projecting a direction out (the steering mode "project_out" and the node kind "project_out")."""
+    u = unit.to(h.device, torch.float64)
+    wide = h.double()
+    return (wide - coefficient * (wide @ u)[..., None] * u).to(h.dtype)
 
 
 def position_mask(
@@ -114,22 +130,23 @@ def steer(
                     f"direction has {unit.shape[0]} dimensions but the residual stream at layer {layer} has "
                     f"{h.shape[-1]}"
                 )
-            m = mask.to(h.device)[..., None]
-            if mode == "add":
-                return h + (coefficient * m).to(h.dtype) * unit.to(h.device, h.dtype)
-            u = unit.to(h.device, torch.float64)
-            wide = h.double()
-            component = (wide @ u)[..., None]
-            return (wide - coefficient * m.double() * component * u).to(h.dtype)
+            chosen = mask.to(h.device)[..., None].bool()
+            moved = add_direction(h, unit, coefficient) if mode == "add" else remove_direction(h, unit, coefficient)
+            return torch.where(chosen, moved, h)
 
         return {layer: edit}
 
     return build
 
 
+@register_kind
 @dataclass(frozen=True)
-class ResidualSteering:
-    """`steer(direction, layer, coefficient, mode, positions)` as data: the edit a variant applies."""
+class ResidualSteering(Intervention):
+    """`steer(direction, layer, coefficient, mode, positions)` as data: the kind "steering" of the intervention
+    family (`interp.hooks.base`), at `blocks.{layer}.hook_resid_post`."""
+
+    kind: ClassVar[str] = "steering"
+    slot: ClassVar[str] = "steering"
 
     layer: int
     coefficient: float  # absolute, on the unit direction
@@ -147,4 +164,42 @@ class ResidualSteering:
         }
 
     def builder(self) -> EditBuilder:
+        """The `judge_batch(..., edit=)` builder of this steering (`steer`)."""
         return steer(self.direction, self.layer, self.coefficient, self.mode, self.positions)
+
+    def hook_sites(self, n_layers: int) -> list[str]:
+        return [hook_name("hook_resid_post", self.layer)]
+
+    def check_fits(self, n_layers: int, n_heads: int) -> None:
+        if not 0 <= self.layer < n_layers:
+            raise InterpError(f"steering layer {self.layer} is out of range; the model has {n_layers} layers")
+
+    def edits(self, context: EditContext) -> Edits:
+        """The residual edit after block `layer` for the batch (position-wise: a shared prefix is still reused)."""
+        return Edits(resid=self.builder()(context.batch, list(context.offsets), context.prompts))
+
+    @property
+    def label(self) -> str:
+        return f"steer-{self.mode}-L{self.layer}-{self.coefficient:g}-{self.positions}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "layer": self.layer,
+            "coefficient": self.coefficient,
+            "mode": self.mode,
+            "positions": self.positions,
+            "direction": unit_vector(self.direction).tolist(),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any], *, where: str = "") -> "ResidualSteering":
+        """Inverse of `to_dict` (the direction as a list of numbers); raises InterpError naming the key."""
+        allowed = ("layer", "coefficient", "mode", "positions", "direction")
+        unknown = sorted(set(data) - set(allowed))
+        if unknown or "direction" not in data or "layer" not in data:
+            raise InterpError(f"{where}a steering spec holds {', '.join(allowed)} (layer and direction required)")
+        direction = torch.tensor(data["direction"], dtype=torch.float32)
+        layer, coefficient = data["layer"], data.get("coefficient", 1.0)
+        mode, positions = data.get("mode", "add"), data.get("positions", "all")
+        steer(direction, layer, coefficient, mode, positions)  # its checks, each one line naming the key
+        return cls(int(layer), float(coefficient), mode, positions, direction)

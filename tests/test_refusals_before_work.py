@@ -125,7 +125,7 @@ def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, 
     with pytest.raises(InterpError, match=architecture):  # what dbg and inspect check before any work
         check_backend_fits(loaded, "hf")
     with pytest.raises(InterpError, match=architecture):  # what intervene, sweeps and steering check
-        check_variants(loaded, [Variant("self", attention=AttentionIntervention(target="a", alpha=0.0))])
+        check_variants(loaded, [Variant("self", (AttentionIntervention(target="a", alpha=0.0),))])
 
 
 @pytest.mark.parametrize("architecture", ["opt", "biogpt"])
@@ -161,9 +161,9 @@ class _Faulty:
 
         self.model, self.inner, self.rows, self.output = model, HFBackend(model), rows, output
 
-    def forward(self, batch, *, on_pattern=None, score_bias=None, **_):
+    def forward(self, batch, *, edits=None, on_pattern=None, **_):
         plain = self.inner.forward(batch, on_pattern=None if self.rows else on_pattern)
-        masked = self.inner.forward(batch, on_pattern=on_pattern if self.rows else None, score_bias=score_bias)
+        masked = self.inner.forward(batch, on_pattern=on_pattern if self.rows else None, edits=edits)
         return masked if self.output else plain
 
 

@@ -433,8 +433,8 @@ def variant_of(
     """The variant that applies one spec: an attention spec as a score bias, a node spec at its hook points
     (`reference`: the items whose prompts give its means or donors)."""
     if isinstance(spec, NodeIntervention):
-        return Variant(name, nodes=(spec,), reference=tuple(reference) if reference else None)
-    return Variant(name, attention=spec)
+        return Variant(name, (spec,), reference=tuple(reference) if reference else None)
+    return Variant(name, (spec,))
 
 
 def _variants(
@@ -442,9 +442,7 @@ def _variants(
 ) -> dict[str, Variant]:
     variants = {"self": variant_of("self", spec, reference)}
     if span_controls and isinstance(spec, AttentionIntervention) and spec.target == "self":
-        variants |= {
-            target: Variant(target, attention=dataclasses.replace(spec, target=target)) for target in SPAN_CONTROLS
-        }
+        variants |= {target: Variant(target, (dataclasses.replace(spec, target=target),)) for target in SPAN_CONTROLS}
     return variants
 
 
@@ -560,7 +558,7 @@ def _random_effects(
     each judge at its own random draw of its own chosen set's size (the matched null)."""
     draws = {judge: _random_variants(judge, spec, design, n_random, pool.model(judge), reference)}
     for control, variant in control_variants.items():
-        own_spec = (variant.nodes[0] if variant.nodes else variant.attention) or spec
+        own_spec = variant.interventions[0] if variant.interventions else spec
         draws[control] = _random_variants(control, own_spec, design, n_random, pool.model(control), reference)
     ids, own, folder = tuple(item.id for item in items), own_model(judge), str(run.dir.root)
     execute(run, [VariantTask(folder, name, v, ids, own) for name, vs in draws.items() for v in vs.values()], pool)

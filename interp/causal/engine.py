@@ -1,7 +1,7 @@
 """The one causal-test loop: re-judge a finished run under variants, with responses and gold held fixed.
 
-A `Variant` is data: an attention intervention (`interp.hooks.spec.AttentionIntervention`, compiled to score
-biases), a residual-stream steering (`interp.hooks.steering.ResidualSteering`), both, or neither (the run's own
+A `Variant` is data: a list of interventions of any kind of the one family (`interp.hooks.base.Intervention`:
+attention masks compiled to score biases, residual-stream steering, node kinds, a user's), or none (the run's own
 judging). Its judgments are kept under `RUN/variants/<key>/judgments.jsonl`, where the key is a hash of
 everything that determines them: the run's identity (config, items, responses), the judge, the backend, the
 items judged, and the variant's data (its readable name is a label beside the key, never part of it). A
@@ -22,17 +22,17 @@ import numpy as np
 import torch
 
 from interp.config import PlacementKeys, backend_placement_problem
-from interp.core.backends import Backend, check_backend_fits, left_pad, make_backend
+from interp.core.backends import Backend, Edits, check_backend_fits, left_pad, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
 from interp.core.sites import check_hook_names
 from interp.data import Item
 from interp.errors import InterpError
-from interp.hooks.compile import bias_builder, resolve_target
-from interp.hooks.node_data import node_edit_builder, reference_means
-from interp.hooks.nodes import NodeIntervention, validate_node
-from interp.hooks.spec import AttentionIntervention, validate_against
-from interp.hooks.steering import ResidualSteering
+from interp.hooks.base import Intervention
+from interp.hooks.compile import resolve_target
+from interp.hooks.node_data import interventions_builder, reference_means
+from interp.hooks.nodes import NodeIntervention
+from interp.hooks.spec import AttentionIntervention
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
 from interp.results.codec import write_variant
@@ -46,28 +46,55 @@ if TYPE_CHECKING:
     from interp.core.backends.shared_trunk import TrunkPool
 
 
+def _one_or_list(interventions: list[Intervention]):
+    """A single-slot group's identity: None, the one intervention's, or (several) a list of them."""
+    if not interventions:
+        return None
+    if len(interventions) == 1:
+        return interventions[0].identity()
+    return [intervention.identity() for intervention in interventions]
+
+
 @dataclass(frozen=True)
 class Variant:
-    """What one re-judging does: an attention intervention, a steering, node interventions (applied in order), or
-    nothing. `reference`: the item ids whose prompts give `mean` ablations their means and `resample` its donors
-    (None: every item of the run)."""
+    """What one re-judging does: a list of interventions of any registered kind (`interp.hooks.base`: attention
+    masks, steering, node kinds, a user's), applied together, or none (the run's own judging). `reference`: the
+    item ids whose prompts give `mean` ablations their means and `resample` its donors (None: every item of the
+    run).
+
+    >>> from interp.hooks import AttentionIntervention
+    >>> Variant("self-mask", (AttentionIntervention(target="self", alpha=0.0),)).identity()["steering"] is None
+    True
+    """
 
     name: str  # a label for tables and plots
-    attention: AttentionIntervention | None = None
-    steering: ResidualSteering | None = None
+    interventions: tuple[Intervention, ...] = ()
     description: str = ""
-    nodes: tuple[NodeIntervention, ...] = ()
     reference: tuple[str, ...] | None = None
 
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "interventions", tuple(self.interventions))
+        for intervention in self.interventions:
+            if not isinstance(intervention, Intervention):
+                raise InterpError(
+                    f"variant {self.name!r}: {type(intervention).__name__} is not an intervention "
+                    "(`interp.hooks.base.Intervention`)"
+                )
+
+    def of_slot(self, slot: str) -> list[Intervention]:
+        """The interventions a variant's identity files under `slot` ("attention", "steering", "nodes", ...)."""
+        return [intervention for intervention in self.interventions if intervention.slot == slot]
+
     def identity(self) -> dict:
-        attention = None
-        if self.attention is not None:
-            attention = {k: v for k, v in self.attention.to_dict().items() if k != "name"}
-        identity = {"attention": attention, "steering": self.steering.identity() if self.steering else None}
-        if self.nodes:  # absent otherwise, so the keys of attention and steering variants stay what they were
-            identity["nodes"] = [node.identity() for node in self.nodes]
-            if any(node.needs in ("mean", "donor") for node in self.nodes):
-                identity["reference"] = list(self.reference) if self.reference is not None else "all"
+        """The variant's part of its key. Grouped by slot as variants were keyed before the family had one base
+        ({"attention": ..., "steering": ...} always, "nodes" and "reference" only when used), so every stored
+        key is what it was."""
+        identity = {slot: _one_or_list(self.of_slot(slot)) for slot in ("attention", "steering")}
+        slots = dict.fromkeys(i.slot for i in self.interventions if i.slot not in ("attention", "steering"))
+        for slot in slots:
+            identity[slot] = [intervention.identity() for intervention in self.of_slot(slot)]
+        if any(intervention.needs in ("mean", "donor") for intervention in self.interventions):
+            identity["reference"] = list(self.reference) if self.reference is not None else "all"
         return identity
 
     def record(self) -> dict:
@@ -165,37 +192,44 @@ def self_judges(run: Run, judges: Sequence[str] | None) -> list[str]:
 def check_variants(model: LoadedModel, variants: Sequence[Variant]) -> None:
     """Every variant fits the judge model (layers and heads exist, and a mask takes effect on it): call before
     any judging."""
-    if any(variant.attention is not None for variant in variants):
+    interventions = [i for variant in variants for i in variant.interventions]
+    if any(isinstance(i, AttentionIntervention) for i in interventions):
         check_backend_fits(model, "hf")
+    for intervention in interventions:
+        intervention.check_fits(model.n_layers, model.n_heads)
+        if isinstance(intervention, NodeIntervention):
+            check_hook_names(model.hf_model, intervention.hook_names(model.n_layers))
     for variant in variants:
-        if variant.attention is not None:
-            validate_against(variant.attention, model.n_layers, model.n_heads)
-        for node in variant.nodes:
-            validate_node(node, model.n_layers, model.n_heads)
-            check_hook_names(model.hf_model, node.hook_names(model.n_layers))
-        if variant.steering is not None and not 0 <= variant.steering.layer < model.n_layers:
-            raise InterpError(
-                f"steering layer {variant.steering.layer} is out of range; {model.name} has {model.n_layers} layers"
-            )
         _check_direction_sizes(model, variant)
+
+
+def _direction_size(intervention: Intervention) -> int | None:
+    """The number of dimensions of the direction an intervention adds or projects out (None: it has none)."""
+    direction = getattr(intervention, "direction", None)
+    if direction is None:
+        return None
+    return int(direction.numel()) if isinstance(direction, torch.Tensor) else len(direction)
 
 
 def _check_direction_sizes(model: LoadedModel, variant: Variant) -> None:
     """Every direction the variant adds or projects out has the model's hidden size (one line now, not an error
     from inside the forward pass after the variant's folder is written)."""
     width = model.hf_model.config.get_text_config().hidden_size
-    sizes = [(f"{n.label}: the direction", len(n.direction)) for n in variant.nodes if hasattr(n, "direction")]
-    if variant.steering is not None:
-        sizes.append((f"{variant.name}: the steering direction", int(variant.steering.direction.numel())))
-    for what, size in sizes:
-        if size != width:
+    for intervention in variant.interventions:
+        size = _direction_size(intervention)
+        if size is not None and size != width:
+            what = (
+                f"{variant.name}: the steering direction"
+                if intervention.slot == "steering"
+                else f"{intervention.label}: the direction"
+            )
             raise InterpError(f"{what} has {size} dimensions but {model.name}'s hidden size is {width}")
 
 
 def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item], *, own: str) -> None:
     """Every variant's attention target resolves to a span inside every prompt `model` will read (each item in
     both orders), `own`'s answer as "self": a span that does not exist is one line now, before any judging."""
-    specs = [variant.attention for variant in variants if variant.attention is not None]
+    specs = [i for variant in variants for i in variant.interventions if isinstance(i, AttentionIntervention)]
     if not specs:
         return
     tasks = judge_tasks(items, run.responses, run.config.models)
@@ -214,7 +248,7 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
     equal the activation by chance, zero does not."""
     from interp.hooks.nodes import Zero, node_edits
 
-    nodes = [node for variant in variants for node in variant.nodes]
+    nodes = [i for variant in variants for i in variant.interventions if isinstance(i, NodeIntervention)]
     if not nodes or not items:
         return
     prompt = task_prompts(run, model, judge_tasks(list(items)[:1], run.responses, run.config.models)[:1])[0]
@@ -224,7 +258,7 @@ def check_nodes_take_effect(run: Run, model: LoadedModel, variants: Sequence[Var
     for node in nodes:
         probe = Zero(site=node.site, layers=node.layers, heads=node.heads, positions="all")
         edits = node_edits([probe], model.n_layers, batch, offsets, [prompt])
-        if torch.equal(runner.forward(batch, site_edit=edits), plain):
+        if torch.equal(runner.forward(batch, edits=Edits(sites=edits)), plain):
             raise InterpError(
                 f"{node.label}: zeroing its selection does not change {model.name}'s logits; its hook "
                 "points are not connected in this model"
@@ -263,8 +297,6 @@ def judge_variant(
     folder = run.dir.variant(key)
     record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
     write_variant(folder, record)
-    spec = variant.attention
-    changes = spec is not None or variant.steering is not None or bool(variant.nodes)
     run_judging(
         runner,
         judge,
@@ -276,20 +308,9 @@ def judge_variant(
         cot=run.config.cot,
         rationale_tokens=run.config.rationale_tokens,
         rationales=run_rationales(run, judge),
-        intervention=variant.name if changes else None,
+        intervention=variant.name if variant.interventions else None,
         readout=None,
-        bias_for=(
-            (
-                lambda chunk: bias_builder(
-                    spec, runner.model, judge_model=own, authors=[(t.author_a, t.author_b) for t in chunk]
-                )
-            )
-            if spec is not None
-            else None
-        ),
-        edit_for=_edit_for(run, runner, variant, own, folder, judge)
-        if variant.steering is not None or variant.nodes
-        else None,
+        edits_for=_edits_for(run, runner, variant, own, folder, judge) if variant.interventions else None,
         progress=progress,
     )
     return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
@@ -311,11 +332,10 @@ def stored_variant(
     return own_probabilities(run, judge, records, items, own)
 
 
-def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
-    """The per-batch edit builder of a variant's steering and node interventions (one dict of edits: layers for
-    steering, hook points for nodes). Means are made on the first batch that needs them, once, and kept in the
-    variant's folder (`means.safetensors`), so a resumed variant reads them back."""
-    steering = variant.steering.builder() if variant.steering is not None else None
+def _edits_for(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
+    """The per-batch edit builder of a variant's interventions (`interventions_builder`: one `Edits` for every
+    kind). Means are made on the first batch that needs them, once, and kept in the variant's folder
+    (`means.safetensors`), so a resumed variant reads them back."""
     state: dict = {}
 
     def reference_data():
@@ -323,29 +343,20 @@ def _edit_for(run: Run, runner: Backend, variant: Variant, own: str, folder, jud
             state["means"], state["pool"] = _reference_data(run, runner, variant, own, folder, judge)
         return state["means"], state["pool"]
 
-    def edit_for(chunk):
-        means, pool = reference_data() if any(n.needs in ("mean", "donor") for n in variant.nodes) else ({}, [])
-        nodes = (
-            node_edit_builder(
-                variant.nodes,
-                runner,
-                own=own,
-                authors=[(t.author_a, t.author_b) for t in chunk],
-                references=[t.item.reference for t in chunk],
-                means=means,
-                pool=pool,
-            )
-            if variant.nodes
-            else None
+    def edits_for(chunk):
+        needs = any(i.needs in ("mean", "donor") for i in variant.interventions)
+        means, pool = reference_data() if needs else ({}, [])
+        return interventions_builder(
+            variant.interventions,
+            runner,
+            own=own,
+            authors=[(t.author_a, t.author_b) for t in chunk],
+            references=[t.item.reference for t in chunk],
+            means=means,
+            pool=pool,
         )
 
-        def build(batch, offsets, prompts):
-            edits = dict(steering(batch, offsets, prompts) or {}) if steering is not None else {}
-            return edits | (nodes(batch, offsets, prompts) if nodes is not None else {})
-
-        return build
-
-    return edit_for
+    return edits_for
 
 
 def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
@@ -361,17 +372,21 @@ def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folde
     path = folder / "means.safetensors"
     stored = load_file(str(path)) if path.is_file() else {}
     means: dict[int, dict] = {}
-    for index, node in enumerate(variant.nodes):
+    # Stored under each mean node's place among the variant's node interventions (as before the family had one
+    # base, so a resumed variant finds its means), returned under its place in the variant's list.
+    nodes = [index for index, intervention in enumerate(variant.interventions) if intervention.slot == "nodes"]
+    for place, index in enumerate(nodes):
+        node = variant.interventions[index]
         if node.needs != "mean":
             continue
         names = node.hook_names(model.n_layers)
-        if all(f"{index}|{name}" in stored for name in names):
-            means[index] = {name: stored[f"{index}|{name}"] for name in names}
+        if all(f"{place}|{name}" in stored for name in names):
+            means[index] = {name: stored[f"{place}|{name}"] for name in names}
         else:
             means[index] = reference_means(
                 runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size
             )
-            stored |= {f"{index}|{name}": tensor.cpu().contiguous() for name, tensor in means[index].items()}
+            stored |= {f"{place}|{name}": tensor.cpu().contiguous() for name, tensor in means[index].items()}
     if stored and not path.is_file():
         path.parent.mkdir(parents=True, exist_ok=True)
         save_file(stored, str(path.with_suffix(".tmp")))

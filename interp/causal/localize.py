@@ -230,7 +230,7 @@ def mask_scan(run: Run, judge: str, judges: Judges, items: Sequence[Item], progr
             spec = AttentionIntervention(
                 target="self", alpha=0.0, layers=(layer,), heads={layer: (head,)}, name=f"mask L{layer}H{head}"
             )
-            after = judge_variant(run, judge, runner, Variant(spec.name, attention=spec), items=items, progress=False)
+            after = judge_variant(run, judge, runner, Variant(spec.name, (spec,)), items=items, progress=False)
             scan[layer, head] = float(np.mean(before - after))
             bar.update(1)
     bar.close()

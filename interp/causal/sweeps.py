@@ -250,7 +250,7 @@ def run_sweep(
                     for alpha in config.alphas:
                         variant = Variant(
                             f"{point.family}:{target}:{alpha:g}",
-                            attention=point_spec(point, target, alpha, config.queries),
+                            (point_spec(point, target, alpha, config.queries),),
                         )
                         check_variants(model, [variant])
                         site = (
@@ -267,7 +267,7 @@ def run_sweep(
                         node = point_node(point, site, op, positions)
                         if node is None:
                             continue
-                        variant = Variant(f"{point.family}:{site}:{op}:{positions}", nodes=(node,))
+                        variant = Variant(f"{point.family}:{site}:{op}:{positions}", (node,))
                         check_variants(model, [variant])
                         columns = {"target": "", "alpha": "", "site": site, "op": op, "positions": positions}
                         points.append(SweepPoint(judge, variant, columns | point.describe()))
@@ -348,7 +348,7 @@ def run_steering_sweep(
                     "coefficient": coefficient,
                     "coefficient_abs": steering.coefficient,
                 }
-                points.append(SweepPoint(judge, Variant(f"sweep-{mode}", steering=steering), columns, probe))
+                points.append(SweepPoint(judge, Variant(f"sweep-{mode}", (steering,)), columns, probe))
             if (judge, layer) == [step for step in plan if step[0] == judge][-1]:
                 pool.release(judge)  # its directions made: let go until its tasks come (under the budget)
         out = sweep_folder(run, config)

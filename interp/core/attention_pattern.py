@@ -13,15 +13,17 @@ row), so it is the pattern a run's span attention reduces, under whatever interv
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Sequence
 
 import torch
 from jaxtyping import Float
 from torch import Tensor
 
-from interp.core.backends.protocol import Backend, left_pad
+from interp.core.backends.protocol import Backend, Edits, left_pad
 from interp.core.spans import TokenizedPrompt, token_labels
 from interp.errors import InterpError
+
+EditsBuilder = Callable[..., Edits | None]
 
 
 @dataclass(frozen=True, eq=False)
@@ -86,21 +88,23 @@ def attention_pattern(
     *,
     layers: Sequence[int] | int | None = None,
     heads: Sequence[int] | int | None = None,
-    **forward,
+    edits: Edits | EditsBuilder | None = None,
 ) -> AttentionPattern:
     """The full attention pattern of `prompt` at the chosen layers and heads (default: all), from one forward
-    pass of `backend` (`forward`: its `score_bias` / `resid_edit`, as `Backend.forward` takes them)."""
+    pass of `backend` under `edits` (an `Edits`, or a builder `edits(batch, offsets, prompts)` of one)."""
     model = backend.model
     layers = chosen(layers, model.n_layers, "layer")
     heads = chosen(heads, model.n_heads, "head")
-    batch, _ = left_pad([list(prompt.input_ids)], model.tokenizer.pad_token_id)
+    batch, offsets = left_pad([list(prompt.input_ids)], model.tokenizer.pad_token_id)
+    if callable(edits):
+        edits = edits(batch, offsets, [prompt])
     kept: dict[int, Tensor] = {}
 
     def keep(layer: int, pattern: Tensor) -> None:  # every query row (a plain hook asks the backend for all)
         if layer in layers:
             kept[layer] = pattern[0, list(heads)].detach().float().cpu().clone()
 
-    backend.forward(batch, on_pattern=keep, **forward)
+    backend.forward(batch, edits=edits, on_pattern=keep)
     missing = [layer for layer in layers if layer not in kept]
     if missing:
         raise InterpError(f"the {backend.name} backend gave no attention pattern for layer {missing[0]}")

@@ -25,7 +25,7 @@ from interp.core.attention import (
     span_reducer,
     span_token_counts,
 )
-from interp.core.backends.protocol import Backend, Batch, ResidEdit, ScoreBias, SiteEdit, left_pad
+from interp.core.backends.protocol import Backend, Batch, Edits, ResidEdit, ScoreBias, SiteEdit, left_pad
 from interp.core.spans import TokenizedPrompt, build_judge_prompt
 from interp.core.threads import rebalance_threads
 from interp.errors import InterpError
@@ -38,6 +38,12 @@ class LabelTokens:
 
 
 def label_tokens(tokenizer, labels: Sequence[str] = ("A", "B")) -> LabelTokens:
+    """The token ids that spell each verdict label in this tokenizer (with and without a leading space).
+
+    >>> labels = interp.label_tokens(model.tokenizer)
+    >>> labels.labels
+    ('A', 'B')
+    """
     ids = []
     for label in labels:
         spellings = {label, " " + label}
@@ -67,6 +73,17 @@ class Judgment:
 
 BiasBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], ScoreBias | None]
 EditBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], "ResidEdit | SiteEdit | None"]
+EditsBuilder = Callable[[Batch, list[int], Sequence[TokenizedPrompt]], "Edits | None"]
+
+
+def as_edits(score_bias: ScoreBias | None = None, edit: "ResidEdit | SiteEdit | Edits | None" = None) -> Edits:
+    """The one edit set of a pass from a score bias and an edit dict (layer (int) -> residual function, hook name
+    (str) -> site function) or a ready `Edits`."""
+    if isinstance(edit, Edits):
+        return Edits(score_bias=dict(score_bias or {})).merged(edit)
+    resid = {key: fn for key, fn in (edit or {}).items() if isinstance(key, int)}
+    sites = {key: fn for key, fn in (edit or {}).items() if isinstance(key, str)}
+    return Edits(dict(score_bias or {}), resid, sites)
 
 
 MIN_SHARED_PREFIX = 16  # below this, a separate prefix pass costs more than it saves
@@ -112,12 +129,21 @@ def judge_batch(
     names: Sequence[str] | None = None,
     span_names: Sequence[str] = SPAN_NAMES,
     intervention: str | None = None,
+    edits: EditsBuilder | None = None,
 ) -> list[Judgment]:
     """Judge a batch of tokenized prompts in one forward pass (left-padded; padding does not change results).
 
+    >>> backend = interp.make_backend(model, "hf")
+    >>> prompt = interp.build_judge_prompt(model, "helpfulness", "What is 2 + 2?", "4", "5")
+    >>> (judgment,) = interp.judge_batch(backend, [prompt], interp.label_tokens(model.tokenizer))
+    >>> round(judgment.probs["A"] + judgment.probs["B"], 6)
+    1.0
+
     `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> edits: a layer
     (int) -> function of that layer's residual output (steering), and a hook point name (str, `interp.core.sites`)
-    -> function of that activation (node interventions); either may return None for "no change".
+    -> function of that activation (node interventions); either may return None for "no change". `edits(batch,
+    offsets, prompts)` -> an `Edits` (what `interp.hooks.base.compile_edits` makes of a list of interventions);
+    all three are merged into the one edit set the backend's `forward` takes.
     `span_names`: the spans whose attention is read, in order (default a, b; a rationale adds "rationale",
     a pointwise prompt has "a" only).
     A label probability that is not a finite number (NaN weights: a corrupt model or adapter) is an
@@ -143,15 +169,12 @@ def judge_batch(
         if readout
         else None
     )
-    score_bias = bias(batch, offsets, prompts) if bias is not None else None
-    edits = edit(batch, offsets, prompts) if edit is not None else None
-    resid_edit = {key: fn for key, fn in (edits or {}).items() if isinstance(key, int)}
-    site_edit = {key: fn for key, fn in (edits or {}).items() if isinstance(key, str)}
+    compiled = as_edits(
+        bias(batch, offsets, prompts) if bias is not None else None,
+        edit(batch, offsets, prompts) if edit is not None else None,
+    ).merged(edits(batch, offsets, prompts) if edits is not None else None)
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
-    extra = {"site_edit": site_edit} if site_edit else {}  # a named hook point: a node intervention
-    logits = backend.forward(
-        batch, on_pattern=reducer, score_bias=score_bias, resid_edit=resid_edit or None, shared_prefix=shared, **extra
-    )
+    logits = backend.forward(batch, edits=compiled or None, on_pattern=reducer, shared_prefix=shared)
     probs, normalised, label_mass = label_probabilities(logits, labels)
     check_finite(normalised, label_mass, judge or model.name, names, intervention)
     top = probs.argmax(-1)
@@ -240,6 +263,14 @@ def inspect_judgment(
     readout: Readout = "final",
     bias: BiasBuilder | None = None,
 ) -> dict:
+    """One pair judged, as a record: the model, backend, kind, task and readout, then the judgment's fields
+    (P(A), P(B), the label mass, the span attention, ...) as `interp inspect` prints them.
+
+    >>> backend = interp.make_backend(model, "hf")
+    >>> record = interp.inspect_judgment(backend, "What is 2 + 2?", "4", "5")
+    >>> record["backend"], record["task"]
+    ('hf', 'helpfulness')
+    """
     model = backend.model
     prompt = build_judge_prompt(model, task, query, response_a, response_b)
     (judgment,) = judge_batch(

@@ -9,7 +9,7 @@ from typing import Callable, Iterator, Mapping, Sequence
 from tqdm.auto import tqdm
 
 from interp.core.backends import Backend
-from interp.core.judge import BiasBuilder, EditBuilder, judge_batch, label_tokens
+from interp.core.judge import EditsBuilder, judge_batch, label_tokens
 from interp.core.prompts import COT_CUE, Prompt, judge_prompt
 from interp.core.rubric import SCORE_LABELS, pointwise_prompt, result_cue
 from interp.core.spans import TokenizedPrompt, tokenize_prompt, tokenized_judge_prompt
@@ -93,9 +93,8 @@ def run_judging(
     batch_size: int,
     ties: bool = False,
     readout: str | None = "final",
-    bias_for: Callable[[Sequence[JudgeTask]], BiasBuilder | None] | None = None,
     progress: bool = True,
-    edit_for: Callable[[Sequence[JudgeTask]], EditBuilder | None] | None = None,
+    edits_for: Callable[[Sequence[JudgeTask]], EditsBuilder | None] | None = None,
     cot: str = "none",
     rationale_tokens: int = 256,
     rationales: Mapping[str, str] | None = None,
@@ -103,12 +102,13 @@ def run_judging(
 ) -> None:
     """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines.
 
-    `bias_for(chunk)` / `edit_for(chunk)` give the score-bias / residual-edit builder for one batch of tasks.
+    `edits_for(chunk)` gives the edit builder (`Edits` for a batch: every intervention of a variant, compiled
+    by `interp.hooks.base.compile_edits`) for one batch of tasks.
     With `cot` ("standard", "long"), the judge first writes a rationale (up to `rationale_tokens`, greedy,
     `interp.run.rationale`); the labels are read after it and "My final verdict is", and span attention there
     over a, b and the rationale. `rationales` (task key -> text): rationales already written (a re-judging
     reads the run's own, so its verdict is read from the very prompt the run's was); the others are generated.
-    `intervention`: the name of what `bias_for` / `edit_for` apply, for the error when it makes the model's
+    `intervention`: the name of what `edits_for` applies, for the error when it makes the model's
     output non-finite.
     """
     model = backend.model
@@ -132,15 +132,13 @@ def run_judging(
             chunk_prompts = [
                 cot_verdict_prompt(model, p, r) for p, r in zip(chunk_prompts, chunk_rationales, strict=False)
             ]
-        bias = bias_for(chunk) if bias_for is not None else None
-        edit = edit_for(chunk) if edit_for is not None else None
+        edits = edits_for(chunk) if edits_for is not None else None
         judgments = judge_batch(
             backend,
             chunk_prompts,
             labels,
             readout=readout if shard_dir else None,
-            bias=bias,
-            edit=edit,
+            edits=edits,
             judge=judge,
             names=[f"item {t.item.id!r} (order {t.order})" for t in chunk],
             span_names=("a", "b", RATIONALE_SLOT) if cot != "none" else ("a", "b"),

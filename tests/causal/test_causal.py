@@ -204,7 +204,7 @@ def test_one_control_judge_gives_no_self_preference_verdict_from_the_cli(
 
     loaded = read_run(run)
     items = [i for i in loaded.items if i.id in set(written["test_items"])]
-    mask = Variant("self", attention=AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"))
+    mask = Variant("self", (AttentionIntervention(target="self", alpha=0.0, name="self-mask-all-layers"),))
     assert written["control_variant_keys"][judge][other] == variant_key(loaded, other, "hf", mask, items, judge)
     assert written["control_variant_keys"][judge][other] != variant_key(loaded, other, "hf", mask, items)
     delta = record["per_item_delta"]

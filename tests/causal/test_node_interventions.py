@@ -273,8 +273,8 @@ def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_
     source, _ = node_run
     run = read_run(source)
     model = load_model(run.config.models[0], device="cpu")
-    dead = Variant("dead", nodes=(node_from_dict({"site": "mlp_output", "op": "mean", "layers": [0]}),))
-    live = Variant("live", nodes=(node_from_dict({"site": "mlp_output", "op": "mean", "layers": [1]}),))
+    dead = Variant("dead", (node_from_dict({"site": "mlp_output", "op": "mean", "layers": [0]}),))
+    live = Variant("live", (node_from_dict({"site": "mlp_output", "op": "mean", "layers": [1]}),))
     with torch.no_grad():
         model.hf_model.model.layers[0].mlp.down_proj.weight.zero_()
     check_nodes_take_effect(run, model, [live], run.items)

@@ -76,9 +76,9 @@ def identities(hidden: int) -> list[Variant]:
     """Interventions that change nothing: a steering of coefficient 0, a dampening by 1, a patch from the
     prompt itself."""
     return [
-        Variant("steer-0", steering=ResidualSteering(0, 0.0, "add", "all", torch.ones(hidden))),
-        Variant("dampen-1", attention=AttentionIntervention(target="self", alpha=1.0, layers=(1,))),
-        Variant("patch-same", nodes=(node_from_dict({"site": "residual", "op": "patch", "counterfactual": "same"}),)),
+        Variant("steer-0", (ResidualSteering(0, 0.0, "add", "all", torch.ones(hidden)),)),
+        Variant("dampen-1", (AttentionIntervention(target="self", alpha=1.0, layers=(1,)),)),
+        Variant("patch-same", (node_from_dict({"site": "residual", "op": "patch", "counterfactual": "same"}),)),
     ]
 
 
@@ -151,8 +151,8 @@ def test_a_direction_of_the_wrong_size_is_refused_before_its_variant_is_written(
     pool = judge_pool(run)
     runner = pool.runner(judge, run)
     before = snapshot(tmp_path)
-    steering = Variant("wide", steering=ResidualSteering(0, 1.0, "add", "all", torch.ones(7)))
-    node = Variant("wide-node", nodes=(node_from_dict({"site": "residual", "op": "add", "direction": [1.0] * 7}),))
+    steering = Variant("wide", (ResidualSteering(0, 1.0, "add", "all", torch.ones(7)),))
+    node = Variant("wide-node", (node_from_dict({"site": "residual", "op": "add", "direction": [1.0] * 7}),))
     for variant in (steering, node):
         with pytest.raises(InterpError, match="7 dimensions but .*hidden size is"):
             judge_variant(run, judge, runner, variant, progress=False)
@@ -165,7 +165,7 @@ def test_non_finite_verdicts_under_an_intervention_blame_the_intervention(make_r
     judge = run.config.judge_specs[0]
     pool = judge_pool(run)
     hidden = pool.model(judge).hf_model.config.hidden_size
-    blowup = Variant("blowup", steering=ResidualSteering(0, 1e300, "add", "all", torch.ones(hidden)))
+    blowup = Variant("blowup", (ResidualSteering(0, 1e300, "add", "all", torch.ones(hidden)),))
     with pytest.raises(InterpError) as caught:
         judge_variant(run, judge, pool.runner(judge, run), blowup, progress=False)
     assert "intervention 'blowup'" in str(caught.value) and "corrupt" not in str(caught.value)

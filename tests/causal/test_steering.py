@@ -19,7 +19,7 @@ from interp.causal.directions import compute_direction, steering_split
 from interp.causal.engine import Judges
 from interp.causal.steering import ROWS, emphasis_heads, steering_table
 from interp.config import RunConfig
-from interp.core.backends import BACKENDS, left_pad
+from interp.core.backends import BACKENDS, Edits, left_pad
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, ModelCache, load_model, resolve_spec
 from interp.data import builtin_items
@@ -84,7 +84,7 @@ def forward_with_edit(backend, model, prompts, builder, *, record_after: bool = 
     seen = []
     if record_after:
         edits = {layer: (lambda h, f=fn: seen.append(f(h).detach().clone()) or seen[-1]) for layer, fn in edits.items()}
-    return backend.forward(batch, resid_edit=edits), batch, seen
+    return backend.forward(batch, edits=Edits(resid=edits)), batch, seen
 
 
 # ---- coefficient 0, projection, reversal: every backend ------------------------------------------------
@@ -237,8 +237,8 @@ def test_emphasis_and_pasta_forms_compile_to_the_same_exact_bias(tiny):
     # the PASTA form written literally (-log k everywhere else) gives the same output: softmax ignores a row constant
     backend = backend_for(tiny, "hf")
     base = backend.forward(batch)
-    emphasised = backend.forward(batch, score_bias=emph)
-    literal = backend.forward(batch, score_bias=complement_bias(emph))
+    emphasised = backend.forward(batch, edits=Edits(score_bias=emph))
+    literal = backend.forward(batch, edits=Edits(score_bias=complement_bias(emph)))
     assert (emphasised - base).abs().max() > 1e-4
     torch.testing.assert_close(literal, emphasised, atol=1e-5, rtol=0)
     with pytest.raises(InterpError, match="alpha"):

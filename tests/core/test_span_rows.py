@@ -18,7 +18,7 @@ import pytest
 import torch
 
 from interp.core.attention import span_reducer
-from interp.core.backends import left_pad
+from interp.core.backends import Edits, left_pad
 from interp.core.backends.hf import HFBackend
 from interp.core.backends.span_rows import ALL_ROWS, IMPLEMENTATION, span_rows_attention
 from interp.core.models import LoadedModel
@@ -333,7 +333,7 @@ def test_backend_sdpa_reduces_like_eager(family, readout, shared):
     for attention in ("eager", "sdpa"):
         reducer = span_reducer(spans, width, model.n_layers, model.n_heads, readout=readout)
         backend = HFBackend(model, attn_implementation=attention)
-        logits = backend.forward(batch, on_pattern=reducer, score_bias=bias, shared_prefix=shared)
+        logits = backend.forward(batch, edits=Edits(score_bias=bias or {}), on_pattern=reducer, shared_prefix=shared)
         results[attention] = (logits, reducer.stacked())
         assert model.hf_model.config._attn_implementation == "eager"
     expected_rows = 1 if readout == "final" else width - min(off + PREFIX + 7 for off in offsets)

@@ -15,7 +15,7 @@ import torch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from interp.core.backends import BACKENDS, left_pad
+from interp.core.backends import BACKENDS, Edits, left_pad
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, attention_implementation, load_model, resolve_spec
 from interp.core.spans import build_judge_prompt
@@ -74,7 +74,7 @@ def capture(backend, batch, score_bias=None):
     logits = backend.forward(
         batch,
         on_pattern=lambda layer, p: patterns.__setitem__(layer, p.detach().float().clone()),
-        score_bias=score_bias,
+        edits=Edits(score_bias=score_bias or {}),
     )
     return logits, patterns
 
@@ -113,7 +113,7 @@ def check_alpha_one_is_exact(model, backend, prompts, base=None):
     base = backend.forward(batch) if base is None else base
     bias, _ = compiled(AttentionIntervention(target="a", alpha=1.0), model, batch, offsets, prompts)
     assert all(float(t.abs().max()) == 0.0 for t in bias.values())
-    assert torch.equal(backend.forward(batch, score_bias=bias), base)
+    assert torch.equal(backend.forward(batch, edits=Edits(score_bias=bias)), base)
 
 
 _ORACLES: dict[tuple, torch.Tensor] = {}
@@ -123,7 +123,7 @@ def check_alpha_zero_matches_oracle(model, backend, prompt, queries="outside", t
     batch, offsets = batch_for(model, [prompt])
     spec = AttentionIntervention(target=target, alpha=0.0, queries=queries)
     bias, (span,) = compiled(spec, model, batch, offsets, [prompt])
-    hooked = backend.forward(batch, score_bias=bias)
+    hooked = backend.forward(batch, edits=Edits(score_bias=bias))
     # The hf backend computes only the last position's logits (logits_to_keep=1); the other two compute all
     # positions. Match that in the oracle, so the comparison is of the masking, not of lm_head GEMM kernels.
     attention = getattr(backend, "attn_implementation", "eager")
@@ -214,10 +214,11 @@ def test_padding_does_not_change_the_intervention(tiny):
     spec = AttentionIntervention(target="b", alpha=0.1, layers=(0, 2), heads=(1, 3))
     batch, offsets = batch_for(tiny, prompts)
     assert max(offsets) > 0
-    together = backend.forward(batch, score_bias=bias_builder(spec, tiny)(batch, offsets, prompts))
+    together = backend.forward(batch, edits=Edits(score_bias=bias_builder(spec, tiny)(batch, offsets, prompts)))
     for row, prompt in enumerate(prompts):
         alone_batch, alone_offsets = batch_for(tiny, [prompt])
-        alone = backend.forward(alone_batch, score_bias=bias_builder(spec, tiny)(alone_batch, alone_offsets, [prompt]))
+        alone_bias = bias_builder(spec, tiny)(alone_batch, alone_offsets, [prompt])
+        alone = backend.forward(alone_batch, edits=Edits(score_bias=alone_bias))
         torch.testing.assert_close(together[row : row + 1], alone, atol=1e-4, rtol=0)
 
 
@@ -386,7 +387,7 @@ class SpyBackend:
     name: str = "spy"
     calls: list = field(default_factory=list)
 
-    def forward(self, batch, *, on_pattern=None, score_bias=None):
+    def forward(self, batch, *, edits=None, on_pattern=None):
         self.calls.append(batch)
         raise AssertionError("forward ran before the bad input was reported")
 
@@ -439,7 +440,7 @@ def test_dampen_applies_compile_bias_and_restores(tiny, backend_name):
     base = backend.forward(batch)
     target = (5, 30)
     spec = AttentionIntervention(target=target, alpha=0.0, layers=(1,))
-    expected = backend.forward(batch, score_bias=compiled(spec, tiny, batch, offsets, prompts)[0])
+    expected = backend.forward(batch, edits=Edits(score_bias=compiled(spec, tiny, batch, offsets, prompts)[0]))
     with dampen(backend, target=target, alpha=0.0, layers=[1]) as used:
         assert used == spec
         inside, patterns = capture(backend, batch)  # other forward options pass through
@@ -456,7 +457,7 @@ def test_dampen_applies_compile_bias_and_restores(tiny, backend_name):
     assert "forward" not in vars(backend) and tiny.hf_model.config._attn_implementation == "eager"
 
     raised = AttentionIntervention(target=target, alpha=3.0, layers=(1,), emphasis=True)
-    expected = backend.forward(batch, score_bias=compiled(raised, tiny, batch, offsets, prompts)[0])
+    expected = backend.forward(batch, edits=Edits(score_bias=compiled(raised, tiny, batch, offsets, prompts)[0]))
     with emphasise(backend, target, alpha=3.0, layers=[1]) as used:
         assert used == raised
         assert torch.equal(backend.forward(batch), expected) and not torch.equal(expected, base)
@@ -487,7 +488,8 @@ def test_dampen_on_a_plain_hf_model_and_validation(tiny):
     with dampen(tiny, "a", alpha=0.0, prompts=prompts):
         inside = run()
     spec = AttentionIntervention(target="a", alpha=0.0)
-    assert torch.equal(inside, backend.forward(batch, score_bias=compiled(spec, tiny, batch, offsets, prompts)[0]))
+    bias = compiled(spec, tiny, batch, offsets, prompts)[0]
+    assert torch.equal(inside, backend.forward(batch, edits=Edits(score_bias=bias)))
     assert (
         torch.equal(run(), base)
         and vars(hf).get("forward") is own_forward

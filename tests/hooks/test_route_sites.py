@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from interp.core.backends import make_backend
+from interp.core.backends import Edits, make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
 from interp.core.sites import site_hooks
@@ -97,13 +97,13 @@ def test_a_values_patch_at_one_head_leaves_the_heads_sharing_its_key_value_head_
 
         return fn
 
-    backend.forward(batch, site_edit={"blocks.0.attn.hook_z": keep("plain")})
+    backend.forward(batch, edits=Edits(sites={"blocks.0.attn.hook_z": keep("plain")}))
     zeros = {
         "blocks.0.attn.hook_v": lambda v: torch.where(
             torch.arange(v.shape[2])[None, None, :, None] == 0, torch.zeros_like(v), v
         )
     }
-    backend.forward(batch, site_edit={**zeros, "blocks.0.attn.hook_z": keep("edited")})
+    backend.forward(batch, edits=Edits(sites={**zeros, "blocks.0.attn.hook_z": keep("edited")}))
     assert torch.allclose(kept["edited"][:, :, 0], torch.zeros_like(kept["edited"][:, :, 0]))  # head 0 read zeros
     assert torch.allclose(
         kept["edited"][:, :, 1:groups], kept["plain"][:, :, 1:groups], atol=1e-6

@@ -26,6 +26,7 @@ from interp.core.backends.protocol import (
     BackendName,
     Batch,
     ColumnAwareHook,
+    Edits,
     PatternHook,
     ResidEdit,
     ScoreBias,
@@ -49,6 +50,7 @@ __all__ = [
     "BackendName",
     "Batch",
     "ColumnAwareHook",
+    "Edits",
     "PatternHook",
     "ResidEdit",
     "ScoreBias",
@@ -84,7 +86,12 @@ def make_backend(
 ) -> Backend:
     """Wrap the model in a backend. `attn_implementation` (hf and nnsight): "sdpa" runs each layer's fast kernel and
     computes only the pattern rows a hook reads; "eager" computes every layer's whole pattern (the reference).
-    TransformerLens computes its own patterns (`hook_pattern`) and ignores it."""
+    TransformerLens computes its own patterns (`hook_pattern`) and ignores it.
+
+    >>> backend = interp.make_backend(model, "hf")
+    >>> backend.name, backend.model is model
+    ('hf', True)
+    """
     if attn_implementation not in ("sdpa", "eager"):
         raise InterpError(f"unknown attn_implementation {attn_implementation!r}; use 'sdpa' or 'eager'")
     if backend == "hf":

@@ -22,6 +22,7 @@ from interp.core.backends.protocol import (
     AttnImplementation,
     Batch,
     ColumnAwareHook,
+    Edits,
     PatternHook,
     ResidEdit,
     ScoreBias,
@@ -33,7 +34,7 @@ from interp.core.backends.shared_prefix import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
-from interp.core.sites import SiteEdit, site_hooks
+from interp.core.sites import site_hooks
 
 
 def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Callable[[Tensor], Tensor] | None = None):
@@ -83,11 +84,9 @@ class HFBackend:
         self,
         batch: Batch,
         *,
+        edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
-        score_bias: ScoreBias | None = None,
-        resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
-        site_edit: SiteEdit | None = None,
     ):
         """`shared_prefix=n`: every row starts with the same n tokens; compute their keys and values once.
 
@@ -95,6 +94,8 @@ class HFBackend:
         (keys in the batch's columns). Falls back to the plain pass when a bias or a residual edit touches the
         prefix, or a sliding window is shorter than the batch.
         """
+        edits = edits or Edits()
+        score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         if shared_prefix > 0 and not site_edit and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
             layout = SharedPrefixLayout.of(batch, shared_prefix)  # bookkeeping stays on the CPU
             suffix_bias = suffix_biases(layout, score_bias)

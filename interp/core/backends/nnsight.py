@@ -11,14 +11,13 @@ from interp.core.backends.layers import attention_modules, shared_weight_copy
 from interp.core.backends.protocol import (
     AttnImplementation,
     Batch,
+    Edits,
     PatternHook,
-    ResidEdit,
-    ScoreBias,
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 from interp.core.placement import to_host
-from interp.core.sites import SiteEdit, site_hooks
+from interp.core.sites import site_hooks
 
 
 @dataclass
@@ -51,12 +50,12 @@ class NNsightBackend:
         self,
         batch: Batch,
         *,
+        edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
-        score_bias: ScoreBias | None = None,
-        resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
-        site_edit: SiteEdit | None = None,
     ):
+        edits = edits or Edits()
+        score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         from interp.core.backends.nnsight_trace import traced_forward
 
         paths = [path for path, _ in attention_modules(self.traced_model)]

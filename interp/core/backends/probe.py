@@ -20,7 +20,7 @@ import torch
 from torch import Tensor
 
 from interp.core.backends.layers import attention_modules
-from interp.core.backends.protocol import Batch, left_pad
+from interp.core.backends.protocol import Batch, Edits, left_pad
 from interp.core.models import LoadedModel, check_finite_output
 from interp.errors import InterpError
 
@@ -53,7 +53,7 @@ def _patterns(backend, batch: Batch, bias: dict[int, Tensor] | None) -> tuple[Te
     def keep(layer: int, pattern) -> None:
         seen[layer] = pattern.detach().float().cpu() if isinstance(pattern, Tensor) else None
 
-    logits = backend.forward(batch, on_pattern=keep, score_bias=bias)
+    logits = backend.forward(batch, edits=Edits(score_bias=bias or {}), on_pattern=keep)
     return logits, seen
 
 

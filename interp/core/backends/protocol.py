@@ -1,21 +1,21 @@
 """The contract every backend fulfils: a left-padded batch in, final-position logits out, with hooks.
 
-`Backend.forward(batch, on_pattern=..., score_bias=..., resid_edit=..., shared_prefix=...)` returns the
-final-position logits (`Float[Tensor, "batch vocab"]`, float32) and calls `on_pattern(layer, pattern)` once
-per layer with that layer's post-softmax pattern (`Float[Tensor, "batch head query key"]`), so callers
-reduce it at once and never keep it. `score_bias` maps a layer to an additive pre-softmax bias
-(`Float[Tensor, "batch head|1 query key"]`), the one mechanism every intervention compiles to. `resid_edit`
-maps a layer to a function applied to that layer's residual-stream output (`Float[Tensor, "batch pos
-d_model"]` -> same shape): activation steering. `shared_prefix=n` says every row starts with the same n
-tokens; a backend whose `shares_prefix` is True computes their keys and values once (others ignore it).
-`site_edit` maps a named hook point (`interp.core.sites`: `blocks.{l}.attn.hook_z`, `blocks.{l}.hook_mlp_out`, ...)
-to a function of its activation (the node interventions and `Judge.hooks`); a pass with site edits is a plain
-pass (no shared prefix, no shared trunk).
+`Backend.forward(batch, edits=..., on_pattern=..., shared_prefix=...)` returns the final-position logits
+(`Float[Tensor, "batch vocab"]`, float32) and calls `on_pattern(layer, pattern)` (an observation, never an edit)
+once per layer with that layer's post-softmax pattern (`Float[Tensor, "batch head query key"]`), so callers
+reduce it at once and never keep it. `edits` is the one edit channel: an `Edits`, what every intervention
+(`interp.hooks.base`) compiles to. Its `score_bias` maps a layer to an additive pre-softmax bias
+(`Float[Tensor, "batch head|1 query key"]`); its `resid` maps a layer to a function applied to that layer's
+residual-stream output (`Float[Tensor, "batch pos d_model"]` -> same shape): activation steering. Its `sites`
+maps a named hook point (`interp.core.sites`: `blocks.{l}.attn.hook_z`, `blocks.{l}.hook_mlp_out`, ...) to a
+function of its activation (the node interventions and `Judge.hooks`); a pass with site edits is a plain pass
+(no shared prefix, no shared trunk). `shared_prefix=n` says every row starts with the same n tokens; a backend
+whose `shares_prefix` is True computes their keys and values once (others ignore it).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol, runtime_checkable
 
 import torch
@@ -33,6 +33,7 @@ __all__ = [
     "Backend",
     "Batch",
     "ColumnAwareHook",
+    "Edits",
     "PatternHook",
     "ResidEdit",
     "RowAwareHook",
@@ -45,6 +46,51 @@ PatternHook = Callable[[int, Tensor], None]
 AttnImplementation = Literal["sdpa", "eager"]  # sdpa: fast kernels + the rows a hook reads; eager: the reference
 ScoreBias = dict[int, Tensor]
 ResidEdit = dict[int, Callable[[Tensor], Tensor]]
+
+
+def _chained(first: Callable[[Tensor], Tensor], second: Callable[[Tensor], Tensor]) -> Callable[[Tensor], Tensor]:
+    def both(activation: Tensor) -> Tensor:
+        edited = first(activation)
+        activation = activation if edited is None else edited
+        edited = second(activation)
+        return activation if edited is None else edited
+
+    return both
+
+
+@dataclass(frozen=True)
+class Edits:
+    """One pass's compiled edit set: what every intervention (`interp.hooks.base.Intervention`) compiles to, the
+    one edit channel of `Backend.forward`. By mechanism: `score_bias` (layer -> additive pre-softmax bias),
+    `resid` (layer -> function of that layer's residual-stream output: position-wise, so a shared prefix may
+    still be reused) and `sites` (named hook point of `interp.core.sites` -> function of its activation).
+
+    >>> Edits() or "nothing to edit"
+    'nothing to edit'
+    """
+
+    score_bias: ScoreBias = field(default_factory=dict)
+    resid: ResidEdit = field(default_factory=dict)
+    sites: SiteEdit = field(default_factory=dict)
+
+    def __bool__(self) -> bool:
+        return bool(self.score_bias or self.resid or self.sites)
+
+    def merged(self, other: "Edits | None") -> "Edits":
+        """Both edit sets in one: biases of a layer add, functions at one layer or point run in order (self's
+        first)."""
+        if not other:
+            return self
+        bias = dict(self.score_bias)
+        for layer, tensor in other.score_bias.items():
+            bias[layer] = bias[layer] + tensor if layer in bias else tensor
+        resid = dict(self.resid)
+        for layer, fn in other.resid.items():
+            resid[layer] = _chained(resid[layer], fn) if layer in resid else fn
+        sites = dict(self.sites)
+        for name, fn in other.sites.items():
+            sites[name] = _chained(sites[name], fn) if name in sites else fn
+        return Edits(bias, resid, sites)
 
 
 @dataclass(frozen=True)
@@ -66,7 +112,12 @@ class Batch:
 
 
 def left_pad(sequences: list[list[int]], pad_id: int) -> tuple[Batch, list[int]]:
-    """Pad on the left; return the batch and each row's offset (add it to token indices of that row)."""
+    """Pad on the left; return the batch and each row's offset (add it to token indices of that row).
+
+    >>> batch, offsets = interp.left_pad([[1, 2, 3], [4, 5]], pad_id=0)
+    >>> batch.input_ids.tolist(), batch.attention_mask.tolist(), offsets
+    ([[1, 2, 3], [0, 4, 5]], [[1, 1, 1], [0, 1, 1]], [0, 1])
+    """
     width = max(len(s) for s in sequences)
     offsets = [width - len(s) for s in sequences]
     ids = torch.tensor([[pad_id] * off + s for s, off in zip(sequences, offsets, strict=False)], dtype=torch.long)
@@ -109,9 +160,7 @@ class Backend(Protocol):
         self,
         batch: Batch,
         *,
+        edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
-        score_bias: ScoreBias | None = None,
-        resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
-        site_edit: SiteEdit | None = None,
     ) -> Float[Tensor, "batch vocab"]: ...

@@ -33,7 +33,7 @@ from torch import Tensor
 
 from interp.core.backends.hf import HFBackend, resid_edit_hooks
 from interp.core.backends.layers import attention_modules, final_logits
-from interp.core.backends.protocol import Backend, Batch, PatternHook, ResidEdit, ScoreBias, SiteEdit
+from interp.core.backends.protocol import Backend, Batch, Edits, PatternHook, ScoreBias
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 from interp.core.sites import site_hooks, site_layer
@@ -203,25 +203,20 @@ class SharedTrunkBackend:
         self,
         batch: Batch,
         *,
+        edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
-        score_bias: ScoreBias | None = None,
-        resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
-        site_edit: SiteEdit | None = None,
     ) -> Tensor:
+        """The judge's layers above the shared trunk (whose pass is cached per batch and bias); an edit inside the
+        trunk's layers runs the plain pass."""
+        edits = edits or Edits()
+        score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         start = self.trunk.layers
         nodes_below = any((layer := site_layer(name)) is None or layer < start for name in site_edit or {})
         if (resid_edit and min(resid_edit) < start) or nodes_below:
             # an edit in the trunk's layers (of the residual stream, or of a node; a malformed node name too, which
             # the plain pass refuses in one line): the plain pass
-            return self.plain.forward(
-                batch,
-                on_pattern=on_pattern,
-                score_bias=score_bias,
-                resid_edit=resid_edit,
-                shared_prefix=shared_prefix,
-                site_edit=site_edit,
-            )
+            return self.plain.forward(batch, edits=edits, on_pattern=on_pattern, shared_prefix=shared_prefix)
         rows = rows_for(on_pattern)
         score_bias = score_bias or {}
         entry = self.trunk.of(batch, rows, {layer: bias for layer, bias in score_bias.items() if layer < start})

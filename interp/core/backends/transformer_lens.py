@@ -9,9 +9,8 @@ from dataclasses import dataclass
 import torch
 
 from interp.core.backends.layers import final_logits, shared_weight_copy
-from interp.core.backends.protocol import Batch, PatternHook, ResidEdit, ScoreBias
+from interp.core.backends.protocol import Batch, Edits, PatternHook
 from interp.core.models import LoadedModel
-from interp.core.sites import SiteEdit
 from interp.errors import InterpError
 
 
@@ -43,12 +42,12 @@ class TransformerLensBackend:
         self,
         batch: Batch,
         *,
+        edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
-        score_bias: ScoreBias | None = None,
-        resid_edit: ResidEdit | None = None,
         shared_prefix: int = 0,
-        site_edit: SiteEdit | None = None,
     ):
+        edits = edits or Edits()
+        score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         hooks = []
         for name, fn in (site_edit or {}).items():  # the same names as TransformerLens' own hook points
             if name not in self.bridge.hook_dict:

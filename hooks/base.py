@@ -1,0 +1,148 @@
+"""The one intervention family: every kind of edit is a subclass of `Intervention`, registered by name.
+
+pyvene's shape: an intervention is frozen data with a `kind` name; the registry maps the name to its class, so a
+user subclasses `Intervention` (or one of the built-in kinds), decorates it with `@register_kind`, and it loads
+from a spec file and runs wherever a built-in kind does. Each intervention knows its named sites (`hook_sites`:
+`interp.core.sites` names, `blocks.{l}.…`) and how to build its edit for one batch (`edits`, an
+`interp.core.backends.Edits`); `compile_edits` folds a list of them into the one edit set a backend's `forward`
+takes, applied through hook handles that are removed when the pass ends.
+
+The built-in kinds: "attention" (`interp.hooks.spec.AttentionIntervention`: masks, dampening and emphasis, a
+pre-softmax score bias), "steering" (`interp.hooks.steering.ResidualSteering`: a direction added to, or projected
+out of, the residual stream after one block) and the node kinds of `interp.hooks.nodes` (one per `op`: "zero",
+"mean", "resample", "patch", "project_out", "add", and any a user registers).
+
+    >>> from interp.hooks import AttentionIntervention, registered_kinds
+    >>> "attention" in registered_kinds() and AttentionIntervention(target="a", alpha=0.0).kind
+    'attention'
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Mapping, Sequence
+
+import torch
+from torch import Tensor
+
+from interp.core.backends import Batch, Edits
+from interp.core.spans import TokenizedPrompt
+from interp.errors import InterpError
+
+_KINDS: dict[str, type["Intervention"]] = {}
+
+
+@dataclass
+class SiteData:
+    """Data made before the pass, by hook name: reference means, and donor activations aligned to the batch."""
+
+    means: dict[str, Tensor] = field(default_factory=dict)
+    donors: dict[str, Tensor] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class EditContext:
+    """What an intervention reads to build its edit for one left-padded batch: the batch and each row's padding
+    (`offsets`), the tokenized prompts, the model's shape and dtype, the judge's own model and each row's
+    (author A, author B), and the data made before the pass (`data`: a node kind's means or donors)."""
+
+    batch: Batch
+    offsets: Sequence[int]
+    prompts: Sequence[TokenizedPrompt] | None
+    n_layers: int
+    n_heads: int
+    dtype: torch.dtype = torch.float32
+    own: str | None = None
+    authors: Sequence[tuple[str, str]] | None = None
+    data: SiteData = field(default_factory=SiteData)
+
+
+class Intervention:
+    """Base class of every intervention kind (see the module docstring).
+
+    `kind`: the name the registry knows it by. `slot`: where a variant's identity files it ("attention" and
+    "steering" hold one intervention, "nodes" a list), which keeps the stored keys of every kind what they were.
+    `needs`: data made before the pass ("mean", "donor", "counterfactual"), or None.
+    """
+
+    kind: ClassVar[str] = ""
+    slot: ClassVar[str] = "nodes"
+    needs: ClassVar[str | None] = None
+
+    def identity(self) -> dict[str, Any]:
+        """What the intervention does (its part of a variant's key): never its label."""
+        raise NotImplementedError(f"{type(self).__name__} must implement identity()")
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its keys, JSON-ready; `intervention_from_dict` reads them back."""
+        raise NotImplementedError(f"{type(self).__name__} must implement to_dict()")
+
+    def hook_sites(self, n_layers: int) -> list[str]:
+        """The named sites (`interp.core.sites` hook names) it edits, in a model of `n_layers` layers."""
+        raise NotImplementedError(f"{type(self).__name__} must implement hook_sites(n_layers)")
+
+    def edits(self, context: EditContext) -> Edits:
+        """Its edit for one batch."""
+        raise NotImplementedError(f"{type(self).__name__} must implement edits(context)")
+
+    def check_fits(self, n_layers: int, n_heads: int) -> None:
+        """Raise InterpError (one line) when it names a layer or head a model of this shape lacks."""
+
+    @property
+    def label(self) -> str:
+        """A short human-readable name."""
+        return self.kind
+
+
+def register_kind(cls: type[Intervention]) -> type[Intervention]:
+    """Class decorator: make `cls.kind` a name spec files, variants and sweeps can use. A built-in kind keeps its
+    name (a user's class under a built-in name is refused)."""
+    if not (isinstance(cls, type) and issubclass(cls, Intervention)) or not cls.kind:
+        raise InterpError("register an Intervention subclass with a non-empty `kind`")
+    known = _KINDS.get(cls.kind)
+    if known is not None and known is not cls and known.__module__.startswith("interp.hooks"):
+        if not cls.__module__.startswith("interp.hooks"):
+            raise InterpError(f"kind {cls.kind!r} is a built-in kind; give yours another name")
+    _KINDS[cls.kind] = cls
+    return cls
+
+
+def registered_kinds() -> list[str]:
+    """The names of every registered kind, sorted."""
+    return sorted(_KINDS)
+
+
+def kind_class(kind: str) -> type[Intervention]:
+    """The class registered as `kind` (InterpError naming the known kinds otherwise)."""
+    if kind not in _KINDS:
+        raise InterpError(f"unknown intervention kind {kind!r}; use one of {', '.join(registered_kinds())}")
+    return _KINDS[kind]
+
+
+def compile_edits(interventions: Sequence[Intervention], context: EditContext) -> Edits:
+    """The edit set of `interventions` for one batch, in the order given (functions at one site run in order)."""
+    edits = Edits()
+    for intervention in interventions:
+        edits = edits.merged(intervention.edits(context))
+    return edits
+
+
+def check_all_fit(interventions: Sequence[Intervention], n_layers: int, n_heads: int) -> None:
+    """Every intervention's layers and heads exist in a model of this shape."""
+    for intervention in interventions:
+        intervention.check_fits(n_layers, n_heads)
+
+
+def kinds_of(interventions: Sequence[Intervention], cls: type) -> list:
+    """The interventions that are instances of `cls`, in order."""
+    return [intervention for intervention in interventions if isinstance(intervention, cls)]
+
+
+def from_mapping(data: Mapping[str, Any], *, where: str = "") -> Intervention:
+    """An intervention from a table of keys with a `kind` key (the registry's class's `from_dict`)."""
+    cls = kind_class(str(data.get("kind")))
+    keys = {key: value for key, value in data.items() if key != "kind"}
+    reader = getattr(cls, "from_dict", None)
+    if reader is None:
+        return cls(**keys)
+    return reader(keys, where=where)
