@@ -45,6 +45,7 @@ class HooksFolder(importlib.abc.MetaPathFinder):
     first, finds it; this one answers only when it did not."""
 
     def find_spec(self, fullname: str, path=None, target=None):
+        """The spec of `interp.hooks` from the repository's hooks/ folder; None for any other module."""
         if fullname != "interp.hooks":
             return None
         init = Path(__file__).resolve().parent.parent / "hooks" / "__init__.py"

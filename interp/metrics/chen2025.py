@@ -134,6 +134,7 @@ class RateParts:
     denominator: np.ndarray
 
     def value(self) -> float:
+        """The rate: instances counted in the numerator over those in the denominator (NaN where none is)."""
         den = int(np.count_nonzero(self.denominator))
         return float(np.count_nonzero(self.numerator)) / den if den else math.nan
 
@@ -252,6 +253,7 @@ class Chen2025Records:
         return len(self.judge)
 
     def subset(self, mask: np.ndarray) -> "Chen2025Records":
+        """The records where `mask` is True."""
         return Chen2025Records(
             judge=self.judge[mask],
             evaluatee=self.evaluatee[mask],

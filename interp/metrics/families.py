@@ -45,6 +45,8 @@ FamilyStatistic = Callable[[list[np.ndarray]], np.ndarray]
 
 @dataclass(frozen=True)
 class Interval:
+    """An estimate with its bootstrap interval, the confidence level and the draws it took."""
+
     estimate: float
     low: float
     high: float
@@ -53,6 +55,7 @@ class Interval:
     n_dropped: int = 0  # resamples where the statistic was not finite (dropped from the percentiles)
 
     def to_dict(self) -> dict:
+        """The interval as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -143,6 +146,7 @@ class TwoFamily:
     reason: str | None = None
 
     def to_dict(self) -> dict:
+        """The comparison as a JSON-ready dict."""
         return asdict(self)
 
 

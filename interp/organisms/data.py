@@ -114,10 +114,12 @@ class Response:
 
     @property
     def intact(self) -> bool:
+        """Whether this is the author's answer as written (not degraded)."""
         return self.kind == "intact"
 
     @property
     def tag(self) -> str:
+        """author:kind, and #variant where there are several of that kind."""
         return f"{self.author}:{self.kind}" + (f"#{self.variant}" if self.variant else "")
 
 
@@ -175,6 +177,7 @@ class TrainPair:
 
     @property
     def key(self) -> str:
+        """The pair's key: its item and both answers' tags."""
         return f"{self.item.id}|{self.first.tag}|{self.second.tag}"
 
 

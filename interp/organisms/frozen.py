@@ -143,6 +143,7 @@ def last_logits(hf_model: torch.nn.Module, hidden: torch.Tensor) -> torch.Tensor
 
 
 def final_logits_from(hf_model: torch.nn.Module, start: int, hidden: torch.Tensor) -> torch.Tensor:
+    """The final-position logits of the model run from layer `start` up on the states `hidden` entering it."""
     with only_layers_from(hf_model, start):
         return last_logits(hf_model, hidden)
 

@@ -29,6 +29,7 @@ from interp.storage import atomic_write_bytes, atomic_write_text
 
 
 def write_shard(shard_dir: Path, keys: Sequence[str], judgments: Sequence[Judgment]) -> None:
+    """One judged batch's span attention (mass and span tokens) as a shard named by its tasks' keys."""
     name = hashlib.sha256("\n".join(keys).encode()).hexdigest()[:16]
     tensors = {
         "mass": torch.stack([j.mass for j in judgments]).contiguous(),

@@ -60,6 +60,7 @@ def check_style(style: str, rewriter: str | None) -> None:
 
 
 def rewrite_prompt(style: str, instruction: str, response: str) -> str:
+    """The rewrite instruction for one answer in `style`."""
     return REWRITE_PROMPT.format(style=STYLES[style], instruction=instruction, response=response)
 
 
@@ -74,9 +75,11 @@ class Rewriter:
 
     @property
     def name(self) -> str:
+        """The rewriter's name: its model, or the plain normaliser."""
         return "plain-normaliser" if self.model is None else self.model
 
     def endpoint(self) -> HTTPJudgeConfig:
+        """The HTTP endpoint of a served rewriter model."""
         return HTTPJudgeConfig(
             name=f"rewriter-{self.model}",
             base_url=self.url,
@@ -105,6 +108,7 @@ class Original:
 
     @property
     def key(self) -> str:
+        """The original answer's key: its author and item."""
         return f"{self.author}\t{self.item.id}"
 
 

@@ -109,6 +109,7 @@ def judge_scores(
     n_boot: int,
     seed: int,
 ) -> dict:
+    """One judge's scores in summary.json: position consistency, win rates, DBG against gold and its intervals."""
     ab, ba = p_first_model_wins(records, items, models[0])
     first = (ab + ba) / 2
     scores = {
@@ -140,6 +141,7 @@ def judge_scores(
 def compute_summary(
     config: RunConfig, records: Sequence[JudgmentRecord], items: Sequence[Item], gold: dict[str, list[float]]
 ) -> dict:
+    """summary.json of a run's judgments: every judge's scores against the aggregated gold."""
     models = list(config.models)
     gold_first = np.array(aggregate_gold(gold))
     judges = {}

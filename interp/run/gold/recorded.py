@@ -29,6 +29,7 @@ class RecordedJudge:
         return f"RecordedJudge({str(self.path)!r}, name={self.name!r})"
 
     def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
+        """P(slot A wins) of each pair, read from the recorded verdicts."""
         return [self._lookup(pair) for pair in pairs]
 
     def _lookup(self, pair: Pair) -> float:

@@ -57,6 +57,7 @@ class ReferenceJudge:
             raise InterpError(f"the reference judge has no score for task {unscored[0]!r}; set gold.reference = false")
 
     def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
+        """P(slot A wins) of each pair, from how close each answer is to the item's reference (`reference_score`)."""
         chrf = CHRF()
         return [
             verdict(
