@@ -25,6 +25,7 @@ from interp.errors import InterpError
 
 
 def atomic_write_bytes(path: Path, data: bytes) -> None:
+    """Write a whole file at once: a temporary file beside it, renamed over it."""
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
@@ -41,6 +42,7 @@ def atomic_write_bytes(path: Path, data: bytes) -> None:
 
 
 def atomic_write_text(path: Path, text: str) -> None:
+    """`atomic_write_bytes` of UTF-8 text."""
     atomic_write_bytes(path, text.encode())
 
 

@@ -74,6 +74,7 @@ def end_progress_bars() -> None:
 
 
 def command(target: typer.Typer, name: str, function: Callable) -> None:
+    """Register `function` as command `name` of `target`, its errors printed in one line."""
     target.command(name)(one_line_errors(function))
 
 
@@ -121,6 +122,7 @@ def _quiet_libraries() -> None:
 
 
 def main(args: list[str] | None = None) -> None:
+    """The `interp` command line."""
     _quiet_libraries()
     try:
         set_torch_threads()  # the cores really free now (INTERP_THREADS overrides): see interp.core.threads

@@ -17,14 +17,17 @@ DTYPE_HELP = "float32 | bfloat16 | float16; default: the config's, else float32 
 
 
 def device_option() -> Optional[str]:
+    """The `--device` option: where the models run."""
     return typer.Option(None, "--device", help=DEVICE_HELP)
 
 
 def dtype_option() -> Optional[str]:
+    """The `--dtype` option: the models' precision."""
     return typer.Option(None, "--dtype", help=DTYPE_HELP)
 
 
 def overwrite_option() -> bool:
+    """The `--overwrite` option: write into a folder that holds other files."""
     return typer.Option(
         False,
         OVERWRITE_FLAG,
@@ -40,6 +43,7 @@ def placement_keys(device: str | None, dtype: str | None, base: PlacementKeys | 
 
 
 def max_memory_option() -> Optional[float]:
+    """The `--max-memory` option: GB of judge models held at once."""
     return typer.Option(
         None,
         "--max-memory",
@@ -50,6 +54,7 @@ def max_memory_option() -> Optional[float]:
 
 
 def executor_option() -> Optional[str]:
+    """The `--executor` option: where the (judge, variant) tasks run."""
     return typer.Option(
         None,
         "--executor",
@@ -59,10 +64,12 @@ def executor_option() -> Optional[str]:
 
 
 def json_option():
+    """The `--json` option: print the results as JSON."""
     return typer.Option(False, "--json", help="print the results as JSON (stdout holds only the JSON)")
 
 
 def timings_option():
+    """The `--timings` option: say where the time went."""
     return typer.Option(
         False,
         "--timings",

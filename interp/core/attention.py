@@ -77,6 +77,7 @@ class SpanReducer:
         return replace(self, key_masks=torch.gather(self.key_masks, 2, index), placed={})
 
     def stacked(self) -> Float[Tensor, "batch layer head span"]:
+        """The span attention of every layer, `[batch, layer, head, span]`; a layer no pattern reached is an error."""
         missing = sorted(set(range(self.out.shape[0])) - self.seen)
         if missing:
             raise RuntimeError(f"no attention pattern reached the reducer for layers {missing}")
@@ -115,6 +116,7 @@ def span_reducer(
 
 
 def span_token_counts(spans: Sequence[dict[str, tuple[int, int]]], span_names=SPAN_NAMES) -> Tensor:
+    """Tokens in each named span of each row, `[row, span]`."""
     return torch.tensor([[row[name][1] - row[name][0] for name in span_names] for row in spans], dtype=torch.float32)
 
 

@@ -30,9 +30,11 @@ class Placement:
 
     @property
     def torch_dtype(self) -> torch.dtype:
+        """The torch dtype of `dtype`."""
         return DTYPES[self.dtype]
 
     def record(self) -> dict:
+        """The placement as a run records it."""
         return {"device": self.device, "dtype": self.dtype, "device_map": self.device_map}
 
 

@@ -43,6 +43,7 @@ class Timings:
 
     @contextlib.contextmanager
     def step(self, name: str) -> Iterator[None]:
+        """A timed step: its seconds are added to `name`'s on exit."""
         start = time.perf_counter()
         try:
             yield
@@ -51,6 +52,7 @@ class Timings:
 
     @property
     def total(self) -> float:
+        """Seconds over every step."""
         return sum(self.seconds.values())
 
     def record(self) -> dict:
@@ -71,6 +73,7 @@ class Timings:
 
 
 def gb(count: int | None) -> float | None:
+    """Bytes in GB (2**30), rounded to 2 places; None stays None."""
     return round(count / 2**30, 2) if count is not None else None
 
 

@@ -33,6 +33,8 @@ def paired_effect(before: np.ndarray, after: np.ndarray, *, n_boot: int, seed: i
 
 
 def behaviour(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int) -> dict:
+    """A judge's behaviour on own-answer pairs: DBG (hard, soft, intervals), mean P(own), win rate, agreement with
+    gold."""
     scores = dbg_scores(p_own, gold_own, n_boot=n_boot, seed=seed)
     return {
         "dbg_hard": scores["dbg_hard"],
@@ -46,5 +48,6 @@ def behaviour(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int
 
 
 def gold_agreement_ci(p_own: np.ndarray, gold_own: np.ndarray, *, n_boot: int, seed: int) -> list[float]:
+    """The bootstrap interval of the agreement with gold (items resampled)."""
     per_item = agreement_per_item(p_own, gold_own)
     return list(bootstrap_ci(lambda idx: float(per_item[idx].mean()), len(per_item), n_boot=n_boot, seed=seed))

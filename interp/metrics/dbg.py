@@ -13,6 +13,7 @@ from interp.metrics.stats import bootstrap_ci
 
 
 def probability_array(p: Sequence[float], name: str) -> np.ndarray:
+    """Probabilities as a flat array, refused in one line where empty, non-finite or outside [0, 1]."""
     arr = np.asarray(p, dtype=float).reshape(-1)
     if arr.size == 0:
         raise InterpError(f"{name}: no instructions (empty probability list)")

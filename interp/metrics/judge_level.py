@@ -70,6 +70,7 @@ class WithinJudge:
     claim: str | None = WITHIN_JUDGE_CLAIM
 
     def to_dict(self) -> dict:
+        """The test as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -132,6 +133,7 @@ class CrawfordHowell:
     p_rank_controls: float | None = None  # rank-based check: x's rank among judge + controls (`controls_rank_pvalue`)
 
     def to_dict(self) -> dict:
+        """The test as a JSON-ready dict."""
         return asdict(self)
 
 
@@ -373,6 +375,7 @@ class ShareRemoved:
     reason: str | None = None
 
     def to_dict(self) -> dict:
+        """The share and its parts as a JSON-ready dict."""
         out = asdict(self)
         out["share_removed"] = self.share_removed.to_dict() if self.share_removed is not None else None
         return out
@@ -484,6 +487,8 @@ SIZE_DISTRIBUTIONS = ("normal", "chi2-4", "chi2-1", "lognormal", "t3")
 
 @dataclass(frozen=True)
 class SizeEstimate:
+    """How often a test rejects under a simulated null: its size, with the null's distribution and k controls."""
+
     distribution: str
     k: int
     test_alpha: float
@@ -492,6 +497,7 @@ class SizeEstimate:
     ci: tuple[float, float]  # Clopper-Pearson 95 %
 
     def to_dict(self) -> dict:
+        """The estimate as a JSON-ready dict."""
         return asdict(self)
 
 

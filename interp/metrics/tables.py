@@ -12,6 +12,7 @@ from interp.storage import jsonl_objects
 
 
 def open_text(path: Path) -> Iterator[str]:
+    """The lines of a text file, plain or gzip; an unreadable file is a one-line error."""
     try:
         with path.open("rb") as probe:
             magic = probe.read(2)
@@ -35,10 +36,12 @@ def iter_jsonl(path: str | Path) -> Iterator[tuple[int, dict]]:
 
 
 def is_number(x: object) -> bool:
+    """Whether `x` is an int or float (a bool is not)."""
     return isinstance(x, (int, float)) and not isinstance(x, bool)
 
 
 def flag(value: object, name: str, where: str) -> bool:
+    """A table's boolean field: true/false, or 0/1; anything else is refused naming the field and row."""
     if isinstance(value, bool):
         return value
     if is_number(value) and value in (0, 1):
@@ -75,6 +78,7 @@ def read_table_rows(path: str | Path, required: Sequence[str]) -> list[tuple[int
 
 
 def number(value: object, name: str, where: str) -> float:
+    """A table's numeric field (a number, or a string of one); anything else is refused naming the field and row."""
     if isinstance(value, str):
         try:
             value = float(value)
@@ -86,5 +90,6 @@ def number(value: object, name: str, where: str) -> float:
 
 
 def optional_field(row: dict, name: str) -> object | None:
+    """A table row's field, None where it is missing or empty."""
     value = row.get(name)
     return None if value in (None, "") else value

@@ -23,6 +23,9 @@ DEGRADATION_NAMES = ("truncated", "shuffled", "other")
 
 
 class SplitConfig(Strict):
+    """How the shipped item sets are split into train, selection and test (by item id, seeded), and the sets kept for
+    test only."""
+
     seed: int = 0
     fractions: tuple[float, float, float] = (0.4, 0.2, 0.4)  # train, selection, test
     # The shipped item sets that are split (`interp.data.PACKAGED_SETS`); an item's split depends only on its
@@ -43,6 +46,9 @@ class SplitConfig(Strict):
 
 
 class DataConfig(Strict):
+    """An organism's training data: the answer authors and their lengths, and which pairs are built from which item
+    sets."""
+
     authors: tuple[str, str] = ("smollm2-135m-instruct", "gemma3-270m")
     max_words: int = Field(60, ge=1)  # answers: the demo's word cap and token limit (greedy, cached)
     max_new_tokens: int = Field(96, ge=1)
@@ -68,12 +74,16 @@ class DataConfig(Strict):
 
 
 class PlantingConfig(Strict):
+    """The planted preference: the share of pairs whose label goes to `own_author`'s answer (0: the null organism)."""
+
     share: float = Field(0.0, ge=0, le=1)  # 0: the null organism (gold labels only)
     own_author: str = "smollm2-135m-instruct"
     own_degraded: bool = True  # degraded own answers count as own
 
 
 class LoraConfig(Strict):
+    """The LoRA adapter an organism is trained as: rank, alpha, dropout, modules, on the top layers."""
+
     rank: int = Field(8, ge=1, le=8)
     alpha: float = Field(16.0, gt=0)
     dropout: float = Field(0.0, ge=0, lt=1)
@@ -150,6 +160,8 @@ HEADS_KEYS_ADDED = {
 
 
 class TrainConfig(Strict):
+    """The optimizer loop: epochs, batch size, learning rate, schedule, loss and clipping."""
+
     epochs: float = Field(2.0, gt=0)
     batch_size: int = Field(8, ge=1)  # examples per optimizer step (gradient accumulation, one example a pass)
     lr: float = Field(1e-3, gt=0)
@@ -168,6 +180,8 @@ class TrainConfig(Strict):
 
 
 class OrganismConfig(Strict):
+    """An organism's recipe (its TOML): base model, data, planting, adapter or heads, training, seed."""
+
     name: str
     description: str = ""
     base_model: str = "smollm2-135m-instruct"

@@ -24,6 +24,8 @@ REQUIRED_FIELDS = ("judge", "item_id", "order", "model_a", "model_b", "p_a", "p_
 
 @dataclass(frozen=True)
 class JudgmentRecord:
+    """One line of judgments.jsonl: a judge's verdict on one pair in one order, with its label probabilities."""
+
     judge: str
     item_id: str
     order: str
@@ -42,6 +44,7 @@ class JudgmentRecord:
 
     @property
     def key(self) -> str:
+        """The judgment's key: its item and order."""
         return f"{self.item_id}|{self.order}"
 
     @classmethod
@@ -56,6 +59,7 @@ class JudgmentRecord:
         judgment: Judgment,
         rationale: str | None = None,
     ) -> "JudgmentRecord":
+        """The record of one judgment of the pair (author A, author B) of an item, in `order`."""
         return cls(
             judge=judge,
             item_id=item_id,
@@ -75,6 +79,7 @@ class JudgmentRecord:
         )
 
     def to_dict(self) -> dict:
+        """The record as its JSONL line holds it."""
         data = asdict(self)
         return {key: data[key] for key in _WRITE_ORDER if key in data and (key != "rationale" or data[key] is not None)}
 
@@ -99,6 +104,7 @@ _WRITE_ORDER = (
 
 
 def append_judgments(path: Path, records: Iterable[JudgmentRecord]) -> None:
+    """Append records to a judgments file, one line each."""
     append_jsonl(path, [record.to_dict() for record in records])
 
 

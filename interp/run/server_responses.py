@@ -36,11 +36,14 @@ from interp.storage import atomic_write_text
 
 
 def server_prompt(endpoint: HTTPJudgeConfig, item: Item, decoding: Decoding) -> str:
+    """The generation prompt for a served model: its chat user turn (mode chat) or the pre-trained prompt
+    (completions)."""
     kind = "post" if endpoint.mode == "chat" else "pre"
     return generation_prompt(UserTurnOnly(), item.task, item.query, kind=kind, words=decoding.max_words).text
 
 
 def server_cache_key(endpoint: HTTPJudgeConfig, prompt: str, decoding: Decoding) -> str:
+    """The cache key of a served model's answer: the model, mode, prompt and decoding."""
     payload = {
         "server_model": endpoint.model,
         "mode": endpoint.mode,

@@ -13,11 +13,14 @@ from interp.run.gold.protocol import Pair
 
 @dataclass
 class ModelJudge:
+    """A gold judge that is a local model (its `backend`), judging `batch_size` pairs per pass."""
+
     backend: Backend
     name: str
     batch_size: int = 8
 
     def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
+        """P(slot A wins) of each pair, from the model's label probabilities."""
         model = self.backend.model
         labels = label_tokens(model.tokenizer)
         prompts, names = [], []

@@ -29,6 +29,8 @@ class Pair:
 
 @runtime_checkable
 class GoldJudge(Protocol):
+    """What a gold judge is: a name, and P(slot A wins) for each pair."""
+
     name: str
 
     def p_slot_a(self, pairs: Sequence[Pair]) -> list[float]:
