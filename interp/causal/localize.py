@@ -27,6 +27,7 @@ better one about half the time), a head that carries self-preference does not.
 from __future__ import annotations
 
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -303,18 +304,27 @@ def check_methods(methods: Sequence[str]) -> list[str]:
     return list(dict.fromkeys(methods))
 
 
+@dataclass(frozen=True)
+class LocalizeItems:
+    """Which items `localize_run` reads, and as whose judge: `items` (ids; None: all of the run's), a seeded
+    subset of `n_items` of them, `n_mask_items` for the mask method, and `own` (the author whose answer the judge
+    reads as its own; None: the judge's own model)."""
+
+    items: Sequence[str] | None = None
+    n_items: int | None = None
+    n_mask_items: int = 8
+    own: str | None = None
+
+
 def localize_run(
     run: Run,
     judge: str,
     methods: Sequence[str] = DEFAULT_METHODS,
     *,
-    n_items: int | None = None,
-    n_mask_items: int = 8,
+    on: LocalizeItems = LocalizeItems(),
     where: PlacementKeys | None = None,
     judges: Judges | None = None,
     progress: bool = True,
-    items: Sequence[str] | None = None,
-    own: str | None = None,
 ) -> pd.DataFrame:
     """Every (layer, head) ranked by each method: columns method, layer, head, score (|effect|, the ranking),
     effect (signed: > 0 favours the own answer), rank (1 = first), single_judge, n_items. A layer method
@@ -324,6 +334,7 @@ def localize_run(
     `own`: localise a judge that reads another judge's answer as its own (a control judge, the matched null of
     `interp.causal.matched`): it need not have judged the run, and "attention" is read from a judging pass of
     the items here instead of the run's stored attention (the same readout)."""
+    items, n_items, n_mask_items, own = on.items, on.n_items, on.n_mask_items, on.own
     methods = check_methods(methods)
     if own is None:
         judge = run_judge(run, judge)

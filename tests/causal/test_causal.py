@@ -310,7 +310,7 @@ def check_matched_top_heads(run, result, design, controls) -> None:
     import json
 
     from interp.causal.causal import top_heads_spec, variant_of
-    from interp.causal.localize import localize_run
+    from interp.causal.localize import LocalizeItems, localize_run
     from interp.causal.matched import attention_top_heads
     from interp.core.models import own_model
     from interp.run.store import read_run
@@ -320,7 +320,9 @@ def check_matched_top_heads(run, result, design, controls) -> None:
         selection = record["selection_items"]
         assert record["null"] == "matched" and set(record["control_sets"]) == set(controls)
         for control in controls:
-            frame = localize_run(loaded, control, ["attention"], items=selection, own=own_model(judge), progress=False)
+            frame = localize_run(
+                loaded, control, ["attention"], on=LocalizeItems(selection, own=own_model(judge)), progress=False
+            )
             spec = top_heads_spec(design, attention_top_heads(frame, design.top_k))
             expected = variant_of("self", spec, selection).identity()
             assert json.loads(json.dumps(record["control_sets"][control])) == json.loads(json.dumps(expected))
