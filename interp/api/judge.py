@@ -1,13 +1,4 @@
-"""`Judge`: a judge model in a notebook, strings in, tensors out.
-
-    judge = interp.Judge.load("smollm2-135m-judge")
-    v = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
-    v.p_a, v.p_b, v.mass            # mass: Float[Tensor, "layer head span"], span 0 = response A, 1 = B
-    with judge.applying(target="self", alpha=0.0):
-        masked = judge(query, answer_1, answer_2, authors=("smollm2-135m-instruct", "gemma3-270m"))
-    judge.attention_pattern(query, answer_1, answer_2, layers=[20]).figure()   # full pattern, spans boxed
-    with judge.trace(query, answer_1, answer_2) as tracer:                      # nnsight, spans known
-        h = judge.nnsight.model.layers[20].output.save()
+"""`Judge`: a judge model in a notebook, strings in, tensors out (each method opens with an example).
 
 A thin layer over the toolkit's own path, so a notebook's numbers are a run's numbers: the prompt and its
 token spans are `interp.core.spans.build_judge_prompt`, the pass and its span attention are
@@ -30,8 +21,8 @@ from interp.api.argument_types import text_list as _texts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
 from interp.api.judge_passes import masks_entered, pass_edit, reference_data
 from interp.api.patterns import AttentionPatternView, viewed
-from interp.api.verdicts import Verdict, Verdicts
-from interp.core.attention import Readout, per_token_mean
+from interp.api.verdicts import Verdict, Verdicts, verdict_of
+from interp.core.attention import Readout
 from interp.core.attention_pattern import attention_pattern
 from interp.core.backends import AttnImplementation, Backend, is_backend, make_backend
 from interp.core.backends.probe import check_intervention_takes_effect
@@ -376,7 +367,7 @@ class Judge:
             chunk = slice(start, start + self.batch_size)
             judgments = self._judge(prompts[chunk], rows[chunk], own)
             verdicts += [
-                self._verdict(j, p, t, a, own)
+                verdict_of(j, p, t, a, own, tuple(self._active))
                 for j, p, t, a in zip(judgments, prompts[chunk], tasks[chunk], rows[chunk], strict=False)
             ]
         return Verdicts(tuple(verdicts))
@@ -389,27 +380,6 @@ class Judge:
         )
         with masks_entered(self.backend, self._active, prompts, authors, own):
             return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edit=edit)
-
-    def _verdict(
-        self, judgment: Judgment, prompt: TokenizedPrompt, task: str, authors: Authors | None, own: str
-    ) -> Verdict:
-        mean = per_token_mean(judgment.mass[None], judgment.counts[None])[0]
-        return Verdict(
-            p_a=judgment.probs["A"],
-            p_b=judgment.probs["B"],
-            label_mass=judgment.label_mass,
-            top_is_label=judgment.top_is_label,
-            spans=dict(judgment.spans),
-            mass=judgment.mass,
-            mean=mean,
-            span_tokens=judgment.counts,
-            prompt=prompt,
-            task=task,
-            authors=tuple(authors) if authors is not None else None,
-            own=own,
-            interventions=tuple(self._active),
-            judgment=judgment,
-        )
 
     # ---- looking inside ---------------------------------------------------------------------------
 
@@ -428,12 +398,9 @@ class Judge:
         """One judgment's full attention pattern at the chosen layers and heads, with token labels and spans.
 
         >>> pattern = judge.attention_pattern("What is 2 + 2?", "4", "5", layers=[0], heads=[0, 1])
-        >>> pattern.pattern.shape[:2]
+        >>> pattern.pattern.shape[:2]  # Float[Tensor, "layer head query key"]
         torch.Size([1, 2])
-
-            p = judge.attention_pattern(query, a, b, layers=[20, 21], heads=[0, 3])
-            p.pattern        # Float[Tensor, "layer head query key"]
-            p.figure()       # interactive plotly heatmaps, the spans boxed
+        >>> figure = pattern.figure()  # interactive plotly heatmaps, the spans boxed
 
         Computed by the judge's own backend pass, under any `applying` block that is open.
 
@@ -473,15 +440,10 @@ class Judge:
         """An nnsight tracing context over the judge prompt of this pair, with its token spans known.
 
         >>> with judge.trace("What is 2 + 2?", "4", "5") as tracer:
-        ...     logits = judge.nnsight.output.logits.save()
-        >>> logits.shape[1] == len(tracer.prompt.input_ids)
+        ...     logits = judge.nnsight.output.logits.save()  # or judge.nnsight.model.layers[1].output.save()
+        >>> a_start, a_end = tracer.spans["a"]  # token spans: "query", "a", "b" -> (start, end)
+        >>> logits[0, a_start:a_end].shape[0] == a_end - a_start
         True
-
-            with judge.trace(query, a, b) as tracer:
-                hidden = judge.nnsight.model.layers[20].output.save()   # [1, pos, d_model]
-                logits = judge.nnsight.output.logits.save()
-            a_start, a_end = tracer.spans["a"]      # token spans: "query", "a", "b" -> (start, end)
-            hidden[0, a_start:a_end]                 # response A's hidden states after layer 20
 
         The tracer is nnsight's own (`judge.nnsight.trace(...)`) on the prompt `judge.prompt(...)` builds, one
         row without padding; it carries `tracer.prompt` (the `TokenizedPrompt`), `tracer.spans` and
@@ -524,19 +486,15 @@ class Judge:
         """Judge under an intervention for the duration of a `with` block: an attention spec (a mask) or a node
         spec (`site="head_output" | "mlp_output" | "residual"`, `op="zero" | "mean" | ...`, `interp.hooks.nodes`):
 
-        >>> with judge.applying(target="a", alpha=0.0) as spec:
-        ...     masked = judge("What is 2 + 2?", "4", "5")
+        >>> with judge.applying(target="self", alpha=0.0, layers=[0, 1]) as spec:
+        ...     masked = judge("What is 2 + 2?", "4", "5", authors=(judge.own, "gemma3-270m"))
         >>> spec.alpha, len(masked.interventions)
         (0.0, 1)
-
-            with judge.applying(site="head_output", op="mean", layers=[23], heads=[3], reference=run):
-                v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
+        >>> with judge.applying(site="head_output", op="mean", layers=[1], heads=[3], reference=run):  # doctest: +SKIP
+        ...     masked = judge("What is 2 + 2?", "4", "5", authors=(judge.own, "gemma3-270m"))
 
         `reference`: for `mean` and `resample`, the prompts the means or donors come from: a run (its items in
         both orders, as `interp intervene` uses without a selection split) or a list of pairs.
-
-            with judge.applying(target="self", alpha=0.0, layers=[20, 21]):
-                v = judge(query, a, b, authors=(judge.own, "gemma3-270m"))
 
         Every call inside the block compiles the spec against that call's prompts and authors (target
         "self" is the slot written by `judge.own`) and applies it through `interp.hooks.context.dampen`, which
@@ -599,20 +557,16 @@ class Judge:
         """Run your functions at named hook points during every judgment in the block (TransformerLens'
         `run_with_hooks`, baukit's `Trace`):
 
-        >>> seen = []
-        >>> with judge.hooks({"blocks.0.hook_resid_pre": lambda x: seen.append(x.shape[-1])}):
+        >>> kept = {}
+        >>> with judge.hooks({"blocks.1.attn.hook_z": lambda z: kept.update(z=z.clone())}):
         ...     verdict = judge("What is 2 + 2?", "4", "5")
-        >>> seen == [judge.model.hf_model.config.hidden_size]
+        >>> kept["z"].shape[2] == judge.n_heads
         True
-
-            kept = {}
-            with judge.hooks({"blocks.3.attn.hook_z": lambda z: kept.setdefault("z", z.clone()) and None}):
-                judge(query, a, b)
 
         A function gets the activation (`hook_z`: [batch, pos, head, d_head]; the others [batch, pos, d_model])
         and returns a tensor of the same shape to replace it, or None to leave it (any other return is refused
         in one line naming the point and both shapes). The names are
-        `judge.hook_names()` (`interp.core.sites`); every backend runs them, through forward-hook handles that
+        `judge.hook_names()` (`interp.hooks.sites`); every backend runs them, through forward-hook handles that
         are gone after each pass, so the model is as it was on exit, on errors too."""
         if not isinstance(functions, Mapping) or not all(
             isinstance(k, str) and callable(v) for k, v in functions.items()
@@ -627,9 +581,9 @@ class Judge:
             del self._hooks[depth:]
 
     def hook_names(self) -> list[str]:
-        """The hook point names this judge's model offers (`interp.core.sites`), layer by layer.
+        """The hook point names this judge's model offers (`interp.hooks.sites`), layer by layer.
 
-        >>> judge.hook_names()[:2]
-        ['blocks.0.hook_resid_pre', 'blocks.0.hook_attn_out']
+        >>> judge.hook_names()[0]
+        'blocks.0.hook_resid_pre'
         """
         return hook_names(self.model.hf_model)
