@@ -28,15 +28,9 @@ from typing import Mapping, Sequence
 
 import numpy as np
 
-from interp.hooks.nodes import NodeIntervention, node_from_dict
-from interp.hooks.spec import AttentionIntervention
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
-from interp.config import PlacementKeys
-from interp.core.models import ModelCache, own_model
-from interp.data import Item
-from interp.splits import split_ids
-from interp.errors import InterpError
+from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.engine import (
     NO_INTERVENTION,
     Judges,
@@ -51,16 +45,22 @@ from interp.causal.engine import (
     self_judges,
     variant_key,
 )
-from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.executor import VariantTask, execute, with_executor
-from interp.causal.matched import NULL, attention_top_heads, localise_controls
 from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.matched import NULL, attention_top_heads, localise_controls
+from interp.config import PlacementKeys
+from interp.core.models import ModelCache, own_model
+from interp.data import Item
+from interp.errors import InterpError
+from interp.hooks.nodes import NodeIntervention, node_from_dict
+from interp.hooks.spec import AttentionIntervention
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
 from interp.results.causal import CausalResult
 from interp.results.codec import write_causal
 from interp.run.store import Run, read_run
+from interp.splits import split_ids
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
@@ -242,6 +242,46 @@ def intervene_run(
     control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
     backend_name = backend if backend is not None else run.config.backend
     _check_inputs(run, pool, names, variants, control_variants, test_items)
+    keys, control_keys = _variant_keys(run, names, backend_name, (variants, control_variants, controls), test_items)
+    identity = {
+        "keys": keys,
+        "control_keys": control_keys,
+        "design": design.record(),
+        "selection": selection,
+        "test": test,
+    }
+    label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
+    out_dir = run.dir.intervention(label, digest(identity))
+    result = _result_header(run, specs[names[0]], design, identity, controls, split, backend_name)
+    with run.dir.writer():
+        execute(
+            run,
+            [
+                task
+                for judge in names
+                for task in _tasks(run, judge, control_variants[judge], variants[judge], test_items)
+            ],
+            pool,
+        )
+        for judge in names:
+            result["judges"][judge] = _judge_result(
+                run,
+                judge,
+                (specs, variants, control_variants, nulls),
+                design,
+                random_sets(design, names),
+                pool,
+                (selection, test, test_items),
+                progress,
+            )
+        holm_judges(result, names)
+        atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
+        return write_causal(out_dir, result)
+
+
+def _variant_keys(run: Run, names: Sequence[str], backend_name: str, plan: tuple, test_items) -> tuple[dict, dict]:
+    """Each tested judge's variant keys and its controls' (`plan`: variants, control variants, controls)."""
+    variants, control_variants, controls = plan
     keys = {
         judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
         for judge in names
@@ -255,32 +295,30 @@ def intervene_run(
         }
         for judge in names
     }
-    identity = {
-        "keys": keys,
-        "control_keys": control_keys,
-        "design": design.record(),
-        "selection": selection,
-        "test": test,
-    }
-    label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
-    out_dir = run.dir.intervention(label, digest(identity))
-    result: dict = {
-        "spec": specs[names[0]].to_dict(),
+    return keys, control_keys
+
+
+def _result_header(
+    run: Run, spec, design: TestDesign, identity: dict, controls: dict, split: str | None, backend_name: str
+) -> dict:
+    """result.json before any judge is tested: what was tested, on which items, and what was reused."""
+    return {
+        "spec": spec.to_dict(),
         "design": design.record(),
         "run_dir": str(run.dir.root),
-        "n_items": len(test),
+        "n_items": len(identity["test"]),
         "split": split
         or (
-            f"{len(selection)} selection / {len(test)} test items (test share "
+            f"{len(identity['selection'])} selection / {len(identity['test'])} test items (test share "
             f"{1 - design.selection_share:g}, split seed {design.split_seed})"
             if design.selection_share
             else "all items"
         ),
-        "selection_items": selection,
-        "test_items": test,
+        "selection_items": identity["selection"],
+        "test_items": identity["test"],
         "backend": backend_name,
-        "variant_keys": keys,
-        "control_variant_keys": control_keys,
+        "variant_keys": identity["keys"],
+        "control_variant_keys": identity["control_keys"],
         "test": {
             "kind": "between-judge",
             "claim": "self-preference: the tested judge against the spread of control judges that read the same "
@@ -297,38 +335,22 @@ def intervene_run(
         },
         "judges": {},
     }
-    with run.dir.writer():
-        execute(
-            run,
-            [
-                task
-                for judge in names
-                for task in _tasks(run, judge, control_variants[judge], variants[judge], test_items)
-            ],
-            pool,
-        )
-        for judge in names:
-            result["judges"][judge] = _test_judge(
-                run,
-                judge,
-                control_variants[judge],
-                specs[judge],
-                variants[judge],
-                design,
-                random_sets(design, names),
-                pool,
-                test_items,
-                progress,
-            )
-            result["judges"][judge] |= {
-                "selection_items": selection,
-                "test_items": test,
-                "null": nulls[judge],
-                "control_sets": {c: v.identity() for c, v in control_variants[judge].items()},
-            }
-        holm_judges(result, names)
-        atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
-        return write_causal(out_dir, result)
+
+
+def _judge_result(
+    run: Run, judge: str, plan: tuple, design: TestDesign, random_sets: int, pool, items: tuple, progress: bool
+) -> dict:
+    """One tested judge's entry in result.json (`plan`: specs, variants, control variants, nulls; `items`: the
+    selection ids, the test ids and the test items)."""
+    specs, variants, control_variants, nulls = plan
+    selection, test, test_items = items
+    trial = _Trial(judge, specs[judge], variants[judge], control_variants[judge], test_items)
+    return _test_judge(run, trial, design, random_sets, pool, progress) | {
+        "selection_items": selection,
+        "test_items": test,
+        "null": nulls[judge],
+        "control_sets": {c: v.identity() for c, v in control_variants[judge].items()},
+    }
 
 
 def _judge_variants(run: Run, names: Sequence[str], design: TestDesign, spec, selection: list[str]):
@@ -446,22 +468,29 @@ def _variants(
     return variants
 
 
-def _test_judge(
-    run: Run,
-    judge: str,
-    control_variants: dict[str, Variant],
-    spec: AttentionIntervention,
-    variants: dict[str, Variant],
-    design: TestDesign,
-    n_random: int,
-    pool: Judges,
-    items: list[Item],
-    progress: bool,
-) -> dict:
+@dataclasses.dataclass(frozen=True)
+class _Trial:
+    """One tested judge's work: its spec and variants, each control judge's variant, and the test items."""
+
+    judge: str
+    spec: AttentionIntervention
+    variants: dict[str, Variant]
+    control_variants: dict[str, Variant]
+    items: list[Item]
+
+
+def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool: Judges, progress: bool) -> dict:
     """One judge: its within-judge effect, and, with at least MIN_CONTROLS control judges, the between-judge
     test of self-preference (Crawford-Howell of its change of P(own) against the controls' changes under the
     same answer, each under its own variant; for chosen heads, also against random head sets), and the share of its
     self-preference gap over the controls that the mask removes."""
+    judge, spec, variants, control_variants, items = (
+        trial.judge,
+        trial.spec,
+        trial.variants,
+        trial.control_variants,
+        trial.items,
+    )
     config = run.config
     controls = list(control_variants)
     own = own_model(judge)
@@ -489,9 +518,7 @@ def _test_judge(
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so
             random_skipped = True
         else:
-            random_effects = _random_effects(
-                run, judge, control_variants, spec, design, n_random, pool, items, progress, variants["self"].reference
-            )
+            random_effects = _random_effects(run, trial, design, n_random, pool, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
     out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(
@@ -502,7 +529,7 @@ def _test_judge(
         "random_sets_skipped": random_skipped,
     }
     out |= {
-        "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist())),
+        "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist(), strict=False)),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
         "mirror": mirror_shares(before, after, gold, test_alpha=design.test_alpha),
         "controls": {
@@ -543,19 +570,11 @@ def _random_variants(name: str, spec, design: TestDesign, n_random: int, model, 
 
 
 def _random_effects(
-    run: Run,
-    judge: str,
-    control_variants: dict[str, Variant],
-    spec,
-    design: TestDesign,
-    n_random: int,
-    pool: Judges,
-    items: list[Item],
-    progress: bool,
-    reference=None,
+    run: Run, trial: _Trial, design: TestDesign, n_random: int, pool: Judges, progress: bool, reference=None
 ) -> np.ndarray:
     """Per random head set of the chosen size: the judge's mean change of P(own) minus the controls' mean change,
     each judge at its own random draw of its own chosen set's size (the matched null)."""
+    judge, spec, control_variants, items = trial.judge, trial.spec, trial.control_variants, trial.items
     draws = {judge: _random_variants(judge, spec, design, n_random, pool.model(judge), reference)}
     for control, variant in control_variants.items():
         own_spec = variant.interventions[0] if variant.interventions else spec
