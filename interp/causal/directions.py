@@ -33,14 +33,6 @@ import numpy as np
 import torch
 from torch import Tensor
 
-from interp.hooks.steering import unit_vector
-from interp.core.backends import Backend, left_pad
-from interp.core.models import LoadedModel, own_model
-from interp.core.models import own_slot as core_own_slot
-from interp.core.placement import to_host
-from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
-from interp.splits import split_ids
-from interp.errors import InterpError
 from interp.causal.engine import (
     Judges,
     digest,
@@ -48,8 +40,16 @@ from interp.causal.engine import (
     run_identity,
     self_judges,
 )
+from interp.core.backends import Backend, left_pad
+from interp.core.models import LoadedModel, own_model
+from interp.core.models import own_slot as core_own_slot
+from interp.core.placement import to_host
+from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
+from interp.errors import InterpError
+from interp.hooks.steering import unit_vector
 from interp.run.judging import JudgeTask, judge_tasks
 from interp.run.store import Run, read_run
+from interp.splits import split_ids
 from interp.storage import atomic_write_bytes, atomic_write_text, path_label
 
 DIRECTION_POSITIONS = ("spans", "final")
@@ -203,6 +203,58 @@ def collect_examples(
     return collect_examples_at(runner, judge, tasks, [layer], position, batch_size=batch_size)[layer]
 
 
+def _direction_jobs(
+    model, tasks: Sequence[JudgeTask], reader: str, position: DirectionPosition
+) -> list[tuple[JudgeTask, int | None, TokenizedPrompt]]:
+    """(task, label or None for "spans", prompt): one prompt per task for "spans"; for "final" the prompt (label 1)
+    and, where the item has a reference, the prompt with the own response replaced by it (label 0)."""
+    jobs: list[tuple[JudgeTask, int | None, TokenizedPrompt]] = []
+    for task in tasks:
+        slot = own_slot(task, reader)
+        if position == "spans":
+            jobs.append((task, None, judging_prompt(model, task)))
+        elif task.item.reference:
+            replaced = {"response_a" if slot == "a" else "response_b": task.item.reference}
+            jobs.append((task, 1, judging_prompt(model, task)))
+            jobs.append((task, 0, judging_prompt(model, task, **replaced)))
+    return jobs
+
+
+@dataclass(frozen=True)
+class _Recorder:
+    """One batch's residual readers: `at(layer)` records that block's output into `captured[layer]` (the final
+    position's vector, or each row's own and other span means) and returns it unchanged."""
+
+    captured: dict[int, list]
+    chunk: list
+    offsets: Sequence[int]
+    position: DirectionPosition
+    reader: str
+
+    def at(self, layer: int):
+        """The edit that records block `layer`'s output."""
+
+        def record(h: Tensor) -> Tensor:
+            if self.position == "final":
+                self.captured[layer].append(to_host(h[:, -1].detach().float()))
+            else:
+                rows = []
+                for row, (task, _, prompt) in enumerate(self.chunk):
+                    own = own_slot(task, self.reader)
+                    other = "b" if own == "a" else "a"
+                    off = self.offsets[row]
+                    rows.append(
+                        (
+                            _span_means(h[row], off + prompt.spans[own][0], off + prompt.spans[own][1]),
+                            _span_means(h[row], off + prompt.spans[other][0], off + prompt.spans[other][1]),
+                        )
+                    )
+                self.captured[layer].append(rows)
+            return h
+
+        return record
+
+
 def collect_examples_at(
     runner: Backend,
     judge: str,
@@ -219,43 +271,15 @@ def collect_examples_at(
     if position not in DIRECTION_POSITIONS:
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
     model = runner.model
-    jobs: list[tuple[JudgeTask, int | None, TokenizedPrompt]] = []  # (task, label or None for "spans", prompt)
-    for task in tasks:
-        slot = own_slot(task, reader)
-        if position == "spans":
-            jobs.append((task, None, judging_prompt(model, task)))
-        elif task.item.reference:
-            replaced = {"response_a" if slot == "a" else "response_b": task.item.reference}
-            jobs.append((task, 1, judging_prompt(model, task)))
-            jobs.append((task, 0, judging_prompt(model, task, **replaced)))
+    jobs = _direction_jobs(model, tasks, reader, position)
     examples: dict[int, list[Example]] = {layer: [] for layer in layers}
     for start in range(0, len(jobs), batch_size):
         chunk = jobs[start : start + batch_size]
         batch, offsets = left_pad([p.input_ids for _, _, p in chunk], model.tokenizer.pad_token_id)
         captured: dict[int, list] = {layer: [] for layer in layers}
 
-        def recorder(layer: int):
-            def record(h: Tensor) -> Tensor:
-                if position == "final":
-                    captured[layer].append(to_host(h[:, -1].detach().float()))
-                else:
-                    rows = []
-                    for row, (task, _, prompt) in enumerate(chunk):
-                        own = own_slot(task, reader)
-                        other = "b" if own == "a" else "a"
-                        off = offsets[row]
-                        rows.append(
-                            (
-                                _span_means(h[row], off + prompt.spans[own][0], off + prompt.spans[own][1]),
-                                _span_means(h[row], off + prompt.spans[other][0], off + prompt.spans[other][1]),
-                            )
-                        )
-                    captured[layer].append(rows)
-                return h
-
-            return record
-
-        runner.forward(batch, resid_edit={layer: recorder(layer) for layer in layers})
+        record = _Recorder(captured, chunk, offsets, position, reader)
+        runner.forward(batch, resid_edit={layer: record.at(layer) for layer in layers})
         for layer in layers:
             if len(captured[layer]) != 1:
                 raise InterpError(f"layer {layer} output was captured {len(captured[layer])} times in one forward pass")
@@ -405,32 +429,11 @@ def check_layer(layer: int, model: LoadedModel) -> int:
     return int(layer)
 
 
-def compute_direction(
-    run: Run | Path,
-    judge: str,
-    layer: int,
-    *,
-    position: DirectionPosition = "spans",
-    train_fraction: float = 0.7,
-    seed: int = 0,
-    judges: Judges | None = None,
-    recompute: bool = False,
-    train_items: Sequence[str] | None = None,
-) -> SteeringDirection:
-    """Difference-of-means direction at block `layer` from the run's judging prompts, training items only.
-
-    Items are split by `steering_split(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
-    selection split), into those and the rest. Activations are captured for every
-    item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
-    held-out examples are used only for the held-out probe accuracy. The result is saved under
-    RUN_DIR/steering/directions/ (safetensors + JSON sidecar) and read back on the next call with the same
-    judge, layer, position, seed, fraction and backend unless `recompute`. `judges`: the job's judge models
-    and backends (default: a fresh pool on the run's backend).
-    """
-    if position not in DIRECTION_POSITIONS:
-        raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
-    run = run if isinstance(run, Run) else read_run(run)
-    self_judges(run, [judge])
+def _direction_split(
+    run: Run, train_fraction: float, seed: int, train_items: Sequence[str] | None
+) -> tuple[list[str], list[str], float]:
+    """(training ids, held-out ids, training fraction): `steering_split` of the run's items, or `train_items` and the
+    rest (the fraction then what they make of the run)."""
     if train_items is None:
         train_ids, heldout_ids = steering_split([item.id for item in run.items], train_fraction, seed)
     else:
@@ -444,14 +447,14 @@ def compute_direction(
                 f"train_items must name some but not all of the run's {len(run.items)} items ({len(train_ids)} named)"
             )
         train_fraction = len(train_ids) / len(run.items)
-    judges = judges if judges is not None else judge_pool(run)
-    runner = judges.runner(judge, run)
-    layer = check_layer(layer, runner.model)
-    path = direction_path(run, judge, layer, position, seed, train_fraction, runner.name, train_items)
-    if path.is_file() and not recompute:
-        return load_direction(path)
-    tasks = judge_tasks(run.items, run.responses, run.config.models)
-    examples = collect_examples(runner, judge, tasks, layer, position, batch_size=run.config.batch_size)
+    return train_ids, heldout_ids, train_fraction
+
+
+def _fitted_direction(
+    examples: list[Example], split: tuple[list[str], list[str]], judge: str, layer: int, position, seed, train_fraction
+) -> SteeringDirection:
+    """The difference of means of the training examples and its accuracies on both halves (`meta` empty)."""
+    train_ids, heldout_ids = split
     train_set = set(train_ids)
     train = [e for e in examples if e.item_id in train_set]
     heldout = [e for e in examples if e.item_id not in train_set]
@@ -483,8 +486,48 @@ def compute_direction(
         },
         seed=seed,
         train_fraction=train_fraction,
-        meta={"backend": runner.name, "model": runner.model.name},
+        meta={},
     )
+    return direction
+
+
+def compute_direction(
+    run: Run | Path,
+    judge: str,
+    layer: int,
+    *,
+    position: DirectionPosition = "spans",
+    train_fraction: float = 0.7,
+    seed: int = 0,
+    judges: Judges | None = None,
+    recompute: bool = False,
+    train_items: Sequence[str] | None = None,
+) -> SteeringDirection:
+    """Difference-of-means direction at block `layer` from the run's judging prompts, training items only.
+
+    Items are split by `steering_split(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
+    selection split), into those and the rest. Activations are captured for every
+    item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
+    held-out examples are used only for the held-out probe accuracy. The result is saved under
+    RUN_DIR/steering/directions/ (safetensors + JSON sidecar) and read back on the next call with the same
+    judge, layer, position, seed, fraction and backend unless `recompute`. `judges`: the job's judge models
+    and backends (default: a fresh pool on the run's backend).
+    """
+    if position not in DIRECTION_POSITIONS:
+        raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
+    run = run if isinstance(run, Run) else read_run(run)
+    self_judges(run, [judge])
+    train_ids, heldout_ids, train_fraction = _direction_split(run, train_fraction, seed, train_items)
+    judges = judges if judges is not None else judge_pool(run)
+    runner = judges.runner(judge, run)
+    layer = check_layer(layer, runner.model)
+    path = direction_path(run, judge, layer, position, seed, train_fraction, runner.name, train_items)
+    if path.is_file() and not recompute:
+        return load_direction(path)
+    tasks = judge_tasks(run.items, run.responses, run.config.models)
+    examples = collect_examples(runner, judge, tasks, layer, position, batch_size=run.config.batch_size)
+    direction = _fitted_direction(examples, (train_ids, heldout_ids), judge, layer, position, seed, train_fraction)
+    direction.meta.update({"backend": runner.name, "model": runner.model.name})
     with run.dir.writer():
         _save_direction(direction, path)
     return direction
