@@ -2,9 +2,10 @@
 the last line), normalised, compared with the reference as text and, where both parse, as exact numbers.
 
 Normalisation: `$` signs, `\\left`/`\\right`, `\\!`, `\\,`, `\\text{...}` units and text, `^\\circ` and `%`, a leading
-`x =`, thousands commas (`1,000`), a trailing `.0`, spaces, braces around the whole answer (`{{1}}`), surrounding parentheses of a single number, and simple
-LaTeX fractions (`\\frac{a}{b}`, `\\dfrac`, `\\tfrac`, `\\frac12`) to `a/b`. Numbers compare exactly as fractions
-(`0.5` = `1/2` = `\\frac{1}{2}`); anything else (and a number of more than 4300 digits, past Python's limit on
+`x =`, thousands commas (`1,000`), a trailing `.0`, spaces, braces around the whole answer (`{{1}}`),
+surrounding parentheses of a single number, and simple LaTeX fractions (`\\frac{a}{b}`, `\\dfrac`, `\\tfrac`,
+`\\frac12`) to `a/b`. Numbers compare exactly as fractions (`0.5` = `1/2` = `\\frac{1}{2}`); anything else (and a
+number of more than 4300 digits, past Python's limit on
 converting text to int) compares as normalised text. The reason shows at most 60 characters of each side.
 """
 

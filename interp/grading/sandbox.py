@@ -109,7 +109,8 @@ def _harness(read=os.read, write=os.write, exit=os._exit, getframe=sys._getframe
             if basename(path) == "mem" or path.startswith("/proc/") and path.endswith("/mem"):
                 raise RuntimeError("reading process memory is not allowed in the sandbox")
 
-    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__interp_tests_done__": functools.partial(next, seal)}
+    done = functools.partial(next, seal)
+    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__interp_tests_done__": done}
     hook(audit)
     try:
         exec(compile(answer, "answer.py", "exec"), scope)

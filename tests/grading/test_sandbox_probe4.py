@@ -143,8 +143,14 @@ def test_limits_out_of_range_are_refused(limits):
 
 @pytest.mark.parametrize(
     "option",
-    [["--timeout", "inf"], ["--timeout", "1e400"], ["--cpu", "99999999999999999999"], ["--memory-mib", "99999999999999"],
-     ["--disk-mib", "99999999999"], ["--workers", "100000"]],
+    [
+        ["--timeout", "inf"],
+        ["--timeout", "1e400"],
+        ["--cpu", "99999999999999999999"],
+        ["--memory-mib", "99999999999999"],
+        ["--disk-mib", "99999999999"],
+        ["--workers", "100000"],
+    ],
 )
 def test_grade_refuses_limits_out_of_range_in_one_line(tmp_path, forked_cli, option):
     path = tmp_path / "answers.jsonl"
