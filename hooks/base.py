@@ -3,7 +3,7 @@
 pyvene's shape: an intervention is frozen data with a `kind` name; the registry maps the name to its class, so a
 user subclasses `Intervention` (or one of the built-in kinds), decorates it with `@register_kind`, and it loads
 from a spec file and runs wherever a built-in kind does. Each intervention knows its named sites (`hook_sites`:
-`interp.core.sites` names, `blocks.{l}.…`) and how to build its edit for one batch (`edits`, an
+`interp.hooks.sites` names, `blocks.{l}.…`) and how to build its edit for one batch (`edits`, an
 `interp.core.backends.Edits`); `compile_edits` folds a list of them into the one edit set a backend's `forward`
 takes, applied through hook handles that are removed when the pass ends.
 
@@ -19,6 +19,7 @@ out of, the residual stream after one block) and the node kinds of `interp.hooks
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Mapping, Sequence
 
@@ -78,7 +79,7 @@ class Intervention:
         raise NotImplementedError(f"{type(self).__name__} must implement to_dict()")
 
     def hook_sites(self, n_layers: int) -> list[str]:
-        """The named sites (`interp.core.sites` hook names) it edits, in a model of `n_layers` layers."""
+        """The named sites (`interp.hooks.sites` hook names) it edits, in a model of `n_layers` layers."""
         raise NotImplementedError(f"{type(self).__name__} must implement hook_sites(n_layers)")
 
     def edits(self, context: EditContext) -> Edits:
@@ -107,13 +108,21 @@ def register_kind(cls: type[Intervention]) -> type[Intervention]:
     return cls
 
 
+def _built_ins() -> None:
+    """Import the module that registers the built-in kinds (attention, steering and the node kinds): they build on
+    this one, so it is imported by name when the registry is first read, never at this module's top."""
+    importlib.import_module("interp.hooks.nodes")
+
+
 def registered_kinds() -> list[str]:
     """The names of every registered kind, sorted."""
+    _built_ins()
     return sorted(_KINDS)
 
 
 def kind_class(kind: str) -> type[Intervention]:
     """The class registered as `kind` (InterpError naming the known kinds otherwise)."""
+    _built_ins()
     if kind not in _KINDS:
         raise InterpError(f"unknown intervention kind {kind!r}; use one of {', '.join(registered_kinds())}")
     return _KINDS[kind]

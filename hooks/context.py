@@ -1,5 +1,6 @@
 """`dampen` and `emphasise`: an attention intervention as a context manager, for notebooks (baukit's `Trace`
-style).
+style), applied through handles: on a backend, a standing edit (`interp.core.backends.EditHooks`); on a plain HF
+model, a pre-hook and a hook around each call (`biased_calls`). No `forward` is replaced.
 
     with dampen(backend, target=(s, e), alpha=0.0, layers=[3]):
         logits = backend.forward(batch)
@@ -16,7 +17,7 @@ from typing import Iterator, Literal, Sequence
 import torch
 from torch import Tensor
 
-from interp.core.backends import Batch, Edits, is_backend
+from interp.core.backends import Batch, Edits, edit_hooks, is_backend
 from interp.core.backends.span_rows import ALL_ROWS, span_rows_attention
 from interp.core.models import LoadedModel, own_model
 from interp.core.spans import TokenizedPrompt
@@ -149,37 +150,58 @@ def applied(
     )
 
     if is_backend(backend_or_model):
-        owner = backend_or_model
-        original = owner.forward
-
-        def forward(batch: Batch, *, edits: Edits | None = None, **kwargs):  # on_pattern, shared_prefix
-            compiled = build(batch, _offsets(batch.attention_mask), prompts)
-            return original(batch, edits=Edits(score_bias=compiled).merged(edits), **kwargs)
-
+        handle = edit_hooks(backend_or_model).register(
+            lambda batch: Edits(score_bias=build(batch, _offsets(batch.attention_mask), prompts))
+        )
     else:
-        owner = hf_model
-        original = owner.forward
-
-        def forward(*args, **kwargs):
-            input_ids = kwargs.get("input_ids", args[0] if args else None)
-            if input_ids is None:
-                raise InterpError("dampen: call the model with input_ids (inputs_embeds has no token positions)")
-            mask = kwargs.get("attention_mask")
-            if mask is None:
-                mask = torch.ones_like(input_ids)
-            elif mask.ndim != 2:
-                raise InterpError("dampen: pass a 2-D padding attention mask, not a prepared 4-D mask")
-            compiled = build(Batch(input_ids, mask), _offsets(mask), prompts)
-            with span_rows_attention(hf_model, ALL_ROWS, compiled, eager=True):  # a plain call keeps eager attention
-                return original(*args, **kwargs)
-
-    had_own = "forward" in vars(owner)
-    previous = vars(owner).get("forward")
-    object.__setattr__(owner, "forward", forward)
+        handle = biased_calls(hf_model, lambda batch: build(batch, _offsets(batch.attention_mask), prompts))
     try:
         yield spec
     finally:
-        if had_own:
-            object.__setattr__(owner, "forward", previous)
-        else:
-            delattr(owner, "forward")
+        handle.remove()
+
+
+class _Handles:
+    """Several hook handles removed as one."""
+
+    def __init__(self, *handles) -> None:
+        self.handles = handles
+
+    def remove(self) -> None:
+        for handle in self.handles:
+            handle.remove()
+
+
+def biased_calls(hf_model: torch.nn.Module, build) -> _Handles:
+    """Hook handles on a plain HF model: each call `hf_model(input_ids=..., attention_mask=...)` runs with the score
+    bias `build(Batch)` added before the softmax of every layer, until the handles are removed.
+
+    Why an attention-implementation switch and not a plain forward hook: the bias is added to the scores *before*
+    the softmax, inside the attention function, where no module boundary (and so no forward hook) is. The pre-hook
+    enters `span_rows_attention` (the toolkit's registered attention function, the one every backend runs, given
+    the layer's bias; a plain call keeps eager attention) for the call, and the forward hook (`always_call`: on an
+    exception too) leaves it, restoring the model's own attention implementation.
+    """
+    entered: list[contextlib.ExitStack] = []
+
+    def before(_module, args, kwargs):
+        input_ids = kwargs.get("input_ids", args[0] if args else None)
+        if input_ids is None:
+            raise InterpError("dampen: call the model with input_ids (inputs_embeds has no token positions)")
+        mask = kwargs.get("attention_mask")
+        if mask is None:
+            mask = torch.ones_like(input_ids)
+        elif mask.ndim != 2:
+            raise InterpError("dampen: pass a 2-D padding attention mask, not a prepared 4-D mask")
+        stack = contextlib.ExitStack()
+        stack.enter_context(span_rows_attention(hf_model, ALL_ROWS, build(Batch(input_ids, mask)), eager=True))
+        entered.append(stack)
+
+    def after(_module, _args, _kwargs, _output):
+        if entered:
+            entered.pop().close()
+
+    return _Handles(
+        hf_model.register_forward_pre_hook(before, with_kwargs=True),
+        hf_model.register_forward_hook(after, with_kwargs=True, always_call=True),
+    )

@@ -31,7 +31,7 @@ A user kind: subclass `NodeIntervention`, set `op` (and `sites` if it is not for
 `replacement(activation, context)`, decorate with `@register`. It then loads from TOML and runs wherever a
 built-in kind does (`judge.applying`, `interp.intervene`, sweeps, the causal test).
 
-`node_edits` compiles specs to hook-point functions (`interp.core.sites`): the one mechanism on every backend.
+`node_edits` compiles specs to hook-point functions (`interp.hooks.sites`): the one mechanism on every backend.
 """
 
 from __future__ import annotations
@@ -49,12 +49,12 @@ from torch import Tensor
 
 from interp.config import to_toml
 from interp.core.backends import Batch, Edits
-from interp.core.sites import POINTS, SiteEdit, chain, hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.base import EditContext, Intervention, SiteData, register_kind
+from interp.hooks.sites import POINTS, SiteEdit, chain, hook_name
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable, spec_file_keys
-from interp.hooks.steering import add_direction, remove_direction
+from interp.hooks.steering import add_direction, direction_values, remove_direction
 
 SITES: dict[str, str] = {
     "head_output": "attn.hook_z",
@@ -264,57 +264,6 @@ def _indices(values, key: str, where: str) -> tuple[int, ...]:
     return tuple(sorted(set(values)))
 
 
-def _direction(values, where: str) -> tuple[float, ...]:
-    if isinstance(values, (str, Path)):
-        values = _read_direction(Path(values), where)
-    if isinstance(values, Tensor):
-        values = _one_vector(values.detach().float(), "the tensor", where).tolist()
-    if (
-        not isinstance(values, (list, tuple))
-        or not values
-        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
-    ):
-        raise InterpError(
-            f"{where}'direction' must be a list of numbers, a tensor, or a .safetensors/.npy file of one vector"
-        )
-    vector = tuple(float(v) for v in values)
-    norm = math.sqrt(sum(v * v for v in vector))
-    if not math.isfinite(norm) or norm == 0:
-        raise InterpError(f"{where}'direction' has zero or non-finite norm")
-    return vector
-
-
-def _one_vector(array, what: str, where: str):
-    """`array` (a tensor or numpy array) when it is one vector, shape (d,); any other shape is one line (an 8x8
-    array is not a 64-dimensional direction, nor a (1, d) one a row of a batch)."""
-    shape = tuple(array.shape)
-    if len(shape) != 1:
-        raise InterpError(
-            f"{where}'direction': {what} has shape {shape}; a direction is one vector of shape (d_model,)"
-        )
-    return array
-
-
-def _read_direction(path: Path, where: str) -> list[float]:
-    if not path.is_file():
-        raise InterpError(f"{where}direction file not found: {path}")
-    try:
-        if path.suffix == ".npy":
-            import numpy as np
-
-            return _one_vector(np.load(path).astype(float), str(path), where).tolist()
-        from safetensors.torch import load_file
-
-        tensors = load_file(str(path))
-        if len(tensors) != 1:
-            raise InterpError(f"{where}{path} holds {len(tensors)} tensors; a direction file holds one")
-        return _one_vector(next(iter(tensors.values())).float(), str(path), where).tolist()
-    except InterpError:
-        raise
-    except Exception as exc:  # a corrupt file: one line naming it
-        raise InterpError(f"{where}cannot read the direction in {path}: {type(exc).__name__}") from None
-
-
 # ---- the built-in kinds ---------------------------------------------------------------------------
 
 
@@ -393,7 +342,7 @@ class _Directional(NodeIntervention):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        object.__setattr__(self, "direction", _direction(self.direction, f"{self.op} intervention: "))
+        object.__setattr__(self, "direction", direction_values(self.direction, f"{self.op} intervention: "))
         if (
             isinstance(self.coefficient, bool)
             or not isinstance(self.coefficient, (int, float))

@@ -21,6 +21,7 @@ names the key, before any model work; `validate_against` adds the checks that ne
 
 from __future__ import annotations
 
+import importlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -271,9 +272,9 @@ class AttentionIntervention(HeadSelection, Intervention):
     def edits(self, context: EditContext) -> Edits:
         """The compiled pre-softmax score bias for the batch (`interp.hooks.compile.spec_bias_builder`)."""
         from interp.core.models import own_model
-        from interp.hooks.compile import spec_bias_builder
 
-        build = spec_bias_builder(
+        # the compiler reads this module's specs, so it is imported by name when a bias is first built
+        build = importlib.import_module("interp.hooks.compile").spec_bias_builder(
             self,
             context.n_layers,
             context.n_heads,

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import math
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, ClassVar, Literal, Mapping, Sequence
 
 import numpy as np
@@ -28,10 +29,10 @@ from torch import Tensor
 
 from interp.core.backends import Batch, Edits, ResidEdit
 from interp.core.judge import EditBuilder
-from interp.core.sites import hook_name
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.base import EditContext, Intervention, register_kind
+from interp.hooks.sites import hook_name
 
 EDIT_POSITIONS = ("all", "spans", "final")
 MODES = ("add", "project_out")
@@ -203,3 +204,56 @@ class ResidualSteering(Intervention):
         mode, positions = data.get("mode", "add"), data.get("positions", "all")
         steer(direction, layer, coefficient, mode, positions)  # its checks, each one line naming the key
         return cls(int(layer), float(coefficient), mode, positions, direction)
+
+
+def direction_values(values, where: str) -> tuple[float, ...]:
+    """A direction as a tuple of floats, from a list of numbers, a tensor or a .safetensors/.npy file of one vector
+    (InterpError, one line naming it, otherwise)."""
+    if isinstance(values, (str, Path)):
+        values = _read_direction(Path(values), where)
+    if isinstance(values, Tensor):
+        values = _one_vector(values.detach().float(), "the tensor", where).tolist()
+    if (
+        not isinstance(values, (list, tuple))
+        or not values
+        or any(isinstance(v, bool) or not isinstance(v, (int, float)) for v in values)
+    ):
+        raise InterpError(
+            f"{where}'direction' must be a list of numbers, a tensor, or a .safetensors/.npy file of one vector"
+        )
+    vector = tuple(float(v) for v in values)
+    norm = math.sqrt(sum(v * v for v in vector))
+    if not math.isfinite(norm) or norm == 0:
+        raise InterpError(f"{where}'direction' has zero or non-finite norm")
+    return vector
+
+
+def _one_vector(array, what: str, where: str):
+    """`array` (a tensor or numpy array) when it is one vector, shape (d,); any other shape is one line (an 8x8
+    array is not a 64-dimensional direction, nor a (1, d) one a row of a batch)."""
+    shape = tuple(array.shape)
+    if len(shape) != 1:
+        raise InterpError(
+            f"{where}'direction': {what} has shape {shape}; a direction is one vector of shape (d_model,)"
+        )
+    return array
+
+
+def _read_direction(path: Path, where: str) -> list[float]:
+    if not path.is_file():
+        raise InterpError(f"{where}direction file not found: {path}")
+    try:
+        if path.suffix == ".npy":
+            import numpy as np
+
+            return _one_vector(np.load(path).astype(float), str(path), where).tolist()
+        from safetensors.torch import load_file
+
+        tensors = load_file(str(path))
+        if len(tensors) != 1:
+            raise InterpError(f"{where}{path} holds {len(tensors)} tensors; a direction file holds one")
+        return _one_vector(next(iter(tensors.values())).float(), str(path), where).tolist()
+    except InterpError:
+        raise
+    except Exception as exc:  # a corrupt file: one line naming it
+        raise InterpError(f"{where}cannot read the direction in {path}: {type(exc).__name__}") from None

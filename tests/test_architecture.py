@@ -503,3 +503,57 @@ def test_no_private_name_is_imported_across_modules(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("from interp.api.runs import _secret, public\n")
     assert _private_imports(bad) == ["interp.api.runs._secret"]
+
+
+# Modules outside hooks/ that still register forward hooks themselves (organisms' planted-head and frozen-layer
+# training, issue 70 item 1's remainder). A shrinking list: delete an entry once its hooks go through hooks/.
+RAW_HOOKS_ALLOWED = {
+    "interp/organisms/frozen.py",
+    "interp/organisms/heads.py",
+}
+
+
+def _hooks_a_forward(tree: ast.AST) -> list[str]:
+    """What a module does to a module's forward: registers a raw forward (pre-)hook, or assigns `forward`."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and node.attr in ("register_forward_hook", "register_forward_pre_hook"):
+            found.append(f"line {node.lineno}: {node.attr}")
+        targets = node.targets if isinstance(node, ast.Assign) else []
+        for target in targets:
+            if isinstance(target, ast.Attribute) and target.attr == "forward":
+                found.append(f"line {node.lineno}: .forward =")
+        if isinstance(node, ast.Call) and getattr(node.func, "id", getattr(node.func, "attr", "")) == "__setattr__":
+            if len(node.args) >= 2 and isinstance(node.args[1], ast.Constant) and node.args[1].value == "forward":
+                found.append(f"line {node.lineno}: setattr(..., 'forward', ...)")
+    return found
+
+
+def test_only_hooks_touches_a_modules_forward():
+    """One intervention family: every hook on a module's forward is registered in hooks/ (the named sites and
+    their handles), and no module anywhere replaces a `forward`."""
+    offenders = {}
+    for path in sorted((REPO / "interp").rglob("*.py")):
+        rel = path.relative_to(REPO).as_posix()
+        found = _hooks_a_forward(ast.parse(path.read_text()))
+        if found and rel not in RAW_HOOKS_ALLOWED:
+            offenders[rel] = found
+    for path in sorted((REPO / "hooks").rglob("*.py")):
+        found = [f for f in _hooks_a_forward(ast.parse(path.read_text())) if "forward" in f and "register" not in f]
+        if found:
+            offenders[path.relative_to(REPO).as_posix()] = found
+    assert not offenders, offenders
+    for rel in RAW_HOOKS_ALLOWED:  # the list only shrinks
+        assert _hooks_a_forward(ast.parse((REPO / rel).read_text())), f"{rel} no longer hooks: drop it from the list"
+
+
+def test_every_intervention_kind_is_one_family():
+    """Every registered kind subclasses the one base, and a variant holds a list of them."""
+    import dataclasses
+
+    from interp.causal.engine import Variant
+    from interp.hooks.base import Intervention, kind_class, registered_kinds
+
+    assert {"attention", "steering", "zero", "add"} <= set(registered_kinds())
+    assert all(issubclass(kind_class(kind), Intervention) for kind in registered_kinds())
+    assert [f.name for f in dataclasses.fields(Variant)][:2] == ["name", "interventions"]

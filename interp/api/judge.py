@@ -19,7 +19,7 @@ from interp.api.argument_types import shown as _shown
 from interp.api.argument_types import text_argument as _text
 from interp.api.argument_types import text_list as _texts
 from interp.api.arguments import Authors, author_rows, is_nnsight, model_name, per_row, refuse_unknown
-from interp.api.judge_passes import masks_entered, pass_edit, reference_data
+from interp.api.judge_passes import pass_edit, reference_data
 from interp.api.patterns import AttentionPatternView, viewed
 from interp.api.verdicts import Verdict, Verdicts, verdict_of
 from interp.core.attention import Readout
@@ -28,10 +28,10 @@ from interp.core.backends import AttnImplementation, Backend, is_backend, make_b
 from interp.core.backends.probe import check_intervention_takes_effect
 from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
-from interp.core.sites import check_hook_names, hook_names, shape_checked
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.errors import InterpError
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
+from interp.hooks.sites import check_hook_names, hook_names, shape_checked
 from interp.hooks.spec import AttentionIntervention, validate_against
 
 
@@ -373,13 +373,12 @@ class Judge:
         return Verdicts(tuple(verdicts))
 
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
-        """One `judge_batch` pass under every open intervention (an attention spec: a `dampen` around this pass
-        only; node specs and `hooks`: edits at their hook points, compiled for these prompts)."""
-        edit = pass_edit(
+        """One `judge_batch` pass under every open intervention and `hooks` block, compiled for these prompts into
+        the pass's one edit set (hook handles, removed when the pass ends)."""
+        edits = pass_edit(
             self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools
         )
-        with masks_entered(self.backend, self._active, prompts, authors, own):
-            return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edit=edit)
+        return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edits=edits)
 
     # ---- looking inside ---------------------------------------------------------------------------
 
@@ -419,10 +418,16 @@ class Judge:
         """
         prompt = self.prompt(query, response_a, response_b, task=task)
         own = own if own is not None else self.own
-        with masks_entered(
-            self.backend, self._active, [prompt], [tuple(authors) if authors is not None else None], own
-        ):
-            return viewed(attention_pattern(self.backend, prompt, layers=layers, heads=heads))
+        edits = pass_edit(
+            self.backend,
+            self._active,
+            (),
+            own=own,
+            authors=[tuple(authors) if authors is not None else None],
+            means=self._means,
+            pools=self._pools,
+        )
+        return viewed(attention_pattern(self.backend, prompt, layers=layers, heads=heads, edits=edits))
 
     @property
     def nnsight(self) -> Any:

@@ -1,27 +1,24 @@
-"""What a `Judge`'s open blocks do to one pass: the node edits of its `intervene` blocks and the functions of
-its `hooks` blocks, chained at each hook point, the attention masks entered around the pass (and left after
-it), and the reference prompts and means that a mean or resample spec reads.
+"""What a `Judge`'s open blocks do to one pass: the edits of its `applying` blocks (every kind of intervention,
+compiled into one edit set) and the functions of its `hooks` blocks, chained at each hook point, and the
+reference prompts and means that a mean or resample spec reads.
 
 `interp.api.judge` holds the blocks; this module turns them into what `interp.core.judge.judge_batch` runs.
 """
 
 from __future__ import annotations
 
-import contextlib
 from pathlib import Path
-from typing import Any, Callable, Iterator, Mapping, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import torch
 
 from interp.api.arguments import Authors
-from interp.core.backends import Backend
-from interp.core.sites import chain
+from interp.core.backends import Backend, Edits
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.context import applied
-from interp.hooks.node_data import node_edit_builder, reference_means
+from interp.hooks.base import Intervention
+from interp.hooks.node_data import interventions_builder, reference_means
 from interp.hooks.nodes import NodeIntervention
-from interp.hooks.spec import AttentionIntervention
 
 
 def known_authors(authors: Sequence[Authors | None]) -> list[tuple] | None:
@@ -31,7 +28,7 @@ def known_authors(authors: Sequence[Authors | None]) -> list[tuple] | None:
 
 def pass_edit(
     backend: Backend,
-    active: Sequence[AttentionIntervention | NodeIntervention],
+    active: Sequence[Intervention],
     hooks: Sequence[Mapping[str, Any]],
     *,
     own: str,
@@ -39,42 +36,24 @@ def pass_edit(
     means: Mapping[int, dict],
     pools: Mapping[int, list],
 ) -> Callable | None:
-    """The edit of one pass: the open node specs' edits (their reference means and donors keyed by id(spec)),
-    then the user's hook functions at the same points; None when no node spec and no hook is open."""
-    nodes = [spec for spec in active if isinstance(spec, NodeIntervention)]
-    if not nodes and not hooks:
+    """The edit builder of one pass (`judge_batch(..., edits=)`): every open intervention, of whatever kind,
+    compiled for the pass's prompts (`interp.hooks.node_data.interventions_builder`; reference means and donors
+    keyed by id(spec)), then the user's hook functions at the same points; None when nothing is open."""
+    if not active and not hooks:
         return None
-    node_means = {i: means[id(spec)] for i, spec in enumerate(nodes) if id(spec) in means}
-    pool = next((pools[id(spec)] for spec in nodes if id(spec) in pools), None)
+    spec_means = {i: means[id(spec)] for i, spec in enumerate(active) if id(spec) in means}
+    pool = next((pools[id(spec)] for spec in active if id(spec) in pools), None)
     known = known_authors(authors)
-    build = node_edit_builder(nodes, backend, own=own, authors=known, means=node_means, pool=pool) if nodes else None
-    tables = [dict(h) for h in hooks]
+    build = interventions_builder(active, backend, own=own, authors=known, means=spec_means, pool=pool)
+    tables = [Edits(sites=dict(h)) for h in hooks]
 
-    def edit(batch, offsets, chunk):
-        edits = dict(build(batch, offsets, chunk)) if build is not None else {}
+    def edits(batch, offsets, chunk) -> Edits:
+        compiled = build(batch, offsets, chunk)
         for table in tables:  # the user's functions run after the interventions at the same point
-            for name, fn in table.items():
-                edits[name] = chain([edits[name], fn]) if name in edits else fn
-        return edits
+            compiled = compiled.merged(table)
+        return compiled
 
-    return edit
-
-
-@contextlib.contextmanager
-def masks_entered(
-    backend: Backend,
-    active: Sequence[AttentionIntervention | NodeIntervention],
-    prompts: list[TokenizedPrompt],
-    authors: Sequence[Authors | None],
-    own: str,
-) -> Iterator[None]:
-    """The backend under every open attention spec, compiled for these prompts, for one pass."""
-    known = known_authors(authors)
-    with contextlib.ExitStack() as stack:
-        for spec in active:
-            if isinstance(spec, AttentionIntervention):
-                stack.enter_context(applied(backend, spec, prompts=prompts, judge_model=own, authors=known))
-        yield
+    return edits
 
 
 def reference_prompts(

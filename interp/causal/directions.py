@@ -24,7 +24,6 @@ other mean, "own_mean", "other_mean") with a JSON sidecar
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal, Sequence
@@ -40,17 +39,18 @@ from interp.causal.engine import (
     run_identity,
     self_judges,
 )
-from interp.core.backends import Backend, left_pad
+from interp.core.backends import Backend, Edits, left_pad
 from interp.core.models import LoadedModel, own_model
 from interp.core.models import own_slot as core_own_slot
 from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.steering import unit_vector
+from interp.results import codec
 from interp.run.judging import JudgeTask, judge_tasks
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
-from interp.storage import atomic_write_bytes, atomic_write_text, path_label
+from interp.storage import atomic_write_bytes, path_label
 
 DIRECTION_POSITIONS = ("spans", "final")
 DirectionPosition = Literal["spans", "final"]
@@ -279,7 +279,7 @@ def collect_examples_at(
         captured: dict[int, list] = {layer: [] for layer in layers}
 
         record = _Recorder(captured, chunk, offsets, position, reader)
-        runner.forward(batch, resid_edit={layer: record.at(layer) for layer in layers})
+        runner.forward(batch, edits=Edits(resid={layer: record.at(layer) for layer in layers}))
         for layer in layers:
             if len(captured[layer]) != 1:
                 raise InterpError(f"layer {layer} output was captured {len(captured[layer])} times in one forward pass")
@@ -363,6 +363,9 @@ def direction_path(
     return run.dir.steering / "directions" / f"{path_label(judge)}-L{layer}-{position}-{key}.safetensors"
 
 
+DIRECTION_META = ("backend", "model")  # what `SteeringDirection.meta` holds: who read the residuals
+
+
 def load_direction(path: Path) -> SteeringDirection:
     from safetensors.torch import load_file
 
@@ -371,39 +374,24 @@ def load_direction(path: Path) -> SteeringDirection:
     if not path.is_file() or not sidecar.is_file():
         raise InterpError(f"steering direction not found: {path} (and its .json sidecar)")
     tensors = load_file(str(path))
-    info = json.loads(sidecar.read_text())
-    known = {
-        "judge",
-        "layer",
-        "position",
-        "seed",
-        "train_fraction",
-        "norm",
-        "midpoint",
-        "d_model",
-        "train_ids",
-        "heldout_ids",
-        "mean_item_ids",
-        "accuracy",
-        "n",
-    }
+    info = codec.read_direction_sidecar(sidecar)
     return SteeringDirection(
-        judge=info["judge"],
-        layer=int(info["layer"]),
-        position=info["position"],
+        judge=info.judge,
+        layer=info.layer,
+        position=info.position,
         vector=tensors["direction"],
         own_mean=tensors["own_mean"],
         other_mean=tensors["other_mean"],
-        midpoint=float(info["midpoint"]),
-        train_ids=list(info["train_ids"]),
-        heldout_ids=list(info["heldout_ids"]),
-        mean_item_ids=list(info["mean_item_ids"]),
-        accuracy=dict(info["accuracy"]),
-        n=dict(info["n"]),
-        seed=int(info["seed"]),
-        train_fraction=float(info["train_fraction"]),
+        midpoint=info.midpoint,
+        train_ids=list(info.train_ids),
+        heldout_ids=list(info.heldout_ids),
+        mean_item_ids=list(info.mean_item_ids),
+        accuracy=dict(info.accuracy),
+        n=dict(info.n),
+        seed=info.seed,
+        train_fraction=info.train_fraction,
         path=path,
-        meta={k: v for k, v in info.items() if k not in known},
+        meta={key: getattr(info, key) for key in DIRECTION_META if key in info.model_fields_set},
     )
 
 
@@ -417,7 +405,7 @@ def _save_direction(direction: SteeringDirection, path: Path) -> None:
     }
     meta = {"judge": direction.judge, "layer": str(direction.layer), "position": direction.position}
     atomic_write_bytes(path, save(tensors, metadata=meta))
-    atomic_write_text(path.with_suffix(".json"), json.dumps(direction.sidecar(), indent=2))
+    codec.write_direction_sidecar(path.with_suffix(".json"), direction.sidecar())
     direction.path = path
 
 

@@ -25,13 +25,13 @@ from interp.config import PlacementKeys, backend_placement_problem
 from interp.core.backends import Backend, Edits, check_backend_fits, left_pad, make_backend
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import resolve_placement
-from interp.core.sites import check_hook_names
 from interp.data import Item
 from interp.errors import InterpError
 from interp.hooks.base import Intervention
 from interp.hooks.compile import resolve_target
 from interp.hooks.node_data import interventions_builder, reference_means
 from interp.hooks.nodes import NodeIntervention
+from interp.hooks.sites import check_hook_names
 from interp.hooks.spec import AttentionIntervention
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.dbg import p_own_from_first
@@ -74,12 +74,8 @@ class Variant:
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "interventions", tuple(self.interventions))
-        for intervention in self.interventions:
-            if not isinstance(intervention, Intervention):
-                raise InterpError(
-                    f"variant {self.name!r}: {type(intervention).__name__} is not an intervention "
-                    "(`interp.hooks.base.Intervention`)"
-                )
+        for wrong in (i for i in self.interventions if not isinstance(i, Intervention)):
+            raise InterpError(f"variant {self.name!r}: {type(wrong).__name__} is not an intervention (`Intervention`)")
 
     def of_slot(self, slot: str) -> list[Intervention]:
         """The interventions a variant's identity files under `slot` ("attention", "steering", "nodes", ...)."""

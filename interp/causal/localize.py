@@ -49,6 +49,8 @@ from interp.core.placement import input_device
 from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
+from interp.hooks.handles import projected_values
+from interp.hooks.sites import hook_name, site_hooks
 from interp.hooks.spec import AttentionIntervention
 from interp.results.rows import LocalizeRow
 from interp.run.judging import judge_tasks, verdict_labels
@@ -98,46 +100,39 @@ def head_attributions(
     values: dict[int, torch.Tensor] = {}
     mlp: dict[int, torch.Tensor] = {}
     mlp_grad: dict[int, torch.Tensor] = {}  # a zero leaf added to each MLP output: its gradient is the output's
-    handles = []
 
-    def grab_mlp(module, args, output, i):
+    def grab_mlp(output: Tensor, i: int) -> Tensor:
         mlp[i] = output.detach()
         mlp_grad[i] = torch.zeros_like(output, requires_grad=True)
         return output + mlp_grad[i]
 
-    def grab(module, args, i):
-        head_outputs = args[0]
-        if (
-            not head_outputs.requires_grad
-        ):  # a frozen judge (an organism's merged LoRA leaves every weight frozen): the graph starts here
+    def grab(head_outputs: Tensor, i: int) -> Tensor:  # [batch, pos, head, d_head]: the named site attn.hook_z
+        if not head_outputs.requires_grad:  # a frozen judge (an organism's merged LoRA): the graph starts here
             head_outputs = head_outputs.detach().requires_grad_(True)
         z[i] = head_outputs
-        return (head_outputs, *args[1:])
+        return head_outputs
 
-    for index, layer in enumerate(layers):
-        handles.append(layer.self_attn.o_proj.register_forward_pre_hook(lambda m, args, i=index: grab(m, args, i)))
-        handles.append(
-            layer.self_attn.v_proj.register_forward_hook(
-                lambda m, args, out, i=index: values.__setitem__(i, out.detach())
-            )
-        )
-        handles.append(layer.mlp.register_forward_hook(lambda m, args, out, i=index: grab_mlp(m, args, out, i)))
+    sites = {}
+    for index in range(len(layers)):
+        sites[hook_name("attn.hook_z", index)] = lambda h, i=index: grab(h, i)
+        sites[hook_name("hook_mlp_out", index)] = lambda h, i=index: grab_mlp(h, i)
     device = input_device(hf)
-    try:
-        with attention_implementation(hf, "eager"), torch.enable_grad():
-            out = hf(
-                input_ids=torch.tensor([list(input_ids)], device=device),
-                output_attentions=True,
-                use_cache=False,
-                logits_to_keep=1,
-            )
-            margin = verdict_margin(out.logits[0, -1], label_tokens(model.tokenizer).ids, own_slot)
-            grads = torch.autograd.grad(
-                margin, [z[i] for i in range(len(layers))] + [mlp_grad[i] for i in range(len(layers))]
-            )
-    finally:
-        for handle in handles:
-            handle.remove()
+    with (
+        site_hooks(hf, sites),
+        projected_values(hf, values),
+        attention_implementation(hf, "eager"),
+        torch.enable_grad(),
+    ):
+        out = hf(
+            input_ids=torch.tensor([list(input_ids)], device=device),
+            output_attentions=True,
+            use_cache=False,
+            logits_to_keep=1,
+        )
+        margin = verdict_margin(out.logits[0, -1], label_tokens(model.tokenizer).ids, own_slot)
+        grads = torch.autograd.grad(
+            margin, [z[i] for i in range(len(layers))] + [mlp_grad[i] for i in range(len(layers))]
+        )
     start, end = own_span
     n_heads = model.n_heads
     atp = torch.zeros(len(layers), n_heads)
@@ -148,7 +143,7 @@ def head_attributions(
         atp_mlp[i] = float((gh * (h.mean(0, keepdim=True) - h)).sum())
         pattern = out.attentions[i][0].detach().float()  # [head, query, key]
         T = pattern.shape[-1]
-        head_dim = z[i].shape[-1] // n_heads
+        head_dim = z[i].shape[-1]  # the site splits the heads: [batch, pos, head, d_head]
         zi = z[i][0].detach().float().view(T, n_heads, head_dim).transpose(0, 1)  # [head, T, dim]
         gi = grads[i][0].float().view(T, n_heads, head_dim).transpose(0, 1)
         v = values[i][0].float().view(T, -1, head_dim).transpose(0, 1)  # [kv head, T, dim]

@@ -140,7 +140,7 @@ def judge_batch(
     1.0
 
     `bias(batch, offsets, prompts)` -> pre-softmax score biases, `edit(batch, offsets, prompts)` -> edits: a layer
-    (int) -> function of that layer's residual output (steering), and a hook point name (str, `interp.core.sites`)
+    (int) -> function of that layer's residual output (steering), and a hook point name (str, `interp.hooks.sites`)
     -> function of that activation (node interventions); either may return None for "no change". `edits(batch,
     offsets, prompts)` -> an `Edits` (what `interp.hooks.base.compile_edits` makes of a list of interventions);
     all three are merged into the one edit set the backend's `forward` takes.

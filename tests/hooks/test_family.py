@@ -33,14 +33,10 @@ def _variants() -> dict[str, Variant]:
         "emphasis": Variant("e", (AttentionIntervention(target="other", alpha=4.0, emphasis=True),)),
         "steering": Variant("s", (ResidualSteering(2, -1.5, "add", "spans", DIRECTION),)),
         "project": Variant("p", (ResidualSteering(1, 1.0, "project_out", "all", DIRECTION),)),
-        "node_zero": Variant(
-            "z", (node(site="head_output", op="zero", layers=[2], heads=[1, 3], positions="final"),)
-        ),
+        "node_zero": Variant("z", (node(site="head_output", op="zero", layers=[2], heads=[1, 3], positions="final"),)),
         "node_mean": Variant("m", (node(site="mlp_output", op="mean", layers=[0]),), reference=("i1", "i2")),
         "node_add": Variant("a", (node(site="residual", op="add", direction=[1.0, 0.0, 2.0], coefficient=3.0),)),
-        "node_patch": Variant(
-            "pt", (node(site="head_pattern", op="patch", counterfactual="swap", heads={"1": [0]}),)
-        ),
+        "node_patch": Variant("pt", (node(site="head_pattern", op="patch", counterfactual="swap", heads={"1": [0]}),)),
         "combo": Variant(
             "c",
             (

@@ -15,11 +15,11 @@ import torch
 from interp.core.backends import left_pad, make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
-from interp.core.sites import check_hook_names, decoder_layers, hook_names, site_hooks
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.node_data import node_edit_builder, reference_means
 from interp.hooks.nodes import NodeIntervention, node_edits, node_from_dict, register
+from interp.hooks.sites import check_hook_names, decoder_layers, hook_names, site_hooks
 from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
 
 TOL = 1e-5

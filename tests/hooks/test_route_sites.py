@@ -14,11 +14,11 @@ import torch
 from interp.core.backends import Edits, make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import wrap_model
-from interp.core.sites import site_hooks
 from interp.core.spans import tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.node_data import node_edit_builder
 from interp.hooks.nodes import node_from_dict
+from interp.hooks.sites import site_hooks
 from tests.helpers.models import tiny_gemma3_config, tiny_llama_config
 
 PAIRS = [

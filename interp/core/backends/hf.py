@@ -26,6 +26,7 @@ from interp.core.backends.protocol import (
     PatternHook,
     ResidEdit,
     ScoreBias,
+    edit_hooks,
 )
 from interp.core.backends.shared_prefix import (
     SharedPrefixLayout,
@@ -34,26 +35,26 @@ from interp.core.backends.shared_prefix import (
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
-from interp.core.sites import site_hooks
+from interp.hooks.sites import output_hook, site_hooks
 
 
 def _pattern_hooks(hf_model: torch.nn.Module, on_pattern: PatternHook, remap: Callable[[Tensor], Tensor] | None = None):
+    """Handles that hand each layer's pattern (its attention module's `output[1]`) to `on_pattern`."""
     hooks = []
     for layer, (_, module) in enumerate(attention_modules(hf_model)):
         if remap is None:
-            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, out[1])  # noqa: E731
+            read = lambda out, layer=layer: on_pattern(layer, out[1])  # noqa: E731
         else:
-            hook = lambda _m, _i, out, layer=layer: on_pattern(layer, remap(out[1]))  # noqa: E731
-        hooks.append(module.register_forward_hook(hook))
+            read = lambda out, layer=layer: on_pattern(layer, remap(out[1]))  # noqa: E731
+        hooks.append(output_hook(module, read))
     return hooks
 
 
 def resid_edit_hooks(hf_model: torch.nn.Module, resid_edit: ResidEdit) -> list:
+    """Handles that apply each layer's residual edit to its decoder layer's output."""
     paths = decoder_layer_paths(hf_model)
     return [
-        hf_model.get_submodule(paths[layer]).register_forward_hook(
-            lambda _m, _i, out, edit=edit: edit_layer_output(edit, out)
-        )
+        output_hook(hf_model.get_submodule(paths[layer]), lambda out, edit=edit: edit_layer_output(edit, out))
         for layer, edit in resid_edit.items()
     ]
 
@@ -94,7 +95,7 @@ class HFBackend:
         (keys in the batch's columns). Falls back to the plain pass when a bias or a residual edit touches the
         prefix, or a sliding window is shorter than the batch.
         """
-        edits = edits or Edits()
+        edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         if shared_prefix > 0 and not site_edit and window_covers(self.model.hf_model, batch.input_ids.shape[1]):
             layout = SharedPrefixLayout.of(batch, shared_prefix)  # bookkeeping stays on the CPU

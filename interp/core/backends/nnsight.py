@@ -13,11 +13,12 @@ from interp.core.backends.protocol import (
     Batch,
     Edits,
     PatternHook,
+    edit_hooks,
 )
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
 from interp.core.placement import to_host
-from interp.core.sites import site_hooks
+from interp.hooks.sites import site_hooks
 
 
 @dataclass
@@ -54,7 +55,7 @@ class NNsightBackend:
         on_pattern: PatternHook | None = None,
         shared_prefix: int = 0,
     ):
-        edits = edits or Edits()
+        edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         from interp.core.backends.nnsight_trace import traced_forward
 

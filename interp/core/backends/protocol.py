@@ -7,7 +7,7 @@ reduce it at once and never keep it. `edits` is the one edit channel: an `Edits`
 (`interp.hooks.base`) compiles to. Its `score_bias` maps a layer to an additive pre-softmax bias
 (`Float[Tensor, "batch head|1 query key"]`); its `resid` maps a layer to a function applied to that layer's
 residual-stream output (`Float[Tensor, "batch pos d_model"]` -> same shape): activation steering. Its `sites`
-maps a named hook point (`interp.core.sites`: `blocks.{l}.attn.hook_z`, `blocks.{l}.hook_mlp_out`, ...) to a
+maps a named hook point (`interp.hooks.sites`: `blocks.{l}.attn.hook_z`, `blocks.{l}.hook_mlp_out`, ...) to a
 function of its activation (the node interventions and `Judge.hooks`); a pass with site edits is a plain pass
 (no shared prefix, no shared trunk). `shared_prefix=n` says every row starts with the same n tokens; a backend
 whose `shares_prefix` is True computes their keys and values once (others ignore it).
@@ -24,7 +24,7 @@ from torch import Tensor
 
 from interp.config import BACKENDS, BackendName
 from interp.core.models import LoadedModel
-from interp.core.sites import SiteEdit
+from interp.hooks.sites import SiteEdit
 
 __all__ = [
     "BACKENDS",
@@ -33,12 +33,15 @@ __all__ = [
     "Backend",
     "Batch",
     "ColumnAwareHook",
+    "EditHandle",
+    "EditHooks",
     "Edits",
     "PatternHook",
     "ResidEdit",
     "RowAwareHook",
     "ScoreBias",
     "SiteEdit",
+    "edit_hooks",
     "left_pad",
 ]
 
@@ -63,7 +66,7 @@ class Edits:
     """One pass's compiled edit set: what every intervention (`interp.hooks.base.Intervention`) compiles to, the
     one edit channel of `Backend.forward`. By mechanism: `score_bias` (layer -> additive pre-softmax bias),
     `resid` (layer -> function of that layer's residual-stream output: position-wise, so a shared prefix may
-    still be reused) and `sites` (named hook point of `interp.core.sites` -> function of its activation).
+    still be reused) and `sites` (named hook point of `interp.hooks.sites` -> function of its activation).
 
     >>> Edits() or "nothing to edit"
     'nothing to edit'
@@ -91,6 +94,57 @@ class Edits:
         for name, fn in other.sites.items():
             sites[name] = _chained(sites[name], fn) if name in sites else fn
         return Edits(bias, resid, sites)
+
+
+class EditHooks:
+    """A backend's standing edit builders, added and removed through handles (PyTorch's hook handles, one level
+    up): `register(build)` returns a handle whose `remove()` takes `build` away again; every `forward` of the
+    backend merges `build(batch)` (an `Edits`) with the edits it is given, first. What `interp.hooks.context`'s
+    `dampen` and `emphasise` use on a backend, so a backend's `forward` is never replaced.
+
+    >>> hooks = EditHooks()
+    >>> handle = hooks.register(lambda batch: Edits())
+    >>> handle.remove(); hooks.builders
+    []
+    """
+
+    def __init__(self) -> None:
+        self.builders: list[Callable[["Batch"], "Edits"]] = []
+
+    def register(self, build: Callable[["Batch"], "Edits"]) -> "EditHandle":
+        """Add `build`; the handle removes it (idempotent)."""
+        self.builders.append(build)
+        return EditHandle(self, build)
+
+    def applied(self, batch: "Batch", edits: "Edits | None") -> "Edits | None":
+        """`edits` after every standing builder's edits for `batch` (itself when none stands)."""
+        if not self.builders:
+            return edits
+        merged = Edits()
+        for build in self.builders:
+            merged = merged.merged(build(batch))
+        return merged.merged(edits)
+
+
+@dataclass
+class EditHandle:
+    """What `EditHooks.register` returns: `remove()` takes its builder away."""
+
+    hooks: EditHooks
+    build: Callable
+
+    def remove(self) -> None:
+        """Take the builder away (a second call does nothing)."""
+        self.hooks.builders = [b for b in self.hooks.builders if b is not self.build]
+
+
+def edit_hooks(backend) -> EditHooks:
+    """The backend's `EditHooks` (made on first use: a backend is any object with `model` and `forward`)."""
+    hooks = getattr(backend, "edit_hooks", None)
+    if hooks is None:
+        hooks = EditHooks()
+        object.__setattr__(backend, "edit_hooks", hooks)
+    return hooks
 
 
 @dataclass(frozen=True)

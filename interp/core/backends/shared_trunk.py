@@ -33,11 +33,11 @@ from torch import Tensor
 
 from interp.core.backends.hf import HFBackend, resid_edit_hooks
 from interp.core.backends.layers import attention_modules, final_logits
-from interp.core.backends.protocol import Backend, Batch, Edits, PatternHook, ScoreBias
+from interp.core.backends.protocol import Backend, Batch, Edits, PatternHook, ScoreBias, edit_hooks
 from interp.core.backends.span_rows import rows_for, span_rows_attention
 from interp.core.models import LoadedModel
-from interp.core.sites import site_hooks, site_layer
 from interp.core.weight_sharing import same_tensor
+from interp.hooks.sites import output_hook, site_hooks, site_layer
 
 MIN_SHARED_SHARE = 0.5  # share at least half the layers, or a judge runs its plain backend
 
@@ -161,16 +161,15 @@ class Trunk:
             if rows is not None:
                 for layer, (_, module) in enumerate(modules):
                     handles.append(
-                        module.register_forward_hook(
-                            lambda _m, _i, out, layer=layer: patterns.__setitem__(layer, out[1].detach().clone())
+                        output_hook(
+                            module, lambda out, layer=layer: patterns.__setitem__(layer, out[1].detach().clone())
                         )
                     )
             last = decoder_stack(hf_model).layers[self.layers - 1]
             handles.append(
-                last.register_forward_hook(
-                    lambda _m, _i, out: captured.__setitem__(
-                        "h", (out[0] if isinstance(out, tuple) else out).detach().clone()
-                    )
+                output_hook(
+                    last,
+                    lambda out: captured.__setitem__("h", (out[0] if isinstance(out, tuple) else out).detach().clone()),
                 )
             )
             try:
@@ -209,7 +208,7 @@ class SharedTrunkBackend:
     ) -> Tensor:
         """The judge's layers above the shared trunk (whose pass is cached per batch and bias); an edit inside the
         trunk's layers runs the plain pass."""
-        edits = edits or Edits()
+        edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         start = self.trunk.layers
         nodes_below = any((layer := site_layer(name)) is None or layer < start for name in site_edit or {})
@@ -237,11 +236,7 @@ class SharedTrunkBackend:
             stack.enter_context(layers_between(hf_model, start))
             if on_pattern is not None:
                 for offset, (_, module) in enumerate(attention_modules(hf_model)):
-                    handles.append(
-                        module.register_forward_hook(
-                            lambda _m, _i, out, layer=start + offset: on_pattern(layer, out[1])
-                        )
-                    )
+                    handles.append(output_hook(module, lambda out, layer=start + offset: on_pattern(layer, out[1])))
             with torch.inference_mode(), span_rows_attention(hf_model, rows, own_bias):
                 out = hf_model(
                     inputs_embeds=entry.hidden.to(self.model.device),

@@ -43,7 +43,7 @@ from torch import Tensor
 
 from interp.core.backends.layers import attention_modules
 from interp.core.backends.protocol import PatternHook, RowAwareHook
-from interp.core.sites import INNER_ATTR, InnerSites
+from interp.hooks.sites import INNER_ATTR, InnerSites
 
 IMPLEMENTATION = "interp_span_rows"
 ALL_ROWS = sys.maxsize  # `rows=ALL_ROWS`: every query row (the layer then runs eager attention alone)
@@ -138,7 +138,7 @@ def _with_inner_sites(
     rows: int | None,
     **kwargs,
 ) -> tuple[Tensor, Tensor | None]:
-    """The layer as pattern x values, each through its hook point (`interp.core.sites`, "attn.hook_pattern" and
+    """The layer as pattern x values, each through its hook point (`interp.hooks.sites`, "attn.hook_pattern" and
     "attn.hook_v"): the pattern is the family's eager one (scaling, softcapping, the mask and bias), the values
     are the key/value heads' repeated per query head, so the output equals eager attention's where nothing is
     edited."""

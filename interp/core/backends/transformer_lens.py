@@ -1,6 +1,6 @@
 """TransformerLens' TransformerBridge booted on (a weight-sharing copy of) the user's HF model:
 `blocks.{l}.attn.hook_pattern`, `blocks.{l}.attn.hook_attn_scores`, `blocks.{l}.hook_resid_post`, and for site
-edits the bridge's own hook points of the same names (`interp.core.sites`)."""
+edits the bridge's own hook points of the same names (`interp.hooks.sites`)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import torch
 
 from interp.core.backends.layers import final_logits, shared_weight_copy
-from interp.core.backends.protocol import Batch, Edits, PatternHook
+from interp.core.backends.protocol import Batch, Edits, PatternHook, edit_hooks
 from interp.core.models import LoadedModel
 from interp.errors import InterpError
 
@@ -46,7 +46,7 @@ class TransformerLensBackend:
         on_pattern: PatternHook | None = None,
         shared_prefix: int = 0,
     ):
-        edits = edits or Edits()
+        edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         hooks = []
         for name, fn in (site_edit or {}).items():  # the same names as TransformerLens' own hook points

@@ -282,3 +282,10 @@ def _inner_check(module: torch.nn.Module, sites: InnerSites, where: str) -> list
             )
 
     return [module.register_forward_pre_hook(before), module.register_forward_hook(after)]
+
+
+def output_hook(module: torch.nn.Module, fn: Callable[[object], object | None]):
+    """A forward-hook handle on `module` calling `fn(output)`: its result replaces the output, None leaves it. The
+    one place, with `site_hooks`, where the toolkit's backends register hooks on a model's modules (the patterns
+    they read, the residual edits of steering); remove the handle to restore the model."""
+    return module.register_forward_hook(lambda _module, _args, output: fn(output))
