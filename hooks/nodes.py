@@ -51,7 +51,7 @@ from interp.config import to_toml
 from interp.core.backends import Batch, Edits
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.base import EditContext, Intervention, SiteData, register_kind
+from interp.hooks.base import EditContext, Intervention, SiteData, from_mapping, register_kind
 from interp.hooks.sites import POINTS, SiteEdit, chain, hook_name
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable, spec_file_keys
 from interp.hooks.steering import add_direction, direction_values, remove_direction
@@ -438,8 +438,9 @@ def _attention_keys(data: Mapping[str, Any], where: str) -> dict[str, Any]:
 
 
 def as_intervention(spec=None, **keys) -> "AttentionIntervention | NodeIntervention":
-    """One intervention from whatever a caller holds (a spec, a table of keys, a TOML path, or keys): a node
-    spec when its `site` is head_output, mlp_output or residual, an attention spec otherwise (`as_spec`)."""
+    """One intervention from whatever a caller holds (a spec, a table of keys, a TOML path, or keys): the kind
+    its `kind` key names (any registered kind); without one (the older files), a node spec when its `site` is
+    head_output, mlp_output or residual, an attention spec otherwise (`as_spec`)."""
     from interp.hooks.spec import as_spec
 
     if isinstance(spec, NodeIntervention):
@@ -460,9 +461,20 @@ def as_intervention(spec=None, **keys) -> "AttentionIntervention | NodeIntervent
         data = dict(keys)
     else:
         raise InterpError(f"an intervention is a spec, a table of keys or a TOML path, not {type(spec).__name__}")
-    if is_node_spec(data):
+    if "kind" in data:  # a spec written with its kind (`spec_keys`): the registry's class reads it
+        return from_mapping(data, where=where)
+    if is_node_spec(data):  # older files name no kind: a node spec by its site, an attention spec otherwise
         return node_from_dict(data, where=where)
     return AttentionIntervention.from_dict(_attention_keys(data, where), where=where)
+
+
+def spec_keys(intervention: Intervention) -> dict[str, Any]:
+    """An intervention's keys with its `kind` first, for a spec file that any kind's reader (`as_intervention`)
+    reads back; older files, without `kind`, still read as before."""
+    data = intervention.to_dict()
+    if isinstance(intervention, NodeIntervention):
+        data = {k: v for k, v in data.items() if k != "op"}
+    return {"kind": intervention.kind, **data}
 
 
 def load_node_spec(path: str | Path) -> NodeIntervention:

@@ -110,3 +110,14 @@ def test_adding_a_direction_has_one_definition():
 
     assert nodes.add_direction is steering.add_direction
     assert nodes.remove_direction is steering.remove_direction
+
+
+def test_a_spec_with_its_kind_reads_back_for_every_kind(tmp_path):
+    from interp.hooks.nodes import spec_keys
+
+    for variant in _variants().values():
+        for intervention in variant.interventions:
+            path = tmp_path / "spec.json"
+            path.write_text(json.dumps(spec_keys(intervention)))
+            again = as_intervention(path)
+            assert type(again) is type(intervention) and again.identity() == intervention.identity()
