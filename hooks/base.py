@@ -69,6 +69,7 @@ class Intervention:
     kind: ClassVar[str] = ""
     slot: ClassVar[str] = "nodes"
     needs: ClassVar[str | None] = None
+    sites: ClassVar[tuple[str, ...]] = ()  # the site names a spec of this kind may give as its `site`
 
     def identity(self) -> dict[str, Any]:
         """What the intervention does (its part of a variant's key): never its label."""
@@ -126,6 +127,19 @@ def kind_class(kind: str) -> type[Intervention]:
     if kind not in _KINDS:
         raise InterpError(f"unknown intervention kind {kind!r}; use one of {', '.join(registered_kinds())}")
     return _KINDS[kind]
+
+
+def site_names() -> list[str]:
+    """Every site a spec may name, in registration order: "attention" (the attention scores, kind "attention")
+    and the node sites ("head_output", "mlp_output", "residual", ...), one registry for all."""
+    _built_ins()
+    return list(dict.fromkeys(site for cls in _KINDS.values() for site in cls.sites))
+
+
+def kinds_at(site: str) -> list[str]:
+    """The registered kinds that act at `site`, sorted."""
+    _built_ins()
+    return sorted(kind for kind, cls in _KINDS.items() if site in cls.sites)
 
 
 def compile_edits(interventions: Sequence[Intervention], context: EditContext) -> Edits:

@@ -213,6 +213,7 @@ class AttentionIntervention(HeadSelection, Intervention):
 
     kind: ClassVar[str] = "attention"
     slot: ClassVar[str] = "attention"
+    sites: ClassVar[tuple[str, ...]] = ("attention",)  # a registered site like the node sites
 
     target: Target
     alpha: float

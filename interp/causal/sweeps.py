@@ -61,6 +61,7 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.errors import InterpError
+from interp.hooks.base import kinds_at, site_names
 from interp.hooks.spec import AttentionIntervention
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
@@ -195,12 +196,12 @@ def point_spec(point: Point, target: str, alpha: float, queries: str) -> Attenti
 
 def check_node_axes(config: SweepConfig) -> None:
     """The sweep's sites, ops and positions name what exists, before anything is loaded."""
-    from interp.hooks.nodes import POSITIONS, SITES, registered_ops
+    from interp.hooks.nodes import POSITIONS, registered_ops
 
     for site in config.sites:
-        if site != "attention" and site not in SITES:
-            raise InterpError(f"sweep: unknown site {site!r}; use attention, {', '.join(SITES)}")
-    if any(site != "attention" for site in config.sites):
+        if site not in site_names():
+            raise InterpError(f"sweep: unknown site {site!r}; use {', '.join(site_names())}")
+    if any(set(kinds_at(site)) & set(registered_ops()) for site in config.sites):
         for op in config.ops:
             if op not in registered_ops():
                 raise InterpError(f"sweep: unknown op {op!r}; use one of {', '.join(registered_ops())}")
@@ -239,13 +240,13 @@ def run_sweep(
     run = read_run(Path(config.run))
     pool = judge_pool(run, config.backend, where=where or config, models=models)
     with_executor(pool, executor or config.executor, max_memory if max_memory is not None else config.max_memory_bytes)
-    node_sites = [site for site in config.sites if site != "attention"]
+    node_sites = [site for site in config.sites if "attention" not in kinds_at(site)]  # the kinds of `ops`
     check_node_axes(config)
     points = []
     for judge in self_judges(run, config.judges):
         model = pool.model(judge)
         for point in sweep_points(config, run.dir.root, judge, model.n_layers, model.n_heads):
-            if "attention" in config.sites:
+            if any("attention" in kinds_at(site) for site in config.sites):  # the kind of `targets` x `alphas`
                 for target in config.targets:
                     for alpha in config.alphas:
                         variant = Variant(

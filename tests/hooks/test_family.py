@@ -121,3 +121,11 @@ def test_a_spec_with_its_kind_reads_back_for_every_kind(tmp_path):
             path.write_text(json.dumps(spec_keys(intervention)))
             again = as_intervention(path)
             assert type(again) is type(intervention) and again.identity() == intervention.identity()
+
+
+def test_attention_is_a_registered_site_like_the_node_sites():
+    from interp.hooks.base import kinds_at, site_names
+
+    assert site_names()[:4] == ["attention", "head_output", "mlp_output", "residual"]
+    assert kinds_at("attention") == ["attention"]
+    assert "zero" in kinds_at("head_output") and "attention" not in kinds_at("residual")
