@@ -40,13 +40,12 @@ from tqdm.auto import tqdm
 
 from interp.analysis.attention_stats import head_values
 from interp.analysis.attention_store import attention_judges, load_attention
-from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant
+from interp.causal.engine import Judges, Variant, baseline, judge_pool, judge_variant, task_prompts
 from interp.config import PlacementKeys
 from interp.core.backends.shared_trunk import decoder_stack
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, attention_implementation, own_model, own_slot
 from interp.core.placement import input_device
-from interp.core.spans import tokenized_judge_prompt
 from interp.data import Item
 from interp.errors import InterpError
 from interp.hooks.handles import projected_values
@@ -164,6 +163,19 @@ def _tasks(run: Run, items: Sequence[Item], own: str):
         yield task, own_slot(task.author_a, task.author_b, own) or "a"
 
 
+def localisation_prompts(run: Run, model: LoadedModel, judge: str, tasks: Sequence) -> list:
+    """The prompts a localisation reads `judge`'s verdicts from: the run's own mode, as re-judging reads them
+    (`engine.task_prompts`: ties, and on a chain-of-thought run the judge's rationale from the run, then the cue).
+    On a chain-of-thought run a judge the run did not judge with has no rationale to read its verdict after:
+    refused in one line, before any pass."""
+    if run.config.cot != "none" and judge not in run.config.judge_specs:
+        raise InterpError(
+            f"{judge} did not judge this chain-of-thought run (cot = {run.config.cot!r}): its verdict is read after "
+            "its own rationale, which the run does not hold; add it to the run's judges to localise it"
+        )
+    return task_prompts(run, model, tasks, judge)
+
+
 def attribution_scores(
     run: Run, judge: str, model: LoadedModel, items: Sequence[Item], progress: bool = True, own: str | None = None
 ) -> dict[str, np.ndarray]:
@@ -175,8 +187,10 @@ def attribution_scores(
     sums["atp-mlp"] = np.zeros((len(items), model.n_layers))
     index = {item.id: n for n, item in enumerate(items)}
     tasks = list(_tasks(run, items, own))
-    for task, slot in tqdm(tasks, desc=f"AtP {judge}", unit="prompt", disable=not progress):
-        prompt = tokenized_judge_prompt(model, task.item.task, task.item.query, task.response_a, task.response_b)
+    prompts = localisation_prompts(run, model, judge, [task for task, _ in tasks])
+    for (task, slot), prompt in tqdm(
+        zip(tasks, prompts, strict=True), total=len(tasks), desc=f"AtP {judge}", unit="prompt", disable=not progress
+    ):
         for name, change in head_attributions(model, prompt.input_ids, prompt.spans[slot], "ab".index(slot)).items():
             sums[name][index[task.item.id]] -= change.numpy() / 2
     return sums
@@ -193,10 +207,7 @@ def judged_attention(run: Run, judge: str, judges: Judges, items: Sequence[Item]
     tasks = list(_tasks(run, items, own))
     for start in range(0, len(tasks), run.config.batch_size):
         chunk = tasks[start : start + run.config.batch_size]
-        prompts = [
-            tokenized_judge_prompt(model, t.item.task, t.item.query, t.response_a, t.response_b, ties=run.config.ties)
-            for t, _ in chunk
-        ]
+        prompts = localisation_prompts(run, model, judge, [t for t, _ in chunk])
         for (_, slot), judged in zip(
             chunk, judge_batch(runner, prompts, labels, readout="final", judge=judge), strict=False
         ):
