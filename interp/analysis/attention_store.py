@@ -10,7 +10,6 @@ writes them). `load_attention(run_dir, judge)` -> `RunAttention`, with author-al
 
 from __future__ import annotations
 
-import json
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,7 +25,8 @@ from interp.core.attention import per_token_mean
 from interp.core.fingerprint import tokenizer_fingerprint
 from interp.core.models import own_model, own_slot
 from interp.errors import InterpError
-from interp.run.attention import migrate_index
+from interp.results import codec
+from interp.results.run_files import AttentionIndex
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
 
@@ -230,9 +230,11 @@ def attention_judges(run_dir: Path) -> list[str]:
         if index_path.stem in known or pointwise or not index_path.with_suffix(".safetensors").is_file():
             continue
         try:
-            found.append(json.loads(index_path.read_text())["judge"])
-        except (ValueError, KeyError):
+            judge = codec.read_file(index_path, AttentionIndex).judge
+        except InterpError:
             continue
+        if judge is not None:
+            found.append(judge)
     if not found:
         raise InterpError(
             f'run directory {paths.root} has judgments but no attention; run `interp dbg` with attention = "final" '
@@ -244,8 +246,8 @@ def attention_judges(run_dir: Path) -> list[str]:
 def _index_judge(index_path: Path) -> str | None:
     """The judge an attention index names (None when it cannot be read: the loader reports that)."""
     try:
-        return json.loads(index_path.read_text()).get("judge")
-    except (ValueError, OSError, AttributeError):
+        return codec.read_file(index_path, AttentionIndex).judge
+    except InterpError:
         return None
 
 
@@ -272,7 +274,7 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
             "re-run the judging step"
         )
     try:
-        index = migrate_index(json.loads(index_path.read_text()))
+        index = codec.read_file(index_path, AttentionIndex).to_json()
         arrays = load_file(str(array_path))
         mass, counts = arrays["mass"].float(), arrays["span_tokens"].float()
     except (ValueError, KeyError, OSError, SafetensorError) as exc:

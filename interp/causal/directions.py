@@ -47,6 +47,7 @@ from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
 from interp.errors import InterpError
 from interp.hooks.steering import unit_vector
 from interp.results import codec
+from interp.results.studies import DirectionSidecar
 from interp.run.judging import JudgeTask, judge_tasks
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
@@ -374,7 +375,7 @@ def load_direction(path: Path) -> SteeringDirection:
     if not path.is_file() or not sidecar.is_file():
         raise InterpError(f"steering direction not found: {path} (and its .json sidecar)")
     tensors = load_file(str(path))
-    info = codec.read_direction_sidecar(sidecar)
+    info = codec.read_file(sidecar, DirectionSidecar)
     return SteeringDirection(
         judge=info.judge,
         layer=info.layer,
@@ -405,7 +406,7 @@ def _save_direction(direction: SteeringDirection, path: Path) -> None:
     }
     meta = {"judge": direction.judge, "layer": str(direction.layer), "position": direction.position}
     atomic_write_bytes(path, save(tensors, metadata=meta))
-    codec.write_direction_sidecar(path.with_suffix(".json"), direction.sidecar())
+    codec.write_file(path.with_suffix(".json"), DirectionSidecar, direction.sidecar())
     direction.path = path
 
 

@@ -36,6 +36,7 @@ from interp.core.placement import placement_of
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
 from interp.results.codec import write_restyle
+from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
 from interp.run.rewriting import Original, Rewriter, as_responses, check_style, rewrite
@@ -206,8 +207,8 @@ def _judge_record(
     derived: Run,
     judge: str,
     controls: list[str],
-    before_summary: dict,
-    after_summary: dict,
+    before_summary: RunSummary,
+    after_summary: RunSummary,
     similarity: dict,
     options: RestyleOptions,
 ) -> dict:
@@ -224,15 +225,15 @@ def _judge_record(
     test, gap = judge_level_test(
         before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common
     )
-    b, a = before_summary["judges"][judge], after_summary["judges"][judge]
+    b, a = before_summary.judges[judge], after_summary.judges[judge]
     record = {
         "own": own,
-        "dbg_before": b["dbg_hard"],
-        "dbg_after": a["dbg_hard"],
-        "dbg_before_ci": b["dbg_ci"],
-        "dbg_after_ci": a["dbg_ci"],
-        "dbg_soft_before": b["dbg_soft"],
-        "dbg_soft_after": a["dbg_soft"],
+        "dbg_before": b.dbg_hard,
+        "dbg_after": a.dbg_hard,
+        "dbg_before_ci": b.dbg_ci,
+        "dbg_after_ci": a.dbg_ci,
+        "dbg_soft_before": b.dbg_soft,
+        "dbg_soft_after": a.dbg_soft,
         "p_own_before": float(before.mean()),
         "p_own_after": float(after.mean()),
     }

@@ -40,7 +40,7 @@ def build_report(run_dir: Path) -> Path:
     config = paths.read_config() if paths.config.is_file() else None
     if config is not None and config.mode == "pointwise":  # 1-5 scores, no pairs: no DBG, no lenses over pairs
         write_report(
-            paths.report, f"Pointwise scores: {' vs '.join(summary['models'])}", mode_sections(paths, config, summary)
+            paths.report, f"Pointwise scores: {' vs '.join(summary.models)}", mode_sections(paths, config, summary)
         )
         return paths.report
     sections = [

@@ -9,8 +9,9 @@ from pathlib import Path
 from interp.analysis.lenses import run_lenses
 from interp.analysis.salieri_run import run_salieri
 from interp.config import RunConfig
-from interp.metrics.dbg import label_mass_reliability
 from interp.report.html import table_html
+from interp.results import codec
+from interp.results.summary import RunSummary
 from interp.run.store import RunDir
 from interp.templating import Markup, render
 
@@ -19,18 +20,19 @@ def _join(*parts: Markup) -> Markup:
     return Markup("".join(str(part) for part in parts))
 
 
-def pointwise_rows(summary: dict) -> list[dict]:
+def pointwise_rows(summary: RunSummary | dict) -> list[dict]:
     """Per judge and author: the mean expected 1-5 score, the mean parsed score and how many parsed, with the
-    judge's reliability flag (`label_mass_reliability`; a summary written before the flag gets it from its mass)."""
+    judge's reliability flag (`label_mass_reliability`; the codec gives a summary written before the flag its
+    flag from its mass)."""
     rows = []
-    for judge, entry in (summary.get("pointwise") or {}).items():
-        weak = entry.get("unreliable_because", label_mass_reliability(entry["mean_label_mass"]))
+    for judge, entry in (codec.parse(RunSummary, summary, "summary").pointwise or {}).items():
+        weak = entry["unreliable_because"]
         flag = {"reliable": not weak, "unreliable_because": list(weak)}
         rows += [{"judge": judge, "author": author, **scores, **flag} for author, scores in entry["authors"].items()]
     return rows
 
 
-def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
+def pointwise_section(summary: RunSummary, salieri: dict | None) -> Markup:
     rows = pointwise_rows(summary)
     scores = table_html(
         ["judge", "author", "n", "mean expected score", "parsed", "mean parsed score", "reliable"],
@@ -73,7 +75,7 @@ def pointwise_section(summary: dict, salieri: dict | None) -> Markup:
     return _join(intro, scores, score)
 
 
-def mode_sections(paths: RunDir, config: RunConfig | None, summary: dict) -> list[tuple[str, Markup]]:
+def mode_sections(paths: RunDir, config: RunConfig | None, summary: RunSummary) -> list[tuple[str, Markup]]:
     """The sections a run's judging mode adds to its report (none for a plain pairwise run)."""
     if config is None:
         return []
@@ -81,8 +83,8 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: dict) -> lis
     if config.mode == "pointwise":
         salieri = run_salieri(paths.root, n_boot=config.n_boot, seed=config.seed)
         sections.append(("SALIERI: pointwise 1-5 scores and the SALIERI score", pointwise_section(summary, salieri)))
-    if summary.get("correctness"):
-        counts = summary["correctness"]
+    if summary.correctness:
+        counts = summary.correctness
         graded = table_html(
             ["author", "graded", "correct"],
             [[a, c["graded"], c["correct"]] for a, c in counts.items() if a != "no_target"],
@@ -125,13 +127,13 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: dict) -> lis
     return sections
 
 
-def mode_payload(summary: dict) -> dict:
+def mode_payload(summary: RunSummary) -> dict:
     """What a finished run's terminal output adds for its judging mode."""
     payload: dict = {}
-    if summary.get("pointwise"):
+    if summary.pointwise:
         payload["pointwise"] = pointwise_rows(summary)
-    if summary.get("correctness"):
-        payload["correctness"] = summary["correctness"]
+    if summary.correctness:
+        payload["correctness"] = summary.correctness
     return payload
 
 

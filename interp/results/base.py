@@ -1,6 +1,6 @@
-"""The base of every result model: pydantic, unknown keys kept (a newer writer's key survives an older reader),
-and read by name as well as by attribute (`result["judges"]`, `record.get("p_value")`) for callers that
-treat a result as the mapping it is written as."""
+"""The base of every result model: pydantic, read by attribute, and strict: a key the model does not declare
+is refused (`extra="forbid"`), so a writer's typo or a file of another kind fails where it is read. A key an
+older file holds under another name is renamed by the codec's migrations (`interp.results.codec`)."""
 
 from __future__ import annotations
 
@@ -15,28 +15,7 @@ from pydantic import BaseModel, ConfigDict
 class ResultModel(BaseModel):
     """A result read from or written to disk; `to_json` is what the codec writes."""
 
-    model_config = ConfigDict(extra="allow", arbitrary_types_allowed=False, validate_assignment=False)
-
-    def __getitem__(self, key: str) -> Any:
-        if key in type(self).model_fields or key in (self.model_extra or {}):
-            return getattr(self, key)
-        raise KeyError(key)
-
-    def __setitem__(self, key: str, value: Any) -> None:
-        setattr(self, key, value)
-
-    def __contains__(self, key: object) -> bool:
-        """Whether the result holds `key`: given by its writer or read from its file (a field left at its
-        default is not held)."""
-        return isinstance(key, str) and (key in self.model_fields_set or key in (self.model_extra or {}))
-
-    def get(self, key: str, default: Any = None) -> Any:
-        """The value of `key`, or `default` where the result has no such key or holds None for it."""
-        value = getattr(self, key) if key in self else None
-        return default if value is None else value
-
-    def keys(self) -> list[str]:
-        return [*type(self).model_fields, *(self.model_extra or {})]
+    model_config = ConfigDict(extra="forbid", arbitrary_types_allowed=False, validate_assignment=False)
 
     def to_json(self) -> dict:
         """The result as JSON data: what was set (by the writer or read from the file), nothing invented. A

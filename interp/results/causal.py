@@ -4,7 +4,7 @@
 `JudgeTest` carries its decision (`causal`, `p_value`, `p_holm`, `test_alpha`), the test that made it
 (`test`: Crawford-Howell against k control judges, df = k - 1, with each control judge's effect), the
 within-judge effect (`within_judge`, a sign-flip test), and the descriptive numbers beside them. Every
-field a reader uses is typed; the rest (behaviour tables, per-item deltas) is kept as written.
+key a writer sets is a field; behaviour tables are the nested data they are.
 """
 
 from __future__ import annotations
@@ -31,13 +31,20 @@ class PairedEffect(ResultModel):
 
 
 class Share(ResultModel):
-    """A share with its interval (the share of the self-preference gap an intervention removes)."""
+    """A share with its interval (the share of the self-preference gap an intervention removes): a bootstrap
+    interval, or Fieller's set for the ratio."""
 
     estimate: Optional[float] = None
     low: Optional[float] = None
     high: Optional[float] = None
     level: Optional[float] = None
     n_boot: Optional[int] = None
+    n_dropped: Optional[int] = None  # resamples whose statistic was not finite
+    # Fieller's set (`interp.metrics.stats.RatioInterval`): its shape, and the t quantile it used
+    kind: Optional[str] = None  # bounded | two rays | whole line
+    bounded: Optional[bool] = None
+    df: Optional[float] = None
+    t: Optional[float] = None
 
 
 class BetweenTest(ResultModel):
@@ -59,6 +66,10 @@ class BetweenTest(ResultModel):
     controls: list[str] = Field(default_factory=list)
     random_head_sets: Optional[int] = None
     random_sets_skipped: bool = False
+    alternative: Optional[str] = None  # two-sided unless the gap gate asked for "greater"
+    p_rank_controls: Optional[float] = None  # the rank-based check against the controls
+    control_judge: Optional[str] = None  # a file before the between-judge design: its one control judge
+    n_flips: Optional[int] = None  # a file before the between-judge design: the sign-flip resamples
 
     @property
     def name(self) -> str:
@@ -83,6 +94,7 @@ class JudgeEffect(ResultModel):
     mean: Optional[float] = None
     judge: Optional[float] = None
     controls_mean: Optional[float] = None
+    ci: Optional[list[Optional[float]]] = None  # a file before the between-judge design
 
 
 class JudgeTest(ResultModel):
@@ -111,6 +123,13 @@ class JudgeTest(ResultModel):
     masked_mass: Optional[dict] = None
     controls: dict[str, ControlRecord] = Field(default_factory=dict)
     per_item_delta: dict[str, float] = Field(default_factory=dict)
+    dbg_test_before: Optional[dict] = None  # the gap gate: the judge's gap against its controls before
+    mirror: Optional[dict] = None  # unjustified flipped and legitimate kept shares (`interp.metrics.mirror`)
+    null: Optional[str] = None  # how the controls' sets were chosen (matched, or the judge's own set)
+    control_sets: Optional[dict[str, dict]] = None  # control -> its variant's identity
+    selection_items: Optional[list[str]] = None
+    test_items: Optional[list[str]] = None
+    random_head_sets: Optional[dict] = None  # --top-heads: the random head sets' effects (`effects`, `layer_matched`)
 
     @property
     def control_names(self) -> list[str]:
@@ -160,3 +179,5 @@ class CausalResult(ResultModel):
     reused: Reused = Field(default_factory=Reused)
     judges: dict[str, JudgeTest] = Field(default_factory=dict)
     multiple_comparisons: Optional[str] = None
+    variant_keys: Optional[dict[str, dict[str, str]]] = None  # judge -> variant name -> its key
+    control_variant_keys: Optional[dict[str, dict[str, str]]] = None  # judge -> control -> its variant's key

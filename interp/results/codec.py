@@ -10,11 +10,16 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
   report does not describe it as Crawford-Howell;
 - a judge's Holm-adjusted p was missing where one judge was tested: now `p_holm` = its `p_value`;
 - a judge's reliability flag was missing from summary.json: now computed by the rule that writes it
-  (`interp.metrics.dbg.judge_reliability`);
-- organism_metrics.json held its judges at the top level: now under `judges`.
+  (`interp.metrics.dbg.judge_reliability`), a pointwise judge's from its score mass (`label_mass_reliability`);
+- organism_metrics.json held its judges at the top level: now under `judges`;
+- a run's adapters.json held its fingerprints at the top level (now under `fingerprints`), prompts.json and
+  gold_checks.json their judges (now under `judges`); identity.json reads as it was;
+- an attention index named its read-out positions `queries` (now `readout`), the oldest none (read at the final
+  position: `readout = "final"`).
 
 The studies' files (explain.json, validation.json, restyle.json, steering's table.json, attention_summary.json,
-organism_metrics.json) and an organism's manifest.json are read and written here too.
+organism_metrics.json), an organism's manifest.json and a run's bookkeeping files (identity.json, adapters.json,
+prompts.json, gold_checks.json) are read and written here too.
 
 Readers get objects (`interp.results`); no reader outside this module parses these files or falls back from
 one key name to another. A file that is not valid JSON, or not a result of its kind, is one `InterpError` line.
@@ -33,8 +38,16 @@ from interp.results.base import ResultModel, plain_json
 from interp.results.causal import CausalResult
 from interp.results.explain import Explanation
 from interp.results.organisms import OrganismManifest
-from interp.results.rows import LocalizeRow, SweepRow, VariantRecord
-from interp.results.studies import AttentionSummary, OrganismMetrics, RestyleResult, SteeringTable, ValidationResult
+from interp.results.rows import SWEEP_RESULT_COLUMNS, LocalizeRow, SweepRow, VariantRecord
+from interp.results.run_files import AdapterFingerprints, AttentionIndex, GoldChecks, JudgePrompts, RunIdentity
+from interp.results.studies import (
+    AttentionSummary,
+    DirectionSidecar,
+    OrganismMetrics,
+    RestyleResult,
+    SteeringTable,
+    ValidationResult,
+)
 from interp.results.summary import RunSummary
 from interp.storage import atomic_write_text
 
@@ -54,7 +67,9 @@ Model = TypeVar("Model", bound=ResultModel)
 # ---- migrations: version 0 (no schema_version) -> 1 ---------------------------------------------------
 
 
-def _migrate_judge_test(record: dict) -> dict:
+def _migrate_judge_test(record: dict | ResultModel) -> dict | ResultModel:
+    if isinstance(record, ResultModel):  # an object a writer built: the current version already
+        return record
     record = dict(record)
     test = record.get("test")
     if isinstance(test, dict) and "n_controls" not in test and "design" not in test:
@@ -77,7 +92,7 @@ def _migrate_causal(data: dict) -> dict:
 
 
 def _migrate_summary(data: dict) -> dict:
-    from interp.metrics.dbg import judge_reliability
+    from interp.metrics.dbg import judge_reliability, label_mass_reliability
 
     judges = {}
     for judge, scores in (data.get("judges") or {}).items():
@@ -88,11 +103,29 @@ def _migrate_summary(data: dict) -> dict:
             )
             scores["reliable"] = not scores["unreliable_because"]
         judges[judge] = scores
-    return data | {"judges": judges}
+    pointwise = {
+        judge: entry
+        if "unreliable_because" in entry
+        else entry | {"unreliable_because": label_mass_reliability(entry["mean_label_mass"])}
+        for judge, entry in (data.get("pointwise") or {}).items()
+    }
+    return data | {"judges": judges} | ({"pointwise": pointwise} if pointwise else {})
 
 
 def _migrate_organism_metrics(data: dict) -> dict:
     return {"judges": data}
+
+
+def _migrate_attention_index(data: dict) -> dict:
+    data = dict(data)
+    if "readout" not in data:
+        data["readout"] = data.pop("queries", "final")
+    return data
+
+
+def _nest(field: str) -> Callable[[dict], dict]:
+    """A migration for a file that held its map at the top level before its schema version: now under `field`."""
+    return lambda data: {field: data}
 
 
 MIGRATIONS: dict[type[ResultModel], Callable[[dict], dict]] = {
@@ -101,6 +134,12 @@ MIGRATIONS: dict[type[ResultModel], Callable[[dict], dict]] = {
     VariantRecord: lambda data: data,
     OrganismMetrics: _migrate_organism_metrics,
     OrganismManifest: lambda data: data,  # the shipped manifests (version 0) read as they are
+    RunIdentity: lambda data: data,
+    AdapterFingerprints: _nest("fingerprints"),
+    JudgePrompts: _nest("judges"),
+    GoldChecks: _nest("judges"),
+    AttentionIndex: _migrate_attention_index,
+    DirectionSidecar: lambda data: data,
 }
 
 
@@ -204,8 +243,16 @@ def write_variant(folder: Path, record: VariantRecord | dict) -> VariantRecord:
 
 
 def sweep_rows(rows: Iterable[dict]) -> list[SweepRow]:
-    """Sweep rows (as written to, or read from, results.csv: CSV cells are text) as objects."""
-    return [SweepRow.model_validate({k: (None if v == "" else v) for k, v in row.items()}) for row in rows]
+    """Sweep rows (as written to, or read from, results.csv: CSV cells are text) as objects: the judge and the
+    result columns are fields, every other column is the point."""
+    fields = ("judge", *SWEEP_RESULT_COLUMNS)
+    return [
+        SweepRow.model_validate(
+            {k: (None if v == "" else v) for k, v in row.items() if k in fields}
+            | {"point": {k: v for k, v in row.items() if k not in fields and v not in (None, "")}}
+        )
+        for row in rows
+    ]
 
 
 def localize_rows(rows: Iterable[dict]) -> list[LocalizeRow]:
@@ -280,3 +327,26 @@ def read_organism_manifest(folder: Path) -> OrganismManifest:
 
 def write_organism_manifest(folder: Path, manifest: OrganismManifest | dict) -> OrganismManifest:
     return _write(Path(folder) / MANIFEST_FILE, OrganismManifest, manifest)
+
+
+# ---- the files a run keeps beside its results (`interp.results.run_files`) and a direction's sidecar -----------
+
+_HINTS = {
+    RunIdentity: "; it is written by `interp dbg` (use another --out)",
+    AdapterFingerprints: "; it is written by `interp dbg` (use another --out)",
+    JudgePrompts: "; it is written by `interp dbg` (use another --out)",
+    GoldChecks: "; run `interp dbg` again",
+    AttentionIndex: "; re-run the judging step",
+    DirectionSidecar: "; compute the direction again (`interp steer`)",
+}
+
+
+def read_file(path: Path, kind: type[Model]) -> Model:
+    """A run's bookkeeping file (identity.json, adapters.json, prompts.json, gold_checks.json, an attention index) or
+    a steering direction's sidecar, as its `kind`: `codec.read_file(paths.identity, RunIdentity)`."""
+    return _read(path, kind, _HINTS.get(kind, ""))
+
+
+def write_file(path: Path, kind: type[Model], data: Model | dict) -> Model:
+    """Write one of the files `read_file` reads (an object, or its data as the writer builds it), atomically."""
+    return _write(path, kind, data)

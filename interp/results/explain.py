@@ -56,8 +56,6 @@ class ExplainSettings(ResultModel):
     gap gate has no `null` (the controls were measured at the judge's set) and was gated; before the route
     counterfactual could be chosen, routes replaced the own answer with the reference."""
 
-    model_config = ConfigDict(extra="forbid")
-
     top_k: int = 3
     mlp_k: int = 2
     selection_share: float = 0.4
@@ -76,8 +74,6 @@ class ExplainSettings(ResultModel):
 class Explanation(ResultModel):
     """`explain.json`: the run and judge, the settings that ran, the split, each method's top entries on the
     selection split, the tested candidates and the answer in words."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
     run: str

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any, Optional
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from interp.results.base import ResultModel
 
@@ -15,8 +15,6 @@ from interp.results.base import ResultModel
 class OrganismManifest(ResultModel):
     """`manifest.json`: the base, the config and its fingerprint, the training record, the planted heads (a
     planted-heads organism), the sizes written and, once evaluated, `held_out` and `check_items`."""
-
-    model_config = ConfigDict(extra="forbid")
 
     schema_version: int = 1
     name: Optional[str] = None  # an adapter folder written by hand may name only its base

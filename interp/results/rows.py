@@ -3,9 +3,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Any, Optional
+
+from pydantic import Field, model_serializer, model_validator
 
 from interp.results.base import ResultModel
+
+VARIANT_FIELDS = ("schema_version", "key", "judge", "own", "backend", "name", "description", "reference")
 
 
 class VariantRecord(ResultModel):
@@ -18,6 +22,25 @@ class VariantRecord(ResultModel):
     own: str
     backend: str
     name: Optional[str] = None
+    description: Optional[str] = None
+    reference: Optional[list[str] | str] = None  # the items mean ablations and resampling read ("all": every item)
+    slots: dict[str, Any] = Field(default_factory=dict)  # slot -> its interventions' identity (attention, ...)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _gather_slots(cls, data: Any) -> Any:
+        """A variant file holds each slot (an intervention kind's group, open to a user's kinds) at the top level:
+        read them into `slots`."""
+        if not isinstance(data, dict) or "slots" in data:
+            return data
+        slots = {key: value for key, value in data.items() if key not in VARIANT_FIELDS}
+        return {key: value for key, value in data.items() if key in VARIANT_FIELDS} | {"slots": slots}
+
+    @model_serializer(mode="wrap")
+    def _spread_slots(self, handler) -> dict:
+        """Written as read: each slot at the top level."""
+        data = handler(self)
+        return {key: value for key, value in data.items() if key != "slots"} | dict(data.get("slots") or {})
 
 
 SWEEP_RESULT_COLUMNS = (
@@ -37,10 +60,12 @@ SWEEP_RESULT_COLUMNS = (
 
 
 class SweepRow(ResultModel):
-    """One (judge, point) of a sweep: the point's columns (kept as given), the paired effect on P(own) with
-    its interval, the within-judge sign-flip p and its Holm adjustment, and the behaviour under it."""
+    """One (judge, point) of a sweep: the point (the columns that say what it is: everything but the judge and
+    the results, empty cells left out), the paired effect on P(own) with its interval, the within-judge
+    sign-flip p and its Holm adjustment, and the behaviour under it."""
 
     judge: str
+    point: dict[str, Any] = Field(default_factory=dict)
     effect: Optional[float] = None
     effect_lo: Optional[float] = None
     effect_hi: Optional[float] = None
@@ -53,11 +78,6 @@ class SweepRow(ResultModel):
     mean_p_own: Optional[float] = None
     gold_agreement: Optional[float] = None
     key: Optional[str] = None
-
-    @property
-    def point(self) -> dict:
-        """The columns that say what the point is (everything but the results)."""
-        return {k: v for k, v in (self.model_extra or {}).items() if v not in (None, "")}
 
 
 class LocalizeRow(ResultModel):

@@ -5,25 +5,22 @@ and each study's own tables kept as the nested data they are:
 - `RestyleResult`: `OUT/restyle.json` of `interp restyle` (DBG before and after a rewrite, per judge);
 - `SteeringTable`: `RUN/steering/tables/<key>/table.json` (the five-row steering table per judge);
 - `AttentionSummary`: `RUN/figures/attention_summary.json` (top heads, the length regression, the files);
-- `OrganismMetrics`: `OUT/organism_metrics.json` of `interp organism evaluate` (metrics per judge).
+- `OrganismMetrics`: `OUT/organism_metrics.json` of `interp organism evaluate` (metrics per judge);
+- `DirectionSidecar`: a steering direction's `.json` beside its tensors (`interp.causal.directions`).
 """
 
 from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import ConfigDict, Field
+from pydantic import Field
 
 from interp.results.base import ResultModel
-
-STRICT = ConfigDict(extra="forbid")
 
 
 class ValidationResult(ResultModel):
     """`validation.json`: the plan, the run, the split, per organism what the toolkit found, the legitimate gap
     and the truth table (known truth against the toolkit's verdict, one row per claim)."""
-
-    model_config = STRICT
 
     schema_version: int = 1
     plan: dict = Field(default_factory=dict)
@@ -37,8 +34,6 @@ class ValidationResult(ResultModel):
 class RestyleResult(ResultModel):
     """`restyle.json`: the source and derived runs, the rewriter, the semantic check and per judge DBG before
     and after with the between-judge test of the change."""
-
-    model_config = STRICT
 
     schema_version: int = 1
     source_run: str
@@ -60,8 +55,6 @@ class RestyleResult(ResultModel):
 class SteeringTable(ResultModel):
     """`table.json`: the run, the settings, each judge's probe and the rows (one per judge and intervention)."""
 
-    model_config = STRICT
-
     schema_version: int = 1
     run_dir: str
     n_items: int
@@ -74,8 +67,6 @@ class SteeringTable(ResultModel):
 class AttentionSummary(ResultModel):
     """`attention_summary.json`: the judges and authors, per judge its top heads (by per-token mean and by mass),
     the length regression and the files written beside it (relative to the run)."""
-
-    model_config = STRICT
 
     schema_version: int = 1
     judges: list[str] = Field(default_factory=list)
@@ -95,7 +86,28 @@ class OrganismMetrics(ResultModel):
     """`organism_metrics.json`: the metrics of each judge of one evaluation (`compare_judges`), by judge. A file
     written before its schema version held the judges at the top level (migrated by the codec)."""
 
-    model_config = STRICT
-
     schema_version: int = 1
     judges: dict[str, dict] = Field(default_factory=dict)
+
+
+class DirectionSidecar(ResultModel):
+    """A steering direction's sidecar (`RUN/steering/directions/<judge>-L<layer>-<position>-<key>.json`, beside
+    its tensors): whose direction, at which layer and position, the split it was computed on, its norm, midpoint
+    and accuracies, and the backend and model that read the residuals."""
+
+    schema_version: int = 1
+    judge: str
+    layer: int
+    position: str
+    seed: int
+    train_fraction: float
+    norm: Optional[float] = None
+    midpoint: float
+    d_model: Optional[int] = None
+    train_ids: list[str] = Field(default_factory=list)
+    heldout_ids: list[str] = Field(default_factory=list)
+    mean_item_ids: list[str] = Field(default_factory=list)
+    accuracy: dict = Field(default_factory=dict)
+    n: dict = Field(default_factory=dict)
+    backend: Optional[str] = None
+    model: Optional[str] = None

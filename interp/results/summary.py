@@ -1,6 +1,7 @@
 """A DBG run's scores, as written to `RUN/summary.json`: `RunSummary` with one `JudgeScores` per judge.
 
-The fields every reader uses are typed; the gold block, the placement and the rest are kept as written.
+Every key a run writes is a field (a file with another key is refused); the gold block, the placement and the
+modes' tables are the nested data they are.
 """
 
 from __future__ import annotations
@@ -37,6 +38,11 @@ class JudgeScores(ResultModel):
     tie_share: Optional[float] = None
     gold_tie_share: Optional[float] = None
     dbg_no_ties: Optional[float] = None
+    gold_win_rate_soft: Optional[float] = None
+    n: Optional[int] = None  # the items the DBG bootstrap resampled
+    own_share: Optional[float] = None  # items whose verdict over both orders is the own answer
+    win_rate_own_no_ties: Optional[float] = None
+    gold_win_rate_no_ties: Optional[float] = None
 
 
 class RunSummary(ResultModel):
@@ -54,3 +60,5 @@ class RunSummary(ResultModel):
     model_sizes: Optional[dict[str, int]] = None
     reasoning: Optional[dict] = None
     empty_answers: Optional[dict[str, list[str]]] = None
+    pointwise: Optional[dict] = None  # a pointwise run: per judge and author its 1-5 scores
+    correctness: Optional[dict] = None  # graded answers: per author graded and correct, and `no_target`

@@ -23,9 +23,11 @@ from interp.core.judge import Judgment
 from interp.core.models import LoadedModel
 from interp.data import Item
 from interp.errors import InterpError
+from interp.results import codec
+from interp.results.run_files import AttentionIndex
 from interp.run.records import ORDERS
 from interp.run.store import RunDir
-from interp.storage import atomic_write_bytes, atomic_write_text
+from interp.storage import atomic_write_bytes
 
 
 def write_shard(shard_dir: Path, keys: Sequence[str], judgments: Sequence[Judgment]) -> None:
@@ -80,15 +82,6 @@ def index_header(judge: str, model: LoadedModel, readout: str) -> dict:
     }
 
 
-def migrate_index(index: dict) -> dict:
-    """An attention index as `index_header` writes it now. Older indexes name the read-out positions `queries`
-    (the word a spec keeps for the positions a mask acts on); the oldest name none, read at the final position."""
-    index = dict(index)
-    if "readout" not in index:
-        index["readout"] = index.pop("queries", "final")
-    return index
-
-
 def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: Sequence[Item], readout: str) -> None:
     """Shards -> one `[item, order, layer, head, span]` array per judge, with a JSON index (spans a, b, and the
     judge's rationale when it wrote one: `cot`)."""
@@ -123,4 +116,4 @@ def consolidate_attention(paths: RunDir, judge: str, model: LoadedModel, items: 
         ],
     }
     atomic_write_bytes(paths.attention(judge, write=True), save({"mass": mass, "span_tokens": counts}))
-    atomic_write_text(paths.attention_index(judge, write=True), json.dumps(index))
+    codec.write_file(paths.attention_index(judge, write=True), AttentionIndex, index)

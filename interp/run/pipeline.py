@@ -6,7 +6,6 @@ redone. Everything is validated before the first byte is written, and the whole 
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
 from pathlib import Path
 from typing import Collection, Mapping, Sequence
@@ -21,6 +20,8 @@ from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import Item, load_items, sample_items
 from interp.errors import InterpError
+from interp.results import codec
+from interp.results.run_files import AdapterFingerprints, GoldChecks, JudgePrompts, RunIdentity
 from interp.results.summary import RunSummary
 from interp.run.attention import consolidate_attention
 from interp.run.correctness import check_gradable, grade_run_answers
@@ -60,7 +61,7 @@ def check_adapters(config: RunConfig, paths: RunDir) -> dict[str, str]:
     current = adapter_fingerprints(config)
     if not paths.config.is_file():
         return current
-    recorded = json.loads(paths.adapters.read_text()) if paths.adapters.is_file() else {}
+    recorded = codec.read_file(paths.adapters, AdapterFingerprints).fingerprints if paths.adapters.is_file() else {}
     changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
     if changed:
         raise InterpError(
@@ -203,7 +204,7 @@ def run_gold_step(
             have.update({item.id: v for item, v in zip(chunk, values, strict=False)})
     checks = {judge.name: judge.stats for judge in judges if isinstance(judge, ReportsChecks) and judge.stats}
     if checks:  # e.g. HTTP judges: how often logprobs were missing or the top tokens were not labels
-        atomic_write_text(paths.gold_checks, json.dumps(checks, indent=2))
+        codec.write_file(paths.gold_checks, GoldChecks, {"judges": checks})
     return {judge.name: [existing[judge.name][item.id] for item in items] for judge in judges}
 
 
@@ -292,9 +293,9 @@ def run_dbg(
             judge.check_items(items)
     prompts = judge_prompts(config, paths, items, models)
     with paths.writer():
-        atomic_write_text(paths.adapters, json.dumps(adapters, indent=2, sort_keys=True) + "\n")
+        codec.write_file(paths.adapters, AdapterFingerprints, {"fingerprints": dict(sorted(adapters.items()))})
         atomic_write_text(paths.config, config.to_toml())
-        atomic_write_text(paths.identity, json.dumps({"config_identity": config.identity_hash()}) + "\n")
+        codec.write_file(paths.identity, RunIdentity, {"config_identity": config.identity_hash()})
         if not paths.items.is_file():
             write_jsonl_atomic(paths.items, [item.record() for item in items])
         with timings.step("generation"):
@@ -302,7 +303,7 @@ def run_dbg(
         with timings.step("grading"):
             grade_run_answers(paths.correctness, items, responses, config.models, config.grader)
         tasks = judge_tasks(items, responses, config.models)
-        atomic_write_text(paths.prompts, prompts)
+        codec.write_file(paths.prompts, JudgePrompts, {"judges": prompts})
         _judge_every_judge(config, paths, models, (items, responses, tasks), progress, timings)
         with timings.step("gold"):
             gold = run_gold_step(config, paths, items, responses, models, progress, judges)
@@ -342,13 +343,13 @@ def judge_pointwise(
         consolidate_pointwise_attention(paths, judge, backend.model, items, config.models, readout)
 
 
-def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> str:
-    """The text of prompts.json: what each local judge reads (`judging.judge_prompt_record`). A run judged under
+def judge_prompts(config: RunConfig, paths: RunDir, items: Sequence[Item], models: ModelCache) -> dict:
+    """What prompts.json holds: what each local judge reads (`judging.judge_prompt_record`). A run judged under
     other prompts (another version of the toolkit) is refused (`check_judged_prompts`)."""
     local = {judge: models.get(judge) for judge in config.judge_specs if config.server(judge) is None}
     record = judge_prompt_records(config, items, local)
     check_judged_prompts(paths, record)
-    return json.dumps(record, indent=2, ensure_ascii=False) + "\n"
+    return record
 
 
 def judge_prompt_records(config: RunConfig, items: Sequence[Item], models: Mapping[str, LoadedModel]) -> dict:
@@ -369,10 +370,10 @@ def check_judged_prompts(paths: RunDir, record: Mapping[str, dict]) -> None:
     if not judged or not paths.prompts.is_file():
         return
     try:
-        stored = json.loads(paths.prompts.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError):
+        stored = codec.read_file(paths.prompts, JudgePrompts).judges
+    except InterpError:  # not a prompts file this version reads: not the prompts it builds
         stored = None
-    if not isinstance(stored, dict) or any(stored.get(judge) != prompts for judge, prompts in record.items()):
+    if stored is None or any(stored.get(judge) != prompts for judge, prompts in record.items()):
         raise InterpError(
             f"{paths.root} was judged under other judge prompts than this version builds ({paths.prompts}); "
             "its judgments would not compare with new ones: use another --out, or re-make the run"

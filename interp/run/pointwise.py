@@ -15,7 +15,6 @@ attention is read at that position over the answer (`a`) and the feedback (`rati
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -29,13 +28,14 @@ from interp.core.rubric import RESULT_MARK, SCORE_LABELS, pointwise_prompt, resu
 from interp.core.spans import tokenize_prompt
 from interp.data import Item
 from interp.metrics.dbg import label_mass_reliability
+from interp.results import codec
+from interp.results.run_files import AttentionIndex
 from interp.run.attention import index_header, read_shards, stack_shards, write_shard
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.store import RunDir
 from interp.storage import (
     append_jsonl,
     atomic_write_bytes,
-    atomic_write_text,
     read_jsonl,
 )
 
@@ -159,7 +159,7 @@ def consolidate_pointwise_attention(
         "items": [item.id for item in items],
     }
     atomic_write_bytes(paths.pointwise_attention(judge), save({"mass": mass, "span_tokens": counts}))
-    atomic_write_text(paths.pointwise_attention(judge, ".json"), json.dumps(index))
+    codec.write_file(paths.pointwise_attention(judge, ".json"), AttentionIndex, index)
 
 
 def pointwise_summary(rows: Sequence[dict], authors: Sequence[str]) -> dict:

@@ -38,7 +38,6 @@ Readers never write; a torn last line left by a killed writer is skipped until t
 from __future__ import annotations
 
 import contextlib
-import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
@@ -51,6 +50,7 @@ from interp.data import Item
 from interp.errors import InterpError
 from interp.metrics.dbg import p_own_from_first
 from interp.results import codec
+from interp.results.run_files import RunIdentity
 from interp.results.summary import RunSummary
 from interp.run.gold.protocol import aggregate_gold
 from interp.run.records import JudgmentRecord, read_judgments
@@ -255,8 +255,8 @@ class RunDir:
         if not self.identity.is_file():
             return None
         try:
-            return json.loads(self.identity.read_text())["config_identity"]
-        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            return codec.read_file(self.identity, RunIdentity).config_identity
+        except InterpError:
             raise InterpError(
                 f"{self.identity}: not a run identity file; it is written by `interp dbg` (use another --out)"
             ) from None

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import NamedTuple, Sequence
 
@@ -25,6 +24,7 @@ from interp.metrics.dbg import (
 )
 from interp.metrics.human import human_agreement
 from interp.results import codec
+from interp.results.run_files import GoldChecks
 from interp.results.summary import RunSummary
 from interp.run.correctness import grade_run_answers
 from interp.run.gold import aggregate_gold
@@ -204,7 +204,7 @@ def write_summary(
     if sizes:
         summary["model_sizes"] = dict(sizes)
     if paths.gold_checks.exists():
-        summary["gold"]["checks"] = json.loads(paths.gold_checks.read_text())
+        summary["gold"]["checks"] = codec.read_file(paths.gold_checks, GoldChecks).judges
     reasoning = reasoning_summary(paths.read_reasoning(), len(items))
     if reasoning:  # reasoning removed from answers before judging (Table 2): per author, how much
         summary["reasoning"] = reasoning

@@ -161,8 +161,8 @@ def test_figure2_grid_has_every_judge(organism_run):
         f"Judge: {Y}",
     ]
     for judge in JUDGES:
-        assert summary["judges"][judge]["own_model"] == own_model(judge)
-        assert "dbg_hard" in summary["judges"][judge]
+        assert summary.judges[judge].own_model == own_model(judge)
+        assert "dbg_hard" in summary.judges[judge].model_fields_set
 
 
 def test_sweeps_and_interventions_pick_the_organisms(organism_run):

@@ -35,7 +35,7 @@ def test_load_run_is_typed(tiny_run):
     assert run.models == (judge, "writer-y") and len(run.run.items) == len(ITEMS)
     scores = run.scores()
     assert list(scores.index) == [judge] and scores.loc[judge, "own_model"] == judge
-    assert scores.loc[judge, "dbg_hard"] == run.summary["judges"][judge]["dbg_hard"]
+    assert scores.loc[judge, "dbg_hard"] == run.summary.judges[judge].dbg_hard
     judgments = run.judgments(judge)
     assert len(judgments) == 2 * len(ITEMS) and set(judgments["order"]) == {"ab", "ba"}
     assert run.attention(judge).mass.shape[:2] == (len(ITEMS), 2)

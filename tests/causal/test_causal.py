@@ -102,7 +102,7 @@ def test_the_same_spec_twice_reuses_its_judgments(small_run, tmp_path, monkeypat
 
     monkeypatch.setattr("interp.run.judging.judge_batch", refuse)
     again = intervene_run(run, spec, with_controls=False, progress=False)
-    assert again["judges"] == first["judges"]
+    assert again.judges == first.judges
 
 
 @pytest.fixture(scope="module")
@@ -225,17 +225,17 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     controls = tiny_controls(tmp_path, smollm2_tokenizer)
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
     result = intervene_run(run, design=design, judges=[judge], progress=False)
-    record = result["judges"][judge]
-    assert list(result["judges"]) == [judge] and record["test"]["controls"] == controls
-    assert isinstance(record["causal"], bool) and record["reason"] is None
-    test = record["test"]
-    assert test["n_controls"] == 3 and test["df"] == 2 and test["t"] is not None
-    effects = [record["controls"][c]["effect"]["mean"] for c in controls]
-    expected = crawford_howell(record["within_judge"]["effect"], effects)
-    assert record["p_value"] == pytest.approx(expected.p_value) and test["t"] == pytest.approx(expected.t)
-    assert record["causal"] == (record["p_value"] <= 0.05)
-    assert record["gap_before"] is not None and record["gap_after"] is not None
-    assert (record["share_removed"] is None) == (record["share_removed_reason"] is not None)
+    record = result.judges[judge]
+    assert list(result.judges) == [judge] and record.test.controls == controls
+    assert isinstance(record.causal, bool) and record.reason is None
+    test = record.test
+    assert test.n_controls == 3 and test.df == 2 and test.t is not None
+    effects = [record.controls[c].effect.mean for c in controls]
+    expected = crawford_howell(record.within_judge.effect, effects)
+    assert record.p_value == pytest.approx(expected.p_value) and test.t == pytest.approx(expected.t)
+    assert record.causal == (record.p_value <= 0.05)
+    assert record.gap_before is not None and record.gap_after is not None
+    assert (record.share_removed is None) == (record.share_removed_reason is not None)
     # the report's words and figure come from this test: its name, H0, k and df, and each control judge's dot
     from interp.report.interventions import control_figure, intervention_section
 
@@ -287,18 +287,16 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
         heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, test_alpha=0.5, control_judges=controls
     )
     result = intervene_run(run, design=design, judges=[a, b], progress=False)
-    assert result["multiple_comparisons"] == "Holm over 2 judges"
+    assert result.multiple_comparisons == "Holm over 2 judges"
     for judge in (a, b):
-        record = result["judges"][judge]
-        assert (
-            record["test"]["controls"] == list(controls) and record["test"]["random_head_sets"] == 3
-        )  # ceil(2 / 0.5) - 1
-        assert record["p_holm"] >= record["p_value"] and record["causal"] == (record["p_holm"] <= 0.5)
-        if record["test"]["random_sets_skipped"]:
-            assert record["test"]["p_value"] > 0.5 and "random_head_sets" not in record
+        record = result.judges[judge]
+        assert record.test.controls == list(controls) and record.test.random_head_sets == 3  # ceil(2 / 0.5) - 1
+        assert record.p_holm >= record.p_value and record.causal == (record.p_holm <= 0.5)
+        if record.test.random_sets_skipped:
+            assert record.test.p_value > 0.5 and record.random_head_sets is None
         else:
-            assert len(record["random_head_sets"]["effects"]) == 3
-            assert record["p_value"] == max(record["test"]["p_value"], record["test"]["p_rank"])
+            assert len(record.random_head_sets["effects"]) == 3
+            assert record.p_value == max(record.test.p_value, record.test.p_rank)
     (folder,) = (run / "interventions").iterdir()
     assert folder.name.startswith("self-mask-top2-heads-")
     check_matched_top_heads(run, result, design, controls)
@@ -316,16 +314,16 @@ def check_matched_top_heads(run, result, design, controls) -> None:
     from interp.run.store import read_run
 
     loaded = read_run(run)
-    for judge, record in result["judges"].items():
-        selection = record["selection_items"]
-        assert record["null"] == "matched" and set(record["control_sets"]) == set(controls)
+    for judge, record in result.judges.items():
+        selection = record.selection_items
+        assert record.null == "matched" and set(record.control_sets) == set(controls)
         for control in controls:
             frame = localize_run(
                 loaded, control, ["attention"], on=LocalizeItems(selection, own=own_model(judge)), progress=False
             )
             spec = top_heads_spec(design, attention_top_heads(frame, design.top_k))
             expected = variant_of("self", spec, selection).identity()
-            assert json.loads(json.dumps(record["control_sets"][control])) == json.loads(json.dumps(expected))
+            assert json.loads(json.dumps(record.control_sets[control])) == json.loads(json.dumps(expected))
 
 
 def test_top_heads_needs_a_selection_share_and_attention(small_run, tmp_path, forked_cli):

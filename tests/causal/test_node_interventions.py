@@ -258,7 +258,7 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     assert max(most) <= 2
     strip = lambda r: {k: v for k, v in r.judges[judge].to_json().items() if k not in ("controls",)}  # noqa: E731
     assert strip(released) == strip(kept)
-    assert released["judges"][judge]["controls"] == kept["judges"][judge]["controls"]
+    assert released.judges[judge].controls == kept.judges[judge].controls
 
 
 def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_run):

@@ -118,9 +118,9 @@ def test_a_pointwise_run_is_refused_before_anything_is_loaded_or_written(make_ru
 def _other_prompts(run: Path) -> None:
     """prompts.json as another version would have written it: one judge's helpfulness prompt reworded."""
     record = json.loads((run / "prompts.json").read_text())
-    judge = next(iter(record))
-    prompts = record[judge]["prompts"]
-    record[judge]["prompts"] = {task: text.replace("Response", "Answer") for task, text in prompts.items()}
+    judge = next(iter(record["judges"]))
+    prompts = record["judges"][judge]["prompts"]
+    record["judges"][judge]["prompts"] = {task: text.replace("Response", "Answer") for task, text in prompts.items()}
     (run / "prompts.json").write_text(json.dumps(record, indent=2, ensure_ascii=False) + "\n")
 
 
@@ -128,7 +128,7 @@ def test_a_run_judged_under_other_prompts_is_refused_by_the_engine(make_run, tmp
     shutil.copytree(make_run("plain"), tmp_path / "run")
     _other_prompts(tmp_path / "run")
     run = read_run(tmp_path / "run")
-    judge = next(iter(json.loads(run.dir.prompts.read_text())))
+    judge = next(iter(json.loads(run.dir.prompts.read_text())["judges"]))
     pool = judge_pool(run)
     before = snapshot(tmp_path)
     with pytest.raises(InterpError, match="other judge prompts"):

@@ -9,10 +9,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 
 from interp.errors import InterpError
 from interp.results import codec
 from interp.results.causal import CausalResult, JudgeTest
+from interp.results.rows import SweepRow
+from interp.results.run_files import AdapterFingerprints, AttentionIndex, GoldChecks, JudgePrompts, RunIdentity
 from interp.results.summary import RunSummary
 
 OLD_RUN = Path(__file__).resolve().parents[1] / "fixtures" / "old_run"
@@ -22,7 +25,7 @@ def test_an_older_run_directory_still_reads():
     (result,) = codec.read_causal_results(OLD_RUN)
     assert isinstance(result, CausalResult) and result.schema_version == codec.SCHEMA_VERSION
     a, b = result.judges["author-a"], result.judges["author-b"]
-    assert isinstance(a, JudgeTest) and a.test_alpha == 0.05 and "alpha" not in a  # renamed, not kept twice
+    assert isinstance(a, JudgeTest) and a.test_alpha == 0.05 and "alpha" not in a.to_json()  # renamed, not kept twice
     assert a.p_holm == a.p_value == 0.0001  # one judge's Holm p is its p
     assert (
         a.test.name == "Crawford-Howell"
@@ -63,9 +66,9 @@ def test_what_is_written_carries_schema_version_and_reads_back_equal(tmp_path):
     record = codec.write_variant(
         tmp_path / "v", {"key": "k", "judge": "j", "own": "o", "backend": "hf", "attention": {"target": "self"}}
     )
-    assert json.loads((tmp_path / "v" / "variant.json").read_text())["schema_version"] == 1 and record["attention"] == {
-        "target": "self"
-    }
+    assert json.loads((tmp_path / "v" / "variant.json").read_text())["schema_version"] == 1 and record.slots[
+        "attention"
+    ] == {"target": "self"}
 
 
 def test_a_file_it_cannot_read_is_one_line(tmp_path):
@@ -93,3 +96,55 @@ def test_a_run_dir_reads_its_summary_through_the_codec(tmp_path):
         and summary.judges["author-a"].dbg_ci == [0.0, 0.25]
         and summary.models == ["author-a", "author-b"]
     )
+
+
+def test_an_older_run_s_bookkeeping_files_still_read():
+    """identity.json, adapters.json, prompts.json, gold_checks.json and an attention index written before their
+    schema version (maps at the top level; the read-out named `queries`) read into their models."""
+    assert codec.read_file(OLD_RUN / "identity.json", RunIdentity).config_identity == "0123456789abcdef"
+    adapters = codec.read_file(OLD_RUN / "adapters.json", AdapterFingerprints)
+    assert adapters.fingerprints == {"organism-x": "fedcba9876543210"}
+    prompts = codec.read_file(OLD_RUN / "prompts.json", JudgePrompts)
+    assert prompts.schema_version == codec.SCHEMA_VERSION and list(prompts.judges) == ["author-a"]
+    assert prompts.judges["author-a"]["labels"] == ["A", "B"]
+    assert codec.read_file(OLD_RUN / "gold_checks.json", GoldChecks).judges["gold-http"]["missing_logprobs"] == 2
+    (index_path,) = (OLD_RUN / "attention").glob("*.json")
+    index = codec.read_file(index_path, AttentionIndex)
+    assert index.readout == "after" and index.judge == "author-a" and "queries" not in index.to_json()
+
+
+def test_a_bookkeeping_file_round_trips_with_its_schema_version(tmp_path):
+    codec.write_file(tmp_path / "prompts.json", JudgePrompts, {"judges": {"j": {"prompts": {"t": "é"}}}})
+    written = json.loads((tmp_path / "prompts.json").read_text())
+    assert written == {"schema_version": codec.SCHEMA_VERSION, "judges": {"j": {"prompts": {"t": "é"}}}}
+    assert codec.read_file(tmp_path / "prompts.json", JudgePrompts).judges == written["judges"]
+    with pytest.raises(InterpError, match="not a RunIdentity"):
+        codec.write_file(tmp_path / "identity.json", RunIdentity, {"config_identity": "a", "surprise": 1})
+
+
+def test_a_sweep_row_holds_its_point_apart_from_its_results():
+    (row,) = codec.sweep_rows([{"judge": "j", "alpha": "0.5", "layers": "", "effect": "0.1", "key": "k"}])
+    assert row.point == {"alpha": "0.5"} and row.effect == 0.1 and row.key == "k"
+    with pytest.raises(ValidationError):
+        SweepRow(judge="j", alpha=0.5)  # a column the row does not declare goes in its point
+
+
+def test_every_result_model_refuses_unknown_keys_and_reads_by_attribute_only():
+    """No result model keeps a key it does not declare, and none acts as a mapping (`result["judges"]`)."""
+    import interp.results.causal
+    import interp.results.explain
+    import interp.results.organisms
+    import interp.results.rows
+    import interp.results.run_files
+    import interp.results.studies
+    import interp.results.summary  # noqa: F401 - every model module, so that every subclass is defined
+    from interp.results.base import ResultModel
+
+    def subclasses(kind):
+        return [kind, *(sub for direct in kind.__subclasses__() for sub in subclasses(direct))]
+
+    models = subclasses(ResultModel)
+    assert len(models) > 20
+    for model in models:
+        assert model.model_config.get("extra") == "forbid", model.__name__
+        assert not any(hasattr(model, name) for name in ("__getitem__", "__setitem__", "get", "keys")), model.__name__

@@ -11,6 +11,7 @@ import pytest
 
 from interp.errors import InterpError
 from interp.results import codec
+from interp.results.run_files import AdapterFingerprints, AttentionIndex, GoldChecks, JudgePrompts, RunIdentity
 from interp.results.studies import OrganismMetrics, RestyleResult, ValidationResult
 
 OLD = Path(__file__).resolve().parents[1] / "fixtures" / "old_studies"
@@ -26,28 +27,29 @@ READERS = {
     "table.json": codec.read_steering_table,
     "attention_summary.json": codec.read_attention_summary,
     "organism_metrics.json": lambda path: codec.read_organism_metrics(path.parent),
+    "identity.json": lambda path: codec.read_file(path, RunIdentity),
+    "adapters.json": lambda path: codec.read_file(path, AdapterFingerprints),
+    "prompts.json": lambda path: codec.read_file(path, JudgePrompts),
+    "gold_checks.json": lambda path: codec.read_file(path, GoldChecks),
 }
 
 
-# The run store's own bookkeeping (interp/run/store.py, interp/analysis/attention_store.py), not yet routed
-# through the codec: issue 70 item 2 leaves these to do. Anything else a run writes must be a result file.
-STORE_FILES = ("adapters.json", "identity.json", "prompts.json", "gold_checks.json")
-
-
-def store_file(path: Path) -> bool:
-    """A bookkeeping file of the run store (above), or an attention store's index (`attention/<judge>-<hash>.json`)."""
-    return path.name in STORE_FILES or path.parent.name in ("attention", "attention_pointwise")
+def reader(path: Path):
+    """The codec's reader of a file a run writes: by its name, or an attention store's index by its folder."""
+    if path.parent.name in ("attention", "attention_pointwise"):
+        return lambda path: codec.read_file(path, AttentionIndex)
+    assert path.name in READERS, f"{path}: a JSON file the codec has no model for"
+    return READERS[path.name]
 
 
 def check_every_json_file(root: Path) -> list[str]:
     """The result files under `root` (checked: `schema_version` written, the codec reads them); returns their
     names. A JSON file of no known kind fails."""
     seen = []
-    for path in sorted(p for p in Path(root).rglob("*.json") if not store_file(p)):
+    for path in sorted(Path(root).rglob("*.json")):
         data = json.loads(path.read_text())
         assert isinstance(data, dict) and data.get("schema_version") == codec.SCHEMA_VERSION, path
-        assert path.name in READERS, f"{path}: a JSON file the codec has no model for"
-        READERS[path.name](path)
+        reader(path)(path)
         seen.append(path.name)
     return seen
 
@@ -80,7 +82,7 @@ def test_numpy_numbers_are_written_as_plain_numbers(tmp_path):
 
 def test_every_json_file_of_a_tiny_run_has_its_schema_version_and_model(real_run):
     names = set(check_every_json_file(real_run.root))
-    assert {"summary.json"} <= names
+    assert {"summary.json", "identity.json", "adapters.json", "prompts.json"} <= names
 
 
 def test_the_shipped_organisms_manifests_written_before_the_schema_version_still_read():

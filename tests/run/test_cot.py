@@ -108,7 +108,7 @@ def test_the_attention_table_has_the_rationale_span(cot_run):
 
 def test_the_run_records_the_cot_prompt(cot_run):
     out, config = cot_run
-    recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))[config.judge_specs[0]]
+    recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))["judges"][config.judge_specs[0]]
     assert (
         recorded["cot"] == "standard" and recorded["verdict_cue"] == COT_CUE and recorded["labels"] == ["A", "T", "B"]
     )

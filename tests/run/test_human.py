@@ -122,7 +122,7 @@ def test_a_run_with_human_labels_reports_gold_against_them(tmp_path, tiny_llama_
     )
     out = tmp_path / "run"
     summary = run_dbg(config, out, progress=False)
-    human = summary["gold"]["human"]
+    human = summary.gold["human"]
     assert human["n_items"] == 3 and set(human["judges"]) == {"reference"} and human["ensemble"]["n"] == 3
     gold = RunDir(out).read_gold()["reference"]  # P(first = the tiny model wins); the reference answer is y's
     expected = (

@@ -61,21 +61,21 @@ def tiny_run(tmp_path_factory, tiny_llama_dir, tiny_gemma3_dir):
 
 def test_summary_has_the_promised_keys_and_consistent_counts(tiny_run):
     out, config, summary = tiny_run
-    assert summary["n_items"] == 6
+    assert summary.n_items == 6
     records = read_jsonl(out / "judgments.jsonl")
     assert len(records) == 6 * 2 * 2  # items x orders x judges
     for judge in config.models:
-        scores = summary["judges"][judge]
+        scores = summary.judges[judge]
         for key in ("dbg_hard", "dbg_soft", "dbg_ci", "win_rate_own_hard", "win_rate_own_soft", "position_consistency"):
-            assert key in scores
-        lo, hi = scores["dbg_ci"]
+            assert key in scores.model_fields_set
+        lo, hi = scores.dbg_ci
         assert lo <= hi
         # a random tiny model almost never puts its top token on a label: counted, never dropped
         mine = [r for r in records if r["judge"] == judge]
-        assert scores["top_not_label"] == sum(not r["top_is_label"] for r in mine)
-        assert scores["n_judgments"] == len(mine)
-    assert summary["gold"]["judges"] == ["reference"]
-    rates = summary["gold"]["win_rate"]
+        assert scores.top_not_label == sum(not r["top_is_label"] for r in mine)
+        assert scores.n_judgments == len(mine)
+    assert summary.gold["judges"] == ["reference"]
+    rates = summary.gold["win_rate"]
     assert rates[config.models[0]] + rates[config.models[1]] == pytest.approx(1.0)
     assert read_summary(out / "summary.json") == summary  # what the run returns is what it wrote
     assert json.loads((out / "summary.json").read_text())["schema_version"] == 1
@@ -110,7 +110,7 @@ def test_rerun_reuses_cached_responses_without_generating(
     first = read_jsonl(tiny_run[0] / "responses.jsonl")
     second = read_jsonl(tmp_path / "again" / "responses.jsonl")
     assert [r["text"] for r in first] == [r["text"] for r in second]
-    assert summary["n_items"] == 6
+    assert summary.n_items == 6
     assert responses  # the module under test was imported
 
 
@@ -244,13 +244,13 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
     monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_slot_a", refuse)
     out, config, _ = tiny_run
     result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), with_controls=True, progress=False)
-    assert result["reused"]["responses"] == 12 and result["reused"]["responses_generated"] == 0
-    assert result["reused"]["gold_verdicts"] == 6 and result["reused"]["gold_judges_rerun"] == 0
+    assert result.reused.responses == 12 and result.reused.responses_generated == 0
+    assert result.reused.gold_verdicts == 6 and result.reused.gold_judges_rerun == 0
     for judge in config.models:
-        judge_result = result["judges"][judge]
-        assert set(judge_result["effects"]) == {"self", "other", "random"}
-        assert judge_result["verdict"].startswith(judge)
-        records = read_jsonl(out / "variants" / result["variant_keys"][judge]["self"] / "judgments.jsonl")
+        judge_result = result.judges[judge]
+        assert set(judge_result.effects) == {"self", "other", "random"}
+        assert judge_result.verdict.startswith(judge)
+        records = read_jsonl(out / "variants" / result.variant_keys[judge]["self"] / "judgments.jsonl")
         assert len([r for r in records if r["judge"] == judge]) == 12
 
 
@@ -324,11 +324,12 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
     from interp.run.store import RunDir, read_run
 
     out, config, _ = tiny_run
-    assert json.loads((out / "adapters.json").read_text()) == {}  # plain models load no adapter
+    assert json.loads((out / "adapters.json").read_text())["fingerprints"] == {}  # plain models load no adapter
     run_dir = tmp_path / "run"
     shutil.copytree(out, run_dir)
     judge = config.judge_specs[0]
-    (run_dir / "adapters.json").write_text(json.dumps({judge: "0123456789abcdef"}))  # judged by those weights
+    # judged by those weights (written as before its schema version: the fingerprints at the top level)
+    (run_dir / "adapters.json").write_text(json.dumps({judge: "0123456789abcdef"}))
     monkeypatch.setattr(pipeline, "adapter_fingerprint", lambda spec: "0123456789abcdef" if spec == judge else None)
     pipeline.check_resumable(config, RunDir(run_dir))  # the same weights: fine
     judge_pool(read_run(run_dir))
@@ -353,11 +354,11 @@ def test_dbg_ends_with_the_results_table_or_json(tiny_run, tmp_path, forked_cli)
     as_json = forked_cli("dbg", path, "--out", run, "--no-report", "--json")
     assert as_json.returncode == 0, as_json.stderr
     payload = json.loads(as_json.stdout)
-    assert [r["judge"] for r in payload["dbg"]] == list(summary["judges"])
+    assert [r["judge"] for r in payload["dbg"]] == list(summary.judges)
     for row in payload["dbg"]:
-        scores = summary["judges"][row["judge"]]
-        assert row["dbg_hard"] == scores["dbg_hard"] and row["dbg_ci"] == scores["dbg_ci"]
-        assert row["reliable"] == scores["reliable"] and row["unreliable_because"] == scores["unreliable_because"]
+        scores = summary.judges[row["judge"]]
+        assert row["dbg_hard"] == scores.dbg_hard and row["dbg_ci"] == scores.dbg_ci
+        assert row["reliable"] == scores.reliable and row["unreliable_because"] == scores.unreliable_because
 
 
 def test_a_resumed_run_whose_answers_are_all_there_needs_no_author_weights(
@@ -384,4 +385,4 @@ def test_a_resumed_run_whose_answers_are_all_there_needs_no_author_weights(
     (tmp_path / "run" / "summary.json").unlink()
     again = run_dbg(config, tmp_path / "run", progress=False)
     assert prepared == [str(tiny_llama_dir)]  # the judge (also an author: its answers are there too)
-    assert again["judges"] == first["judges"] and again["n_items"] == 3
+    assert again.judges == first.judges and again.n_items == 3

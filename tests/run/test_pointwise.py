@@ -84,7 +84,7 @@ def test_every_answer_is_scored_by_every_judge_with_an_expected_score(pointwise_
         assert row["parsed_score"] is None or row["parsed_score"] in range(1, 6)
     assert not RunDir(out).judgments.exists()  # no pairwise judging in this mode
     summary = RunDir(out).read_summary()
-    assert set(summary["pointwise"]) == set(config.judge_specs) and summary["judges"] == {}
+    assert set(summary.pointwise) == set(config.judge_specs) and summary.judges == {}
 
 
 def test_the_score_is_read_after_the_feedback_and_result_mark(pointwise_run):

@@ -79,8 +79,8 @@ def test_every_answer_with_a_reference_is_graded_into_correctness_jsonl(graded_r
     assert [lines[(f"m{i}", judge)]["correct"] for i in range(N)] == [i % 2 == 0 for i in range(N)]
     assert [lines[(f"m{i}", "key")]["correct"] for i in range(N)] == [True, True, True, False, False, False]
     summary = RunDir(out).read_summary()
-    assert summary["correctness"][judge] == {"graded": N, "correct": 3}
-    assert summary["correctness"]["key"] == {"graded": N, "correct": 3} and summary["correctness"]["no_target"] == 0
+    assert summary.correctness[judge] == {"graded": N, "correct": 3}
+    assert summary.correctness["key"] == {"graded": N, "correct": 3} and summary.correctness["no_target"] == 0
 
 
 def test_metrics_run_gives_chen_metrics_from_the_run_alone(graded_run, forked_cli):

@@ -55,7 +55,7 @@ def test_the_three_way_prompt_names_the_tie_option_for_chat_and_base_judges(smol
 
 def test_a_ties_run_records_the_three_way_prompt_and_reads_t(tie_run):
     out, config = tie_run
-    recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))
+    recorded = json.loads(RunDir(out).prompts.read_text(encoding="utf-8"))["judges"]
     assert sorted(recorded) == sorted(config.judge_specs)
     for judge in config.judge_specs:
         assert recorded[judge]["labels"] == ["A", "T", "B"]
