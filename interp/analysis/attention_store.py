@@ -80,7 +80,7 @@ class RunAttention:
     @property
     def tasks(self) -> list[str]:
         """Each item's task, in the arrays' order."""
-        return [entry.get("task", "") for entry in self.index["items"]]
+        return [entry["task"] for entry in self.index["items"]]
 
     @property
     def readout(self) -> str:
@@ -281,7 +281,7 @@ def load_attention(run_dir: Path, judge: str, *, tokenizer=None) -> RunAttention
         raise InterpError(
             f"{array_path}: cannot read the attention arrays ({type(exc).__name__}); re-run the judging step"
         ) from None
-    n_spans = len(index.get("spans", ("a", "b")))  # a, b, and the judge's rationale with `cot`
+    n_spans = len(index["spans"])  # a, b, and the judge's rationale with `cot`
     expected = (len(index["items"]), len(ORDERS), index["n_layers"], index["n_heads"], n_spans)
     if tuple(mass.shape) != expected or tuple(counts.shape) != expected[:2] + (n_spans,):
         raise InterpError(

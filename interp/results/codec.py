@@ -15,7 +15,8 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
 - a run's adapters.json held its fingerprints at the top level (now under `fingerprints`), prompts.json and
   gold_checks.json their judges (now under `judges`); identity.json reads as it was;
 - an attention index named its read-out positions `queries` (now `readout`), the oldest none (read at the final
-  position: `readout = "final"`).
+  position: `readout = "final"`); one without `spans` held the two answers' (`["a", "b"]`), an item without a
+  task has the empty one.
 
 The studies' files (explain.json, validation.json, restyle.json, steering's table.json, attention_summary.json,
 organism_metrics.json), an organism's manifest.json and a run's bookkeeping files (identity.json, adapters.json,
@@ -120,6 +121,10 @@ def _migrate_attention_index(data: dict) -> dict:
     data = dict(data)
     if "readout" not in data:
         data["readout"] = data.pop("queries", "final")
+    if "spans" not in data:  # before a judge's rationale was a span: the two answers
+        data["spans"] = ["a", "b"]
+    items = data.get("items") or []
+    data["items"] = [item if not isinstance(item, dict) or "task" in item else item | {"task": ""} for item in items]
     return data
 
 
