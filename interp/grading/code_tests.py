@@ -37,7 +37,7 @@ def tests_source(tests: str | Sequence[str]) -> str:
     return tests if isinstance(tests, str) else "\n".join(tests)
 
 
-def check_tests(tests: str | Sequence[str], where: str = "tests") -> str:
+def check_tests(tests: str | Sequence[str], where: str = "code tests") -> str:
     """The tests' source; an `InterpError` naming `where` when they are not Python or check nothing (no
     assert statement and no call anywhere: empty, blank, comments, `pass`)."""
     source = tests_source(tests)

@@ -30,6 +30,7 @@ from interp.metrics.dbg import dbg_scores, hard_wins, position_consistency
 from interp.organisms.config import OrganismConfig
 from interp.organisms.data import SPLITS, splits_of, write_items_jsonl
 from interp.results.codec import write_organism_metrics
+from interp.results.studies import OrganismMetrics
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, RunDir
 from interp.run.summary import JudgeVerdicts, judge_verdicts
@@ -212,7 +213,7 @@ def evaluate_judges(
     check_gap_against(judges, gap_against)
     run_dbg(config, Path(out), progress=progress, models=models, overwrite=overwrite)
     results = compare_judges(Path(out), judges, by_task=by_task, gap_against=gap_against, n_boot=n_boot, seed=seed)
-    write_organism_metrics(Path(out), results)
+    write_organism_metrics(Path(out), OrganismMetrics(judges=results))
     return results
 
 
