@@ -97,11 +97,14 @@ def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
     if len(chosen) < len(KINDS) + 1 or not {c["site"] for c in chosen if c["site"] != "residual"} <= randoms:
         return None  # a candidate test still missing (a chosen one, + direction; or a site's random set): no reading
     held = with_holm(
-        [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found], 0.05
+        [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found],
+        0.05,
+        gap_gate=False,  # these records carry no share interval: plan 3's two readings are made here
     )
-    for c, h in zip(found, held, strict=False):  # explain's own rule (amended); registered: Holm alone
+    for c, h in zip(found, held, strict=False):  # amended (amendment 7): Holm and a share; registered: Holm alone
         c["p_holm"] = h.p_holm
-        c["causal"] = h.causal if rule == "amended" else None if h.p_holm is None else h.p_holm <= 0.05
+        holm_passes = None if h.p_holm is None else h.p_holm <= 0.05
+        c["causal"] = None if rule == "amended" and c["share"] is None else holm_passes
     for c in found:
         c["route"] = route(tests, c["heads"]) if c["heads"] and c["selected_by"] != "random" else None
     return found

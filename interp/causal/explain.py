@@ -413,19 +413,15 @@ def with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = Tru
     """Holm over the tested candidates, then each one's call. With the gap gate (the verdict): causal only where the
     judge prefers its own answers more than its controls (a share: the one-sided gate passed), the share's
     interval lies above 0 (it removes the gap; a candidate that widens it is not causal) and the Holm p is at most
-    `alpha`; without a share `causal` is None (no gap to carry, the reason says why). A candidate's `ci` None
-    (a record written without one) is not checked for its interval. Without the gate (`--no-gap-gate`, a
-    diagnostic): causal iff the Holm p is at most `alpha`, whatever the gap and the share, so that the matched
-    null can be seen to hold without the gate's help."""
+    `alpha`; without a share `causal` is None (no gap to carry, the reason says why). Without the gate
+    (`--no-gap-gate`, a diagnostic): causal iff the Holm p is at most `alpha`, whatever the gap and the share, so
+    that the matched null can be seen to hold without the gate's help."""
     tested = [i for i, c in enumerate(candidates) if c.p_value is not None]
     adjusted = holm([candidates[i].p_value for i in tested]) if tested else []
     out = list(candidates)
     for i, p in zip(tested, adjusted, strict=False):
         c = out[i]
-        if gap_gate and c.share_removed is not None and c.ci is None:  # a record written without its interval
-            causal, why = bool(p <= alpha), None
-        else:
-            share = None if c.share_removed is None else {"low": c.ci[0]}
-            causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
+        share = None if c.share_removed is None else {"low": c.ci[0]}
+        causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
         out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why)
     return out
