@@ -205,9 +205,10 @@ def judged_attention(run: Run, judge: str, judges: Judges, items: Sequence[Item]
     labels = label_tokens(model.tokenizer, verdict_labels(run.config.ties))
     rows = []
     tasks = list(_tasks(run, items, own))
+    every_prompt = localisation_prompts(run, model, judge, [t for t, _ in tasks])  # the run's rationales read once
     for start in range(0, len(tasks), run.config.batch_size):
         chunk = tasks[start : start + run.config.batch_size]
-        prompts = localisation_prompts(run, model, judge, [t for t, _ in chunk])
+        prompts = every_prompt[start : start + run.config.batch_size]
         for (_, slot), judged in zip(
             chunk, judge_batch(runner, prompts, labels, readout="final", judge=judge), strict=False
         ):
