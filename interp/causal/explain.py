@@ -60,6 +60,7 @@ from interp.causal.routes import (
 )
 from interp.config import PlacementKeys
 from interp.core.models import own_model
+from interp.core.timings import Timings
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
 from interp.hooks.spec import pairs_table
@@ -195,6 +196,7 @@ def explain_run(
     progress: bool = True,
     executor: str | None = None,
     max_memory: int | None = None,
+    timings: Timings | None = None,
 ) -> Explanation:
     """Localise on the selection split, test on the test split (module docstring); write and return the result.
 
@@ -202,26 +204,34 @@ def explain_run(
     route parts); on Ray, all their tasks are run as one batch first. The localisation runs in this process.
     `gap_gate=False` (`--no-gap-gate`, a diagnostic): every candidate is called on its Holm-adjusted p alone.
     `alt_counterfactual`: the route parts are also run with it and its route reported beside the default's.
-    `request`: every setting of the explanation (`Request`).
+    `request`: every setting of the explanation (`Request`). `timings` (`--timings`): each rung's seconds are
+    added to it (loading, localising the judge, localising its controls, the candidates' tests, the routes).
     """
     request.check()
-    run, judge, design, controls, (selection, test), pool = _prepare(
-        run_dir, judge, request, where, executor, max_memory
-    )
+    steps = timings if timings is not None else Timings()
+    with steps.step("load"):
+        run, judge, design, controls, (selection, test), pool = _prepare(
+            run_dir, judge, request, where, executor, max_memory
+        )
     settings = request.settings(controls)
     key = digest({"run": run_identity(run), "judge": judge, "settings": settings})
     out_dir = run.dir.root / "explain" / f"{path_label(judge)}-{key}"
-    check_sizes(pool.model(judge), request, judge)
-    located = localise(run, judge, request.methods, selection, pool, out_dir, progress)
-    by_control = localise_controls(run, controls, own_model(judge), list(located), selection, pool, progress)
-    planned = chosen_candidates(located, by_control, request)
-    planned += random_candidates(judge, located, by_control, request, pool)
+    with steps.step("load"):
+        check_sizes(pool.model(judge), request, judge)
+    with steps.step("localise judge"):
+        located = localise(run, judge, request.methods, selection, pool, out_dir, progress)
+    with steps.step("localise controls"):
+        by_control = localise_controls(run, controls, own_model(judge), list(located), selection, pool, progress)
+    with steps.step("plan candidates"):
+        planned = chosen_candidates(located, by_control, request)
+        planned += random_candidates(judge, located, by_control, request, pool)
     where_it_runs = dict(models=pool.models, where=where, executor=executor, max_memory=max_memory)
     tests = _Tests(run, judge, design, pool, progress, where_it_runs)
-    candidates = [
-        _candidate(item, record, tests.route(item, record, request))
-        for item, record in zip(planned, tests.candidates(planned), strict=False)
-    ]
+    with steps.step("candidates"):
+        records = tests.candidates(planned)
+    with steps.step("routes"):
+        routes = [tests.route(item, record, request) for item, record in zip(planned, records, strict=False)]
+    candidates = [_candidate(*parts) for parts in zip(planned, records, routes, strict=False)]
     candidates = with_holm(candidates, request.test_alpha, gap_gate=request.gap_gate)
     result = Explanation(
         run=str(run.dir.root),
@@ -237,7 +247,7 @@ def explain_run(
         gap_gate=request.gap_gate,
         null=NULL,
     )
-    with run.dir.writer():
+    with steps.step("write"), run.dir.writer():
         write_explanation(out_dir, result)
     return result
 

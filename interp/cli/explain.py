@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 from typing import Optional
 
@@ -14,6 +15,7 @@ from interp.cli.options import (
     json_option,
     max_memory_option,
     placement_keys,
+    timings_option,
 )
 
 
@@ -68,6 +70,7 @@ def explain(
     dtype: Optional[str] = dtype_option(),
     progress: bool = typer.Option(True, help="progress bars"),
     as_json: bool = json_option(),
+    timings: bool = timings_option(),
 ) -> None:
     """Localise with every single-judge method on the selection split, test each method's top candidates and random
     sets of the same size on the test split (judge against its controls, Holm over the candidates), name each head
@@ -78,7 +81,11 @@ def explain(
     from interp.causal.explain import EXPLAIN_METHODS, Request, explain_run
     from interp.cli.experiments import refresh_report
     from interp.config import gb_bytes
+    from interp.core.timings import Timings
     from interp.results.codec import dump
+
+    steps = Timings.started()
+    wall = time.perf_counter()
 
     request = Request(
         top_k=top_k,
@@ -102,6 +109,7 @@ def explain(
         progress=progress and not as_json,
         executor=executor,
         max_memory=gb_bytes(max_memory),
+        timings=steps,
     )
     from interp.report.explain import explain_section
     from interp.run.store import RunDir
@@ -109,12 +117,24 @@ def explain(
     paths = RunDir(Path(run_dir))
     with paths.writer():
         explain_section(result, paths.figures)
-    report = refresh_report(Path(run_dir))
+    with steps.step("report"):
+        report = refresh_report(Path(run_dir))
+    shown = _ladder_timings(steps, time.perf_counter() - wall) if timings else None
     if as_json:
-        typer.echo(json.dumps(dump(result)))
+        typer.echo(json.dumps(dump(result) | ({"timings": shown} if shown else {})))
         return
     from interp.report.explain import print_explanation
+    from interp.report.terminal import print_results
 
     print_explanation(result)
     if report is not None:
         typer.echo(f"report: {report}")
+    if shown:
+        print_results({"timings": shown})
+        typer.echo(f"ladder wall time: {shown['wall_s']:.1f} s")
+
+
+def _ladder_timings(steps, wall_s: float) -> dict:
+    """`--timings`: each rung's seconds (load, localise judge, localise controls, plan candidates, candidates,
+    routes, write, report), the ladder's wall time from the command's start, the threads and the peak memory."""
+    return steps.ended().record() | {"wall_s": round(wall_s, 1)}

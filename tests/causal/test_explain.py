@@ -139,10 +139,14 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
         "--selection-share",
         "0.5",
         "--json",
+        "--timings",
     )
     result = forked_cli(*args)
     assert result.returncode == 0, result.stderr[-3000:]
     printed = json.loads(result.stdout)
+    steps = printed["timings"]["steps"]  # --timings: each rung's seconds, within the ladder's wall time
+    assert {"localise judge", "localise controls", "candidates", "routes"} <= set(steps)
+    assert 0 < printed["timings"]["total_s"] <= printed["timings"]["wall_s"] + 0.2
     (written,) = [json.loads(p.read_text()) for p in (run / "explain").glob("*/explain.json")]
     assert printed["candidates"] == written["candidates"] and printed["answer"] == written["answer"]
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and len(written["test_items"]) == 3
