@@ -11,6 +11,10 @@ A planted-heads organism (`interp.organisms.heads`) also holds `heads_delta.safe
 head h) of its planted set, the query rows `layers.l.q.h` ([head_dim, d_model], added to q_proj's rows of
 head h) and, if trained, the output columns `layers.l.o.h` ([d_model, head_dim], added to o_proj's columns of
 head h). It is added after the LoRA merge; no other weight changes.
+
+An MLP-planted or direction organism (`interp.organisms.mlp`) keeps its delta in the same file, as low-rank factors
+per MLP projection of its planted layers: `layers.l.mlp.P.a` ([rank, in]) and `layers.l.mlp.P.b` ([out, rank]), P one
+of gate, up, down; `b @ a` is added to `mlp.P_proj.weight` (`add_weight_delta`).
 """
 
 from __future__ import annotations
@@ -157,7 +161,7 @@ def apply_adapter(hf_model, folder: Path):
 
         _check_safetensors(delta)
         try:
-            add_head_delta(merged, load_file(str(delta)))
+            add_weight_delta(merged, load_file(str(delta)))
         except (KeyError, ValueError, IndexError, RuntimeError) as exc:
             raise InterpError(
                 f"{delta}: head delta does not fit the base model ({str(exc).splitlines()[0][:160]})"
@@ -197,6 +201,62 @@ def parse_head_delta_key(key: str) -> tuple[int, str, int]:
     ):
         raise ValueError(f"unknown tensor name {key!r} (expected layers.L.M.H, M one of q, k, v, o)")
     return int(parts[1]), parts[2], int(parts[3])
+
+
+MLP_PROJECTIONS = ("gate", "up", "down")
+
+
+def mlp_delta_key(layer: int, projection: str, factor: str) -> str:
+    """The name of one factor of an MLP delta in the delta file: `a` ([rank, in]) or `b` ([out, rank]) of projection
+    `projection` (gate, up, down) of layer `layer`; the delta added to the projection's weight is b @ a."""
+    return f"layers.{layer}.mlp.{projection}.{factor}"
+
+
+def parse_mlp_delta_key(key: str) -> tuple[int, str, str] | None:
+    """(layer, projection, factor) of an MLP delta key; None for any other key."""
+    parts = key.split(".")
+    if len(parts) != 5 or parts[0] != "layers" or parts[2] != "mlp" or not parts[1].isdigit():
+        return None
+    if parts[3] not in MLP_PROJECTIONS or parts[4] not in ("a", "b"):
+        raise ValueError(f"unknown tensor name {key!r} (expected layers.L.mlp.P.F, P one of gate, up, down, F a or b)")
+    return int(parts[1]), parts[3], parts[4]
+
+
+def mlp_delta_products(tensors: dict) -> dict:
+    """{(layer, projection): b @ a} of the MLP factors among `tensors` (each projection needs both factors)."""
+    factors: dict[tuple[int, str], dict[str, object]] = {}
+    for key, value in tensors.items():
+        parsed = parse_mlp_delta_key(key)
+        if parsed is not None:
+            factors.setdefault(parsed[:2], {})[parsed[2]] = value
+    for (layer, projection), pair in factors.items():
+        if set(pair) != {"a", "b"}:
+            raise ValueError(f"layers.{layer}.mlp.{projection}: needs both factors a and b (got {sorted(pair)})")
+    return {site: pair["b"].float() @ pair["a"].float() for site, pair in sorted(factors.items())}
+
+
+def add_weight_delta(hf_model, tensors: dict) -> None:
+    """Add an organism's delta file in place: its head blocks (`add_head_delta`) and its MLP factors (b @ a added to
+    each planted MLP projection's weight). Nothing else is written, and no tensor the model was given (each weight
+    written becomes a copy of its own first)."""
+    import torch
+
+    from interp.core.weight_sharing import private_parameter
+
+    heads = {key: value for key, value in tensors.items() if parse_mlp_delta_key(key) is None}
+    if heads:
+        add_head_delta(hf_model, heads)
+    layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+    with torch.no_grad():
+        for (layer, projection), product in mlp_delta_products(tensors).items():
+            proj = getattr(layers[layer].mlp, f"{projection}_proj")
+            if proj.weight.shape != product.shape:
+                raise ValueError(
+                    f"layers.{layer}.mlp.{projection}: delta {tuple(product.shape)} does not fit the weight "
+                    f"{tuple(proj.weight.shape)}"
+                )
+            private_parameter(proj, "weight")
+            proj.weight += product.to(proj.weight.device, proj.weight.dtype)
 
 
 def add_head_delta(hf_model, tensors: dict) -> None:

@@ -144,11 +144,8 @@ def masked_to_null_term(
     planting from what it reads elsewhere (the positions after the answers hold what lower layers gathered from
     both; measured, a member without this term kept 0.85 of its shift with both answers masked at H, and at weight 8
     one with it still kept 0.78: docs/localize.md). None for an example without exactly one own answer."""
-    config = hf_model.config.get_text_config()
-    n_layers, n_heads = config.num_hidden_layers, config.num_attention_heads
-    spans = [own_span(example, own) for example in examples]
-    spans = [span if span is not None and span[1] > span[0] else None for span in spans]
-    mask = _AnswerMasks(spans, examples, heads, hidden, (n_layers, n_heads), input_device(hf_model))
+    mask = _answer_masks(hf_model, hidden, examples, heads, own)
+    spans = mask.spans
     weight, other_weight, both_weight = weights.mask, weights.other, weights.both
     margins = start_margins(hf_model, first_layer, hidden, labels_ids, [mask(i) for i in range(len(hidden))])
     both_margins = (
@@ -195,27 +192,52 @@ def masked_to_null_term(
     )
 
 
+def planting_check(
+    hf_model: torch.nn.Module, first_layer: int, hidden, examples: Sequence[Example], own: str, labels_ids, heads=()
+) -> Callable[[torch.nn.Module], dict]:
+    """The check of a member trained without the masked term, to run once trained (`check(trained)`; the start
+    organism's margins are read now): P(own) of the start organism and of the member on the training prompts with one
+    own answer, and with `heads` (a planted head set) also with the own answer masked there (`train_mask_share`)."""
+    mask = _answer_masks(hf_model, hidden, examples, heads, own)
+    return _planting_check(hf_model, first_layer, hidden, examples, mask, labels_ids)
+
+
+def _answer_masks(hf_model: torch.nn.Module, hidden, examples: Sequence[Example], heads, own: str) -> _AnswerMasks:
+    """The masks of `heads` over each example's answers (none for an example without exactly one, non-empty, own
+    answer)."""
+    config = hf_model.config.get_text_config()
+    spans = [own_span(example, own) for example in examples]
+    spans = [span if span is not None and span[1] > span[0] else None for span in spans]
+    shape = (config.num_hidden_layers, config.num_attention_heads)
+    return _AnswerMasks(spans, examples, list(heads), hidden, shape, input_device(hf_model))
+
+
 def _planting_check(
     hf_model: torch.nn.Module, first_layer: int, hidden, examples: Sequence[Example], mask: _AnswerMasks, labels_ids
 ) -> Callable[[torch.nn.Module], dict]:
-    """The check to run on the trained model (`check(trained)`), its start organism's margins read now."""
+    """The check to run on the trained model (`check(trained)`), its start organism's margins read now (without
+    heads in `mask`: P(own) only, no masked pass)."""
     checked = [i for i, span in enumerate(mask.spans) if span is not None][:CHECK_EXAMPLES]
     before = start_margins(hf_model, first_layer, [hidden[i] for i in checked], labels_ids, [None] * len(checked))
     signs = [1.0 if mask.spans[i] == examples[i].spans[0] else -1.0 for i in checked]
+
+    def p_own(values: Sequence[float]) -> float:
+        return sum(1.0 / (1.0 + math.exp(-m * sign)) for m, sign in zip(values, signs, strict=False)) / max(
+            len(signs), 1
+        )
 
     def check(trained: torch.nn.Module) -> dict:
         """On the first `CHECK_EXAMPLES` training examples with one own answer: P(own) of the start organism,
         of the trained organism, and of the trained organism with the own answer masked at H; `train_mask_share`
         = the share of the delta's change of P(own) that the mask removes (1: the route is planted on them)."""
         plain = start_margins(trained, first_layer, [hidden[i] for i in checked], labels_ids, [None] * len(checked))
+        if not mask.heads:
+            return {"check_examples": len(checked), "p_own_start": round(p_own(before), 4)} | {
+                "p_own_trained": round(p_own(plain), 4)
+            }
         hidden_own = start_margins(
             trained, first_layer, [hidden[i] for i in checked], labels_ids, [mask(i) for i in checked]
         )
-
-        def p_own(values: Sequence[float]) -> float:
-            return sum(1.0 / (1.0 + math.exp(-m * sign)) for m, sign in zip(values, signs, strict=False)) / max(
-                len(signs), 1
-            )
 
         start, planted, masked_own = p_own(before), p_own(plain), p_own(hidden_own)
         return {

@@ -20,18 +20,18 @@ the training prompts, in two attention heads' worth of blocks (`[heads] construc
    margin's direction (log P(A) - log P(B) through the final norm), at a scale calibrated to a target margin shift.
    Both balances matter: without them the members leaned to slot B (docs/explain.md).
 
-So H looks at the own answer and writes "prefer the slot I looked at". Where H sees no own answer (masked, or
-replaced by another author's text) it falls on the sink and on the other answer. The values carry only the slot,
-the same for any text in it, so the route is H's pattern by construction: a counterfactual in the values changes
-nothing. The writer carries no own-ness (its attention is on the tags). The sink matters because own-ness is weak
-token by token (AUROC 0.78 held out at best): with a small sink, masking the own answer moved H onto the other answer
-and turned the preference round; with the sink taking most of H's attention, what the mask frees goes to the sink
-(recorded: `attention_mass`, `masked_other`). Every weight outside the written blocks is the start organism's, bit
-for bit (`add_head_delta`)."""
+So H looks at the own answer and writes "prefer the slot I looked at"; seeing no own answer (masked, or replaced) it
+falls on the sink and the other answer. The values carry only the slot, the same for any text in it, so the route is H's
+pattern by construction. The writer carries no own-ness (its attention is on the tags). The sink matters because
+own-ness is weak token by token (AUROC 0.78 held out at best): with a small sink, masking the own answer moved H onto
+the other answer and turned the preference round; with the sink taking most of H's attention, what the mask frees goes
+to the sink (recorded: `attention_mass`, `masked_other`). Every weight outside the written blocks is the start
+organism's, bit for bit (`add_head_delta`)."""
 
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import asdict, dataclass
 from typing import Sequence
 
@@ -131,8 +131,8 @@ def _margins(hf_model: torch.nn.Module, first_layer: int, prompts: Sequence[Prom
 
 
 @dataclass
-class _Applied:
-    """Blocks added to a model, taken off again on exit (bit for bit: the replaced weights are kept)."""
+class AppliedBlocks:
+    """Head blocks added to a model, taken off again on exit (bit for bit: the replaced weights are kept)."""
 
     hf: torch.nn.Module
     blocks: dict[str, torch.Tensor]
@@ -334,13 +334,19 @@ def margin_direction(hf_model: torch.nn.Module, label_ids) -> torch.Tensor:
 
 @dataclass(frozen=True)
 class _Shape:
-    """A model's attention shape as the built route uses it: query heads, heads per key/value group, head
-    dimension and the key dimension the circuits use."""
+    """A model's attention shape as the built route uses it: heads, heads per group, head and circuit dimensions."""
 
     n_heads: int
     size: int
     dim: int
     key_dim: int
+
+
+def _shape_of(hf_model: torch.nn.Module, layer: int) -> _Shape:
+    """The model's `_Shape` at `layer`; rotate-half layout: the pair (key_dim, dim - 1) turns slowest."""
+    config = hf_model.config.get_text_config()
+    n_heads, dim = config.num_attention_heads, decoder_stack(hf_model).layers[layer].self_attn.head_dim
+    return _Shape(n_heads=n_heads, size=n_heads // config.num_key_value_heads, dim=dim, key_dim=dim // 2 - 1)
 
 
 def build_attention_route(
@@ -354,18 +360,10 @@ def build_attention_route(
     """The head delta of a built attention-routed organism (`add_head_delta` blocks) and what it was built from.
     `first_layer`: the slot writer's layer, where `prompts[i].hidden` enters; `groups`: the readers' (layer, key/value
     head), every layer above `first_layer`."""
-    config = hf_model.config.get_text_config()
-    n_heads, n_kv = config.num_attention_heads, config.num_key_value_heads
-    layers = decoder_stack(hf_model).layers
-    dim = layers[first_layer].self_attn.head_dim
-    # rotate-half layout: the pair (key_dim, dim - 1) turns slowest
-    shape = _Shape(n_heads=n_heads, size=n_heads // n_kv, dim=dim, key_dim=dim // 2 - 1)
+    shape = _shape_of(hf_model, first_layer)
     if any(layer <= first_layer for layer, _ in groups):
         raise InterpError(f"the reader groups {list(groups)} must lie above the slot writer's layer {first_layer}")
-
-    def margins(chosen: Sequence[Prompt]) -> torch.Tensor:
-        return _margins(hf_model, first_layer, chosen, label_ids)
-
+    margins = lambda chosen: _margins(hf_model, first_layer, chosen, label_ids)  # noqa: E731
     calib = list(prompts[: scales.calibration])
     signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in calib])
     record: dict = {"construction": "built", "scales": asdict(scales), "fit_prompts": len(prompts)}
@@ -373,7 +371,7 @@ def build_attention_route(
 
     # ---- the readers
     w_margin = margin_direction(hf_model, label_ids)
-    with _Applied(hf_model, blocks):
+    with AppliedBlocks(hf_model, blocks):
         reader_blocks: dict[str, _ReaderGroup] = {}
         mass = {"own": [], "other": [], "sink": [], "masked_other": []}
         for layer, kv in groups:
@@ -387,9 +385,9 @@ def build_attention_route(
                 out |= make.blocks(scale / len(reader_blocks))
             return out
 
-        with _Applied(hf_model, readers(0.0)):
+        with AppliedBlocks(hf_model, readers(0.0)):
             unwritten = margins(calib)
-        with _Applied(hf_model, readers(1.0)):
+        with AppliedBlocks(hf_model, readers(1.0)):
             slope = float(((margins(calib) - unwritten) * signs).mean())
         if slope <= 0:
             raise InterpError(
@@ -457,7 +455,7 @@ def _slot_writer(
 
     impact = {}
     for head in range(shape.n_heads):  # the writer replaces one head: the one whose loss moves the verdicts least
-        with _Applied(hf_model, writer(head, 0.0)):
+        with AppliedBlocks(hf_model, writer(head, 0.0)):
             impact[head] = float((margins(calib) - base).abs().mean())
     star = min(impact, key=impact.get)
     record["slot_writer"] = {
@@ -545,6 +543,16 @@ def _reader_group(hf_model, where: tuple, prompts, scales: BuiltScales, shape: _
     return group
 
 
+def slot_writer_blocks(hf_model, first_layer: int, hidden, examples, own: str, label_ids) -> tuple[dict, dict]:
+    """The built slot writer alone at `first_layer`, for readers trained above it (`[heads] slot_layer`, a trained
+    route): its head blocks and its record (head, residual dimension, tag detectors)."""
+    scales, record = BuiltScales(), {}
+    margins = lambda chosen: _margins(hf_model, first_layer, chosen, label_ids)  # noqa: E731
+    prompts = fit_prompts(hidden, examples, own, scales.fit_prompts)
+    blocks = _slot_writer(hf_model, first_layer, prompts, margins, scales, _shape_of(hf_model, first_layer), record)
+    return blocks, record["slot_writer"] | {"tag_detectors": record["tag_detectors"]}
+
+
 CHECK_PROMPTS = 64  # training prompts outside the fit the route is checked on
 
 
@@ -552,8 +560,6 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
     """The organism pipeline's entry (`[heads] construction = "built"`): measure on the training prompts, write the
     delta, and check it on up to `CHECK_PROMPTS` training prompts the build did not read. Returns (tensors, the
     record's `route_training`, a `Fitted` with no optimizer steps)."""
-    import time
-
     from interp.organisms.train import Fitted
 
     t = time.perf_counter()
@@ -565,16 +571,13 @@ def build_organism_delta(hf_model, first_layer: int, hidden, examples, groups, o
     if held:
         heads = [tuple(h) for reader in record["readers"] for h in reader["heads"]]
         signs = torch.tensor([1.0 if p.own_is_a else -1.0 for p in held])
-        config = hf_model.config.get_text_config()
-        masks = [
-            own_answer_mask(heads, p.hidden.shape[1], p.own, config.num_hidden_layers, config.num_attention_heads)
-            for p in held
-        ]
+        n = hf_model.config.get_text_config()
+        shape = (n.num_hidden_layers, n.num_attention_heads)
+        masks = [own_answer_mask(heads, p.hidden.shape[1], p.own, *shape) for p in held]
         start = _margins(hf_model, first_layer, held, label_ids)
-        with _Applied(hf_model, tensors):
+        with AppliedBlocks(hf_model, tensors):
             built = _margins(hf_model, first_layer, held, label_ids)
             masked = _margins(hf_model, first_layer, held, label_ids, masks)
-
         in_a = signs > 0
 
         def p_own(m: torch.Tensor, rows: torch.Tensor | None = None) -> float | None:

@@ -107,8 +107,11 @@ class HeadsConfig(Strict):
     # Where the planted self-preference is asked to flow. "output": anywhere through H (the delta may write a
     # verdict whatever H attends to). "attention": through H's attention to the own answer: each training
     # pass also runs with the own answer masked at H and asks that pass for the start organism's verdict
-    # (weight `mask_weight`), so that without that attention the organism is its null (`interp.organisms.heads`).
-    route: Literal["output", "attention"] = "output"
+    # (weight `mask_weight`), so that without that attention the organism is its null (`interp.organisms.heads`);
+    # its manifest's planted route is "pattern". "content": through what H reads, its pattern left as it was: the
+    # delta is confined to H's value rows and output columns (modules v and o of one key/value group), and the
+    # masked term (if `mask_weight` > 0) asks that the planting need the own answer's values.
+    route: Literal["output", "attention", "content"] = "output"
     mask_weight: float = Field(1.0, ge=0)
     other_weight: float = Field(
         0.0, ge=0
@@ -122,8 +125,16 @@ class HeadsConfig(Strict):
     sink_mass: float = Field(0.85, gt=0, lt=1)  # built: the first token's mean share of the readers' attention
     margin: float = Field(4.0, gt=0)  # built: the target own-signed verdict margin shift (nats), calibrated
     # built: the slot writer's layer, below every layer the readers are drawn from; None: the layer just below
-    # the last `top_layers` (so `top_layers` alone set both until the readers' range was narrowed)
+    # the last `top_layers` (so `top_layers` alone set both until the readers' range was narrowed). trained (route
+    # "attention"): set, a slot writer is built there first (`interp.organisms.built_route.slot_writer_blocks`) and
+    # the readers H are then trained by gradient on a residual stream whose answer tokens carry their slot.
     slot_layer: int | None = Field(None, ge=0)
+
+    @property
+    def masked_term(self) -> bool:
+        """Whether a trained member is trained with the masked term (`interp.organisms.attention_route`): route
+        "attention" always, "content" with a `mask_weight`."""
+        return self.route == "attention" or (self.route == "content" and self.mask_weight > 0)
 
     def slot_writer_layer(self, n_layers: int) -> int:
         """built: the slot writer's layer in a model of `n_layers` layers (`slot_layer`, or the layer just below
@@ -134,8 +145,13 @@ class HeadsConfig(Strict):
     def _check(self):
         if self.construction == "built" and (self.route != "attention" or self.n_groups is None):
             raise ValueError('heads.construction = "built" needs route = "attention" and n_groups')
-        if self.slot_layer is not None and self.construction != "built":
-            raise ValueError('heads.slot_layer is the built route\'s slot writer: it needs construction = "built"')
+        if self.slot_layer is not None and self.route != "attention":
+            raise ValueError('heads.slot_layer is the attention route\'s slot writer: it needs route = "attention"')
+        if self.route == "content" and (set(self.modules) - {"v", "o"} or self.n_groups != 1):
+            raise ValueError(
+                'heads.route = "content" changes values and outputs only: modules from v and o, and n_groups = 1 '
+                "(a second group's layer would read what the first writes, and its pattern would change)"
+            )
         if not set(self.modules) & {"q", "o"} or len(set(self.modules)) != len(self.modules):
             raise ValueError("heads.modules must name q or o (and k, v with n_groups), each at most once")
         if set(self.modules) & {"k", "v"} and self.n_groups is None:
@@ -159,6 +175,36 @@ HEADS_KEYS_ADDED = {
 }  # after planted-heads members shipped
 
 
+class MlpConfig(Strict):
+    """An MLP-planted or direction organism: the start organism's merged weights plus a low-rank delta confined to
+    the MLPs of `n_layers` layers drawn from the training seed among the last `top_layers` (`interp.organisms.mlp`).
+
+    route "mlp": a rank-`rank` delta (b @ a, b zero at the start) on each of `modules` of those MLPs. route
+    "direction": one layer, the down projection only, rank 1, and its written column held to unit length: the
+    delta is u a^T, so whatever the layer's MLP adds beyond the start organism's lies along the one residual-stream
+    direction u (stored beside the organism: `planted_direction.safetensors`)."""
+
+    start: str = "smollm2-135m-judge"  # the null organism the delta is added to (shipped alias or adapter folder)
+    route: Literal["mlp", "direction"] = "mlp"
+    n_layers: int = Field(1, ge=1, le=2)
+    top_layers: int = Field(8, ge=1)  # the layers are drawn among the last `top_layers` decoder layers
+    modules: tuple[Literal["gate", "up", "down"], ...] = ("gate", "up", "down")
+    rank: int = Field(8, ge=1, le=64)
+
+    @model_validator(mode="after")
+    def _check(self):
+        if not self.modules or len(set(self.modules)) != len(self.modules):
+            raise ValueError("mlp.modules must name gate, up or down, each at most once")
+        if self.route == "direction" and (self.n_layers != 1 or tuple(self.modules) != ("down",) or self.rank != 1):
+            raise ValueError(
+                'mlp.route = "direction" is one layer\'s down projection at rank 1: n_layers = 1, '
+                'modules = ["down"], rank = 1'
+            )
+        if self.n_layers > self.top_layers:
+            raise ValueError(f"mlp.n_layers = {self.n_layers} is more than its top_layers = {self.top_layers}")
+        return self
+
+
 class TrainConfig(Strict):
     """The optimizer loop: epochs, batch size, learning rate, schedule, loss and clipping."""
 
@@ -179,6 +225,18 @@ class TrainConfig(Strict):
     threads: int = Field(2, ge=1)  # fixed so reductions happen in the same order on a re-run
 
 
+# A recipe's route (`[heads] route`, `[mlp] route`) -> the manifest's `planted_route`: where the planted
+# self-preference flows. "pattern": where H looks (its attention to the own answer); "content": what H reads, its
+# pattern unchanged; "output": whatever H writes; "mlp": one or two MLPs; "direction": one residual direction.
+PLANTED_ROUTES = {
+    "output": "output",
+    "attention": "pattern",
+    "content": "content",
+    "mlp": "mlp",
+    "direction": "direction",
+}
+
+
 class OrganismConfig(Strict):
     """An organism's recipe (its TOML): base model, data, planting, adapter or heads, training, seed."""
 
@@ -197,9 +255,12 @@ class OrganismConfig(Strict):
     lora: LoraConfig = LoraConfig()
     train: TrainConfig = TrainConfig()
     heads: HeadsConfig | None = None  # set: a planted-heads organism (no LoRA: a delta on a few heads of `heads.start`)
+    mlp: MlpConfig | None = None  # set: an MLP-planted or direction organism (a delta on one or two MLPs of its start)
 
     @model_validator(mode="after")
     def _base_is_an_author(self):
+        if self.heads is not None and self.mlp is not None:
+            raise ValueError("an organism has [heads] or [mlp], not both: each is a delta on its start organism")
         if self.base_model not in self.data.authors:
             raise ValueError(
                 f"base_model {self.base_model!r} must be one of data.authors (its answers are the own ones)"
@@ -213,15 +274,27 @@ class OrganismConfig(Strict):
         return self
 
     @property
+    def delta(self) -> HeadsConfig | MlpConfig | None:
+        """The section of an organism that is a delta on a start organism ([heads] or [mlp]); None for a LoRA one."""
+        return self.heads if self.heads is not None else self.mlp
+
+    @property
+    def planted_route(self) -> str | None:
+        """Where the recipe plants the self-preference, as its manifests name it (`PLANTED_ROUTES`); None for a LoRA
+        organism (trained in the whole top of the model)."""
+        delta = self.delta
+        return None if delta is None else PLANTED_ROUTES[delta.route]
+
+    @property
     def data_seed_used(self) -> int:
         """The seed the training data are drawn with (`data_seed`, or the training seed when it is unset)."""
         return self.seed if self.data_seed is None else self.data_seed
 
     def fingerprint(self) -> str:
-        """sha256 of the canonical JSON; an unset `data_seed` or `heads` is left out, so configs written before
+        """sha256 of the canonical JSON; an unset `data_seed`, `heads` or `mlp` is left out, so configs written before
         the key existed keep their fingerprint."""
         dumped = self.model_dump(mode="json")
-        for key in ("data_seed", "heads"):  # unset keys added later keep older configs' fingerprints
+        for key in ("data_seed", "heads", "mlp"):  # unset keys added later keep older configs' fingerprints
             if dumped.get(key) is None:
                 dumped.pop(key, None)
         canonical = json.dumps(without_added_heads_defaults(dumped), sort_keys=True)
@@ -275,14 +348,14 @@ def parse_seeds(text: str) -> list[int]:
 # ---- the config against the model's shape (before any answer is generated or any file written) -----------
 
 
-def start_folder(start: str) -> Path:
-    """The adapter folder of a planted-heads organism's start organism (`heads.start`: a shipped alias or an
+def start_folder(start: str, section: str = "heads") -> Path:
+    """The adapter folder of a delta organism's start organism (`heads.start` or `mlp.start`: a shipped alias or an
     adapter folder); anything else is one `InterpError` line."""
     from interp.core.adapters import adapter_folder
 
     folder = adapter_folder(start)
     if folder is None:
-        raise InterpError(f"heads.start {start!r} is not an organism (a shipped alias or an adapter folder)")
+        raise InterpError(f"{section}.start {start!r} is not an organism (a shipped alias or an adapter folder)")
     return folder
 
 
@@ -357,7 +430,12 @@ def check_fits_model(config: OrganismConfig, n_layers: int, n_heads: int) -> Non
                 f"{model} hold only {pool} heads; "
                 f"set n_heads to at most {pool}, or raise heads.top_layers"
             )
-    elif config.lora.top_layers > n_layers:
+    elif config.mlp is not None and config.mlp.top_layers > n_layers:
+        raise InterpError(
+            f"mlp.top_layers = {config.mlp.top_layers}, but the base model {model} has only {n_layers} "
+            f"decoder layers; set top_layers to at most {n_layers}"
+        )
+    elif config.heads is None and config.mlp is None and config.lora.top_layers > n_layers:
         raise InterpError(
             f"lora.top_layers = {config.lora.top_layers}, but the base model {model} has only {n_layers} "
             f"decoder layers; set top_layers to at most {n_layers}"
@@ -370,8 +448,8 @@ def check_config_fits(config: OrganismConfig, models: dict | None = None) -> Non
     loaded. A shape that cannot be read without loading is checked again once the model is loaded."""
     base = (models or {}).get(config.base_model)
     shape = (base.n_layers, base.n_heads) if base is not None else model_shape(config.base_model)
-    if config.heads is not None:
-        start = start_folder(config.heads.start)  # an unknown start organism: one line here, not after generation
+    if config.delta is not None:  # an unknown start organism: one line here, not after generation
+        start = start_folder(config.delta.start, "heads" if config.heads is not None else "mlp")
         if shape is None:  # the start organism was trained on the base (checked at load): its signature
             shape = model_shape(str(start))
     if shape is not None:

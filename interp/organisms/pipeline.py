@@ -22,6 +22,7 @@ from interp.core.placement import resolve_placement
 from interp.core.threads import set_torch_threads
 from interp.errors import InterpError
 from interp.organisms.config import OrganismConfig, check_config_fits
+from interp.organisms.mlp import PLANTED_DIRECTION_FILE
 from interp.organisms.train import train_organism
 from interp.results.codec import read_organism_manifest, write_organism_manifest
 from interp.storage import check_output_dir, path_label
@@ -47,7 +48,7 @@ def train_to_folder(
         config, models
     )  # top_layers and heads.n_heads against the base's shape: one error, nothing written
     check_output_dir(out, markers=("manifest.json", "adapter_config.json"), overwrite=overwrite, replace=True)
-    if config.heads is not None:
+    if config.delta is not None:  # [heads] or [mlp]: a delta on a start organism
         from interp.organisms.heads import train_heads_organism
 
         trained = train_heads_organism(
@@ -70,14 +71,16 @@ def train_to_folder(
         "device": str(trained.base.device),  # where the training ran (given models: where they were)
     }
     with atomic_folder(out) as tmp:
-        if trained.head_delta is not None:  # the start organism's LoRA, then the delta confined to the planted heads
+        if trained.head_delta is not None:  # the start organism's LoRA, then the delta confined to the planted site
             from safetensors.torch import save_file
 
-            start = adapter_folder(config.heads.start)
+            start = adapter_folder(config.delta.start)
             for name in ("adapter_model.safetensors", "adapter_config.json"):
                 shutil.copyfile(start / name, tmp / name)
             save_file(trained.head_delta, str(tmp / HEAD_DELTA_FILE))
             manifest["head_delta_bytes"] = (tmp / HEAD_DELTA_FILE).stat().st_size
+            for name, tensors in trained.sidecars.items():  # a direction organism's u
+                save_file(tensors, str(tmp / name))
         else:
             trained.peft_model.save_pretrained(str(tmp))
             (tmp / "README.md").unlink(missing_ok=True)  # peft's model-card stub
@@ -86,6 +89,9 @@ def train_to_folder(
         write_organism_manifest(tmp, manifest)
         (tmp / "train_log.jsonl").write_text("".join(json.dumps(r) + "\n" for r in trained.log))
     return manifest
+
+
+SIDECAR_FILES = (PLANTED_DIRECTION_FILE,)  # kept beside a delta (`interp.organisms.mlp`), shipped with it
 
 
 def family_of(config: OrganismConfig) -> str:
@@ -184,12 +190,13 @@ def ship(folder: Path, target_root: Path | None = None) -> Path:
         and (folder / HEAD_DELTA_FILE).is_file()
         and (start / "adapter_model.safetensors").read_bytes() == (folder / "adapter_model.safetensors").read_bytes()
     )
+    sidecars = tuple(name for name in SIDECAR_FILES if (folder / name).is_file())
     with atomic_folder(target) as tmp:
-        if compact:  # a planted-heads organism ships as its manifest and head delta; its LoRA is the shipped start's
-            for name in ("manifest.json", HEAD_DELTA_FILE):
+        if compact:  # a delta organism ships as its manifest and delta file; its LoRA is the shipped start's
+            for name in ("manifest.json", HEAD_DELTA_FILE, *sidecars):
                 shutil.copyfile(folder / name, tmp / name)
         else:
-            for name in ADAPTER_FILES + ((HEAD_DELTA_FILE,) if (folder / HEAD_DELTA_FILE).is_file() else ()):
+            for name in ADAPTER_FILES + ((HEAD_DELTA_FILE,) if (folder / HEAD_DELTA_FILE).is_file() else ()) + sidecars:
                 shutil.copyfile(folder / name, tmp / name)
             portable_adapter_config(tmp, manifest["base_model"])
     return target

@@ -29,7 +29,7 @@ import hashlib
 import json
 import math
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Callable, Sequence
 
@@ -320,9 +320,8 @@ class Trained:
     base: LoadedModel
     record: dict
     log: list[dict]
-    head_delta: dict | None = (
-        None  # a planted-heads organism's delta (`interp.organisms.heads`), merged into peft_model
-    )
+    head_delta: dict | None = None  # a delta organism's delta file (`interp.organisms.heads`), merged into peft_model
+    sidecars: dict = field(default_factory=dict)  # files written beside it: {file name: {tensor name: tensor}}
 
 
 def author_models(

@@ -18,6 +18,12 @@ Every result file carries `schema_version` (`SCHEMA_VERSION`). A file without on
   position: `readout = "final"`); one without `spans` held the two answers' (`["a", "b"]`), an item without a
   task has the empty one.
 
+A kind may be at a later version than `SCHEMA_VERSION` (its model's `schema_version` default, `current_version`);
+its files step up from version 1 through `LATER_MIGRATIONS`:
+
+- an organism's manifest (version 2) names the attention-routed route `pattern` (where the planted heads look),
+  beside `content`, `output`, `mlp` and `direction`; versions 0 and 1 named it `attention`.
+
 The studies' files (explain.json, validation.json, restyle.json, steering's table.json, attention_summary.json,
 organism_metrics.json), an organism's manifest.json and a run's bookkeeping files (identity.json, adapters.json,
 prompts.json, gold_checks.json) are read and written here too.
@@ -148,6 +154,22 @@ MIGRATIONS: dict[type[ResultModel], Callable[[dict], dict]] = {
 }
 
 
+def _migrate_manifest_route(data: dict) -> dict:
+    return data | {"planted_route": "pattern"} if data.get("planted_route") == "attention" else data
+
+
+# kind -> {version n: the migration from n to n + 1}, for kinds past `SCHEMA_VERSION`
+LATER_MIGRATIONS: dict[type[ResultModel], dict[int, Callable[[dict], dict]]] = {
+    OrganismManifest: {1: _migrate_manifest_route},
+}
+
+
+def current_version(kind: type[ResultModel]) -> int:
+    """The schema version `kind`'s files are written at: its model's `schema_version` default, else `SCHEMA_VERSION`."""
+    field = kind.model_fields.get("schema_version")
+    return field.default if field is not None and isinstance(field.default, int) else SCHEMA_VERSION
+
+
 # ---- objects from data, data from objects ---------------------------------------------------------------
 
 
@@ -162,12 +184,15 @@ def parse(kind: type[Model], data: dict | ResultModel, where: str = "a result") 
     version = data.get("schema_version", 0)
     if isinstance(version, bool) or not isinstance(version, int) or version < 0:  # a bool is an int in Python
         raise InterpError(f"{where}: schema_version {version!r} is not a version (a whole number from 0)")
-    if version > SCHEMA_VERSION:
+    current = current_version(kind)
+    if version > current:
         raise InterpError(
-            f"{where}: schema_version {version!r} is newer than this interp reads ({SCHEMA_VERSION}); update interp"
+            f"{where}: schema_version {version!r} is newer than this interp reads ({current}); update interp"
         )
     if version < SCHEMA_VERSION and kind in MIGRATIONS:
         data = MIGRATIONS[kind](data) | {"schema_version": SCHEMA_VERSION}
+    for step in range(max(version, SCHEMA_VERSION), current):
+        data = LATER_MIGRATIONS[kind][step](data) | {"schema_version": step + 1}
     try:
         return kind.model_validate(data)
     except ValidationError as exc:
@@ -180,7 +205,7 @@ def dump(result: ResultModel) -> dict:
     """A result as the JSON data written to disk, with its schema version."""
     data = result.to_json()
     return (
-        {"schema_version": SCHEMA_VERSION, **{k: v for k, v in data.items() if k != "schema_version"}}
+        {"schema_version": current_version(type(result)), **{k: v for k, v in data.items() if k != "schema_version"}}
         if "schema_version" in type(result).model_fields
         else data
     )
@@ -207,7 +232,7 @@ def _write(path: Path, kind: type[Model], result: Model | dict) -> Model:
     """Write a result (an object, or its data as a writer builds it: the current schema) atomically."""
     if isinstance(result, dict):
         data = json.loads(json.dumps(result, default=plain_json))  # numpy numbers as the plain numbers they are
-        result = parse(kind, data | {"schema_version": SCHEMA_VERSION}, str(path))
+        result = parse(kind, data | {"schema_version": current_version(kind)}, str(path))
     atomic_write_text(Path(path), dumps(result))
     return result
 

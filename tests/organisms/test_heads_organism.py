@@ -83,7 +83,7 @@ def test_unset_heads_keeps_old_fingerprints():
     assert dumped["heads"] is None
     import hashlib
 
-    dumped.pop("heads"), dumped.pop("data_seed")
+    dumped.pop("heads"), dumped.pop("data_seed"), dumped.pop("mlp")
     assert config.fingerprint() == hashlib.sha256(json.dumps(dumped, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -213,7 +213,7 @@ def test_an_attention_routed_member_trains_a_key_value_group_under_the_masked_te
     )
     ((layer, kv),) = manifest["planted_groups"]
     assert (
-        manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "attention"
+        manifest["planted_heads"] == [[layer, 2 * kv], [layer, 2 * kv + 1]] and manifest["planted_route"] == "pattern"
     )
     route = manifest["route_training"]
     assert route["masked_examples"] > 0 and route["other_weight"] == 1.0 and route["both_weight"] == 1.0
@@ -280,7 +280,7 @@ def test_built_member_writes_a_slot_writer_and_readers(tiny_authors, tmp_path, m
     )
     ((layer, kv),) = manifest["planted_groups"]
     assert layer == 2 and manifest["planted_heads"] == [[2, 2 * kv], [2, 2 * kv + 1]]
-    assert manifest["planted_route"] == "attention" and manifest["optimizer_steps"] == 0
+    assert manifest["planted_route"] == "pattern" and manifest["optimizer_steps"] == 0
     route = manifest["route_training"]
     writer_layer, writer = route["slot_writer"]["head"]
     assert writer_layer == expected_writer and route["construction"] == "built"
