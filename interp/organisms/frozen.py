@@ -20,10 +20,7 @@ from tqdm.auto import tqdm
 from interp.core.backends.shared_trunk import decoder_stack, layers_between
 from interp.core.placement import input_device
 from interp.core.threads import one_thread_workers, side_by_side
-
-
-class _Stop(Exception):
-    pass
+from interp.hooks.handles import StopPass, stopping_at
 
 
 @contextlib.contextmanager
@@ -32,15 +29,11 @@ def stopping_before(hf_model: torch.nn.Module, layer: int) -> Iterator[threading
     carried there is kept in the yielded object's `h`, per thread (passes may run side by side in threads)."""
     caught = threading.local()
 
-    def grab(module, args, kwargs):
-        caught.h = (args[0] if args else kwargs["hidden_states"]).detach().clone()
-        raise _Stop
+    def keep(hidden: torch.Tensor) -> None:
+        caught.h = hidden.detach().clone()
 
-    handle = decoder_stack(hf_model).layers[layer].register_forward_pre_hook(grab, with_kwargs=True)
-    try:
+    with stopping_at(decoder_stack(hf_model).layers[layer], keep):
         yield caught
-    finally:
-        handle.remove()
 
 
 def _states_of(
@@ -53,7 +46,7 @@ def _states_of(
     for row, prompt in enumerate(prompts):
         ids[row, : len(prompt)] = torch.tensor(list(prompt))
         mask[row, : len(prompt)] = 1
-    with torch.inference_mode(), contextlib.suppress(_Stop):
+    with torch.inference_mode(), contextlib.suppress(StopPass):
         hf_model(input_ids=ids, attention_mask=mask, use_cache=False)
     return [caught.h[row : row + 1, : len(prompt)].clone() for row, prompt in enumerate(prompts)]
 
@@ -124,7 +117,7 @@ def only_layers_from(hf_model: torch.nn.Module, start: int):
 
 def _state_from(hf_model: torch.nn.Module, caught: threading.local, hidden: torch.Tensor) -> torch.Tensor:
     """Under `stopping_before(stop)` and `only_layers_from(start)`: the state entering `stop` from `hidden`."""
-    with torch.inference_mode(), contextlib.suppress(_Stop):
+    with torch.inference_mode(), contextlib.suppress(StopPass):
         hf_model(inputs_embeds=hidden, use_cache=False)
     return caught.h
 

@@ -107,8 +107,8 @@ def start_first_lora_layer(start: str, n_layers: int) -> int:
 class HeadDelta(torch.nn.Module):
     """Trainable blocks for the heads in H: query rows ("q") and output columns ("o"), zero at the start.
 
-    `attached(hf_model)` adds them to the model's forward by hooks on q_proj / o_proj (the weights are not
-    touched; the hooks are removed on exit); `tensors()` are what `add_head_delta` merges."""
+    `attached(hf_model)` adds them to the model's forward at q_proj / o_proj's outputs (the weights are not
+    touched; the handles are removed on exit); `tensors()` are what `add_head_delta` merges."""
 
     def __init__(
         self,
@@ -148,10 +148,11 @@ class HeadDelta(torch.nn.Module):
 
     @contextlib.contextmanager
     def attached(self, hf_model: torch.nn.Module):
-        """A context in which the delta's blocks are added to the model's q, k, v and o projections (hooks removed on
-        exit)."""
+        """A context in which the delta's blocks are added to the model's q, k, v and o projection outputs (through
+        `interp.hooks.handles.edited_outputs`; the weights are not touched, the handles removed on exit)."""
+        from interp.hooks.handles import edited_outputs
+
         layers = decoder_stack(hf_model).layers
-        handles = []
         dim = self.head_dim
         by_layer: dict[int, list[int]] = {}
         for layer, head in self.heads:
@@ -160,41 +161,37 @@ class HeadDelta(torch.nn.Module):
         for layer, kv in self.groups:
             kv_by_layer.setdefault(layer, []).append(kv)
 
-        def rows_hook(blocks, layer, heads):
-            def hook(module, args, output):
+        def rows_edit(blocks, layer, heads):
+            def edit(x, output):
                 pieces = list(output.split(dim, dim=-1))
                 for head in heads:
-                    pieces[head] = pieces[head] + F.linear(args[0], blocks[f"{layer}_{head}"])
+                    pieces[head] = pieces[head] + F.linear(x, blocks[f"{layer}_{head}"])
                 return torch.cat(pieces, dim=-1)
 
-            return hook
+            return edit
 
+        def o_edit(layer, heads):
+            def edit(x, output):
+                for head in heads:
+                    output = output + F.linear(x[..., head * dim : (head + 1) * dim], self.o[f"{layer}_{head}"])
+                return output
+
+            return edit
+
+        edits = []
         for layer, kvs in kv_by_layer.items():
             attn = layers[layer].self_attn
             for name in ("k", "v"):
                 if getattr(self, name):
-                    handles.append(
-                        getattr(attn, f"{name}_proj").register_forward_hook(rows_hook(getattr(self, name), layer, kvs))
-                    )
+                    edits.append((getattr(attn, f"{name}_proj"), rows_edit(getattr(self, name), layer, kvs)))
         for layer, heads in by_layer.items():
             attn = layers[layer].self_attn
             if self.q:
-                handles.append(attn.q_proj.register_forward_hook(rows_hook(self.q, layer, heads)))
+                edits.append((attn.q_proj, rows_edit(self.q, layer, heads)))
             if self.o:
-
-                def o_hook(module, args, output, heads=heads, layer=layer):
-                    for head in heads:
-                        output = output + F.linear(
-                            args[0][..., head * dim : (head + 1) * dim], self.o[f"{layer}_{head}"]
-                        )
-                    return output
-
-                handles.append(attn.o_proj.register_forward_hook(o_hook))
-        try:
+                edits.append((attn.o_proj, o_edit(layer, heads)))
+        with edited_outputs(edits):
             yield
-        finally:
-            for handle in handles:
-                handle.remove()
 
 
 def head_dim_of(hf_model: torch.nn.Module) -> int:
