@@ -389,6 +389,7 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         share_removed=share.estimate if share else None,
         ci=ci,
         p_value=record.p_value,
+        p_rank_controls=record.test.p_rank_controls if record.test is not None else None,
         reason=reason,
         route=default["route"] if default else None,
         route_detail=default,

@@ -37,6 +37,7 @@ class Candidate:
     control_sets: dict | None = None  # control -> {"heads": [[l, h], ...]} or {"layers": [...]}
     route_parts: dict | None = None  # head sets: total, pattern, content -> share_removed, ci
     routes_by_counterfactual: dict | None = None  # counterfactual -> route, reason
+    p_rank_controls: float | None = None  # beside p_value: the judge's change ranked among its controls' (exact)
 
     @property
     def label(self) -> str:

@@ -185,6 +185,8 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
             assert c["route"] is None and c["heads"] is None and c["layers"]
         if c["p_value"] is not None:
             assert c["p_holm"] >= c["p_value"] - 1e-12
+            # the rank check beside the parametric p: the judge's change ranked among 1 + k changes (k = 3)
+            assert c["p_rank_controls"] is not None and c["p_rank_controls"] >= 1 / (1 + len(controls)) - 1e-12
             # causal only with a gap to carry: no share (the gap before is not significant), no verdict
             removes = c["ci"] is not None and c["ci"][0] is not None and c["ci"][0] > 0
             assert c["causal"] == (None if c["share_removed"] is None else c["p_holm"] <= 0.05 and removes)
