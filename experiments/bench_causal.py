@@ -29,7 +29,8 @@ import numpy as np
 from interp.analysis.attention_stats import head_values
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
-from interp.engine.variants import Variant, baseline, judge_pool, judge_variant
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant
 from interp.hooks.spec import AttentionIntervention
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl

@@ -33,7 +33,8 @@ import numpy as np
 
 from interp.config import PlacementKeys, RunConfig
 from interp.core.models import cache_root
-from interp.engine.variants import Variant, baseline, judge_pool, judge_variant
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant
 from interp.hooks.spec import AttentionIntervention
 from interp.locate.heads import DEFAULT_METHODS, check_methods, localize_run, score_map
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k

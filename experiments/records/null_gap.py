@@ -20,7 +20,7 @@ import numpy as np
 
 from interp.causal.design import TestDesign, parse_control_judges, resolve_controls
 from interp.core.models import own_model
-from interp.engine.variants import baseline, judge_pool
+from interp.engine.judges import baseline, judge_pool
 from interp.locate.heads import run_judge
 from interp.metrics.causal_test import ALPHA
 from interp.metrics.judge_level import share_removed

@@ -24,7 +24,7 @@ from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
 from interp.engine.executor import check_executor
-from interp.engine.variants import judge_pool
+from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.hooks.nodes import as_intervention, node_keys
 from interp.hooks.spec import KEYS as SPEC_KEYS

@@ -29,7 +29,7 @@ from interp.config import RunConfig, SweepConfig, load_run_config, run_config_fr
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
-from interp.engine.variants import judge_pool
+from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure

@@ -37,17 +37,14 @@ from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model
 from interp.data import Item
 from interp.engine.executor import VariantTask, execute, with_executor
+from interp.engine.judges import Judges, baseline, evaluate, judge_pool
 from interp.engine.variants import (
     NO_INTERVENTION,
-    Judges,
     Variant,
-    baseline,
     check_nodes_take_effect,
     check_spans,
     check_variants,
     digest,
-    evaluate,
-    judge_pool,
     self_judges,
     variant_key,
 )

@@ -23,7 +23,8 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from interp.engine.variants import Judges, digest, run_identity
+from interp.engine.judges import Judges
+from interp.engine.variants import digest, run_identity
 from interp.locate.directions import layer_directions
 from interp.locate.heads import LocalizeItems, localize_run
 from interp.run.judging import judge_tasks

@@ -29,7 +29,8 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from interp.config import PlacementKeys
-from interp.engine.variants import Judges, Variant, digest, judge_pool, stored_variant
+from interp.engine.judges import Judges, judge_pool
+from interp.engine.variants import Variant, digest, stored_variant
 from interp.errors import InterpError
 from interp.run.store import Run, read_run
 

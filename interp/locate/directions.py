@@ -37,13 +37,8 @@ from interp.core.models import LoadedModel, own_model
 from interp.core.models import own_slot as core_own_slot
 from interp.core.placement import to_host
 from interp.core.spans import TokenizedPrompt, tokenized_judge_prompt
-from interp.engine.variants import (
-    Judges,
-    digest,
-    judge_pool,
-    run_identity,
-    self_judges,
-)
+from interp.engine.judges import Judges, judge_pool
+from interp.engine.variants import digest, run_identity, self_judges
 from interp.errors import InterpError
 from interp.hooks.steering import unit_vector
 from interp.results import codec

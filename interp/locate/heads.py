@@ -46,7 +46,8 @@ from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, attention_implementation, own_model, own_slot
 from interp.core.placement import input_device
 from interp.data import Item
-from interp.engine.variants import Judges, Variant, baseline, judge_pool, judge_variant, task_prompts
+from interp.engine.judges import Judges, baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant, task_prompts
 from interp.errors import InterpError
 from interp.hooks.handles import projected_values
 from interp.hooks.sites import hook_name, site_hooks

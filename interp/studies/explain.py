@@ -48,7 +48,8 @@ from interp.config import PlacementKeys
 from interp.core.models import own_model
 from interp.core.timings import Timings
 from interp.engine.executor import check_executor, execute, with_executor
-from interp.engine.variants import digest, judge_pool, run_identity, self_judges
+from interp.engine.judges import judge_pool
+from interp.engine.variants import digest, run_identity, self_judges
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
 from interp.hooks.spec import pairs_table

@@ -43,7 +43,7 @@ import numpy as np
 from interp.causal.design import TestDesign
 from interp.causal.intervene import intervene_run, variant_of
 from interp.core.models import own_model
-from interp.engine.variants import evaluate, judge_pool
+from interp.engine.judges import evaluate, judge_pool
 from interp.errors import InterpError
 from interp.formatting import share_interval
 from interp.hooks.nodes import NodeIntervention, node_from_dict

@@ -22,15 +22,8 @@ from typing import Sequence
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model
-from interp.engine.variants import (
-    Variant,
-    baseline,
-    check_variants,
-    digest,
-    judge_pool,
-    judge_variant,
-    self_judges,
-)
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, check_variants, digest, judge_variant, self_judges
 from interp.errors import InterpError
 from interp.hooks.emphasis import emphasis_spec
 from interp.hooks.spec import AttentionIntervention

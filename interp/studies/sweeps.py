@@ -48,16 +48,8 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.engine.executor import VariantTask, execute, with_executor
-from interp.engine.variants import (
-    Judges,
-    Variant,
-    baseline,
-    check_variants,
-    digest,
-    judge_pool,
-    self_judges,
-    variant_key,
-)
+from interp.engine.judges import Judges, baseline, judge_pool
+from interp.engine.variants import Variant, check_variants, digest, self_judges, variant_key
 from interp.errors import InterpError
 from interp.hooks.base import kinds_at, site_names
 from interp.hooks.spec import AttentionIntervention

@@ -37,7 +37,8 @@ from interp.core.adapters import adapter_folder, read_manifest
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import Item
-from interp.engine.variants import Variant, evaluate, judge_pool
+from interp.engine.judges import evaluate, judge_pool
+from interp.engine.variants import Variant
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.hooks.spec import AttentionIntervention

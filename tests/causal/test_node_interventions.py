@@ -235,7 +235,7 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     ever held at once."""
     from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
-    from interp.engine import variants
+    from interp.engine import judges
     from interp.run.store import read_run
 
     source, controls = node_run
@@ -246,14 +246,14 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
     kept = intervene_run(kept_run, design=design, judges=[judge], progress=False, max_memory=2**50)
     most = []
-    real = variants.Judges.model
+    real = judges.Judges.model
 
     def counting(self, name):
         model = real(self, name)
         most.append(len(self.models.models))
         return model
 
-    monkeypatch.setattr(variants.Judges, "model", counting)
+    monkeypatch.setattr(judges.Judges, "model", counting)
     released = intervene_run(released_run, design=design, judges=[judge], progress=False, max_memory=0)
     assert max(most) <= 2
     strip = lambda r: {k: v for k, v in r.judges[judge].to_json().items() if k not in ("controls",)}  # noqa: E731

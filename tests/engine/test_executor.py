@@ -83,7 +83,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     judgment of the Ray run was made in a worker."""
     from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
-    from interp.engine import variants
+    from interp.engine import judges
     from interp.run.store import read_run
 
     source, controls = pair_run
@@ -103,7 +103,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     def not_here(*args, **kwargs):
         raise AssertionError("the driver judged a variant that a Ray task should have")
 
-    monkeypatch.setattr(variants, "judge_variant", not_here)  # this process only: Ray's workers import their own
+    monkeypatch.setattr(judges, "judge_variant", not_here)  # this process only: Ray's workers import their own
     on_ray = intervene_run(run, design=design, judges=[judge], progress=False, executor="ray")
     assert files_under(run) == serial_files
     assert on_ray == serial
@@ -177,7 +177,8 @@ def test_a_judge_held_in_this_process_is_refused_on_ray_before_anything_runs(tmp
     """A `Judge` object's model lives here: a Ray worker would load something else by its name."""
     from interp.core.models import ModelCache
     from interp.engine.executor import VariantTask, execute, per_task
-    from interp.engine.variants import NO_INTERVENTION, Judges
+    from interp.engine.judges import Judges
+    from interp.engine.variants import NO_INTERVENTION
     from interp.errors import InterpError
 
     judges = Judges(ModelCache(models={"mine": object()}, held={"mine"}), executor="ray")

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 import torch
 
-from interp.engine.variants import Variant, baseline, judge_pool, judge_variant
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant
 from interp.errors import InterpError
 from interp.hooks.nodes import node_from_dict
 from interp.hooks.spec import AttentionIntervention

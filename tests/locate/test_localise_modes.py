@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from interp.engine.variants import judge_pool, task_prompts
+from interp.engine.judges import judge_pool
+from interp.engine.variants import task_prompts
 from interp.errors import InterpError
 from interp.locate.heads import attribution_scores, localisation_prompts
 from interp.run.judging import judge_tasks

@@ -320,7 +320,7 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
     import shutil
 
     import interp.run.pipeline as pipeline
-    from interp.engine.variants import judge_pool
+    from interp.engine.judges import judge_pool
     from interp.run.store import RunDir, read_run
 
     out, config, _ = tiny_run

@@ -385,7 +385,7 @@ def ray_explain(run: Path, judge: str, options: dict, killed: Path, monkeypatch)
     """`interp.explain` on Ray, where the first task's worker dies outright (as a lost node or the OOM killer
     would) and this process may judge nothing."""
     import interp
-    from interp.engine import executor, variants
+    from interp.engine import executor, judges
 
     def not_here(*args, **kwargs):
         raise AssertionError("the driver judged a variant that a Ray task should have")
@@ -401,7 +401,7 @@ def ray_explain(run: Path, judge: str, options: dict, killed: Path, monkeypatch)
 
         return real_map(task_body, tasks, **kwargs)
 
-    monkeypatch.setattr(variants, "judge_variant", not_here)  # this process only: Ray's workers import their own
+    monkeypatch.setattr(judges, "judge_variant", not_here)  # this process only: Ray's workers import their own
     monkeypatch.setattr(executor, "ray_map", first_dies)
     return interp.explain(run, judge, executor="ray", max_memory=0.0, **options)
 

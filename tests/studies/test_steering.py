@@ -19,7 +19,7 @@ from interp.core.backends import BACKENDS, Edits, left_pad
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel, ModelCache, load_model, resolve_spec
 from interp.data import builtin_items
-from interp.engine.variants import Judges
+from interp.engine.judges import Judges
 from interp.errors import InterpError
 from interp.hooks.compile import bias_builder, scale_and_renormalise
 from interp.hooks.emphasis import complement_bias, emphasis_spec, pasta_spec
