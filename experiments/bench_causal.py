@@ -1,4 +1,4 @@
-"""The causal test with the judge as the unit, calibrated on organism families (experiments/causal/plan.md, plan 2).
+"""The causal test with the judge as the unit, calibrated on organism families (experiments/records/plan.md, plan 2).
 
     python experiments/bench_causal.py [--out runs/causal2] [--organisms organisms] [--stage collect|analyse|all]
         [--family null|planted] [--extras N]
@@ -27,9 +27,10 @@ from pathlib import Path
 import numpy as np
 
 from interp.analysis.attention_stats import head_values
-from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
 from interp.config import RunConfig
 from interp.core.adapters import adapter_folder
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant
 from interp.hooks.spec import AttentionIntervention
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl

@@ -5,7 +5,7 @@
 
 Per seed: train the member of experiments/organisms/smollm2-135m-selfpref-heads.toml (kept if already trained),
 judge the held-out set with it (a DBG run, attention = "final", the organisms' answer settings), rank every head
-with `interp.causal.localize` (single-judge methods only), and score the ranking against the manifest's
+with `interp.locate.heads` (single-judge methods only), and score the ranking against the manifest's
 `planted_heads`. Prints one figure a line (`name: value`), means over the seeds with their range:
 
 - `localize_auroc_<method>`: AUROC of the method's ranking (|effect|) against the planted heads;
@@ -31,11 +31,12 @@ from pathlib import Path
 
 import numpy as np
 
-from interp.causal.engine import Variant, baseline, judge_pool, judge_variant
-from interp.causal.localize import DEFAULT_METHODS, check_methods, localize_run, score_map
 from interp.config import PlacementKeys, RunConfig
 from interp.core.models import cache_root
+from interp.engine.judges import baseline, judge_pool
+from interp.engine.variants import Variant, judge_variant
 from interp.hooks.spec import AttentionIntervention
+from interp.locate.heads import DEFAULT_METHODS, check_methods, localize_run, score_map
 from interp.metrics.localize import precision_at_k, ranking_auroc, top_k
 from interp.organisms.config import load_organism_config, parse_seeds, with_seed
 from interp.organisms.pipeline import train_to_folder, trained_member

@@ -5,7 +5,7 @@
                                           [--out runs/mechanism] [--answers RUN] [--dtype float32]
                                           [--jobs 1] [--batch-size 8]
 
-The plan, registered before any result: experiments/causal/plan.md, "Plan 3", read under "Plan 4" (issue 71's
+The plan, registered before any result: experiments/records/plan.md, "Plan 3", read under "Plan 4" (issue 71's
 rules: the matched null, the one-sided gate, a share that removes, a route that needs a total; split seed 71071).
 Steps (every one keyed and kept, so a rerun resumes where it stopped):
 1. train the attention-routed and planted-heads members not yet trained (`interp organism train`);

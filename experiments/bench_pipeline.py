@@ -524,11 +524,11 @@ def ray_figures(n_items: int = 6) -> None:
     from transformers import LlamaForCausalLM
 
     sys.path.insert(0, str(REPO))
-    from interp.causal.causal import intervene_run
     from interp.causal.design import TestDesign
+    from interp.causal.intervene import intervene_run
     from interp.run.store import read_run
-    from tests.causal.test_causal import tiny_controls, tiny_pair_run
-    from tests.causal.test_executor import files_under
+    from tests.causal.test_intervene import tiny_controls, tiny_pair_run
+    from tests.engine.test_executor import files_under
     from tests.helpers.models import packaged_tokenizer, save_tiny, tiny_llama_config
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -569,10 +569,10 @@ def ray_figures(n_items: int = 6) -> None:
 def greedy_figures() -> None:
     """The demo's answers of each author: finished rows let go (`interp.run.greedy`) vs `generate`, same batches."""
     import interp.run.responses as responses
-    from interp.causal.demo import demo_config
     from interp.core.models import ModelCache
     from interp.core.placement import placement_of
     from interp.data import builtin_items
+    from interp.studies.demo import demo_config
 
     config = demo_config(None)
     models, items, decoding = ModelCache(placement_of(config)), builtin_items(), responses.decoding_of(config)

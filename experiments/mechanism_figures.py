@@ -25,8 +25,8 @@ import numpy as np
 import pandas as pd
 from bench_mechanism import auroc  # the bench's AUROC of the planted heads (the script's folder is on the path)
 
-from interp.causal.explain import Candidate, with_holm
-from interp.causal.routes import PartShare, route_verdict
+from interp.studies.explain import Candidate, with_holm
+from interp.studies.routes import PartShare, route_verdict
 
 METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
 KINDS = {

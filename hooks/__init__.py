@@ -16,7 +16,7 @@
 - `interp.hooks.nodes`, `interp.hooks.node_data`: the node kinds (one per `op`) and the data they read.
 
 `interp.hooks` (this folder, installed inside the `interp` package) builds on `interp.core`, whose backends call
-`interp.hooks.sites` for their hook handles; `interp.causal` and `interp.cli` use it. Names are loaded on first use
+`interp.hooks.sites` for their hook handles; `interp.engine` and `interp.cli` use it. Names are loaded on first use
 (`interp.hooks.sites` is imported by the backends while `interp.core` loads).
 """
 

@@ -4,7 +4,7 @@
 `projected_values(hf_model, into)`: each decoder layer's value projection output (`self_attn.v_proj`, one vector
 per key/value head side by side, before the heads are repeated for grouped-query attention), kept by layer for the
 block. The named site `attn.hook_v` holds the values inside the toolkit's attention function, repeated per query
-head; gradient attribution (`interp.causal.localize`) runs the family's eager attention and reads them here.
+head; gradient attribution (`interp.locate.heads`) runs the family's eager attention and reads them here.
 
 `stopping_at(module, keep)`: a pass hands the input of one module (a decoder layer) to `keep` and stops there (the
 organisms' frozen lower layers, `interp.organisms.frozen`). `edited_outputs([(module, fn)])`: each module's output

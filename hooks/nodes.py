@@ -16,7 +16,7 @@ Operations (each replaces the site's activation at the selected heads and positi
 - `zero`: 0.
 - `mean`: the activation's mean over a reference set of prompts (the run's selection split, else its items),
   at positions of the same kind (`final`: the final position's; a span or `all`: every such token's), one
-  vector per head (head_output) or per layer; stored and keyed by hash (`interp.causal.engine`).
+  vector per head (head_output) or per layer; stored and keyed by hash (`interp.engine.variants`).
 - `resample`: the same site at the final position of another prompt of the reference set, drawn by a hash of
   (`seed`, the prompt's tokens); positions must be `final` (prompts differ in length elsewhere).
 - `patch`: the same site from a counterfactual prompt of the same token length, position by position:

@@ -14,7 +14,10 @@ In a notebook:
 The package is layered; a module imports only from its own layer or the layers below it:
 
 - `interp.api` | `interp.cli`  the notebook API (`Judge`, run functions) and the `interp` command line
-- `interp.causal`  the causal-test engine, interventions with controls, sweeps, steering, the demo
+- `interp.studies`      studies on the causal test: explain, sweeps, steering, validation, restyle, the demo
+- `interp.causal`       the causal test: a run re-judged under a spec, the judge against control judges
+- `interp.locate`       heads ranked by their part in P(own), residual-stream directions
+- `interp.engine`       re-judging a run under variants keyed by a hash; where the tasks run (local, Ray)
 - `interp.organisms`    judges with a known answer: their data, training and evaluation
 - `interp.report`       figures and report sections
 - `interp.analysis`     views of a finished run: stored span attention, Figure 7, heads, metric lenses

@@ -392,7 +392,7 @@ class HeadAxes(Strict):
 
 class JobKeys(Strict):
     """How a job over a finished run runs, never what it finds (not part of any result's key): `executor`
-    (`local`: in this process; `ray`: Ray tasks, `interp.causal.executor`) and `max_memory`, the GB of
+    (`local`: in this process; `ray`: Ray tasks, `interp.engine.executor`) and `max_memory`, the GB of
     judge models held at once before a judge whose work is done is let go (None: half the memory available)."""
 
     executor: Literal["local", "ray"] = "local"

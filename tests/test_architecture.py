@@ -317,6 +317,79 @@ def test_analysis_loads_no_model_and_renders_nothing():
     assert _model_work_or_rendering("import plotly.graph_objects as go\n") == ["plotly.graph_objects"]
 
 
+# ---- rooms named for what they hold ---------------------------------------------------------------------------
+
+# experiments/' folders that may share a name with a package of interp/: the organisms' recipes, which the checks
+# (and `interp organism train`) name by path.
+EXPERIMENT_FOLDERS_NAMED_LIKE_A_PACKAGE = {"organisms"}
+
+
+def _named_as_its_folder(root: Path) -> list[str]:
+    """Modules whose name is their folder's (`causal/causal.py`): a name that says nothing the path does not."""
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*.py") if p.stem == p.parent.name)
+
+
+def test_no_module_is_named_as_its_folder(tmp_path):
+    assert not [*_named_as_its_folder(REPO / "interp"), *_named_as_its_folder(REPO / "hooks")]
+    (tmp_path / "causal").mkdir()
+    (tmp_path / "causal" / "causal.py").write_text("")
+    assert _named_as_its_folder(tmp_path) == ["causal/causal.py"]
+
+
+def _packages_of_interp() -> set[str]:
+    """The name of every package under interp/ (subpackages too) and of interp.hooks."""
+    return {p.parent.name for p in (REPO / "interp").rglob("__init__.py") if p.parent != REPO / "interp"} | {"hooks"}
+
+
+def test_no_folder_of_experiments_is_named_like_a_package():
+    """experiments/ holds configs, benches and research records, each folder named for its role; a folder named
+    like a package of interp/ (`experiments/causal/` beside `interp/causal/`) reads as part of the product."""
+    folders = {p.name for p in (REPO / "experiments").rglob("*") if p.is_dir() and p.name != "__pycache__"}
+    clashes = (folders & _packages_of_interp()) - EXPERIMENT_FOLDERS_NAMED_LIKE_A_PACKAGE
+    assert not clashes, sorted(clashes)
+    assert {"causal", "studies", "engine"} <= _packages_of_interp()  # the check can fail: those names are taken
+
+
+def test_no_subpackage_or_module_of_interp_is_named_as_an_exported_name():
+    """`interp.localize` is a function; a subpackage of that name would replace it on the package the moment it
+    is imported (Python sets the submodule as an attribute of its parent)."""
+    import interp
+
+    own = {p.parent.name for p in (REPO / "interp").glob("*/__init__.py")} | {"hooks"}
+    own |= {p.stem for p in (REPO / "interp").glob("*.py") if p.name != "__init__.py"}
+    assert not own & set(interp.__all__), sorted(own & set(interp.__all__))
+
+
+def _imports_of_experiments(tree: ast.AST, scripts: set[str]) -> list[str]:
+    """Absolute imports of the experiments/ folder, or of one of its scripts by its bare name (a script that put
+    experiments/ on sys.path), lazy ones inside functions too."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            names = [node.module]
+        elif isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        else:
+            continue
+        found += [f"line {node.lineno}: {n}" for n in names if n.split(".")[0] in {"experiments", *scripts}]
+    return found
+
+
+def test_interp_imports_nothing_from_experiments():
+    """The product never reads a research record, a bench or a recipe's code: experiments/ builds on interp/,
+    never the other way."""
+    scripts = {p.stem for p in (REPO / "experiments").rglob("*.py")}
+    found = {
+        path.relative_to(REPO).as_posix(): hits
+        for path in modules()
+        if (hits := _imports_of_experiments(ast.parse(path.read_text()), scripts))
+    }
+    assert not found, found
+    lazy = "def f():\n    from experiments.records import null_gap\n    import mechanism_figures\n"
+    assert len(_imports_of_experiments(ast.parse(lazy), {"mechanism_figures"})) == 2
+    assert not _imports_of_experiments(ast.parse("from interp.cli import experiments\n"), scripts)
+
+
 # ---- docs/layout.md is the map of the code ---------------------------------------------------------------------
 
 LAYOUT = REPO / "docs" / "layout.md"
@@ -384,11 +457,11 @@ LONG_ALLOWED: set[tuple[str, str]] = set()
 MANY_PARAMETERS_ALLOWED = {
     ("hooks/context.py", "dampen"),
     ("hooks/context.py", "emphasise"),
-    ("interp/causal/causal.py", "intervene_run"),  # called from explain.py, validate.py, routes.py
-    ("interp/causal/directions.py", "compute_direction"),  # called from steering.py, validate.py
+    ("interp/causal/intervene.py", "intervene_run"),  # called from explain.py, validate.py, routes.py
+    ("interp/locate/directions.py", "compute_direction"),  # called from steering.py, validate.py
     ("interp/causal/judge_test.py", "judge_level_test"),  # called from restyle.py
-    ("interp/causal/steering.py", "steering_table"),
-    ("interp/run/judging.py", "run_judging"),  # called from causal/engine.py
+    ("interp/studies/steering.py", "steering_table"),
+    ("interp/run/judging.py", "run_judging"),  # called from engine/variants.py
 }
 
 
@@ -548,7 +621,7 @@ def test_every_intervention_kind_is_one_family():
     """Every registered kind subclasses the one base, and a variant holds a list of them."""
     import dataclasses
 
-    from interp.causal.engine import Variant
+    from interp.engine.variants import Variant
     from interp.hooks.base import Intervention, kind_class, registered_kinds
 
     assert {"attention", "steering", "zero", "add"} <= set(registered_kinds())

@@ -299,7 +299,7 @@ def test_prompt_token_attention_wrong_types(tmp_path):
 
 
 def test_ranking_with_nan_effects_is_refused_naming_judge_and_method():
-    from interp.causal.localize import _frame, check_finite_effects
+    from interp.locate.heads import _frame, check_finite_effects
 
     effect = np.arange(8, dtype=float).reshape(2, 4)
     assert list(_frame("atp", effect, 3, judge="j")["rank"]) == list(range(1, 9))  # finite: ranked as before
@@ -339,7 +339,7 @@ def test_localize_run_with_nan_attention_is_refused(monkeypatch):
     """The attention method on a run whose answers were empty: per-token means of no tokens are NaN."""
     import torch
 
-    from interp.causal import localize as localize_module
+    from interp.locate import heads as localize_module
 
     class FakeDir:
         root = Path("/nowhere")

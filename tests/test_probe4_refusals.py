@@ -156,7 +156,7 @@ def test_an_infinite_memory_budget_is_one_line(tmp_path, forked_cli, value, need
         interp.intervene(tmp_path / "run", all_layers=True, max_memory=float(value))
     sweep = tmp_path / "sweep.toml"
     sweep.write_text(f'run = "{tmp_path / "run"}"\nmax_memory = {value}\n')
-    from interp.causal.sweeps import load_sweep_config
+    from interp.studies.sweeps import load_sweep_config
 
     with pytest.raises(InterpError, match="max_memory"):
         load_sweep_config(sweep)

@@ -110,9 +110,9 @@ UNSUPPORTED = {
 
 @pytest.mark.parametrize("name", list(UNSUPPORTED))
 def test_a_model_a_mask_cannot_act_on_is_refused_in_one_line(smollm2_tokenizer, name):
-    from interp.causal.engine import Variant, check_variants
     from interp.core.backends import check_backend_fits
     from interp.core.models import wrap_model
+    from interp.engine.variants import Variant, check_variants
     from interp.hooks.spec import AttentionIntervention
 
     build, architecture, why = UNSUPPORTED[name]

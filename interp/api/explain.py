@@ -8,12 +8,12 @@ from interp.api.argument_types import check_int, check_list, check_number
 from interp.api.interventions import check_where_it_runs
 from interp.api.runs import run_root
 from interp.causal.design import TestDesign, parse_control_judges
-from interp.causal.explain import EXPLAIN_METHODS, Explanation, Request, explain_run
-from interp.causal.localize import run_judge
-from interp.causal.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnalysis, RoutePatch, route_analysis
 from interp.config import gb_bytes
 from interp.errors import InterpError
+from interp.locate.heads import run_judge
 from interp.run.store import read_run
+from interp.studies.explain import EXPLAIN_METHODS, Explanation, Request, explain_run
+from interp.studies.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnalysis, RoutePatch, route_analysis
 
 
 def explain(
@@ -56,7 +56,7 @@ def explain(
     to RUN/explain/<judge>-<key>/explain.json (keyed: a second call re-judges nothing).
 
     `executor`: where the causal tests' (judge, variant) tasks run, "local" (this process) or "ray" (a Ray
-    cluster, `interp.causal.executor`; the localisation stays in this process); `max_memory`: GB of judge models
+    cluster, `interp.engine.executor`; the localisation stays in this process); `max_memory`: GB of judge models
     held at once, as for `interp.intervene`.
     """
     check_int(top_k, "top_k", minimum=1)

@@ -1,5 +1,5 @@
 """The intervention test from a notebook: `interp.intervene(run, ...)` runs the causal test of `interp intervene`
-(`interp.causal.causal`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
+(`interp.causal.intervene`) and returns it typed, as an `InterventionResult` of one `JudgeIntervention` per
 judge with its `Effect`s; the spec's keys and the mask choice are checked before anything runs.
 
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult
@@ -18,13 +18,13 @@ import pandas as pd
 from interp.api.argument_types import check_flag, check_int, check_list, check_number, check_text
 from interp.api.judge import Judge
 from interp.api.runs import hold_judge, run_root
-from interp.causal.causal import intervene_run
 from interp.causal.design import design_from_options, parse_control_judges
-from interp.causal.engine import judge_pool
-from interp.causal.executor import check_executor
+from interp.causal.intervene import intervene_run
 from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
+from interp.engine.executor import check_executor
+from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.hooks.nodes import as_intervention, node_keys
 from interp.hooks.spec import KEYS as SPEC_KEYS
@@ -216,7 +216,7 @@ def intervene(
         device: where the judges run ("cpu", "cuda", "auto", ...).
         progress: show progress bars.
         executor: where the (judge, variant) tasks run: "local" (this process) or "ray" (a Ray cluster,
-            `interp.causal.executor`).
+            `interp.engine.executor`).
         max_memory: GB of judge models held at once; a control is let go once judged beyond it (default: half
             the memory available).
         **keys: spec keys (`target`, `alpha`, `layers`, `heads`, `queries`, `seed`, `name`, `emphasis`), or a node

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from interp.api.runs import run_root
-from interp.causal.restyle import DEFAULT_EMBEDDER, SIMILARITY_THRESHOLD, restyle_options, restyle_run
+from interp.studies.restyle import DEFAULT_EMBEDDER, SIMILARITY_THRESHOLD, restyle_options, restyle_run
 
 
 def restyle(

@@ -8,7 +8,7 @@
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult (interp.api.interventions)
     table = interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
 
-Each is the CLI's own code (`interp.causal`, `interp.analysis`, `interp.report`) returning objects
+Each is the CLI's own code (`interp.studies`, `interp.analysis`, `interp.report`) returning objects
 instead of paths; the files the CLI writes are written the same way.
 """
 
@@ -25,18 +25,18 @@ from interp.analysis.attention_stats import figure7_profiles, head_values, top_h
 from interp.analysis.attention_store import RunAttention, attention_judges, load_attention
 from interp.api.argument_types import check_flag, check_int, check_list, check_text
 from interp.api.judge import Judge
-from interp.causal.engine import judge_pool
-from interp.causal.sweeps import run_sweep
 from interp.config import RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel, ModelCache, own_model
 from interp.core.placement import placement_of
+from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
 from interp.run.store import Run, RunDir, read_run
+from interp.studies.sweeps import run_sweep
 
 
 @dataclass(frozen=True)
@@ -294,7 +294,7 @@ def localize(
         A DataFrame with one row per method and head: method, layer, head, score (|effect|, the ranking),
         effect (> 0 favours the own answer), rank (1 = first), single_judge, n_items.
     """
-    from interp.causal.localize import DEFAULT_METHODS, LocalizeItems, localize_run, run_judge
+    from interp.locate.heads import DEFAULT_METHODS, LocalizeItems, localize_run, run_judge
 
     _check_judge(judge)
     check_list(methods, "methods")

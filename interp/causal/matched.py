@@ -2,7 +2,7 @@
 
 A head set chosen by a method on judge J's selection items holds the heads that matter most to J's verdict,
 whatever J prefers. Controls measured at J's set never went through that selection, so J moves more than they do
-by construction (experiments/causal/plan.md, plan 3, amendment 7, null seed 3). Under the matched null each
+by construction (experiments/records/plan.md, plan 3, amendment 7, null seed 3). Under the matched null each
 control judge C is localised by the same method on the same selection items, reading J's own model's answer as
 "own" (as it does in the test), and is measured at its own chosen set (same size, site and op): the test asks
 whether J's change at J's set stands out from the controls' changes at their sets. What it controls for: the
@@ -23,9 +23,10 @@ from typing import Sequence
 import numpy as np
 import pandas as pd
 
-from interp.causal.directions import layer_directions
-from interp.causal.engine import Judges, digest, run_identity
-from interp.causal.localize import LocalizeItems, localize_run
+from interp.engine.judges import Judges
+from interp.engine.variants import digest, run_identity
+from interp.locate.directions import layer_directions
+from interp.locate.heads import LocalizeItems, localize_run
 from interp.run.judging import judge_tasks
 from interp.run.store import Run
 from interp.splits import split_ids

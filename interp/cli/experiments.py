@@ -103,8 +103,8 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
     random head sets for chosen heads (responses and gold held fixed)."""
-    from interp.causal.causal import intervene_run
     from interp.causal.design import design_from_options
+    from interp.causal.intervene import intervene_run
     from interp.config import gb_bytes
     from interp.core.timings import Timings
     from interp.errors import InterpError
@@ -169,10 +169,10 @@ def sweep(
     as_json: bool = json_option(),
 ) -> None:
     """Sweep interventions (layers, bands, top-k vs random heads, alphas, targets) over a run; resumable."""
-    from interp.causal.sweeps import load_sweep_config, run_sweep
     from interp.config import gb_bytes
     from interp.metrics.tables import read_table_rows
     from interp.report.terminal import results_payload
+    from interp.studies.sweeps import load_sweep_config, run_sweep
 
     sweep_config = load_sweep_config(config)
     results = run_sweep(
@@ -204,8 +204,8 @@ def steer_sweep(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Sweep direction steering (coefficients x layers, plus removal) over a run; resumable."""
-    from interp.causal.sweeps import load_steering_sweep, run_steering_sweep
     from interp.config import gb_bytes
+    from interp.studies.sweeps import load_steering_sweep, run_steering_sweep
 
     where = placement_keys(device, dtype, load_steering_sweep(config))
     _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
@@ -249,7 +249,7 @@ def steer(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
-    from interp.causal.steering import steering_table
+    from interp.studies.steering import steering_table
 
     where = placement_keys(device, dtype)
     table = steering_table(

@@ -78,11 +78,11 @@ def explain(
     import json
 
     from interp.causal.design import parse_control_judges
-    from interp.causal.explain import EXPLAIN_METHODS, Request, explain_run
     from interp.cli.experiments import refresh_report
     from interp.config import gb_bytes
     from interp.core.timings import Timings
     from interp.results.codec import dump
+    from interp.studies.explain import EXPLAIN_METHODS, Request, explain_run
 
     steps = Timings.started()
     wall = time.perf_counter()

@@ -38,7 +38,7 @@ def localize(
     heatmap per method with the top heads boxed (RUN/figures/localize_<judge>-<hash>_<method>.png), the table as CSV."""
     import json
 
-    from interp.causal.localize import (
+    from interp.locate.heads import (
         DEFAULT_METHODS,
         LocalizeItems,
         check_methods,

@@ -145,10 +145,10 @@ def validate(
 ) -> None:
     """Known truth vs the toolkit's verdict: DBG, attention, causal test, positive control, sweep and steering
     on the null and planted organisms, on their test split."""
-    from interp.causal.validate import ValidationPlan
-    from interp.causal.validate import validate as run_validation
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
+    from interp.studies.validate import ValidationPlan
+    from interp.studies.validate import validate as run_validation
 
     plan = ValidationPlan.small() if small else ValidationPlan()
     result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress, overwrite=overwrite)

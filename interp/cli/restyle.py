@@ -58,9 +58,9 @@ def restyle(
 ) -> None:
     """Rewrite both authors' answers in one style, judge them again (a derived run in --out), and test DBG before
     and after per judge; check that the rewrites keep the meaning (restyle.json, report.html)."""
-    from interp.causal.restyle import restyle_options, restyle_run
     from interp.report.restyle import print_restyle
     from interp.report.terminal import payload_json
+    from interp.studies.restyle import restyle_options, restyle_run
 
     options = restyle_options(
         style=style,

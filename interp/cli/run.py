@@ -158,9 +158,9 @@ def demo(
     timings: bool = timings_option(),
 ) -> None:
     """The full demo on the packaged models: SmolLM2 vs Gemma-3, reference-based gold, report.html."""
-    from interp.causal.demo import run_demo
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
+    from interp.studies.demo import run_demo
 
     demo = run_demo(out, n=n, backend=backend, where=placement_keys(device, dtype), overwrite=overwrite)
     causal = demo.causal.judges if demo.causal is not None else {}

@@ -4,7 +4,7 @@ The semantic check of a restyle (`interp restyle`) compares each answer with its
 these vectors. The DBG paper used gte-multilingual-base (a trained sentence encoder, its [CLS] vector); a
 decoder's mean-pooled states are a proxy: they follow meaning and wording both, and their cosines sit high
 and close together (decoder states share a large common direction), so the threshold that flags a rewrite is
-stated with them (`interp.causal.restyle`), not taken from the paper.
+stated with them (`interp.studies.restyle`), not taken from the paper.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ from interp.storage import atomic_write_text
 from interp.templating import render
 
 SECTION_FILE = "explain_section.html"
-# what each route counterfactual (interp.causal.routes.ROUTE_COUNTERFACTUALS) puts in the own answer's place, in words
+# what each route counterfactual (interp.studies.routes.ROUTE_COUNTERFACTUALS) puts in the own answer's place, in words
 COUNTERFACTUALS = {
     "other": "the pair's other answer",
     "reference": "the item's reference answer",

@@ -1,4 +1,4 @@
-"""Figures of a head localisation (`interp.causal.localize`): per method, the signed effect per (layer,
+"""Figures of a head localisation (`interp.locate.heads`): per method, the signed effect per (layer,
 head) with the top heads by |effect| boxed, and the whole ranking as CSV."""
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ and each study's own tables kept as the nested data they are:
 - `SteeringTable`: `RUN/steering/tables/<key>/table.json` (the five-row steering table per judge);
 - `AttentionSummary`: `RUN/figures/attention_summary.json` (top heads, the length regression, the files);
 - `OrganismMetrics`: `OUT/organism_metrics.json` of `interp organism evaluate` (metrics per judge);
-- `DirectionSidecar`: a steering direction's `.json` beside its tensors (`interp.causal.directions`).
+- `DirectionSidecar`: a steering direction's `.json` beside its tensors (`interp.locate.directions`).
 """
 
 from __future__ import annotations

@@ -271,7 +271,7 @@ def run_dbg(
     in another precision is refused like any other change of config. `out` may be new, empty or a run to
     resume; a folder holding other files is refused unless `overwrite` (`RunDir.check_output`). `timings`
     collects the seconds of each step (loading models, generation, judging per judge, gold, summary). `answers`:
-    an author's answers given as records (a restyled run's rewrites, `interp.causal.restyle`): written as
+    an author's answers given as records (a restyled run's rewrites, `interp.studies.restyle`): written as
     its responses, never generated.
     """
     timings = timings if timings is not None else Timings()

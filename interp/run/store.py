@@ -210,7 +210,7 @@ class RunDir:
         return _attention_file(self.attention_dir, judge, f".pointwise{suffix}", write=True)
 
     def variant(self, key: str) -> Path:
-        """Folder of one re-judging variant, named by its identity hash (see interp.causal.engine)."""
+        """Folder of one re-judging variant, named by its identity hash (see interp.engine.variants)."""
         return self.root / "variants" / key
 
     def intervention(self, label: str, key: str) -> Path:

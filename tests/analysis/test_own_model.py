@@ -169,7 +169,7 @@ def test_sweeps_and_interventions_pick_the_organisms(organism_run):
     """`interp sweep` and `interp intervene` test every judge whose own model is an author (`self_judges`)."""
     from types import SimpleNamespace
 
-    from interp.causal.engine import self_judges
+    from interp.engine.variants import self_judges
     from interp.run.store import RunDir
 
     run = SimpleNamespace(config=RunDir(organism_run).read_config())

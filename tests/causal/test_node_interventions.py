@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.causal.test_causal import tiny_controls, tiny_pair_run
+from tests.causal.test_intervene import tiny_controls, tiny_pair_run
 
 SPEC = (
     'site = "head_output"\nop = "mean"\nlayers = [1]\nheads = { 1 = [0, 2] }\npositions = "all"\nname = "heads-mean"\n'
@@ -98,8 +98,8 @@ def _register_scale():
 
 def test_a_registered_kind_runs_through_interp_intervene_and_a_sweep(node_run, tmp_path):
     import interp
-    from interp.causal.sweeps import run_sweep
     from interp.run.store import read_run
+    from interp.studies.sweeps import run_sweep
 
     _register_scale()
     source, controls = node_run
@@ -233,9 +233,9 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     """max_memory = 0: every control is let go once judged (and loaded again when the random sets need it);
     the result is the same as with every model kept, and no more than the tested judge and one control are
     ever held at once."""
-    from interp.causal import engine
-    from interp.causal.causal import intervene_run
     from interp.causal.design import TestDesign
+    from interp.causal.intervene import intervene_run
+    from interp.engine import judges
     from interp.run.store import read_run
 
     source, controls = node_run
@@ -246,14 +246,14 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
     kept = intervene_run(kept_run, design=design, judges=[judge], progress=False, max_memory=2**50)
     most = []
-    real = engine.Judges.model
+    real = judges.Judges.model
 
     def counting(self, name):
         model = real(self, name)
         most.append(len(self.models.models))
         return model
 
-    monkeypatch.setattr(engine.Judges, "model", counting)
+    monkeypatch.setattr(judges.Judges, "model", counting)
     released = intervene_run(released_run, design=design, judges=[judge], progress=False, max_memory=0)
     assert max(most) <= 2
     strip = lambda r: {k: v for k, v in r.judges[judge].to_json().items() if k not in ("controls",)}  # noqa: E731
@@ -264,8 +264,8 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
 def test_a_node_spec_that_cannot_move_the_logits_is_refused_before_judging(node_run):
     """The probe before a run: zeroing the spec's selection on one prompt must change the logits. An MLP whose
     down projection is all zeros writes nothing, so a spec on its output is refused in one line."""
-    from interp.causal.engine import Variant, check_nodes_take_effect
     from interp.core.models import load_model
+    from interp.engine.variants import Variant, check_nodes_take_effect
     from interp.errors import InterpError
     from interp.hooks.nodes import node_from_dict
     from interp.run.store import read_run

@@ -6,7 +6,7 @@ import json
 import pytest
 import torch
 
-from interp.causal.engine import Variant, digest
+from interp.engine.variants import Variant, digest
 from interp.errors import InterpError
 from interp.hooks.base import Intervention, kind_class, registered_kinds
 from interp.hooks.nodes import as_intervention, node_from_dict

@@ -194,7 +194,7 @@ def test_sweep_rows_put_the_largest_drop_first():
 @pytest.fixture
 def fake_demo(tmp_path, monkeypatch):
     """`interp demo` without the 10-minute job: run_demo returns a finished run's report and causal result."""
-    from interp.causal import demo as demo_module
+    from interp.studies import demo as demo_module
 
     out = tmp_path / "demo"
     out.mkdir()
@@ -227,8 +227,8 @@ def test_demo_ends_with_the_results_table_and_json(fake_demo):
 def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
-    from interp.causal import validate as validate_module
     from interp.cli import app
+    from interp.studies import validate as validate_module
 
     run = tmp_path / "out" / "run"
     run.mkdir(parents=True)

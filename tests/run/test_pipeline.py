@@ -234,7 +234,7 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
 
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
-    from interp.causal.causal import intervene_run
+    from interp.causal.intervene import intervene_run
     from interp.hooks.spec import AttentionIntervention
 
     def refuse(*args, **kwargs):
@@ -320,7 +320,7 @@ def test_a_run_is_keyed_by_its_adapter_weights_not_the_organism_name(tmp_path, t
     import shutil
 
     import interp.run.pipeline as pipeline
-    from interp.causal.engine import judge_pool
+    from interp.engine.judges import judge_pool
     from interp.run.store import RunDir, read_run
 
     out, config, _ = tiny_run
