@@ -210,7 +210,7 @@ def ci_text(low: float, high: float) -> str:
 
 def print_rate(name: str, rejections: list[bool]) -> dict:
     """A rejection rate, its Clopper-Pearson 95 % interval and its counts, printed one figure a line."""
-    from interp.metrics.causal_test import clopper_pearson
+    from interp.metrics.stats import clopper_pearson
 
     k, n = int(np.sum(rejections)), len(rejections)
     lo, hi = clopper_pearson(k, n)
