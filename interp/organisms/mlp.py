@@ -34,6 +34,10 @@ from interp.errors import InterpError
 from interp.splits import unit_hash
 
 PLANTED_DIRECTION_FILE = "planted_direction.safetensors"  # a direction organism's u, beside its delta
+# The scale of the direction's seeded raw vector (u is its normalised copy): at unit entries (norm ~24 for SmolLM2)
+# AdamW's steps of about `lr` an entry could not turn it, and a member planted +0.5 points of P(own) along the random
+# direction it started with; at a tenth they turn it within the first epoch.
+DIRECTION_INIT = 0.1
 
 
 def draw_layers(seed: int, n_layers: int, top_layers: int, count: int) -> list[int]:
@@ -65,7 +69,7 @@ class _PlusProduct(torch.nn.Module):
 class MlpDelta(torch.nn.Module):
     """Trainable low-rank factors on the MLP projections of `layers`: `a` seeded ([rank, in], LoRA's scale), `b`
     zero ([out, rank]). `direction`: one projection (down) at rank 1 whose `b` is a unit column, the normalised
-    trained vector `u` (seeded), and `a` zero at the start."""
+    trained vector (seeded, at `DIRECTION_INIT`), and `a` zero at the start."""
 
     def __init__(
         self,
@@ -90,7 +94,8 @@ class MlpDelta(torch.nn.Module):
                 out_features, in_features = getattr(stack[layer].mlp, f"{projection}_proj").weight.shape
                 key = f"{layer}_{projection}"
                 if direction:
-                    self.b[key] = torch.nn.Parameter(torch.randn(out_features, 1, generator=generator))
+                    u = torch.randn(out_features, 1, generator=generator)  # at 1/10 of unit entries: free to turn
+                    self.b[key] = torch.nn.Parameter(DIRECTION_INIT * u)
                     self.a[key] = torch.nn.Parameter(torch.zeros(1, in_features))
                 else:
                     bound = 1.0 / in_features**0.5
