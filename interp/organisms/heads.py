@@ -11,9 +11,15 @@ change there stays inside H. Every weight outside H stays bit-identical to the s
 only H's blocks), so all that separates the planted-heads judge from its null is in H: the truth a localisation method
 is scored against (`planted_heads` in the manifest).
 
+The route the planting is asked to take (`heads.route`, the manifest's `planted_route`): "output" (the planted labels
+alone), "attention" (manifest: "pattern"; the masked term of `interp.organisms.attention_route`, optionally above a
+built slot writer, `heads.slot_layer`) or "content" (modules v and o of one group only, so H's attention patterns are
+the start organism's: `pattern_check` in the manifest, read at the toolkit's `attn.hook_pattern` site).
+
 Training reuses the LoRA organisms' loop (`interp.organisms.train.fit`) and their frozen-layer cache: the states
 entering the lowest layer of H are computed once (from the null training's cached states where they exist) and
-only the layers from there up run per pass.
+only the layers from there up run per pass. `train_heads_organism` is the pipeline of every delta organism: the
+MLP-planted and direction families (`interp.organisms.mlp`) go through it too.
 """
 
 from __future__ import annotations
