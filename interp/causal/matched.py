@@ -117,9 +117,11 @@ def directions(
     return frame.sort_values(["score", "layer"], ascending=[False, True], kind="stable").reset_index(drop=True)
 
 
-def control_folder(run: Run, control: str, own: str, selection: Sequence[str], methods: Sequence[str]) -> Path:
-    """Where a control's localisation on these selection items is kept (keyed by the run, the control, the
-    answer it reads as own, the items and the methods)."""
+def localisation_folder(run: Run, control: str, own: str, selection: Sequence[str], methods: Sequence[str]) -> Path:
+    """Where a judge's localisation on these selection items is kept, whether it is tested or a control (keyed by
+    the run, the judge, the answer it reads as own, the items and the methods): the same judge localised on the
+    same items is read back by every explain that needs it, whatever its other settings (gap gate, routes, sizes),
+    and a judge tested in one explain is not localised again as another's control."""
     key = digest(
         {
             "run": run_identity(run),
@@ -142,10 +144,10 @@ def localise_controls(
     progress: bool,
 ) -> dict[str, dict[str, pd.DataFrame]]:
     """Each control judge localised by `methods` on the selection items, `own` read as its own answer (cached,
-    `control_folder`); each control is let go once localised."""
+    `localisation_folder`); each control is let go once localised."""
     out = {}
     for control in controls:
-        folder = control_folder(run, control, own, selection, methods)
+        folder = localisation_folder(run, control, own, selection, methods)
         out[control] = localise(run, control, methods, selection, pool, folder, progress, own=own)
         pool.release(control)
     return out

@@ -43,7 +43,7 @@ import numpy as np
 
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.intervene import causal_tasks, intervene_run
-from interp.causal.matched import NULL, localise, localise_controls
+from interp.causal.matched import NULL, localisation_folder, localise, localise_controls
 from interp.config import PlacementKeys
 from interp.core.models import own_model
 from interp.core.timings import Timings
@@ -60,7 +60,7 @@ from interp.results.codec import write_explanation
 from interp.results.explain import Candidate, Explanation
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
-from interp.storage import path_label
+from interp.storage import atomic_write_bytes, path_label
 from interp.studies.candidates import HEAD_METHODS, Planned, chosen_candidates, random_candidates
 from interp.studies.routes import (
     ALT_COUNTERFACTUAL,
@@ -220,7 +220,7 @@ def explain_run(
     with steps.step("load"):
         check_sizes(pool.model(judge), request, judge)
     with steps.step("localise judge"):
-        located = localise(run, judge, request.methods, selection, pool, out_dir, progress)
+        located = localise_judge(run, judge, request.methods, selection, pool, out_dir, progress)
     with steps.step("localise controls"):
         by_control = localise_controls(run, controls, own_model(judge), list(located), selection, pool, progress)
     with steps.step("plan candidates"):
@@ -251,6 +251,19 @@ def explain_run(
     with steps.step("write"), run.dir.writer():
         write_explanation(out_dir, result)
     return result
+
+
+def localise_judge(run: Run, judge: str, methods, selection: list[str], pool, out_dir: Path, progress: bool) -> dict:
+    """The tested judge's localisation, kept where a control's is (`localisation_folder`: read back by any explain of
+    the judge on these items, and by one where it is a control), its files copied into `out_dir` beside
+    explain.json (the localisation the explanation read)."""
+    folder = localisation_folder(run, judge, own_model(judge), selection, methods)
+    located = localise(run, judge, methods, selection, pool, folder, progress)
+    with run.dir.writer():
+        for name in ("localisation.csv", "directions.npz"):
+            if (folder / name).is_file() and not (out_dir / name).is_file():
+                atomic_write_bytes(out_dir / name, (folder / name).read_bytes())
+    return located
 
 
 def _shown(located: dict, k: int) -> dict:

@@ -149,6 +149,13 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
     assert 0 < printed["timings"]["total_s"] <= printed["timings"]["wall_s"] + 0.2
     (written,) = [json.loads(p.read_text()) for p in (run / "explain").glob("*/explain.json")]
     assert printed["candidates"] == written["candidates"] and printed["answer"] == written["answer"]
+    # the judge's localisation is kept where its controls' are (read back by any explain of it on these items, and
+    # when it is another judge's control), and copied beside explain.json
+    from interp.storage import path_label
+
+    (kept,) = (run / "localize" / "matched").glob(f"{path_label(judge)}-*/localisation.csv")
+    (beside,) = (run / "explain").glob("*/localisation.csv")
+    assert kept.read_bytes() == beside.read_bytes()
     assert set(written["selection_items"]).isdisjoint(written["test_items"]) and len(written["test_items"]) == 3
     by = {(c["site"], c["selected_by"]) for c in written["candidates"]}
     assert {
