@@ -2,7 +2,7 @@
 
     python experiments/bench_mechanism.py [--families attn-trained,content,heads,mlp,direction,lora,null]
                                           [--seeds 7210-7219] [--null-seeds 0-11] [--n 150] [--device cpu]
-                                          [--out runs/mechanism72] [--executor ray] [--sensitivity]
+                                          [--out runs/mechanism72] [--executor ray] [--no-sensitivity]
                                           [--report-only] [--answers RUN] [--dtype float32] [--jobs 1]
                                           [--batch-size 8]
     python experiments/bench_mechanism.py --plan 4 [--seeds 1-4] [--attn-seeds 9-12] [--null-seeds 0-5]
@@ -23,7 +23,7 @@ kept (a rerun resumes where it stopped; a step whose output is there is not run 
    `other`), top 3 heads, 2 MLP layers, one random set per kind, and the registered controls named (the six
    shipped nulls other than M); then the trained attention-routed members' recipe check (the own answer masked at
    the manifest heads, on the same test split: OUT/checks/); then the nulls' ladders again with `--no-gap-gate`;
-   with `--sensitivity`, the planted members' ladders again with null seed 0 left out of the controls (k = 5).
+   unless `--no-sensitivity`, the planted members' ladders again with null seed 0 left out of the controls (k = 5).
    Members go round-robin over the families, so a bench cut short has read every family alike. A ladder whose
    explain.json (these settings, these controls) is under --out is not run again.
 `--report-only` trains, judges and runs nothing: it reads whatever explain.json files (and recipe checks) are
@@ -33,7 +33,7 @@ route_power_pattern (attn-trained: the `attention` candidate causal with route `
 (content: the `atp-output` candidate causal with route `content`), wrong_route_rate (heads, lora, mlp,
 direction: any candidate causal with route `pattern`), site_power, site_power_mlp, site_power_direction (mlp: the
 `atp-mlp` candidate causal; direction: the `direction` candidate causal), null_fpr_ladder and
-null_fpr_ladder_no_gap_gate (nulls: any candidate causal, random sets included); with --sensitivity the planted
+null_fpr_ladder_no_gap_gate (nulls: any candidate causal, random sets included); by default (plan 5) the planted
 figures again as `..._k5`. Then, not registered, shown as such: recipe_check_pattern (the mask at the manifest heads
 removes at least 0.6 of the gap) and site_power_mlp_on_planted (the atp-mlp candidate causal and on a planted
 layer); `auroc_<method>_<family>`, the selection split's ranking against the planted heads (attention, atp,
@@ -774,7 +774,10 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--out", type=Path, default=None, help="plan 5: runs/mechanism72; plan 4: runs/mechanism")
     parser.add_argument("--executor", default=None, help="where explain's tests run: local (default) or ray")
     parser.add_argument(
-        "--sensitivity", action="store_true", help="plan 5: also the k = 5 ladders (null seed 0 left out of controls)"
+        "--sensitivity",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="plan 5: also the k = 5 ladders (null seed 0 out of the controls); --no-sensitivity skips them",
     )
     parser.add_argument(
         "--report-only", action="store_true", help="plan 5: print the figures from what is under --out; run nothing"
