@@ -31,7 +31,7 @@ import numpy as np
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.analysis.attention_store import attention_judges, load_attention
 from interp.causal.design import TestDesign, resolve_controls
-from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.judge_test import JudgeTestOptions, holm_judges, judge_level_fields, judge_level_test
 from interp.causal.matched import NULL, attention_top_heads, localise_controls
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache, own_model
@@ -509,7 +509,7 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
     control_after = np.array([r["per_item"]["after"]["self"] for r in judged_controls.values()]).reshape(
         len(controls), len(items)
     )
-    test, gap = judge_level_test(before, after, gold, gold, control_before, control_after, **common)
+    test, gap = judge_level_test(before, after, gold, gold, control_before, control_after, JudgeTestOptions(**common))
     random_effects, random_skipped = None, False
     if design.heads == "top-heads" and test.p_value is not None:
         if test.p_value > design.test_alpha:  # the random sets cannot change the decision: skipped, and said so

@@ -6,6 +6,7 @@ result record that hold them, and Holm over the judges of one command.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import numpy as np
@@ -15,6 +16,17 @@ from interp.metrics.causal_test import holm, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import between_judge_test, share_removed
 
 
+@dataclass(frozen=True)
+class JudgeTestOptions:
+    """The settings of one judge-level test: its level, the sign flips of the within-judge test, the bootstrap
+    draws of the gap's share removed, and the seed of both."""
+
+    test_alpha: float
+    n_flips: int
+    n_boot: int
+    seed: int
+
+
 def judge_level_test(
     before: np.ndarray,
     after: np.ndarray,
@@ -22,19 +34,21 @@ def judge_level_test(
     gold_after: np.ndarray,
     control_before: np.ndarray,
     control_after: np.ndarray,
-    *,
-    test_alpha: float,
-    n_flips: int,
-    n_boot: int,
-    seed: int,
+    options: JudgeTestOptions,
 ):
     """The judge-level test of one change to a judge's verdicts (an intervention on the model, or on the answers
     it reads), from per-item P(own) before and after for the judge and each control judge (`control_*`:
     [control, item], "own" always the tested judge's answer): Crawford-Howell of the judge's change against the
     controls' (`between_judge_test`), and the share of its DBG gap over the controls that the change removes
     (`share_removed`, per-item DBG = P(own) - gold's P(own), gold before and after; None without controls)."""
+    test_alpha, n_boot, seed = options.test_alpha, options.n_boot, options.seed
     test = between_judge_test(
-        after - before, control_after - control_before, test_alpha=test_alpha, n_flips=n_flips, n_boot=n_boot, seed=seed
+        after - before,
+        control_after - control_before,
+        test_alpha=test_alpha,
+        n_flips=options.n_flips,
+        n_boot=n_boot,
+        seed=seed,
     )
     gap = None
     if len(control_before):

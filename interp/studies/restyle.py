@@ -27,7 +27,7 @@ from typing import Sequence
 import numpy as np
 
 from interp.causal.design import TestDesign, judge_identity, resolve_controls
-from interp.causal.judge_test import holm_judges, judge_level_fields, judge_level_test
+from interp.causal.judge_test import JudgeTestOptions, holm_judges, judge_level_fields, judge_level_test
 from interp.config import PlacementKeys, RunConfig
 from interp.core.embeddings import cached_embeddings, cosine_pairs
 from interp.core.models import ModelCache, model_identity, own_model
@@ -221,9 +221,11 @@ def _judge_record(
     before, after = p_own(source, judge), p_own(derived, judge)
     control_before = np.array([p_own(source, c) for c in controls]).reshape(len(controls), len(items))
     control_after = np.array([p_own(derived, c) for c in controls]).reshape(len(controls), len(items))
-    common = dict(test_alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed)
+    test_options = JudgeTestOptions(
+        test_alpha=options.test_alpha, n_flips=N_FLIPS, n_boot=source.config.n_boot, seed=source.config.seed
+    )
     test, gap = judge_level_test(
-        before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, **common
+        before, after, source.gold_own(own), derived.gold_own(own), control_before, control_after, test_options
     )
     b, a = before_summary.judges[judge], after_summary.judges[judge]
     record = {
