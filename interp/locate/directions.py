@@ -475,23 +475,31 @@ def _fitted_direction(
     return direction
 
 
+@dataclass(frozen=True)
+class DirectionSplit:
+    """How `compute_direction` splits the run's items into training and held-out: `steering_split(item ids,
+    train_fraction, seed)`, or, with `train_items` (ids: e.g. a selection split), those and the rest."""
+
+    train_fraction: float = 0.7
+    seed: int = 0
+    train_items: Sequence[str] | None = None
+
+
 def compute_direction(
     run: Run | Path,
     judge: str,
     layer: int,
     *,
     position: DirectionPosition = "spans",
-    train_fraction: float = 0.7,
-    seed: int = 0,
+    split: DirectionSplit | None = None,
     judges: Judges | None = None,
     recompute: bool = False,
-    train_items: Sequence[str] | None = None,
 ) -> SteeringDirection:
     """Difference-of-means direction at block `layer` from the run's judging prompts, training items only.
 
-    Items are split by `steering_split(run item ids, train_fraction, seed)`, or, with `train_items` (ids: e.g. a
-    selection split), into those and the rest. Activations are captured for every
-    item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
+    Items are split by `split` (default `DirectionSplit()`): by `steering_split(run item ids, train_fraction,
+    seed)`, or, with `train_items` (ids: e.g. a selection split), into those and the rest. Activations are captured
+    for every item (training and held-out), but only training examples enter the class means (`_difference_of_means`);
     held-out examples are used only for the held-out probe accuracy. The result is saved under
     RUN_DIR/steering/directions/ (safetensors + JSON sidecar) and read back on the next call with the same
     judge, layer, position, seed, fraction and backend unless `recompute`. `judges`: the job's judge models
@@ -501,7 +509,9 @@ def compute_direction(
         raise InterpError(f"position must be one of {', '.join(DIRECTION_POSITIONS)}, not {position!r}")
     run = run if isinstance(run, Run) else read_run(run)
     self_judges(run, [judge])
-    train_ids, heldout_ids, train_fraction = _direction_split(run, train_fraction, seed, train_items)
+    split = split if split is not None else DirectionSplit()
+    seed, train_items = split.seed, split.train_items
+    train_ids, heldout_ids, train_fraction = _direction_split(run, split.train_fraction, seed, train_items)
     judges = judges if judges is not None else judge_pool(run)
     runner = judges.runner(judge, run)
     layer = check_layer(layer, runner.model)

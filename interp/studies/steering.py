@@ -30,6 +30,7 @@ from interp.hooks.spec import AttentionIntervention
 from interp.hooks.steering import EDIT_POSITIONS, EditPositions, ResidualSteering
 from interp.locate.directions import (
     DirectionPosition,
+    DirectionSplit,
     SteeringDirection,
     check_layer,
     compute_direction,
@@ -183,7 +184,12 @@ def steering_table(
     with run.dir.writer():
         for name, (chosen, attention) in plans.items():
             direction = compute_direction(
-                run, name, chosen, position=position, train_fraction=train_fraction, seed=seed, judges=pool
+                run,
+                name,
+                chosen,
+                position=position,
+                split=DirectionSplit(train_fraction=train_fraction, seed=seed),
+                judges=pool,
             )
             probes[name] = direction.probe_record()
             before = baseline(run, name)

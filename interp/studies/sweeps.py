@@ -53,7 +53,7 @@ from interp.engine.variants import Variant, check_variants, digest, self_judges,
 from interp.errors import InterpError
 from interp.hooks.base import kinds_at, site_names
 from interp.hooks.spec import AttentionIntervention
-from interp.locate.directions import compute_direction, steering_split
+from interp.locate.directions import DirectionSplit, compute_direction, steering_split
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.metrics.causal_test import holm, sign_flip_pvalue
 from interp.report.sweeps import write_steering_sweep_plots, write_sweep_plots
@@ -323,8 +323,7 @@ def run_steering_sweep(
                 judge,
                 layer,
                 position=config.position,
-                train_fraction=config.train_fraction,
-                seed=config.seed,
+                split=DirectionSplit(train_fraction=config.train_fraction, seed=config.seed),
                 judges=pool,
             )
             probe = {

@@ -42,7 +42,7 @@ from interp.engine.variants import Variant
 from interp.errors import InterpError
 from interp.formatting import pct, pts, pts_ci
 from interp.hooks.spec import AttentionIntervention
-from interp.locate.directions import compute_direction
+from interp.locate.directions import DirectionSplit, compute_direction
 from interp.metrics.dbg import judge_reliability
 from interp.organisms.config import SplitConfig
 from interp.organisms.data import splits_of, write_items_jsonl
@@ -409,7 +409,7 @@ def _steering_record(run, planted: str, pool, items: tuple, plan: ValidationPlan
     test_items, selection_ids = items
     model = pool.model(planted)
     layer = plan.steering_layer if plan.steering_layer is not None else model.n_layers // 2
-    direction = compute_direction(run, planted, layer, judges=pool, train_items=selection_ids)
+    direction = compute_direction(run, planted, layer, split=DirectionSplit(train_items=selection_ids), judges=pool)
     levers = {
         v.name: v
         for v in [*attention_levers(plan.emphasis_alpha), *direction_variants(direction, coefficient=plan.coefficient)]
