@@ -199,7 +199,7 @@ def touch_weights(backend, prompt) -> None:
 
 def worker_judging(args) -> dict:
     from interp.data import Item
-    from interp.run.judging import judge_tasks, run_judging
+    from interp.run.judging import JudgingOptions, judge_tasks, run_judging
     from interp.run.store import RunDir
 
     model, backend = load()
@@ -230,9 +230,7 @@ def worker_judging(args) -> dict:
             tasks,
             judgments_path=paths.judgments,
             shard_dir=paths.attention_shards(MODEL),
-            batch_size=args.batch,
-            readout="final",
-            progress=False,
+            options=JudgingOptions(batch_size=args.batch, readout="final", progress=False),
         )
         seconds = time.perf_counter() - start
         shards = len(list(paths.attention_shards(MODEL).glob("*.safetensors")))

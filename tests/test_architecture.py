@@ -459,7 +459,6 @@ MANY_PARAMETERS_ALLOWED = {
     ("hooks/context.py", "emphasise"),
     ("interp/causal/intervene.py", "intervene_run"),  # called from explain.py, validate.py, routes.py
     ("interp/studies/steering.py", "steering_table"),
-    ("interp/run/judging.py", "run_judging"),  # called from engine/variants.py
 }
 
 

@@ -33,7 +33,7 @@ from interp.hooks.sites import check_hook_names
 from interp.hooks.spec import AttentionIntervention
 from interp.metrics.dbg import p_own_from_first
 from interp.results.codec import write_variant
-from interp.run.judging import JudgeTask, judge_tasks, run_judging, verdict_prompt
+from interp.run.judging import JudgeTask, JudgingOptions, judge_tasks, run_judging, verdict_prompt
 from interp.run.pipeline import check_judged_prompts, judge_prompt_records
 from interp.run.records import read_judgments
 from interp.run.store import Run
@@ -293,15 +293,17 @@ def judge_variant(
         judge_tasks(items, run.responses, run.config.models),
         judgments_path=folder / "judgments.jsonl",
         shard_dir=None,
-        batch_size=run.config.batch_size,
-        ties=run.config.ties,
-        cot=run.config.cot,
-        rationale_tokens=run.config.rationale_tokens,
-        rationales=run_rationales(run, judge),
-        intervention=variant.name if variant.interventions else None,
-        readout=None,
+        options=JudgingOptions(
+            batch_size=run.config.batch_size,
+            ties=run.config.ties,
+            readout=None,
+            progress=progress,
+            cot=run.config.cot,
+            rationale_tokens=run.config.rationale_tokens,
+            intervention=variant.name if variant.interventions else None,
+        ),
         edits_for=_edits_for(run, runner, variant, own, folder, judge) if variant.interventions else None,
-        progress=progress,
+        rationales=run_rationales(run, judge),
     )
     return own_probabilities(run, judge, read_judgments(folder / "judgments.jsonl", judge=judge), items, own)
 

@@ -83,6 +83,22 @@ def batches(tasks: Sequence, size: int) -> Iterator[Sequence]:
         yield tasks[start : start + size]
 
 
+@dataclass(frozen=True)
+class JudgingOptions:
+    """How `run_judging` judges: `batch_size` prompts a batch, with a tie label or not, the attention `readout` its
+    shards hold, a progress bar or not, chain of thought (`cot`: "none", "standard", "long") with rationales of up to
+    `rationale_tokens`, and `intervention`: the name of what its `edits_for` applies, for the error when it makes
+    the model's output non-finite."""
+
+    batch_size: int
+    ties: bool = False
+    readout: str | None = "final"
+    progress: bool = True
+    cot: str = "none"
+    rationale_tokens: int = 256
+    intervention: str | None = None
+
+
 def run_judging(
     backend: Backend,
     judge: str,
@@ -90,27 +106,20 @@ def run_judging(
     *,
     judgments_path: Path,
     shard_dir: Path | None,
-    batch_size: int,
-    ties: bool = False,
-    readout: str | None = "final",
-    progress: bool = True,
+    options: JudgingOptions,
     edits_for: Callable[[Sequence[JudgeTask]], EditsBuilder | None] | None = None,
-    cot: str = "none",
-    rationale_tokens: int = 256,
     rationales: Mapping[str, str] | None = None,
-    intervention: str | None = None,
 ) -> None:
     """Judge every task not yet on disk; each batch's attention shard is written before its judgment lines.
 
     `edits_for(chunk)` gives the edit builder (`Edits` for a batch: every intervention of a variant, compiled
     by `interp.hooks.base.compile_edits`) for one batch of tasks.
-    With `cot` ("standard", "long"), the judge first writes a rationale (up to `rationale_tokens`, greedy,
-    `interp.run.rationale`); the labels are read after it and "My final verdict is", and span attention there
-    over a, b and the rationale. `rationales` (task key -> text): rationales already written (a re-judging
+    With `options.cot` ("standard", "long"), the judge first writes a rationale (up to `options.rationale_tokens`,
+    greedy, `interp.run.rationale`); the labels are read after it and "My final verdict is", and span attention
+    there over a, b and the rationale. `rationales` (task key -> text): rationales already written (a re-judging
     reads the run's own, so its verdict is read from the very prompt the run's was); the others are generated.
-    `intervention`: the name of what `edits_for` applies, for the error when it makes the model's
-    output non-finite.
     """
+    ties, readout, cot, intervention = options.ties, options.readout, options.cot, options.intervention
     model = backend.model
     labels = label_tokens(model.tokenizer, verdict_labels(ties))
     done = {record.key for record in read_judgments(judgments_path, judge=judge)}
@@ -123,12 +132,14 @@ def run_judging(
     # One task's prompts together (their judge instructions are a prefix the backend can share), and similar
     # lengths together within a task (less padding).
     todo.sort(key=lambda t: (t.item.task, length(t)))
-    bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not progress or not todo)
-    for chunk in batches(todo, batch_size):
+    bar = tqdm(total=len(todo), desc=f"judging {judge}", unit="judgment", disable=not options.progress or not todo)
+    for chunk in batches(todo, options.batch_size):
         chunk_prompts = [prompts[t.key] for t in chunk]
         chunk_rationales: list[str | None] = [None] * len(chunk)
         if cot != "none":
-            chunk_rationales = _chunk_rationales(model, chunk, chunk_prompts, rationales or {}, rationale_tokens)
+            chunk_rationales = _chunk_rationales(
+                model, chunk, chunk_prompts, rationales or {}, options.rationale_tokens
+            )
             chunk_prompts = [
                 cot_verdict_prompt(model, p, r) for p, r in zip(chunk_prompts, chunk_rationales, strict=False)
             ]

@@ -37,7 +37,7 @@ from interp.run.gold import (
 from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
 from interp.run.imported import imported_responses
-from interp.run.judging import batches, judge_prompt_record, judge_tasks, run_judging
+from interp.run.judging import JudgingOptions, batches, judge_prompt_record, judge_tasks, run_judging
 from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.reasoning import reasoning_row
 from interp.run.responses import Response, check_generation_lengths, decoding_of, generate_responses
@@ -241,12 +241,14 @@ def _judge_every_judge(
                 tasks,
                 judgments_path=paths.judgments,
                 shard_dir=paths.attention_shards(judge) if readout else None,
-                batch_size=config.batch_size,
-                ties=config.ties,
-                readout=readout,
-                progress=progress,
-                cot=config.cot,
-                rationale_tokens=config.rationale_tokens,
+                options=JudgingOptions(
+                    batch_size=config.batch_size,
+                    ties=config.ties,
+                    readout=readout,
+                    progress=progress,
+                    cot=config.cot,
+                    rationale_tokens=config.rationale_tokens,
+                ),
             )
             if readout:
                 consolidate_attention(paths, judge, model, items, readout)

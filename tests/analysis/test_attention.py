@@ -455,7 +455,7 @@ def test_run_numbers_equal_interp_inspect(real_run):
 def test_backends_give_the_same_run_arrays(real_run, tmp_path, judge):
     from interp.core.backends import make_backend
     from interp.run.attention import consolidate_attention
-    from interp.run.judging import judge_tasks, run_judging
+    from interp.run.judging import JudgingOptions, judge_tasks, run_judging
 
     items, responses = _items_and_responses(real_run.root)
     tasks = judge_tasks(items, responses, real_run.config.models)
@@ -470,9 +470,7 @@ def test_backends_give_the_same_run_arrays(real_run, tmp_path, judge):
             tasks,
             judgments_path=paths.judgments,
             shard_dir=paths.attention_shards(judge),
-            batch_size=real_run.config.batch_size,
-            readout="final",
-            progress=False,
+            options=JudgingOptions(batch_size=real_run.config.batch_size, readout="final", progress=False),
         )
         consolidate_attention(paths, judge, model, items, "final")
         arrays[name] = load_file(str(paths.attention(judge)))

@@ -28,7 +28,7 @@ from interp.locate import directions
 from interp.locate.directions import compute_direction, steering_split
 from interp.report.steering import SECTION_TITLE
 from interp.run.attention import consolidate_attention
-from interp.run.judging import judge_tasks, run_judging
+from interp.run.judging import JudgingOptions, judge_tasks, run_judging
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text
 from interp.studies.steering import ROWS, emphasis_heads, steering_table
@@ -294,8 +294,7 @@ def tiny_run(tmp_path_factory, tiny_dir, tiny):
         tasks,
         judgments_path=paths.judgments,
         shard_dir=paths.attention_shards(judge),
-        batch_size=8,
-        progress=False,
+        options=JudgingOptions(batch_size=8, progress=False),
     )
     consolidate_attention(paths, judge, tiny, items, "final")  # attention maps: the top heads for emphasis
     return root, judge
