@@ -458,7 +458,6 @@ MANY_PARAMETERS_ALLOWED = {
     ("hooks/context.py", "dampen"),
     ("hooks/context.py", "emphasise"),
     ("interp/causal/intervene.py", "intervene_run"),  # called from explain.py, validate.py, routes.py
-    ("interp/studies/steering.py", "steering_table"),
 }
 
 

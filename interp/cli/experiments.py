@@ -249,12 +249,11 @@ def steer(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
-    from interp.studies.steering import steering_table
+    from interp.studies.steering import SteeringSettings, steering_table
 
     where = placement_keys(device, dtype)
-    table = steering_table(
-        Path(run_dir), judge, layer=layer, coefficient=coefficient, k_heads=k_heads, backend=backend, where=where
-    )
+    settings = SteeringSettings(layer=layer, coefficient=coefficient, k_heads=k_heads)
+    table = steering_table(Path(run_dir), judge, settings=settings, backend=backend, where=where)
     for line in table_lines(table):
         typer.echo(line)
     typer.echo(f"table: {table['files']['csv']}")

@@ -16,6 +16,7 @@ layers); `interp.hooks.steering.steer` itself takes the absolute coefficient on 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 
@@ -138,18 +139,29 @@ def row(judge: str, variant: Variant | None, before, after, run: Run) -> dict:
     }
 
 
+@dataclass(frozen=True)
+class SteeringSettings:
+    """The settings of a steering table (its "settings" record): `layer`: the decoder block of the direction (None =
+    the middle block, n_layers // 2), its `position`, `train_fraction` and `seed` (`compute_direction`);
+    `coefficient`: the reversal's coefficient in units of the direction's norm (negative), edited at `positions`;
+    `emphasis_alpha`: the other-emphasis factor, on every layer and head (`k_heads` None) or on the top-k heads by
+    own-minus-other attention."""
+
+    layer: int | None = None
+    position: DirectionPosition = "spans"
+    coefficient: float = -1.0
+    emphasis_alpha: float = 4.0
+    k_heads: int | None = None
+    positions: EditPositions = "all"
+    train_fraction: float = 0.7
+    seed: int = 0
+
+
 def steering_table(
     run_dir: Path,
     judge: str | Sequence[str] | None = None,
     *,
-    layer: int | None = None,
-    position: DirectionPosition = "spans",
-    coefficient: float = -1.0,
-    emphasis_alpha: float = 4.0,
-    k_heads: int | None = None,
-    positions: EditPositions = "all",
-    train_fraction: float = 0.7,
-    seed: int = 0,
+    settings: SteeringSettings | None = None,
     backend: str | None = None,
     where: PlacementKeys | None = None,
     models: ModelCache | None = None,
@@ -158,12 +170,13 @@ def steering_table(
 ) -> dict:
     """The five-row steering table per judge (see the module docstring); writes table.json/.csv and the section.
 
-    `judge`: one judge, several, or None = every judge of the run that is also an author. `layer`: the
-    decoder block of the direction (None = the middle block, n_layers // 2). `coefficient`: the reversal's
-    coefficient in units of the direction's norm (negative). `k_heads`: None = emphasis on every layer and
-    head, k = the top-k heads by own-minus-other attention. Every setting is checked against every judge
-    model before any judging. Re-judged judgments are kept under RUN/variants/ (resumable).
+    `judge`: one judge, several, or None = every judge of the run that is also an author. `settings`: the layer,
+    coefficient, emphasis and split (`SteeringSettings`; default `SteeringSettings()`). Every setting is checked
+    against every judge model before any judging. Re-judged judgments are kept under RUN/variants/ (resumable).
     """
+    s = settings if settings is not None else SteeringSettings()
+    layer, position, coefficient, emphasis_alpha = s.layer, s.position, s.coefficient, s.emphasis_alpha
+    k_heads, positions, train_fraction, seed = s.k_heads, s.positions, s.train_fraction, s.seed
     if not (isinstance(coefficient, (int, float)) and math.isfinite(coefficient)):
         raise InterpError(f"coefficient must be a finite number, got {coefficient!r}")
     if positions not in EDIT_POSITIONS:

@@ -31,7 +31,7 @@ from interp.run.attention import consolidate_attention
 from interp.run.judging import JudgingOptions, judge_tasks, run_judging
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text
-from interp.studies.steering import ROWS, emphasis_heads, steering_table
+from interp.studies.steering import ROWS, SteeringSettings, emphasis_heads, steering_table
 from tests.helpers.models import backend_for, three_layer_tiny
 
 LAYER = 1  # the middle block of the tiny model
@@ -338,7 +338,9 @@ def test_direction_uses_training_items_only(tiny_run, tiny, monkeypatch):
 
 def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     root, judge = tiny_run
-    table = steering_table(root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False)
+    table = steering_table(
+        root, judge, settings=SteeringSettings(layer=LAYER), models=ModelCache(models={judge: tiny}), progress=False
+    )
     rows = table["rows"]
     assert [r["intervention"] for r in rows] == list(ROWS)
     for row in rows:
@@ -355,11 +357,18 @@ def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     assert "held-out" in section and "training items only" in section
     # a second call re-judges nothing (resumable) and gives the same numbers
     again = steering_table(
-        root, judge, layer=LAYER, models=ModelCache(models={judge: tiny}), progress=False, write=False
+        root,
+        judge,
+        settings=SteeringSettings(layer=LAYER),
+        models=ModelCache(models={judge: tiny}),
+        progress=False,
+        write=False,
     )
     assert [r["mean_p_own"] for r in again["rows"]] == [r["mean_p_own"] for r in rows]
     with pytest.raises(InterpError, match="out of range"):
-        steering_table(root, judge, layer=3, models=ModelCache(models={judge: tiny}), progress=False)
+        steering_table(
+            root, judge, settings=SteeringSettings(layer=3), models=ModelCache(models={judge: tiny}), progress=False
+        )
 
 
 def test_emphasis_on_the_top_heads(tiny_run, tiny):
@@ -371,7 +380,12 @@ def test_emphasis_on_the_top_heads(tiny_run, tiny):
         (l, h) for l, h, _ in top_heads(root, judge, 3)
     )
     table = steering_table(
-        root, judge, layer=LAYER, k_heads=3, models=ModelCache(models={judge: tiny}), progress=False, write=False
+        root,
+        judge,
+        settings=SteeringSettings(layer=LAYER, k_heads=3),
+        models=ModelCache(models={judge: tiny}),
+        progress=False,
+        write=False,
     )
     (row,) = [r for r in table["rows"] if r["intervention"] == "other-emphasis"]
     spec = row["variant"]["attention"]
