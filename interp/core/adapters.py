@@ -206,6 +206,11 @@ def parse_head_delta_key(key: str) -> tuple[int, str, int]:
 MLP_PROJECTIONS = ("gate", "up", "down")
 
 
+def _decoder_layers(hf_model):
+    """The merged model's decoder layers, where both kinds of delta (head blocks, MLP factors) are added."""
+    return hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+
+
 def mlp_delta_key(layer: int, projection: str, factor: str) -> str:
     """The name of one factor of an MLP delta in the delta file: `a` ([rank, in]) or `b` ([out, rank]) of projection
     `projection` (gate, up, down) of layer `layer`; the delta added to the projection's weight is b @ a."""
@@ -246,7 +251,7 @@ def add_weight_delta(hf_model, tensors: dict) -> None:
     heads = {key: value for key, value in tensors.items() if parse_mlp_delta_key(key) is None}
     if heads:
         add_head_delta(hf_model, heads)
-    layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+    layers = _decoder_layers(hf_model)
     with torch.no_grad():
         for (layer, projection), product in mlp_delta_products(tensors).items():
             proj = getattr(layers[layer].mlp, f"{projection}_proj")
@@ -268,7 +273,7 @@ def add_head_delta(hf_model, tensors: dict) -> None:
 
     from interp.core.weight_sharing import private_parameter
 
-    layers = hf_model.get_decoder().layers if hasattr(hf_model, "get_decoder") else hf_model.model.layers
+    layers = _decoder_layers(hf_model)
     private: set[int] = set()
 
     def writable(proj) -> torch.Tensor:
