@@ -526,6 +526,7 @@ def ray_figures(n_items: int = 6) -> None:
     sys.path.insert(0, str(REPO))
     from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
+    from interp.engine.executor import Execution
     from interp.run.store import read_run
     from tests.causal.test_intervene import tiny_controls, tiny_pair_run
     from tests.engine.test_executor import files_under
@@ -544,7 +545,7 @@ def ray_figures(n_items: int = 6) -> None:
         torch.set_num_threads(1)
         start = time.perf_counter()
         try:
-            serial = intervene_run(run, design=design, judges=[judge], progress=False)
+            serial = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False))
         finally:
             torch.set_num_threads(threads)
         serial_seconds = time.perf_counter() - start
@@ -555,7 +556,7 @@ def ray_figures(n_items: int = 6) -> None:
         ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
         ray_start = time.perf_counter() - start
         start = time.perf_counter()
-        on_ray = intervene_run(run, design=design, judges=[judge], progress=False, executor="ray")
+        on_ray = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False, executor="ray"))
         ray_seconds = time.perf_counter() - start
         identical = files_under(run) == serial_files and on_ray == serial
         ray.shutdown()

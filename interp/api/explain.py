@@ -9,6 +9,7 @@ from interp.api.interventions import check_where_it_runs
 from interp.api.runs import run_root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.config import gb_bytes
+from interp.engine.executor import Execution
 from interp.errors import InterpError
 from interp.locate.heads import run_judge
 from interp.run.store import read_run
@@ -118,7 +119,9 @@ def routes(
         control_judges=parse_control_judges(control_judges),
     )
     patch = RoutePatch(counterfactual=counterfactual)
-    return route_analysis(root, run_judge(loaded, judge), table, design=design, patch=patch, progress=progress)
+    return route_analysis(
+        root, run_judge(loaded, judge), table, design=design, patch=patch, execution=Execution(progress=progress)
+    )
 
 
 def _head_table(heads: Any) -> dict[int, list[int]]:

@@ -23,7 +23,7 @@ from interp.causal.intervene import intervene_run
 from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
 from interp.core.models import LoadedModel
-from interp.engine.executor import check_executor
+from interp.engine.executor import Execution, check_executor
 from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.hooks.nodes import as_intervention, node_keys
@@ -273,13 +273,15 @@ def intervene(
         spec,
         design=design,
         judges=names,
-        backend=backend,
-        progress=progress,
-        where=where,
         items=items,
-        models=models,
-        executor=executor,
-        max_memory=gb_bytes(max_memory),
+        execution=Execution(
+            backend=backend,
+            where=where,
+            models=models,
+            max_memory=gb_bytes(max_memory),
+            executor=executor,
+            progress=progress,
+        ),
     )
     per_judge = {judge: JudgeIntervention.of(judge, record) for judge, record in result.judges.items()}
     return InterventionResult(

@@ -33,10 +33,9 @@ from interp.analysis.attention_store import attention_judges, load_attention
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.judge_test import JudgeTestOptions, holm_judges, judge_level_fields, judge_level_test
 from interp.causal.matched import NULL, attention_top_heads, localise_controls
-from interp.config import PlacementKeys
-from interp.core.models import ModelCache, own_model
+from interp.core.models import own_model
 from interp.data import Item
-from interp.engine.executor import VariantTask, execute, with_executor
+from interp.engine.executor import Execution, VariantTask, execute
 from interp.engine.judges import Judges, baseline, evaluate, judge_pool
 from interp.engine.variants import (
     NO_INTERVENTION,
@@ -204,40 +203,31 @@ def intervene_run(
     *,
     design: TestDesign | None = None,
     judges: Sequence[str] | None = None,
-    backend: str | None = None,
-    with_controls: bool | None = None,
-    progress: bool = True,
-    where: PlacementKeys | None = None,
-    models: ModelCache | None = None,
     items: Sequence[str] | None = None,
     split: str | None = None,
-    max_memory: int | None = None,
-    executor: str | None = None,
     control_specs: Mapping[str, AttentionIntervention | NodeIntervention] | None = None,
+    execution: Execution = Execution(),
 ) -> CausalResult:
     """Run the causal test on the run's self-judges (or `judges`); write RUN/interventions/<label>-<key>/.
 
-    `items` (ids): the items to split or test on (None: all of the run's). `with_controls` overrides
-    `design.span_controls`. `max_memory`: bytes of judge models held before each control is let go once judged
-    (None: half the memory available; `Judges.release`). `executor`: where the (judge, variant) tasks run
-    (`interp.engine.executor`; None: in this process). `control_specs`: each control judge's own spec, its set
-    chosen by the same method as the tested judge's (the matched null, `interp.causal.matched`; one tested
-    judge). Returns the result written to result.json (`CausalResult`).
+    `items` (ids): the items to split or test on (None: all of the run's); `split`: how the result names them.
+    `control_specs`: each control judge's own spec, its set chosen by the same method as the tested judge's (the
+    matched null, `interp.causal.matched`; one tested judge). `execution`: the backend, placement, models,
+    memory budget, executor and progress bars (`interp.engine.executor.Execution`); none of them changes a
+    judgment. Returns the result written to result.json (`CausalResult`).
     """
     design = design or TestDesign()
-    if with_controls is not None:
-        design = dataclasses.replace(design, span_controls=with_controls)
     run = read_run(run_dir)
     selection, test, names, controls = _plan(run, judges, design, items)
     test_items = [item for item in run.items if item.id in set(test)]
-    pool = with_executor(judge_pool(run, backend, where=where, models=models), executor, max_memory)
+    pool = execution.pool(run)
     pool.keep |= set(names)  # the tested judges stay loaded; controls are loaded in turn and let go
     _check_top_k(pool, names, design)
     if control_specs is not None and len(names) != 1:
         raise InterpError("control_specs: the matched null's control sets belong to one tested judge; test one")
     specs, variants = _judge_variants(run, names, design, spec, selection)
     control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
-    backend_name = backend if backend is not None else run.config.backend
+    backend_name = execution.backend if execution.backend is not None else run.config.backend
     _check_inputs(run, pool, names, variants, control_variants, test_items)
     keys, control_keys = _variant_keys(run, names, backend_name, (variants, control_variants, controls), test_items)
     identity = {
@@ -269,7 +259,7 @@ def intervene_run(
                 random_sets(design, names),
                 pool,
                 (selection, test, test_items),
-                progress,
+                execution.progress,
             )
         holm_judges(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())

@@ -107,6 +107,7 @@ def intervene(
     from interp.causal.intervene import intervene_run
     from interp.config import gb_bytes
     from interp.core.timings import Timings
+    from interp.engine.executor import Execution
     from interp.errors import InterpError
     from interp.hooks.nodes import as_intervention
     from interp.report.interventions import intervention_section
@@ -139,10 +140,7 @@ def intervene(
             spec,
             design=design,
             judges=judge,
-            backend=backend,
-            where=where,
-            max_memory=gb_bytes(max_memory),
-            executor=executor,
+            execution=Execution(backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor),
         )
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)

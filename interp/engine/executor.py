@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Callable, Sequence
 
 from interp.config import PlacementKeys
+from interp.core.models import ModelCache
 from interp.engine.judges import Judges, judge_pool
 from interp.engine.variants import Variant, digest, stored_variant
 from interp.errors import InterpError
@@ -176,6 +177,30 @@ def _call(work: Callable, task):
     if threads and threads.isdigit() and int(threads) >= 1:
         torch.set_num_threads(int(threads))
     return work(task)
+
+
+@dataclass(frozen=True)
+class Execution:
+    """Where and how an experiment's judgments run, apart from what it tests: the `backend` (None: the run's),
+    the placement (`where`: device, device_map), a shared `models` cache, the memory budget in bytes
+    (`max_memory`; None: half the memory available, `Judges.release`), the `executor` (`local` or `ray`; None:
+    in this process) and whether progress bars show.
+
+    >>> Execution(executor="local", max_memory=0).progress
+    True
+    """
+
+    backend: str | None = None
+    where: PlacementKeys | None = None
+    models: ModelCache | None = None
+    max_memory: int | None = None
+    executor: str | None = None
+    progress: bool = True
+
+    def pool(self, run: Run) -> Judges:
+        """The judges to re-judge `run` with, on this backend and placement, with the executor and budget set."""
+        pool = judge_pool(run, self.backend, where=self.where, models=self.models)
+        return with_executor(pool, self.executor, self.max_memory)
 
 
 def with_executor(judges: Judges, executor: str | None = None, max_memory: int | None = None) -> Judges:

@@ -20,6 +20,7 @@ from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
 from interp.data import builtin_items
+from interp.engine.executor import Execution
 from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.interventions import intervention_section
@@ -70,9 +71,7 @@ def organism_causal_test(out: Path, *, models: ModelCache, progress: bool) -> Ca
         judges=[PLANTED, NULL],
         items=test,
         split=f"the organisms' test split ({len(test)} demo items, never trained on)",
-        progress=progress,
-        models=models,
-        max_memory=0,
+        execution=Execution(models=models, max_memory=0, progress=progress),
     )
 
 

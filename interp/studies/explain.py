@@ -47,7 +47,7 @@ from interp.causal.matched import NULL, localisation_folder, localise, localise_
 from interp.config import PlacementKeys
 from interp.core.models import own_model
 from interp.core.timings import Timings
-from interp.engine.executor import check_executor, execute, with_executor
+from interp.engine.executor import Execution, check_executor, execute, with_executor
 from interp.engine.judges import judge_pool
 from interp.engine.variants import digest, run_identity, self_judges
 from interp.errors import InterpError
@@ -226,8 +226,8 @@ def explain_run(
     with steps.step("plan candidates"):
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
-    where_it_runs = dict(models=pool.models, where=where, executor=executor, max_memory=max_memory)
-    tests = _Tests(run, judge, design, pool, progress, where_it_runs)
+    execution = Execution(where=where, models=pool.models, max_memory=max_memory, executor=executor, progress=progress)
+    tests = _Tests(run, judge, design, pool, execution)
     with steps.step("candidates"):
         records = tests.candidates(planned)
     with steps.step("routes"):
@@ -304,9 +304,8 @@ def _prepare(run_dir: Path, judge: str, request: Request, where, executor: str |
 class _Tests:
     """The causal tests of one explain: the candidates (one batch on a cluster), then each head set's route."""
 
-    def __init__(self, run: Run, judge: str, design: TestDesign, pool, progress: bool, where_it_runs: dict):
-        self.run, self.judge, self.design, self.pool = run, judge, design, pool
-        self.progress, self.where_it_runs = progress, where_it_runs
+    def __init__(self, run: Run, judge: str, design: TestDesign, pool, execution: Execution):
+        self.run, self.judge, self.design, self.pool, self.execution = run, judge, design, pool, execution
         self.routes: dict[str, dict] = {}
 
     def on_cluster(self, tests: list[tuple[object, dict]]) -> None:
@@ -325,7 +324,7 @@ class _Tests:
 
     def candidates(self, planned: list[Planned]) -> list:
         self.on_cluster([(p.spec, p.control_specs) for p in planned])
-        common = dict(design=self.design, judges=[self.judge], progress=self.progress) | self.where_it_runs
+        common = dict(design=self.design, judges=[self.judge], execution=self.execution)
         return [
             next(
                 iter(intervene_run(self.run.dir.root, p.spec, control_specs=p.control_specs, **common).judges.values())
@@ -377,8 +376,7 @@ class _Tests:
             heads,
             design=self.design,
             patch=RoutePatch(parts, counterfactual, control_heads),
-            progress=self.progress,
-            **self.where_it_runs,
+            execution=self.execution,
         ).to_dict()
 
 

@@ -43,6 +43,7 @@ import numpy as np
 from interp.causal.design import TestDesign
 from interp.causal.intervene import intervene_run, variant_of
 from interp.core.models import own_model
+from interp.engine.executor import Execution
 from interp.engine.judges import evaluate, judge_pool
 from interp.errors import InterpError
 from interp.formatting import share_interval
@@ -253,15 +254,14 @@ def route_analysis(
     design: TestDesign | None = None,
     items: Sequence[str] | None = None,
     patch: RoutePatch = RoutePatch(),
-    progress: bool = True,
-    **intervene_kwargs,
+    execution: Execution = Execution(),
 ) -> RouteAnalysis:
     """Each part's causal test for head set `heads` of `judge` (keyed and resumable: each is an
     `intervene_run`), and the route verdict. `design`: the test's design (its selection share gives the
     reference items of the mean ablation and the test items; controls as for `interp intervene`).
     `patch.control_heads`: each control judge's own head set (the matched null: chosen by the same method on the
     control); None: the controls are patched at `heads`. `patch`: the parts, the counterfactual and the control
-    judges' head sets (`RoutePatch`)."""
+    judges' head sets (`RoutePatch`). `execution`: where the judgments run (`interp.engine.executor.Execution`)."""
     parts, counterfactual, control_heads = patch.parts, patch.counterfactual, patch.control_heads
     if not heads or not any(heads.values()):
         raise InterpError("route analysis needs a non-empty head set (layer -> heads)")
@@ -281,9 +281,8 @@ def route_analysis(
             design=design,
             judges=[judge],
             items=items,
-            progress=progress,
             control_specs=control_specs[part] if control_heads is not None else None,
-            **intervene_kwargs,
+            execution=execution,
         )
         shares[part] = part_share(part, next(iter(last.judges.values())))
         if shares[part].share is None:  # no share here means none in any part (module docstring)
@@ -303,8 +302,8 @@ def route_analysis(
             },
             test_items=last.test_items,
             selection=last.selection_items,
-            models=intervene_kwargs.get("models"),
-            where=intervene_kwargs.get("where"),
+            models=execution.models,
+            where=execution.where,
         )
     route, reason = route_verdict(shares, difference)
     not_run = [part for part in parts if part not in shares]

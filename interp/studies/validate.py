@@ -37,6 +37,7 @@ from interp.core.adapters import adapter_folder, read_manifest
 from interp.core.models import ModelCache
 from interp.core.placement import placement_of
 from interp.data import Item
+from interp.engine.executor import Execution
 from interp.engine.judges import evaluate, judge_pool
 from interp.engine.variants import Variant
 from interp.errors import InterpError
@@ -307,14 +308,14 @@ def validate(
     summary = run.dir.read_summary()
     # the test of record: each organism against the null family (its other members; the shipped ones outside the
     # run are judged on the test items), Holm over both; with fewer than 3 controls there is no verdict
+    execution = Execution(models=models, progress=progress)
     causal = intervene_run(
         run_dir,
         design=TestDesign(heads="all-layers"),
         judges=list(organisms),
         items=test_ids,
         split="test",
-        models=models,
-        progress=progress,
+        execution=execution,
     )
     for name in organisms:
         metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
@@ -323,9 +324,7 @@ def validate(
         spec = AttentionIntervention(
             target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection"
         )
-        localization = intervene_run(
-            run_dir, spec, judges=[name], items=test_ids, split="test", models=models, progress=progress
-        )
+        localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", execution=execution)
         figure7 = layer_differences(
             run_dir, name, n_boot=plan.n_boot, seed=config.seed
         )  # descriptive: selection + test items

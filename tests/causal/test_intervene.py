@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from interp.causal.intervene import intervene_run
+from interp.engine.executor import Execution
 from interp.hooks.spec import AttentionIntervention
 from interp.storage import read_jsonl
 
@@ -95,13 +96,13 @@ def test_the_same_spec_twice_reuses_its_judgments(small_run, tmp_path, monkeypat
     run = tmp_path / "run"
     shutil.copytree(small_run, run)
     spec = AttentionIntervention(target="self", alpha=0.0, layers=(0,))
-    first = intervene_run(run, spec, with_controls=False, progress=False)
+    first = intervene_run(run, spec, execution=Execution(progress=False))
 
     def refuse(*args, **kwargs):
         raise AssertionError("a result with the same key must be reused, not judged again")
 
     monkeypatch.setattr("interp.run.judging.judge_batch", refuse)
-    again = intervene_run(run, spec, with_controls=False, progress=False)
+    again = intervene_run(run, spec, execution=Execution(progress=False))
     assert again.judges == first.judges
 
 
@@ -224,7 +225,7 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     judge, _ = read_run(run).config.models
     controls = tiny_controls(tmp_path, smollm2_tokenizer)
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
-    result = intervene_run(run, design=design, judges=[judge], progress=False)
+    result = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False))
     record = result.judges[judge]
     assert list(result.judges) == [judge] and record.test.controls == controls
     assert isinstance(record.causal, bool) and record.reason is None
@@ -260,7 +261,7 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
             run,
             design=TestDesign(heads="all-layers", control_judges=(judge, *controls[:2])),
             judges=[judge],
-            progress=False,
+            execution=Execution(progress=False),
         )
     assert sorted(p.name for p in (run / "interventions").iterdir()) == before
 
@@ -281,12 +282,12 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
                 heads="top-heads", top_k=2, selection_share=0.4, random_head_sets=19, control_judges=controls
             ),
             judges=[a, b],
-            progress=False,
+            execution=Execution(progress=False),
         )
     design = TestDesign(
         heads="top-heads", top_k=2, selection_share=0.4, split_seed=0, test_alpha=0.5, control_judges=controls
     )
-    result = intervene_run(run, design=design, judges=[a, b], progress=False)
+    result = intervene_run(run, design=design, judges=[a, b], execution=Execution(progress=False))
     assert result.multiple_comparisons == "Holm over 2 judges"
     for judge in (a, b):
         record = result.judges[judge]

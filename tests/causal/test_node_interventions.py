@@ -236,6 +236,7 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
     from interp.engine import judges
+    from interp.engine.executor import Execution
     from interp.run.store import read_run
 
     source, controls = node_run
@@ -244,7 +245,7 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
     shutil.copytree(source, released_run)
     judge, _ = read_run(kept_run).config.models
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
-    kept = intervene_run(kept_run, design=design, judges=[judge], progress=False, max_memory=2**50)
+    kept = intervene_run(kept_run, design=design, judges=[judge], execution=Execution(progress=False, max_memory=2**50))
     most = []
     real = judges.Judges.model
 
@@ -254,7 +255,9 @@ def test_controls_let_go_under_a_memory_budget_give_the_same_result(node_run, tm
         return model
 
     monkeypatch.setattr(judges.Judges, "model", counting)
-    released = intervene_run(released_run, design=design, judges=[judge], progress=False, max_memory=0)
+    released = intervene_run(
+        released_run, design=design, judges=[judge], execution=Execution(progress=False, max_memory=0)
+    )
     assert max(most) <= 2
     strip = lambda r: {k: v for k, v in r.judges[judge].to_json().items() if k not in ("controls",)}  # noqa: E731
     assert strip(released) == strip(kept)

@@ -84,6 +84,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
     from interp.engine import judges
+    from interp.engine.executor import Execution
     from interp.run.store import read_run
 
     source, controls = pair_run
@@ -91,7 +92,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
     shutil.copytree(source, run)
     judge = read_run(run).config.models[0]
     design = TestDesign(heads="all-layers", control_judges=tuple(controls))
-    serial = intervene_run(run, design=design, judges=[judge], progress=False)
+    serial = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False))
     serial_files = files_under(run)
     assert (
         any(name.endswith("result.json") for name in serial_files)
@@ -104,7 +105,7 @@ def test_the_causal_test_on_ray_writes_the_serial_runs_bytes(pair_run, tmp_path,
         raise AssertionError("the driver judged a variant that a Ray task should have")
 
     monkeypatch.setattr(judges, "judge_variant", not_here)  # this process only: Ray's workers import their own
-    on_ray = intervene_run(run, design=design, judges=[judge], progress=False, executor="ray")
+    on_ray = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False, executor="ray"))
     assert files_under(run) == serial_files
     assert on_ray == serial
 

@@ -234,7 +234,9 @@ def test_the_unseen_gap_script_pools_runs(tiny_run):
 
 
 def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
+    from interp.causal.design import TestDesign
     from interp.causal.intervene import intervene_run
+    from interp.engine.executor import Execution
     from interp.hooks.spec import AttentionIntervention
 
     def refuse(*args, **kwargs):
@@ -243,7 +245,12 @@ def test_intervention_reuses_responses_and_gold(tiny_run, monkeypatch):
     monkeypatch.setattr("transformers.generation.utils.GenerationMixin.generate", refuse)
     monkeypatch.setattr("interp.run.gold.reference.ReferenceJudge.p_slot_a", refuse)
     out, config, _ = tiny_run
-    result = intervene_run(out, AttentionIntervention(target="self", alpha=0.0), with_controls=True, progress=False)
+    result = intervene_run(
+        out,
+        AttentionIntervention(target="self", alpha=0.0),
+        design=TestDesign(span_controls=True),
+        execution=Execution(progress=False),
+    )
     assert result.reused.responses == 12 and result.reused.responses_generated == 0
     assert result.reused.gold_verdicts == 6 and result.reused.gold_judges_rerun == 0
     for judge in config.models:
