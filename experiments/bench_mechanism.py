@@ -44,7 +44,7 @@ Plan 4 (`--plan 4`, issue 71, "Plan 3" read under "Plan 4"; split seed 71071), a
 and planted-heads members, the shipped LoRA-planted organism and nulls 0-5, the automatic controls; after each
 ladder the manifest heads' own-answer mask (attention-routed) or head-output mean ablation (planted-heads). Prints
 route_power_attention, route_power_output, wrong_route_rate, route_fpr and route_fpr_no_gap_gate, the true heads'
-shares and AUROC per method per family (experiments/mechanism_figures.py reads a plan-4 bench cut short).
+shares and AUROC per method per family (experiments/records/mechanism_figures.py reads a plan-4 bench cut short).
 `--answers RUN` (either plan): the authors' answers (and items) of a run made with the same data, n, seed, authors
 and decoding, placed in the bench's run before it is judged, so the judging can run where the authors' weights are
 not (a GPU machine holding SmolLM2 only: a run whose answers are all there loads no author). `--jobs K`: K members
@@ -794,7 +794,7 @@ def parse_args() -> argparse.Namespace:
     args.out = (args.out or Path("runs/mechanism72" if plan5 else "runs/mechanism")).resolve()
     if not plan5 and (args.report_only or args.sensitivity or args.executor):
         parser.error(
-            "--report-only, --sensitivity and --executor are plan 5's (plan 4 cut short: mechanism_figures.py)"
+            "--report-only, --sensitivity and --executor are plan 5's (plan 4 cut short: records/mechanism_figures.py)"
         )
     return args
 
