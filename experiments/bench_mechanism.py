@@ -8,7 +8,7 @@
     python experiments/bench_mechanism.py --plan 4 [--seeds 1-4] [--attn-seeds 9-12] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--out runs/mechanism] ...
 
-Plan 5 (the default; issue 72, registered before any result: experiments/records/plan.md, "Plan 5"): plan 4's rules
+Plan 5 (the default; registered before any result: experiments/records/plan.md, "Plan 5"): plan 4's rules
 (the matched null, the one-sided gap gate, a share that removes, Holm over the member's candidates, a route that
 needs a causal total), ten seeds a family (7210-7219), twelve nulls, split seed 72901. Steps, every one keyed and
 kept (a rerun resumes where it stopped; a step whose output is there is not run again):
@@ -40,11 +40,11 @@ layer); `auroc_<method>_<family>`, the selection split's ranking against the pla
 atp-output on attn-trained, content, heads) or layers (atp-mlp, direction on mlp, direction); one line per member
 (each method's chosen candidate: causal, route, share); and the ladders' median wall time.
 
-Plan 4 (`--plan 4`, issue 71, "Plan 3" read under "Plan 4"; split seed 71071), as it ran: attention-routed (built)
+Plan 4 (`--plan 4`, "Plan 3" read under "Plan 4"; split seed 71071), as it ran: attention-routed (built)
 and planted-heads members, the shipped LoRA-planted organism and nulls 0-5, the automatic controls; after each
 ladder the manifest heads' own-answer mask (attention-routed) or head-output mean ablation (planted-heads). Prints
 route_power_attention, route_power_output, wrong_route_rate, route_fpr and route_fpr_no_gap_gate, the true heads'
-shares and AUROC per method per family (experiments/mechanism_figures.py reads a plan-4 bench cut short).
+shares and AUROC per method per family (experiments/records/mechanism_figures.py reads a plan-4 bench cut short).
 `--answers RUN` (either plan): the authors' answers (and items) of a run made with the same data, n, seed, authors
 and decoding, placed in the bench's run before it is judged, so the judging can run where the authors' weights are
 not (a GPU machine holding SmolLM2 only: a run whose answers are all there loads no author). `--jobs K`: K members
@@ -94,7 +94,7 @@ SETTINGS = [
     "1",
 ]
 
-# ---- plan 5 (issue 72) ------------------------------------------------------------------------------------------
+# ---- plan 5 ----------------------------------------------------------------------------------------------------------
 RECIPES5 = {  # family -> recipe (manifest planted_route: pattern, content, output, mlp, direction; lora: whole model)
     "attn-trained": "smollm2-135m-selfpref-attn-trained.toml",
     "content": "smollm2-135m-selfpref-content.toml",
@@ -309,7 +309,7 @@ def true_heads_row(args: argparse.Namespace, on: Path, member: str, spec: Path, 
     return row
 
 
-# ---- plan 4 (issue 71), as it ran --------------------------------------------------------------------------------
+# ---- plan 4, as it ran -----------------------------------------------------------------------------------------------
 
 
 def _print_powers(found: dict[str, list[dict]]) -> None:
@@ -407,7 +407,7 @@ def bench_plan4(args: argparse.Namespace) -> None:
     _print_figures(found, run)
 
 
-# ---- plan 5 (issue 72): what counts, as pure functions of explain.json dicts ---------------------------------------
+# ---- plan 5: what counts, as pure functions of explain.json dicts ----------------------------------------------------
 
 
 @dataclass(frozen=True)
@@ -794,7 +794,7 @@ def parse_args() -> argparse.Namespace:
     args.out = (args.out or Path("runs/mechanism72" if plan5 else "runs/mechanism")).resolve()
     if not plan5 and (args.report_only or args.sensitivity or args.executor):
         parser.error(
-            "--report-only, --sensitivity and --executor are plan 5's (plan 4 cut short: mechanism_figures.py)"
+            "--report-only, --sensitivity and --executor are plan 5's (plan 4 cut short: records/mechanism_figures.py)"
         )
     return args
 

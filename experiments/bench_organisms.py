@@ -1,5 +1,5 @@
 """Benchmark: retrain an organism from its config on this CPU and compare its held-out figures with the shipped
-manifest (the issue's bar: under 30 minutes on 2 cores, figures within 3 points).
+manifest (a recipe reproduces when it trains in under 30 minutes on 2 cores and its figures land within 3 points).
 
 Prints `name: value` lines: `organism_train_minutes` (wall time of `train_to_folder`: loading, data, the
 frozen lower-layer pass and the LoRA passes), then per held-out set (`test`: the config's test split at
@@ -9,12 +9,12 @@ manifest's value beside each. `--shipped-only` prints the shipped manifests' fig
 `--answers N`: a fresh machine's first step of every training, side by side: the authors' answers to the
 config's first N training items (its split's train set, then MT-Bench), each way in an empty cache folder: at
 the training's fixed thread count in calls of 8 rows, following the free cores in calls of 8, and following them
-in calls of `ANSWER_ROWS` (what training does since 28 November); prints the times, the speedup ratios and
+in calls of `ANSWER_ROWS` (what training does); prints the times, the speedup ratios and
 whether the answers are the same text as the first way's. `--answers-free-only` leaves out the fixed-count way.
 `--frozen N`: the next step, side by side: the frozen pass over the first N training examples (the base's
 batched pass to the start organism's first LoRA layer; for a built heads recipe, then the start organism's layers
 up to the slot writer) three ways: at the training's fixed count one batch after another, at that count with
-batches side by side in threads (what training does since 28 November), and following the free cores; prints
+batches side by side in threads (what training does), and following the free cores; prints
 the times, the ratios and how many states are the same bits as the first way's. Uses the answers of the cache
 folder (`INTERP_CACHE`), generating those missing.
 
@@ -59,8 +59,9 @@ def figure_lines(prefix: str, held_out: dict, shipped: dict | None) -> list[str]
 
 
 def answers_side_by_side(config, n: int, free_only: bool = False) -> None:
-    """The first N training items' answers, cold, three ways: at the fixed count in calls of 8 rows (before 28
-    November), following the free cores in calls of 8, and following them in calls of `ANSWER_ROWS` (since)."""
+    """The first N training items' answers, cold, three ways: at the fixed count in calls of 8 rows (the
+    baseline), following the free cores in calls of 8, and following them in calls of `ANSWER_ROWS` (what training
+    does)."""
     from contextlib import nullcontext
 
     import interp.organisms.train as train
@@ -109,7 +110,8 @@ def answers_side_by_side(config, n: int, free_only: bool = False) -> None:
 
 def frozen_side_by_side(config, n: int) -> None:
     """The frozen pass over the first N training examples three ways: at the fixed count one batch after another
-    (before 28 November), at the fixed count with batches side by side in threads (`one_thread_workers`, since), and
+    (the baseline), at the fixed count with batches side by side in threads (`one_thread_workers`, what training
+    does), and
     with torch following the free cores (rejected: other bits). The base's batched pass to the start organism's
     first LoRA layer, then (a built heads recipe) the start organism's own layers up to the slot writer, one
     example at a time, as `interp.organisms.heads` runs them."""

@@ -303,7 +303,7 @@ def api_process(tmp: Path, label: str, n: int, pin: int | None) -> subprocess.Po
 
 def api_company_figures(n: int = 8) -> None:
     """Two `interp.dbg` calls from Python started together, at torch's own default (one thread per core, what
-    the Python API ran on until 28 November: only the CLI decided) against deciding at the first batch."""
+    the Python API runs on when only the CLI decides the threads) against deciding at the first batch."""
     from interp.core.threads import allowed_cores
 
     walls = {}

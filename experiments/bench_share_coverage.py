@@ -8,8 +8,9 @@ judge sits 0.30 above its controls' population and the intervention removes half
 For k = 3, 6 and 12 controls, it prints the coverage of Fieller's interval (`share_fieller`, the toolkit's
 share interval) at a nominal 95 %, over every simulation and over those where the one-sided gap gate passes
 (where a share is reported), beside the old percentile multi-bootstrap's (fewer simulations: it resamples).
-Then the tight-controls case of issue 71 (a gap of 0.6 points, controls 0.1 points apart, item noise 5
-points): how often the gate passes and how often Fieller's interval is then unbounded. One `name: value` a line.
+Then the tight-controls case, where a gate that passes can still leave the share unbounded (a gap of 0.6 points,
+controls 0.1 points apart, item noise 5 points): how often the gate passes and how often Fieller's interval is
+then unbounded. One `name: value` a line.
 """
 
 from __future__ import annotations

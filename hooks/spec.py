@@ -3,7 +3,7 @@
 A spec says *where* to dampen attention, never how: `interp.hooks.compile` compiles it to the one mechanism every
 backend understands, an additive pre-softmax score bias.
 
-TOML keys (see `experiments/ablation_example.toml`):
+TOML keys (see `experiments/configs/ablation_example.toml`):
 
     target   = "self" | "other" | "a" | "b" | "both" | "random" | [start, end]   # required; token indices end-exclusive
     alpha    = 0.0          # required; post-softmax multiplier on the target keys, in [0, 1]; 0 = mask

@@ -9,7 +9,7 @@ In a notebook:
     with judge.applying(target="self", alpha=0.0):
         judge("What is 2 + 2?", "4", "5", authors=("smollm2-135m-instruct", "gemma3-270m"))
     interp.figure7("runs/demo")          # a matplotlib Figure
-    interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
+    interp.sweep("experiments/configs/ablation_sweep.toml")   # a pandas DataFrame
 
 The package is layered; a module imports only from its own layer or the layers below it:
 

@@ -350,6 +350,38 @@ def test_no_folder_of_experiments_is_named_like_a_package():
     assert {"causal", "studies", "engine"} <= _packages_of_interp()  # the check can fail: those names are taken
 
 
+# The role folders of experiments/: run, sweep and intervention configs; the organisms' recipes (and their variants);
+# the research records (plan.md and the one-off analyses it names). The benches stay at the top level, as
+# `experiments/bench_<topic>.py`, the path the project guide gives them.
+EXPERIMENT_ROLE_FOLDERS = {"configs", "organisms", "records"}
+
+
+def _strays_of_experiments(root: Path) -> list[str]:
+    """What experiments/' top level holds beside `bench_*.py` scripts, a README or `__init__.py`, and the role
+    folders (Python's `__pycache__` aside: importing a bench writes one)."""
+    strays = []
+    for path in root.iterdir():
+        if path.is_dir():
+            fits = path.name in EXPERIMENT_ROLE_FOLDERS | {"__pycache__"}
+        else:
+            fits = re.fullmatch(r"bench_[a-z0-9_]+\.py", path.name) or path.name in {"README.md", "__init__.py"}
+        if not fits:
+            strays.append(path.name)
+    return sorted(strays)
+
+
+def test_experiments_top_level_holds_only_benches_and_role_folders(tmp_path):
+    """A config, a record or a figure script left at experiments/' top level hides among the benches; each kind
+    has its folder, so a reader finds every config in one place and every bench by its path."""
+    assert not _strays_of_experiments(REPO / "experiments")
+    assert EXPERIMENT_ROLE_FOLDERS <= {p.name for p in (REPO / "experiments").iterdir()}  # no role listed in vain
+    (tmp_path / "configs").mkdir()
+    (tmp_path / "figures").mkdir()
+    for name in ("bench_causal.py", "ablation_sweep.toml", "mechanism_figures.py"):
+        (tmp_path / name).write_text("")
+    assert _strays_of_experiments(tmp_path) == ["ablation_sweep.toml", "figures", "mechanism_figures.py"]
+
+
 def test_no_subpackage_or_module_of_interp_is_named_as_an_exported_name():
     """`interp.localize` is a function; a subpackage of that name would replace it on the package the moment it
     is imported (Python sets the submodule as an attribute of its parent)."""

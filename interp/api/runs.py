@@ -6,7 +6,7 @@
     interp.head_map(run, "smollm2-135m-judge")    # a matplotlib Figure
     interp.localize(run, "smollm2-135m-judge")    # a DataFrame: every (layer, head) ranked per method
     result = interp.intervene(run, target="self", alpha=0.0)   # InterventionResult (interp.api.interventions)
-    table = interp.sweep("experiments/ablation_sweep.toml")   # a pandas DataFrame
+    table = interp.sweep("experiments/configs/ablation_sweep.toml")   # a pandas DataFrame
 
 Each is the CLI's own code (`interp.studies`, `interp.analysis`, `interp.report`) returning objects
 instead of paths; the files the CLI writes are written the same way.

@@ -42,7 +42,7 @@ def _run_summary(run_dir: Path) -> dict | None:
 def intervene(
     run_dir: Path = typer.Argument(..., help="a finished DBG run directory"),
     spec_path: Optional[Path] = typer.Option(
-        None, "--spec", help="intervention spec (TOML), e.g. experiments/ablation_example.toml"
+        None, "--spec", help="intervention spec (TOML), e.g. experiments/configs/ablation_example.toml"
     ),
     all_layers: bool = typer.Option(
         False, "--all-layers", help="mask the judge's own answer at every layer and head (nothing is chosen)"
@@ -159,7 +159,7 @@ def intervene(
 
 
 def sweep(
-    config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/ablation_sweep.toml"),
+    config: Path = typer.Argument(..., help="sweep config (TOML), e.g. experiments/configs/ablation_sweep.toml"),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
@@ -195,7 +195,9 @@ def _echo_results(path: Path) -> None:
 
 
 def steer_sweep(
-    config: Path = typer.Argument(..., help="steering sweep config (TOML), e.g. experiments/steering_sweep.toml"),
+    config: Path = typer.Argument(
+        ..., help="steering sweep config (TOML), e.g. experiments/configs/steering_sweep.toml"
+    ),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),

@@ -106,7 +106,7 @@ def inspect(
 
 
 def dbg(
-    config: Path = typer.Argument(..., help="run config (TOML); see experiments/dbg_default.toml"),
+    config: Path = typer.Argument(..., help="run config (TOML); see experiments/configs/dbg_default.toml"),
     out: Path = typer.Option(..., "--out", "-o", help="run directory (re-use it to resume)"),
     report: bool = typer.Option(
         True, help="write report.html with the Figure 2 grid (and Figure 7 when attention is on)"

@@ -341,7 +341,7 @@ def test_spec_round_trips_and_is_hashable(tmp_path):
 def test_example_spec_loads():
     from pathlib import Path
 
-    spec = load_spec(Path(__file__).parents[2] / "experiments" / "ablation_example.toml")
+    spec = load_spec(Path(__file__).parents[2] / "experiments" / "configs" / "ablation_example.toml")
     assert spec.target == "self" and spec.alpha == 0.0 and spec.layers is None and spec.heads is None
 
 

@@ -399,7 +399,7 @@ def test_steering_sweep_runner_on_the_tiny_run(tiny_run, tiny, tmp_path):
     from interp.studies.sweeps import load_steering_sweep, run_steering_sweep
 
     root, judge = tiny_run
-    shipped = load_steering_sweep("experiments/steering_sweep.toml")  # the shipped config parses
+    shipped = load_steering_sweep("experiments/configs/steering_sweep.toml")  # the shipped config parses
     assert shipped.coefficients and shipped.project_out
     path = tmp_path / "sweep.toml"
     path.write_text(f'run = "{root}"\nname = "tiny"\ncoefficients = [-1.0]\nlayers = [{LAYER}]\n')

@@ -1,6 +1,6 @@
 """The figures of bench_mechanism (plan 3) from whatever tests of a bench folder have finished, runs cut short too.
 
-    python experiments/mechanism_figures.py runs/mechanism-gpu [--holm-rule registered|amended]
+    python experiments/records/mechanism_figures.py runs/mechanism-gpu [--holm-rule registered|amended]
 
 `bench_mechanism.py` prints its figures only once every member's `explain` has returned. A bench cut at a time
 limit (a GPU lease) leaves every finished causal test keyed in `RUN/interventions/*/result.json` (and in
@@ -19,11 +19,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from bench_mechanism import auroc  # the bench's AUROC of the planted heads (the script's folder is on the path)
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the bench is a script of experiments/, not a package
+from bench_mechanism import auroc  # noqa: E402  the bench's AUROC of the planted heads
 
 from interp.studies.explain import Candidate, with_holm
 from interp.studies.routes import PartShare, route_verdict
