@@ -226,6 +226,8 @@ def spec_bias_builder(
     judge_model: str | None,
     authors: Sequence[tuple[str, str]] | None,
 ) -> BiasBuilder:
+    """`bias_builder` for a model of this shape and dtype: the spec checked against the shape now, each batch's
+    targets resolved per prompt (from `authors` and `judge_model` for "self" / "other") when the builder runs."""
     validate_against(spec, n_layers, n_heads)
     if spec.target in ("self", "other") and authors is None:
         _self_slot(judge_model, None, None, spec.target)  # raises the one-line error now, before any forward
@@ -261,6 +263,7 @@ def spec_bias_builder(
 
 
 def model_dtype(hf_model: torch.nn.Module) -> torch.dtype:
+    """The dtype of the model's first parameter: the dtype its score biases are made in."""
     return next(hf_model.parameters()).dtype
 
 

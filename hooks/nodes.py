@@ -88,6 +88,7 @@ def register(cls: type["NodeIntervention"]) -> type["NodeIntervention"]:
 
 
 def registered_ops() -> list[str]:
+    """The ops of every registered node kind, sorted."""
     return sorted(_REGISTRY)
 
 
@@ -140,9 +141,11 @@ class NodeIntervention(HeadSelection, Intervention):
         return [hook_name(SITES[self.site], layer) for layer in self.selection(n_layers)]
 
     def hook_sites(self, n_layers: int) -> list[str]:
+        """The hook names of the selected layers at the spec's site (`hook_names`)."""
         return self.hook_names(n_layers)
 
     def check_fits(self, n_layers: int, n_heads: int) -> None:
+        """InterpError when a selected layer or head is not in a model of this shape (`validate_node`)."""
         validate_node(self, n_layers, n_heads)
 
     def edits(self, context: EditContext) -> Edits:
@@ -166,6 +169,7 @@ class NodeIntervention(HeadSelection, Intervention):
 
     @property
     def label(self) -> str:
+        """`name` when given, else `<site>-<op>-<layers or heads>-<positions>`."""
         if self.name:
             return self.name
         table = self.heads_table
@@ -179,6 +183,7 @@ class NodeIntervention(HeadSelection, Intervention):
     # ---- serialisation ------------------------------------------------------------------------------
 
     def to_dict(self) -> dict[str, Any]:
+        """Its keys, JSON-ready (tuples as lists, a heads table as layer -> heads); `node_from_dict` reads them back."""
         data: dict[str, Any] = {"site": self.site, "op": self.op}
         for f in dataclasses.fields(self):
             if f.name == "site":
@@ -199,6 +204,7 @@ class NodeIntervention(HeadSelection, Intervention):
         return data
 
     def to_toml(self) -> str:
+        """Its keys as a TOML spec, the unset ones left out."""
         return to_toml({k: v for k, v in self.to_dict().items() if v is not None})
 
 
@@ -270,6 +276,8 @@ def _indices(values, key: str, where: str) -> tuple[int, ...]:
 @register
 @dataclass(frozen=True)
 class Zero(NodeIntervention):
+    """The op "zero": the selection becomes 0 (at every site, a head's pattern and values too)."""
+
     op: ClassVar[str] = "zero"
     sites: ClassVar[tuple[str, ...]] = tuple(SITES)  # a zero pattern or zero values: the head reads nothing
 
@@ -280,6 +288,8 @@ class Zero(NodeIntervention):
 @register
 @dataclass(frozen=True)
 class Mean(NodeIntervention):
+    """The op "mean": the selection becomes its mean over a reference set of prompts."""
+
     op: ClassVar[str] = "mean"
     needs: ClassVar[str | None] = "mean"
 
@@ -302,6 +312,8 @@ class _FromDonor(NodeIntervention):
 @register
 @dataclass(frozen=True)
 class Resample(_FromDonor):
+    """The op "resample": the selection becomes the same site's final position in another prompt."""
+
     op: ClassVar[str] = "resample"
     needs: ClassVar[str | None] = "donor"
 
@@ -316,6 +328,8 @@ class Resample(_FromDonor):
 @register
 @dataclass(frozen=True)
 class Patch(_FromDonor):
+    """The op "patch": the selection becomes the same site in a `counterfactual` prompt, position by position."""
+
     op: ClassVar[str] = "patch"
     needs: ClassVar[str | None] = "counterfactual"
     sites: ClassVar[tuple[str, ...]] = tuple(SITES)
@@ -363,6 +377,8 @@ class _Directional(NodeIntervention):
 @register
 @dataclass(frozen=True)
 class ProjectOut(_Directional):
+    """The op "project_out": h - coefficient (h.u) u at the selection, u the unit `direction`."""
+
     op: ClassVar[str] = "project_out"
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
@@ -372,6 +388,8 @@ class ProjectOut(_Directional):
 @register
 @dataclass(frozen=True)
 class Add(_Directional):
+    """The op "add": h + coefficient u at the selection, u the unit `direction`."""
+
     op: ClassVar[str] = "add"
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
@@ -478,6 +496,7 @@ def spec_keys(intervention: Intervention) -> dict[str, Any]:
 
 
 def load_node_spec(path: str | Path) -> NodeIntervention:
+    """The node spec in a TOML or JSON file (a relative `direction` file read from beside it)."""
     path = Path(path)
     return node_from_dict(spec_file_keys(path), where=f"{path}: ")
 

@@ -66,6 +66,8 @@ def hook_name(point: str, layer: int) -> str:
 
 @dataclass(frozen=True)
 class HookPoint:
+    """Where a named point lies in the loaded model: the module, and which of its tensors the point is."""
+
     module: torch.nn.Module
     when: Literal[
         "input", "output", "inner"

@@ -51,6 +51,7 @@ def unit_vector(direction) -> Tensor:
 
 
 def vector_sha(vector: Tensor) -> str:
+    """The first 16 hex digits of the SHA-256 of the vector's float32 values: a direction's part of a key."""
     return hashlib.sha256(vector.detach().float().cpu().contiguous().numpy().tobytes()).hexdigest()[:16]
 
 
@@ -156,6 +157,7 @@ class ResidualSteering(Intervention):
     direction: Tensor = field(compare=False, repr=False)
 
     def identity(self) -> dict:
+        """Layer, coefficient, mode, positions and `vector_sha` of the unit direction (never the tensor)."""
         return {
             "layer": self.layer,
             "coefficient": self.coefficient,
@@ -169,9 +171,11 @@ class ResidualSteering(Intervention):
         return steer(self.direction, self.layer, self.coefficient, self.mode, self.positions)
 
     def hook_sites(self, n_layers: int) -> list[str]:
+        """The one site it edits: `blocks.{layer}.hook_resid_post`."""
         return [hook_name("hook_resid_post", self.layer)]
 
     def check_fits(self, n_layers: int, n_heads: int) -> None:
+        """InterpError when `layer` is not a layer of a model of `n_layers` layers."""
         if not 0 <= self.layer < n_layers:
             raise InterpError(f"steering layer {self.layer} is out of range; the model has {n_layers} layers")
 
@@ -181,9 +185,11 @@ class ResidualSteering(Intervention):
 
     @property
     def label(self) -> str:
+        """`steer-<mode>-L<layer>-<coefficient>-<positions>`."""
         return f"steer-{self.mode}-L{self.layer}-{self.coefficient:g}-{self.positions}"
 
     def to_dict(self) -> dict[str, Any]:
+        """Its keys, JSON-ready, the direction as the list of its unit vector's values; `from_dict` reads them back."""
         return {
             "layer": self.layer,
             "coefficient": self.coefficient,

@@ -192,6 +192,7 @@ def head_delta_key(layer: int, module: str, head: int) -> str:
 
 
 def parse_head_delta_key(key: str) -> tuple[int, str, int]:
+    """(layer, module, head) of a `head_delta_key`; ValueError for any other name."""
     parts = key.split(".")
     if (
         len(parts) != 4

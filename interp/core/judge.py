@@ -33,6 +33,8 @@ from interp.errors import InterpError
 
 @dataclass(frozen=True)
 class LabelTokens:
+    """The verdict labels and, per label, the token ids of its single-token spellings (`label_tokens`)."""
+
     labels: tuple[str, ...]
     ids: tuple[tuple[int, ...], ...]  # per label, its single-token spellings
 
@@ -61,6 +63,10 @@ def label_tokens(tokenizer, labels: Sequence[str] = ("A", "B")) -> LabelTokens:
 
 @dataclass
 class Judgment:
+    """One prompt's verdict: the label probabilities (renormalised over the labels), the probability on label tokens,
+    the most likely next token and whether it is a label, the spans, and with a readout the attention mass of each
+    layer and head on each span with the spans' token counts (else None)."""
+
     probs: dict[str, float]  # renormalised over the labels
     label_mass: float
     top_is_label: bool

@@ -47,6 +47,7 @@ Reader = Callable[[str], str]  # a /proc file's path -> its text (tests pass a f
 
 
 def read_proc(path: str) -> str:
+    """The text of a /proc file: the `Reader` used outside tests."""
     with open(path) as handle:
         return handle.read()
 

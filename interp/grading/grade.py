@@ -36,6 +36,7 @@ def _target_field(kind: str) -> str:
 
 
 def check_kind(kind: str) -> None:
+    """InterpError unless `kind` is a grading kind (code, math or choice)."""
     if kind not in GRADE_KINDS:
         raise InterpError(f"unknown grading kind {kind!r}; use one of {', '.join(GRADE_KINDS)}")
 

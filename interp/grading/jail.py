@@ -213,6 +213,8 @@ def _set_limits(cpu_s, memory, processes, file_bytes):
 
 
 def main():
+    """Confine this namespace (pid_max, the new root, the limits), run solution.py in a nested user namespace and
+    exit with its status: 128 + N when signal N killed it, SETUP_FAILED or LEFT_RUNNING as the module says."""
     folder, cpu_s, memory, processes, file_bytes, disk_bytes, unshare = sys.argv[1:8]
     python = os.path.realpath(sys.executable)
     try:

@@ -92,6 +92,9 @@ class Example:
 
 @dataclass
 class SteeringDirection:
+    """A difference-of-means direction at one layer and position, with its class means, midpoint, split and probe
+    accuracies; `path` is where it is saved (None until saved)."""
+
     judge: str
     layer: int
     position: str
@@ -111,10 +114,12 @@ class SteeringDirection:
 
     @property
     def norm(self) -> float:
+        """The direction's L2 norm."""
         return float(self.vector.norm())
 
     @property
     def unit(self) -> Tensor:
+        """The direction scaled to norm 1."""
         return unit_vector(self.vector)
 
     def probe_record(self) -> dict:
@@ -132,6 +137,7 @@ class SteeringDirection:
         }
 
     def sidecar(self) -> dict:
+        """The JSON sidecar saved next to the tensors: everything but the tensors, `meta` included."""
         return {
             "judge": self.judge,
             "layer": self.layer,
@@ -363,6 +369,7 @@ DIRECTION_META = ("backend", "model")  # what `SteeringDirection.meta` holds: wh
 
 
 def load_direction(path: Path) -> SteeringDirection:
+    """The direction saved at `path` (the .safetensors file and its .json sidecar); InterpError if either is missing."""
     from safetensors.torch import load_file
 
     path = Path(path)
@@ -406,6 +413,7 @@ def _save_direction(direction: SteeringDirection, path: Path) -> None:
 
 
 def check_layer(layer: int, model: LoadedModel) -> int:
+    """`layer` as an int when it is an integer index of one of the model's decoder layers; InterpError otherwise."""
     if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 0 <= int(layer) < model.n_layers:
         raise InterpError(
             f"layer {layer!r} is out of range; {model.name} has {model.n_layers} layers (0-{model.n_layers - 1})"

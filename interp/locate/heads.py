@@ -303,6 +303,7 @@ def run_judge(run: Run, judge: str) -> str:
 
 
 def check_methods(methods: Sequence[str]) -> list[str]:
+    """The localisation methods without repeats, in the order given; InterpError if none or an unknown one is named."""
     unknown = [m for m in methods if m not in METHODS + LAYER_METHODS]
     if unknown or not methods:
         raise InterpError(

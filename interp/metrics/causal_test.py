@@ -159,6 +159,7 @@ def holm(p_values: Sequence[float]) -> list[float]:
 
 
 def too_few_items(n: int, n_flips: int, test_alpha: float) -> str:
+    """The note that `n` test items cannot reach p <= `test_alpha` in the sign-flip test, with the fewest that can."""
     needed = next(k for k in range(1, EXACT_UP_TO + 2) if smallest_flip_p(k, n_flips) <= test_alpha)
     return (
         f"{n} test items cannot give p <= {test_alpha:g} (smallest attainable p "

@@ -212,6 +212,7 @@ def dump(result: ResultModel) -> dict:
 
 
 def dumps(result: ResultModel) -> str:
+    """A result as the indented JSON text written to disk, with its schema version."""
     return json.dumps(dump(result), indent=2)
 
 
@@ -246,6 +247,7 @@ def read_causal(folder: Path) -> CausalResult:
 
 
 def write_causal(folder: Path, result: CausalResult | dict) -> CausalResult:
+    """Write `folder/result.json` of a causal test atomically; returns it as an object."""
     return _write(Path(folder) / RESULT_FILE, CausalResult, result)
 
 
@@ -261,14 +263,17 @@ def read_summary(path: Path) -> RunSummary:
 
 
 def write_summary(path: Path, summary: RunSummary | dict) -> RunSummary:
+    """Write a run's `summary.json` atomically; returns it as an object."""
     return _write(path, RunSummary, summary)
 
 
 def read_variant(folder: Path) -> VariantRecord:
+    """`folder/variant.json` of a re-judging variant (`RUN/variants/<key>/`)."""
     return _read(Path(folder) / VARIANT_FILE, VariantRecord, "")
 
 
 def write_variant(folder: Path, record: VariantRecord | dict) -> VariantRecord:
+    """Write `folder/variant.json` of a re-judging variant atomically; returns it as an object."""
     return _write(Path(folder) / VARIANT_FILE, VariantRecord, record)
 
 
@@ -286,6 +291,7 @@ def sweep_rows(rows: Iterable[dict]) -> list[SweepRow]:
 
 
 def localize_rows(rows: Iterable[dict]) -> list[LocalizeRow]:
+    """Localisation rows (one method's score for one layer and head) as objects."""
     return [LocalizeRow.model_validate(row) for row in rows]
 
 
@@ -295,6 +301,7 @@ def read_explanation(folder: Path) -> Explanation:
 
 
 def write_explanation(folder: Path, result: Explanation | dict) -> Explanation:
+    """Write `folder/explain.json` of one `interp explain` atomically; returns it as an object."""
     return _write(Path(folder) / EXPLAIN_FILE, Explanation, result)
 
 
@@ -311,6 +318,7 @@ def read_validation(out: Path) -> ValidationResult:
 
 
 def write_validation(out: Path, result: ValidationResult | dict) -> ValidationResult:
+    """Write `out/validation.json` of `interp organism validate` atomically; returns it as an object."""
     return _write(Path(out) / VALIDATION_FILE, ValidationResult, result)
 
 
@@ -320,6 +328,7 @@ def read_restyle(out: Path) -> RestyleResult:
 
 
 def write_restyle(out: Path, result: RestyleResult | dict) -> RestyleResult:
+    """Write `out/restyle.json` of `interp restyle` atomically; returns it as an object."""
     return _write(Path(out) / RESTYLE_FILE, RestyleResult, result)
 
 
@@ -329,6 +338,7 @@ def read_steering_table(path: Path) -> SteeringTable:
 
 
 def write_steering_table(path: Path, table: SteeringTable | dict) -> SteeringTable:
+    """Write a steering table atomically; returns it as an object."""
     return _write(path, SteeringTable, table)
 
 
@@ -338,6 +348,7 @@ def read_attention_summary(path: Path) -> AttentionSummary:
 
 
 def write_attention_summary(path: Path, summary: AttentionSummary | dict) -> AttentionSummary:
+    """Write `RUN/figures/attention_summary.json` atomically; returns it as an object."""
     return _write(path, AttentionSummary, summary)
 
 
@@ -347,6 +358,7 @@ def read_organism_metrics(out: Path) -> OrganismMetrics:
 
 
 def write_organism_metrics(out: Path, metrics: OrganismMetrics | dict) -> OrganismMetrics:
+    """Write `out/organism_metrics.json` of `interp organism evaluate` atomically; returns it as an object."""
     return _write(Path(out) / ORGANISM_METRICS_FILE, OrganismMetrics, metrics)
 
 
@@ -356,6 +368,7 @@ def read_organism_manifest(folder: Path) -> OrganismManifest:
 
 
 def write_organism_manifest(folder: Path, manifest: OrganismManifest | dict) -> OrganismManifest:
+    """Write `folder/manifest.json` of an organism adapter atomically; returns it as an object."""
     return _write(Path(folder) / MANIFEST_FILE, OrganismManifest, manifest)
 
 

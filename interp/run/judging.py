@@ -21,6 +21,8 @@ from interp.run.records import JudgmentRecord, append_judgments, read_judgments
 
 @dataclass(frozen=True)
 class JudgeTask:
+    """One prompt to judge: an item in one order ("ab" or "ba"), its two responses as shown and who wrote each."""
+
     item: Item
     order: str
     response_a: str
@@ -30,6 +32,7 @@ class JudgeTask:
 
     @property
     def key(self) -> str:
+        """`<item id>|<order>`: the task's key in the judgments, the prompts and the attention shards."""
         return f"{self.item.id}|{self.order}"
 
 
@@ -79,6 +82,7 @@ def judge_prompt_record(model, tasks: Sequence[str], *, ties: bool, cot: str = "
 
 
 def batches(tasks: Sequence, size: int) -> Iterator[Sequence]:
+    """`tasks` in consecutive slices of `size` (the last one may be shorter)."""
     for start in range(0, len(tasks), size):
         yield tasks[start : start + size]
 

@@ -64,6 +64,8 @@ from interp.studies.steering import direction_steering
 
 @dataclass(frozen=True)
 class SweepPoint:
+    """One point of a sweep: the variant a judge re-judges the run under, and the CSV columns that say what it is."""
+
     judge: str
     variant: Variant
     columns: dict  # what the point is, as CSV columns
@@ -132,6 +134,9 @@ def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
 
 @dataclass(frozen=True)
 class Point:
+    """Where an ablation sweep point intervenes: all layers, a layer, a band of layers, or a set of k heads (top by
+    own-minus-other attention, or random with a seed)."""
+
     family: str  # all | layer | band | top_k | random_k
     layers: tuple[int, ...] | None
     heads: tuple[tuple[int, tuple[int, ...]], ...] | None  # (layer, heads) pairs
@@ -139,6 +144,7 @@ class Point:
     seed: int | None
 
     def describe(self) -> dict:
+        """The point as CSV columns (family, layers, heads as layer.head, k, seed; empty where not set)."""
         return {
             "family": self.family,
             "layers": " ".join(map(str, self.layers)) if self.layers else "",
@@ -149,10 +155,13 @@ class Point:
 
 
 def load_sweep_config(path: Path) -> SweepConfig:
+    """The ablation sweep config in the TOML file at `path`, validated."""
     return load_toml_config(path, SweepConfig, "sweep config")
 
 
 def sweep_points(config: SweepConfig, run_dir: Path, judge: str, n_layers: int, n_heads: int) -> list[Point]:
+    """The ablation points of the config for one judge: all layers, each layer, the bands (cut at `n_layers`), and
+    per k the top-k heads of the run's attention maps with one random k-head set per seed; InterpError if none."""
     points: list[Point] = []
     if config.all_layers:
         points.append(Point("all", None, None, None, None))
@@ -182,6 +191,7 @@ def _table(pairs) -> tuple[tuple[int, tuple[int, ...]], ...]:
 
 
 def point_spec(point: Point, target: str, alpha: float, queries: str) -> AttentionIntervention:
+    """The attention intervention of an ablation point: attention on `target` times `alpha` at its layers or heads."""
     heads = dict(point.heads) if point.heads else None
     return AttentionIntervention(target=target, alpha=alpha, layers=point.layers, heads=heads, queries=queries)
 
@@ -275,10 +285,13 @@ def run_sweep(
 
 
 def load_steering_sweep(path: Path) -> SteeringSweepConfig:
+    """The steering sweep config in the TOML file at `path`, validated."""
     return load_toml_config(path, SteeringSweepConfig, "steering sweep config")
 
 
 def sweep_layers(config: SteeringSweepConfig, n_layers: int) -> list[int]:
+    """The layers a steering sweep steers, sorted: the config's `layers`, or else its `layer_fractions` of `n_layers`
+    (rounded down, the last layer at most); InterpError for a layer or fraction out of range."""
     if config.layers is not None:
         layers = sorted(set(config.layers))
         bad = [layer for layer in layers if not 0 <= layer < n_layers]

@@ -68,6 +68,7 @@ class PrefixCache(DynamicCache):
     frozen = False
 
     def update(self, key_states, value_states, layer_idx, *args, **kwargs):
+        """The layer's keys and values with these appended: stored while the prefix runs, not stored once frozen."""
         if not self.frozen:
             return super().update(key_states, value_states, layer_idx, *args, **kwargs)
         layer = self.layers[layer_idx]
@@ -76,6 +77,8 @@ class PrefixCache(DynamicCache):
 
 @dataclass
 class HFBackend:
+    """The hf backend: the user's transformers model itself, hooked for one pass at a time."""
+
     model: LoadedModel
     name: str = "hf"
     shares_prefix: bool = True  # forward(..., shared_prefix=n) runs a common prefix once per batch

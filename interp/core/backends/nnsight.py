@@ -23,6 +23,8 @@ from interp.hooks.sites import site_hooks
 
 @dataclass
 class NNsightBackend:
+    """The nnsight backend: a LanguageModel whose trace reads patterns and applies residual edits."""
+
     model: LoadedModel
     wrapped: object
     traced_model: torch.nn.Module  # what nnsight wraps: a weight-sharing copy of the user's model
@@ -32,6 +34,8 @@ class NNsightBackend:
 
     @classmethod
     def boot(cls, model: LoadedModel, attn_implementation: AttnImplementation = "sdpa") -> "NNsightBackend":
+        """The backend of `model`: a LanguageModel wrapping a copy that shares its weights (the model is left
+        untouched), on the model's device unless it is sharded."""
         from nnsight import LanguageModel
 
         # nnsight installs its own `forward` on the module it wraps; wrap a copy sharing every weight so the
@@ -55,6 +59,9 @@ class NNsightBackend:
         on_pattern: PatternHook | None = None,
         shared_prefix: int = 0,
     ):
+        """The batch's final-position logits in one trace, the standing edits and `edits` applied (biases in the
+        attention mask, site edits as forward hooks, residual edits in the trace) and each layer's pattern rows
+        handed to `on_pattern`; `shared_prefix` is ignored."""
         edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         from interp.core.backends.nnsight_trace import traced_forward

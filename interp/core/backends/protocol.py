@@ -156,6 +156,7 @@ class Batch:
 
     @property
     def position_ids(self) -> Int[Tensor, "batch pos"]:
+        """Each token's position counted from its row's first real token (0 on the padding)."""
         return (self.attention_mask.cumsum(-1) - 1).clamp(min=0)
 
     def to(self, device: torch.device) -> "Batch":
@@ -192,7 +193,8 @@ class ColumnAwareHook(Protocol):
 
     def __call__(self, layer: int, pattern: Tensor) -> None: ...
 
-    def in_columns(self, columns: Tensor) -> "ColumnAwareHook": ...
+    def in_columns(self, columns: Tensor) -> "ColumnAwareHook":
+        """The hook for patterns whose key c is the batch's key `columns[b, c]`."""
 
 
 @runtime_checkable
@@ -206,6 +208,9 @@ class RowAwareHook(Protocol):
 
 
 class Backend(Protocol):
+    """A judge model run through one library (hf, transformer_lens, nnsight): a batch in, final-position logits out,
+    with the edits and pattern hook the module describes; `shares_prefix` says whether it uses `shared_prefix`."""
+
     name: str
     model: LoadedModel
     shares_prefix: bool
@@ -217,4 +222,6 @@ class Backend(Protocol):
         edits: Edits | None = None,
         on_pattern: PatternHook | None = None,
         shared_prefix: int = 0,
-    ) -> Float[Tensor, "batch vocab"]: ...
+    ) -> Float[Tensor, "batch vocab"]:
+        """The batch's final-position logits (float32), `edits` applied and each layer's pattern handed to
+        `on_pattern`."""

@@ -20,6 +20,8 @@ def _or_same(edited, activation):
 
 @dataclass
 class TransformerLensBackend:
+    """The transformer_lens backend: a TransformerBridge whose hook points read patterns and apply edits."""
+
     model: LoadedModel
     bridge: object
     name: str = "transformer_lens"
@@ -27,6 +29,7 @@ class TransformerLensBackend:
 
     @classmethod
     def boot(cls, model: LoadedModel) -> "TransformerLensBackend":
+        """The backend of `model`: a bridge booted on a copy that shares its weights (the model is left untouched)."""
         from transformer_lens.model_bridge import TransformerBridge
 
         # The bridge swaps its own components into the model it boots on. Boot it on a structural copy that
@@ -46,6 +49,8 @@ class TransformerLensBackend:
         on_pattern: PatternHook | None = None,
         shared_prefix: int = 0,
     ):
+        """The batch's final-position logits, the standing edits and `edits` applied through the bridge's hook points
+        and each layer's `hook_pattern` handed to `on_pattern`; `shared_prefix` is ignored."""
         edits = edit_hooks(self).applied(batch, edits) or Edits()  # the standing edits (`dampen`), then these
         score_bias, resid_edit, site_edit = edits.score_bias or None, edits.resid or None, edits.sites or None
         hooks = []
