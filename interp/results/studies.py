@@ -200,7 +200,9 @@ class RestyleSimilarity(ResultModel):
 
 class JudgeLevelTest(ResultModel):
     """The between-judge test of a restyle, in the order `interp.metrics.judge_level` writes it: Crawford-Howell of
-    the judge's change (`x`) against its k control judges' (`control_effects`), t with df = k - 1."""
+    the judge's change (`x`) against its k control judges' (`control_effects`), t with df = k - 1. The fields of
+    `interp.results.causal.BetweenTest` in restyle.json's order (`alternative` and `p_rank_controls` before
+    `control_effects`): read as `BetweenTest`, a file would be written back with those keys moved."""
 
     design: str = "between-judge"
     n_controls: int = 0
@@ -221,7 +223,8 @@ class JudgeLevelTest(ResultModel):
 
 class GapInterval(ResultModel):
     """A DBG gap or the share of it removed, as `interp.metrics` writes it: a bootstrap interval (`n_boot`,
-    `n_dropped`) or Fieller's set for the ratio (`kind`, `df`, `t`, `bounded`)."""
+    `n_dropped`) or Fieller's set for the ratio (`kind`, `df`, `t`, `bounded`): `interp.results.causal.Share` in
+    the order restyle.json holds it (`bounded` last)."""
 
     estimate: Optional[float] = None
     low: Optional[float] = None
