@@ -35,8 +35,7 @@ from interp.core.placement import placement_of
 from interp.engine.variants import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
-from interp.results.base import plain_json
-from interp.results.codec import write_restyle
+from interp.results.codec import parse, write_restyle
 from interp.results.studies import RestyleResult
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
@@ -361,7 +360,7 @@ def _write_restyle(paths, result: dict, texts_of: tuple, vectors: tuple, options
         for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
     ]
     write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
-    typed = RestyleResult.model_validate(json.loads(json.dumps(result, default=plain_json)))  # what the section reads
+    typed = parse(RestyleResult, result, "restyle.json")  # what the section reads
     files, result["projection"] = restyle_section(
         typed, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection
     )
