@@ -60,6 +60,7 @@ def restyle(
     and after per judge; check that the rewrites keep the meaning (restyle.json, report.html)."""
     from interp.report.restyle import print_restyle
     from interp.report.terminal import payload_json
+    from interp.results.codec import read_restyle
     from interp.studies.restyle import restyle_options, restyle_run
 
     options = restyle_options(
@@ -79,4 +80,4 @@ def restyle(
     if as_json:
         typer.echo(payload_json(result))
     else:
-        print_restyle(result)
+        print_restyle(read_restyle(result["derived_run"]), report=result["report"])

@@ -45,6 +45,7 @@ from interp.report.attention_figures import (
 from interp.report.figures import png_data_uri, save_figure
 from interp.report.html import table_html
 from interp.results.codec import write_attention_summary
+from interp.results.studies import AttentionSummary, LengthFit, TopHeadMass, TopHeadMean
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text, keyed_label
 from interp.templating import Markup, render
@@ -93,19 +94,21 @@ def write_attention_figures(
     heads, heads_mass, layer_table, length_tables, regression = _write_head_tables(
         own_runs, figures, written, top_k=top_k, n_boot=n_boot, seed=seed
     )
-    summary = {
-        "judges": judges,
-        "authors": list(first.models),
-        "readout": first.readout,
-        "n_items": first.n_items,
-        "empty_spans": {judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
+    summary = AttentionSummary(
+        judges=judges,
+        authors=list(first.models),
+        readout=first.readout,
+        n_items=first.n_items,
+        empty_spans={judge: int((run.span_tokens == 0).sum()) for judge, run in runs.items()},
         **_top_heads_summary(heads, heads_mass),
-        "length_regression": [{k: _finite_or_none(v) for k, v in row.items()} for row in regression.to_dict("records")]
+        length_regression=[
+            LengthFit(**{k: _finite_or_none(v) for k, v in row.items()}) for row in regression.to_dict("records")
+        ]
         if regression is not None
         else [],
-        "n_boot": n_boot,
-        "seed": seed,
-    }
+        n_boot=n_boot,
+        seed=seed,
+    )
     written["summary_json"] = figures / "attention_summary.json"
 
     written["html"] = figures / "attention.html"
@@ -120,7 +123,7 @@ def write_attention_figures(
         written["section"],
         SECTION_TITLE + "\n" + _section_body(run_dir, written, runs, heads, layer_table, regression, profiles),
     )
-    summary["files"] = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
+    summary.files = {name: str(path.relative_to(run_dir)) for name, path in written.items()}
     write_attention_summary(written["summary_json"], summary)
     return written
 
@@ -182,11 +185,11 @@ def _top_heads_summary(heads: dict, heads_mass: dict) -> dict:
     """The summary's top heads per judge, by per-token mean and by mass."""
     return {
         "top_heads": {
-            judge: [{"layer": l, "head": h, "own_minus_other_mean": _finite_or_none(v)} for l, h, v in hs]
+            judge: [TopHeadMean(layer=l, head=h, own_minus_other_mean=_finite_or_none(v)) for l, h, v in hs]
             for judge, hs in heads.items()
         },
         "top_heads_mass": {
-            judge: [{"layer": l, "head": h, "own_minus_other_mass": _finite_or_none(v)} for l, h, v in hs]
+            judge: [TopHeadMass(layer=l, head=h, own_minus_other_mass=_finite_or_none(v)) for l, h, v in hs]
             for judge, hs in heads_mass.items()
         },
     }

@@ -13,6 +13,7 @@ from interp.analysis.compare import own_minus_other_profiles
 from interp.formatting import fixed, p_value, pct, pts, pts_ci
 from interp.report.figures import Figure, png_data_uri, save_figure, subplots
 from interp.report.html import table_html
+from interp.results.studies import RestyleResult
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text
 from interp.templating import render
@@ -106,27 +107,23 @@ def figure7_before_after(profiles: Sequence, source: Path) -> Figure:
     return fig
 
 
-def dbg_rows(result: dict, *, reasons: bool = True) -> list[list[str]]:
+def dbg_rows(result: RestyleResult, *, reasons: bool = True) -> list[list[str]]:
     """One row per judge; `reasons`: why a share or a verdict is missing, in its cell (the terminal prints them
     below its table instead)."""
     rows = []
-    for judge, r in result["judges"].items():
-        share = r.get("share_removed")
-        missing_share = "n/a" + (f": {r.get('share_removed_reason')}" if reasons else "")
+    for judge, r in result.judges.items():
+        share = r.share_removed
+        missing_share = "n/a" + (f": {r.share_removed_reason}" if reasons else "")
         rows.append(
             [
                 judge,
-                f"{pts(r['dbg_before'])} {pts_ci(r['dbg_before_ci'])}",
-                f"{pts(r['dbg_after'])} {pts_ci(r['dbg_after_ci'])}",
-                pts(r["dbg_after"] - r["dbg_before"]),
-                ", ".join(r["test"].get("controls") or []) or "none",
-                missing_share
-                if share is None
-                else f"{pct(share['estimate'])} [{pct(share['low'])}, {pct(share['high'])}]",
-                p_value(r["p_value"]),
-                {True: "yes", False: "no", None: "no verdict" + (f": {r.get('reason')}" if reasons else "")}[
-                    r["causal"]
-                ],
+                f"{pts(r.dbg_before)} {pts_ci(r.dbg_before_ci)}",
+                f"{pts(r.dbg_after)} {pts_ci(r.dbg_after_ci)}",
+                pts(r.dbg_after - r.dbg_before),
+                ", ".join(r.test.controls) or "none",
+                missing_share if share is None else f"{pct(share.estimate)} [{pct(share.low)}, {pct(share.high)}]",
+                p_value(r.p_value),
+                {True: "yes", False: "no", None: "no verdict" + (f": {r.reason}" if reasons else "")}[r.causal],
             ]
         )
     return rows
@@ -144,65 +141,57 @@ DBG_HEADER = [
 ]
 
 
-def similarity_rows(result: dict) -> list[list[str]]:
-    rows = []
-    for author, s in result["similarity"]["per_author"].items():
-        rows.append(
-            [
-                author,
-                str(s["n"]),
-                fixed(s["mean"], 3),
-                fixed(s["min"], 3),
-                fixed(s.get("unrelated_mean"), 3),
-                str(s["n_flagged"]),
-            ]
-        )
-    return rows
+def similarity_rows(result: RestyleResult) -> list[list[str]]:
+    """One row per author: how close the rewrites stay to the originals."""
+    return [
+        [author, str(s.n), fixed(s.mean, 3), fixed(s.min, 3), fixed(s.unrelated_mean, 3), str(s.n_flagged)]
+        for author, s in result.similarity.per_author.items()
+    ]
 
 
 SIMILARITY_HEADER = ["author", "answers", "mean cosine", "min", "unrelated (mean)", "flagged"]
 
 
 def restyle_section(
-    result: dict,
+    result: RestyleResult,
     source: Path,
     paths: RunDir,
     before: np.ndarray,
     after: np.ndarray,
     authors: Sequence[str],
     method: str = "auto",
-) -> dict[str, Path]:
+) -> tuple[dict[str, Path], str]:
     """Write figures/restyle_embedding.png/.pdf, figures/restyle_figure7.png/.pdf (when both runs stored
-    attention) and figures/restyle_section.html (title line + body); returns the figures' PNG paths. Sets
-    `result["projection"]`, the 2-D method used."""
+    attention) and figures/restyle_section.html (title line + body); returns the figures' PNG paths and the
+    2-D method used (`projection`)."""
     fig, used = embedding_figure(before, after, authors, method)
-    result["projection"] = used
     files = {"embedding": save_figure(fig, paths.figures / "restyle_embedding")["png"]}
     profiles, without = own_minus_other_profiles([source, paths.root])
     if profiles and not without:
         files["figure7"] = save_figure(figure7_before_after(profiles, source), paths.figures / "restyle_figure7")["png"]
-    restyle = result["restyle"]
+    restyle = result.restyle
     body = render(
         _SECTION,
-        source_run=result["source_run"],
-        style=restyle["style"],
-        rewriter=restyle["rewriter"],
-        kind=restyle["kind"],
-        gold=result["gold_judges"],
+        source_run=result.source_run,
+        style=restyle.style,
+        rewriter=restyle.rewriter,
+        kind=restyle.kind,
+        gold=result.gold_judges,
         dbg=table_html(DBG_HEADER, dbg_rows(result)),
-        verdicts=[r["verdict"] for r in result["judges"].values()],
-        embedder=result["embedder"]["model"],
-        threshold=result["threshold"],
+        verdicts=[r.verdict for r in result.judges.values()],
+        embedder=result.embedder.model,
+        threshold=result.threshold,
         similarity=table_html(SIMILARITY_HEADER, similarity_rows(result)),
         embedding=png_data_uri(files["embedding"]),
         figure7=png_data_uri(files["figure7"]) if "figure7" in files else None,
     )
     atomic_write_text(paths.figures / "restyle_section.html", SECTION_TITLE + "\n" + body)
-    return files
+    return files, used
 
 
-def print_restyle(result: dict, console=None) -> None:
-    """DBG before and after per judge, and the similarity per author, as rich tables."""
+def print_restyle(result: RestyleResult, report: str | None = None, console=None) -> None:
+    """DBG before and after per judge, and the similarity per author, as rich tables; then the derived run and
+    its `report`."""
     from rich import box
     from rich.table import Table
 
@@ -211,12 +200,12 @@ def print_restyle(result: dict, console=None) -> None:
     console = console or results_console()
     for title, header, rows in (
         (
-            f"DBG before and after the {result['restyle']['style']} rewrite (pts)",
+            f"DBG before and after the {result.restyle.style} rewrite (pts)",
             DBG_HEADER,
             dbg_rows(result, reasons=False),
         ),
         (
-            f"Similarity of originals and rewrites (flagged below {result['threshold']:g})",
+            f"Similarity of originals and rewrites (flagged below {result.threshold:g})",
             SIMILARITY_HEADER,
             similarity_rows(result),
         ),
@@ -228,14 +217,9 @@ def print_restyle(result: dict, console=None) -> None:
             table.add_row(*row)
         console.print(table)
         if header is DBG_HEADER:
-            notes = [f"no verdict: {r['reason']}" for r in result["judges"].values() if r.get("reason")]
-            notes += [
-                f"no share (n/a): {r['share_removed_reason']}"
-                for r in result["judges"].values()
-                if r.get("share_removed_reason")
-            ]
+            judges = result.judges.values()
+            notes = [f"no verdict: {r.reason}" for r in judges if r.reason]
+            notes += [f"no share (n/a): {r.share_removed_reason}" for r in judges if r.share_removed_reason]
             for note in dict.fromkeys(notes):
                 console.print(note, highlight=False, soft_wrap=True)
-    console.print(
-        f"derived run: {result['derived_run']}  report: {result.get('report')}", highlight=False, soft_wrap=True
-    )
+    console.print(f"derived run: {result.derived_run}  report: {report}", highlight=False, soft_wrap=True)

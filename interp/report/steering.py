@@ -9,28 +9,25 @@ from pathlib import Path
 from interp.formatting import pct, pts_interval
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
+from interp.results.causal import PairedEffect
+from interp.results.studies import DirectionProbe, SteeringRow, SteeringTable
 from interp.storage import atomic_write_text
 from interp.templating import render
 
 SECTION_TITLE = "Steering: emphasis and a self-recognition direction"
 
 
-def effect_figure(results: list[dict]):
-    """Paired change of P(own wins) per judge and steering variant, with bootstrap intervals."""
-    rows = [
-        (judge, name, effect)
-        for result in results
-        for judge, r in result["judges"].items()
-        for name, effect in r["effects"].items()
-    ]
+def effect_figure(rows: list[tuple[str, str, PairedEffect]]):
+    """Paired change of P(own wins) per judge and steering variant (`rows`: judge, variant, its effect), with
+    bootstrap intervals."""
     fig, ax = subplots(figsize=(6.5, 0.6 + 0.45 * len(rows)))
     for y, (_judge, name, effect) in enumerate(rows):
-        lo, hi = effect["ci"]
+        lo, hi = effect.ci
         color = "tab:red" if name in ("self", "target") else "tab:gray"
         ax.errorbar(
-            100 * effect["mean"],
+            100 * effect.mean,
             y,
-            xerr=[[100 * (effect["mean"] - lo)], [100 * (hi - effect["mean"])]],
+            xerr=[[100 * (effect.mean - lo)], [100 * (hi - effect.mean)]],
             fmt="o",
             color=color,
             capsize=3,
@@ -80,22 +77,22 @@ _STEERING_SECTION = (
 )
 
 
-def steering_section(table: dict, figures: Path) -> Path:
+def steering_section(table: SteeringTable, figures: Path) -> Path:
     """Write figures/steering_section.html: title line, then the table, probe accuracy and the split."""
     figures = Path(figures)
-    s = table["settings"]
+    s = table.settings
     body = render(
         _STEERING_SECTION,
         image=_effects_image(table, figures),
-        table=table_html(_HEADER, [_steering_row(r) for r in table["rows"]]),
-        probe_table=table_html(_PROBE_HEADER, [_probe_row(judge, p) for judge, p in table["probe"].items()]),
-        position_text=_POSITION_TEXT[s["position"]],
-        splits=[_split(judge, p) for judge, p in table["probe"].items()],
+        table=table_html(_HEADER, [_steering_row(r) for r in table.rows]),
+        probe_table=table_html(_PROBE_HEADER, [_probe_row(judge, p) for judge, p in table.probe.items()]),
+        position_text=_POSITION_TEXT[s.position],
+        splits=[_split(judge, p) for judge, p in table.probe.items()],
         s=s,
-        coefficient=f"{s['coefficient']:+g}",
-        emphasis_alpha=f"{s['emphasis_alpha']:g}",
-        train_fraction=f"{s['train_fraction']:g}",
-        reused=table["reused"],
+        coefficient=f"{s.coefficient:+g}",
+        emphasis_alpha=f"{s.emphasis_alpha:g}",
+        train_fraction=f"{s.train_fraction:g}",
+        reused=table.reused,
     )
     path = figures / "steering_section.html"
     atomic_write_text(path, SECTION_TITLE + "\n" + body)
@@ -122,53 +119,50 @@ _PROBE_HEADER = [
 ]
 
 
-def _effects_image(table: dict, figures: Path) -> str | None:
+def _effects_image(table: SteeringTable, figures: Path) -> str | None:
     """The effects figure of the interventions (none: no row but the baseline), as a data URI."""
-    results = [{"judges": {}}]
-    for r in table["rows"]:
-        if r["intervention"] != "none":
-            results[0]["judges"].setdefault(r["judge"], {"effects": {}})["effects"][r["intervention"]] = r["effect"]
-    if not results[0]["judges"]:
+    rows = [(r.judge, r.intervention, r.effect) for r in table.rows if r.intervention != "none"]
+    if not rows:
         return None
-    return png_data_uri(save_figure(effect_figure(results), figures / "steering_effects")["png"])
+    return png_data_uri(save_figure(effect_figure(rows), figures / "steering_effects")["png"])
 
 
-def _steering_row(r: dict) -> list:
+def _steering_row(r: SteeringRow) -> list:
     """One row of the steering table: a judge under one intervention."""
+    lo, hi = r.gold_agreement_ci
     return [
-        r["judge"],
-        r["intervention"],
-        r["description"],
-        pts_interval(r["dbg_hard"], r["dbg_ci"]),
-        f"{r['mean_p_own']:.3f}",
-        pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
-        f"{pct(r['gold_agreement'])} [{pct(r['gold_agreement_ci'][0])}, {pct(r['gold_agreement_ci'][1])}]",
+        r.judge,
+        r.intervention,
+        r.description,
+        pts_interval(r.dbg_hard, r.dbg_ci),
+        f"{r.mean_p_own:.3f}",
+        pts_interval(r.effect.mean, r.effect.ci),
+        f"{pct(r.gold_agreement)} [{pct(lo)}, {pct(hi)}]",
     ]
 
 
-def _probe_row(judge: str, p: dict) -> list:
+def _probe_row(judge: str, p: DirectionProbe) -> list:
     """One row of the probe table: the judge's direction and its accuracy on the training and held-out items."""
+    accuracy, n = p.accuracy, p.n
     return [
         judge,
-        p["layer"],
-        p["position"],
-        f"{p['norm']:.3g}",
-        f"{pct(p['accuracy']['train'])} (n = {_count(p['n']['train_examples'], 'example')}, "
-        f"{_count(p['n']['train_items'], 'item')})",
-        f"{pct(p['accuracy']['heldout'])} (n = {_count(p['n']['heldout_examples'], 'example')}, "
-        f"{_count(p['n']['heldout_items'], 'item')})"
-        if math.isfinite(p["accuracy"]["heldout"])
+        p.layer,
+        p.position,
+        f"{p.norm:.3g}",
+        f"{pct(accuracy.train)} (n = {_count(n.train_examples, 'example')}, {_count(n.train_items, 'item')})",
+        f"{pct(accuracy.heldout)} (n = {_count(n.heldout_examples, 'example')}, {_count(n.heldout_items, 'item')})"
+        if math.isfinite(accuracy.heldout)
         else "n/a",
-        f"{pct(p['accuracy'].get('train_paired'))} / {pct(p['accuracy'].get('heldout_paired'))}",
+        f"{pct(accuracy.train_paired)} / {pct(accuracy.heldout_paired)}",
     ]
 
 
-def _split(judge: str, p: dict) -> dict:
+def _split(judge: str, p: DirectionProbe) -> dict:
     """The judge's training and held-out items, for the note under the probe table."""
     return {
         "judge": judge,
-        "train": _count(p["n"]["train_items"], "training item"),
-        "train_ids": ", ".join(p["train_ids"]),
-        "heldout": _count(p["n"]["heldout_items"], "item"),
-        "heldout_ids": ", ".join(p["heldout_ids"]),
+        "train": _count(p.n.train_items, "training item"),
+        "train_ids": ", ".join(p.train_ids),
+        "heldout": _count(p.n.heldout_items, "item"),
+        "heldout_ids": ", ".join(p.heldout_ids),
     }

@@ -35,7 +35,8 @@ from interp.core.placement import placement_of
 from interp.engine.variants import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
-from interp.results.codec import write_restyle
+from interp.results.codec import parse, write_restyle
+from interp.results.studies import RestyleResult
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
@@ -359,16 +360,9 @@ def _write_restyle(paths, result: dict, texts_of: tuple, vectors: tuple, options
         for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
     ]
     write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
-    result["figures"] = {
-        k: str(v)
-        for k, v in restyle_section(
-            result,
-            source.dir.root,
-            paths,
-            vectors_before,
-            vectors_after,
-            [o.author for o in originals],
-            options.projection,
-        ).items()
-    }
+    typed = parse(RestyleResult, result, "restyle.json")  # what the section reads
+    files, result["projection"] = restyle_section(
+        typed, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection
+    )
+    result["figures"] = {k: str(v) for k, v in files.items()}
     write_restyle(paths.root, result)

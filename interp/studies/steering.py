@@ -41,6 +41,7 @@ from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
 from interp.metrics.mirror import mirror_shares
 from interp.report.steering import steering_section
 from interp.results.codec import write_steering_table
+from interp.results.studies import SteeringRow
 from interp.run.store import Run, read_run
 from interp.storage import write_csv
 
@@ -262,25 +263,27 @@ CSV_FIELDS = (
 )
 
 
-def _csv_row(r: dict) -> dict:
+def _csv_row(r: SteeringRow) -> dict:
+    (dbg_lo, dbg_hi), (effect_lo, effect_hi) = r.dbg_ci, r.effect.ci
+    gold_lo, gold_hi = r.gold_agreement_ci
     return {
-        "judge": r["judge"],
-        "intervention": r["intervention"],
-        "description": r["description"],
-        "dbg_hard": r["dbg_hard"],
-        "dbg_lo": r["dbg_ci"][0],
-        "dbg_hi": r["dbg_ci"][1],
-        "dbg_soft": r["dbg_soft"],
-        "mean_p_own": r["mean_p_own"],
-        "effect": r["effect"]["mean"],
-        "effect_lo": r["effect"]["ci"][0],
-        "effect_hi": r["effect"]["ci"][1],
-        "gold_agreement": r["gold_agreement"],
-        "gold_agreement_lo": r["gold_agreement_ci"][0],
-        "gold_agreement_hi": r["gold_agreement_ci"][1],
-        "n_items": r["n_items"],
-        "unjustified_flipped_share": r["mirror"]["unjustified_flipped_share"],
-        "legitimate_kept_share": r["mirror"]["legitimate_kept_share"],
+        "judge": r.judge,
+        "intervention": r.intervention,
+        "description": r.description,
+        "dbg_hard": r.dbg_hard,
+        "dbg_lo": dbg_lo,
+        "dbg_hi": dbg_hi,
+        "dbg_soft": r.dbg_soft,
+        "mean_p_own": r.mean_p_own,
+        "effect": r.effect.mean,
+        "effect_lo": effect_lo,
+        "effect_hi": effect_hi,
+        "gold_agreement": r.gold_agreement,
+        "gold_agreement_lo": gold_lo,
+        "gold_agreement_hi": gold_hi,
+        "n_items": r.n_items,
+        "unjustified_flipped_share": r.mirror.unjustified_flipped_share,
+        "legitimate_kept_share": r.mirror.legitimate_kept_share,
     }
 
 
@@ -293,7 +296,7 @@ def write_table(table: dict, run: Run) -> dict[str, Path]:
         / digest({"settings": table["settings"], "variants": [r["variant"] for r in table["rows"]]})
     )
     out = {"json": folder / "table.json", "csv": folder / "table.csv"}
-    write_steering_table(out["json"], table)
-    write_csv(out["csv"], [_csv_row(r) for r in table["rows"]], CSV_FIELDS)
-    out["section"] = steering_section(table, run.dir.figures)
+    written = write_steering_table(out["json"], table)
+    write_csv(out["csv"], [_csv_row(r) for r in written.rows], CSV_FIELDS)
+    out["section"] = steering_section(written, run.dir.figures)
     return out

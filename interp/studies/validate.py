@@ -350,10 +350,10 @@ def validate(
         run, planted, pool, (test_items, selection_ids), plan, progress
     )
     result["truth_table"] = truth_rows(result)
-    write_validation(out, result)
+    written = write_validation(out, result)
     with run.dir.writer():
         write_attention_figures(run_dir)
-        validation_section(result, run.dir.figures)
+        validation_section(written, run.dir.figures)
         result["report"] = str(build_report(run_dir))
     return result
 
