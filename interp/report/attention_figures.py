@@ -195,6 +195,8 @@ def head_map_figure(
 
 
 def length_figure(tables: Sequence[pd.DataFrame], regression: pd.DataFrame):
+    """Per judge (a row of panels), the own-minus-other attention (mass, per-token mean) against the length
+    difference of the two answers, each item a point, with the fitted line of `regression` where it is finite."""
     fig, axes = subplots(len(tables), 2, figsize=(8.0, 2.9 * len(tables)), squeeze=False)
     for r, table in enumerate(tables):
         judge = table["judge"].iloc[0]

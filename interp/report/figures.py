@@ -46,4 +46,5 @@ def save_figure(fig: Figure, stem: Path) -> dict[str, Path]:
 
 
 def png_data_uri(path: Path) -> str:
+    """The PNG at `path` as a `data:` URI, so a report embeds it and stays one self-contained file."""
     return "data:image/png;base64," + base64.b64encode(Path(path).read_bytes()).decode()

@@ -18,6 +18,7 @@ _TABLE = (
 
 
 def table_html(header: Sequence[str], rows: Sequence[Sequence]) -> Markup:
+    """An HTML table (autoescaped) with `header` and `rows`, a float cell written to three decimals."""
     cells = [[f"{v:.3f}" if isinstance(v, float) else v for v in row] for row in rows]
     return render(_TABLE, header=header, rows=cells)
 

@@ -38,6 +38,7 @@ def check_finite_table(table: pd.DataFrame, judge: str) -> None:
 
 
 def localize_figure(table: pd.DataFrame, judge: str, method: str, top_k: int = 10):
+    """The layer x head heatmap of one localisation `method`'s effects for `judge`, its `top_k` heads marked."""
     check_finite_table(table[table["method"] == method], judge)
     rows = table[table["method"] == method]
     grid = np.full((int(rows["layer"].max()) + 1, int(rows["head"].max()) + 1), np.nan)
