@@ -1,6 +1,6 @@
 """The figures of bench_mechanism (plan 3) from whatever tests of a bench folder have finished, runs cut short too.
 
-    python experiments/records/mechanism_figures.py runs/mechanism-gpu [--holm-rule registered|amended]
+    python experiments/records/mechanism_figures.py runs/mechanism-gpu
 
 `bench_mechanism.py` prints its figures only once every member's `explain` has returned. A bench cut at a time
 limit (a GPU lease) leaves every finished causal test keyed in `RUN/interventions/*/result.json` (and in
@@ -10,9 +10,9 @@ missing named rather than guessed:
 - a member whose candidate tests are not all finished counts in no figure (listed in `members_incomplete`);
 - a head set whose route parts (total, pattern, content) are not all finished has route `pending`, and a figure
   that needs it says how many members it waits for.
-`--holm-rule registered`: a candidate is causal when its Holm p is at most 0.05 (plan 3 as registered);
-`amended` (the default, plan 3 amendment 7, `interp explain` since): and only when the judge has a significant
-gap to carry (the candidate has a share). Both are printed for `route_fpr`.
+Two readings of "causal" are made: `registered` (plan 3 as registered: Holm p at most 0.05) and `amended` (plan 3
+amendment 7, which the figures use: and only when the judge has a significant gap to carry, the candidate has a
+share). Both are printed for `route_fpr`; there is no option to choose one.
 """
 
 from __future__ import annotations
