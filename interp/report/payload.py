@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Optional
 
-from pydantic import Field
+from pydantic import Field, model_serializer
 
 from interp.results.base import ResultModel
-from interp.results.summary import Correctness, Interval
+from interp.results.summary import Correctness, HumanAgreement, Interval
 
 
 class Estimate(ResultModel):
@@ -40,16 +40,16 @@ class DbgRow(ResultModel):
     unreliable_because: list[str] = Field(default_factory=list)
 
 
-class HumanRow(ResultModel):
-    """One gold judge's (or the ensemble's) agreement with human labels, with the first answer's win rates."""
+class HumanRow(HumanAgreement):
+    """One gold judge's (or the ensemble's) agreement with human labels, with the first answer's win rates, under
+    the gold judge's name (`gold`, written first)."""
 
     gold: str
-    n: Optional[int] = None
-    agreement: Optional[float] = None
-    agreement_ci: Interval = None
-    gold_win_rate_first: Optional[float] = None
-    human_win_rate_first: Optional[float] = None
-    human_tie_share: Optional[float] = None
+
+    @model_serializer(mode="wrap")
+    def _gold_first(self, handler) -> dict:
+        data = handler(self)
+        return {"gold": data.pop("gold")} | data
 
 
 class CausalRow(ResultModel):

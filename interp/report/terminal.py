@@ -100,7 +100,7 @@ def human_rows(human: GoldHuman) -> list[HumanRow]:
     """Per gold judge and for the ensemble (last): agreement with human labels, with its interval and both win
     rates of the first answer (`RunSummary.gold.human`)."""
     named = [*human.judges.items(), ("ensemble", human.ensemble)]
-    return [HumanRow(gold=name, **r.model_dump(include=set(HumanRow.model_fields))) for name, r in named]
+    return [HumanRow(gold=name, **r.model_dump()) for name, r in named]
 
 
 def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> list[CausalRow]:
@@ -135,8 +135,9 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
 
 def top_sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[SweepPoint]:
     """The sweep points (results.csv rows, as `SweepRow`s) that lower P(own) most, at most `limit`."""
-    typed = [r if isinstance(r, SweepRow) else codec.sweep_rows([r])[0] for r in rows]
-    ordered = sorted(typed, key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0))
+    ordered = sorted(
+        codec.sweep_rows(rows), key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0)
+    )
     return [
         SweepPoint(
             judge=r.judge,

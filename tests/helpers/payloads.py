@@ -1,23 +1,36 @@
 """What a run, a causal test and a sweep hand the results table, with every part filled: the inputs of the
-check that `--json` prints what it printed before the payload was typed (tests/fixtures/terminal/)."""
+check that `--json` prints what it printed before the payload was typed (tests/fixtures/terminal/), and the
+judge, causal record and sweep rows tests/report/test_terminal.py reads too."""
 
 from __future__ import annotations
 
+JUDGE_A = {
+    "own_model": "author-a",
+    "dbg_hard": 0.125,
+    "dbg_ci": [0.05, 0.2],
+    "dbg_soft": 0.1,
+    "position_consistency": 0.8,
+    "mean_label_mass": 0.9,
+    "unreliable_because": [],
+    "tie_share": 0.375,
+    "dbg_no_ties": 0.0625,
+}
+CAUSAL_A = {
+    "causal": True,
+    "verdict": "author-a: causal effect on self-preference: ...",
+    "p_value": 0.004,
+    "p_holm": 0.008,
+    "test_alpha": 0.05,
+    "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001},
+    "n_test": 40,
+    "test": {"n_controls": 5},
+    "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7},
+}
 SUMMARY = {
     "n_items": 12,
     "models": ["author-a", "author-b"],
     "judges": {
-        "author-a": {
-            "own_model": "author-a",
-            "dbg_hard": 0.125,
-            "dbg_ci": [0.05, 0.2],
-            "dbg_soft": 0.1,
-            "position_consistency": 0.8,
-            "mean_label_mass": 0.9,
-            "unreliable_because": [],
-            "tie_share": 0.375,
-            "dbg_no_ties": 0.0625,
-        },
+        "author-a": JUDGE_A,
         "weak-judge": {
             "own_model": "author-b",
             "dbg_hard": float("nan"),
@@ -75,17 +88,7 @@ SUMMARY = {
     "correctness": {"author-a": {"graded": 10, "correct": 7}, "author-b": {"graded": 10, "correct": 4}, "no_target": 2},
 }
 CAUSAL = {
-    "author-a": {
-        "causal": True,
-        "verdict": "author-a: causal effect on self-preference: ...",
-        "p_value": 0.004,
-        "p_holm": 0.008,
-        "test_alpha": 0.05,
-        "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001},
-        "n_test": 40,
-        "test": {"n_controls": 5},
-        "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7},
-    },
+    "author-a": CAUSAL_A,
     "weak-judge": {
         "causal": None,
         "reason": "too weak to judge",
@@ -94,7 +97,7 @@ CAUSAL = {
     },
     "no-effect": {"causal": False, "verdict": "no-effect: no causal effect shown"},
 }
-SWEEP = [
+SWEEP_ROWS = [
     {
         "judge": "j",
         "target": "self",
@@ -103,8 +106,6 @@ SWEEP = [
         "effect": "-0.02",
         "effect_lo": "-0.05",
         "effect_hi": "0.01",
-        "p_value": "0.3",
-        "p_holm": "0.6",
         "dbg_hard": "0.1",
         "dbg_lo": "0",
         "dbg_hi": "0.2",
@@ -137,6 +138,7 @@ SWEEP = [
         "key": "k3",
     },
 ]
+SWEEP = [SWEEP_ROWS[0] | {"p_value": "0.3", "p_holm": "0.6"}, *SWEEP_ROWS[1:]]
 FILES = {"run": "runs/x", "report": "runs/x/report.html"}
 TIMINGS = {
     "steps": {"generation": 30.0, "judging author-a": 10.0},

@@ -16,20 +16,11 @@ from interp.report.payload import ResultsPayload
 from interp.report.terminal import payload_json, print_results, results_payload, top_sweep_rows
 from interp.results.causal import CausalResult
 from interp.results.codec import parse
+from tests.helpers.payloads import CAUSAL_A, JUDGE_A, SWEEP_ROWS
 
 SUMMARY = {
     "judges": {
-        "author-a": {
-            "own_model": "author-a",
-            "dbg_hard": 0.125,
-            "dbg_ci": [0.05, 0.2],
-            "dbg_soft": 0.1,
-            "position_consistency": 0.8,
-            "mean_label_mass": 0.9,
-            "unreliable_because": [],
-            "tie_share": 0.375,
-            "dbg_no_ties": 0.0625,
-        },
+        "author-a": JUDGE_A,
         "weak-judge": {
             "own_model": "author-a",
             "dbg_hard": -0.3,
@@ -51,17 +42,7 @@ SUMMARY = {
     }
 }
 CAUSAL = {
-    "author-a": {
-        "causal": True,
-        "verdict": "author-a: causal effect on self-preference: ...",
-        "p_value": 0.004,
-        "p_holm": 0.008,
-        "test_alpha": 0.05,
-        "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001},
-        "n_test": 40,
-        "test": {"n_controls": 5},
-        "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7},
-    },
+    "author-a": CAUSAL_A,
     "weak-judge": {
         "causal": False,
         "verdict": "weak-judge: no causal effect shown",
@@ -140,47 +121,7 @@ def test_json_is_the_same_content_with_nan_as_null():
 
 
 def test_sweep_rows_put_the_largest_drop_first():
-    rows = [
-        {
-            "judge": "j",
-            "target": "self",
-            "alpha": "0",
-            "layers": "1",
-            "effect": "-0.02",
-            "effect_lo": "-0.05",
-            "effect_hi": "0.01",
-            "dbg_hard": "0.1",
-            "dbg_lo": "0",
-            "dbg_hi": "0.2",
-            "key": "k1",
-        },
-        {
-            "judge": "j",
-            "target": "self",
-            "alpha": "0",
-            "layers": "2",
-            "effect": "-0.2",
-            "effect_lo": "-0.3",
-            "effect_hi": "-0.1",
-            "dbg_hard": "0.0",
-            "dbg_lo": "-0.1",
-            "dbg_hi": "0.1",
-            "key": "k2",
-        },
-        {
-            "judge": "j",
-            "target": "other",
-            "alpha": "0",
-            "layers": "2",
-            "effect": "",
-            "effect_lo": "",
-            "effect_hi": "",
-            "dbg_hard": "",
-            "dbg_lo": "",
-            "dbg_hi": "",
-            "key": "k3",
-        },
-    ]
+    rows = SWEEP_ROWS
     top = top_sweep_rows(rows, limit=2)
     assert [r.point for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
     assert top[0].effect.mean == -0.2 and top[0].effect.ci == [-0.3, -0.1]
