@@ -224,9 +224,9 @@ def test_pointwise_scores_at_a_tiny_score_mass_are_flagged():
     assert summary["reliable"] is False and summary["unreliable_because"] == ["mean label mass 0.00 < 0.50"]
     assert pointwise_summary([row | {"label_mass": 0.9}], ["m-a"])["j"]["reliable"] is True
     (shown,) = pointwise_rows({"pointwise": {"j": summary}})
-    assert shown["reliable"] is False
+    assert shown.reliable is False
     older = {k: v for k, v in summary.items() if k not in ("reliable", "unreliable_because")}  # written before
-    assert pointwise_rows({"pointwise": {"j": older}})[0]["unreliable_because"] == summary["unreliable_because"]
+    assert pointwise_rows({"pointwise": {"j": older}})[0].unreliable_because == summary["unreliable_because"]
 
 
 def test_a_loaded_folder_judge_owns_what_a_run_names_its_author(judge, tiny_llama_dir):

@@ -124,13 +124,14 @@ def explain(
         typer.echo(json.dumps(dump(result) | ({"timings": shown} if shown else {})))
         return
     from interp.report.explain import print_explanation
+    from interp.report.payload import ResultsPayload
     from interp.report.terminal import print_results
 
     print_explanation(result)
     if report is not None:
         typer.echo(f"report: {report}")
     if shown:
-        print_results({"timings": shown})
+        print_results(ResultsPayload.model_validate({"timings": shown}))
         typer.echo(f"ladder wall time: {shown['wall_s']:.1f} s")
 
 

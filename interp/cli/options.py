@@ -4,13 +4,16 @@ as JSON)."""
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
 from interp.config import PlacementKeys, validate_config
 from interp.core.timings import Timings
 from interp.storage import OVERWRITE_FLAG
+
+if TYPE_CHECKING:
+    from interp.report.payload import ResultsPayload
 
 DEVICE_HELP = "cpu | cuda | cuda:N | mps | auto (a GPU when there is one); default: the config's, else auto"
 DTYPE_HELP = "float32 | bfloat16 | float16; default: the config's, else float32 on the CPU and bfloat16 on a GPU"
@@ -77,15 +80,16 @@ def timings_option():
     )
 
 
-def finish(payload: dict, as_json: bool, *, timings: Timings | None = None) -> None:
+def finish(payload: ResultsPayload, as_json: bool, *, timings: Timings | None = None) -> None:
     """End a command with its results: the terminal table, or with --json the same content as JSON.
 
     `timings` (`--timings`): each step's seconds and the thread count, after the table (under "timings" in JSON).
     """
+    from interp.report.payload import ResultsPayload
     from interp.report.terminal import payload_json, print_results
 
     if timings is not None:
-        payload = payload | {"timings": timings.record()}
+        payload = payload.merged(ResultsPayload.model_validate({"timings": timings.record()}))
     if as_json:
         typer.echo(payload_json(payload))
     else:

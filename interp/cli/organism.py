@@ -162,5 +162,5 @@ def validate(
         RunDir(result["run_dir"]).read_summary(), causal=causal, n_items=len(result["splits"]["test"]), files=files
     )
     if as_json:
-        payload["truth_table"] = result["truth_table"]
+        payload.truth_table = result["truth_table"]
     finish(payload, as_json)

@@ -139,7 +139,7 @@ def dbg(
                 write_attention_figures(out)
             files["report"] = build_report(out)
     finish(
-        results_payload(summary, files=files) | mode_payload(summary),
+        results_payload(summary, files=files).merged(mode_payload(summary)),
         as_json,
         timings=steps.ended() if timings else None,
     )

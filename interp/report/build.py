@@ -47,8 +47,8 @@ def build_report(run_dir: Path) -> Path:
         ("Self-preference: DBG (judge win rate for its own responses minus gold)", dbg_section(summary, figures))
     ]
     sections += mode_sections(paths, config, summary)
-    if summary.gold.get("human"):
-        sections.append(("Gold against human labels (Table 1)", human_section(summary.gold["human"])))
+    if summary.gold.human:
+        sections.append(("Gold against human labels (Table 1)", human_section(summary.gold.human)))
     sections += [s for name in HEADLINE_SECTIONS if (s := _written_section(figures, name)) is not None]
     lenses = run_gold_lenses(paths.root, n_boot=config.n_boot if config else 1000, seed=config.seed if config else 0)
     if lenses:

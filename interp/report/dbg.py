@@ -12,7 +12,7 @@ from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.report.terminal import reasoning_lines
 from interp.results import codec
-from interp.results.summary import JudgeScores, RunSummary
+from interp.results.summary import GoldHuman, JudgeScores, RunSummary
 from interp.templating import Markup, render
 
 
@@ -28,7 +28,7 @@ def figure2_rows(summary: RunSummary) -> list[tuple[str, float]]:
         return f"Judge: {judge}" if owns[judge] == judge else f"Judge: {judge} (own: {owns[judge]})"
 
     rows = [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] == first]
-    rows.append(("Gold (" + ", ".join(summary.gold["judges"]) + ")", summary.gold["win_rate"][first]))
+    rows.append(("Gold (" + ", ".join(summary.gold.judges) + ")", summary.gold.win_rate[first]))
     rows += [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] == second]
     rows += [(label(j), judges[j].win_rate_first_hard) for j in judges if owns[j] not in (first, second)]
     return rows
@@ -100,7 +100,7 @@ def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
     return render(
         _DBG_SECTION,
         image=png_data_uri(paths["png"]),
-        gold=", ".join(summary.gold["judges"]),
+        gold=", ".join(summary.gold.judges),
         summary=summary,
         tasks=", ".join(summary.tasks),
         table=table,
@@ -173,20 +173,20 @@ _LENSES_SECTION = (
 )
 
 
-def human_section(human: dict) -> Markup:
+def human_section(human: GoldHuman) -> Markup:
     """Table 1 of the DBG paper: gold against human labels, per gold judge and for the ensemble
-    (`summary["gold"]["human"]`)."""
+    (`RunSummary.gold.human`)."""
     rows = []
-    for name, r in [*human["judges"].items(), ("ensemble", human["ensemble"])]:
-        low, high = r["agreement_ci"]
+    for name, r in [*human.judges.items(), ("ensemble", human.ensemble)]:
+        low, high = r.agreement_ci
         rows.append(
             [
                 name,
-                str(r["n"]),
-                f"{pct(r['agreement'], 1)} [{pct(low, 1)}, {pct(high, 1)}]",
-                pct(r["gold_win_rate_first"], 1),
-                pct(r["human_win_rate_first"], 1),
-                pct(r["human_tie_share"], 1),
+                str(r.n),
+                f"{pct(r.agreement, 1)} [{pct(low, 1)}, {pct(high, 1)}]",
+                pct(r.gold_win_rate_first, 1),
+                pct(r.human_win_rate_first, 1),
+                pct(r.human_tie_share, 1),
             ]
         )
     header = [

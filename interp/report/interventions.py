@@ -14,7 +14,7 @@ from interp.metrics.judge_level import crawford_howell_interval
 from interp.report.figures import png_data_uri, save_figure, subplots
 from interp.report.html import table_html
 from interp.results import codec
-from interp.results.causal import CausalResult, JudgeTest
+from interp.results.causal import CausalResult, JudgeTest, MaskedMass
 from interp.storage import atomic_write_text
 from interp.templating import render
 
@@ -167,7 +167,7 @@ def test_rows(results: Sequence[CausalResult]) -> list[list[str]]:
     rows = []
     for result in results:
         for judge, r in result.judges.items():
-            t, within, mass = r.test, r.within_judge, r.masked_mass or {}
+            t, within, mass = r.test, r.within_judge, r.masked_mass or MaskedMass()
             test = (
                 "none recorded" if t is None else (f"{t.name}, df {t.df}" if t.design == "between-judge" else t.design)
             )
@@ -191,7 +191,7 @@ def test_rows(results: Sequence[CausalResult]) -> list[list[str]]:
                     "n/a"
                     if r.share_removed is None
                     else share_interval(r.share_removed.estimate, (r.share_removed.low, r.share_removed.high)),
-                    pct(mass.get("share_to_other_answer")),
+                    pct(mass.share_to_other_answer),
                     {True: "yes", False: "no", None: f"no verdict: {r.reason}"}[r.causal],
                 ]
             )

@@ -10,6 +10,7 @@ from interp.analysis.lenses import run_lenses
 from interp.analysis.salieri_run import run_salieri
 from interp.config import RunConfig
 from interp.report.html import table_html
+from interp.report.payload import PointwiseRow, ResultsPayload
 from interp.results import codec
 from interp.results.summary import RunSummary
 from interp.run.store import RunDir
@@ -20,33 +21,38 @@ def _join(*parts: Markup) -> Markup:
     return Markup("".join(str(part) for part in parts))
 
 
-def pointwise_rows(summary: RunSummary | dict) -> list[dict]:
+def pointwise_rows(summary: RunSummary | dict) -> list[PointwiseRow]:
     """Per judge and author: the mean expected 1-5 score, the mean parsed score and how many parsed, with the
     judge's reliability flag (`label_mass_reliability`; the codec gives a summary written before the flag its
     flag from its mass)."""
-    rows = []
-    for judge, entry in (codec.parse(RunSummary, summary, "summary").pointwise or {}).items():
-        weak = entry["unreliable_because"]
-        flag = {"reliable": not weak, "unreliable_because": list(weak)}
-        rows += [{"judge": judge, "author": author, **scores, **flag} for author, scores in entry["authors"].items()]
-    return rows
+    return [
+        PointwiseRow(
+            judge=judge,
+            author=author,
+            **scores.model_dump(),
+            reliable=not entry.unreliable_because,
+            unreliable_because=list(entry.unreliable_because),
+        )
+        for judge, entry in (codec.parse(RunSummary, summary, "summary").pointwise or {}).items()
+        for author, scores in entry.authors.items()
+    ]
 
 
 def pointwise_section(summary: RunSummary, salieri: dict | None) -> Markup:
-    rows = pointwise_rows(summary)
+    """The pointwise scores per judge and author, and each judge's SALIERI score (`run_salieri`)."""
     scores = table_html(
         ["judge", "author", "n", "mean expected score", "parsed", "mean parsed score", "reliable"],
         [
             [
-                r["judge"],
-                r["author"],
-                r["n"],
-                r["mean_expected_score"],
-                r["n_parsed"],
-                r["mean_parsed_score"] if r["mean_parsed_score"] is not None else "n/a",
-                "yes" if r["reliable"] else f"no ({'; '.join(r['unreliable_because'])})",
+                r.judge,
+                r.author,
+                r.n,
+                r.mean_expected_score,
+                r.n_parsed,
+                r.mean_parsed_score if r.mean_parsed_score is not None else "n/a",
+                "yes" if r.reliable else f"no ({'; '.join(r.unreliable_because)})",
             ]
-            for r in rows
+            for r in pointwise_rows(summary)
         ],
     )
     intro = render(
@@ -86,14 +92,13 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: RunSummary) 
     if summary.correctness:
         counts = summary.correctness
         graded = table_html(
-            ["author", "graded", "correct"],
-            [[a, c["graded"], c["correct"]] for a, c in counts.items() if a != "no_target"],
+            ["author", "graded", "correct"], [[a, c.graded, c.correct] for a, c in counts.authors.items()]
         )
         content = [
             render(
                 "<p class='note'>Answers graded by the {{ g }} grader; {{ n }} items without a target left out.</p>",
                 g=config.grader,
-                n=counts["no_target"],
+                n=counts.no_target,
             ),
             graded,
         ]
@@ -127,13 +132,14 @@ def mode_sections(paths: RunDir, config: RunConfig | None, summary: RunSummary) 
     return sections
 
 
-def mode_payload(summary: RunSummary) -> dict:
-    """What a finished run's terminal output adds for its judging mode."""
-    payload: dict = {}
+def mode_payload(summary: RunSummary) -> ResultsPayload:
+    """What a finished run's terminal output adds for its judging mode (`ResultsPayload.merged` puts it over the
+    run's results)."""
+    payload = ResultsPayload()
     if summary.pointwise:
-        payload["pointwise"] = pointwise_rows(summary)
+        payload.pointwise = pointwise_rows(summary)
     if summary.correctness:
-        payload["correctness"] = summary.correctness
+        payload.correctness = summary.correctness
     return payload
 
 

@@ -1,13 +1,14 @@
 """The short results table a command ends with (`interp demo`, `dbg`, `intervene`, `validate`, `sweep`), and
 the same content as JSON for `--json`.
 
-One payload, two renderings: `results_payload(...)` gathers
+One payload, a typed `ResultsPayload` (`interp.report.payload`), two renderings: `results_payload(...)` gathers
   - "dbg": per judge, DBG (hard, with its bootstrap interval, and soft), position consistency, label mass and
     the reliability flag the report shows (`interp.metrics.dbg.judge_reliability`: a judge too weak to judge);
   - "causal": per judge, the causal verdict of an intervention result with its numbers (effect on P(own) and
     interval, p-value and alpha, test items) where the result holds them;
   - "sweep": the sweep points that move P(own) most;
-and `print_results` draws it with rich, `payload_json` prints it as JSON (NaN as null).
+and `print_results` draws it with rich (reading its rows' attributes), `payload_json` prints it as JSON (NaN as
+null; a part the command did not set is left out).
 """
 
 from __future__ import annotations
@@ -17,10 +18,22 @@ import math
 from pathlib import Path
 
 from interp.formatting import number, p_value, pct, pts, pts_ci, pts_interval
+from interp.report.payload import (
+    CausalRow,
+    DbgRow,
+    Estimate,
+    HumanRow,
+    PointwiseRow,
+    ResultsPayload,
+    SweepPoint,
+    SweepTop,
+    TimingsRecord,
+)
 from interp.results import codec
+from interp.results.base import ResultModel
 from interp.results.causal import CausalResult, JudgeTest
 from interp.results.rows import SweepRow
-from interp.results.summary import RunSummary
+from interp.results.summary import Correctness, GoldHuman, RunSummary
 
 SWEEP_ROWS = 10  # the points shown of a sweep (largest drop of P(own) first); all are in results.csv
 PIPED_WIDTH = 200  # columns of the tables when stdout is a pipe or a file: no terminal width to fit
@@ -41,54 +54,56 @@ def json_safe(value):
     return value
 
 
-def payload_json(payload: dict | list) -> str:
-    return json.dumps(json_safe(payload), indent=2, allow_nan=False)
+def payload_json(payload: ResultsPayload | dict | list) -> str:
+    """The payload (or any other JSON data a command prints) as indented JSON, NaN and infinities as null."""
+    data = payload.to_json() if isinstance(payload, ResultModel) else payload
+    return json.dumps(json_safe(data), indent=2, allow_nan=False)
 
 
 # ---- gathering ----------------------------------------------------------------------------------
 
+DBG_KEYS = (
+    "own_model",
+    "dbg_hard",
+    "dbg_ci",
+    "dbg_soft",
+    "tie_share",
+    "dbg_no_ties",
+    "position_consistency",
+    "mean_label_mass",
+)
 
-def dbg_rows(summary: RunSummary) -> list[dict]:
+
+def dbg_rows(summary: RunSummary) -> list[DbgRow]:
     """Per judge of a run's summary: DBG with interval, soft DBG, and whether the judge can judge at all."""
-    keys = (
-        "own_model",
-        "dbg_hard",
-        "dbg_ci",
-        "dbg_soft",
-        "tie_share",
-        "dbg_no_ties",
-        "position_consistency",
-        "mean_label_mass",
-    )
     return [
-        {
-            "judge": judge,
-            **{key: getattr(s, key) for key in keys},
-            "reliable": not s.unreliable_because,
-            "unreliable_because": list(s.unreliable_because),
-        }
+        DbgRow(
+            judge=judge,
+            **{key: getattr(s, key) for key in DBG_KEYS},
+            reliable=not s.unreliable_because,
+            unreliable_because=list(s.unreliable_because),
+        )
         for judge, s in summary.judges.items()
     ]
 
 
 def reasoning_lines(summary: RunSummary) -> list[str]:
-    """Per author whose answers lost reasoning before judging (`summary["reasoning"]`), one sentence."""
+    """Per author whose answers lost reasoning before judging (`RunSummary.reasoning`), one sentence."""
     return [
-        f"{model}: reasoning removed before judging from {r['n_answers']} of {r['n_items']} answers "
-        f"(mean {r['mean_chars']:.0f} characters, {r['mean_words']:.0f} words per answer; reasoning/ in the run)"
+        f"{model}: reasoning removed before judging from {r.n_answers} of {r.n_items} answers "
+        f"(mean {r.mean_chars:.0f} characters, {r.mean_words:.0f} words per answer; reasoning/ in the run)"
         for model, r in (summary.reasoning or {}).items()
     ]
 
 
-def human_rows(human: dict) -> list[dict]:
+def human_rows(human: GoldHuman) -> list[HumanRow]:
     """Per gold judge and for the ensemble (last): agreement with human labels, with its interval and both win
-    rates of the first answer (`summary["gold"]["human"]`)."""
-    named = [*human["judges"].items(), ("ensemble", human["ensemble"])]
-    keys = ("n", "agreement", "agreement_ci", "gold_win_rate_first", "human_win_rate_first", "human_tie_share")
-    return [{"gold": name, **{key: r.get(key) for key in keys}} for name, r in named]
+    rates of the first answer (`RunSummary.gold.human`)."""
+    named = [*human.judges.items(), ("ensemble", human.ensemble)]
+    return [HumanRow(gold=name, **r.model_dump()) for name, r in named]
 
 
-def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> list[dict]:
+def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> list[CausalRow]:
     """Per judge of a causal test (`CausalResult.judges`): the self-preference verdict (True, False, or None
     with its reason), the within-judge change, the between-judge test, the share of the gap removed; numbers a
     result lacks are None (`n_items`: the test items where the result does not say)."""
@@ -97,41 +112,42 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
         prefix = f"{judge}: "
         effect, share = r.self_effect, r.share_removed
         rows.append(
-            {
-                "judge": judge,
-                "causal": r.causal,
-                "reason": r.reason,
-                "verdict": r.verdict[len(prefix) :] if r.verdict.startswith(prefix) else r.verdict,
-                "effect": None
+            CausalRow(
+                judge=judge,
+                causal=r.causal,
+                reason=r.reason,
+                verdict=r.verdict[len(prefix) :] if r.verdict.startswith(prefix) else r.verdict,
+                effect=None
                 if effect is None
-                else {"mean": effect.mean, "ci": None if effect.ci is None else list(effect.ci)},
-                "p_within": r.within_judge.p_value if r.within_judge else None,
-                "n_controls": r.test.n_controls if r.test else None,
-                "p_value": r.p_value,
-                "p_holm": r.p_holm,
-                "test_alpha": r.test_alpha,
-                "share_removed": share.estimate if share else None,
-                "share_removed_ci": [share.low, share.high] if share else None,
-                "n_test": r.n_test if r.n_test is not None else n_items,
-            }
+                else Estimate(mean=effect.mean, ci=None if effect.ci is None else list(effect.ci)),
+                p_within=r.within_judge.p_value if r.within_judge else None,
+                n_controls=r.test.n_controls if r.test else None,
+                p_value=r.p_value,
+                p_holm=r.p_holm,
+                test_alpha=r.test_alpha,
+                share_removed=share.estimate if share else None,
+                share_removed_ci=[share.low, share.high] if share else None,
+                n_test=r.n_test if r.n_test is not None else n_items,
+            )
         )
     return rows
 
 
-def top_sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[dict]:
+def top_sweep_rows(rows: list[dict] | list[SweepRow], limit: int = SWEEP_ROWS) -> list[SweepPoint]:
     """The sweep points (results.csv rows, as `SweepRow`s) that lower P(own) most, at most `limit`."""
-    typed = [r if isinstance(r, SweepRow) else codec.sweep_rows([r])[0] for r in rows]
-    ordered = sorted(typed, key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0))
+    ordered = sorted(
+        codec.sweep_rows(rows), key=lambda r: (r.effect is None, r.effect if r.effect is not None else 0.0)
+    )
     return [
-        {
-            "judge": r.judge,
-            "point": ", ".join(f"{k}={v}" for k, v in r.point.items()),
-            "effect": {"mean": r.effect, "ci": [r.effect_lo, r.effect_hi]},
-            "dbg_hard": r.dbg_hard,
-            "dbg_ci": [r.dbg_lo, r.dbg_hi],
-            "p_value": r.p_value,
-            "p_holm": r.p_holm,
-        }
+        SweepPoint(
+            judge=r.judge,
+            point=", ".join(f"{k}={v}" for k, v in r.point.items()),
+            effect=Estimate(mean=r.effect, ci=[r.effect_lo, r.effect_hi]),
+            dbg_hard=r.dbg_hard,
+            dbg_ci=[r.dbg_lo, r.dbg_hi],
+            p_value=r.p_value,
+            p_holm=r.p_holm,
+        )
         for r in ordered[:limit]
     ]
 
@@ -143,28 +159,28 @@ def results_payload(
     n_items: int | None = None,
     sweep: list[dict] | None = None,
     files: dict | None = None,
-) -> dict:
+) -> ResultsPayload:
     """What a command ends with. `causal`: judge -> that judge's intervention result; `sweep`: results.csv rows;
     `files`: name -> path of what the command wrote (the report, results)."""
-    payload: dict = {}
+    payload = ResultsPayload()
     if summary is not None:
         summary = codec.parse(RunSummary, summary, "summary")
-        payload["dbg"] = dbg_rows(summary)
+        payload.dbg = dbg_rows(summary)
         if summary.reasoning:
-            payload["reasoning"] = reasoning_lines(summary)
-        if summary.gold.get("human"):  # Table 1: gold against human labels
-            payload["gold_human"] = human_rows(summary.gold["human"])
+            payload.reasoning = reasoning_lines(summary)
+        if summary.gold.human:  # Table 1: gold against human labels
+            payload.gold_human = human_rows(summary.gold.human)
     if causal is not None:
         judges = (
             codec.parse(CausalResult, {"judges": causal}, "causal result").judges
             if isinstance(causal, dict)
             else causal
         )
-        payload["causal"] = causal_rows(judges, n_items)
+        payload.causal = causal_rows(judges, n_items)
     if sweep is not None:
-        payload["sweep"] = {"n_points": len(sweep), "top": top_sweep_rows(sweep)}
+        payload.sweep = SweepTop(n_points=len(sweep), top=top_sweep_rows(sweep))
     if files:
-        payload["files"] = {name: str(path) for name, path in files.items()}
+        payload.files = {name: str(path) for name, path in files.items()}
     return payload
 
 
@@ -201,61 +217,53 @@ def _name_column(console, table, header: str, **options) -> None:
     table.add_column(header, overflow="ellipsis" if piped else "fold", no_wrap=piped, **options)
 
 
-def print_results(payload: dict, console=None) -> None:
+def print_results(payload: ResultsPayload, console=None) -> None:
     """The payload as rich tables on the terminal (stdout; `results_console`).
 
     On a terminal a long judge name folds within its column; elsewhere (a pipe, a log file) a name is never
     broken across lines: the layout is wide and a name longer than its column ends with an ellipsis.
     """
     console = console or results_console()
-    if payload.get("dbg"):
-        _print_dbg(payload, console)
-    if payload.get("gold_human"):
-        _print_gold_human(payload["gold_human"], console)
-    if payload.get("pointwise"):  # SALIERI's pointwise mode: 1-5 scores (the SALIERI score: `interp metrics run`)
-        _print_pointwise(payload["pointwise"], console)
-    if payload.get("correctness"):
-        counts = {author: c for author, c in payload["correctness"].items() if author != "no_target"}
-        lines = ", ".join(f"{author}: {c['correct']} of {c['graded']}" for author, c in counts.items())
-        console.print(
-            f"Graded answers correct: {lines} ({payload['correctness']['no_target']} items without a target)",
-            highlight=False,
-            soft_wrap=True,
-        )
-    if "causal" in payload:
-        _print_causal(payload["causal"], console)
-    if payload.get("sweep"):
-        _print_sweep(payload["sweep"], console)
-    if payload.get("timings"):
-        _print_timings(payload["timings"], console)
+    if payload.dbg:
+        _print_dbg(payload.dbg, payload.reasoning or [], console)
+    if payload.gold_human:
+        _print_gold_human(payload.gold_human, console)
+    if payload.pointwise:  # SALIERI's pointwise mode: 1-5 scores (the SALIERI score: `interp metrics run`)
+        _print_pointwise(payload.pointwise, console)
+    if payload.correctness:
+        _print_correctness(payload.correctness, console)
+    if payload.causal is not None:
+        _print_causal(payload.causal, console)
+    if payload.sweep:
+        _print_sweep(payload.sweep, console)
+    if payload.timings:
+        _print_timings(payload.timings, console)
     console.print()
-    for name, path in (payload.get("files") or {}).items():
+    for name, path in (payload.files or {}).items():
         console.print(f"{name}: {path}", highlight=False, soft_wrap=True)
 
 
-def _print_dbg(payload: dict, console) -> None:
+def _print_dbg(rows: list[DbgRow], reasoning: list[str], console) -> None:
     """The DBG table, its legend, and a note per judge too weak to judge (with the reasoning lines)."""
     table = _table("Self-preference: DBG per judge (pts, 95% bootstrap interval)")
     _name_column(console, table, "judge", min_width=14)
     for name in ("DBG", "95% CI", "soft", "ties", "w/o ties", "pos.cons", "P(label)", "reliable"):
         table.add_column(name, justify="right", no_wrap=True)
     notes = []
-    for r in payload["dbg"]:
-        own = f" (own: {r['own_model']})" if r.get("own_model") not in (None, r["judge"]) else ""
-        flag = "yes" if r["reliable"] else "[red]no[/red]"
-        if not r["reliable"]:
-            notes.append(
-                f"{r['judge']}: too weak to judge, its DBG is not evidence ({'; '.join(r['unreliable_because'])})"
-            )
+    for r in rows:
+        own = f" (own: {r.own_model})" if r.own_model not in (None, r.judge) else ""
+        flag = "yes" if r.reliable else "[red]no[/red]"
+        if not r.reliable:
+            notes.append(f"{r.judge}: too weak to judge, its DBG is not evidence ({'; '.join(r.unreliable_because)})")
         table.add_row(
-            r["judge"] + own,
-            pts(r["dbg_hard"]),
-            pts_ci(r["dbg_ci"]),
-            pts(r["dbg_soft"]),
-            pct(r.get("tie_share")),
-            pts(r.get("dbg_no_ties")),
-            pct(r["position_consistency"]),
-            number(r["mean_label_mass"]),
+            r.judge + own,
+            pts(r.dbg_hard),
+            pts_ci(r.dbg_ci),
+            pts(r.dbg_soft),
+            pct(r.tie_share),
+            pts(r.dbg_no_ties),
+            pct(r.position_consistency),
+            number(r.mean_label_mass),
             flag,
         )
     console.print(table)
@@ -265,11 +273,11 @@ def _print_dbg(payload: dict, console) -> None:
         highlight=False,
         soft_wrap=True,
     )
-    for note in [*notes, *payload.get("reasoning", [])]:
+    for note in [*notes, *reasoning]:
         console.print(note, highlight=False, soft_wrap=True)
 
 
-def _print_gold_human(rows: list[dict], console) -> None:
+def _print_gold_human(rows: list[HumanRow], console) -> None:
     """Gold against human labels (Table 1)."""
     console.print()
     table = _table("Gold against human labels (Table 1): agreement on the labelled items, win rate of the first answer")
@@ -277,20 +285,20 @@ def _print_gold_human(rows: list[dict], console) -> None:
     for name in ("n", "agreement", "95% CI", "gold: 1st wins", "people: 1st wins", "people tie"):
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
-        ci = r.get("agreement_ci") or [None, None]
+        low, high = r.agreement_ci or [None, None]
         table.add_row(
-            r["gold"],
-            str(r["n"]),
-            pct(r["agreement"]),
-            f"[{pct(ci[0])}, {pct(ci[1])}]",
-            pct(r["gold_win_rate_first"]),
-            pct(r["human_win_rate_first"]),
-            pct(r["human_tie_share"]),
+            r.gold,
+            str(r.n),
+            pct(r.agreement),
+            f"[{pct(low)}, {pct(high)}]",
+            pct(r.gold_win_rate_first),
+            pct(r.human_win_rate_first),
+            pct(r.human_tie_share),
         )
     console.print(table)
 
 
-def _print_pointwise(rows: list[dict], console) -> None:
+def _print_pointwise(rows: list[PointwiseRow], console) -> None:
     """Pointwise 1-5 scores per judge and author, and a note per judge too weak to score."""
     table = _table("Pointwise 1-5 scores per judge and author (expected from the score tokens; parsed after [RESULT])")
     _name_column(console, table, "judge", min_width=14)
@@ -299,23 +307,33 @@ def _print_pointwise(rows: list[dict], console) -> None:
         table.add_column(name, justify="right", no_wrap=True)
     weak = {}
     for r in rows:
-        if not r.get("reliable", True):
-            weak[r["judge"]] = r["unreliable_because"]
+        if not r.reliable:
+            weak[r.judge] = r.unreliable_because
         table.add_row(
-            r["judge"],
-            r["author"],
-            str(r["n"]),
-            number(r["mean_expected_score"]),
-            number(r["mean_parsed_score"]),
-            str(r["n_parsed"]),
-            "yes" if r.get("reliable", True) else "[red]no[/red]",
+            r.judge,
+            r.author,
+            str(r.n),
+            number(r.mean_expected_score),
+            number(r.mean_parsed_score),
+            str(r.n_parsed),
+            "yes" if r.reliable else "[red]no[/red]",
         )
     console.print(table)
     for judge, reasons in weak.items():
         console.print(f"{judge}: too weak to score, its 1-5 scores are not evidence ({'; '.join(reasons)})")
 
 
-def _print_causal(rows: list[dict], console) -> None:
+def _print_correctness(correctness: Correctness, console) -> None:
+    """The graded answers: per author how many were correct of those graded."""
+    lines = ", ".join(f"{author}: {c.correct} of {c.graded}" for author, c in correctness.authors.items())
+    console.print(
+        f"Graded answers correct: {lines} ({correctness.no_target} items without a target)",
+        highlight=False,
+        soft_wrap=True,
+    )
+
+
+def _print_causal(rows: list[CausalRow], console) -> None:
     """The causal test per judge, and each judge's verdict in words."""
     console.print()
     table = _table(
@@ -327,70 +345,69 @@ def _print_causal(rows: list[dict], console) -> None:
     for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
-        effect = r["effect"] or {}
-        causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r["causal"]]
-        n = "n/a" if r["n_test"] is None else str(r["n_test"])
+        effect = r.effect or Estimate()
+        causal = {True: "[green]yes[/green]", False: "no", None: "n/a"}[r.causal]
         table.add_row(
-            r["judge"],
+            r.judge,
             causal,
-            pts(effect.get("mean")),
-            pts_ci(effect.get("ci")),
-            p_value(r.get("p_within")),
-            "n/a" if r.get("n_controls") is None else str(r["n_controls"]),
-            p_value(r["p_value"]),
-            p_value(r.get("p_holm")),
-            number(r["test_alpha"]),
-            pct(r.get("share_removed")),
-            n,
+            pts(effect.mean),
+            pts_ci(effect.ci),
+            p_value(r.p_within),
+            "n/a" if r.n_controls is None else str(r.n_controls),
+            p_value(r.p_value),
+            p_value(r.p_holm),
+            number(r.test_alpha),
+            pct(r.share_removed),
+            "n/a" if r.n_test is None else str(r.n_test),
         )
     if not rows:
         console.print("Causal test: not run (no item of the run in the split it needs).")
     else:
         console.print(table)
         for r in rows:
-            console.print(f"{r['judge']}: {r['verdict']}", highlight=False, soft_wrap=True)
+            console.print(f"{r.judge}: {r.verdict}", highlight=False, soft_wrap=True)
 
 
-def _print_sweep(sweep: dict, console) -> None:
+def _print_sweep(sweep: SweepTop, console) -> None:
     """The sweep points that move P(own) most."""
     console.print()
     table = _table(
-        f"Sweep: {len(sweep['top'])} of {sweep['n_points']} points, largest drop of P(own) first (pts); "
-        f"p: sign-flip test of each point, Holm-adjusted over all {sweep['n_points']}"
+        f"Sweep: {len(sweep.top)} of {sweep.n_points} points, largest drop of P(own) first (pts); "
+        f"p: sign-flip test of each point, Holm-adjusted over all {sweep.n_points}"
     )
     _name_column(console, table, "judge")
     _name_column(console, table, "point")
     for name in ("effect [95% CI]", "p", "p (Holm)", "DBG after [95% CI]"):
         table.add_column(name, justify="right", no_wrap=True)
-    for r in sweep["top"]:
-        p_values = (p_value(r.get("p_value")), p_value(r.get("p_holm")))
+    for r in sweep.top:
         table.add_row(
-            r["judge"],
-            r["point"],
-            pts_interval(r["effect"]["mean"], r["effect"]["ci"]),
-            *p_values,
-            pts_interval(r["dbg_hard"], r["dbg_ci"]),
+            r.judge,
+            r.point,
+            pts_interval(r.effect.mean, r.effect.ci),
+            p_value(r.p_value),
+            p_value(r.p_holm),
+            pts_interval(r.dbg_hard, r.dbg_ci),
         )
     console.print(table)
 
 
-def _print_timings(timings: dict, console) -> None:
+def _print_timings(timings: TimingsRecord, console) -> None:
     """Where the time went, the torch threads used and the peak memory."""
     console.print()
     table = _table("Where the time went")
     table.add_column("step", no_wrap=True)
     table.add_column("seconds", justify="right", no_wrap=True)
     table.add_column("share", justify="right", no_wrap=True)
-    total = timings.get("total_s") or 0.0
-    for step, seconds in timings["steps"].items():
+    total = timings.total_s or 0.0
+    for step, seconds in timings.steps.items():
         table.add_row(step, f"{seconds:.1f}", pct(seconds / total if total else None))
     table.add_row("total", f"{total:.1f}", "")
     console.print(table)
-    used = timings["torch_threads_used"] or ["unknown"]  # Timings.record: every count the job ran on
+    used = timings.torch_threads_used or ["unknown"]  # Timings.record: every count the job ran on
     console.print(
         f"torch threads: {' -> '.join(str(n) for n in used)} (re-decided between batches from the free cores)",
         highlight=False,
     )
-    if timings.get("peak_rss_gb") is not None:
-        gpu = f", GPU {timings['peak_gpu_gb']:.2f} GB allocated" if timings.get("peak_gpu_gb") is not None else ""
-        console.print(f"peak memory: {timings['peak_rss_gb']:.2f} GB resident{gpu}", highlight=False)
+    if timings.peak_rss_gb is not None:
+        gpu = f", GPU {timings.peak_gpu_gb:.2f} GB allocated" if timings.peak_gpu_gb is not None else ""
+        console.print(f"peak memory: {timings.peak_rss_gb:.2f} GB resident{gpu}", highlight=False)

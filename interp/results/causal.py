@@ -97,6 +97,16 @@ class JudgeEffect(ResultModel):
     ci: Optional[list[Optional[float]]] = None  # a file before the between-judge design
 
 
+class MaskedMass(ResultModel):
+    """Where a mask of the own answer moved its attention, at the masked heads and the final position on the test
+    items (`interp.causal.intervene.mass_moved`): the share the other answer received, the mean own mass removed,
+    and where that holds."""
+
+    share_to_other_answer: Optional[float] = None
+    mean_own_mass_removed: Optional[float] = None
+    where: Optional[str] = None
+
+
 class JudgeTest(ResultModel):
     """One tested judge: the decision, the test that made it, and what the intervention did."""
 
@@ -114,13 +124,14 @@ class JudgeTest(ResultModel):
     effect: Optional[JudgeEffect] = None
     effects: dict[str, PairedEffect] = Field(default_factory=dict)
     before: dict = Field(default_factory=dict)
+    # variant name -> its record (a slot per kind: attention, steering, nodes, a user's own) and the behaviour under it
     variants: dict[str, dict] = Field(default_factory=dict)
     own: Optional[str] = None
     share_removed: Optional[Share] = None
     share_removed_reason: Optional[str] = None
     gap_before: Optional[Share] = None
     gap_after: Optional[Share] = None
-    masked_mass: Optional[dict] = None
+    masked_mass: Optional[MaskedMass] = None
     controls: dict[str, ControlRecord] = Field(default_factory=dict)
     per_item_delta: dict[str, float] = Field(default_factory=dict)
     dbg_test_before: Optional[dict] = None  # the gap gate: the judge's gap against its controls before

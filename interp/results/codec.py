@@ -277,12 +277,14 @@ def write_variant(folder: Path, record: VariantRecord | dict) -> VariantRecord:
     return _write(Path(folder) / VARIANT_FILE, VariantRecord, record)
 
 
-def sweep_rows(rows: Iterable[dict]) -> list[SweepRow]:
+def sweep_rows(rows: Iterable[dict | SweepRow]) -> list[SweepRow]:
     """Sweep rows (as written to, or read from, results.csv: CSV cells are text) as objects: the judge and the
-    result columns are fields, every other column is the point."""
+    result columns are fields, every other column is the point; a row that is a `SweepRow` already stays."""
     fields = ("judge", *SWEEP_RESULT_COLUMNS)
     return [
-        SweepRow.model_validate(
+        row
+        if isinstance(row, SweepRow)
+        else SweepRow.model_validate(
             {k: (None if v == "" else v) for k, v in row.items() if k in fields}
             | {"point": {k: v for k, v in row.items() if k not in fields and v not in (None, "")}}
         )

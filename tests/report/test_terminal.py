@@ -12,23 +12,15 @@ import pytest
 from rich.console import Console
 
 from interp.core.timings import Timings
+from interp.report.payload import ResultsPayload
 from interp.report.terminal import payload_json, print_results, results_payload, top_sweep_rows
 from interp.results.causal import CausalResult
 from interp.results.codec import parse
+from tests.helpers.payloads import CAUSAL_A, JUDGE_A, SWEEP_ROWS
 
 SUMMARY = {
     "judges": {
-        "author-a": {
-            "own_model": "author-a",
-            "dbg_hard": 0.125,
-            "dbg_ci": [0.05, 0.2],
-            "dbg_soft": 0.1,
-            "position_consistency": 0.8,
-            "mean_label_mass": 0.9,
-            "unreliable_because": [],
-            "tie_share": 0.375,
-            "dbg_no_ties": 0.0625,
-        },
+        "author-a": JUDGE_A,
         "weak-judge": {
             "own_model": "author-a",
             "dbg_hard": -0.3,
@@ -50,17 +42,7 @@ SUMMARY = {
     }
 }
 CAUSAL = {
-    "author-a": {
-        "causal": True,
-        "verdict": "author-a: causal effect on self-preference: ...",
-        "p_value": 0.004,
-        "p_holm": 0.008,
-        "test_alpha": 0.05,
-        "within_judge": {"effect": -0.21, "ci": [-0.3, -0.12], "p_value": 0.001},
-        "n_test": 40,
-        "test": {"n_controls": 5},
-        "share_removed": {"estimate": 0.4, "low": 0.1, "high": 0.7},
-    },
+    "author-a": CAUSAL_A,
     "weak-judge": {
         "causal": False,
         "verdict": "weak-judge: no causal effect shown",
@@ -69,23 +51,21 @@ CAUSAL = {
 }
 
 
-def _drawn(payload: dict) -> str:
+def _drawn(payload: ResultsPayload) -> str:
     console = Console(record=True, width=220)
     print_results(payload, console)
     return console.export_text()
 
 
 def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
-    rows = {r["judge"]: r for r in results_payload(SUMMARY)["dbg"]}
-    assert rows["author-a"]["reliable"] and rows["author-a"]["dbg_ci"] == [0.05, 0.2]
-    assert not rows["weak-judge"]["reliable"] and rows["weak-judge"]["unreliable_because"] == [
+    rows = {r.judge: r for r in results_payload(SUMMARY).dbg}
+    assert rows["author-a"].reliable and rows["author-a"].dbg_ci == [0.05, 0.2]
+    assert not rows["weak-judge"].reliable and rows["weak-judge"].unreliable_because == [
         "position consistency 0% < 50%"
     ]
     # a summary without the stored flag gets it from the same rule (position consistency 20% < 50%)
-    assert (
-        not rows["old-summary"]["reliable"] and "position consistency" in rows["old-summary"]["unreliable_because"][0]
-    )
-    assert rows["outsider"]["dbg_hard"] is None
+    assert not rows["old-summary"].reliable and "position consistency" in rows["old-summary"].unreliable_because[0]
+    assert rows["outsider"].dbg_hard is None
     text = _drawn(results_payload(SUMMARY))
     assert (
         "+12.5" in text
@@ -93,14 +73,12 @@ def test_dbg_rows_carry_interval_and_the_reports_reliability_flag():
         and "weak-judge: too weak to judge, its DBG is not evidence (position consistency 0% < 50%)" in text
     )
     assert "weak-judge (own: author-a)" in text and "n/a" in text
-    assert (
-        rows["author-a"]["tie_share"] == 0.375 and "38%" in text and "+6.2" in text
-    )  # Figure 8: ties, DBG without them
+    assert rows["author-a"].tie_share == 0.375 and "38%" in text and "+6.2" in text  # Figure 8: ties, DBG without them
 
 
 def test_causal_rows_read_the_numbers_a_result_has():
-    rows = {r["judge"]: r for r in results_payload(causal=CAUSAL, n_items=12)["causal"]}
-    assert rows["author-a"] == {
+    rows = {r.judge: r for r in results_payload(causal=CAUSAL, n_items=12).causal}
+    assert rows["author-a"].to_json() == {
         "judge": "author-a",
         "causal": True,
         "reason": None,
@@ -116,7 +94,7 @@ def test_causal_rows_read_the_numbers_a_result_has():
         "n_test": 40,
     }
     weak = rows["weak-judge"]
-    assert weak["effect"] == {"mean": -0.01, "ci": [-0.05, 0.03]} and weak["p_value"] is None and weak["n_test"] == 12
+    assert weak.effect.mean == -0.01 and weak.effect.ci == [-0.05, 0.03] and weak.p_value is None and weak.n_test == 12
     text = _drawn(results_payload(SUMMARY, causal=CAUSAL, n_items=12, files={"report": Path("runs/x/report.html")}))
     assert (
         "p Holm" in text and re.search(r"0\.004 +0\.008", text) and "40%" in text
@@ -134,7 +112,7 @@ def test_causal_rows_read_the_numbers_a_result_has():
 
 def test_json_is_the_same_content_with_nan_as_null():
     payload = results_payload(SUMMARY, causal=CAUSAL, files={"report": Path("r.html")})
-    payload["dbg"][0]["dbg_soft"] = math.nan
+    payload.dbg[0].dbg_soft = math.nan
     back = json.loads(payload_json(payload))
     assert back["dbg"][0]["dbg_soft"] is None and back["files"] == {"report": "r.html"}
     assert [r["judge"] for r in back["dbg"]] == list(SUMMARY["judges"]) and [
@@ -143,52 +121,12 @@ def test_json_is_the_same_content_with_nan_as_null():
 
 
 def test_sweep_rows_put_the_largest_drop_first():
-    rows = [
-        {
-            "judge": "j",
-            "target": "self",
-            "alpha": "0",
-            "layers": "1",
-            "effect": "-0.02",
-            "effect_lo": "-0.05",
-            "effect_hi": "0.01",
-            "dbg_hard": "0.1",
-            "dbg_lo": "0",
-            "dbg_hi": "0.2",
-            "key": "k1",
-        },
-        {
-            "judge": "j",
-            "target": "self",
-            "alpha": "0",
-            "layers": "2",
-            "effect": "-0.2",
-            "effect_lo": "-0.3",
-            "effect_hi": "-0.1",
-            "dbg_hard": "0.0",
-            "dbg_lo": "-0.1",
-            "dbg_hi": "0.1",
-            "key": "k2",
-        },
-        {
-            "judge": "j",
-            "target": "other",
-            "alpha": "0",
-            "layers": "2",
-            "effect": "",
-            "effect_lo": "",
-            "effect_hi": "",
-            "dbg_hard": "",
-            "dbg_lo": "",
-            "dbg_hi": "",
-            "key": "k3",
-        },
-    ]
+    rows = SWEEP_ROWS
     top = top_sweep_rows(rows, limit=2)
-    assert [r["point"] for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
-    assert top[0]["effect"] == {"mean": -0.2, "ci": [-0.3, -0.1]}
+    assert [r.point for r in top] == ["target=self, alpha=0, layers=2", "target=self, alpha=0, layers=1"]
+    assert top[0].effect.mean == -0.2 and top[0].effect.ci == [-0.3, -0.1]
     payload = results_payload(sweep=rows)
-    assert payload["sweep"]["n_points"] == 3 and "largest drop" in _drawn(payload)
+    assert payload.sweep.n_points == 3 and "largest drop" in _drawn(payload)
 
 
 @pytest.fixture

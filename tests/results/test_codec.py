@@ -148,3 +148,22 @@ def test_every_result_model_refuses_unknown_keys_and_reads_by_attribute_only():
     for model in models:
         assert model.model_config.get("extra") == "forbid", model.__name__
         assert not any(hasattr(model, name) for name in ("__getitem__", "__setitem__", "get", "keys")), model.__name__
+
+
+def test_a_summary_with_every_nested_block_writes_back_what_it_read(tmp_path):
+    """The gold block, the reasoning removed, the pointwise scores, the graded answers and the placement are
+    typed blocks now; each is written back key for key (the authors of `correctness` beside `no_target`)."""
+    from tests.helpers.payloads import SUMMARY
+
+    data = SUMMARY | {"placement": {"device": "cpu", "dtype": "float32", "device_map": None}}
+    data = data | {"judges": {}, "gold": data["gold"] | {"checks": {"reference": {"missing_logprobs": 0}}}}
+    summary = codec.write_summary(tmp_path / "summary.json", data)
+    assert summary.gold.human.ensemble.agreement == 0.8 and summary.reasoning["author-a"].n_answers == 3
+    assert summary.pointwise["weak-judge"].authors["author-a"].n_parsed == 2 and summary.placement.device == "cpu"
+    assert summary.correctness.authors["author-b"].correct == 4 and summary.correctness.no_target == 2
+    written = json.loads((tmp_path / "summary.json").read_text())
+    assert written == data | {"schema_version": codec.SCHEMA_VERSION}
+    assert list(written["correctness"]) == ["author-a", "author-b", "no_target"]
+    assert not codec.parse(RunSummary, {"correctness": {}}).correctness  # an empty block reads as no grading
+    with pytest.raises(InterpError, match="gold"):
+        codec.parse(RunSummary, {"gold": {"judges": [], "win_rates": {}}})  # a misspelt key is refused

@@ -122,15 +122,14 @@ def test_a_run_with_human_labels_reports_gold_against_them(tmp_path, tiny_llama_
     )
     out = tmp_path / "run"
     summary = run_dbg(config, out, progress=False)
-    human = summary.gold["human"]
-    assert human["n_items"] == 3 and set(human["judges"]) == {"reference"} and human["ensemble"]["n"] == 3
+    human = summary.gold.human
+    assert human.n_items == 3 and set(human.judges) == {"reference"} and human.ensemble.n == 3
     gold = RunDir(out).read_gold()["reference"]  # P(first = the tiny model wins); the reference answer is y's
     expected = (
         sum((gold[k] > 0.5) - (gold[k] < 0.5) == {"writer-y": -1, judge: 1, "tie": 0}[v] for k, v in labels.items()) / 3
     )
-    assert human["ensemble"]["agreement"] == pytest.approx(expected) and human["ensemble"][
-        "human_win_rate_first"
-    ] == pytest.approx(0.5)
+    assert human.ensemble.agreement == pytest.approx(expected)
+    assert human.ensemble.human_win_rate_first == pytest.approx(0.5)
     from rich.console import Console
 
     console = Console(record=True, width=200)

@@ -74,8 +74,8 @@ def test_summary_has_the_promised_keys_and_consistent_counts(tiny_run):
         mine = [r for r in records if r["judge"] == judge]
         assert scores.top_not_label == sum(not r["top_is_label"] for r in mine)
         assert scores.n_judgments == len(mine)
-    assert summary.gold["judges"] == ["reference"]
-    rates = summary.gold["win_rate"]
+    assert summary.gold.judges == ["reference"]
+    rates = summary.gold.win_rate
     assert rates[config.models[0]] + rates[config.models[1]] == pytest.approx(1.0)
     assert read_summary(out / "summary.json") == summary  # what the run returns is what it wrote
     assert json.loads((out / "summary.json").read_text())["schema_version"] == 1

@@ -166,8 +166,8 @@ def test_the_report_and_terminal_show_the_pointwise_scores(pointwise_run):
     out, config = pointwise_run
     html = build_report(out).read_text()
     assert "SALIERI: pointwise 1-5 scores and the SALIERI score" in html and "DBG (judge win rate" not in html
-    rows = mode_payload(RunDir(out).read_summary())["pointwise"]
-    assert {(r["judge"], r["author"]) for r in rows} == {(j, a) for j in config.judge_specs for a in config.models}
+    rows = mode_payload(RunDir(out).read_summary()).pointwise
+    assert {(r.judge, r.author) for r in rows} == {(j, a) for j in config.judge_specs for a in config.models}
 
 
 def test_a_task_wide_pool_matches_over_the_other_authors_answers_to_the_same_task(pointwise_run):

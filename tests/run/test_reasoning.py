@@ -133,12 +133,12 @@ def test_imported_think_blocks_are_judged_without_them_and_kept_on_disk(tmp_path
     assert paths.reasoning("r1-distill").parent == out / "reasoning"
     rows = {(r["model"], r["item_id"]): r for r in read_jsonl(paths.responses)}
     assert rows[("r1-distill", "legs")]["reasoning_words"] == 2 and rows[("r1-distill", "sky")]["reasoning_chars"] == 0
-    assert summary.reasoning["r1-distill"]["n_answers"] == 3 and judge not in summary.reasoning
+    assert summary.reasoning["r1-distill"].n_answers == 3 and judge not in summary.reasoning
     from interp.report.build import build_report
     from interp.report.terminal import results_payload
 
     line = "r1-distill: reasoning removed before judging from 3 of 4 answers"
-    assert results_payload(summary)["reasoning"][0].startswith(line) and line in build_report(out).read_text()
+    assert results_payload(summary).reasoning[0].startswith(line) and line in build_report(out).read_text()
 
 
 def test_a_served_reasoning_model_is_judged_on_its_answer_and_its_reasoning_kept(tmp_path, monkeypatch):

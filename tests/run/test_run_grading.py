@@ -79,8 +79,9 @@ def test_every_answer_with_a_reference_is_graded_into_correctness_jsonl(graded_r
     assert [lines[(f"m{i}", judge)]["correct"] for i in range(N)] == [i % 2 == 0 for i in range(N)]
     assert [lines[(f"m{i}", "key")]["correct"] for i in range(N)] == [True, True, True, False, False, False]
     summary = RunDir(out).read_summary()
-    assert summary.correctness[judge] == {"graded": N, "correct": 3}
-    assert summary.correctness["key"] == {"graded": N, "correct": 3} and summary.correctness["no_target"] == 0
+    counts = summary.correctness.authors
+    assert counts[judge].to_json() == {"graded": N, "correct": 3} == counts["key"].to_json()
+    assert summary.correctness.no_target == 0
 
 
 def test_metrics_run_gives_chen_metrics_from_the_run_alone(graded_run, forked_cli):
@@ -144,7 +145,7 @@ def test_the_report_shows_the_graded_answers_and_chen_table(graded_run):
     out, _ = graded_run
     html = build_report(out).read_text()
     assert "Graded answers and Chen et al.&#39;s metrics" in html and "HSPP" in html
-    assert mode_payload(RunDir(out).read_summary())["correctness"]["key"] == {"graded": N, "correct": 3}
+    assert mode_payload(RunDir(out).read_summary()).correctness.authors["key"].to_json() == {"graded": N, "correct": 3}
 
 
 def test_code_answers_are_run_against_the_items_tests_in_the_sandbox(tmp_path):
