@@ -60,6 +60,7 @@ def _ties_text(s: JudgeScores) -> str:
 
 
 def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
+    """The report's DBG section: Figure 2's grid (saved in `figures`) and each judge's DBG with its interval."""
     summary = codec.parse(RunSummary, summary, "summary")
     paths = save_figure(figure2_grid(summary), figures / "figure2_grid")
     rows = []

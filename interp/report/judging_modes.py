@@ -144,5 +144,6 @@ def mode_payload(summary: RunSummary) -> ResultsPayload:
 
 
 def is_pointwise(run_dir: Path) -> bool:
+    """Whether the run at `run_dir` was judged in SALIERI's pointwise mode (1-5 scores, not pairs)."""
     paths = RunDir(Path(run_dir))
     return paths.config.is_file() and paths.read_config().mode == "pointwise"
