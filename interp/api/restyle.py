@@ -1,7 +1,7 @@
 """Style rewriting in a notebook (DBG paper, Section 4.2 and Appendix A.3):
 
-    result = interp.restyle("runs/demo", style="plain", out="runs/demo-plain")   # a dict, as restyle.json
-    result["judges"]["smollm2-135m-instruct"]["dbg_after"]
+    result = interp.restyle("runs/demo", style="plain", out="runs/demo-plain")   # restyle.json, a RestyleResult
+    result.judges["smollm2-135m-instruct"].dbg_after
 
 The same code as `interp restyle RUN --style STYLE [--rewriter MODEL] --out DIR`.
 """
@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from interp.api.runs import run_root
+from interp.results.studies import RestyleResult
 from interp.studies.restyle import DEFAULT_EMBEDDER, SIMILARITY_THRESHOLD, restyle_options, restyle_run
 
 
@@ -29,7 +30,7 @@ def restyle(
     projection: str = "auto",
     progress: bool = True,
     overwrite: bool = False,
-) -> dict:
+) -> RestyleResult:
     """Rewrite a finished run's answers in one style, judge them again in a derived run at `out`, and test DBG
     before and after per judge.
 
@@ -37,7 +38,7 @@ def restyle(
     >>> run.models[1]
     'writer-y'
     >>> result = interp.restyle(run, out="runs/demo-plain", rewriter="smollm2-135m-instruct")  # doctest: +SKIP
-    >>> result["judges"]  # doctest: +SKIP
+    >>> result.judges[run.models[0]].share_removed  # doctest: +SKIP
 
     Args:
         run: a run directory (or a `RunResult`, `RunDir`).
@@ -51,8 +52,9 @@ def restyle(
         control_judges: the judge-level test's control judges among the run's judges (None: automatic).
 
     Returns:
-        restyle.json as a dict: per judge `dbg_before`, `dbg_after`, the test's fields (`share_removed`,
-        `causal`, `test`, ...) and `similarity`.
+        restyle.json as the `RestyleResult` written, read by attribute: per judge (`result.judges[judge]`)
+        `dbg_before`, `dbg_after`, the test's fields (`share_removed`, `causal`, `test.p_value`, ...) and
+        `similarity`; the derived run's report is `out`/report.html.
 
     Raises:
         InterpError: bad input (a rewriter that is an author or a judge, an unknown style, ...), before anything

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import typer
 
@@ -18,6 +18,9 @@ from interp.cli.options import (
     timings_option,
 )
 from interp.formatting import pct, pts_interval
+
+if TYPE_CHECKING:
+    from interp.results.studies import SteeringTable
 
 
 def refresh_report(run_dir: Path) -> Path | None:
@@ -211,23 +214,23 @@ def steer_sweep(
     _echo_results(run_steering_sweep(config, where=where, executor=executor, max_memory=gb_bytes(max_memory)))
 
 
-def table_lines(table: dict) -> list[str]:
+def table_lines(table: SteeringTable) -> list[str]:
     """Plain-text lines of the table, for a command line."""
     lines = []
-    for judge, p in table["probe"].items():
-        acc = p["accuracy"]
+    for judge, p in table.probe.items():
+        acc, n = p.accuracy, p.n
         lines.append(
-            f"{judge}: direction at layer {p['layer']} ({p['position']}), probe accuracy train {pct(acc['train'])} "
-            f"(n={p['n']['train_examples']}), held-out {pct(acc['heldout'])} (n={p['n']['heldout_examples']}); "
-            f"paired train {pct(acc.get('train_paired'))}, held-out {pct(acc.get('heldout_paired'))}; "
-            f"{p['n']['train_items']} train / {p['n']['heldout_items']} held-out items"
+            f"{judge}: direction at layer {p.layer} ({p.position}), probe accuracy train {pct(acc.train)} "
+            f"(n={n.train_examples}), held-out {pct(acc.heldout)} (n={n.heldout_examples}); "
+            f"paired train {pct(acc.train_paired)}, held-out {pct(acc.heldout_paired)}; "
+            f"{n.train_items} train / {n.heldout_items} held-out items"
         )
-    for r in table["rows"]:
+    for r in table.rows:
         lines.append(
-            f"  {r['judge']} {r['intervention']:>18}: DBG {pts_interval(r['dbg_hard'], r['dbg_ci'])} pts, "
-            f"P(own) {r['mean_p_own']:.3f}, "
-            f"change {pts_interval(r['effect']['mean'], r['effect']['ci'])} pts, gold agreement "
-            f"{pct(r['gold_agreement'])}"
+            f"  {r.judge} {r.intervention:>18}: DBG {pts_interval(r.dbg_hard, r.dbg_ci)} pts, "
+            f"P(own) {r.mean_p_own:.3f}, "
+            f"change {pts_interval(r.effect.mean, r.effect.ci)} pts, gold agreement "
+            f"{pct(r.gold_agreement)}"
         )
     return lines
 
@@ -249,13 +252,13 @@ def steer(
     dtype: Optional[str] = dtype_option(),
 ) -> None:
     """Steering under the causal test: self-mask, other-emphasis, direction removal and reversal vs none."""
-    from interp.studies.steering import SteeringSettings, steering_table
+    from interp.studies.steering import SteeringSettings, steering_table, table_paths
 
     where = placement_keys(device, dtype)
     settings = SteeringSettings(layer=layer, coefficient=coefficient, k_heads=k_heads)
     table = steering_table(Path(run_dir), judge, settings=settings, backend=backend, where=where)
     for line in table_lines(table):
         typer.echo(line)
-    typer.echo(f"table: {table['files']['csv']}")
+    typer.echo(f"table: {table_paths(table)['csv']}")
     if (report := refresh_report(run_dir)) is not None:
         typer.echo(f"report: {report}")

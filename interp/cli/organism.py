@@ -153,14 +153,13 @@ def validate(
     plan = ValidationPlan.small() if small else ValidationPlan()
     result = run_validation(out, plan, where=placement_keys(device, dtype), progress=progress, overwrite=overwrite)
     if not as_json:
-        for row in result["truth_table"]:
-            mark = {True: "yes", False: "NO", None: "n/a"}[row["agrees"]]
-            typer.echo(f"[{mark:>3}] {row['claim']}: {row['toolkit']}")
-    causal = {name: organism["causal_test"] for name, organism in result["organisms"].items()}
-    files = {"validation": Path(out) / "validation.json", "report": result["report"]}
-    payload = results_payload(
-        RunDir(result["run_dir"]).read_summary(), causal=causal, n_items=len(result["splits"]["test"]), files=files
-    )
+        for row in result.truth_table:
+            mark = {True: "yes", False: "NO", None: "n/a"}[row.agrees]
+            typer.echo(f"[{mark:>3}] {row.claim}: {row.toolkit}")
+    causal = {name: organism.causal_test.to_json() for name, organism in result.organisms.items()}
+    run = RunDir(result.run_dir)
+    files = {"validation": Path(out) / "validation.json", "report": run.report}
+    payload = results_payload(run.read_summary(), causal=causal, n_items=len(result.splits.test), files=files)
     if as_json:
-        payload.truth_table = result["truth_table"]
+        payload.truth_table = result.truth_table
     finish(payload, as_json)

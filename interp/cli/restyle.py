@@ -60,7 +60,7 @@ def restyle(
     and after per judge; check that the rewrites keep the meaning (restyle.json, report.html)."""
     from interp.report.restyle import print_restyle
     from interp.report.terminal import payload_json
-    from interp.results.codec import read_restyle
+    from interp.run.store import RunDir
     from interp.studies.restyle import restyle_options, restyle_run
 
     options = restyle_options(
@@ -77,7 +77,9 @@ def restyle(
         placement_keys(device, dtype) if device is not None or dtype is not None else None
     )  # none given: the source run's
     result = restyle_run(run_dir, out, options, where=where, progress=not as_json, overwrite=overwrite)
-    if as_json:
-        typer.echo(payload_json(result))
+    report = str(RunDir(result.derived_run).report)
+    if as_json:  # restyle.json's content (its schema version aside) and the report
+        written = {key: value for key, value in result.to_json().items() if key != "schema_version"}
+        typer.echo(payload_json(written | {"report": report}))
     else:
-        print_restyle(read_restyle(result["derived_run"]), report=result["report"])
+        print_restyle(result, report=report)

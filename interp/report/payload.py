@@ -13,6 +13,7 @@ from typing import Optional
 from pydantic import Field, model_serializer
 
 from interp.results.base import ResultModel
+from interp.results.studies import TruthRow
 from interp.results.summary import Correctness, HumanAgreement, Interval
 
 
@@ -129,8 +130,7 @@ class ResultsPayload(ResultModel):
     pointwise: Optional[list[PointwiseRow]] = None
     correctness: Optional[Correctness] = None
     timings: Optional[TimingsRecord] = None
-    # validate's claims as `ValidationResult.truth_table` holds them: rows that model types, with its file
-    truth_table: Optional[list[dict]] = None
+    truth_table: Optional[list[TruthRow]] = None  # validate's claims, as `ValidationResult.truth_table` holds them
 
     def merged(self, other: ResultsPayload) -> ResultsPayload:
         """This payload with every part `other` set put over it; the parts `other` did not set are kept."""

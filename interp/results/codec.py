@@ -229,11 +229,18 @@ def _read(path: Path, kind: type[Model], hint: str) -> Model:
     return parse(kind, data, str(path))
 
 
+def built(kind: type[Model], result: Model | dict, where: str = "a result") -> Model:
+    """A result as the object the codec writes, from its data as a writer builds it (the current schema, numpy
+    numbers and all): the data as JSON would give it back, parsed. An object is returned as it is."""
+    if not isinstance(result, dict):
+        return parse(kind, result, where)
+    data = json.loads(json.dumps(result, default=plain_json))  # numpy numbers as the plain numbers they are
+    return parse(kind, data | {"schema_version": current_version(kind)}, where)
+
+
 def _write(path: Path, kind: type[Model], result: Model | dict) -> Model:
     """Write a result (an object, or its data as a writer builds it: the current schema) atomically."""
-    if isinstance(result, dict):
-        data = json.loads(json.dumps(result, default=plain_json))  # numpy numbers as the plain numbers they are
-        result = parse(kind, data | {"schema_version": current_version(kind)}, str(path))
+    result = built(kind, result, str(path))
     atomic_write_text(Path(path), dumps(result))
     return result
 

@@ -35,7 +35,7 @@ from interp.core.placement import placement_of
 from interp.engine.variants import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
-from interp.results.codec import parse, write_restyle
+from interp.results.codec import built, write_restyle
 from interp.results.studies import RestyleResult
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
@@ -254,10 +254,11 @@ def restyle_run(
     progress: bool = True,
     overwrite: bool = False,
     models: ModelCache | None = None,
-) -> dict:
+) -> RestyleResult:
     """Rewrite a finished run's answers, judge the rewrites in a derived run at `out`, test DBG before and after
-    per judge and check the rewrites' meaning; write `out`/restyle.json (returned), `out`/restyle/rewrites.jsonl,
-    the figures and the derived run's report. Every input is checked before `out` is written."""
+    per judge and check the rewrites' meaning; write `out`/restyle.json (returned as the `RestyleResult` written,
+    read by attribute: `result.judges[judge].test.p_value`), `out`/restyle/rewrites.jsonl, the figures and the
+    derived run's report (`RunDir(out).report`). Every input is checked before `out` is written."""
     from interp.report.build import build_report
 
     source, before_summary, rewriter = _checked_source(run_dir, options)
@@ -323,9 +324,15 @@ def restyle_run(
     }
     holm_judges(result, names)
     with paths.writer():
-        _write_restyle(paths, result, (source, similarity, originals, texts), (vectors_before, vectors_after), options)
-        result["report"] = str(build_report(paths.root))
-    return result
+        written = _write_restyle(
+            paths,
+            built(RestyleResult, result, "restyle.json"),
+            (source, similarity, originals, texts),
+            (vectors_before, vectors_after),
+            options,
+        )
+        build_report(paths.root)
+    return written
 
 
 def restyle_options(**fields) -> RestyleOptions:
@@ -348,9 +355,12 @@ def _checked_source(run_dir: Path, options: RestyleOptions):
     return source, before_summary, rewriter
 
 
-def _write_restyle(paths, result: dict, texts_of: tuple, vectors: tuple, options: RestyleOptions) -> None:
-    """restyle/rewrites.jsonl, the figures (named in `result`) and restyle.json. `texts_of`: the source run, the
-    similarity check, the originals and their rewrites; `vectors`: their embeddings before and after."""
+def _write_restyle(
+    paths, result: RestyleResult, texts_of: tuple, vectors: tuple, options: RestyleOptions
+) -> RestyleResult:
+    """restyle/rewrites.jsonl, the figures and restyle.json: `result` with the projection and the figures it
+    names, as written. `texts_of`: the source run, the similarity check, the originals and their rewrites;
+    `vectors`: their embeddings before and after."""
     from interp.report.restyle import restyle_section
 
     source, similarity, originals, texts = texts_of
@@ -360,9 +370,8 @@ def _write_restyle(paths, result: dict, texts_of: tuple, vectors: tuple, options
         for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
     ]
     write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
-    typed = parse(RestyleResult, result, "restyle.json")  # what the section reads
-    files, result["projection"] = restyle_section(
-        typed, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection
+    files, projection = restyle_section(
+        result, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection
     )
-    result["figures"] = {k: str(v) for k, v in files.items()}
-    write_restyle(paths.root, result)
+    figures = {k: str(v) for k, v in files.items()}
+    return write_restyle(paths.root, result.model_copy(update={"projection": projection, "figures": figures}))

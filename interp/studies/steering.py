@@ -7,8 +7,9 @@ span, top-k heads by own-minus-other attention or all), direction removal (proje
 direction reversal (add, `coefficient` times the direction's norm: the default -1 moves a typical own-span
 activation onto the other-span class mean along u), the direction from `interp.locate.directions`.
 Each row has DBG (hard, with its bootstrap CI), mean P(own), the paired change of P(own) against no
-intervention with its bootstrap CI, and agreement with gold (with a bootstrap CI over items). Written to
-RUN/steering/table.json and table.csv and the report section RUN/figures/steering_section.html.
+intervention with its bootstrap CI, and agreement with gold (with a bootstrap CI over items). Returned as a
+`SteeringTable` and written to RUN/steering/tables/<key>/table.json and table.csv (`table_paths`) and the report
+section RUN/figures/steering_section.html.
 Coefficients given here and to the steering sweep are in units of the direction's norm (scale-free across
 layers); `interp.hooks.steering.steer` itself takes the absolute coefficient on the unit direction.
 """
@@ -40,9 +41,10 @@ from interp.locate.directions import (
 from interp.metrics.behaviour import behaviour, gold_agreement_ci, paired_effect
 from interp.metrics.mirror import mirror_shares
 from interp.report.steering import steering_section
+from interp.results.causal import Reused
 from interp.results.codec import write_steering_table
-from interp.results.studies import SteeringRow
-from interp.run.store import Run, read_run
+from interp.results.studies import DirectionProbe, SteeringRow, SteeringTable, TableSettings
+from interp.run.store import Run, RunDir, read_run
 from interp.storage import write_csv
 
 ROWS = ("none", "self-mask", "other-emphasis", "direction-removal", "direction-reversal")
@@ -117,27 +119,27 @@ def _heads_text(heads) -> str:
     )
 
 
-def row(judge: str, variant: Variant | None, before, after, run: Run) -> dict:
+def row(judge: str, variant: Variant | None, before, after, run: Run) -> SteeringRow:
     """One table row: behaviour under the variant and its paired effect against the run's own judgments."""
     n_boot, seed = run.config.n_boot, run.config.seed
     gold_own = run.gold_own(own_model(judge))
     scores = behaviour(after, gold_own, n_boot=n_boot, seed=seed)
-    return {
-        "judge": judge,
-        "intervention": variant.name if variant is not None else "none",
-        "description": variant.description if variant is not None else "the run's own judgments (no re-judging)",
-        "variant": variant.identity() if variant is not None else None,
-        "dbg_hard": scores["dbg_hard"],
-        "dbg_ci": scores["dbg_ci"],
-        "dbg_soft": scores["dbg_soft"],
-        "mean_p_own": scores["mean_p_own"],
-        "win_rate_own_hard": scores["win_rate_own_hard"],
-        "effect": paired_effect(before, after, n_boot=n_boot, seed=seed),
-        "gold_agreement": scores["gold_agreement"],
-        "gold_agreement_ci": gold_agreement_ci(after, gold_own, n_boot=n_boot, seed=seed),
-        "n_items": int(len(after)),
-        "mirror": mirror_shares(before, after, gold_own),
-    }
+    return SteeringRow(
+        judge=judge,
+        intervention=variant.name if variant is not None else "none",
+        description=variant.description if variant is not None else "the run's own judgments (no re-judging)",
+        variant=variant.identity() if variant is not None else None,
+        dbg_hard=scores["dbg_hard"],
+        dbg_ci=scores["dbg_ci"],
+        dbg_soft=scores["dbg_soft"],
+        mean_p_own=scores["mean_p_own"],
+        win_rate_own_hard=scores["win_rate_own_hard"],
+        effect=paired_effect(before, after, n_boot=n_boot, seed=seed),
+        gold_agreement=scores["gold_agreement"],
+        gold_agreement_ci=gold_agreement_ci(after, gold_own, n_boot=n_boot, seed=seed),
+        n_items=int(len(after)),
+        mirror=mirror_shares(before, after, gold_own),
+    )
 
 
 @dataclass(frozen=True)
@@ -168,8 +170,10 @@ def steering_table(
     models: ModelCache | None = None,
     progress: bool = True,
     write: bool = True,
-) -> dict:
-    """The five-row steering table per judge (see the module docstring); writes table.json/.csv and the section.
+) -> SteeringTable:
+    """The five-row steering table per judge (see the module docstring), read by attribute
+    (`table.rows[0].effect.ci`); writes table.json/.csv (where: `table_paths`) and the section unless `write` is
+    False.
 
     `judge`: one judge, several, or None = every judge of the run that is also an author. `settings`: the layer,
     coefficient, emphasis and split (`SteeringSettings`; default `SteeringSettings()`). Every setting is checked
@@ -205,7 +209,7 @@ def steering_table(
                 split=DirectionSplit(train_fraction=train_fraction, seed=seed),
                 judges=pool,
             )
-            probes[name] = direction.probe_record()
+            probes[name] = DirectionProbe(**direction.probe_record())
             before = baseline(run, name)
             rows.append(row(name, None, before, before, run))
             runner = pool.runner(name, run)
@@ -213,32 +217,32 @@ def steering_table(
                 rows.append(
                     row(name, variant, before, judge_variant(run, name, runner, variant, progress=progress), run)
                 )
-        table = {
-            "run_dir": str(run.dir.root),
-            "n_items": len(run.items),
-            "settings": {
-                "layer": layer,
-                "position": position,
-                "coefficient": coefficient,
-                "coefficient_units": "the direction's norm",
-                "emphasis_alpha": emphasis_alpha,
-                "k_heads": k_heads,
-                "positions": positions,
-                "train_fraction": train_fraction,
-                "seed": seed,
-                "backend": backend or run.config.backend,
-            },
-            "probe": probes,
-            "rows": rows,
-            "reused": {
-                "responses": sum(len(v) for v in run.responses.values()),
-                "responses_generated": 0,
-                "gold_verdicts": run.n_gold_verdicts,
-                "gold_judges": run.gold_judges,
-            },
-        }
+        table = SteeringTable(
+            run_dir=str(run.dir.root),
+            n_items=len(run.items),
+            settings=TableSettings(
+                layer=layer,
+                position=position,
+                coefficient=coefficient,
+                coefficient_units="the direction's norm",
+                emphasis_alpha=emphasis_alpha,
+                k_heads=k_heads,
+                positions=positions,
+                train_fraction=train_fraction,
+                seed=seed,
+                backend=backend or run.config.backend,
+            ),
+            probe=probes,
+            rows=rows,
+            reused=Reused(
+                responses=sum(len(v) for v in run.responses.values()),
+                responses_generated=0,
+                gold_verdicts=run.n_gold_verdicts,
+                gold_judges=run.gold_judges,
+            ),
+        )
         if write:
-            table["files"] = {name: str(path) for name, path in write_table(table, run).items()}
+            table = write_table(table, run)
     return table
 
 
@@ -287,16 +291,19 @@ def _csv_row(r: SteeringRow) -> dict:
     }
 
 
-def write_table(table: dict, run: Run) -> dict[str, Path]:
-    """RUN/steering/tables/<key>/table.json and table.csv (the key a hash of the settings and the rows'
-    variants) and RUN/figures/steering_section.html (+ effect figure)."""
-    folder = (
-        run.dir.steering
-        / "tables"
-        / digest({"settings": table["settings"], "variants": [r["variant"] for r in table["rows"]]})
-    )
-    out = {"json": folder / "table.json", "csv": folder / "table.csv"}
-    written = write_steering_table(out["json"], table)
-    write_csv(out["csv"], [_csv_row(r) for r in written.rows], CSV_FIELDS)
-    out["section"] = steering_section(written, run.dir.figures)
-    return out
+def table_paths(table: SteeringTable) -> dict[str, Path]:
+    """Where a steering table is written: RUN/steering/tables/<key>/table.json ("json") and table.csv ("csv"),
+    the key a hash of the settings and the rows' variants."""
+    key = digest({"settings": table.settings.to_json(), "variants": [r.variant for r in table.rows]})
+    folder = RunDir(Path(table.run_dir)).steering / "tables" / key
+    return {"json": folder / "table.json", "csv": folder / "table.csv"}
+
+
+def write_table(table: SteeringTable, run: Run) -> SteeringTable:
+    """Write the table's json and csv (`table_paths`) and RUN/figures/steering_section.html (+ effect figure);
+    returns the table as written."""
+    paths = table_paths(table)
+    written = write_steering_table(paths["json"], table)
+    write_csv(paths["csv"], [_csv_row(r) for r in written.rows], CSV_FIELDS)
+    steering_section(written, run.dir.figures)
+    return written

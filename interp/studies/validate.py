@@ -52,7 +52,8 @@ from interp.report.attention import write_attention_figures
 from interp.report.build import build_report
 from interp.report.validation import validation_section
 from interp.results.causal import CausalResult
-from interp.results.codec import write_validation
+from interp.results.codec import built, write_validation
+from interp.results.studies import TruthRow, ValidationResult
 from interp.run.pipeline import run_dbg
 from interp.run.store import RUN_MARKERS, read_run
 from interp.storage import check_output_dir, claim_output_dir
@@ -107,8 +108,8 @@ def _contains_zero(ci: Sequence[float]) -> bool:
     return ci[0] <= 0 <= ci[1]
 
 
-def _effect_text(effect: dict) -> str:
-    return f"{pts(effect['mean'])} pts {pts_ci(effect['ci'])}"
+def _effect_text(mean: float, ci: Sequence[float]) -> str:
+    return f"{pts(mean)} pts {pts_ci(ci)}"
 
 
 def layer_bands(n_layers: int, width: int) -> list[tuple[int, ...]]:
@@ -125,19 +126,19 @@ def strongest(effects: dict[str, dict]) -> tuple[str, dict] | None:
 class _TruthRows:
     """The rows of `truth_rows`, added one check at a time."""
 
-    def __init__(self, result: dict) -> None:
+    def __init__(self, result: ValidationResult) -> None:
         self.result, self.rows = result, []
 
     def add(self, claim: str, truth: str, verdict: str, agrees: bool | None, judge: str | None = None) -> None:
         """One row; a judge too weak to judge agrees with any null claim by accident: its rows are verdicts, not
         checks."""
-        weak = self.result["organisms"][judge]["unreliable_because"] if judge is not None else []
+        weak = self.result.organisms[judge].unreliable_because if judge is not None else []
         if weak:
             verdict, agrees = f"{verdict} (judge too weak for this to count: {'; '.join(weak)})", None
-        self.rows.append({"claim": claim, "known_truth": truth, "toolkit": verdict, "agrees": agrees})
+        self.rows.append(TruthRow(claim=claim, known_truth=truth, toolkit=verdict, agrees=agrees))
 
 
-def truth_rows(result: dict) -> list[dict]:
+def truth_rows(result: ValidationResult) -> list[TruthRow]:
     """The table "known truth vs the toolkit's verdict": one row per check, `agrees` True / False / None."""
     table = _TruthRows(result)
     _behaviour_rows(table, result)
@@ -145,10 +146,10 @@ def truth_rows(result: dict) -> list[dict]:
     return table.rows
 
 
-def _behaviour_rows(table: _TruthRows, result: dict) -> None:
+def _behaviour_rows(table: _TruthRows, result: ValidationResult) -> None:
     """The checks on the judges' verdicts: the null can judge, DBG of each, the planted where SmolLM2 is better."""
-    null, planted = result["organisms"][NULL], result["organisms"][PLANTED]
-    nm, pm = null["metrics"], planted["metrics"]
+    null, planted = result.organisms[NULL], result.organisms[PLANTED]
+    nm, pm = null.metrics, planted.metrics
     null_ok = (
         nm["position_consistency"] >= NULL_MIN_POSITION_CONSISTENCY
         and (nm["agreement_with_gold"]["value"] or 0) >= NULL_MIN_AGREEMENT
@@ -159,7 +160,7 @@ def _behaviour_rows(table: _TruthRows, result: dict) -> None:
         f"with gold >= {pct(NULL_MIN_AGREEMENT)}",
         f"position consistency {pct(nm['position_consistency'])}, agreement "
         f"{pct(nm['agreement_with_gold']['value'] or 0)}"
-        + (f"; unreliable: {'; '.join(null['unreliable_because'])}" if null["unreliable_because"] else ""),
+        + (f"; unreliable: {'; '.join(null.unreliable_because)}" if null.unreliable_because else ""),
         null_ok,
     )
     table.add(
@@ -177,7 +178,7 @@ def _behaviour_rows(table: _TruthRows, result: dict) -> None:
         PLANTED,
     )
     legit_null, legit_planted = nm["agreement_legitimate"]["value"], pm["agreement_legitimate"]["value"]
-    gap = result.get("legitimate_gap")  # paired over the same pairs; absent in results written before it
+    gap = result.legitimate_gap  # paired over the same pairs; absent in results written before it
     table.add(
         f"{PLANTED} where SmolLM2's answer is better",
         "the planting only flipped pairs gold gives to the other answer: agreement within "
@@ -191,54 +192,54 @@ def _behaviour_rows(table: _TruthRows, result: dict) -> None:
     )
 
 
-def _intervention_rows(table: _TruthRows, result: dict) -> None:
+def _intervention_rows(table: _TruthRows, result: ValidationResult) -> None:
     """The checks under interventions: the positive control, the causal test of each, localisation, the sweep."""
-    null, planted = result["organisms"][NULL], result["organisms"][PLANTED]
+    null, planted = result.organisms[NULL], result.organisms[PLANTED]
     for name in (NULL, PLANTED):
-        control = result["organisms"][name]["positive_control"]
-        effect, after = control["effect"], control["after"]
-        shown = not _contains_zero(effect["ci"])
+        control = result.organisms[name].positive_control
+        effect, after = control.effect, control.after
+        shown = not _contains_zero(effect.ci)
         table.add(
             f"{name}: both responses masked at every layer (positive control)",
             "no author can be told apart: P(own) moves to 0.5, DBG falls to within its interval of 0"
             + (" (an effect, since the planted DBG is not 0 before)" if name == PLANTED else ""),
-            f"change of P(own) {_effect_text(effect)}; DBG after {pts(after['dbg_hard'])} pts "
+            f"change of P(own) {_effect_text(effect.mean, effect.ci)}; DBG after {pts(after['dbg_hard'])} pts "
             f"{pts_ci(after['dbg_ci'])}",
             (shown and _contains_zero(after["dbg_ci"])) if name == PLANTED else _contains_zero(after["dbg_ci"]),
             name,
         )
-    causal_null = null["causal_test"]
+    causal_null = null.causal_test
     table.add(
         f"{NULL}: own answer masked at every layer, against the other null seeds (the causal test, judge as the unit)",
         "no planted preference: its change lies within the spread of the other null seeds' changes, so no "
         "self-preference verdict of an effect",
-        causal_null["verdict"],
-        None if causal_null["causal"] is None else not causal_null["causal"],
+        causal_null.verdict,
+        None if causal_null.causal is None else not causal_null.causal,
         NULL,
     )
-    causal_planted = planted["causal_test"]
+    causal_planted = planted.causal_test
     table.add(
         f"{PLANTED}: own answer masked at every layer, against the null family (the causal test, judge as the unit)",
         "planted self-preference, carried by its own answer's content: the mask moves it more than the null organism",
-        causal_planted["verdict"],
-        causal_planted["causal"],
+        causal_planted.verdict,
+        causal_planted.causal,
         PLANTED,
     )
     for name in (NULL, PLANTED):
-        local = result["organisms"][name].get("localization")
+        local = result.organisms[name].localization
         if local is not None:
             table.add(
                 f"{name}: own answer masked on its top heads (chosen on the selection split), against its counterpart",
                 "unknown: the planting fixed the verdicts, not the heads (reported, not scored)",
-                local["verdict"],
+                local.verdict,
                 None,
             )
-    sweep = planted.get("sweep")
+    sweep = planted.sweep
     if sweep is not None:
         table.add(
             f"{PLANTED}: where the preference runs (target x layer-band sweep)",
             "unknown: found by the sweep",
-            sweep["finding"],
+            sweep.finding,
             None,
         )
 
@@ -278,9 +279,11 @@ def validate(
     models: ModelCache | None = None,
     progress: bool = True,
     overwrite: bool = False,
-) -> dict:
-    """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json and the report section.
-    `out` holding files the toolkit did not write is refused unless `overwrite`."""
+) -> ValidationResult:
+    """Run the validation into `out` (a run under OUT/run); writes OUT/validation.json (returned as the
+    `ValidationResult` written, read by attribute: `result.truth_table[0].agrees`), the report section and the
+    run's report (`RunDir(result.run_dir).report`). `out` holding files the toolkit did not write is refused
+    unless `overwrite`."""
     out = Path(out)
     check_output_dir(
         out, markers=VALIDATION_MARKERS, overwrite=overwrite
@@ -299,16 +302,47 @@ def validate(
     test_set = set(test_ids)
     test_items = [item for item in run.items if item.id in test_set]
 
-    result: dict = {
+    record: dict = {
         "plan": asdict(plan),
         "run_dir": str(run_dir),
         "splits": {"selection": selection_ids, "test": test_ids, "chosen_on": "selection", "measured_on": "test"},
-        "organisms": {},
+        "organisms": _organism_records(
+            run,
+            organisms,
+            plan,
+            (selection_ids, test_ids, test_items),
+            pool,
+            Execution(models=models, progress=progress),
+        ),
     }
+    planted = organisms[1]
+    record["legitimate_gap"] = legitimate_gap(
+        run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids
+    )
+    record["organisms"][planted]["sweep"] = _sweep_record(run, planted, pool, test_items, plan, progress)
+    record["organisms"][planted]["steering"] = _steering_record(
+        run, planted, pool, (test_items, selection_ids), plan, progress
+    )
+    result = built(ValidationResult, record, "validation.json")
+    written = write_validation(out, result.model_copy(update={"truth_table": truth_rows(result)}))
+    with run.dir.writer():
+        write_attention_figures(run_dir)
+        validation_section(written, run.dir.figures)
+        build_report(run_dir)
+    return written
+
+
+def _organism_records(
+    run, organisms: tuple[str, str], plan: ValidationPlan, items: tuple, pool, execution: Execution
+) -> dict:
+    """Per organism what the toolkit finds on the test split (`items`: the selection ids, the test ids, the test
+    items): its metrics and reliability, its top heads on the selection split, Figure 7, the causal test of
+    record (against the null family, Holm over both), its top-heads localization and the positive control."""
+    selection_ids, test_ids, test_items = items
+    run_dir, seed = run.dir.root, run.config.seed
     summary = run.dir.read_summary()
     # the test of record: each organism against the null family (its other members; the shipped ones outside the
     # run are judged on the test items), Holm over both; with fewer than 3 controls there is no verdict
-    execution = Execution(models=models, progress=progress)
     causal = intervene_run(
         run_dir,
         design=TestDesign(heads="all-layers"),
@@ -317,18 +351,17 @@ def validate(
         split="test",
         execution=execution,
     )
+    records = {}
     for name in organisms:
-        metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=config.seed, items=test_ids)
+        metrics = judge_metrics(run_dir, name, n_boot=plan.n_boot, seed=seed, items=test_ids)
         label_mass = summary.judges[name].mean_label_mass  # over selection and test items
         heads = top_heads(run_dir, name, plan.top_k, items=selection_ids)
         spec = AttentionIntervention(
             target="self", alpha=0.0, heads=heads_table(heads), name=f"self-mask-top{plan.top_k}-selection"
         )
         localization = intervene_run(run_dir, spec, judges=[name], items=test_ids, split="test", execution=execution)
-        figure7 = layer_differences(
-            run_dir, name, n_boot=plan.n_boot, seed=config.seed
-        )  # descriptive: selection + test items
-        result["organisms"][name] = {
+        figure7 = layer_differences(run_dir, name, n_boot=plan.n_boot, seed=seed)  # descriptive: selection + test
+        records[name] = {
             "metrics": metrics,
             "unreliable_because": judge_reliability(metrics["position_consistency"], label_mass),
             "top_heads_selection": [[layer, head, value] for layer, head, value in heads],
@@ -337,25 +370,9 @@ def validate(
             ),
             "causal_test": _judge_result(causal, name),
             "localization": _judge_result(localization, name),
-            "positive_control": _positive_control(run, name, pool, test_items, progress),
+            "positive_control": _positive_control(run, name, pool, test_items, execution.progress),
         }
-
-    planted = organisms[1]
-    result["legitimate_gap"] = legitimate_gap(
-        run_dir, planted, organisms[0], n_boot=plan.n_boot, seed=config.seed, items=test_ids
-    )
-    result["organisms"][planted]["sweep"] = _sweep_record(run, planted, pool, test_items, plan, progress)
-
-    result["organisms"][planted]["steering"] = _steering_record(
-        run, planted, pool, (test_items, selection_ids), plan, progress
-    )
-    result["truth_table"] = truth_rows(result)
-    written = write_validation(out, result)
-    with run.dir.writer():
-        write_attention_figures(run_dir)
-        validation_section(written, run.dir.figures)
-        result["report"] = str(build_report(run_dir))
-    return result
+    return records
 
 
 def _validation_config(
@@ -395,7 +412,7 @@ def _sweep_record(run, planted: str, pool, test_items, plan: ValidationPlan, pro
         "effects": sweep["effects"],
         "variants": sweep["variants"],
         "finding": (
-            f"largest drop of P(own): {found[0]} ({_effect_text(found[1])})"
+            f"largest drop of P(own): {found[0]} ({_effect_text(found[1]['mean'], found[1]['ci'])})"
             if found
             else "no layer band's self or other mask lowers P(own) with an interval excluding 0"
         ),

@@ -166,6 +166,7 @@ def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     from typer.testing import CliRunner
 
     from interp.cli import app
+    from interp.results.studies import ValidationResult
     from interp.studies import validate as validate_module
 
     run = tmp_path / "out" / "run"
@@ -179,13 +180,15 @@ def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
             "agrees": True,
         }
     ]
-    result = {
-        "run_dir": str(run),
-        "splits": {"selection": ["s1"], "test": ["t1", "t2", "t3"]},
-        "organisms": {judge: {"causal_test": r} for judge, r in CAUSAL.items()},
-        "truth_table": truth,
-        "report": str(run / "report.html"),
-    }
+    result = parse(
+        ValidationResult,
+        {
+            "run_dir": str(run),
+            "splits": {"selection": ["s1"], "test": ["t1", "t2", "t3"]},
+            "organisms": {judge: {"causal_test": r} for judge, r in CAUSAL.items()},
+            "truth_table": truth,
+        },
+    )
     monkeypatch.setattr(validate_module, "validate", lambda out, plan, **kwargs: result)
     shown = CliRunner().invoke(app, ["validate", "--out", str(tmp_path / "out"), "--small"])
     assert shown.exit_code == 0, shown.output
@@ -194,6 +197,7 @@ def test_validate_ends_with_the_results_table_and_json(tmp_path, monkeypatch):
     payload = json.loads(CliRunner().invoke(app, ["validate", "--out", str(tmp_path / "out"), "--json"]).stdout)
     assert payload["truth_table"] == truth and [r["n_test"] for r in payload["causal"]] == [40, 3]
     assert payload["files"]["validation"] == str(tmp_path / "out" / "validation.json")
+    assert payload["files"]["report"] == str(run / "report.html")
 
 
 LONG = "smollm2-135m-selfpref-trained-on-a-much-longer-adapter-folder-name"

@@ -11,6 +11,7 @@ import pytest
 
 import interp
 from interp.errors import InterpError
+from interp.results import codec
 from interp.run.plain_style import plain_style
 from interp.run.store import RunDir
 from interp.studies.restyle import RestyleOptions, restyle_run
@@ -95,7 +96,8 @@ def test_restyle_plain_makes_a_derived_run_with_the_judge_level_test(source_run,
     result, out = restyled
     judge, controls = source_run["judge"], source_run["controls"]
     written = json.loads((out / "restyle.json").read_text())
-    assert written["judges"].keys() == result["judges"].keys() == {judge}  # the one judge that is an author
+    assert written["judges"].keys() == result.judges.keys() == {judge}  # the one judge that is an author
+    assert result == codec.read_restyle(out)  # what it returns is what it wrote
     record = written["judges"][judge]
     before = json.loads((source_run["run"] / "summary.json").read_text())["judges"][judge]
     after = json.loads((out / "summary.json").read_text())["judges"][judge]
@@ -145,7 +147,7 @@ def test_restyle_plain_makes_a_derived_run_with_the_judge_level_test(source_run,
 def test_restyle_writes_the_similarity_figure_and_the_report_section(restyled):
     result, out = restyled
     figure = out / "figures" / "restyle_embedding.png"
-    assert figure.stat().st_size > 1000 and result["projection"] == "PCA"  # 16 texts: below t-SNE's 30
+    assert figure.stat().st_size > 1000 and result.projection == "PCA"  # 16 texts: below t-SNE's 30
     assert (out / "figures" / "restyle_figure7.png").stat().st_size > 1000  # both runs stored attention
     html = (out / "report.html").read_text()
     assert (
@@ -167,10 +169,8 @@ def test_restyle_again_rewrites_and_judges_nothing(source_run, restyled, tiny_ll
     assert len(rewritten) == 2 * len(
         ITEMS
     )  # plain rewrites are recomputed (deterministic); an LLM's come from the cache
-    assert (
-        json.loads(json.dumps(again["judges"])) == json.loads((out / "restyle.json").read_text())["judges"]
-        and again["key"] == result["key"]
-    )
+    assert again.to_json()["judges"] == json.loads((out / "restyle.json").read_text())["judges"]
+    assert again.key == result.key
 
 
 @pytest.mark.parametrize(
@@ -240,12 +240,10 @@ def test_a_humorous_restyle_with_the_llama_cpp_server_as_rewriter(source_run, ti
             progress=False,
         )
     assert (
-        result["restyle"]["kind"] == "server"
-        and result["restyle"]["style"] == "humorous"
-        and "humorous" in result["restyle"]["prompt"]
+        result.restyle.kind == "server" and result.restyle.style == "humorous" and "humorous" in result.restyle.prompt
     )
-    record = result["judges"][source_run["judge"]]
-    assert {"dbg_before", "dbg_after", "share_removed", "causal", "test", "similarity"} <= set(record)
+    record = result.judges[source_run["judge"]]
+    assert {"dbg_before", "dbg_after", "share_removed", "causal", "test", "similarity"} <= record.model_fields_set
     rewrites = [
         json.loads(line) for line in (tmp_path / "humorous" / "restyle" / "rewrites.jsonl").read_text().splitlines()
     ]
@@ -276,7 +274,7 @@ def test_a_local_model_rewrites_with_the_prompt_and_its_rewrites_are_cached(
         embedder=str(tiny_llama_dir),
         progress=False,
     )
-    assert result["restyle"]["kind"] == "local" and len(result["restyle"]["fingerprint"]) > 8
+    assert result.restyle.kind == "local" and len(result.restyle.fingerprint) > 8
     assert len(set(prompts)) == 2 * len(ITEMS) and all(
         p.startswith("Rewrite the response below in a formal style") for p in prompts
     )
@@ -297,4 +295,4 @@ def test_a_local_model_rewrites_with_the_prompt_and_its_rewrites_are_cached(
         embedder=str(tiny_llama_dir),
         progress=False,
     )
-    assert generated == [] and again["key"] == result["key"]  # every rewrite came from the cache
+    assert generated == [] and again.key == result.key  # every rewrite came from the cache

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 import random
-from pathlib import Path
 
 import pytest
 import torch
@@ -27,11 +26,12 @@ from interp.hooks.steering import position_mask, steer
 from interp.locate import directions
 from interp.locate.directions import compute_direction, steering_split
 from interp.report.steering import SECTION_TITLE
+from interp.results import codec
 from interp.run.attention import consolidate_attention
 from interp.run.judging import JudgingOptions, judge_tasks, run_judging
 from interp.run.store import RunDir
 from interp.storage import atomic_write_text
-from interp.studies.steering import ROWS, SteeringSettings, emphasis_heads, steering_table
+from interp.studies.steering import ROWS, SteeringSettings, emphasis_heads, steering_table, table_paths
 from tests.helpers.models import backend_for, three_layer_tiny
 
 LAYER = 1  # the middle block of the tiny model
@@ -341,17 +341,18 @@ def test_steering_table_on_the_tiny_run(tiny_run, tiny):
     table = steering_table(
         root, judge, settings=SteeringSettings(layer=LAYER), models=ModelCache(models={judge: tiny}), progress=False
     )
-    rows = table["rows"]
-    assert [r["intervention"] for r in rows] == list(ROWS)
+    rows = table.rows
+    assert [r.intervention for r in rows] == list(ROWS)
     for row in rows:
-        lo, hi = row["dbg_ci"]
-        assert lo <= row["dbg_hard"] <= hi
-        assert len(row["effect"]["ci"]) == 2 and len(row["gold_agreement_ci"]) == 2
-        assert 0 <= row["gold_agreement"] <= 1
-    assert rows[0]["effect"] == {"mean": 0.0, "ci": [0.0, 0.0]}
-    assert table["probe"][judge]["n"]["heldout_items"] == 2
-    files = {name: Path(path) for name, path in table["files"].items()}
+        lo, hi = row.dbg_ci
+        assert lo <= row.dbg_hard <= hi
+        assert len(row.effect.ci) == 2 and len(row.gold_agreement_ci) == 2
+        assert 0 <= row.gold_agreement <= 1
+    assert rows[0].effect.mean == 0.0 and rows[0].effect.ci == [0.0, 0.0]
+    assert table.probe[judge].n.heldout_items == 2
+    files = table_paths(table)
     assert files["json"].is_file() and files["csv"].read_text().count("\n") == 6
+    assert codec.read_steering_table(files["json"]) == table  # what it returns is what it wrote
     section = (root / "figures" / "steering_section.html").read_text()
     assert section.splitlines()[0] == SECTION_TITLE
     assert "held-out" in section and "training items only" in section
@@ -364,7 +365,7 @@ def test_steering_table_on_the_tiny_run(tiny_run, tiny):
         progress=False,
         write=False,
     )
-    assert [r["mean_p_own"] for r in again["rows"]] == [r["mean_p_own"] for r in rows]
+    assert [r.mean_p_own for r in again.rows] == [r.mean_p_own for r in rows]
     with pytest.raises(InterpError, match="out of range"):
         steering_table(
             root, judge, settings=SteeringSettings(layer=3), models=ModelCache(models={judge: tiny}), progress=False
@@ -387,10 +388,10 @@ def test_emphasis_on_the_top_heads(tiny_run, tiny):
         progress=False,
         write=False,
     )
-    (row,) = [r for r in table["rows"] if r["intervention"] == "other-emphasis"]
-    spec = row["variant"]["attention"]
+    (row,) = [r for r in table.rows if r.intervention == "other-emphasis"]
+    spec = row.variant["attention"]
     assert spec["heads"] == {str(l): hs for l, hs in heads.items()} and spec["alpha"] == 4.0 and spec["emphasis"]
-    assert "3 top heads" in row["description"]
+    assert "3 top heads" in row.description
 
 
 def test_steering_sweep_runner_on_the_tiny_run(tiny_run, tiny, tmp_path):
@@ -435,14 +436,14 @@ def test_steering_end_to_end_on_a_real_run(tmp_path, monkeypatch):
         lambda examples: passed.append({e.item_id for e in examples}) or original(examples),
     )
     table = steering_table(out, judge, models=models, progress=False)
-    probe = table["probe"][judge]
-    train, held = set(probe["train_ids"]), set(probe["heldout_ids"])
+    probe = table.probe[judge]
+    train, held = set(probe.train_ids), set(probe.heldout_ids)
     assert train and held and not train & held and len(train | held) == 4
-    assert passed == [train] and set(probe["mean_item_ids"]) == train
-    assert 0 <= probe["accuracy"]["heldout"] <= 1 and probe["n"]["heldout_examples"] > 0
-    assert [r["intervention"] for r in table["rows"]] == list(ROWS)
-    for row in table["rows"]:
-        assert len(row["dbg_ci"]) == 2 and len(row["effect"]["ci"]) == 2 and len(row["gold_agreement_ci"]) == 2
+    assert passed == [train] and set(probe.mean_item_ids) == train
+    assert 0 <= probe.accuracy.heldout <= 1 and probe.n.heldout_examples > 0
+    assert [r.intervention for r in table.rows] == list(ROWS)
+    for row in table.rows:
+        assert len(row.dbg_ci) == 2 and len(row.effect.ci) == 2 and len(row.gold_agreement_ci) == 2
     section = out / "figures" / "steering_section.html"
     assert section.read_text().splitlines()[0] == SECTION_TITLE
     assert SECTION_TITLE in build_report(out).read_text()

@@ -8,6 +8,8 @@ from pathlib import Path
 import pytest
 
 from interp.analysis.attention_stats import heads_table, top_heads
+from interp.results import codec
+from interp.results.studies import ValidationResult
 from interp.studies.validate import NULL, PLANTED, layer_bands, organism_splits, strongest, truth_rows
 
 REPO = Path(__file__).resolve().parents[2]
@@ -63,6 +65,10 @@ def _organism(metrics, effect_ci, after_ci, causal):
     }
 
 
+def _validation(data: dict) -> ValidationResult:
+    return codec.parse(ValidationResult, data, "a validation")
+
+
 def test_truth_table_marks_a_working_and_a_broken_organism_pair():
     good = {
         "organisms": {
@@ -70,23 +76,23 @@ def test_truth_table_marks_a_working_and_a_broken_organism_pair():
             PLANTED: _organism(_metrics(0.7, 0.6, 0.3, [0.15, 0.45], 0.78), [-0.3, -0.1], [-0.08, 0.1], True),
         }
     }
-    assert [r["agrees"] for r in truth_rows(good)] == [True, True, True, True, True, True, True, True]
+    assert [r.agrees for r in truth_rows(_validation(good))] == [True, True, True, True, True, True, True, True]
     bad = json.loads(json.dumps(good))
     bad["organisms"][NULL]["metrics"]["position_consistency"] = 0.1  # cannot judge
     bad["organisms"][PLANTED]["metrics"]["dbg_hard_ci"] = [-0.05, 0.4]  # interval contains 0
     bad["organisms"][PLANTED]["positive_control"]["after"]["dbg_ci"] = [0.1, 0.3]  # DBG did not fall to 0
     bad["organisms"][NULL]["causal_test"]["causal"] = True  # an effect where none was planted
     bad["organisms"][PLANTED]["causal_test"]["causal"] = False  # the planted effect missed
-    agrees = [r["agrees"] for r in truth_rows(bad)]
+    agrees = [r.agrees for r in truth_rows(_validation(bad))]
     assert (
         agrees[0] is False and agrees[2] is False and agrees[5] is False and agrees[6] is False and agrees[7] is False
     )
     # once the null organism is flagged as too weak, its rows other than "can judge" are no checks
     bad["organisms"][NULL]["unreliable_because"] = ["position consistency 10% < 50%"]
-    weak_rows = truth_rows(bad)
-    assert weak_rows[0]["agrees"] is False  # "can judge" stays a check
-    assert [weak_rows[i]["agrees"] for i in (1, 4, 6)] == [None, None, None]
-    assert all("judge too weak" in weak_rows[i]["toolkit"] for i in (1, 4, 6))
+    weak_rows = truth_rows(_validation(bad))
+    assert weak_rows[0].agrees is False  # "can judge" stays a check
+    assert [weak_rows[i].agrees for i in (1, 4, 6)] == [None, None, None]
+    assert all("judge too weak" in weak_rows[i].toolkit for i in (1, 4, 6))
 
 
 @pytest.mark.slow
