@@ -167,3 +167,14 @@ def test_a_summary_with_every_nested_block_writes_back_what_it_read(tmp_path):
     assert not codec.parse(RunSummary, {"correctness": {}}).correctness  # an empty block reads as no grading
     with pytest.raises(InterpError, match="gold"):
         codec.parse(RunSummary, {"gold": {"judges": [], "win_rates": {}}})  # a misspelt key is refused
+
+
+CAUSAL_RESULT = Path(__file__).resolve().parents[1] / "fixtures" / "causal_result"
+
+
+def test_a_causal_result_reads_and_writes_back_byte_identical(tmp_path):
+    """tests/fixtures/causal_result/result.json is what `intervene_run` wrote (--top-heads 1 with three control
+    judges and three random head sets, two judges): read as objects and written again, it is the same bytes."""
+    result = codec.read_causal(CAUSAL_RESULT)
+    codec.write_causal(tmp_path, result)
+    assert (tmp_path / "result.json").read_bytes() == (CAUSAL_RESULT / "result.json").read_bytes()
