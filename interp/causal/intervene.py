@@ -53,7 +53,16 @@ from interp.hooks.spec import AttentionIntervention
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
-from interp.results.causal import CausalResult
+from interp.results.causal import (
+    Behaviour,
+    CausalResult,
+    ControlRecord,
+    MaskedMass,
+    MirrorShares,
+    PairedEffect,
+    RandomHeadSets,
+    TestDesignRecord,
+)
 from interp.results.codec import write_causal
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
@@ -86,7 +95,7 @@ def has_attention(run: Run, judge: str) -> bool:
     return run.config.attention != "none" and judge in attention_judges(run.dir.root)
 
 
-def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequence[str]) -> dict | None:
+def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequence[str]) -> MaskedMass | None:
     """Where the masked attention went, at the masked heads and the final position, on the test items.
 
     Masking renormalises each attention row, so the own answer's mass m_own is shared out in proportion to
@@ -107,11 +116,11 @@ def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequ
     removed = own[finite]
     to_other = removed * other[finite] / (1 - removed)
     total = float(removed.sum())
-    return {
-        "share_to_other_answer": float(to_other.sum() / total) if total > 0 else None,
-        "mean_own_mass_removed": float(removed.mean()) if removed.size else None,
-        "where": "masked heads, final position, where the mask acts first (later layers not followed)",
-    }
+    return MaskedMass(
+        share_to_other_answer=float(to_other.sum() / total) if total > 0 else None,
+        mean_own_mass_removed=float(removed.mean()) if removed.size else None,
+        where="masked heads, final position, where the mask acts first (later layers not followed)",
+    )
 
 
 def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[str]):
@@ -291,7 +300,7 @@ def _result_header(
     """result.json before any judge is tested: what was tested, on which items, and what was reused."""
     return {
         "spec": spec.to_dict(),
-        "design": design.record(),
+        "design": TestDesignRecord(**design.record()),
         "run_dir": str(run.dir.root),
         "n_items": len(identity["test"]),
         "split": split
@@ -508,9 +517,12 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
             random_effects = _random_effects(run, trial, design, n_random, pool, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(
-        judge, test, gap, controls, design.n_flips, len(items)
-    )
+    out = {
+        "before": Behaviour(**judged["before"]),
+        "variants": judged["variants"],
+        "effects": judged["effects"],
+        "own": judged["own"],
+    } | judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
     out["test"] |= {
         "random_head_sets": n_random if design.heads == "top-heads" else None,
         "random_sets_skipped": random_skipped,
@@ -518,14 +530,18 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist(), strict=False)),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
-        "mirror": mirror_shares(before, after, gold, test_alpha=design.test_alpha),
+        "mirror": MirrorShares(**mirror_shares(before, after, gold, test_alpha=design.test_alpha)),
         "controls": {
-            c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
+            c: ControlRecord(
+                before=Behaviour(**r["before"]),
+                after=r["variants"]["self"],
+                effect=PairedEffect(**r["effects"]["self"]),
+            )
             for c, r in judged_controls.items()
         },
     }
     if random_effects is not None:
-        out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
+        out["random_head_sets"] = RandomHeadSets(effects=random_effects.tolist(), layer_matched=design.layer_matched)
     return out
 
 
