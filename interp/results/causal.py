@@ -175,7 +175,7 @@ class JudgeEffect(ResultModel):
 
 class MaskedMass(ResultModel):
     """Where a mask of the own answer moved its attention, at the masked heads and the final position on the test
-    items (`interp.causal.intervene.mass_moved`): the share the other answer received, the mean own mass removed,
+    items (`interp.causal.masked_mass.mass_moved`): the share the other answer received, the mean own mass removed,
     and where that holds."""
 
     share_to_other_answer: Optional[float] = None
