@@ -29,7 +29,7 @@ from interp.errors import InterpError
 from interp.hooks.nodes import as_intervention, node_keys
 from interp.hooks.spec import KEYS as SPEC_KEYS
 from interp.hooks.spec import AttentionIntervention
-from interp.results.causal import CausalResult, JudgeTest
+from interp.results.causal import Behaviour, CausalResult, JudgeTest
 from interp.run.store import read_run
 
 
@@ -52,7 +52,7 @@ class JudgeIntervention:
         reason: why `causal` is None.
         verdict: the verdict in words, with its numbers; it says which claim it makes.
         effects: variant name ("self"; "other", "random" with span controls) -> change of the judge's P(own).
-        before: behaviour without the intervention (DBG, win rate, gold agreement).
+        before: behaviour without the intervention (`Behaviour`: DBG, mean P(own), win rate, gold agreement).
         after: variant name -> behaviour under it.
         within: the within-judge effect ("changes this judge's verdicts"): mean change of P(own), its interval
             and its sign-flip p.
@@ -74,7 +74,7 @@ class JudgeIntervention:
     reason: str | None
     verdict: str
     effects: dict[str, Effect]
-    before: dict
+    before: Behaviour
     after: dict[str, dict]
     within: Effect
     p_within: float

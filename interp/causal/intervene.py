@@ -29,9 +29,9 @@ from typing import Mapping, Sequence
 import numpy as np
 
 from interp.analysis.attention_stats import heads_table, top_heads
-from interp.analysis.attention_store import attention_judges, load_attention
 from interp.causal.design import TestDesign, resolve_controls
 from interp.causal.judge_test import JudgeTestOptions, holm_judges, judge_level_fields, judge_level_test
+from interp.causal.masked_mass import has_attention, mass_moved
 from interp.causal.matched import NULL, attention_top_heads, localise_controls
 from interp.core.models import own_model
 from interp.data import Item
@@ -53,7 +53,15 @@ from interp.hooks.spec import AttentionIntervention
 from interp.metrics.causal_test import check_random_sets, min_random_sets, rank_pvalue
 from interp.metrics.judge_level import MIN_CONTROLS, between_judge_test
 from interp.metrics.mirror import mirror_shares
-from interp.results.causal import CausalResult
+from interp.results.causal import (
+    Behaviour,
+    CausalResult,
+    ControlRecord,
+    MirrorShares,
+    PairedEffect,
+    RandomHeadSets,
+    TestDesignRecord,
+)
 from interp.results.codec import write_causal
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
@@ -79,39 +87,6 @@ def random_head_sets(
                 table.setdefault(layer, []).append(head)
         sets.append(table)
     return sets
-
-
-def has_attention(run: Run, judge: str) -> bool:
-    """Whether the run recorded span attention for this judge."""
-    return run.config.attention != "none" and judge in attention_judges(run.dir.root)
-
-
-def mass_moved(run: Run, judge: str, spec: AttentionIntervention, item_ids: Sequence[str]) -> dict | None:
-    """Where the masked attention went, at the masked heads and the final position, on the test items.
-
-    Masking renormalises each attention row, so the own answer's mass m_own is shared out in proportion to
-    what every other key already held: the other answer receives m_other / (1 - m_own) of it. That is exact
-    where the mask acts first; later layers see changed inputs, which this does not follow. None when the
-    run holds no span attention for the judge, or the spec is not a mask of the own answer.
-    """
-    if not isinstance(spec, AttentionIntervention) or spec.target != "self" or not has_attention(run, judge):
-        return None
-    attention = load_attention(run.dir.root, judge)
-    rows = [attention.item_ids.index(i) for i in item_ids if i in attention.item_ids]
-    own, other = attention.own("mass")[rows].numpy(), attention.other("mass")[rows].numpy()  # item order layer head
-    keep = np.zeros(own.shape[2:], dtype=bool)
-    for layer, heads in spec.selection(keep.shape[0]).items():
-        keep[layer, list(heads) if heads is not None else slice(None)] = True
-    own, other = own[..., keep], other[..., keep]
-    finite = np.isfinite(own) & np.isfinite(other) & (own < 1)
-    removed = own[finite]
-    to_other = removed * other[finite] / (1 - removed)
-    total = float(removed.sum())
-    return {
-        "share_to_other_answer": float(to_other.sum() / total) if total > 0 else None,
-        "mean_own_mass_removed": float(removed.mean()) if removed.size else None,
-        "where": "masked heads, final position, where the mask acts first (later layers not followed)",
-    }
 
 
 def _mask_spec(run: Run, judge: str, design: TestDesign, spec, selection: list[str]):
@@ -291,7 +266,7 @@ def _result_header(
     """result.json before any judge is tested: what was tested, on which items, and what was reused."""
     return {
         "spec": spec.to_dict(),
-        "design": design.record(),
+        "design": TestDesignRecord(**design.record()),
         "run_dir": str(run.dir.root),
         "n_items": len(identity["test"]),
         "split": split
@@ -508,9 +483,8 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
             random_effects = _random_effects(run, trial, design, n_random, pool, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
             test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
-    out = {k: judged[k] for k in ("before", "variants", "effects", "own")} | judge_level_fields(
-        judge, test, gap, controls, design.n_flips, len(items)
-    )
+    out = {"before": Behaviour(**judged["before"])} | {k: judged[k] for k in ("variants", "effects", "own")}
+    out |= judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
     out["test"] |= {
         "random_head_sets": n_random if design.heads == "top-heads" else None,
         "random_sets_skipped": random_skipped,
@@ -518,15 +492,19 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
     out |= {
         "per_item_delta": dict(zip(judged["per_item"]["items"], delta_judge.tolist(), strict=False)),
         "masked_mass": mass_moved(run, judge, spec, judged["per_item"]["items"]),
-        "mirror": mirror_shares(before, after, gold, test_alpha=design.test_alpha),
-        "controls": {
-            c: {"before": r["before"], "after": r["variants"]["self"], "effect": r["effects"]["self"]}
-            for c, r in judged_controls.items()
-        },
+        "mirror": MirrorShares(**mirror_shares(before, after, gold, test_alpha=design.test_alpha)),
+        "controls": {c: _control_record(r) for c, r in judged_controls.items()},
     }
     if random_effects is not None:
-        out["random_head_sets"] = {"effects": random_effects.tolist(), "layer_matched": design.layer_matched}
+        out["random_head_sets"] = RandomHeadSets(effects=random_effects.tolist(), layer_matched=design.layer_matched)
     return out
+
+
+def _control_record(judged: dict) -> ControlRecord:
+    """A control judge's record from what `evaluate` gave under its own variant ("self"): its behaviour before,
+    its variant's record and behaviour after, and its paired change of P(own)."""
+    before, after, effect = judged["before"], judged["variants"]["self"], judged["effects"]["self"]
+    return ControlRecord(before=Behaviour(**before), after=after, effect=PairedEffect(**effect))
 
 
 def _random_variants(name: str, spec, design: TestDesign, n_random: int, model, reference=None) -> dict[str, Variant]:

@@ -214,10 +214,10 @@ def _variant_rows(results: Sequence[CausalResult]) -> list[list[str]]:
                         judge,
                         name,
                         json.dumps(spec),
-                        f"{pts(r.before.get('dbg_hard'))} -> {pts(after.get('dbg_hard'))}",
-                        f"{fixed(r.before.get('mean_p_own'), 3)} -> {fixed(after.get('mean_p_own'), 3)}",
+                        f"{pts(r.before.dbg_hard)} -> {pts(after.get('dbg_hard'))}",
+                        f"{fixed(r.before.mean_p_own, 3)} -> {fixed(after.get('mean_p_own'), 3)}",
                         "n/a" if effect is None else pts_interval(effect.mean, effect.ci, 2),
-                        f"{pct(r.before.get('gold_agreement'))} -> {pct(after.get('gold_agreement'))}",
+                        f"{pct(r.before.gold_agreement)} -> {pct(after.get('gold_agreement'))}",
                     ]
                 )
     return rows

@@ -25,7 +25,10 @@ class ResultModel(BaseModel):
 
 
 def plain_json(value: Any) -> Any:
-    """A numpy scalar or array, or a path, as the JSON value it stands for (`json.dumps(..., default=plain_json)`)."""
+    """A numpy scalar or array, a path, or a result record a writer built as an object (its `to_json`), as the JSON
+    value it stands for (`json.dumps(..., default=plain_json)`)."""
+    if isinstance(value, ResultModel):
+        return value.to_json()
     if isinstance(value, (np.integer, np.floating, np.bool_)):
         return value.item()
     if isinstance(value, np.ndarray):

@@ -4,7 +4,11 @@
 `JudgeTest` carries its decision (`causal`, `p_value`, `p_holm`, `test_alpha`), the test that made it
 (`test`: Crawford-Howell against k control judges, df = k - 1, with each control judge's effect), the
 within-judge effect (`within_judge`, a sign-flip test), and the descriptive numbers beside them. Every
-key a writer sets is a field; behaviour tables are the nested data they are.
+key a writer sets is a field, the nested records too (the design, a judge's behaviour, the gap gate, the mirror
+shares, the random head sets), each declared in the order its writer sets its keys, so a file reads and writes
+back as the same bytes. Three stay mappings, open to what a user adds: the spec (its keys are its kind's,
+a user's node kinds included) and each variant's record and a control's variant record (a slot per intervention
+kind).
 """
 
 from __future__ import annotations
@@ -47,6 +51,76 @@ class Share(ResultModel):
     t: Optional[float] = None
 
 
+class TestDesignRecord(ResultModel):
+    """The design a causal test ran under (`interp.causal.design.TestDesign.record`): how the heads were chosen,
+    the level and flips, and the control judges; `site` and `op` only where the heads' outputs were acted on."""
+
+    heads: Optional[str] = None  # spec | all-layers | top-heads
+    top_k: Optional[int] = None
+    selection_share: Optional[float] = None
+    split_seed: Optional[int] = None
+    control_judges: Optional[list[str]] = None  # None: automatic
+    random_head_sets: Optional[int] = None  # None: the fewest that can reach the level after Holm
+    layer_matched: Optional[bool] = None
+    test_alpha: Optional[float] = None
+    n_flips: Optional[int] = None
+    span_controls: Optional[bool] = None
+    site: Optional[str] = None
+    op: Optional[str] = None
+
+
+class Behaviour(ResultModel):
+    """A judge's behaviour on own-answer pairs (`interp.metrics.behaviour.behaviour`): DBG hard and soft with their
+    intervals, the mean P(own), the hard win rate of its own answer and the agreement with gold."""
+
+    dbg_hard: Optional[float] = None
+    dbg_soft: Optional[float] = None
+    dbg_ci: Optional[list[Optional[float]]] = None
+    dbg_soft_ci: Optional[list[Optional[float]]] = None
+    mean_p_own: Optional[float] = None
+    win_rate_own_hard: Optional[float] = None
+    gold_agreement: Optional[float] = None
+
+
+class GapGate(ResultModel):
+    """The gap gate (`interp.metrics.judge_level.CrawfordHowell`, one-sided): the judge's DBG (`x`) against its k
+    control judges' before the intervention; the share removed is reported only where it rejects."""
+
+    x: Optional[float] = None
+    k: Optional[int] = None
+    control_mean: Optional[float] = None
+    control_sd: Optional[float] = None
+    t: Optional[float] = None
+    df: Optional[int] = None
+    p_value: Optional[float] = None
+    effect_sd: Optional[float] = None
+    reason: Optional[str] = None
+    alternative: Optional[str] = None
+    p_rank_controls: Optional[float] = None
+
+
+class MirrorShares(ResultModel):
+    """The unjustified-flipped and legitimate-kept shares with counts and intervals (`interp.metrics.mirror`)."""
+
+    unjustified: int = 0
+    unjustified_flipped: int = 0
+    unjustified_flipped_share: Optional[float] = None
+    unjustified_flipped_ci: Optional[list[Optional[float]]] = None  # None: no unjustified pair to flip
+    legitimate: int = 0
+    legitimate_kept: int = 0
+    legitimate_kept_share: Optional[float] = None
+    legitimate_kept_ci: Optional[list[Optional[float]]] = None  # None: no legitimate pair to keep
+    reference: Optional[str] = None
+
+
+class RandomHeadSets(ResultModel):
+    """--top-heads: each random head set's effect (the judge's mean change of P(own) minus its controls'), and
+    whether the sets kept the chosen heads' layers."""
+
+    effects: list[float] = Field(default_factory=list)
+    layer_matched: Optional[bool] = None
+
+
 class BetweenTest(ResultModel):
     """The between-judge test that decides: Crawford-Howell of the judge's mean change (`x`) against its k
     control judges' (`control_effects`), t with df = k - 1; `p_rank` with random head sets."""
@@ -83,8 +157,10 @@ class BetweenTest(ResultModel):
 class ControlRecord(ResultModel):
     """One control judge under the same intervention on the same answer: before, after and its effect."""
 
-    before: dict = Field(default_factory=dict)
-    after: dict = Field(default_factory=dict)
+    before: Behaviour = Field(default_factory=Behaviour)
+    after: dict = Field(
+        default_factory=dict
+    )  # its variant's record and the behaviour under it, as `JudgeTest.variants`
     effect: Optional[PairedEffect] = None
 
 
@@ -99,7 +175,7 @@ class JudgeEffect(ResultModel):
 
 class MaskedMass(ResultModel):
     """Where a mask of the own answer moved its attention, at the masked heads and the final position on the test
-    items (`interp.causal.intervene.mass_moved`): the share the other answer received, the mean own mass removed,
+    items (`interp.causal.masked_mass.mass_moved`): the share the other answer received, the mean own mass removed,
     and where that holds."""
 
     share_to_other_answer: Optional[float] = None
@@ -123,7 +199,7 @@ class JudgeTest(ResultModel):
     within_judge: Optional[WithinJudge] = None
     effect: Optional[JudgeEffect] = None
     effects: dict[str, PairedEffect] = Field(default_factory=dict)
-    before: dict = Field(default_factory=dict)
+    before: Behaviour = Field(default_factory=Behaviour)
     # variant name -> its record (a slot per kind: attention, steering, nodes, a user's own) and the behaviour under it
     variants: dict[str, dict] = Field(default_factory=dict)
     own: Optional[str] = None
@@ -134,13 +210,13 @@ class JudgeTest(ResultModel):
     masked_mass: Optional[MaskedMass] = None
     controls: dict[str, ControlRecord] = Field(default_factory=dict)
     per_item_delta: dict[str, float] = Field(default_factory=dict)
-    dbg_test_before: Optional[dict] = None  # the gap gate: the judge's gap against its controls before
-    mirror: Optional[dict] = None  # unjustified flipped and legitimate kept shares (`interp.metrics.mirror`)
+    dbg_test_before: Optional[GapGate] = None  # the gap gate: the judge's gap against its controls before
+    mirror: Optional[MirrorShares] = None  # unjustified flipped and legitimate kept shares
     null: Optional[str] = None  # how the controls' sets were chosen (matched, or the judge's own set)
     control_sets: Optional[dict[str, dict]] = None  # control -> its variant's identity
     selection_items: Optional[list[str]] = None
     test_items: Optional[list[str]] = None
-    random_head_sets: Optional[dict] = None  # --top-heads: the random head sets' effects (`effects`, `layer_matched`)
+    random_head_sets: Optional[RandomHeadSets] = None  # --top-heads: the random head sets' effects
 
     @property
     def control_names(self) -> list[str]:
@@ -178,8 +254,8 @@ class CausalResult(ResultModel):
     """`result.json` of one causal test: the design, the items and one `JudgeTest` per tested judge."""
 
     schema_version: int = 1
-    spec: dict = Field(default_factory=dict)
-    design: dict = Field(default_factory=dict)
+    spec: dict = Field(default_factory=dict)  # the intervention's keys (`to_dict`): its kind's, a user's own kinds too
+    design: TestDesignRecord = Field(default_factory=TestDesignRecord)
     run_dir: str = ""
     n_items: int = 0
     split: str = "all items"

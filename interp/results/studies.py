@@ -21,7 +21,7 @@ from pydantic import Field
 
 from interp.metrics.judge_level import WithinJudge
 from interp.results.base import ResultModel
-from interp.results.causal import BetweenTest, JudgeEffect, PairedEffect, Reused, Share, TestClaim
+from interp.results.causal import BetweenTest, JudgeEffect, MirrorShares, PairedEffect, Reused, Share, TestClaim
 
 Number = Union[int, float]
 """A number as its writer gave it (a float field would write a caller's `4` as `4.0`)."""
@@ -341,20 +341,6 @@ class DirectionProbe(ResultModel):
     heldout_ids: list[str] = Field(default_factory=list)
     mean_item_ids: list[str] = Field(default_factory=list)
     path: Optional[str] = None
-
-
-class MirrorShares(ResultModel):
-    """The unjustified-flipped and legitimate-kept shares with counts and intervals (`interp.metrics.mirror`)."""
-
-    unjustified: int = 0
-    unjustified_flipped: int = 0
-    unjustified_flipped_share: Optional[float] = None
-    unjustified_flipped_ci: Optional[Interval] = None  # None: no unjustified pair to flip
-    legitimate: int = 0
-    legitimate_kept: int = 0
-    legitimate_kept_share: Optional[float] = None
-    legitimate_kept_ci: Optional[Interval] = None  # None: no legitimate pair to keep
-    reference: Optional[str] = None
 
 
 class SteeringRow(ResultModel):

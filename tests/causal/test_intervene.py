@@ -296,7 +296,7 @@ def test_top_heads_with_random_sets_and_holm_over_two_judges(attention_run, tmp_
         if record.test.random_sets_skipped:
             assert record.test.p_value > 0.5 and record.random_head_sets is None
         else:
-            assert len(record.random_head_sets["effects"]) == 3
+            assert len(record.random_head_sets.effects) == 3 and record.random_head_sets.layer_matched
             assert record.p_value == max(record.test.p_value, record.test.p_rank)
     (folder,) = (run / "interventions").iterdir()
     assert folder.name.startswith("self-mask-top2-heads-")

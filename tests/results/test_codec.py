@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from interp.errors import InterpError
 from interp.results import codec
-from interp.results.causal import CausalResult, JudgeTest
+from interp.results.causal import Behaviour, CausalResult, GapGate, JudgeTest
 from interp.results.rows import SweepRow
 from interp.results.run_files import AdapterFingerprints, AttentionIndex, GoldChecks, JudgePrompts, RunIdentity
 from interp.results.summary import RunSummary
@@ -34,7 +34,8 @@ def test_an_older_run_directory_still_reads():
         and a.control_names == ["c1", "c2", "c3", "c4"]
     )
     assert a.share_removed.estimate == 0.8 and a.self_effect.mean == -0.1
-    assert result.design["test_alpha"] == 0.05 and "alpha" not in result.design
+    assert result.design.test_alpha == 0.05 and "alpha" not in result.design.to_json()
+    assert a.before.dbg_hard == 0.125 and a.before.dbg_soft is None  # a record with fewer keys reads as it is
     assert b.test.design.startswith("sign-flip") and b.self_effect.ci == [-0.05, 0.03]  # the old test says what it was
     assert b.control_names == ["control"]
     summary = codec.read_summary(OLD_RUN / "summary.json")
@@ -167,3 +168,22 @@ def test_a_summary_with_every_nested_block_writes_back_what_it_read(tmp_path):
     assert not codec.parse(RunSummary, {"correctness": {}}).correctness  # an empty block reads as no grading
     with pytest.raises(InterpError, match="gold"):
         codec.parse(RunSummary, {"gold": {"judges": [], "win_rates": {}}})  # a misspelt key is refused
+
+
+CAUSAL_RESULT = Path(__file__).resolve().parents[1] / "fixtures" / "causal_result"
+
+
+def test_a_causal_result_reads_and_writes_back_byte_identical(tmp_path):
+    """tests/fixtures/causal_result/result.json is what `intervene_run` wrote (--top-heads 1 with three control
+    judges and three random head sets, two judges): read as objects and written again, it is the same bytes."""
+    result = codec.read_causal(CAUSAL_RESULT)
+    codec.write_causal(tmp_path, result)
+    assert (tmp_path / "result.json").read_bytes() == (CAUSAL_RESULT / "result.json").read_bytes()
+    record = next(iter(result.judges.values()))  # the nested records are objects, read by attribute
+    assert result.design.heads == "top-heads" and result.design.top_k == 1 and len(result.design.control_judges) == 3
+    assert isinstance(record.before, Behaviour) and record.before.mean_p_own is not None
+    assert isinstance(record.dbg_test_before, GapGate) and record.dbg_test_before.k == 3
+    assert record.dbg_test_before.alternative == "greater"
+    assert record.mirror.unjustified + record.mirror.legitimate <= record.n_test
+    assert len(record.random_head_sets.effects) == 3 and record.random_head_sets.layer_matched is True
+    assert all(isinstance(c.before, Behaviour) for c in record.controls.values())

@@ -18,6 +18,7 @@ import pytest
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.node_data import counterfactual_ids
+from interp.results import codec
 from interp.studies.routes import PartShare, check_counterfactual, route_specs, route_verdict
 from tests.causal.test_intervene import tiny_controls, tiny_pair_run
 
@@ -206,14 +207,14 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
     gate = runpy.run_path(str(Path(__file__).parents[2] / "experiments" / "records" / "null_gap.py"))["gap_gate"](
         str(run), judge, 0.5, 0, tuple(controls)
     )
-    records = [json.loads(p.read_text()) for p in (run / "interventions").glob("*/result.json")]
+    records = codec.read_causal_results(run)
     assert records and gate["n_test"] == 3 and gate["controls"] == controls
     for record in records:
-        (tested,) = record["judges"].values()
-        before = tested["dbg_test_before"]
-        assert before["x"] == pytest.approx(gate["dbg_judge"], abs=1e-12)
-        assert before["p_value"] == pytest.approx(gate["p_value"], abs=1e-12)
-        assert (tested["share_removed"] is not None) == gate["gate_passes"]
+        (tested,) = record.judges.values()
+        before = tested.dbg_test_before
+        assert before.x == pytest.approx(gate["dbg_judge"], abs=1e-12)
+        assert before.p_value == pytest.approx(gate["p_value"], abs=1e-12)
+        assert (tested.share_removed is not None) == gate["gate_passes"]
     # every test is keyed: a second command re-judges nothing
     variants = sorted(p.name for p in (run / "variants").iterdir())
     again = forked_cli(*args)
