@@ -21,7 +21,18 @@ from pydantic import Field
 
 from interp.metrics.judge_level import WithinJudge
 from interp.results.base import ResultModel
-from interp.results.causal import BetweenTest, JudgeEffect, MirrorShares, PairedEffect, Reused, Share, TestClaim
+from interp.results.causal import (
+    Behaviour,
+    BetweenTest,
+    GapGate,
+    JudgeEffect,
+    MaskedMass,
+    MirrorShares,
+    PairedEffect,
+    Reused,
+    Share,
+    TestClaim,
+)
 
 Number = Union[int, float]
 """A number as its writer gave it (a float field would write a caller's `4` as `4.0`)."""
@@ -60,8 +71,8 @@ class ValidationJudgeTest(ResultModel):
     share_removed: Optional[Share] = None
     share_removed_reason: Optional[str] = None
     controls: Optional[dict[str, dict]] = None  # `JudgeTest.controls` as written (control -> its record)
-    masked_mass: Optional[dict] = None  # as `JudgeTest.masked_mass`
-    before: Optional[dict] = None  # the judge's behaviour (`interp.metrics.behaviour.behaviour`), as `JudgeTest`
+    masked_mass: Optional[MaskedMass] = None  # as `JudgeTest.masked_mass`
+    before: Optional[Behaviour] = None  # the judge's behaviour (`interp.metrics.behaviour.behaviour`), as `JudgeTest`
     variants: Optional[dict[str, dict]] = None  # variant -> its record and behaviour, as `JudgeTest`
     effects: dict[str, PairedEffect] = Field(default_factory=dict)
 
@@ -264,7 +275,7 @@ class RestyleJudge(ResultModel):
     effect: Optional[JudgeEffect] = None
     gap_before: Optional[GapInterval] = None
     gap_after: Optional[GapInterval] = None
-    dbg_test_before: Optional[dict] = None  # the gap gate's test record, as `JudgeTest.dbg_test_before` keeps it
+    dbg_test_before: Optional[GapGate] = None  # the gap gate's test record, as `JudgeTest.dbg_test_before`
     share_removed: Optional[GapInterval] = None
     share_removed_reason: Optional[str] = None
     similarity: Optional[Similarity] = None
