@@ -14,6 +14,7 @@ from interp.report.judging_modes import mode_payload
 from interp.report.payload import CausalRow, DbgRow, ResultsPayload, SweepTop, TimingsRecord
 from interp.report.terminal import payload_json, print_results, results_payload
 from interp.results import codec
+from interp.results.studies import TruthRow
 from interp.results.summary import RunSummary
 from tests.helpers.payloads import CAUSAL, FILES, SUMMARY, SWEEP, TIMINGS, TRUTH
 
@@ -26,7 +27,7 @@ def _full_payload() -> ResultsPayload:
     files = {name: Path(path) for name, path in FILES.items()}
     payload = results_payload(summary, causal=CAUSAL, n_items=12, sweep=SWEEP, files=files)
     payload = payload.merged(mode_payload(summary)).merged(ResultsPayload.model_validate({"timings": TIMINGS}))
-    payload.truth_table = TRUTH
+    payload.truth_table = [TruthRow.model_validate(row) for row in TRUTH]  # as validate's result holds them
     return payload
 
 
