@@ -66,8 +66,11 @@ def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_ru
     shutil.copytree(small_run, both)
     shutil.copytree(small_run, alone)
     first, last = spec_file(tmp_path, 0), spec_file(tmp_path, 1)
+    # The results are compared exactly, and a command picks torch's thread count from the load it sees (a float32
+    # reduction's order depends on it): all three run on one pinned thread.
+    one_thread = {"INTERP_THREADS": "1"}
     for spec in (first, last):
-        result = forked_cli("intervene", str(both), "--spec", str(spec), "--no-controls")
+        result = forked_cli("intervene", str(both), "--spec", str(spec), "--no-controls", env=one_thread)
         assert result.returncode == 0, result.stderr[-3000:]
     results = result_of(both)
     assert len(results) == 2  # two folders: same label, different keys
@@ -83,7 +86,7 @@ def test_a_second_spec_judges_again_and_matches_a_fresh_run_of_it_alone(small_ru
             == sorted((i, o) for i in {r["item_id"] for r in records} for o in ("ab", "ba"))
             and len(records) == 6
         )
-    result = forked_cli("intervene", str(alone), "--spec", str(last), "--no-controls")
+    result = forked_cli("intervene", str(alone), "--spec", str(last), "--no-controls", env=one_thread)
     assert result.returncode == 0, result.stderr[-3000:]
     (fresh,) = result_of(alone).values()
     assert comparable(fresh) == comparable(by_layer[(1,)])
