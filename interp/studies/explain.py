@@ -47,8 +47,7 @@ from interp.causal.matched import NULL, localisation_folder, localise, localise_
 from interp.config import PlacementKeys
 from interp.core.models import own_model
 from interp.core.timings import Timings
-from interp.engine.executor import Execution, check_executor, execute, with_executor
-from interp.engine.judges import judge_pool
+from interp.engine.executor import Execution, check_executor, execute
 from interp.engine.variants import digest, run_identity, self_judges
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
@@ -210,10 +209,9 @@ def explain_run(
     """
     request.check()
     steps = timings if timings is not None else Timings()
+    execution = Execution(where=where, max_memory=max_memory, executor=executor, progress=progress)
     with steps.step("load"):
-        run, judge, design, controls, (selection, test), pool = _prepare(
-            run_dir, judge, request, where, executor, max_memory
-        )
+        run, judge, design, controls, (selection, test), pool = _prepare(run_dir, judge, request, execution)
     settings = request.settings(controls)
     key = digest({"run": run_identity(run), "judge": judge, "settings": settings})
     out_dir = run.dir.root / "explain" / f"{path_label(judge)}-{key}"
@@ -226,8 +224,7 @@ def explain_run(
     with steps.step("plan candidates"):
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
-    execution = Execution(where=where, models=pool.models, max_memory=max_memory, executor=executor, progress=progress)
-    tests = _Tests(run, judge, design, pool, execution)
+    tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models))
     with steps.step("candidates"):
         records = tests.candidates(planned)
     with steps.step("routes"):
@@ -274,11 +271,11 @@ def _shown(located: dict, k: int) -> dict:
     }
 
 
-def _prepare(run_dir: Path, judge: str, request: Request, where, executor: str | None, max_memory: int | None):
+def _prepare(run_dir: Path, judge: str, request: Request, execution: Execution):
     """The run, the judge's name in it, the test's design, the controls, the (selection, test) split and the
-    judges' pool, each checked before anything is written."""
-    if executor is not None:
-        check_executor(executor)
+    judges' pool (`execution.pool`), each checked before anything is written."""
+    if execution.executor is not None:
+        check_executor(execution.executor)
     run = read_run(run_dir)
     judge = run_judge(run, judge)
     self_judges(run, [judge])
@@ -297,8 +294,7 @@ def _prepare(run_dir: Path, judge: str, request: Request, where, executor: str |
         purpose="selection",
         what="--selection-share",
     )
-    pool = with_executor(judge_pool(run, where=where), executor, max_memory)
-    return run, judge, design, controls, split, pool
+    return run, judge, design, controls, split, execution.pool(run)
 
 
 class _Tests:

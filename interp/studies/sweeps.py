@@ -47,8 +47,8 @@ from interp.config import (
     load_toml_config,
 )
 from interp.core.models import ModelCache, own_model
-from interp.engine.executor import VariantTask, execute, with_executor
-from interp.engine.judges import Judges, baseline, judge_pool
+from interp.engine.executor import Execution, VariantTask, execute
+from interp.engine.judges import Judges, baseline
 from interp.engine.variants import Variant, check_variants, digest, self_judges, variant_key
 from interp.errors import InterpError
 from interp.hooks.base import kinds_at, site_names
@@ -227,6 +227,18 @@ def point_node(point: Point, site: str, op: str, positions: str):
     return node_from_dict(keys, where="sweep: ")
 
 
+def sweep_execution(config, where, models, executor: str | None, max_memory: int | None) -> Execution:
+    """Where a sweep's judgments run (an ablation or a steering sweep config): the caller's placement, executor and
+    memory budget (bytes) where given, else the config's; the config's backend."""
+    return Execution(
+        backend=config.backend,
+        where=where or config,
+        models=models,
+        max_memory=max_memory if max_memory is not None else config.max_memory_bytes,
+        executor=executor or config.executor,
+    )
+
+
 def run_sweep(
     config_path: Path | SweepConfig,
     *,
@@ -240,8 +252,7 @@ def run_sweep(
     (plots beside it). `executor` / `max_memory` (bytes): the config's `executor` / `max_memory` (GB) unless given."""
     config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
     run = read_run(Path(config.run))
-    pool = judge_pool(run, config.backend, where=where or config, models=models)
-    with_executor(pool, executor or config.executor, max_memory if max_memory is not None else config.max_memory_bytes)
+    pool = sweep_execution(config, where, models, executor, max_memory).pool(run)
     node_sites = [site for site in config.sites if "attention" not in kinds_at(site)]  # the kinds of `ops`
     check_node_axes(config)
     points = []
@@ -324,8 +335,7 @@ def run_steering_sweep(
         raise InterpError("the steering sweep has no points: give coefficients or set project_out = true")
     run = read_run(Path(config.run))
     steering_split([i.id for i in run.items], config.train_fraction, config.seed)
-    pool = judge_pool(run, config.backend, where=where or config, models=models)
-    with_executor(pool, executor or config.executor, max_memory if max_memory is not None else config.max_memory_bytes)
+    pool = sweep_execution(config, where, models, executor, max_memory).pool(run)
     judges = self_judges(run, config.judges)
     plan = [(judge, layer) for judge in judges for layer in sweep_layers(config, pool.model(judge).n_layers)]
     points = []
