@@ -40,7 +40,6 @@ from pathlib import Path
 
 JUDGE = "smollm2-135m-instruct"  # the tested judge: the packaged real judge
 PARTNER = "smollm2-135m-judge"  # its null organism: LoRA on the top 8 of 30 layers, the lower 22 the judge's
-AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 TOP_LAYERS = 8  # the organisms' LoRA layers, above the shared trunk
 N_LAYERS = 30  # SmolLM2-135M's layers
 ORDERS = 2  # a pair is judged in both orders
@@ -156,25 +155,9 @@ def figure_lines(figures: dict) -> list[str]:
 def bench_run(out: Path, n: int, progress: bool) -> Path:
     """A DBG run of the judge and its null organism over the first `n` held-out items (the organisms' answer
     settings, float32 on the CPU, no attention recorded), resumable."""
-    from interp.config import RunConfig
-    from interp.run.pipeline import run_dbg
+    from bench_localize import heldout_run
 
-    config = RunConfig(
-        name=out.name,
-        data="heldout",
-        n=n,
-        seed=0,
-        models=AUTHORS,
-        judges=[JUDGE, PARTNER],
-        max_words=60,
-        max_new_tokens=96,
-        attention="none",
-        n_boot=50,
-        device="cpu",
-        dtype="float32",
-    )
-    run_dbg(config, out, progress=progress)
-    return out
+    return heldout_run(out, [JUDGE, PARTNER], n, progress, attention="none", n_boot=50)
 
 
 class Timer:

@@ -28,6 +28,7 @@ import argparse
 import json
 import time
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 
@@ -48,20 +49,29 @@ CONFIG = Path(__file__).resolve().parent / "organisms" / "smollm2-135m-selfpref-
 AUTHORS = ("smollm2-135m-instruct", "gemma3-270m")
 
 
-def heldout_run(out: Path, judge: str, n: int, progress: bool, device: str = "cpu") -> Path:
-    """A DBG run of one judge over the first `n` held-out items (organism answer settings, float32 on `device`),
-    resumable."""
+def heldout_run(
+    out: Path,
+    judges: Sequence[str],
+    n: int,
+    progress: bool,
+    device: str = "cpu",
+    *,
+    attention: str = "final",
+    n_boot: int = 200,
+) -> Path:
+    """A DBG run of `judges` over the first `n` held-out items (organism answer settings, float32 on `device`;
+    `attention` recorded: the localisation bench reads the final position's), resumable."""
     config = RunConfig(
         name=out.name,
         data="heldout",
         n=n,
         seed=0,
         models=AUTHORS,
-        judges=[judge],
+        judges=list(judges),
         max_words=60,
         max_new_tokens=96,
-        attention="final",
-        n_boot=200,
+        attention=attention,
+        n_boot=n_boot,
         device=device,
         dtype="float32",
     )
@@ -106,7 +116,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
     truth = [tuple(h) for h in manifest["planted_heads"]]
     judge = str(folder)
     run = read_run(
-        heldout_run(Path(args.out) / path_label(config.name) / "run", judge, args.n, args.progress, args.device)
+        heldout_run(Path(args.out) / path_label(config.name) / "run", [judge], args.n, args.progress, args.device)
     )
     judges = judge_pool(run, where=PlacementKeys(device=args.device))
     t = time.perf_counter()
@@ -154,7 +164,7 @@ def bench_seed(seed: int, args, null_p: dict[str, float]) -> dict:
 def null_probabilities(args) -> dict[str, float]:
     """P(own) per held-out item of the start organism (the planted-heads organisms' null)."""
     start = load_organism_config(CONFIG).heads.start
-    run = read_run(heldout_run(Path(args.out) / "null" / "run", start, args.n, args.progress, args.device))
+    run = read_run(heldout_run(Path(args.out) / "null" / "run", [start], args.n, args.progress, args.device))
     return dict(zip([item.id for item in run.items], baseline(run, start).tolist(), strict=False))
 
 
