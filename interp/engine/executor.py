@@ -198,15 +198,11 @@ class Execution:
     progress: bool = True
 
     def pool(self, run: Run) -> Judges:
-        """The judges to re-judge `run` with, on this backend and placement, with the executor and budget set."""
-        pool = judge_pool(run, self.backend, where=self.where, models=self.models)
-        return with_executor(pool, self.executor, self.max_memory)
-
-
-def with_executor(judges: Judges, executor: str | None = None, max_memory: int | None = None) -> Judges:
-    """The pool with the job's executor and memory budget (bytes) set; None keeps what it has."""
-    if executor is not None:
-        judges.executor = check_executor(executor)
-    if max_memory is not None:
-        judges.max_memory = max_memory
-    return judges
+        """The judges to re-judge `run` with, on this backend and placement, with the executor and memory budget
+        set where given (None keeps the pool's own: local, half the memory available)."""
+        judges = judge_pool(run, self.backend, where=self.where, models=self.models)
+        if self.executor is not None:
+            judges.executor = check_executor(self.executor)
+        if self.max_memory is not None:
+            judges.max_memory = self.max_memory
+        return judges
