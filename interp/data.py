@@ -105,6 +105,14 @@ def train_help_items(tasks: Sequence[str] | None = None) -> list[Item]:
     return _packaged_items("train_help.jsonl", tasks)
 
 
+def bench_items(tasks: Sequence[str] | None = None) -> list[Item]:
+    """A seventh shipped set, bench data only: 50 items per task with references (ids `bench-help-`, `bench-fact-`,
+    `bench-trans-`), written on 2026-12-02 for the bench's causal test (issue 78) and never read in development,
+    none repeating a question of another set or a named fact answer. No recipe, split or rule uses it: the organism
+    configs cannot name it (`SplitConfig`, `DataConfig`); its sha256 is in docs/organisms.md and the plan."""
+    return _packaged_items("bench.jsonl", tasks)
+
+
 PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
     "builtin": builtin_items,
     "referenced": referenced_items,
@@ -112,6 +120,7 @@ PACKAGED_SETS: dict[str, Callable[[Sequence[str] | None], list[Item]]] = {
     "dev": dev_items,
     "heldout": heldout_items,
     "train-help": train_help_items,
+    "bench": bench_items,
 }
 
 
@@ -317,6 +326,7 @@ def load_items(spec: str) -> list[Item]:
     - `train-help`: the organisms' training-only helpfulness questions (`train_help_items`);
     - `dev` or `dev:TASK[,TASK...]`: the organisms' recipe-choice set (`dev_items`);
     - `heldout` or `heldout:TASK[,TASK...]`: the organisms' test-only set (`heldout_items`);
+    - `bench` or `bench:TASK[,TASK...]`: the bench's fresh test items, never read in development (`bench_items`);
     - `wmt:SOURCE,REFERENCE`: WMT-style parallel text files;
     - `hf:NAME[:SPLIT]` or `hf:NAME:CONFIG:SPLIT`: a Hugging Face dataset (split defaults to `test`);
     - `jsonl:PATH`, `alpacaeval:PATH`, `truthfulqa:PATH`, `mtbench:PATH`: a file in that format;

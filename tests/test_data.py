@@ -14,6 +14,7 @@ import pytest
 from interp.data import (
     TASKS,
     Item,
+    bench_items,
     builtin_items,
     dev_items,
     fewshot_examples,
@@ -93,6 +94,13 @@ def test_training_only_facts_repeat_no_question_or_named_answer_of_the_split_set
     [
         (dev_items, "dev", "dev", 60, (builtin_items, referenced_items, train_facts_items)),
         (heldout_items, "heldout", "test", 50, (builtin_items, referenced_items, train_facts_items, dev_items)),
+        (
+            bench_items,
+            "bench",
+            "bench",
+            50,
+            (builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items),
+        ),
     ],
 )
 def test_later_sets_repeat_no_question_of_the_earlier_sets_and_no_named_fact_answer(
@@ -136,7 +144,8 @@ def test_training_only_help_items_repeat_no_question_of_the_other_sets():
 
 
 @pytest.mark.parametrize(
-    "loader", [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items]
+    "loader",
+    [builtin_items, referenced_items, train_facts_items, dev_items, heldout_items, train_help_items, bench_items],
 )
 def test_builtin_items_respect_the_brief_lengths(loader):
     items = loader()

@@ -118,7 +118,8 @@ def test_the_wheel_installs_the_hooks_inside_interp_only(tmp_path):
     names = wheel.namelist()
     # every folder that Python could import is named in pyproject (setuptools warns of one left out)
     assert "absent from the `packages` configuration" not in log[0] and "Created wheel" in log[0]
-    assert {"interp/builtin/dev.jsonl", "interp/builtin/adapters/smollm2-135m-judge/manifest.json"} <= set(names)
+    shipped = {"interp/builtin/dev.jsonl", "interp/builtin/bench.jsonl"}
+    assert shipped | {"interp/builtin/adapters/smollm2-135m-judge/manifest.json"} <= set(names)
     assert {"interp/hooks/__init__.py", "interp/hooks/spec.py", "interp/hooks/compile.py"} <= set(names)
     assert not [name for name in names if name.startswith("hooks/")]
     for top_level in [name for name in names if name.endswith(".dist-info/top_level.txt")]:
