@@ -8,6 +8,13 @@
     python experiments/bench_mechanism.py --plan 4 [--seeds 1-4] [--attn-seeds 9-12] [--null-seeds 0-5]
                                           [--families attn,heads,lora,null] [--out runs/mechanism] ...
 
+    python experiments/bench_mechanism.py --plan 8 [--families ...] [--device cuda] [--out runs/mechanism78]
+                                          [--records DIR] [--report-only] [--answers RUN] [--executor ray]
+
+Plan 8 (issue 78, experiments/records/plan.md "Plan 8"): the bench in steps that land, one committed record a
+member under experiments/records/bench8/ (train and check, the ladder, the verdict-temperature edit), resumed from
+the records on any machine; `--report-only` reads the records alone. Its code: experiments/records/mechanism_plan8.py.
+
 Plan 5 (the default; registered before any result: experiments/records/plan.md, "Plan 5"): plan 4's rules
 (the matched null, the one-sided gap gate, a share that removes, Holm over the member's candidates, a route that
 needs a causal total), ten seeds a family (7210-7219), twelve nulls, split seed 72901. Steps, every one keyed and
@@ -209,12 +216,12 @@ def _placed_answers(args: argparse.Namespace, config: Path, run: Path) -> list[s
     return placed
 
 
-def judged_run(args: argparse.Namespace, judges: list[str]) -> Path:
-    """OUT/run: the organisms' held-out set judged by every one of `judges` (`attention = "final"`); made, or
-    resumed, here. A run judged without one of them is refused, never mixed in."""
+def judged_run(args: argparse.Namespace, judges: list[str], data: str = "heldout") -> Path:
+    """OUT/run: the organisms' held-out set (plan 8: `data` the bench items) judged by every one of `judges`
+    (`attention = "final"`); made, or resumed, here. A run judged without one of them is refused, never mixed in."""
     config = args.out / "config.toml"
     config.write_text(
-        f'name = "mechanism"\ndata = "heldout"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges '
+        f'name = "mechanism"\ndata = "{data}"\nn = {args.n}\nmodels = {json.dumps(list(AUTHORS))}\njudges '
         f"= {json.dumps(judges)}\n"
         f'max_words = 60\nmax_new_tokens = 96\nattention = "final"\ndevice = "{args.device}"\n'
         + (f'dtype = "{args.dtype}"\n' if args.dtype else "")
@@ -759,7 +766,7 @@ def bench_plan5(args: argparse.Namespace) -> None:
 def parse_args() -> argparse.Namespace:
     """The options; the defaults that differ by plan (families, seeds, nulls, folder) filled in from --plan."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--plan", type=int, choices=(4, 5), default=5, help="the registered bench (default: 5)")
+    parser.add_argument("--plan", type=int, choices=(4, 5, 8), default=5, help="the registered bench (default: 5)")
     parser.add_argument("--seeds", default=None, help="the planted families' seeds (plan 5: 7210-7219; plan 4: 1-4)")
     parser.add_argument(
         "--attn-seeds",
@@ -786,7 +793,14 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--dtype", default=None, help="the judges' dtype (default: the device's)")
     parser.add_argument("--jobs", type=int, default=1, help="members studied side by side (a GPU: several)")
     parser.add_argument("--batch-size", type=int, default=None, help="judged pairs per forward pass (a GPU: more)")
+    parser.add_argument("--records", type=Path, default=None, help="plan 8: the records (experiments/records/bench8)")
     args = parser.parse_args()
+    if args.plan == 8:
+        if args.seeds or args.null_seeds or args.jobs != 1:
+            parser.error("plan 8's seeds are registered (experiments/records/plan.md, Plan 8); --jobs is plans 4-5's")
+        args.families = args.families or "attn-trained,content,heads,mlp,direction,lora,null"
+        args.out = (args.out or Path("runs/mechanism78")).resolve()
+        return args
     plan5 = args.plan == 5
     args.seeds = args.seeds or ("7210-7219" if plan5 else "1-4")
     args.null_seeds = args.null_seeds or ("0-11" if plan5 else "0-5")
@@ -799,8 +813,29 @@ def parse_args() -> argparse.Namespace:
     return args
 
 
+def plan8(args: argparse.Namespace) -> None:
+    """Plan 8 (experiments/records/mechanism_plan8.py): its records' report, or its steps; bad input is one
+    `error:` line and exit 2, nothing written."""
+    sys.path.insert(0, str(REPO / "experiments" / "records"))
+    import mechanism_plan8 as plan
+
+    records = (args.records or plan.RECORDS).resolve()
+    try:
+        if args.report_only:
+            plan.report8(records)
+            return
+        args.records = records
+        plan.bench_plan8(args)
+    except plan.Refused as refused:
+        print(f"error: {refused}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
 def main() -> None:
     args = parse_args()
+    if args.plan == 8:
+        plan8(args)
+        return
     if args.report_only:
         report5(args, members5(args, trained=False))
         return
