@@ -299,14 +299,33 @@ def study_step(args: argparse.Namespace, records: dict, families) -> None:
         if record["explain"] is None:
             command = [*SETTINGS8, "--device", args.device, *executor, "--timings", "--json"]
             ladder = json.loads(interp("explain", str(run), "--judge", spec, *command))
-            found = bench.find_ladders(run).get("main", {}).get(Path(spec).name, {})  # its folder: the localisation
-            folder = Path(found["_folder"]) if "_folder" in found else None
+            folder = ladder_folder(run, spec)  # where explain kept its localisation
             record = record | {"explain": explain_summary(ladder, manifest, key[0], folder, args.device)}
             write_record(args.records, record)
         if record["flattening"] is None:
             record = record | {"flattening": flattening(args, run, spec)}
             write_record(args.records, record)
         records[key] = record
+
+
+def ladder_folder(run: Path, spec: str) -> Path | None:
+    """The folder of the member's plan-8 ladder in `run` (gated, plan 8's split and controls), the newest if
+    several; None when there is none."""
+    found = []
+    for path in run.rglob("explain.json"):
+        try:
+            ladder = json.loads(path.read_text())
+        except (OSError, json.JSONDecodeError):
+            continue
+        settings, controls = ladder.get("settings") or {}, sorted(Path(c).name for c in ladder.get("controls") or ())
+        if (
+            Path(str(ladder.get("judge"))).name == Path(spec).name
+            and str(settings.get("split_seed")) == SPLIT_SEED8
+            and ladder.get("gap_gate", True) is not False
+            and controls == sorted(CONTROLS8)
+        ):
+            found.append(path)
+    return max(found, key=lambda p: p.stat().st_mtime).parent if found else None
 
 
 def flattening(args: argparse.Namespace, run: Path, spec: str) -> dict:
@@ -396,7 +415,20 @@ def report_lines(records: dict) -> list[str]:
     walls = [((r["explain"] or {}).get("timings") or {}).get("wall_s") for r in checked.values()]
     walls = [w for w in walls if w is not None]
     if walls:
-        lines.append(f"ladder_wall_s: median {np.median(walls):.0f} (min {min(walls):.0f}, max {max(walls):.0f})")
+        spread = f"min {min(walls):.0f}, max {max(walls):.0f}, total {sum(walls):.0f}; {len(walls)} ladders"
+        lines.append(f"ladder_wall_s: median {np.median(walls):.0f} ({spread})")
+    trained = [((r["manifest"].get("timings_s") or {}).get("total_s")) for r in records.values()]
+    if trained := [t for t in trained if t is not None]:
+        lines.append(f"train_s: total {sum(trained):.0f} ({len(trained)} members)")
+    where = sorted(
+        {
+            f"{(r.get('explain') or {}).get('host')} ({(r.get('explain') or {}).get('device')})"
+            for r in checked.values()
+            if r.get("explain")
+        }
+    )
+    if where:
+        lines.append(f"ladders_ran_on: {', '.join(where)}")
     return lines
 
 

@@ -89,7 +89,7 @@ def test_report_only_prints_each_figure_with_its_clopper_pearson_bounds_from_the
     assert line(lines, "flattening_fpr") == "0.10 [0.00, 0.45] (1 of 10 run; 1 of 11 not run)"
     assert line(lines, "excluded_by_check").startswith("1 of 12 trained (not run) ['attn-trained-seed7314']")
     assert line(lines, "family_attn-trained") == "4 of 16 needed passed (5 of at most 48 trained)"
-    assert line(lines, "ladder_wall_s").startswith("median 100 (min 100, max 300)")
+    assert line(lines, "ladder_wall_s") == "median 100 (min 100, max 300, total 1200; 10 ladders)"
     assert sorted(p.name for p in tmp_path.iterdir()) == before  # it wrote nothing
     assert not (Path(tmp_path) / "runs").exists()
 
@@ -257,3 +257,22 @@ def test_the_code_runs_what_plan_8_registers():
     ]
     assert sum(plan.FAMILIES8[f][2] for f in plan.ELSEWHERE) >= 12 and plan.FAMILIES8["null"][2] >= 12
     assert min(plan.FAMILIES8[f][2] for f in ("attn-trained", "content")) >= 16
+
+
+def test_the_ladders_folder_is_plan_8s_and_its_localisation_gives_the_auroc(tmp_path):
+    """Of two ladders of the member in the run, the one on plan 5's split is not read; the plan-8 one's
+    localisation ranks the planted heads first (AUROC 1) for `attention`."""
+    spec = "/out/organisms/attn-trained-seed7310"
+    for name, split in (("old", 72901), ("new", 78301)):
+        folder = tmp_path / "explain" / name
+        folder.mkdir(parents=True)
+        ladder = {"judge": spec, "settings": {"split_seed": split}, "controls": plan.CONTROLS8, "gap_gate": True}
+        (folder / "explain.json").write_text(json.dumps(ladder))
+    csv = "method,layer,head,score\nattention,28,6,0.9\nattention,28,7,0.8\nattention,3,0,0.1\nattention,4,1,0.2\n"
+    (tmp_path / "explain" / "new" / "localisation.csv").write_text(csv)
+    folder = plan.ladder_folder(tmp_path, spec)
+    assert folder == tmp_path / "explain" / "new"
+    manifest = {"planted_heads": [[28, 6], [28, 7]]}
+    summary = plan.explain_summary({"candidates": []}, manifest, "attn-trained", folder, "cpu")
+    assert summary["auroc"] == {"attention": 1.0} and "commit" in summary
+    assert plan.ladder_folder(tmp_path, "/out/organisms/attn-trained-seed7311") is None
