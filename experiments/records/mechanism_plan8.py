@@ -292,20 +292,27 @@ def study_step(args: argparse.Namespace, records: dict, families) -> None:
         return
     specs = {key: ensure_folder(args, *key, records[key]) for key in order}
     run = bench_run(args, list(specs.values()))
-    executor = bench.executor_flags(args)
     for key in order:
-        record, spec = records[key], specs[key]
-        manifest = json.loads((Path(spec) / "manifest.json").read_text())
-        if record["explain"] is None:
-            command = [*SETTINGS8, "--device", args.device, *executor, "--timings", "--json"]
-            ladder = json.loads(interp("explain", str(run), "--judge", spec, *command))
-            folder = ladder_folder(run, spec)  # where explain kept its localisation
-            record = record | {"explain": explain_summary(ladder, manifest, key[0], folder, args.device)}
-            write_record(args.records, record)
-        if record["flattening"] is None:
-            record = record | {"flattening": flattening(args, run, spec)}
-            write_record(args.records, record)
-        records[key] = record
+        try:
+            records[key] = study_member(args, run, key, records[key], specs[key])
+        except SystemExit as failed:  # one member's command failed: said, its record as it was, the others go on
+            print(f"{key[0]}-seed{key[1]}: {failed}", file=sys.stderr, flush=True)
+
+
+def study_member(args: argparse.Namespace, run: Path, key: tuple[str, int], record: dict, spec: str) -> dict:
+    """The member's ladder, then its flattening test, each written into its record as it lands (a part already
+    there is not run again); the record as it now is."""
+    manifest = json.loads((Path(spec) / "manifest.json").read_text())
+    if record["explain"] is None:
+        command = [*SETTINGS8, "--device", args.device, *bench.executor_flags(args), "--timings", "--json"]
+        ladder = json.loads(interp("explain", str(run), "--judge", spec, *command))
+        folder = ladder_folder(run, spec)  # where explain kept its localisation
+        record = record | {"explain": explain_summary(ladder, manifest, key[0], folder, args.device)}
+        write_record(args.records, record)
+    if record["flattening"] is None:
+        record = record | {"flattening": flattening(args, run, spec)}
+        write_record(args.records, record)
+    return record
 
 
 def ladder_folder(run: Path, spec: str) -> Path | None:

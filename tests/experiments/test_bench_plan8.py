@@ -276,3 +276,30 @@ def test_the_ladders_folder_is_plan_8s_and_its_localisation_gives_the_auroc(tmp_
     summary = plan.explain_summary({"candidates": []}, manifest, "attn-trained", folder, "cpu")
     assert summary["auroc"] == {"attention": 1.0} and "commit" in summary
     assert plan.ladder_folder(tmp_path, "/out/organisms/attn-trained-seed7311") is None
+
+
+def test_a_member_whose_ladder_fails_keeps_its_record_and_the_others_go_on(tmp_path, monkeypatch):
+    calls: list = []
+    cli = fake_cli(calls)
+
+    def failing(*args: str) -> str:
+        if args[0] == "explain" and args[args.index("--judge") + 1].endswith("seed7310"):
+            calls.append(list(args))
+            raise SystemExit("interp explain failed (1)")
+        return cli(*args)
+
+    monkeypatch.setattr(plan, "interp", failing)
+    monkeypatch.setattr(plan, "provenance", lambda device: {})
+    monkeypatch.setattr(plan, "bench_run", lambda args, specs: tmp_path / "run")
+    args = argparse.Namespace(out=tmp_path / "out", records=tmp_path / "records", device="cpu", executor=None)
+    records = {}
+    for seed in (7310, 7311):
+        folder = plan.member_folder(args.out, "direction", seed)
+        folder.mkdir(parents=True)
+        (folder / "manifest.json").write_text(json.dumps({"name": folder.name, "seed": seed}))
+        records[("direction", seed)] = record(
+            "direction", seed, fingerprint=plan.fingerprint({"name": folder.name, "seed": seed})
+        )
+    plan.study_step(args, records, ["direction"])
+    assert records[("direction", 7310)]["explain"] is None and records[("direction", 7311)]["flattening"] is not None
+    assert sorted(p.name for p in args.records.iterdir()) == ["direction-seed7311.json"]
