@@ -1,6 +1,7 @@
 """Plan 8 of `experiments/bench_mechanism.py` (issue 78): the bench in steps that land, one small record a member.
 
     python experiments/bench_mechanism.py --plan 8 [--families ...] [--device cuda] [--out runs/mechanism78]
+                                          [--jobs K] [--batch-size B] [--answers RUN] [--executor ray]
     python experiments/bench_mechanism.py --plan 8 --report-only          # the records alone, no --out needed
 
 Registered in experiments/records/plan.md, "Plan 8". Each member (a recipe trained with a registered seed) goes
@@ -292,11 +293,11 @@ def study_step(args: argparse.Namespace, records: dict, families) -> None:
         return
     specs = {key: ensure_folder(args, *key, records[key]) for key in order}
     run = bench_run(args, list(specs.values()))
-    for key in order:
-        try:
-            records[key] = study_member(args, run, key, records[key], specs[key])
-        except SystemExit as failed:  # one member's command failed: said, its record as it was, the others go on
-            print(f"{key[0]}-seed{key[1]}: {failed}", file=sys.stderr, flush=True)
+    # --jobs K: K members side by side, each worker on its own copy of the run; a member whose command fails is
+    # said, its record stays as it was, and the others go on
+    work, keyed = [(key,) for key in order], argparse.Namespace(**(vars(args) | {"out": run.parent}))  # copies beside
+    for done in bench.run_work(keyed, run, work, lambda on, key: study_member(args, on, key, records[key], specs[key])):
+        records[(done["family"], done["seed"])] = done
 
 
 def study_member(args: argparse.Namespace, run: Path, key: tuple[str, int], record: dict, spec: str) -> dict:

@@ -150,14 +150,20 @@ def test_a_failing_check_excludes_the_member_before_any_explain(tmp_path, monkey
     assert line(plan.report_lines(records), "excluded_by_check").startswith("6 of 6 trained")
 
 
-def test_study_runs_only_the_steps_a_record_lacks(tmp_path, monkeypatch):
+@pytest.mark.parametrize("jobs", [1, 2])
+def test_study_runs_only_the_steps_a_record_lacks(tmp_path, monkeypatch, jobs):
     """A member with both parts is not run again; one with its ladder gets only the flattening test; a new one
-    gets both, each landing in its record, against the twelve controls on plan 8's split."""
+    gets both, each landing in its record, against the twelve controls on plan 8's split (with --jobs 2 too, each
+    worker on its copy of the run, beside the run)."""
     calls: list = []
     monkeypatch.setattr(plan, "interp", fake_cli(calls))
     monkeypatch.setattr(plan, "provenance", lambda device: {"commit": "abc"})
-    monkeypatch.setattr(plan, "bench_run", lambda args, specs: tmp_path / "run")
-    args = argparse.Namespace(out=tmp_path / "out", records=tmp_path / "records", device="cpu", executor=None)
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")  # run_work sets it for its workers where unset: not in this process
+    (tmp_path / "runs" / "key" / "run").mkdir(parents=True)
+    monkeypatch.setattr(plan, "bench_run", lambda args, specs: tmp_path / "runs" / "key" / "run")
+    args = argparse.Namespace(
+        out=tmp_path / "out", records=tmp_path / "records", device="cpu", executor=None, jobs=jobs
+    )
     records = {}
     for seed in (7310, 7311, 7312):
         folder = plan.member_folder(args.out, "mlp", seed)
@@ -169,11 +175,13 @@ def test_study_runs_only_the_steps_a_record_lacks(tmp_path, monkeypatch):
     records[("mlp", 7311)] |= {"explain": explained()}
     plan.study_step(args, records, ["mlp"])
     steps = [(c[0], Path(c[c.index("--judge") + 1]).name) for c in calls]
-    assert steps == [("intervene", "mlp-seed7311"), ("explain", "mlp-seed7312"), ("intervene", "mlp-seed7312")]
+    expected = [("intervene", "mlp-seed7311"), ("explain", "mlp-seed7312"), ("intervene", "mlp-seed7312")]
+    assert steps == expected if jobs == 1 else sorted(steps) == sorted(expected)
+    assert (tmp_path / "runs" / "key" / "run.job1").is_dir() is (jobs == 2)
     assert sorted(p.name for p in args.records.iterdir()) == ["mlp-seed7311.json", "mlp-seed7312.json"]
     new = json.loads((args.records / "mlp-seed7312.json").read_text())
     assert new["explain"]["candidates"][0]["selected_by"] == "atp-mlp" and new["flattening"]["causal"] is False
-    explain, intervene = calls[1], calls[2]
+    explain, intervene = [c for c in calls if c[0] == "explain"][0], [c for c in calls if c[0] == "intervene"][-1]
     for call in (explain, intervene):
         controls = [call[i + 1] for i, flag in enumerate(call) if flag == "--control-judge"]
         assert controls == plan.CONTROLS8 and len(controls) == 12
@@ -291,7 +299,7 @@ def test_a_member_whose_ladder_fails_keeps_its_record_and_the_others_go_on(tmp_p
     monkeypatch.setattr(plan, "interp", failing)
     monkeypatch.setattr(plan, "provenance", lambda device: {})
     monkeypatch.setattr(plan, "bench_run", lambda args, specs: tmp_path / "run")
-    args = argparse.Namespace(out=tmp_path / "out", records=tmp_path / "records", device="cpu", executor=None)
+    args = argparse.Namespace(out=tmp_path / "out", records=tmp_path / "records", device="cpu", executor=None, jobs=1)
     records = {}
     for seed in (7310, 7311):
         folder = plan.member_folder(args.out, "direction", seed)
