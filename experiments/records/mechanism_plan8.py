@@ -308,12 +308,21 @@ def study_member(args: argparse.Namespace, run: Path, key: tuple[str, int], reco
         command = [*SETTINGS8, "--device", args.device, *bench.executor_flags(args), "--timings", "--json"]
         ladder = json.loads(interp("explain", str(run), "--judge", spec, *command))
         folder = ladder_folder(run, spec)  # where explain kept its localisation
-        record = record | {"explain": explain_summary(ladder, manifest, key[0], folder, args.device)}
+        summary = explain_summary(ladder, manifest, key[0], folder, args.device)
+        record = record | {"explain": summary | {"adapter_fingerprint": weights_fingerprint(spec)}}
         write_record(args.records, record)
     if record["flattening"] is None:
         record = record | {"flattening": flattening(args, run, spec)}
         write_record(args.records, record)
     return record
+
+
+def weights_fingerprint(spec: str) -> str | None:
+    """The member's adapter bytes (interp.core.adapters.adapter_fingerprint): which weights the ladder read, beside
+    the identity fingerprint (a retrain elsewhere is the same member with other rounding)."""
+    from interp.core.adapters import adapter_fingerprint
+
+    return adapter_fingerprint(spec) if (Path(spec) / "adapter_model.safetensors").is_file() else None
 
 
 def ladder_folder(run: Path, spec: str) -> Path | None:
