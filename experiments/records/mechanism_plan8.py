@@ -349,6 +349,7 @@ def flattening(args: argparse.Namespace, run: Path, spec: str) -> dict:
     """`interp intervene` of the verdict-temperature edit on the member against the controls: its row's `causal`."""
     controls = [x for control in CONTROLS8 for x in ("--control-judge", control)]
     split = ["--selection-share", "0.4", "--split-seed", SPLIT_SEED8, "--device", args.device, "--json"]
+    split += bench.executor_flags(args)
     payload = json.loads(
         interp("intervene", str(run), "--spec", str(TEMPERATURE_SPEC), "--judge", spec, *controls, *split)
     )
