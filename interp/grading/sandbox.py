@@ -4,8 +4,13 @@ One run (`run_python`, or `run_tests` for an answer and its tests) writes the pr
 folder and runs `python -I -S` on it (isolated mode: no user site, no PYTHON* variables, no `site`) with an
 empty environment, in a session and process group of its own, under limits on CPU time (RLIMIT_CPU), address
 space (RLIMIT_AS), processes (RLIMIT_NPROC), each file's size (RLIMIT_FSIZE: its output files too), its total
-disk use and wall-clock time. At the end the whole process group is killed and the folder deleted; nothing the
-program started keeps running.
+disk use and wall-clock time. The program is one process: before any of it runs, `serve.py` sets a seccomp
+filter that refuses fork, vfork, clone3 and clone of a new process (threads work), so RLIMIT_AS bounds the
+whole sandbox's memory. At the end the whole process group is killed and the folder deleted.
+
+`run_tests` runs the answer alone in the sandbox (`serve.py` in it answers calls over a pipe) and its tests in a
+second, trusted process on the host (`serve.py test`) that calls the answer's names over that pipe with plain
+data only; the tests' file is never in the sandbox.
 
 Isolation (`isolation()` says which one a run gets):
 - "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network,
@@ -42,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from interp.errors import InterpError
+from interp.grading.serve import GONE
 
 JAIL = Path(__file__).with_name("jail.py")
 SERVE = Path(__file__).with_name("serve.py")  # both ends of a code answer's grading
@@ -398,7 +404,8 @@ def _graded(folder: Path, logs: Path, limits: Limits, mode: str) -> Execution:
                 False, f"timed out after {limits.wall_s:g} s", None, "", _tail(_read(logs / "stderr")), mode
             )
         verdict = _verdict(logs / "verdict", logs / "tests.err")
-        if verdict[0] == "gone":  # the answer's own end, if it ended: its reason (a limit, a crash) comes first
+        ended = verdict == ("gone", GONE)
+        if ended:  # the answer ended of itself: its reason (a limit, a crash) is the one to give
             try:
                 answer.wait(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
             except subprocess.TimeoutExpired:
@@ -412,7 +419,7 @@ def _graded(folder: Path, logs: Path, limits: Limits, mode: str) -> Execution:
     err = _tail(_read(logs / "stderr"))
     if verdict[0] == "passed":
         return Execution(True, "ok", returncode, "", err, mode)
-    if verdict[0] == "gone" and returncode not in (None, 0):
+    if ended and returncode not in (None, 0):
         return Execution(False, _reason(returncode, err, limits), returncode, "", err, mode)
     return Execution(False, bounded(verdict[1]), returncode, "", err, mode)
 

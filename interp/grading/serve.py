@@ -38,7 +38,8 @@ GONE = "the answer ended before its tests finished"
 # modules of the answer the tests may read by name (MBPP's `math.isclose` after the answer's `import math`): the
 # tests get the host's own copy, so nothing the answer did to its module reaches them
 MODULES = frozenset(
-    "math cmath re collections itertools functools heapq bisect string fractions decimal statistics operator".split()
+    "math cmath re collections itertools functools heapq bisect string fractions decimal statistics operator random "
+    "typing copy".split()
 )
 # seccomp: (audit arch, clone, {syscall: errno}) per machine; fork, vfork and clone3 (glibc then falls back to
 # clone, for threads) refused, clone without CLONE_THREAD refused, and ptrace and the process_vm calls

@@ -338,3 +338,11 @@ def test_a_loop_that_ignores_sigxcpu_is_reported_at_the_cpu_limit():
     answer = "import signal\nsignal.signal(signal.SIGXCPU, signal.SIG_IGN)\ndef f(x):\n    while True:\n        pass\n"
     execution = run_tests(answer, TESTS, Limits(cpu_s=1, wall_s=60.0))
     assert (execution.passed, execution.reason) == (False, "CPU time limit (1 s)")
+
+
+def test_a_reply_past_the_message_size_is_named_so():
+    execution = run_tests("def f(x):\n    return 'x' * (17 << 20)\n", TESTS, LIMITS)
+    assert (execution.passed, execution.reason) == (
+        False,
+        "the answer's reply is not plain data: a message over 16 MiB",
+    )
