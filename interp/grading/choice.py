@@ -2,9 +2,9 @@
 
 In order of trust: "answer is (B)" / "Answer: B" / "the correct option is (C)" / "my choice is D" (the last
 such phrase; the word "is", ":" or "=" must follow, so "I would not answer A here" names nothing, and "the
-answer is not A" neither), a bold or boxed letter (`**C**`,
-`\\boxed{D}`), an answer that starts with a letter on its own ("B.", "(B)", "B) ...", "B"), and an answer whose
-only stand-alone capital letter A-E in parentheses is one letter. Nothing found is "no choice found".
+answer is not A" neither), a bold or boxed letter (`**C**`, `\\boxed{D}`), an answer that starts with a letter
+on its own ("B.", "(B)", "B) ...", "B"), and an answer whose only stand-alone capital letter A-E in
+parentheses is one letter. Nothing found is "no choice found".
 Prose is not a choice: an answer that starts with the article ("A lot of people think ...", "A good answer
 ...") or "E.g.", and "the answer is a function" (a lower-case letter followed by a word), name no letter.
 """

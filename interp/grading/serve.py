@@ -15,8 +15,9 @@ Roles (`main`):
   catch (`AnswerGone`, a BaseException, remembered even if caught).
 
 Plain data: None, bool, int (at most MAX_INT_DIGITS digits), float, complex, str, bytes, bytearray, list,
-tuple, dict, set, frozenset, range, fractions.Fraction, decimal.Decimal, nested at most MAX_DEPTH deep, at
-most MAX_VALUES values, one message at most MAX_LINE bytes; subclasses travel as their base type (a namedtuple
+tuple, dict, set, frozenset, range (of at most MAX_VALUES values), fractions.Fraction, decimal.Decimal (an
+exponent up to 1000), nested at most MAX_DEPTH deep, at most MAX_VALUES values, one message at most MAX_LINE
+bytes; subclasses travel as their base type (a namedtuple
 as a tuple), so no `__eq__` of the answer's reaches the tests. A returned iterator (a generator, `map`) travels
 as the list of what it yields, read back as an iterator over it.
 """
@@ -149,8 +150,13 @@ def decode(data, objects=None, depth=0):
 
 
 def _tagged(tag, body, objects, depth):
-    if tag in ("float", "decimal") and isinstance(body, str):
-        return float(body) if tag == "float" else importlib.import_module("decimal").Decimal(body)
+    if tag == "float" and isinstance(body, str):
+        return float(body)
+    if tag == "decimal" and isinstance(body, str) and len(body) <= 1000:
+        number = importlib.import_module("decimal").Decimal(body)
+        if number.is_finite() and abs(number.adjusted()) > 1000:  # int() of it would take forever
+            raise ValueError("a decimal exponent past 1000")
+        return number
     if tag in ("bytes", "bytearray") and isinstance(body, str):
         return bytes.fromhex(body) if tag == "bytes" else bytearray.fromhex(body)
     if tag == "object" and objects is not None and type(body) is int and 0 <= body < len(objects):
@@ -163,6 +169,8 @@ def _tagged(tag, body, objects, depth):
             return complex(*parts)
         if tag == "fraction":
             return importlib.import_module("fractions").Fraction(*parts)
+        if len(range(*parts)) > MAX_VALUES:  # list() of it would take the host's memory
+            raise ValueError(f"a range of more than {MAX_VALUES} values")
         return range(*parts)
     if tag == "dict" and all(isinstance(pair, list) and len(pair) == 2 for pair in parts):
         return {_hashable(key): value for key, value in parts}

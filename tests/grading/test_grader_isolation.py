@@ -282,6 +282,8 @@ REPROBE = {
         "    return x + 3\n"
     ),
     "an infinite generator": "import itertools\ndef f(x):\n    return itertools.count()\n",
+    "a range of 10**12 values the tests would list": "def f(x):\n    return range(10**12)\n",
+    "a Decimal whose int() takes forever": "import decimal\ndef f(x):\n    return decimal.Decimal('1e999999999')\n",
     "a dict key that is not hashable after decoding": (
         "import json\n_dumps = json.dumps\n"
         "json.dumps = lambda message, **k: _dumps({'desc': ['value', {'dict': [[[1], 5]]}]}) if 'desc' in message "
@@ -292,6 +294,8 @@ REPROBE_TESTS = {
     "an object made true": "assert f(2)",
     "an exit on the second call": "assert f(2) == 5\nassert f(3) == 6",
     "an infinite generator": "assert next(iter(f(2))) == 0",
+    "a range of 10**12 values the tests would list": "assert list(f(2))[:1] == [0]",
+    "a Decimal whose int() takes forever": "assert int(f(2)) > 0",
 }
 
 
