@@ -20,7 +20,7 @@ Steps:
 3. pivot_root into it, the old root detached, then every mount but /sandbox, /proc and devpts/mqueue
    remounted read-only (bind remounts keep each mount's nosuid/nodev/noexec/atime flags, which a user
    namespace may not drop);
-4. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE and no core files;
+4. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE (256) and no core files;
 5. run the answer in a nested user namespace: mounts copied into a less privileged namespace are locked,
    so the answer (root there) cannot remount them writable or unmount the read-only layer;
 6. this process made not dumpable (no ptrace of it, no /proc/1/mem), and the program run; it refuses new
@@ -39,6 +39,7 @@ import sys
 SETUP_FAILED = 121
 LEFT_RUNNING = 122  # the program exited and left processes running
 PID_MAX = 301  # the kernel's least pid_max
+OPEN_FILES = 256  # RLIMIT_NOFILE
 WORK = "/sandbox"  # the program's folder in its new root
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
@@ -213,6 +214,8 @@ def _set_limits(cpu_s, memory, processes, file_bytes):
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # open files: each pipe or socket buffer is kernel memory outside the address space, so few of them
+    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
 
 
 def main():

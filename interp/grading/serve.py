@@ -6,8 +6,8 @@ Roles (`main`):
   sandbox is one process and its address-space limit is its whole memory), run the answer's `answer.py`, then
   answer requests on stdin with replies on stdout: look up the names the tests read, read an attribute, call a
   function. Arguments come in and results go out as plain data; anything else stays in the sandbox and is
-  named by a number (an "object"). The answer's own prints go to stderr. With `program.py` instead (`run`):
-  the filter, then that program as `__main__`.
+  named by a number (an "object"). The answer's own prints go to stderr; its stdin is empty. With
+  `program.py` instead (`run`): the filter, then that program as `__main__`.
 - on the host, trusted (`python -I -S serve.py test TESTS VERDICT`, `run_tests_here`): run the tests' source
   with the answer's names bound to proxies that call over the pipe, and write the verdict to VERDICT. The tests
   only ever see plain data built here from JSON; an object of the answer compared, or made true or false, a
@@ -43,11 +43,12 @@ MODULES = frozenset(
     "typing copy".split()
 )
 # seccomp: (audit arch, clone, {syscall: errno}) per machine; fork, vfork and clone3 (glibc then falls back to
-# clone, for threads) refused, clone without CLONE_THREAD refused, and ptrace and the process_vm calls
+# clone, for threads) refused, clone without CLONE_THREAD refused, ptrace and the process_vm calls, and
+# memfd_create (a memory file written, never mapped, is memory outside the address space)
 EPERM, ENOSYS = 1, 38
 SYSCALLS = {
-    "x86_64": (0xC000003E, 56, {57: EPERM, 58: EPERM, 435: ENOSYS, 101: EPERM, 310: EPERM, 311: EPERM}),
-    "aarch64": (0xC00000B7, 220, {435: ENOSYS, 117: EPERM, 270: EPERM, 271: EPERM}),
+    "x86_64": (0xC000003E, 56, {57: EPERM, 58: EPERM, 435: ENOSYS, 101: EPERM, 310: EPERM, 311: EPERM, 319: EPERM}),
+    "aarch64": (0xC00000B7, 220, {435: ENOSYS, 117: EPERM, 270: EPERM, 271: EPERM, 279: EPERM}),
 }
 CLONE_THREAD = 0x10000
 
@@ -225,7 +226,8 @@ def free_names(source):
 
 def forbid_new_processes():
     """A seccomp filter on this process and every thread it starts: no new process (fork, vfork, clone without
-    CLONE_THREAD, clone3), no ptrace or process_vm_*; threads still work. OSError where it cannot be set."""
+    CLONE_THREAD, clone3), no ptrace, process_vm_* or memfd_create; threads still work. OSError where it
+    cannot be set."""
     import ctypes
     import platform
 
@@ -309,6 +311,7 @@ def serve():
     """The sandbox's end: the filter, the answer, then one reply per request until stdin ends."""
     requests = os.fdopen(os.dup(0), "rb")
     replies = os.dup(1)
+    os.dup2(os.open(os.devnull, os.O_RDONLY), 0)  # the answer's input() reads nothing, never the requests
     os.dup2(2, 1)  # the answer's prints go to stderr, never into the replies
     exec(compile(open("answer.py", "rb").read(), "answer.py", "exec"), SCOPE)  # noqa: S102 - in the sandbox
     objects = []

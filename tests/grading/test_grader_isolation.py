@@ -173,6 +173,13 @@ def test_six_forked_children_of_200_mb_under_256_mib_are_refused():
     assert (execution.passed, execution.reason) == (False, "PermissionError: [Errno 1] Operation not permitted")
     spawn = "import subprocess, sys\ndef f(x):\n    return subprocess.run([sys.executable, '-c', '1']).returncode\n"
     assert not run_tests(spawn, "assert f(0) == 0", limits).passed
+    # memory outside the address space: a memory file (refused), many pipe buffers (256 open files at most)
+    memfd = "import os\ndef f(x):\n    return os.memfd_create('m')\n"
+    execution = run_tests(memfd, "assert f(0) > 0", limits)
+    assert (execution.passed, execution.reason) == (False, "PermissionError: [Errno 1] Operation not permitted")
+    pipes = "import os\ndef f(x):\n    return [os.pipe() for _ in range(x)]\n"
+    execution = run_tests(pipes, "assert len(f(1000)) == 1000", limits)
+    assert (execution.passed, execution.reason) == (False, "OSError: [Errno 24] Too many open files")
     # threads share the one address space, and still work
     threads = (
         "import threading\n_out = []\n_t = [threading.Thread(target=_out.append, args=(n,)) for n in range(4)]\n"
@@ -350,3 +357,8 @@ def test_a_reply_past_the_message_size_is_named_so():
         False,
         "the answer's reply is not plain data: a message over 16 MiB",
     )
+
+
+def test_an_answer_that_reads_stdin_reads_nothing_not_the_requests():
+    execution = run_tests("n = input()\ndef f(x):\n    return x + 3\n", TESTS, LIMITS)
+    assert (execution.passed, execution.reason) == (False, "EOFError: EOF when reading a line")
