@@ -32,7 +32,12 @@ def grade(
     as_json: bool = typer.Option(False, "--json", help="one JSON line per item: id, correct, reason"),
     timeout: float = typer.Option(10.0, "--timeout", min=0.1, help="code: wall-clock seconds per answer"),
     cpu: int = typer.Option(5, "--cpu", min=1, help="code: CPU seconds per answer"),
-    memory_mib: int = typer.Option(1024, "--memory-mib", min=64, help="code: address space per answer, MiB"),
+    memory_mib: int = typer.Option(
+        1024,
+        "--memory-mib",
+        min=64,
+        help="code: memory per answer (its sandbox is one process: its address space), MiB",
+    ),
     disk_mib: int = typer.Option(32, "--disk-mib", min=1, help="code: disk space per answer, all its files, MiB"),
     workers: int = typer.Option(1, "--workers", min=1, help="code: answers run at once"),
 ) -> None:

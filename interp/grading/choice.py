@@ -1,8 +1,10 @@
 """Multiple-choice answers: the letter (A-E) an answer commits to, from the usual phrasings.
 
-In order of trust: "answer is (B)" / "Answer: B" (the last such phrase), a bold or boxed letter (`**C**`,
-`\\boxed{D}`), an answer that starts with a letter on its own ("B.", "(B)", "B) ...", "B"), and an answer whose
-only stand-alone capital letter A-E in parentheses is one letter. Nothing found is "no choice found".
+In order of trust: "answer is (B)" / "Answer: B" / "the correct option is (C)" / "my choice is D" (the last
+such phrase; the word "is", ":" or "=" must follow, so "I would not answer A here" names nothing, and "the
+answer is not A" neither), a bold or boxed letter (`**C**`, `\\boxed{D}`), an answer that starts with a letter
+on its own ("B.", "(B)", "B) ...", "B"), and an answer whose only stand-alone capital letter A-E in
+parentheses is one letter. Nothing found is "no choice found".
 Prose is not a choice: an answer that starts with the article ("A lot of people think ...", "A good answer
 ...") or "E.g.", and "the answer is a function" (a lower-case letter followed by a word), name no letter.
 """
@@ -13,7 +15,7 @@ import re
 
 LETTERS = "ABCDE"
 _PHRASE = re.compile(
-    r"answer\s*(?:is|:)?\s*(?:option\s*)?[:\s]*[\(\[*]*\s*"
+    r"(?:answer|option|choice)\s*(?:is\b|:|=)\s*(?:option\s*|choice\s*)?[:\s]*[\(\[*]*\s*"
     r"(?:((?-i:[A-E]))\b(?![\w'])|([a-e])(?=\s*(?:[\)\]*]|$|[.,;:!?](?!\w))))",  # "is a function": prose
     re.IGNORECASE,
 )

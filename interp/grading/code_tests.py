@@ -1,24 +1,26 @@
-"""Code answers: the answer's Python run against the item's tests (assert statements) in the sandbox.
+"""Code answers: the answer's Python run in the sandbox, its item's tests (assert statements) outside it.
 
 The answer's code is the first fenced block that defines something, else the first fenced block, else the
-whole answer. The sandbox's harness (`run_tests`) runs it, then the tests, in one namespace; correct only when
-the harness ran the tests to their end and the program exited with status 0 within the limits. Anything else
-(a failed assert, a syntax error, a crash, a limit, an exit before the tests finished) is incorrect with the
-sandbox's reason. Tests with nothing to check (empty, blank, comments only, no assert and no call) or that
-are not valid Python, and tests that read no name an answer could define (`assert True`, `print(1)`: every
-name a builtin or their own) are the data's fault: refused in one line (`check_tests`), never graded.
+whole answer. The answer runs alone in the sandbox; the tests run in a trusted process of their own on the
+host, with the answer's names bound to proxies that call it over a pipe, arguments and results as plain data
+(`interp.grading.serve`): correct only when the tests ran to their end, every call answered with plain data.
+Anything else (a failed assert, a syntax error, a crash, a limit, an object that is not plain data, an exit
+before the tests finished) is incorrect with its reason. Tests with nothing to check (empty, blank, comments
+only, no assert and no call) or that are not valid Python, and tests that read no name an answer could define
+(`assert True`, `print(1)`: every name a builtin or their own) are the data's fault: refused in one line
+(`check_tests`), never graded.
 """
 
 from __future__ import annotations
 
 import ast
-import builtins
 import re
 import warnings
 from collections.abc import Sequence
 
 from interp.errors import InterpError
 from interp.grading.sandbox import Limits, run_tests
+from interp.grading.serve import free_names
 
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
@@ -51,30 +53,12 @@ def check_tests(tests: str | Sequence[str], where: str = "code tests") -> str:
         raise InterpError(f"{where}: the tests are not valid Python{at}: {getattr(exc, 'msg', exc)}") from None
     if not any(isinstance(node, (ast.Assert, ast.Call)) for node in ast.walk(tree)):
         raise InterpError(f"{where}: the tests check nothing (no assert statement and no call); refusing to grade")
-    if not _free_names(tree):
+    if not free_names(tree):
         raise InterpError(
             f"{where}: the tests use nothing an answer could define (every name they read is a builtin or their "
             "own, as in `assert True`); refusing to grade"
         )
     return source
-
-
-def _free_names(tree: ast.AST) -> set[str]:
-    """The names the tests read that neither they (anywhere: assignments, defs, parameters, imports) nor the
-    builtins define: what they take from the answer."""
-    read, bound = set(), set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name):
-            (read if isinstance(node.ctx, ast.Load) else bound).add(node.id)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            bound.add(node.name)
-        elif isinstance(node, ast.arg):
-            bound.add(node.arg)
-        elif isinstance(node, ast.alias):
-            bound.add(node.asname or node.name.split(".")[0])
-        elif isinstance(node, (ast.ExceptHandler, ast.MatchAs, ast.MatchStar)) and node.name:
-            bound.add(node.name)
-    return read - bound - set(dir(builtins))
 
 
 def code_passes(answer: str, tests: str | Sequence[str], limits: Limits | None = None) -> tuple[bool, str]:

@@ -20,10 +20,12 @@ Steps:
 3. pivot_root into it, the old root detached, then every mount but /sandbox, /proc and devpts/mqueue
    remounted read-only (bind remounts keep each mount's nosuid/nodev/noexec/atime flags, which a user
    namespace may not drop);
-4. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE and no core files;
+4. RLIMIT_CPU, RLIMIT_AS, RLIMIT_NPROC, RLIMIT_FSIZE, RLIMIT_NOFILE (256) and no core files;
 5. run the answer in a nested user namespace: mounts copied into a less privileged namespace are locked,
    so the answer (root there) cannot remount them writable or unmount the read-only layer;
-6. when the program ends, count the processes it left in the namespace: any left is exit code 122 and the
+6. this process made not dumpable (no ptrace of it, no /proc/1/mem), and the program run; it refuses new
+   processes itself (serve.py's seccomp filter) before any of the answer runs;
+7. when the program ends, count the processes it left in the namespace: any left is exit code 122 and the
    line "left N processes running" (the kernel kills them all when this process, PID 1, exits).
 Exit code 121 means the set-up failed (the caller records it, never runs the answer unconfined).
 """
@@ -37,11 +39,13 @@ import sys
 SETUP_FAILED = 121
 LEFT_RUNNING = 122  # the program exited and left processes running
 PID_MAX = 301  # the kernel's least pid_max
+OPEN_FILES = 256  # RLIMIT_NOFILE
 WORK = "/sandbox"  # the program's folder in its new root
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_NOATIME, MS_NODIRATIME, MS_BIND = 32, 1024, 2048, 4096
 MS_REC, MS_RELATIME, MS_STRICTATIME = 16384, 1 << 21, 1 << 24
 MNT_DETACH = 2
+PR_SET_DUMPABLE = 4
 PIVOT_ROOT = {"x86_64": 155, "aarch64": 41, "ppc64le": 203, "s390x": 217, "riscv64": 41}  # syscall numbers
 OPTION_FLAGS = {
     "nosuid": MS_NOSUID,
@@ -210,11 +214,14 @@ def _set_limits(cpu_s, memory, processes, file_bytes):
     resource.setrlimit(resource.RLIMIT_NPROC, (processes, processes))
     resource.setrlimit(resource.RLIMIT_FSIZE, (file_bytes, file_bytes))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    # open files: each pipe or socket buffer is kernel memory outside the address space, so few of them
+    resource.setrlimit(resource.RLIMIT_NOFILE, (OPEN_FILES, OPEN_FILES))
 
 
 def main():
     """Confine this namespace (pid_max, the new root, the limits), run solution.py in a nested user namespace and
-    exit with its status: 128 + N when signal N killed it, SETUP_FAILED or LEFT_RUNNING as the module says."""
+    exit with its status: 128 + N when signal N killed it (the line "CPU time limit" where SIGKILL came at the
+    hard CPU limit), SETUP_FAILED or LEFT_RUNNING as the module says."""
     folder, cpu_s, memory, processes, file_bytes, disk_bytes, unshare = sys.argv[1:8]
     python = os.path.realpath(sys.executable)
     try:
@@ -226,16 +233,21 @@ def main():
         sys.exit(SETUP_FAILED)
     # PID 1 of the namespace waits for the program (PID 2): a signal that kills the program (SIGXCPU, SIGXFSZ)
     # comes back as an exit status 128 + N and a line on stderr, as a shell reports it
-    status = os.waitpid(
-        os.spawnv(
-            os.P_NOWAIT, unshare, [unshare, "--user", "--map-root-user", "--", python, "-I", "-S", "solution.py"]
-        ),
-        0,
-    )[1]
+    # this process is not dumpable: the answer (root only in its nested namespace) cannot ptrace it or open its
+    # /proc/1/mem to start processes through it, outside the answer's seccomp filter
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_DUMPABLE, ctypes.c_ulong(0), 0, 0, 0)
+    child = os.spawnv(
+        os.P_NOWAIT, unshare, [unshare, "--user", "--map-root-user", "--", python, "-I", "-S", "solution.py"]
+    )
+    status, usage = os.wait4(child, 0)[1:]
     left = _running_others()
     if left:  # the kernel kills them when this process (PID 1) exits; the answer is not correct for leaving them
         sys.stderr.write(f"left {left} process{'es' if left > 1 else ''} running\n")
         sys.exit(LEFT_RUNNING)
+    if os.WIFSIGNALED(status) and os.WTERMSIG(status) == 9 and usage.ru_utime + usage.ru_stime >= int(cpu_s):
+        # the kernel's SIGKILL at the hard CPU limit: a program that ignored SIGXCPU at the soft one
+        sys.stderr.write("CPU time limit\n")
+        sys.exit(128 + 9)
     if os.WIFSIGNALED(status):
         sys.stderr.write(f"killed by signal {os.WTERMSIG(status)}\n")
         sys.exit(128 + os.WTERMSIG(status))

@@ -4,8 +4,13 @@ One run (`run_python`, or `run_tests` for an answer and its tests) writes the pr
 folder and runs `python -I -S` on it (isolated mode: no user site, no PYTHON* variables, no `site`) with an
 empty environment, in a session and process group of its own, under limits on CPU time (RLIMIT_CPU), address
 space (RLIMIT_AS), processes (RLIMIT_NPROC), each file's size (RLIMIT_FSIZE: its output files too), its total
-disk use and wall-clock time. At the end the whole process group is killed and the folder deleted; nothing the
-program started keeps running.
+disk use and wall-clock time. The program is one process: before any of it runs, `serve.py` sets a seccomp
+filter that refuses fork, vfork, clone3 and clone of a new process (threads work), so RLIMIT_AS bounds the
+whole sandbox's memory. At the end the whole process group is killed and the folder deleted.
+
+`run_tests` runs the answer alone in the sandbox (`serve.py` in it answers calls over a pipe) and its tests in a
+second, trusted process on the host (`serve.py test`) that calls the answer's names over that pipe with plain
+data only; the tests' file is never in the sandbox.
 
 Isolation (`isolation()` says which one a run gets):
 - "namespaces" (Linux with unprivileged user namespaces and util-linux `unshare`): new user, mount, network,
@@ -29,20 +34,23 @@ Reasons are short, one line: "ok", "timed out after 5 s", "CPU time limit (5 s)"
 from __future__ import annotations
 
 import functools
+import json
 import os
 import re
-import secrets
 import shutil
 import signal
 import subprocess
 import sys
 import tempfile
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
 from interp.errors import InterpError
+from interp.grading.serve import GONE
 
 JAIL = Path(__file__).with_name("jail.py")
+SERVE = Path(__file__).with_name("serve.py")  # both ends of a code answer's grading
 SETUP_FAILED = 121  # jail.py's exit code when it could not confine the program
 LEFT_RUNNING = 122  # jail.py's exit code when the program left processes running
 OPT_IN = "INTERP_SANDBOX"  # INTERP_SANDBOX=guard: run answers without namespaces (not a security boundary)
@@ -56,73 +64,6 @@ GUARD = (
     "    setattr(_s, _name, _refuse)\n"
     "del _s, _name, _refuse\n"
 )
-# The harness of `run_tests` (solution.py). Before any of the answer runs it: takes the functions it needs as
-# its own arguments (an answer that replaces os._exit, builtins.exec or compile changes nothing of its); compiles
-# the tests with one more statement after their last, `__interp_tests_done__()`; reads the run's token from
-# stdin into a suspended generator, which writes it on stdout only when resumed by that last statement of the
-# tests' own code (never by the answer calling it); and adds an audit hook that refuses what would skip asserts
-# or read the token: tracing and profiling (a trace function can jump over an assert), the generator's frame,
-# the garbage collector's object lists, other threads' frames, ctypes, /proc/*/mem and starting programs. Any
-# exception (SystemExit included) is printed and ends the process at once (os._exit: no atexit hook, no
-# excepthook).
-HARNESS = """\
-import os, sys
-def _harness(read=os.read, write=os.write, exit=os._exit, getframe=sys._getframe, fsdecode=os.fsdecode,
-             realpath=os.path.realpath, basename=os.path.basename, hook=sys.addaudithook, compile=compile,
-             exec=exec, next=next, isinstance=isinstance, RuntimeError=RuntimeError, BaseException=BaseException):
-    import ast, functools, traceback
-    print_exc = traceback.print_exc
-    try:
-        with open("answer.py", "rb") as handle:
-            answer = handle.read()
-        with open("tests.py", "rb") as handle:
-            tree = ast.parse(handle.read(), "tests.py")
-        last = max([node.end_lineno or node.lineno for node in tree.body] + [0]) + 1
-        done = ast.parse("__interp_tests_done__()").body[0]
-        ast.increment_lineno(done, last - 1)
-        tree.body.append(done)
-        tests = compile(tree, "tests.py", "exec")
-    except BaseException:
-        print_exc()
-        exit(1)
-
-    def sealed():
-        token = read(0, 64)
-        while True:
-            yield
-            caller = getframe(1)
-            if caller.f_code is tests and caller.f_lineno == last:
-                write(1, b"\\n" + token + b"\\n")
-
-    seal = sealed()
-    next(seal)
-    refused = {"sys.settrace", "sys.setprofile", "sys._current_frames", "gc.get_objects", "gc.get_referrers",
-               "gc.get_referents", "os.exec", "os.posix_spawn", "os.spawn", "os.system", "subprocess.Popen"}
-
-    def audit(event, args):
-        if event in refused or event.startswith(("ctypes.", "sys.monitoring")):
-            raise RuntimeError(event + " is not allowed in the sandbox")
-        if event == "object.__getattr__" and args[0] is seal:
-            raise RuntimeError("the harness's frame is not for the answer")
-        if event == "open" and not isinstance(args[0], int):
-            path = realpath(fsdecode(args[0]))
-            if basename(path) == "mem" or path.startswith("/proc/") and path.endswith("/mem"):
-                raise RuntimeError("reading process memory is not allowed in the sandbox")
-
-    done = functools.partial(next, seal)
-    scope = {"__name__": "__main__", "__builtins__": __builtins__, "__interp_tests_done__": done}
-    hook(audit)
-    try:
-        exec(compile(answer, "answer.py", "exec"), scope)
-        exec(tests, scope)
-        sys.stdout.flush()
-        sys.stderr.flush()
-    except BaseException:
-        print_exc()
-        exit(1)
-    exit(0)
-_harness()
-"""
 _PATH = re.compile(r"(?<![\w./~-])/(?!sandbox\b)[\w.~+-][^\s'\":,;()\[\]{}]*")
 
 
@@ -255,7 +196,9 @@ def _command(folder: Path, limits: Limits, mode: str) -> list[str]:
             *map(str, numbers),
             unshare,
         ]
-    program = _guard_prelude(limits) + GUARD + "exec(compile(open('solution.py').read(), 'solution.py', 'exec'))"
+    scope = "{'__name__': '__main__', '__interp_guard__': 1}"
+    run = f"exec(compile(open('solution.py').read(), 'solution.py', 'exec'), {scope})"
+    program = _guard_prelude(limits) + GUARD + run
     return [sys.executable, "-I", "-S", "-c", program]
 
 
@@ -318,6 +261,8 @@ def _reason(returncode: int, stderr: str, limits: Limits) -> str:
     last = lines[-1] if lines else ""
     if (returncode, last.split(" ")[0]) in ((SETUP_FAILED, "sandbox"), (LEFT_RUNNING, "left")):
         return bounded(last)
+    if returncode == 128 + signal.SIGKILL and last == "CPU time limit":  # SIGXCPU ignored, SIGKILL at the hard limit
+        return f"CPU time limit ({limits.cpu_s} s)"
     signal_number = _killed_by(returncode, last)
     if signal_number == signal.SIGXCPU:
         return f"CPU time limit ({limits.cpu_s} s)"
@@ -397,24 +342,106 @@ def _execution(run: _Finished, limits: Limits, stdout: bytes | None = None) -> E
 def run_python(program: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
     """Run `program` (Python source) in the sandbox; passed when it exits with status 0. Never raises for
     anything the program does (refused in one line where the sandbox is missing, see `require_isolation`).
-    Its folder and logs are made under `temp_root` (default: the system's temporary folder), deleted at the end."""
+    Its folder and logs are made under `temp_root` (default: the system's temporary folder), deleted at the end.
+    It runs as one process (`serve.forbid_new_processes`: fork and the like fail)."""
     limits = limits or Limits()
-    return _execution(_run({"solution.py": program}, limits, temp_root), limits)
+    files = {"solution.py": SERVE.read_text(encoding="utf-8"), "program.py": program}
+    return _execution(_run(files, limits, temp_root), limits)
 
 
 def run_tests(code: str, tests: str, limits: Limits | None = None, *, temp_root: Path | None = None) -> Execution:
-    """Run an answer's `code` and then its `tests` in the sandbox; passed only when the harness itself ran the
-    tests to their end (it writes a token, drawn per run and read before the answer runs, after the last
-    test) and the program exited with status 0. An exit before that (`os._exit(0)`, `SystemExit`, an atexit
-    hook, an excepthook) or a printed imitation of the token is not passed."""
+    """Run an answer's `code` in the sandbox and its `tests` outside it, in a trusted process of their own
+    (`serve.py test`), every call the tests make to the answer's names sent over a pipe as plain data; passed
+    only when the tests ran to their end and every call got a plain reply. The answer's prints are its stderr
+    (its stdout is the pipe); `stdout` is empty."""
     limits = limits or Limits()
-    token = secrets.token_hex(16).encode()
-    files = {"solution.py": HARNESS, "answer.py": code, "tests.py": tests}
-    run = _run(files, limits, temp_root, stdin=token)
-    marker = b"\n" + token + b"\n"
-    finished = marker in run.stdout
-    execution = _execution(run, limits, run.stdout.replace(marker, b""))
-    if execution.passed and not finished:
-        reason = "the program ended before its tests finished (exit status 0 without the harness's token)"
-        return Execution(False, reason, execution.returncode, execution.stdout, execution.stderr, execution.isolation)
-    return execution
+    mode = require_isolation()
+    folder = Path(tempfile.mkdtemp(prefix="interp-sandbox-", dir=temp_root))
+    logs = Path(tempfile.mkdtemp(prefix="interp-sandbox-logs-", dir=temp_root))  # outside the answer's reach
+    try:
+        (folder / "solution.py").write_bytes(SERVE.read_bytes())
+        (folder / "answer.py").write_bytes(code.encode("utf-8", errors="surrogatepass"))
+        (logs / "tests.py").write_bytes(tests.encode("utf-8", errors="surrogatepass"))  # never in the sandbox
+        return _graded(folder, logs, limits, mode)
+    finally:
+        _remove(folder)
+        shutil.rmtree(logs, ignore_errors=True)
+
+
+def _graded(folder: Path, logs: Path, limits: Limits, mode: str) -> Execution:
+    """The answer's sandbox and the tests' process started with two pipes between them, the tests waited for
+    (the wall clock), both process groups killed at the end; the verdict as an Execution."""
+    deadline = time.monotonic() + limits.wall_s
+    to_answer, from_tests = os.pipe()
+    from_answer, to_tests = os.pipe()
+    pipes = [to_answer, from_tests, from_answer, to_tests]
+    started: list[subprocess.Popen] = []
+    try:
+        runner = [sys.executable, "-I", "-S", str(SERVE), "test", str(logs / "tests.py"), str(logs / "verdict")]
+        with open(logs / "stderr", "wb") as err, open(logs / "tests.err", "wb") as tests_err:
+            for command, cwd, stdin, stdout, stderr in (
+                (_command(folder, limits, mode), folder, to_answer, to_tests, err),
+                (runner, logs, from_answer, from_tests, tests_err),
+            ):
+                started.append(
+                    subprocess.Popen(
+                        command,
+                        cwd=cwd,
+                        env={},
+                        stdin=stdin,
+                        stdout=stdout,
+                        stderr=stderr,
+                        start_new_session=True,
+                        close_fds=True,
+                    )
+                )
+        _close(pipes)
+        answer, tester = started
+        try:
+            tester.wait(timeout=max(deadline - time.monotonic(), 0.01))
+        except subprocess.TimeoutExpired:
+            return Execution(
+                False, f"timed out after {limits.wall_s:g} s", None, "", _tail(_read(logs / "stderr")), mode
+            )
+        verdict = _verdict(logs / "verdict", logs / "tests.err")
+        ended = verdict == ("gone", GONE)
+        if ended:  # the answer ended of itself: its reason (a limit, a crash) is the one to give
+            try:
+                answer.wait(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+            except subprocess.TimeoutExpired:
+                pass
+        returncode = answer.poll()
+    finally:
+        for process in started:
+            _kill_group(process)
+            process.wait()
+        _close(pipes)  # once: another thread may have the same numbers for its own pipes afterwards
+    err = _tail(_read(logs / "stderr"))
+    if verdict[0] == "passed":
+        return Execution(True, "ok", returncode, "", err, mode)
+    if ended and returncode not in (None, 0):
+        return Execution(False, _reason(returncode, err, limits), returncode, "", err, mode)
+    return Execution(False, bounded(verdict[1]), returncode, "", err, mode)
+
+
+def _close(fds: list[int]) -> None:
+    """Close each of `fds` and empty the list, so that none is closed twice."""
+    while fds:
+        os.close(fds.pop())
+
+
+def _read(path: Path) -> bytes:
+    try:
+        return path.read_bytes()
+    except OSError:
+        return b""
+
+
+def _verdict(path: Path, errors: Path) -> tuple[str, str]:
+    """The tests' process's verdict ("passed" | "failed" | "gone", reason); a failure where it wrote none."""
+    try:
+        kind, reason = json.loads(path.read_text())
+    except (OSError, ValueError, TypeError):
+        last = _last_error(_tail(_read(errors)))
+        return "failed", f"the tests' process failed: {last or 'no verdict'}"
+    return str(kind), str(reason)

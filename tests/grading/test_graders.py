@@ -124,3 +124,48 @@ def test_reading_items_refuses_a_device_and_tests_that_check_nothing(tmp_path):
         path.write_text(f'{{"id": 1, "answer": "x = 1", "tests": {tests}}}\n')
         with pytest.raises(InterpError, match=r"code.jsonl:1: the tests (check nothing|are not valid)"):
             read_items(path, "code")
+
+
+# issue 77, item 14 and its unsure cases (decided: see docs/grading.md)
+@pytest.mark.parametrize(
+    ("answer", "reference", "correct"),
+    [
+        ("I would not answer A here. The correct option is (C).", "A", False),
+        ("I would not answer A here. The correct option is (C).", "C", True),
+        ("The answer is not A.", "A", False),
+        ("My choice is D", "D", True),
+        ("not A; it is D", "D", False),  # a letter named only in prose: no choice found
+        ("not A; it is D", "A", False),
+    ],
+)
+def test_a_letter_the_answer_rejects_is_not_its_choice(answer, reference, correct):
+    assert choice_equal(answer, reference)[0] is correct
+
+
+def test_a_letter_only_in_prose_is_no_choice():
+    assert choice_equal("not A; it is D", "D") == (False, "no choice found")
+
+
+@pytest.mark.parametrize(
+    ("answer", "reference", "correct"),
+    [
+        ("\\boxed{(1,234)}", "1234", False),  # a pair, not a number with a thousands comma
+        ("\\boxed{(1,234)}", "(1,234)", True),
+        ("\\boxed{1,234}", "1234", True),
+        ("The final answer is $5$.", "5", True),
+        ("Final Answer: The final answer is $5$. I hope it is correct.", "5", True),
+        ("$\\boxed 7$ and the set {1,2}", "7", True),
+        ("\\boxed{.5}", "1/2", True),
+        ("+5", "5", True),
+        ("X = 5", "5", True),
+        ("5 cm", "5", True),  # decided: a number and a common unit word is the number
+        ("\\boxed{12 \\text{ cm}}", "12", True),
+        ("5x", "5", False),  # a variable is not a unit
+        ("2 pi", "2", False),
+        ("1e3", "1000", True),  # decided: e-notation is the number it writes
+        ("\\boxed{3 \\times 10^{2}}", "300", True),
+        ("1e99999", "1", False),  # an exponent past 1000 compares as text, never computed
+    ],
+)
+def test_math_final_answers_of_the_fifth_probe(answer, reference, correct):
+    assert math_equal(answer, reference)[0] is correct, math_equal(answer, reference)
