@@ -456,3 +456,82 @@ def recognition_command(
         ["author", "relatedness", "n", "P(yes)", "accuracy"],
         [[a, r["relatedness"], r["n"], r["p_yes"], r["accuracy"]] for a, r in table.items()],
     )
+
+
+def _name_value(text: str, option: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise InterpError(f"{option} {text!r}: expected NAME=VALUE")
+    return name.strip(), value.strip()
+
+
+def leaderboard_command(
+    files: list[Path] = typer.Argument(
+        None, help="AlpacaEval leaderboard CSVs, <config>_leaderboard.csv (the judge named by the file name)."
+    ),
+    judge: list[str] = typer.Option([], "--judge", help="NAME=CSV: a leaderboard whose judge is NAME (repeatable)."),
+    alias: list[str] = typer.Option(
+        [], "--alias", help="FROM=TO: the name FROM (a judge or rated model) is the model TO (repeatable)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Self-preference read from several judges' AlpacaEval leaderboards of the same instructions, in points.
+
+    For each judge that is also a rated model: its self-rating (its own leaderboard's win rate of it against the
+    baseline), the other judges' mean rating of it and the difference, raw and length-controlled, with the
+    leaderboards' standard errors carried; Preference Leakage's score (percent) for each pair of such judges.
+    Judge names from file names: <config>_leaderboard.csv with the config's wrapping (weighted_alpaca_eval_,
+    alpaca_eval_[cot_], _ranking, _fn) taken off. Built-in aliases: claude_3_opus = claude-3-opus-20240229,
+    gpt4_turbo = gpt4_1106_preview. JSON: {baseline, leaderboards, matrix, judges: {judge: {evaluatee, others,
+    self_rating, others_rating, difference: {raw|length_controlled: {value, se}}}}, pairs: [{judge_i, judge_j,
+    evaluatee_i, evaluatee_j, pls: {raw, length_controlled}}], not_rated}.
+    """
+    from interp.metrics.leaderboard_csv import judge_from_file_name, read_leaderboard
+    from interp.metrics.leaderboards import DEFAULT_ALIASES, cross_judge_self_preference
+
+    named = [(judge_from_file_name(f), Path(f)) for f in files or []]
+    named += [(name, Path(path)) for name, path in (_name_value(j, "--judge") for j in judge)]
+    aliases = {**DEFAULT_ALIASES, **dict(_name_value(a, "--alias") for a in alias)}
+    seen: dict[str, Path] = {}
+    for name, path in named:
+        if name in seen:
+            raise InterpError(f"judge {name!r} is named twice ({seen[name]} and {path})")
+        seen[name] = path
+    reading = cross_judge_self_preference([read_leaderboard(path, name) for name, path in named], aliases)
+    if as_json:
+        _emit_json(reading)
+        return
+    typer.echo(f"Self-preference across {len(named)} AlpacaEval leaderboards (points; baseline {reading['baseline']})")
+    for scale in ("raw", "length_controlled"):
+        typer.echo(f"\n{scale.replace('_', '-')} win rates")
+        _table(
+            ["judge", "evaluatee", "self", "self_se", "others", "oth_se", "diff", "diff_se", "n_others"],
+            [
+                [
+                    j,
+                    e["evaluatee"],
+                    *(
+                        _missing(e[k][scale][f])
+                        for k in ("self_rating", "others_rating", "difference")
+                        for f in ("value", "se")
+                    ),
+                    len(e["others"]),
+                ]
+                for j, e in reading["judges"].items()
+            ],
+        )
+    if reading["pairs"]:
+        typer.echo("\nPreference Leakage Score (percent)")
+        _table(
+            ["judge_i", "judge_j", "PLS_raw", "PLS_lc"],
+            [
+                [p["judge_i"], p["judge_j"], _missing(p["pls"]["raw"]), _missing(p["pls"]["length_controlled"])]
+                for p in reading["pairs"]
+            ],
+        )
+    for j, why in reading["not_rated"].items():
+        typer.echo(f"\n{j}: no self-rating: {why}")
+
+
+def _missing(value):
+    return math.nan if value is None else value
