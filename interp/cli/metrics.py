@@ -535,3 +535,50 @@ def leaderboard_command(
 
 def _missing(value):
     return math.nan if value is None else value
+
+
+def familiarity_command(
+    run_dir: Path = typer.Argument(..., help="A finished pairwise DBG run."),
+    n_boot: int = typer.Option(None, "--n-boot", help="Bootstrap resamples over items (default: the run's n_boot)."),
+    seed: int = typer.Option(None, "--seed", help="Bootstrap seed (default: the run's seed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (familiarity.json) instead of tables."),
+) -> None:
+    """The familiarity lens: each answer's mean token log-probability under each judge with own answers (the
+    answer after its instruction in the answer-generation prompt; computed where missing, kept in
+    RUN/familiarity/), then per judge the own-minus-other difference, P(own) against it (a logistic fit), DBG
+    within familiarity strata beside plain DBG, and each organism against the null organisms of its base among
+    the run's judges. Writes RUN/familiarity.json and the report's section. JSON: {conditioning, n_boot,
+    seed, level, keys, judges: {judge: {difference, slope, p_own_at_zero, dbg_hard, adjusted_dbg_hard,
+    matched_dbg_hard, strata, ...}}, organisms: {judge: {nulls, gap_hard, adjusted_gap_hard, explained_share}}}.
+    """
+    from interp.report.build import build_report
+    from interp.report.familiarity import print_familiarity, write_familiarity_section
+    from interp.results import codec
+    from interp.run.familiarity import run_familiarity
+    from interp.run.store import check_finished
+
+    paths = check_finished(run_dir)
+    result = run_familiarity(
+        run_dir, nulls=null_families(paths.read_config().judge_specs), n_boot=n_boot, seed=seed, progress=not as_json
+    )
+    write_familiarity_section(paths, result)
+    if paths.summary.is_file():
+        build_report(paths.root)
+    if as_json:
+        _emit_json(codec.dump(result))
+        return
+    print_familiarity(result)
+
+
+def null_families(judges: list[str]) -> dict[str, list[str]]:
+    """Each organism among `judges` -> the null organisms of the same base among them (itself left out): the
+    causal test's null family (`interp.causal.design.organism_role`), restricted to the run's judges."""
+    from interp.causal.design import organism_role
+    from interp.core.adapters import organism_base
+
+    roles = {j: organism_role(j) for j in judges}
+    return {
+        j: [k for k in judges if k != j and roles[k] == "null" and organism_base(k) == organism_base(j)]
+        for j in judges
+        if roles[j] is not None
+    }
