@@ -176,3 +176,12 @@ def test_different_baselines_are_refused(tmp_path: Path) -> None:
         tmp_path / "c_ranking_leaderboard.csv", [("other", 50.0, 0.0, 10, 10), ("a", 20.0, 1.0, 0, 10)], lc=False
     )
     assert_clean_error(invoke(a, c), "different baselines")
+
+
+def test_setup_installs_alpaca_eval_without_its_dependencies() -> None:
+    """Its dependencies (openai, datasets, pandas, scikit-learn, ...) are never imported: setup.sh --test installs
+    the wheel alone, and it stays out of pyproject's test extra."""
+    from tests.helpers import REPO
+
+    assert 'pip install --quiet --no-deps "alpaca-eval==0.6.6"' in (REPO / "setup.sh").read_text()
+    assert "alpaca-eval" not in (REPO / "pyproject.toml").read_text()
