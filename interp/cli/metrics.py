@@ -456,3 +456,129 @@ def recognition_command(
         ["author", "relatedness", "n", "P(yes)", "accuracy"],
         [[a, r["relatedness"], r["n"], r["p_yes"], r["accuracy"]] for a, r in table.items()],
     )
+
+
+def _name_value(text: str, option: str) -> tuple[str, str]:
+    name, sep, value = text.partition("=")
+    if not sep or not name.strip() or not value.strip():
+        raise InterpError(f"{option} {text!r}: expected NAME=VALUE")
+    return name.strip(), value.strip()
+
+
+def leaderboard_command(
+    files: list[Path] = typer.Argument(
+        None, help="AlpacaEval leaderboard CSVs, <config>_leaderboard.csv (the judge named by the file name)."
+    ),
+    judge: list[str] = typer.Option([], "--judge", help="NAME=CSV: a leaderboard whose judge is NAME (repeatable)."),
+    alias: list[str] = typer.Option(
+        [], "--alias", help="FROM=TO: the name FROM (a judge or rated model) is the model TO (repeatable)."
+    ),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON instead of tables."),
+) -> None:
+    """Self-preference read from several judges' AlpacaEval leaderboards of the same instructions, in points.
+
+    For each judge that is also a rated model: its self-rating (its own leaderboard's win rate of it against the
+    baseline), the other judges' mean rating of it and the difference, raw and length-controlled, with the
+    leaderboards' standard errors carried; Preference Leakage's score (percent) for each pair of such judges.
+    Judge names from file names: <config>_leaderboard.csv with the config's wrapping (weighted_alpaca_eval_,
+    alpaca_eval_[cot_], _ranking, _fn) taken off. Built-in aliases: claude_3_opus = claude-3-opus-20240229,
+    gpt4_turbo = gpt4_1106_preview. JSON: {baseline, leaderboards, matrix, judges: {judge: {evaluatee, others,
+    self_rating, others_rating, difference: {raw|length_controlled: {value, se}}}}, pairs: [{judge_i, judge_j,
+    evaluatee_i, evaluatee_j, pls: {raw, length_controlled}}], not_rated}.
+    """
+    from interp.metrics.leaderboard_csv import judge_from_file_name, read_leaderboard
+    from interp.metrics.leaderboards import DEFAULT_ALIASES, cross_judge_self_preference
+
+    named = [(judge_from_file_name(f), Path(f)) for f in files or []]
+    named += [(name, Path(path)) for name, path in (_name_value(j, "--judge") for j in judge)]
+    aliases = {**DEFAULT_ALIASES, **dict(_name_value(a, "--alias") for a in alias)}
+    seen: dict[str, Path] = {}
+    for name, path in named:
+        if name in seen:
+            raise InterpError(f"judge {name!r} is named twice ({seen[name]} and {path})")
+        seen[name] = path
+    reading = cross_judge_self_preference([read_leaderboard(path, name) for name, path in named], aliases)
+    if as_json:
+        _emit_json(reading)
+        return
+    typer.echo(f"Self-preference across {len(named)} AlpacaEval leaderboards (points; baseline {reading['baseline']})")
+    for scale in ("raw", "length_controlled"):
+        typer.echo(f"\n{scale.replace('_', '-')} win rates")
+        _table(
+            ["judge", "evaluatee", "self", "self_se", "others", "oth_se", "diff", "diff_se", "n_others"],
+            [
+                [
+                    j,
+                    e["evaluatee"],
+                    *(
+                        _missing(e[k][scale][f])
+                        for k in ("self_rating", "others_rating", "difference")
+                        for f in ("value", "se")
+                    ),
+                    len(e["others"]),
+                ]
+                for j, e in reading["judges"].items()
+            ],
+        )
+    if reading["pairs"]:
+        typer.echo("\nPreference Leakage Score (percent)")
+        _table(
+            ["judge_i", "judge_j", "PLS_raw", "PLS_lc"],
+            [
+                [p["judge_i"], p["judge_j"], _missing(p["pls"]["raw"]), _missing(p["pls"]["length_controlled"])]
+                for p in reading["pairs"]
+            ],
+        )
+    for j, why in reading["not_rated"].items():
+        typer.echo(f"\n{j}: no self-rating: {why}")
+
+
+def _missing(value):
+    return math.nan if value is None else value
+
+
+def familiarity_command(
+    run_dir: Path = typer.Argument(..., help="A finished pairwise DBG run."),
+    n_boot: int = typer.Option(None, "--n-boot", help="Bootstrap resamples over items (default: the run's n_boot)."),
+    seed: int = typer.Option(None, "--seed", help="Bootstrap seed (default: the run's seed)."),
+    as_json: bool = typer.Option(False, "--json", help="Print JSON (familiarity.json) instead of tables."),
+) -> None:
+    """The familiarity lens: each answer's mean token log-probability under each judge with own answers (the
+    answer after its instruction in the answer-generation prompt; computed where missing, kept in
+    RUN/familiarity/), then per judge the own-minus-other difference, P(own) against it (a logistic fit), DBG
+    within familiarity strata beside plain DBG, and each organism against the null organisms of its base among
+    the run's judges. Writes RUN/familiarity.json and the report's section. JSON: {conditioning, n_boot,
+    seed, level, keys, judges: {judge: {difference, slope, p_own_at_zero, dbg_hard, adjusted_dbg_hard,
+    matched_dbg_hard, strata, ...}}, organisms: {judge: {nulls, gap_hard, adjusted_gap_hard, explained_share}}}.
+    """
+    from interp.report.build import build_report
+    from interp.report.familiarity import print_familiarity, write_familiarity_section
+    from interp.results import codec
+    from interp.run.familiarity import run_familiarity
+    from interp.run.store import check_finished
+
+    paths = check_finished(run_dir)
+    result = run_familiarity(
+        run_dir, nulls=null_families(paths.read_config().judge_specs), n_boot=n_boot, seed=seed, progress=not as_json
+    )
+    write_familiarity_section(paths, result)
+    if paths.summary.is_file():
+        build_report(paths.root)
+    if as_json:
+        _emit_json(codec.dump(result))
+        return
+    print_familiarity(result)
+
+
+def null_families(judges: list[str]) -> dict[str, list[str]]:
+    """Each organism among `judges` -> the null organisms of the same base among them (itself left out): the
+    causal test's null family (`interp.causal.design.organism_role`), restricted to the run's judges."""
+    from interp.causal.design import organism_role
+    from interp.core.adapters import organism_base
+
+    roles = {j: organism_role(j) for j in judges}
+    return {
+        j: [k for k in judges if k != j and roles[k] == "null" and organism_base(k) == organism_base(j)]
+        for j in judges
+        if roles[j] is not None
+    }

@@ -20,7 +20,7 @@ HEADLINE_SECTIONS = (
     "explain_section.html",
     "attention_section.html",
 )
-LATER_SECTIONS = ("validation_section.html", "steering_section.html")
+LATER_SECTIONS = ("validation_section.html", "steering_section.html", "familiarity_section.html")
 
 
 def _written_section(figures: Path, name: str) -> tuple[str, Markup] | None:

@@ -211,6 +211,11 @@ def _table(title: str):
     )
 
 
+def titled_table(title: str):
+    """The one look of `_table`, for the terminal printers of other report modules."""
+    return _table(title)
+
+
 def _name_column(console, table, header: str, **options) -> None:
     """A column of names: folded on a terminal; on one line, cut with an ellipsis, when piped."""
     piped = not console.is_terminal

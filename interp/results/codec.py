@@ -24,6 +24,9 @@ its files step up from version 1 through `LATER_MIGRATIONS`:
 - an organism's manifest (version 2) names the attention-routed route `pattern` (where the planted heads look),
   beside `content`, `output`, `mlp` and `direction`; versions 0 and 1 named it `attention`.
 
+A run's familiarity lens (`familiarity/<judge>-<key>.json` per judge, `familiarity.json`) is read and
+written here too.
+
 The studies' files (explain.json, validation.json, restyle.json, steering's table.json, attention_summary.json,
 organism_metrics.json), an organism's manifest.json and a run's bookkeeping files (identity.json, adapters.json,
 prompts.json, gold_checks.json) are read and written here too.
@@ -44,6 +47,7 @@ from interp.errors import InterpError
 from interp.results.base import ResultModel, plain_json
 from interp.results.causal import CausalResult
 from interp.results.explain import Explanation
+from interp.results.familiarity import FamiliarityResult, FamiliarityScores
 from interp.results.organisms import OrganismManifest
 from interp.results.rows import SWEEP_RESULT_COLUMNS, LocalizeRow, SweepRow, VariantRecord
 from interp.results.run_files import AdapterFingerprints, AttentionIndex, GoldChecks, JudgePrompts, RunIdentity
@@ -402,3 +406,26 @@ def read_file(path: Path, kind: type[Model]) -> Model:
 def write_file(path: Path, kind: type[Model], data: Model | dict) -> Model:
     """Write one of the files `read_file` reads (an object, or its data as the writer builds it), atomically."""
     return _write(path, kind, data)
+
+
+# ---- a run's familiarity lens (`interp.run.familiarity`) ------------------------------------------------
+
+
+def read_familiarity_scores(path: Path) -> FamiliarityScores:
+    """One judge's answer log-probabilities (`RUN/familiarity/<judge>-<key>.json`)."""
+    return _read(path, FamiliarityScores, "; run `interp metrics familiarity` again")
+
+
+def write_familiarity_scores(path: Path, scores: FamiliarityScores | dict) -> FamiliarityScores:
+    """Write one judge's answer log-probabilities atomically (after each answer: a killed job keeps them)."""
+    return _write(path, FamiliarityScores, scores)
+
+
+def read_familiarity(path: Path) -> FamiliarityResult:
+    """The familiarity lens of a run (`RUN/familiarity.json`)."""
+    return _read(path, FamiliarityResult, "; run `interp metrics familiarity` again")
+
+
+def write_familiarity(path: Path, result: FamiliarityResult | dict) -> FamiliarityResult:
+    """Write the familiarity lens of a run atomically; returns it as an object."""
+    return _write(path, FamiliarityResult, result)

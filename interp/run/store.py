@@ -205,6 +205,15 @@ class RunDir:
         (`interp.run.recognition.recognition_key`): another setting is another file, never the first one's lines."""
         return self.root / "recognition" / f"{keyed_label(judge)}-{key}.jsonl"
 
+    def familiarity_scores(self, judge: str, key: str) -> Path:
+        """One judge's answer log-probabilities under the settings `key` names (`interp.run.familiarity`)."""
+        return self.root / "familiarity" / f"{keyed_label(judge)}-{key}.json"
+
+    @property
+    def familiarity(self) -> Path:
+        """familiarity.json: the familiarity lens of the run (`interp metrics familiarity`)."""
+        return self.root / "familiarity.json"
+
     def pointwise_attention(self, judge: str, suffix: str = ".safetensors") -> Path:
         """A pointwise judge's attention: shards (suffix ""), arrays (".safetensors") and index (".json")."""
         return _attention_file(self.attention_dir, judge, f".pointwise{suffix}", write=True)
