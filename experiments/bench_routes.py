@@ -1,6 +1,6 @@
 """The route test's calibration and the whole decision's power, by simulation (issue 81, items 2, 3 and 6).
 
-    python experiments/bench_routes.py [--draws 2000] [--old-draws 400] [--power-draws 400] [--seed 0]
+    python experiments/bench_routes.py [--draws 2000] [--old-draws 400] [--power-draws 400] [--only routes|power]
 
 1. Routes (`interp.metrics.route_test`): equal pattern and content shares (0.4 of a 15-point gap each, the total
    0.8 and taken as causal), 6 and 12 controls, between-control spreads of the route parts of 1, 2 and 4 points,
@@ -70,7 +70,16 @@ def main() -> None:
     parser.add_argument("--old-draws", type=int, default=400, help="of those, judged by the old rule too")
     parser.add_argument("--power-draws", type=int, default=400, help="simulated explanations per power cell")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--only", choices=("routes", "power"), default=None, help="one half of the bench")
     args = parser.parse_args()
+    if args.only != "power":
+        routes(args)
+    if args.only != "routes":
+        power(args)
+
+
+def routes(args) -> None:
+    """Part 1: the route rules' rates under equal shares."""
     print(f"route_draws: {args.draws}")
     print(f"route_old_draws: {args.old_draws}")
     for k in (6, 12):
@@ -84,6 +93,10 @@ def main() -> None:
             rates = route_rates(k, equal, args.draws, 0, args.seed + 10 + spread)
             print(f"route_new_pattern_equal_noise_k{k}_s{spread}: {rates['new_pattern']:.4f}")
             print(f"route_new_content_equal_noise_k{k}_s{spread}: {rates['new_content']:.4f}")
+
+
+def power(args) -> None:
+    """Part 2: the whole decision's power and false positives."""
     print(f"power_draws: {args.power_draws}")
     for k in (6, 12):
         for spread in CANDIDATE_SPREADS:

@@ -19,7 +19,8 @@ Two rules are read on the same draws:
 - `old`: the two-sided test, Holm over every candidate (the primaries and `n_random` random sets), the share's
   95 % interval (the route is not read: the old route rule's calibration is its own table).
 
-Not in either: the specificity condition (issue 81, item 1), added elsewhere; the table says it is without it.
+Not in either: the specificity condition (that the edit removes the preference for the own answer, not the
+judge's decisiveness), added elsewhere; the table says it is without it.
 """
 
 from __future__ import annotations
@@ -40,13 +41,14 @@ from interp.metrics.stats import clopper_pearson
 @dataclass(frozen=True)
 class DecisionModel:
     """The simulated judges of one cell (DBG units: 0.01 is one point). Defaults from docs/explain.md's runs: 90
-    test items, a 15-point gap (the attention-routed members), the nulls' DBG 1.5 points apart, J's DBG with an
-    item SE of about 4 points, five methods and three random sets (plan 5's ladder)."""
+    test items, a 15-point gap (the attention-routed members), the controls' mean DBG about 1.5 points apart (the
+    nulls: -4.7 to -0.7; seed SD 1 point and item noise 10 points an item beyond the items all judges share), five
+    methods and three random sets (plan 5's ladder)."""
 
     n_items: int = 90
     gap: float = 0.15
-    dbg_spread: float = 0.015
-    dbg_noise: float = 0.35
+    dbg_spread: float = 0.01
+    dbg_noise: float = 0.1
     effect: float = 0.0
     spread: float = 0.02
     control_noise: float = 0.05
@@ -82,8 +84,8 @@ def _share_low(before: np.ndarray, after: np.ndarray, level: float) -> tuple[flo
 
 def decision_draw(rng: np.random.Generator, k: int, model: DecisionModel) -> dict[str, bool]:
     """One simulated explanation: whether the planted candidate is called causal under each rule, whether the new
-    rule names its route right (`pattern` where `model.pattern` > 1/2, `content` where < 1/2), and whether any
-    candidate without an effect is called causal (a false positive) under each rule."""
+    rule names its route right (`pattern` where the pattern part carries more of the effect, `content` where
+    less), and whether any candidate without an effect is called causal (a false positive) under each rule."""
     n, alpha = model.n_items, model.test_alpha
     shared = rng.normal(0, 0.1, n)
     level = rng.normal(0, model.dbg_spread, k + 1)
@@ -125,7 +127,8 @@ def decision_draw(rng: np.random.Generator, k: int, model: DecisionModel) -> dic
         plan.adjusted("contrast"),
         alpha,
     )
-    right = "pattern" if model.pattern > 0.5 else "content" if model.pattern < 0.5 else None
+    carried = model.pattern - (1 - model.pattern)  # pattern's part of the effect minus content's
+    right = "pattern" if carried > 0 else "content" if carried < 0 else None
     return {
         "new": called_new[0],
         "old": called_old[0],

@@ -164,7 +164,7 @@ def part_share(part: str, record: JudgeTest, result_dir: str | None = None) -> P
 
 def route_verdict(
     parts: dict[str, PartShare],
-    between: RouteTest | None,
+    between: RouteTest | None = None,
     *,
     p_total: float | None = None,
     p_route: float | None = None,

@@ -246,6 +246,12 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
         assert (c["share_removed"] is None) == (c["ci"] is None)
     assert written["answer"].startswith("Attention to its own answer carries")
     assert written["gap_gate"] is True and written["null"] == "matched"
+    groups: dict[str, list] = {}  # identical sets (the judge's and every control's) are tested once
+    for c in written["candidates"]:
+        groups.setdefault(
+            json.dumps([c["site"], c["heads"], c["layers"], c["control_sets"]], sort_keys=True), []
+        ).append(c)
+    assert all(sum(c["tested_with"] is None for c in group) == 1 for group in groups.values())
     plan = written["multiplicity"]
     assert written["schema_version"] == 2 and len(plan["negative_controls"]) == 3
     primaries = [h for h in plan["hypotheses"] if h["role"] == "primary"]
@@ -578,3 +584,25 @@ def test_the_paired_difference_resamples_both_routes_together():
     same = np.stack([before, before - 0.15 + noise(items), before - 0.15 + noise(items)])[None]
     estimate, (low, high) = difference_interval(same, controls, n_boot=400, seed=0)
     assert abs(estimate) < 0.2 and low < 0 < high
+
+
+def test_an_explanation_of_schema_1_still_reads_and_its_text_says_holm_over_every_candidate():
+    """A file written before the power budget (two-sided p, Holm over every candidate, random sets included) reads
+    through the codec's migration, says so in `multiplicity`, and its report text keeps the words it was made
+    with; a schema-2 file's text names the plan."""
+    from interp.report.explain import test_text
+    from interp.results.codec import dump, parse
+    from interp.results.explain import Explanation
+
+    candidate = {"site": "attention", "selected_by": "atp", "heads": [[1, 0]], "layers": None}
+    candidate |= {"share_removed": 0.5, "ci": [0.1, 0.9], "p_value": 0.01, "p_holm": 0.08}
+    data = {"schema_version": 1, "run": "r", "judge": "j", "controls": ["a", "b", "c"], "candidates": [candidate]}
+    old = parse(Explanation, data)
+    assert "schema 1" in old.multiplicity["rule"] and old.multiplicity["hypotheses"] == []
+    assert old.candidates[0].role is None and old.candidates[0].alternative is None
+    assert old.candidates[0].p_holm == 0.08 and dump(old)["schema_version"] == 2
+    assert "corrected with Holm over the 1 candidates" in test_text(old)
+    plan = {"rule": "plan", "hypotheses": [{"key": "k", "role": "primary", "methods": ["atp"]}]}
+    new = parse(Explanation, data | {"schema_version": 2, "multiplicity": plan})
+    text = test_text(new)
+    assert "multiplicity plan" in text and "1 primary candidates" in text and "random rows outside" in text
