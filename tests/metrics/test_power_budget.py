@@ -83,3 +83,25 @@ def test_the_whole_decision_finds_a_large_effect_and_holds_its_level_without_one
     assert large.rates["new"] >= 0.8 and large.rates["new"] >= large.rates["old"]
     none = decision_rates(6, DecisionModel(effect=0.0, spread=0.004), n_draws=60, seed=2)
     assert none.rates["new_false"] <= 0.15 and none.rates["new"] <= 0.15
+
+
+def test_the_share_interval_level_follows_the_test_level():
+    """`--test-alpha 0.01` gives the share a 99 % interval (wider than the 95 % one at 0.05), through the judge-level
+    test every causal test runs."""
+    import numpy as np
+
+    from interp.causal.judge_test import JudgeTestOptions, judge_level_test
+    from interp.metrics.share import share_level, simulate_share_judges
+
+    jb, ja, cb, ca = simulate_share_judges(np.random.default_rng(0), 6)
+    gold = np.zeros_like(jb)
+    shares = {}
+    for alpha in (0.05, 0.01):
+        options = JudgeTestOptions(test_alpha=alpha, n_flips=200, n_boot=200, seed=0)
+        _, gap = judge_level_test(jb, ja, gold, gold, cb, ca, options)
+        shares[alpha] = gap.share_removed
+    assert shares[0.05].level == pytest.approx(0.95) and shares[0.01].level == pytest.approx(0.99)
+    assert shares[0.01].low < shares[0.05].low and shares[0.01].high > shares[0.05].high
+    assert share_level(0.1) == pytest.approx(0.9)
+    with pytest.raises(InterpError):
+        share_level(1.5)
