@@ -453,8 +453,9 @@ def test_key(item: Planned) -> str:
 
 
 def _sequences(candidates: list[Candidate], keys: list[str]) -> dict[str, list[tuple[str, float | None, str]]]:
-    """Each method's fixed sequence: its candidate (the primary), then its head set's route total and the
-    between-judge route contrast (only those that ran, under the default counterfactual)."""
+    """Each method's fixed sequence: its first candidate (the primary: its top set), its head set's route total and
+    the between-judge route contrast (only those that ran, under the default counterfactual), then any further
+    candidate of the method with its route, gate-kept behind them in the order given."""
     out: dict[str, list] = {}
     for c, key in zip(candidates, keys, strict=True):
         if c.selected_by == "random" or c.p_value is None:
@@ -466,7 +467,7 @@ def _sequences(candidates: list[Candidate], keys: list[str]) -> dict[str, list[t
             chain.append((f"{key}|route total", total["p_removal"], f"{c.label}: route total"))
             if between.get("p_route") is not None:
                 chain.append((f"{key}|route contrast", between["p_route"], f"{c.label}: pattern minus content"))
-        out.setdefault(c.selected_by, chain)
+        out.setdefault(c.selected_by, []).extend(chain)
     return out
 
 
@@ -485,8 +486,9 @@ def with_plan(
     randoms = [c.label for c in candidates if c.selected_by == "random"]
     plan = multiplicity_plan(_sequences(candidates, keys), test_alpha=alpha, negative_controls=randoms)
     out = []
+    roles = {h.key: h.role for h in plan.hypotheses}
     for c, key in zip(candidates, keys, strict=True):
-        role = "negative control" if c.selected_by == "random" else "primary"
+        role = "negative control" if c.selected_by == "random" else roles.get(key, "primary")
         p = c.p_value if role == "negative control" else plan.adjusted(key)
         c = dataclasses.replace(c, role=role)
         if p is None:

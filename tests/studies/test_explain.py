@@ -546,6 +546,12 @@ def test_random_sets_are_negative_controls_outside_holm_and_identical_sets_are_o
     assert [c.p_holm for c in out] == pytest.approx([0.02, 0.02, 0.3]) and len(plan.hypotheses) == 2
     (same,) = [h for h in plan.hypotheses if h.key == "a"]
     assert same.methods == ["attention", "atp"]
+    # a method's further candidate is gate-kept behind its primary (fixed sequence): a tiny p does not pass alone
+    out, _ = with_plan(
+        [candidate("atp", 0.2), candidate("atp", 0.001), candidate("attention", 0.01)], ["a1", "a2", "b"], 0.05
+    )
+    assert [c.role for c in out] == ["primary", "gate-kept", "primary"]
+    assert out[1].p_holm >= out[0].p_holm > 0.05 and out[1].causal is False and out[2].causal is True
 
 
 def test_the_reports_text_names_the_counterfactual_that_ran_and_the_gap_condition():
