@@ -28,7 +28,7 @@ import pandas as pd
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the bench is a script of experiments/, not a package
 from bench_mechanism import auroc  # noqa: E402  the bench's AUROC of the planted heads
 
-from interp.studies.explain import Candidate, with_holm
+from interp.metrics.causal_test import holm
 from interp.studies.routes import PartShare, route_verdict
 
 METHODS = {"attention": "attention", "atp": "attention", "atp-output": "head_output"}
@@ -99,14 +99,13 @@ def candidates(tests: dict[str, dict], rule: str) -> list[dict] | None:
     randoms = {c["site"] for c in found if c["selected_by"] == "random"}
     if len(chosen) < len(KINDS) + 1 or not {c["site"] for c in chosen if c["site"] != "residual"} <= randoms:
         return None  # a candidate test still missing (a chosen one, + direction; or a site's random set): no reading
-    held = with_holm(
-        [Candidate(c["site"], c["selected_by"], c["heads"], None, c["share"], None, c["p"]) for c in found],
-        0.05,
-        gap_gate=False,  # these records carry no share interval: plan 3's two readings are made here
-    )
-    for c, h in zip(found, held, strict=False):  # amended (amendment 7): Holm and a share; registered: Holm alone
-        c["p_holm"] = h.p_holm
-        holm_passes = None if h.p_holm is None else h.p_holm <= 0.05
+    # plan 3's reading: Holm over every candidate with a test (random sets included), as explain did then; these
+    # records carry no share interval, so plan 3's two readings are made here
+    tested = [c for c in found if c["p"] is not None]
+    adjusted = dict(zip((id(c) for c in tested), holm([c["p"] for c in tested]), strict=True))
+    for c in found:  # amended (amendment 7): Holm and a share; registered: Holm alone
+        c["p_holm"] = adjusted.get(id(c))
+        holm_passes = None if c["p_holm"] is None else c["p_holm"] <= 0.05
         c["causal"] = None if rule == "amended" and c["share"] is None else holm_passes
     for c in found:
         c["route"] = route(tests, c["heads"]) if c["heads"] and c["selected_by"] != "random" else None

@@ -14,6 +14,7 @@ import numpy as np
 from interp.formatting import p_value
 from interp.metrics.causal_test import holm, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import between_judge_test, share_removed
+from interp.metrics.share import share_level
 
 
 @dataclass(frozen=True)
@@ -60,6 +61,7 @@ def judge_level_test(
             test_alpha=test_alpha,
             n_boot=n_boot,
             seed=seed,
+            level=share_level(test_alpha),
         )
     return test, gap
 

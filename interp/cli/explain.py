@@ -57,12 +57,17 @@ def explain(
         "item's reference answer, cut or cycled to the own answer's length) | other | none",
     ),
     random_sets: int = typer.Option(1, "--random-sets", help="random candidates of the same sizes, per kind"),
-    test_alpha: float = typer.Option(0.05, "--test-alpha", help="the test's level (Holm over the candidates)"),
+    test_alpha: float = typer.Option(
+        0.05,
+        "--test-alpha",
+        help="the test's level (the multiplicity plan: Holm across the methods' primaries, routes gate-kept, random "
+        "sets outside; the share's interval at 1 - level)",
+    ),
     gap_gate: bool = typer.Option(
         True,
         "--gap-gate/--no-gap-gate",
         help="--no-gap-gate (a diagnostic): every candidate tested whatever the gap and the share, causal on its "
-        "Holm p against --test-alpha alone; the JSON says gap_gate: false",
+        "adjusted p against --test-alpha alone; the JSON says gap_gate: false",
     ),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
@@ -73,7 +78,7 @@ def explain(
     timings: bool = timings_option(),
 ) -> None:
     """Localise with every single-judge method on the selection split, test each method's top candidates and random
-    sets of the same size on the test split (judge against its controls, Holm over the candidates), name each head
+    sets of the same size on the test split (judge against its controls, the multiplicity plan), name each head
     set's route; write RUN/explain/<judge>-<key>/explain.json and refresh report.html."""
     import json
 

@@ -90,6 +90,16 @@ def share_fieller(
     return fieller_interval(num, den, covariance, max(n - 1, 1), level=level)
 
 
+def share_level(test_alpha: float = ALPHA) -> float:
+    """The level of the share's interval at the test's level: 1 - test_alpha (0.95 at 0.05, 0.99 at 0.01). Its low
+    end above 0 is then a one-sided test at test_alpha / 2, beside the one-sided removal test at test_alpha that it
+    joins as an intersection-union test (both must pass): a stricter share condition costs little power, since the
+    removal test, whose scale holds the judge's seed-level variance too, is the one that binds."""
+    if not 0 < test_alpha < 1:
+        raise InterpError(f"test_alpha = {test_alpha} must be in (0, 1)")
+    return 1.0 - test_alpha
+
+
 def causal_call(
     p_holm: float | None,
     share,

@@ -27,7 +27,7 @@ HEADER = [
     "route",
     "share of the gap removed (95% CI)",
     "p (raw)",
-    "p (Holm)",
+    "p (adjusted)",
     "causal",
 ]
 
@@ -75,18 +75,38 @@ def test_text(result: Explanation) -> str:
         else "the controls measured at the judge's set"
     )
     gated = settings.gap_gate
+    planned = bool((result.multiplicity or {}).get("hypotheses"))
+    adjusted = "adjusted p" if planned else "Holm p"
     call = (
-        f"causal = Holm p at most {settings.test_alpha:g}, a gap to carry and a share whose interval lies above 0 "
-        "(where the judge does not prefer its own answers more than its controls, one-sided, there is no share and "
+        f"causal = {adjusted} at most {settings.test_alpha:g}, a gap to carry and a share whose interval lies above "
+        "0 (where the judge does not prefer its own answers more than its controls, one-sided, there is no share and "
         "causal is empty)"
         if gated
-        else f"without the gap gate (a diagnostic): causal = Holm p at most {settings.test_alpha:g} alone"
+        else f"without the gap gate (a diagnostic): causal = {adjusted} at most {settings.test_alpha:g} alone"
     )
-    rule = (
-        "pattern (content) only where the total is causal with its interval above 0 and pattern minus content, "
-        "resampled together, has its interval above (below) 0; else neither"
-        if matched
-        else "the route that removes at least half of the total with an interval clear of the other's, else neither"
+    if planned:
+        rule = (
+            "pattern (content) only where the total is causal (its adjusted one-sided p at the level, its interval "
+            "above 0), the judge's pattern-minus-content contrast lies above (below) its controls' contrasts "
+            "(Crawford-Howell with the judge's own item variance, adjusted p at the level) and the route carries at "
+            "least half of the total's share; else neither"
+        )
+    elif matched:
+        rule = (
+            "pattern (content) only where the total is causal with its interval above 0 and pattern minus content, "
+            "resampled together, has its interval above (below) 0; else neither"
+        )
+    else:
+        rule = "the route that removes at least half of the total with an interval clear of the other's, else neither"
+    n_primaries = sum(h.get("role") == "primary" for h in (result.multiplicity or {}).get("hypotheses", []))
+    correction = (
+        "p is Crawford-Howell's one-sided p in the removal direction, adjusted by the multiplicity plan: Holm across "
+        f"the methods' {n_primaries} primary candidates (a set two methods chose is one test), each head set's route "
+        "total and pattern-minus-content test gate-kept behind its candidate in a fixed sequence, random rows "
+        f"outside the correction (their raw p); {call}"
+        if planned
+        else f"p is corrected with Holm over the {sum(c.p_value is not None for c in result.candidates)} "
+        f"candidates with a test; {call}"
     )
     return (
         f"Each row is one causal test on the {len(result.test_items)} test items (localised on the other "
@@ -98,10 +118,8 @@ def test_text(result: Explanation) -> str:
         "(Crawford-Howell, H0: the judge's change is one more draw from the controls'; df = "
         f"{max(len(controls) - 1, 0)}). "
         "The share of the gap removed: 1 - gap after / gap before, gap = the judge's DBG minus the "
-        "controls' mean, multi-bootstrap interval "
-        "(controls and items resampled). p is corrected with Holm over the "
-        f"{sum(c.p_value is not None for c in result.candidates)} "
-        f"candidates with a test; {call}. Random rows: head or layer sets of the same size, drawn "
+        "controls' mean, Fieller's interval "
+        f"(controls and items). {correction}. Random rows: head or layer sets of the same size, drawn "
         "from a seed: they should not be causal. Route: the head set's output, pattern or values patched "
         "from the prompt with the own answer "
         f"replaced by {COUNTERFACTUALS.get(settings.counterfactual, 'a counterfactual')} (its "
@@ -129,7 +147,7 @@ def share_figure(candidates: Sequence[Candidate]):
     ax.axvline(0, color="black", lw=0.8)
     ax.axvline(1, color="black", lw=0.5, ls=":")
     ax.set_yticks(range(len(candidates)), [f"{c.site} by {c.selected_by}: {c.where}" for c in candidates], fontsize=7)
-    ax.set_xlabel("share of the self-preference gap removed (95% CI; red: causal after Holm; x: no share)")
+    ax.set_xlabel("share of the self-preference gap removed (95% CI; red: causal; x: no share)")
     ax.invert_yaxis()
     fig.tight_layout()
     return fig

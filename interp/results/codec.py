@@ -22,7 +22,9 @@ A kind may be at a later version than `SCHEMA_VERSION` (its model's `schema_vers
 its files step up from version 1 through `LATER_MIGRATIONS`:
 
 - an organism's manifest (version 2) names the attention-routed route `pattern` (where the planted heads look),
-  beside `content`, `output`, `mlp` and `direction`; versions 0 and 1 named it `attention`.
+  beside `content`, `output`, `mlp` and `direction`; versions 0 and 1 named it `attention`;
+- an explanation (version 2) has one-sided p-values adjusted by the multiplicity plan (`multiplicity`); a version-1
+  file, two-sided with Holm over every candidate, reads with `multiplicity` saying so.
 
 A run's familiarity lens (`familiarity/<judge>-<key>.json` per judge, `familiarity.json`) is read and
 written here too.
@@ -162,9 +164,17 @@ def _migrate_manifest_route(data: dict) -> dict:
     return data | {"planted_route": "pattern"} if data.get("planted_route") == "attention" else data
 
 
+def _migrate_explanation_plan(data: dict) -> dict:
+    """An explanation before the power budget (schema 1): every candidate's p two-sided, Holm over all of them
+    (random sets included); said in `multiplicity`, the candidates' `alternative` and `role` left None."""
+    plan = {"rule": "schema 1: two-sided p, Holm over every candidate (random sets included)", "hypotheses": []}
+    return data | {"multiplicity": data.get("multiplicity") or plan}
+
+
 # kind -> {version n: the migration from n to n + 1}, for kinds past `SCHEMA_VERSION`
 LATER_MIGRATIONS: dict[type[ResultModel], dict[int, Callable[[dict], dict]]] = {
     OrganismManifest: {1: _migrate_manifest_route},
+    Explanation: {1: _migrate_explanation_plan},
 }
 
 

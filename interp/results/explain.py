@@ -38,6 +38,12 @@ class Candidate:
     route_parts: dict | None = None  # head sets: total, pattern, content -> share_removed, ci
     routes_by_counterfactual: dict | None = None  # counterfactual -> route, reason
     p_rank_controls: float | None = None  # beside p_value: the judge's change ranked among its controls' (exact)
+    # schema 2: p_value is one-sided in the removal direction ("less"); p_holm the p the call used: the
+    # multiplicity plan's adjusted p (a primary), or the raw p (a random set, a negative control outside it)
+    p_two_sided: float | None = None
+    alternative: str | None = None  # "less" (schema 2); None: a schema-1 file, two-sided
+    role: str | None = None  # primary | gate-kept | negative control; None: a schema-1 file (Holm over all)
+    tested_with: str | None = None  # the spec name of the identical test it shares (two methods, one set)
 
     @property
     def label(self) -> str:
@@ -74,9 +80,12 @@ class ExplainSettings(ResultModel):
 
 class Explanation(ResultModel):
     """`explain.json`: the run and judge, the settings that ran, the split, each method's top entries on the
-    selection split, the tested candidates and the answer in words."""
+    selection split, the tested candidates, the multiplicity plan and the answer in words. Schema 2: each
+    candidate's p is one-sided in the removal direction and adjusted by the plan (one primary per method, routes
+    gate-kept, random sets outside); a schema-1 file was two-sided, Holm over every candidate (its migration says
+    so in `multiplicity`)."""
 
-    schema_version: int = 1
+    schema_version: int = 2
     run: str
     judge: str
     settings: ExplainSettings = Field(default_factory=ExplainSettings)
@@ -89,3 +98,4 @@ class Explanation(ResultModel):
     key: str = ""
     gap_gate: bool = True  # False: --no-gap-gate, every candidate called on its Holm p alone (a diagnostic)
     null: str = MATCHED_NULL
+    multiplicity: dict | None = None  # the plan (`interp.metrics.power_budget.Plan`); schema 1: Holm over all

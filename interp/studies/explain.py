@@ -19,9 +19,14 @@ controls, random sets of the same sizes (seeded, `selected_by = "random"`).
 The null is matched (`interp.causal.matched`): each control judge is localised by the same methods on the same
 selection items (the tested judge's answer read as its own) and measured at its own chosen set of the same size,
 site and op; for random sets each judge gets its own draw. Every candidate records `null = "matched"` and each
-control's set. The candidates' p-values are corrected together with Holm; a candidate is causal when the judge
-prefers its own answers more than its controls (the one-sided gap gate: it has a share), the share's interval
-lies above 0 and its Holm p is at most the test's level (without a share, `causal` is None: nothing to locate).
+control's set. Each candidate's p is Crawford-Howell's one-sided p in the removal direction, and the p-values are
+adjusted by the multiplicity plan (`interp.metrics.power_budget`, registered in experiments/records/plan.md): each
+method's candidate is its primary, Holm runs across the primaries, each head set's route (total part, then the
+between-judge pattern-minus-content test) is gate-kept behind it, a set two methods chose is tested once (reported
+under both) and random sets are negative controls outside the correction (their raw p). A candidate is causal
+when the judge prefers its own answers more than its controls (the one-sided gap gate: it has a share), the
+share's interval lies above 0 and its adjusted p is at most the test's level (without a share, `causal` is None:
+nothing to locate).
 `gap_gate=False` (`--no-gap-gate`) calls every candidate on its Holm p alone, a diagnostic of the null. Each
 head set also gets its route (`interp.studies.routes`: pattern, content or neither), under the default
 counterfactual and beside it the alternative; where the candidate has no share of the gap, no route part is run:
@@ -53,7 +58,9 @@ from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
 from interp.hooks.spec import pairs_table
 from interp.locate.heads import run_judge
-from interp.metrics.causal_test import ALPHA, holm
+from interp.metrics.causal_test import ALPHA
+from interp.metrics.power_budget import Plan, multiplicity_plan, removal_p
+from interp.metrics.route_test import RouteTest, route_call
 from interp.metrics.share import causal_call
 from interp.results.codec import write_explanation
 from interp.results.explain import Candidate, Explanation
@@ -80,7 +87,7 @@ def _answer(candidates: Sequence[Candidate], judge: str, gap_gate: bool = True) 
     if not gap_gate:
         called = [c.label for c in candidates if c.causal]
         return (
-            f"Diagnostic without the gap gate (matched null, Holm p alone): {len(called)} of "
+            f"Diagnostic without the gap gate (matched null, adjusted p alone): {len(called)} of "
             f"{sum(c.p_value is not None for c in candidates)} tested candidates of {judge} called causal"
             + (f": {'; '.join(called)}." if called else ".")
         )
@@ -90,7 +97,7 @@ def _answer(candidates: Sequence[Candidate], judge: str, gap_gate: bool = True) 
             return f"no share ({c.reason})"
         causal = "causal" if c.causal else "not causal" if c.causal is not None else "untested"
         shown = share_interval(c.share_removed, c.ci)
-        return f"{shown} ({causal}, Holm p {p_value(c.p_holm)})" if c.p_holm is not None else shown
+        return f"{shown} ({causal}, adjusted p {p_value(c.p_holm)})" if c.p_holm is not None else shown
 
     chosen = [c for c in candidates if c.selected_by != "random"]
     attention = [c for c in chosen if c.site == "attention"]
@@ -225,12 +232,19 @@ def explain_run(
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
     tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models))
+    keys = [test_key(item) for item in planned]
+    unique = {key: item for key, item in zip(keys, planned, strict=True)}  # identical tests run once
     with steps.step("candidates"):
-        records = tests.candidates(planned)
+        tested = dict(zip(unique, tests.candidates(list(unique.values())), strict=True))
+    records = [tested[key] for key in keys]
     with steps.step("routes"):
-        routes = [tests.route(item, record, request) for item, record in zip(planned, records, strict=False)]
+        routes = [tests.route(unique[key], record, request) for key, record in zip(keys, records, strict=True)]
     candidates = [_candidate(*parts) for parts in zip(planned, records, routes, strict=False)]
-    candidates = with_holm(candidates, request.test_alpha, gap_gate=request.gap_gate)
+    candidates = [
+        dataclasses.replace(c, tested_with=getattr(unique[key].spec, "name", None) if unique[key] is not item else None)
+        for c, key, item in zip(candidates, keys, planned, strict=True)
+    ]
+    candidates, plan = with_plan(candidates, keys, request.test_alpha, gap_gate=request.gap_gate)
     result = Explanation(
         run=str(run.dir.root),
         judge=judge,
@@ -244,6 +258,7 @@ def explain_run(
         key=key,
         gap_gate=request.gap_gate,
         null=NULL,
+        multiplicity=plan.to_dict(),
     )
     with steps.step("write"), run.dir.writer():
         write_explanation(out_dir, result)
@@ -396,7 +411,9 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         layers=item.layers,
         share_removed=share.estimate if share else None,
         ci=ci,
-        p_value=record.p_value,
+        p_value=removal_p(record.test.t, record.test.df, record.p_value) if record.test is not None else None,
+        p_two_sided=record.p_value,
+        alternative="less",
         p_rank_controls=record.test.p_rank_controls if record.test is not None else None,
         reason=reason,
         route=default["route"] if default else None,
@@ -422,25 +439,82 @@ def _route_parts(detail: dict | None) -> dict:
             "share_removed": parts[name]["share"] if name in parts else None,
             "ci": list(parts[name]["ci"]) if name in parts and parts[name]["ci"] is not None else None,
             "p_value": parts[name]["p_value"] if name in parts else None,
+            "p_removal": parts[name].get("p_removal") if name in parts else None,
             "causal": parts[name]["causal"] if name in parts else None,
         }
         for name in ("total", "pattern", "content", *(["mean"] if "mean" in parts else []))
     }
 
 
-def with_holm(candidates: list[Candidate], alpha: float, *, gap_gate: bool = True) -> list[Candidate]:
-    """Holm over the tested candidates, then each one's call. With the gap gate (the verdict): causal only where the
-    judge prefers its own answers more than its controls (a share: the one-sided gate passed), the share's
-    interval lies above 0 (it removes the gap; a candidate that widens it is not causal) and the Holm p is at most
-    `alpha`; without a share `causal` is None (no gap to carry, the reason says why). Without the gate
-    (`--no-gap-gate`, a diagnostic): causal iff the Holm p is at most `alpha`, whatever the gap and the share, so
-    that the matched null can be seen to hold without the gate's help."""
-    tested = [i for i, c in enumerate(candidates) if c.p_value is not None]
-    adjusted = holm([candidates[i].p_value for i in tested]) if tested else []
-    out = list(candidates)
-    for i, p in zip(tested, adjusted, strict=False):
-        c = out[i]
+def test_key(item: Planned) -> str:
+    """What a candidate's test is: its site, its set and each control's set (the matched null), not the method that
+    chose it; two methods that chose the same sets make one test."""
+    return json.dumps([item.site, item.heads, item.layers, item.control_sets], sort_keys=True)
+
+
+def _sequences(candidates: list[Candidate], keys: list[str]) -> dict[str, list[tuple[str, float | None, str]]]:
+    """Each method's fixed sequence: its first candidate (the primary: its top set), its head set's route total and
+    the between-judge route contrast (only those that ran, under the default counterfactual), then any further
+    candidate of the method with its route, gate-kept behind them in the order given."""
+    out: dict[str, list] = {}
+    for c, key in zip(candidates, keys, strict=True):
+        if c.selected_by == "random" or c.p_value is None:
+            continue
+        chain = [(key, c.p_value, c.label)]
+        between = (c.route_detail or {}).get("between") or {}
+        total = ((c.route_detail or {}).get("parts") or {}).get("total") or {}
+        if total.get("p_removal") is not None:
+            chain.append((f"{key}|route total", total["p_removal"], f"{c.label}: route total"))
+            if between.get("p_route") is not None:
+                chain.append((f"{key}|route contrast", between["p_route"], f"{c.label}: pattern minus content"))
+        out.setdefault(c.selected_by, []).extend(chain)
+    return out
+
+
+def with_plan(
+    candidates: list[Candidate], keys: list[str], alpha: float, *, gap_gate: bool = True
+) -> tuple[list[Candidate], Plan]:
+    """The multiplicity plan over the candidates (`interp.metrics.power_budget`: Holm across the methods'
+    primaries, each head set's route gate-kept behind it, identical tests once, random sets outside), then each
+    one's call at its adjusted p (a random set's: its raw p) and each head set's route at the adjusted p's of its
+    total and contrast. With the gap gate (the verdict): causal only where the judge prefers its own answers more
+    than its controls (a share: the one-sided gate passed), the share's interval lies above 0 (it removes the gap;
+    a candidate that widens it is not causal) and the adjusted p is at most `alpha`; without a share `causal` is
+    None (no gap to carry, the reason says why). Without the gate (`--no-gap-gate`, a diagnostic): causal iff the
+    adjusted p is at most `alpha`, whatever the gap and the share, so that the matched null can be seen to hold
+    without the gate's help."""
+    randoms = [c.label for c in candidates if c.selected_by == "random"]
+    plan = multiplicity_plan(_sequences(candidates, keys), test_alpha=alpha, negative_controls=randoms)
+    out = []
+    roles = {h.key: h.role for h in plan.hypotheses}
+    for c, key in zip(candidates, keys, strict=True):
+        role = "negative control" if c.selected_by == "random" else roles.get(key, "primary")
+        p = c.p_value if role == "negative control" else plan.adjusted(key)
+        c = dataclasses.replace(c, role=role)
+        if p is None:
+            out.append(c)
+            continue
         share = None if c.share_removed is None else {"low": c.ci[0]}
         causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
-        out[i] = dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why)
-    return out
+        out.append(_routed(dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why), key, plan))
+    return out, plan
+
+
+def _routed(c: Candidate, key: str, plan: Plan) -> Candidate:
+    """The head set's route read at its adjusted p's (the plan's), its between-judge record updated."""
+    detail = c.route_detail
+    if not detail or not (detail.get("between") or {}):
+        return c
+    between = dict(detail["between"])
+    total = detail["parts"]["total"]
+    test = RouteTest(**{f.name: between[f.name] for f in dataclasses.fields(RouteTest)})
+    p_total, p_route = plan.adjusted(f"{key}|route total"), plan.adjusted(f"{key}|route contrast")
+    route, reason, half = route_call(
+        total["share"], total["ci"][0] if total["ci"] else None, p_total, test, p_route, plan.test_alpha
+    )
+    between |= {"p_route_adjusted": p_route, "p_total": p_total, "half_of_total": half, "verdict_reason": reason}
+    detail = detail | {"route": route, "reason": reason, "between": between}
+    by = dict(c.routes_by_counterfactual or {})
+    if detail.get("counterfactual") in by:
+        by[detail["counterfactual"]] = {"route": route, "reason": reason}
+    return dataclasses.replace(c, route=route, route_detail=detail, routes_by_counterfactual=by or None)

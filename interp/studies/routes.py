@@ -19,12 +19,18 @@ A head's output is its pattern times its values, so patching both is `total` exa
 is not half of it: pattern and content interact (a pattern that moves onto tokens whose values also changed),
 so `pattern + content` need not equal `total`, and the verdict does not assume that it does.
 
-The verdict (`route_verdict`; the rule registered first in experiments/records/plan.md named a route from
-the parts' marginal intervals even where the total was not causal): "pattern" only where the `total` part is
-causal with its share's interval above 0 AND the paired difference, pattern share minus content share resampled
-together (the same controls and items in every bootstrap draw, `paired_difference`), has an interval above 0;
-"content" likewise with the difference below 0; otherwise "neither", with the reason. Without a share (the judge's
-gap over its controls not significant, too few controls), the verdict is "neither", with that reason.
+The verdict (`route_verdict`, `interp.metrics.route_test.route_call`; the rule registered first in
+experiments/records/plan.md named a route from the parts' marginal intervals, the second from a paired bootstrap
+that held the tested judge fixed): "pattern" only where the `total` part is causal (its one-sided removal p at
+most the level, its share's interval above 0), the pattern-minus-content contrast of the tested judge lies outside
+its controls' contrasts (Crawford-Howell with the judge's own item variance added, `route_between_judges`: each
+control at its own set; one-sided in the named route's direction, either direction possible, so the route's p is
+twice the smaller one-sided p) and the pattern part carries at least half of the total's share; "content"
+likewise; otherwise "neither", with the reason. Tested alone (`route_analysis`), the total and the contrast are a
+fixed sequence at the level; inside `interp explain` they are gate-kept behind their candidate in the
+multiplicity plan (`interp.metrics.power_budget`), and the verdict is read at their adjusted p's. The paired
+bootstrap interval of the share difference (`difference_interval`) is kept beside it, descriptive. Without a share
+(the judge's gap over its controls not significant, too few controls), the verdict is "neither", with that reason.
 
 Under the matched null (`interp.causal.matched`) each control judge is patched at its own head set (`control_heads`:
 its set chosen by the same method), not at the tested judge's. Whether there is a share is decided by the clean verdicts
@@ -46,9 +52,11 @@ from interp.core.models import own_model
 from interp.engine.executor import Execution
 from interp.engine.judges import evaluate, judge_pool
 from interp.errors import InterpError
-from interp.formatting import share_interval
 from interp.hooks.nodes import NodeIntervention, node_from_dict
+from interp.metrics.causal_test import ALPHA
 from interp.metrics.families import multi_bootstrap
+from interp.metrics.power_budget import removal_p
+from interp.metrics.route_test import RouteTest, route_between_judges, route_call
 from interp.results.causal import JudgeTest
 from interp.run.store import read_run
 
@@ -76,6 +84,7 @@ class PartShare:
     causal: bool | None
     reason: str | None = None
     result_dir: str | None = None
+    p_removal: float | None = None  # one-sided Crawford-Howell: the judge's P(own) falls more than its controls'
 
 
 @dataclass(frozen=True)
@@ -88,12 +97,16 @@ class RouteAnalysis:
     route: Route
     reason: str
     counterfactual: str = COUNTERFACTUAL
-    difference: dict | None = None  # pattern share minus content share: estimate, ci (paired bootstrap)
+    difference: dict | None = None  # pattern share minus content share: estimate, ci (paired bootstrap, descriptive)
     control_heads: dict | None = None  # control -> [[layer, head], ...] (matched null); None: the judge's heads
     rule: str = field(
-        default="pattern (content) only where the total part is causal with its share's interval above 0 and the "
-        "paired difference pattern minus content (resampled together) has its interval above (below) 0; else "
-        "neither"
+        default="pattern (content) only where the total part is causal (one-sided removal p at the level, its "
+        "share's interval above 0), the judge's pattern-minus-content contrast lies above (below) its controls' "
+        "(Crawford-Howell with the judge's own item variance, route p twice the one-sided p, at the level) and the "
+        "named route's share is at least half of the total's; else neither"
+    )
+    between: dict | None = (
+        None  # the between-judge route test (`RouteTest`), its adjusted p and the half-of-total check
     )
 
     def to_dict(self) -> dict:
@@ -145,35 +158,32 @@ def part_share(part: str, record: JudgeTest, result_dir: str | None = None) -> P
         causal=record.causal,
         reason=None if share else record.share_removed_reason,
         result_dir=result_dir,
+        p_removal=removal_p(record.test.t, record.test.df, record.p_value) if record.test is not None else None,
     )
 
 
 def route_verdict(
-    parts: dict[str, PartShare], difference: tuple[float, tuple[float, float]] | None
-) -> tuple[Route, str]:
-    """The route and why (module docstring: the rule). `difference`: pattern share minus content share with its
-    paired interval (None: not computed)."""
+    parts: dict[str, PartShare],
+    between: RouteTest | None = None,
+    *,
+    p_total: float | None = None,
+    p_route: float | None = None,
+    test_alpha: float = ALPHA,
+) -> tuple[Route, str, bool | None]:
+    """The route, why, and the half-of-total check (module docstring: the rule; `route_call`). `between`: the
+    between-judge contrast test (None: not computed). `p_total` / `p_route`: the total part's and the contrast's
+    p as the multiplicity plan adjusted them (default: the total's one-sided removal p and the contrast's own p,
+    a fixed sequence for one head set tested alone)."""
     total, pattern, content = parts.get("total"), parts.get("pattern"), parts.get("content")
     missing = [p for p in (total, pattern, content) if p is None or p.share is None or p.ci is None]
     if missing:
         first = missing[0]
-        return "neither", f"no share for {first.part if first else 'a part'}: {first.reason if first else 'not run'}"
-    shares = (
-        f"total {share_interval(total.share, total.ci)}, pattern {share_interval(pattern.share, pattern.ci)}, "
-        f"content {share_interval(content.share, content.ci)}"
-    )
-    if not total.causal or total.ci[0] <= 0:
-        why = "not causal" if not total.causal else "its interval is not above 0"
-        return "neither", f"the total part carries no share to route ({why}): {shares}"
-    if difference is None:
-        return "neither", f"no paired difference of the routes: {shares}"
-    estimate, (low, high) = difference
-    gap = f"pattern minus content {share_interval(estimate, (low, high))}"
-    if low > 0:
-        return "pattern", f"{gap}, above 0; {shares}"
-    if high < 0:
-        return "content", f"{gap}, below 0; {shares}"
-    return "neither", f"{gap}: its interval holds 0; {shares}"
+        why = f"no share for {first.part if first else 'a part'}: {first.reason if first else 'not run'}"
+        return "neither", why, None
+    p_total = total.p_removal if p_total is None else p_total
+    p_route = (between.p_route if between is not None else None) if p_route is None else p_route
+    route, reason, half = route_call(total.share, total.ci[0], p_total, between, p_route, test_alpha)
+    return route, reason, half
 
 
 def paired_difference(
@@ -186,11 +196,13 @@ def paired_difference(
     selection: Sequence[str],
     models=None,
     where=None,
-) -> tuple[float, tuple[float, float]] | None:
-    """Pattern share minus content share, with a multi-bootstrap interval in which both shares are resampled
-    together (the same controls and items in every draw), from the judgments the two parts' causal tests left in
-    the keyed store (nothing is judged again). share_p - share_c = (G_content - G_pattern) / G, G the gap before.
-    `control_specs[part][control]`: each control's spec of that part. None without controls."""
+) -> tuple[tuple[float, tuple[float, float]], RouteTest] | None:
+    """Pattern share minus content share, from the judgments the two parts' causal tests left in the keyed store
+    (nothing is judged again): its multi-bootstrap interval in which both shares are resampled together (the same
+    controls and items in every draw; descriptive), and the between-judge test of the tested judge's contrast
+    against its controls' (`route_between_judges`, the judge's own item variance added), which decides.
+    share_p - share_c = (G_content - G_pattern) / G, G the gap before. `control_specs[part][control]`: each
+    control's spec of that part. None without controls."""
     run = read_run(run_dir)
     controls = list(control_specs["pattern"])
     if not controls:
@@ -216,7 +228,8 @@ def paired_difference(
     control_values = np.stack(
         [stages(c, variants_of({p: control_specs[p][c] for p in control_specs})) for c in controls]
     )
-    return difference_interval(judge_values, control_values, n_boot=run.config.n_boot, seed=run.config.seed)
+    interval = difference_interval(judge_values, control_values, n_boot=run.config.n_boot, seed=run.config.seed)
+    return interval, route_between_judges(judge_values[0], control_values)
 
 
 def difference_interval(
@@ -234,6 +247,28 @@ def difference_interval(
 
     interval = multi_bootstrap([judge, controls], difference, n_boot=n_boot, seed=seed)
     return interval.estimate, (interval.low, interval.high)
+
+
+def between_record(
+    between: RouteTest | None,
+    parts: Mapping[str, PartShare],
+    half: bool | None,
+    reason: str,
+    p_route=None,
+    p_total=None,
+) -> dict | None:
+    """The between-judge route test as written in the JSON: the statistic, df, the one-sided p's and the route's p,
+    the p's the verdict read (adjusted by a multiplicity plan, or the raw ones), the half-of-total check and the
+    verdict's reason."""
+    if between is None:
+        return None
+    total = parts.get("total")
+    return between.to_dict() | {
+        "p_route_adjusted": between.p_route if p_route is None else p_route,
+        "p_total": (total.p_removal if total is not None else None) if p_total is None else p_total,
+        "half_of_total": half,
+        "verdict_reason": reason,
+    }
 
 
 @dataclass(frozen=True)
@@ -287,10 +322,10 @@ def route_analysis(
         shares[part] = part_share(part, next(iter(last.judges.values())))
         if shares[part].share is None:  # no share here means none in any part (module docstring)
             break
-    difference = None
+    contrast = None
     if all(shares.get(p) is not None and shares[p].share is not None for p in ("total", "pattern", "content")):
         record = next(iter(last.judges.values()))
-        difference = paired_difference(
+        contrast = paired_difference(
             run_dir,
             judge,
             specs,
@@ -305,7 +340,8 @@ def route_analysis(
             models=execution.models,
             where=execution.where,
         )
-    route, reason = route_verdict(shares, difference)
+    difference, between = contrast if contrast is not None else (None, None)
+    route, reason, half = route_verdict(shares, between, test_alpha=design.test_alpha)
     not_run = [part for part in parts if part not in shares]
     if not_run:
         reason += f"; not run, as none could have a share: {', '.join(not_run)}"
@@ -317,6 +353,7 @@ def route_analysis(
         reason=reason,
         counterfactual=counterfactual,
         difference=None if difference is None else {"estimate": difference[0], "ci": list(difference[1])},
+        between=between_record(between, shares, half, reason),
         control_heads=None
         if control_heads is None
         else {

@@ -7,6 +7,7 @@ judged with span attention; three control judges outside it.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import runpy
@@ -18,6 +19,7 @@ import pytest
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
 from interp.hooks.node_data import counterfactual_ids
+from interp.metrics.route_test import RouteTest
 from interp.results import codec
 from interp.studies.routes import PartShare, check_counterfactual, route_specs, route_verdict
 from tests.causal.test_intervene import tiny_controls, tiny_pair_run
@@ -31,33 +33,61 @@ def explain_run(tmp_path_factory, tiny_llama_dir, smollm2_tokenizer) -> tuple[Pa
 
 
 def _part(name, share, low, high):
-    return PartShare(name, share, (low, high), 0.01, True)
+    return PartShare(name, share, (low, high), 0.01, True, p_removal=0.005)
 
 
-def test_a_route_needs_a_causal_total_and_a_paired_difference_clear_of_zero():
-    """Issue 71: "pattern" only where the total is causal with its interval above 0 and pattern minus content
-    (resampled together) has its interval above 0; "content" likewise below; "neither" otherwise, with the reason.
-    Planted-heads seed 4 (total 0.11, not causal) must not be routed, whatever the parts' marginal intervals."""
+def _between(pattern: float, content: float, p_route: float, t: float = 3.0) -> RouteTest:
+    """A between-judge route test with the given shares and route p (synthetic numbers)."""
+    direction = "pattern" if t > 0 else "content"
+    one = p_route / 2
+    return RouteTest(
+        contrast_judge=0.1,
+        contrast_controls=[0.0] * 6,
+        judge_variance=1e-4,
+        control_sd=0.01,
+        gap=0.15,
+        difference=pattern - content,
+        pattern_share=pattern,
+        content_share=content,
+        t=t,
+        df=5,
+        p_pattern=one if t > 0 else 1 - one,
+        p_content=one if t < 0 else 1 - one,
+        p_route=p_route,
+        direction=direction,
+    )
+
+
+def test_a_route_needs_a_causal_total_a_between_judge_contrast_and_half_of_the_total():
+    """Issue 81: "pattern" only where the total is causal (one-sided removal p, interval above 0), the judge's
+    pattern-minus-content contrast lies outside its controls' (route p at the level) and the pattern share is at
+    least half of the total's; "content" likewise; "neither" otherwise, with the reason. Planted-heads seed 4
+    (total 0.11, not causal) must not be routed, whatever the parts' marginal intervals."""
     parts = {
         "total": _part("total", 0.9, 0.7, 1.1),
         "pattern": _part("pattern", 0.8, 0.6, 1.0),
         "content": _part("content", 0.1, -0.1, 0.3),
     }
-    assert route_verdict(parts, (0.7, (0.4, 1.0)))[0] == "pattern"
-    assert route_verdict(parts, (-0.7, (-1.0, -0.4)))[0] == "content"
-    route, reason = route_verdict(parts, (0.7, (-0.1, 1.0)))  # the paired difference's interval holds 0
-    assert route == "neither" and "holds 0" in reason
-    route, reason = route_verdict(parts, None)
-    assert route == "neither" and "no paired difference" in reason
+    assert route_verdict(parts, _between(0.8, 0.1, 0.001))[0] == "pattern"
+    assert route_verdict(parts, _between(0.1, 0.8, 0.001, t=-3.0))[0] == "content"
+    route, reason, _ = route_verdict(parts, _between(0.8, 0.1, 0.2))  # not told apart between judges
+    assert route == "neither" and "not told apart" in reason
+    route, reason, half = route_verdict(parts, _between(0.1, -0.1, 0.001))  # pattern 0.1, content -0.1, total 0.9
+    assert route == "neither" and half is False and "less than half" in reason
+    route, reason, _ = route_verdict(parts, None)
+    assert route == "neither" and "no between-judge test" in reason
+    # the multiplicity plan's adjusted p's decide where given
+    assert route_verdict(parts, _between(0.8, 0.1, 0.001), p_route=0.2)[0] == "neither"
+    assert route_verdict(parts, _between(0.8, 0.1, 0.001), p_total=0.2)[0] == "neither"
     # the total not causal: neither, however clear the parts look
-    parts["total"] = PartShare("total", 0.11, (-0.03, 0.22), 0.2, False)
-    route, reason = route_verdict(parts, (0.15, (0.05, 0.25)))
+    parts["total"] = PartShare("total", 0.11, (-0.03, 0.22), 0.2, False, p_removal=0.1)
+    route, reason, _ = route_verdict(parts, _between(0.8, 0.1, 0.001))
     assert route == "neither" and "not causal" in reason
-    parts["total"] = PartShare("total", 0.3, (-0.05, 0.6), 0.01, True)  # causal, but its interval reaches 0
-    route, reason = route_verdict(parts, (0.3, (0.1, 0.5)))
+    parts["total"] = PartShare("total", 0.3, (-0.05, 0.6), 0.01, True, p_removal=0.005)  # its interval reaches 0
+    route, reason, _ = route_verdict(parts, _between(0.8, 0.1, 0.001))
     assert route == "neither" and "interval is not above 0" in reason
     parts["total"] = PartShare("total", None, None, 0.4, False, "the gap before the intervention is not significant")
-    route, reason = route_verdict(parts, None)
+    route, reason, _ = route_verdict(parts, None)
     assert route == "neither" and "not significant" in reason
 
 
@@ -79,11 +109,12 @@ def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
             causal=True,
             share_removed_reason="the gap before is not significant",
             control_names=["c1", "c2", "c3"],
+            test=SimpleNamespace(t=-4.0, df=2),
         )
         return SimpleNamespace(judges={"j": record}, test_items=["t"], selection_items=["s"])
 
     monkeypatch.setattr(routes, "intervene_run", fake_intervene)
-    monkeypatch.setattr(routes, "paired_difference", lambda *a, **k: (0.5, (0.1, 0.9)))
+    monkeypatch.setattr(routes, "paired_difference", lambda *a, **k: ((0.5, (0.1, 0.9)), _between(0.6, 0.1, 0.001)))
     gapless = True
     analysis = routes.route_analysis(tmp_path, "j", {3: [1]})
     assert ran == ["total"] and set(analysis.parts) == {"total"} and analysis.route == "neither"
@@ -96,6 +127,9 @@ def test_route_parts_stop_at_the_first_without_a_share(monkeypatch, tmp_path):
     assert ran == ["total", "pattern", "content", "mean"] and set(analysis.parts) == set(ran)
     assert "not run" not in analysis.reason
     assert analysis.route == "pattern" and analysis.difference == {"estimate": 0.5, "ci": [0.1, 0.9]}
+    # the between-judge test is recorded: statistic, df, p, the half-of-total check, the reason
+    assert analysis.between["t"] == 3.0 and analysis.between["df"] == 5 and analysis.between["p_route"] == 0.001
+    assert analysis.between["half_of_total"] is True and analysis.between["verdict_reason"] == analysis.reason
 
 
 def test_the_other_counterfactual_puts_the_pairs_other_answer_in_the_own_answers_place():
@@ -189,10 +223,21 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
                     assert "no route part run" in c["route_detail"]["reason"]
                 else:
                     assert set(c["route_detail"]["parts"]) == {"total", "mean", "pattern", "content"}
+                    between = c["route_detail"]["between"]  # the between-judge route test, recorded
+                    assert {"t", "df", "p_route", "p_route_adjusted", "half_of_total", "verdict_reason"} <= set(between)
+                    assert between["verdict_reason"] == c["route_detail"]["reason"]
         else:
             assert c["route"] is None and c["heads"] is None and c["layers"]
+        # the power budget: one-sided removal p's, random sets outside the plan (their raw p), the others adjusted
+        assert c["alternative"] == "less" and c["role"] == (
+            "negative control" if c["selected_by"] == "random" else "primary"
+        )
         if c["p_value"] is not None:
-            assert c["p_holm"] >= c["p_value"] - 1e-12
+            two = c["p_two_sided"]
+            assert c["p_value"] == pytest.approx(two / 2) or c["p_value"] == pytest.approx(1 - two / 2)
+            assert (
+                c["p_holm"] == c["p_value"] if c["role"] == "negative control" else c["p_holm"] >= c["p_value"] - 1e-12
+            )
             # the rank check beside the parametric p: the judge's change ranked among 1 + k changes (k = 3)
             assert c["p_rank_controls"] is not None and c["p_rank_controls"] >= 1 / (1 + len(controls)) - 1e-12
             # causal only with a gap to carry: no share (the gap before is not significant), no verdict
@@ -201,6 +246,16 @@ def test_explain_tests_every_kind_of_candidate_on_the_test_split_and_writes_its_
         assert (c["share_removed"] is None) == (c["ci"] is None)
     assert written["answer"].startswith("Attention to its own answer carries")
     assert written["gap_gate"] is True and written["null"] == "matched"
+    groups: dict[str, list] = {}  # identical sets (the judge's and every control's) are tested once
+    for c in written["candidates"]:
+        groups.setdefault(
+            json.dumps([c["site"], c["heads"], c["layers"], c["control_sets"]], sort_keys=True), []
+        ).append(c)
+    assert all(sum(c["tested_with"] is None for c in group) == 1 for group in groups.values())
+    plan = written["multiplicity"]
+    assert written["schema_version"] == 2 and len(plan["negative_controls"]) == 3
+    primaries = [h for h in plan["hypotheses"] if h["role"] == "primary"]
+    assert {m for h in primaries for m in h["methods"]} == {"attention", "atp", "atp-output", "atp-mlp", "direction"}
     check_matched_null(run, judge, controls, written)
     # the gap gate read from the clean verdicts alone (experiments/records/null_gap.py, plan 3's amendment 9) is
     # the one every candidate's test applied: the same judge mean, controls' spread and p
@@ -436,25 +491,67 @@ def test_explain_refuses_an_unknown_executor_or_budget_in_one_line_with_nothing_
     assert not (source / "explain").exists()
 
 
+def _plan(candidates, alpha=0.05, **kw):
+    from interp.studies.explain import with_plan
+
+    return with_plan(candidates, [f"k{i}" for i in range(len(candidates))], alpha, **kw)[0]
+
+
 def test_a_candidate_is_causal_only_where_the_judge_has_a_gap_to_carry():
     """Null seed 3 of the bench: the own answer masked at its own top attention heads moved its DBG by +1.1 pts
     against controls that moved 0.02 (Holm p 1e-4), while its gap over the controls was not significant. Such a
     candidate is untested (None), not causal; with a gap the same p is causal, and a large one is not."""
-    from interp.studies.explain import Candidate, with_holm
+    from interp.studies.explain import Candidate
 
-    def candidate(p, share):
-        return Candidate("attention", "atp", [[1, 0]], None, share, None if share is None else [0.1, 1.0], p)
+    def candidate(p, share, method="atp"):
+        return Candidate("attention", method, [[1, 0]], None, share, None if share is None else [0.1, 1.0], p)
 
-    no_gap = with_holm([candidate(1e-5, None), candidate(0.5, None)], 0.05)
+    no_gap = _plan([candidate(1e-5, None), candidate(0.5, None, "attention")])
     assert [c.causal for c in no_gap] == [None, None] and no_gap[0].p_holm == pytest.approx(2e-5)
-    gap = with_holm([candidate(1e-5, 0.9), candidate(0.5, 0.1), candidate(None, None)], 0.05)
+    gap = _plan([candidate(1e-5, 0.9), candidate(0.5, 0.1, "attention"), candidate(None, None, "atp-output")])
     assert [c.causal for c in gap] == [True, False, None] and gap[2].p_holm is None
     # a share whose interval does not lie above 0 (it may widen the gap) is not causal, whatever its p
     widening = Candidate("attention", "atp", [[1, 0]], None, -0.4, [-0.9, 0.1], 1e-6)
-    assert with_holm([widening], 0.05)[0].causal is False
-    # --no-gap-gate: the Holm p alone, with or without a share
-    diagnostic = with_holm([candidate(1e-5, None), widening, candidate(0.5, 0.9)], 0.05, gap_gate=False)
+    assert _plan([widening])[0].causal is False
+    # --no-gap-gate: the adjusted p alone, with or without a share
+    diagnostic = _plan(
+        [
+            candidate(1e-5, None),
+            dataclasses.replace(widening, selected_by="attention"),
+            candidate(0.5, 0.9, "direction"),
+        ],
+        gap_gate=False,
+    )
     assert [c.causal for c in diagnostic] == [True, True, False]
+
+
+def test_random_sets_are_negative_controls_outside_holm_and_identical_sets_are_one_test():
+    """Three methods' primaries and three random sets: Holm over the primaries only (m = 3, not 6), each random
+    set called on its raw p; two methods that chose the same sets are one hypothesis (Holm over two)."""
+    from interp.studies.explain import Candidate, with_plan
+
+    def candidate(method, p):
+        return Candidate("attention", method, [[1, 0]], None, 0.5, [0.2, 0.8], p)
+
+    chosen = [candidate("attention", 0.01), candidate("atp", 0.02), candidate("atp-output", 0.3)]
+    randoms = [candidate("random", 0.03), candidate("random", 0.001), candidate("random", 0.6)]
+    out, plan = with_plan(chosen + randoms, ["a", "b", "c", "r0", "r1", "r2"], 0.05)
+    assert [c.p_holm for c in out[:3]] == pytest.approx([0.03, 0.04, 0.3])  # Holm over 3 primaries
+    assert [c.p_holm for c in out[3:]] == [0.03, 0.001, 0.6]  # raw: outside the correction
+    assert [c.role for c in out] == ["primary"] * 3 + ["negative control"] * 3
+    assert [c.causal for c in out[3:]] == [True, True, False]  # reported, never counted
+    assert len(plan.negative_controls) == 3 and {h.key for h in plan.hypotheses} == {"a", "b", "c"}
+    # attention and atp chose the same sets (the same key): one test, Holm over two
+    out, plan = with_plan(chosen[:1] + [candidate("atp", 0.01)] + chosen[2:], ["a", "a", "c"], 0.05)
+    assert [c.p_holm for c in out] == pytest.approx([0.02, 0.02, 0.3]) and len(plan.hypotheses) == 2
+    (same,) = [h for h in plan.hypotheses if h.key == "a"]
+    assert same.methods == ["attention", "atp"]
+    # a method's further candidate is gate-kept behind its primary (fixed sequence): a tiny p does not pass alone
+    out, _ = with_plan(
+        [candidate("atp", 0.2), candidate("atp", 0.001), candidate("attention", 0.01)], ["a1", "a2", "b"], 0.05
+    )
+    assert [c.role for c in out] == ["primary", "gate-kept", "primary"]
+    assert out[1].p_holm >= out[0].p_holm > 0.05 and out[1].causal is False and out[2].causal is True
 
 
 def test_the_reports_text_names_the_counterfactual_that_ran_and_the_gap_condition():
@@ -493,3 +590,25 @@ def test_the_paired_difference_resamples_both_routes_together():
     same = np.stack([before, before - 0.15 + noise(items), before - 0.15 + noise(items)])[None]
     estimate, (low, high) = difference_interval(same, controls, n_boot=400, seed=0)
     assert abs(estimate) < 0.2 and low < 0 < high
+
+
+def test_an_explanation_of_schema_1_still_reads_and_its_text_says_holm_over_every_candidate():
+    """A file written before the power budget (two-sided p, Holm over every candidate, random sets included) reads
+    through the codec's migration, says so in `multiplicity`, and its report text keeps the words it was made
+    with; a schema-2 file's text names the plan."""
+    from interp.report.explain import test_text
+    from interp.results.codec import dump, parse
+    from interp.results.explain import Explanation
+
+    candidate = {"site": "attention", "selected_by": "atp", "heads": [[1, 0]], "layers": None}
+    candidate |= {"share_removed": 0.5, "ci": [0.1, 0.9], "p_value": 0.01, "p_holm": 0.08}
+    data = {"schema_version": 1, "run": "r", "judge": "j", "controls": ["a", "b", "c"], "candidates": [candidate]}
+    old = parse(Explanation, data)
+    assert "schema 1" in old.multiplicity["rule"] and old.multiplicity["hypotheses"] == []
+    assert old.candidates[0].role is None and old.candidates[0].alternative is None
+    assert old.candidates[0].p_holm == 0.08 and dump(old)["schema_version"] == 2
+    assert "corrected with Holm over the 1 candidates" in test_text(old)
+    plan = {"rule": "plan", "hypotheses": [{"key": "k", "role": "primary", "methods": ["atp"]}]}
+    new = parse(Explanation, data | {"schema_version": 2, "multiplicity": plan})
+    text = test_text(new)
+    assert "multiplicity plan" in text and "1 primary candidates" in text and "random rows outside" in text
