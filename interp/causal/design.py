@@ -122,6 +122,13 @@ def design_from_options(
             f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})"
         )
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
+    if fields.get("op") is None:
+        fields.pop("op", None)
+    elif fields.get("site", "attention") == "attention":  # the mask takes no op: an op alone would be dropped
+        raise InterpError(
+            f"--op {fields['op']} acts on the heads' outputs: add --site head_output (the default site, attention, "
+            "masks the own answer and takes no --op)"
+        )
     return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
 
 

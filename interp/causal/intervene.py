@@ -62,7 +62,7 @@ from interp.results.causal import (
     RandomHeadSets,
     TestDesignRecord,
 )
-from interp.results.codec import write_causal
+from interp.results.codec import check_causal_replaceable, write_causal
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_text
@@ -217,6 +217,7 @@ def intervene_run(
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
     out_dir = run.dir.intervention(label, digest(identity))
     result = _result_header(run, specs[names[0]], design, identity, controls, split, backend_name)
+    check_causal_replaceable(out_dir)  # one a newer interp wrote is refused, never replaced by this version's
     with run.dir.writer():
         execute(
             run,

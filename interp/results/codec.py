@@ -253,6 +253,18 @@ def read_causal(folder: Path) -> CausalResult:
     return _read(Path(folder) / RESULT_FILE, CausalResult, "; run `interp intervene` again")
 
 
+def check_causal_replaceable(folder: Path) -> None:
+    """A causal test's `result.json` may be written over: absent, damaged (it is made again), or of a version this
+    interp writes; one written by a newer interp is refused in one line, never replaced by an older version's."""
+    try:
+        data = json.loads((Path(folder) / RESULT_FILE).read_text())
+    except (OSError, ValueError):
+        return
+    version = data.get("schema_version", 0) if isinstance(data, dict) else 0
+    if isinstance(version, int) and not isinstance(version, bool) and version > current_version(CausalResult):
+        parse(CausalResult, data, str(Path(folder) / RESULT_FILE))  # the codec's own line: newer, update interp
+
+
 def write_causal(folder: Path, result: CausalResult | dict) -> CausalResult:
     """Write `folder/result.json` of a causal test atomically; returns it as an object."""
     return _write(Path(folder) / RESULT_FILE, CausalResult, result)

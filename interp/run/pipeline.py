@@ -37,7 +37,7 @@ from interp.run.gold import (
 )
 from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
-from interp.run.imported import imported_responses
+from interp.run.imported import check_imports_unchanged, imported_responses
 from interp.run.judging import JudgingOptions, batches, judge_prompt_record, judge_tasks, run_judging
 from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.reasoning import reasoning_row
@@ -46,7 +46,7 @@ from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
 from interp.run.summary import write_summary
-from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
+from interp.storage import append_jsonl, atomic_write_text, read_jsonl, write_jsonl_atomic
 
 
 def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
@@ -108,8 +108,30 @@ def check_resumable(config: RunConfig, paths: RunDir) -> dict[str, dict[str, str
 def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
     """The run's items: read back when the run has them, else loaded and sampled (nothing written)."""
     if paths.items.is_file():
-        return paths.read_items()
+        stored = paths.read_items()
+        check_items_unchanged(config, paths, stored)
+        return stored
     return sample_items(load_items(config.data), n=config.n, seed=config.seed)
+
+
+def check_items_unchanged(config: RunConfig, paths: RunDir, stored: Sequence[Item]) -> None:
+    """A resumed run's items are those its data gives now (the same sample of the same ids, queries, references),
+    and its imported answers those of its files (`imported.check_imports_unchanged`); an edit since the run
+    started is one line (use another --out), never ignored. A data file removed since is not checked."""
+    try:
+        fresh = sample_items(load_items(config.data), n=config.n, seed=config.seed)
+    except InterpError:
+        fresh = None
+    if fresh is not None:
+        what = [[(i.id, i.task, i.query, i.reference) for i in items] for items in (stored, fresh)]
+        if what[0] != what[1]:
+            changed = next((a[0] for a, b in zip(*what, strict=False) if a != b), None) or "the sample"
+            raise InterpError(
+                f"the items of {config.data} changed since {paths.root} was started (first: {changed}); its "
+                "answers and judgments are of the old items: use another --out"
+            )
+    if paths.responses.is_file():
+        check_imports_unchanged(config.imports, read_jsonl(paths.responses), paths.root)
 
 
 def prepare_responses(

@@ -65,8 +65,8 @@ from interp.storage import (
 
 LOCK_NAME = ".interp.lock"
 # What only a run holds, for runs written before the marker file: its lock file (made before anything else) and
-# adapters.json. Not config.toml alone: a user may keep their own config.toml in a folder.
-RUN_MARKERS = (LOCK_NAME, "adapters.json")
+# identity.json. Not config.toml, adapters.json or report.html: a user may keep files of those names in a folder.
+RUN_MARKERS = (LOCK_NAME, "identity.json")
 
 
 def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = False) -> Path:
