@@ -231,6 +231,15 @@ def keyed_label(name: str) -> str:
     return f"{path_label(name)}-{hashlib.sha256(str(name).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
 
 
+def figure_label(name: str) -> str:
+    """`keyed_label` for a figure's file name: when `path_label` cut a long name it already ends with the same
+    hash of the whole name, so the hash is written once (a stored file keeps `keyed_label`, as older runs hold
+    it)."""
+    keyed = keyed_label(name)
+    tail = keyed[-9:]
+    return keyed[:-9] if keyed[:-9].endswith(tail) else keyed
+
+
 # ---- output folders --------------------------------------------------------------------------------
 
 OUTPUT_MARKER = ".interp-output"  # written into every output folder the toolkit makes or takes over
