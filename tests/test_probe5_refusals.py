@@ -187,3 +187,16 @@ def test_a_resume_after_the_items_or_imports_changed_is_refused(tmp_path, tiny_l
         with pytest.raises(InterpError, match=message):
             run_dbg(config, folder / "run", progress=False)
         assert _listing(folder / "run") == before
+
+
+@pytest.mark.parametrize("cast", [torch.int64, torch.float64, torch.bfloat16])
+def test_a_hook_returning_another_dtype_is_refused(tiny_llama_dir, cast):
+    """Unsure case decided: an int64 return truncates the activation, a float64 one runs the rest of the pass in
+    another precision than the run records; neither is cast silently."""
+    judge = interp.Judge.load(str(tiny_llama_dir), device="cpu")
+    point = "blocks.0.hook_resid_post"
+    with judge.hooks({point: lambda h: h.to(cast)}):
+        with pytest.raises(InterpError, match=f"returned a {str(cast)[6:]} tensor for a float32 activation"):
+            judge("What is 2 + 2?", "4", "5")
+    with judge.hooks({point: lambda h: h.to(cast).to(h.dtype)}):  # cast back: allowed
+        assert 0 <= judge("What is 2 + 2?", "4", "5").p_a <= 1
