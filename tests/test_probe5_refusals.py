@@ -200,3 +200,40 @@ def test_a_hook_returning_another_dtype_is_refused(tiny_llama_dir, cast):
             judge("What is 2 + 2?", "4", "5")
     with judge.hooks({point: lambda h: h.to(cast).to(h.dtype)}):  # cast back: allowed
         assert 0 <= judge("What is 2 + 2?", "4", "5").p_a <= 1
+
+
+def test_dbg_refuses_an_out_inside_another_run(finished, forked_cli):
+    """Unsure case decided: `--out runA/sub` would mix a run into another's files."""
+    root, _ = finished
+    before = _listing(root / "run")
+    line = _one_error_line(forked_cli("dbg", root / "run.toml", "--out", root / "run" / "sub", "--no-report"))
+    assert "lies inside the run" in line
+    assert _listing(root / "run") == before
+
+
+def test_a_run_missing_the_identity_it_was_written_with_is_refused(finished, tmp_path):
+    """Unsure case decided: without identity.json an edited config.toml would pass for the one run."""
+    from interp.run.store import RunDir
+
+    root, _ = finished
+    run = tmp_path / "run"
+    shutil.copytree(root / "run", run)
+    assert RunDir(run).read_config() is not None
+    (run / "identity.json").unlink()
+    with pytest.raises(InterpError, match="identity.json is missing"):
+        RunDir(run).read_config()
+
+
+def test_compare_refuses_a_summary_without_an_authors_dbg(finished, tmp_path):
+    """Unsure case decided: `compare` printed dbg_hard null from a damaged summary."""
+    from interp.analysis.compare import compare_runs
+
+    root, config = finished
+    run = tmp_path / "run"
+    shutil.copytree(root / "run", run)
+    assert compare_runs([run]).rows[0].dbg_hard is not None
+    summary = json.loads((run / "summary.json").read_text())
+    summary["judges"][config.judge_specs[0]]["dbg_hard"] = None
+    (run / "summary.json").write_text(json.dumps(summary))
+    with pytest.raises(InterpError, match="has no DBG for"):
+        compare_runs([run])
