@@ -237,3 +237,24 @@ def test_compare_refuses_a_summary_without_an_authors_dbg(finished, tmp_path):
     (run / "summary.json").write_text(json.dumps(summary))
     with pytest.raises(InterpError, match="has no DBG for"):
         compare_runs([run])
+
+
+# ---- the hostile re-probe of the refusals (variants the fifth probe did not try) --------------------------------
+
+
+def test_variants_of_the_refusals(tmp_path, forked_cli):
+    from interp.causal.design import design_from_options
+    from interp.run.imported import imported_responses
+
+    with pytest.raises(InterpError, match="--site head_output"):  # an op beside a spec is as lost
+        design_from_options(spec_given=True, all_layers=False, top_heads=None, op="zero")
+    assert "is a directory" in _one_error_line(forked_cli("metrics", "pls", tmp_path))
+    other = tmp_path / "responses.jsonl"  # another run's responses: one line per (model, item) is no duplicate
+    other.write_text(
+        "".join(json.dumps({"item_id": "x", "model": m, "text": f"answer of {m}"}) + "\n" for m in ("m1", "m2"))
+    )
+    (item,) = [interp.Item(id="x", task="helpfulness", query="q?")]
+    assert imported_responses(other, [item], "m2", max_words=50)[0].text == "answer of m2"
+    other.write_text(other.read_text() + json.dumps({"item_id": "x", "model": "m2", "text": "again"}) + "\n")
+    with pytest.raises(InterpError, match="two lines answer item 'x' for m2"):
+        imported_responses(other, [item], "m2", max_words=50)

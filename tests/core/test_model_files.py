@@ -187,3 +187,100 @@ def test_a_pair_of_one_model_and_gold_equal_to_a_judge_are_refused(two_tiny, tmp
         with pytest.raises(InterpError, match=message):
             run_dbg(interp.config.RunConfig(**keys), out, progress=False)
         assert not out.exists()
+
+
+# ---- the hostile re-probe of the keys (variants the fifth probe did not try) ------------------------------------
+
+
+def test_a_symlinked_weight_file_repointed_or_a_config_edited_changes_the_key(two_tiny, tmp_path):
+    a, b = two_tiny
+    folder = tmp_path / "linked"
+    folder.mkdir()
+    for file in a.iterdir():
+        (folder / file.name).symlink_to(file)
+    key = spec_content_key(str(folder))
+    assert key == spec_content_key(str(a))  # symlinks followed: a's content
+    (folder / "model.safetensors").unlink()
+    (folder / "model.safetensors").symlink_to(b / "model.safetensors")
+    assert spec_content_key(str(folder)) != key
+    copy = tmp_path / "copy"
+    shutil.copytree(a, copy)
+    config = (copy / "config.json").read_text()
+    (copy / "config.json").write_text(config.replace('"rms_norm_eps"', '"rms_norm_eps_x": 1, "rms_norm_eps"'))
+    assert spec_content_key(str(copy)) != key
+    (copy / "config.json").write_text(config)
+    (copy / "model-00002-of-00002.safetensors").write_bytes(b"a second shard")
+    assert spec_content_key(str(copy)) != key  # a file added beside the weights
+
+
+def test_load_state_dict_into_a_wrapped_model_rekeys_it(two_tiny, tmp_path):
+    from interp.core.models import load_model, wrap_model
+
+    a, b = two_tiny
+    first, second = (load_model(str(f)) for f in (a, b))
+    held = wrap_model(first.hf_model, first.tokenizer, name="mine")
+    before = judge_content_key("mine", held)
+    assert judge_content_key("mine", held) == before
+    held.hf_model.load_state_dict(second.hf_model.state_dict())
+    assert judge_content_key("mine", held) not in (before, None)
+    same = wrap_model(second.hf_model, second.tokenizer, name="mine")
+    assert judge_content_key("mine", same) == judge_content_key("mine", held)  # equal weights: one key
+
+
+def test_a_control_changed_in_place_gets_a_new_causal_result(two_tiny, judged, tmp_path):
+    """Item 8 end to end: `intervene` with a control folder, the control's weights replaced in place, `intervene`
+    again: a new result folder and fresh judgments, not the old result byte for byte."""
+    from transformers import LlamaForCausalLM
+
+    from interp.causal.design import TestDesign
+    from interp.causal.intervene import intervene_run
+    from interp.hooks import AttentionIntervention
+    from tests.helpers.models import tiny_llama_config
+
+    source, judge = judged
+    run = tmp_path / "run"
+    shutil.copytree(source.dir.root, run)
+    _, b = two_tiny
+    control = tmp_path / "control"
+    shutil.copytree(b, control)
+    spec = AttentionIntervention(target="self", alpha=0.0, name="mask")
+    design = TestDesign(control_judges=(str(control),))
+    first = intervene_run(run, spec, design=design)
+    tokenizer = __import__("transformers").AutoTokenizer.from_pretrained(b)
+    other = save_tiny(tmp_path / "seed7", tiny_llama_config(tokenizer), LlamaForCausalLM, tokenizer, seed=7)
+    shutil.copy(other / "model.safetensors", control / "model.safetensors")
+    second = intervene_run(run, spec, design=design)
+    folders = sorted(p.name for p in (run / "interventions").iterdir() if p.is_dir())
+    assert len(folders) == 2  # a second key: nothing of the first result is read back
+    assert first.control_variant_keys != second.control_variant_keys
+    assert first.variant_keys == second.variant_keys  # the tested judge did not change: its judgments are reused
+
+
+def test_two_models_wrapped_under_one_name_as_controls_get_two_results(two_tiny, judged, tmp_path):
+    """Item 9 end to end: `interp.intervene` with `Judge.wrap(b, name="ctl-mem")`, then another model wrapped
+    under the same name: a second result, not the first one reused."""
+    from interp.core.models import load_model
+
+    source, _ = judged
+    run = tmp_path / "run"
+    shutil.copytree(source.dir.root, run)
+    _, b = two_tiny
+    one = load_model(str(b))
+    other = load_model(str(b))
+    with torch.no_grad():
+        for parameter in other.hf_model.parameters():
+            parameter.mul_(0.5)
+    results = [
+        interp.intervene(
+            run,
+            target="self",
+            alpha=0.0,
+            name="mask",
+            control_judge=[interp.Judge.wrap(m.hf_model, m.tokenizer, name="ctl-mem")],
+            progress=False,
+        )
+        for m in (one, other)
+    ]
+    assert len([p for p in (run / "interventions").iterdir() if p.is_dir()]) == 2
+    keys = [r.result.control_variant_keys for r in results]
+    assert keys[0] != keys[1]
