@@ -86,8 +86,10 @@ def check_adapters(config: RunConfig, paths: RunDir) -> dict[str, dict[str, str]
             "its judgments are not theirs: use another --out"
         )
     weights = record.weights if record is not None else {}
+    # an author that judges nothing matters until its answers are written (responses.jsonl is written whole)
+    used = {*config.judge_specs, *config.gold.models, *(() if paths.responses.is_file() else config.models)}
     changed = sorted(
-        name for name in weights if name in current["weights"] and weights[name] != current["weights"][name]
+        name for name in weights if name in used & set(current["weights"]) and weights[name] != current["weights"][name]
     )
     if changed:
         raise InterpError(

@@ -284,3 +284,21 @@ def test_two_models_wrapped_under_one_name_as_controls_get_two_results(two_tiny,
     assert len([p for p in (run / "interventions").iterdir() if p.is_dir()]) == 2
     keys = [r.result.control_variant_keys for r in results]
     assert keys[0] != keys[1]
+
+
+def test_an_author_that_judges_nothing_may_change_once_its_answers_are_written(two_tiny, tmp_path):
+    from interp.engine.judges import judge_pool
+
+    a, b = two_tiny
+    author, judge = tmp_path / "author", tmp_path / "judge"
+    shutil.copytree(a, author)
+    shutil.copytree(b, judge)
+    keys = small_run_config(tmp_path, str(author)) | {"judges": [str(judge)]}
+    config = interp.config.RunConfig(**keys)
+    run_dbg(config, tmp_path / "run", progress=False)
+    shutil.copy(b / "model.safetensors", author / "model.safetensors")
+    judge_pool(read_run(tmp_path / "run"))  # its answers are stored: re-judging them is sound
+    run_dbg(config, tmp_path / "run", progress=False)
+    shutil.copy(a / "model.safetensors", judge / "model.safetensors")
+    with pytest.raises(InterpError, match="other files in .*judge"):
+        judge_pool(read_run(tmp_path / "run"))
