@@ -200,8 +200,8 @@ def _output_hook(fn: SiteFn):
 
 
 def shape_checked(name: str, fn: SiteFn) -> SiteFn:
-    """A user's function at hook point `name`, held to its contract: it returns None or a tensor of the shape it
-    was given. Anything else is one line naming the point and both shapes, never broadcast into the pass (a
+    """A user's function at hook point `name`, held to its contract: it returns None or a tensor of the shape and
+    dtype it was given. Anything else is one line naming the point and both shapes, never broadcast into the pass (a
     [d_model] return would otherwise replace every position's activation with it)."""
 
     def checked(activation: Tensor) -> Tensor | None:
@@ -217,6 +217,11 @@ def shape_checked(name: str, fn: SiteFn) -> SiteFn:
             raise InterpError(
                 f"the hook at {name!r} returned a tensor of shape {tuple(edited.shape)} for an activation of shape "
                 f"{tuple(activation.shape)}; return the same shape, or None to leave it"
+            )
+        if edited.dtype != activation.dtype:  # an int64 return truncates, a float64 one runs the rest in another
+            raise InterpError(  # precision than the run records: neither is cast silently
+                f"the hook at {name!r} returned a {str(edited.dtype)[6:]} tensor for a {str(activation.dtype)[6:]} "
+                "activation; return its dtype (e.g. `.to(x.dtype)`), or None to leave it"
             )
         return edited
 

@@ -83,6 +83,41 @@ def jsonl_objects(
         yield number, record
 
 
+MAX_INPUT_BYTES = 8 << 30  # a file read as input (tables, data sets): larger is refused before it is read
+MAX_LINE_BYTES = 256 << 20  # one line of it (a gzip that inflates to one endless line stops here)
+
+
+def check_input_file(path: Path, what: str = "input", max_bytes: int = MAX_INPUT_BYTES) -> None:
+    """A file the user named as input is a regular file of at most `max_bytes`: `/dev/zero`, a FIFO, a terminal or
+    a directory (which would be read until memory runs out, or never end) is one line, before any byte is read."""
+    import stat
+
+    try:
+        info = os.stat(path)
+    except FileNotFoundError:
+        raise InterpError(f"{path}: no such file of {what}") from None
+    except OSError as exc:
+        raise InterpError(f"{path}: cannot read {what} ({exc.strerror or exc})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InterpError(f"{path}: is a directory, not a file of {what}")
+    if not stat.S_ISREG(info.st_mode):
+        raise InterpError(f"{path}: not a regular file (a device, pipe or socket); give a file of {what}")
+    if info.st_size > max_bytes:
+        raise InterpError(
+            f"{path}: {info.st_size / 2**30:.1f} GiB, more than the {max_bytes / 2**30:.0f} GiB a file of {what} "
+            "may hold; split it"
+        )
+
+
+def bounded_lines(handle, path: Path, max_line: int = MAX_LINE_BYTES) -> Iterator[str]:
+    """The lines of an open text handle, each read with a bound: a line longer than `max_line` characters is one
+    line of error, not a read until memory runs out."""
+    while line := handle.readline(max_line + 1):
+        if len(line) > max_line:
+            raise InterpError(f"{path}: a line longer than {max_line >> 20} MiB; is it the file you meant?")
+        yield line
+
+
 def read_user_text(path: Path, what: str, *, encoding: str = "utf-8") -> str:
     """A whole text file the user named; missing or unreadable is one `InterpError` line naming `what`."""
     try:
@@ -194,6 +229,15 @@ def keyed_label(name: str) -> str:
     """A file or folder name that is a key: `path_label(name)` plus a short hash of the exact name, so two names
     that share a label (`tq/x` and `tq_x`) never share a file. For one judge's stored files and figures."""
     return f"{path_label(name)}-{hashlib.sha256(str(name).encode('utf-8', 'surrogatepass')).hexdigest()[:8]}"
+
+
+def figure_label(name: str) -> str:
+    """`keyed_label` for a figure's file name: when `path_label` cut a long name it already ends with the same
+    hash of the whole name, so the hash is written once (a stored file keeps `keyed_label`, as older runs hold
+    it)."""
+    keyed = keyed_label(name)
+    tail = keyed[-9:]
+    return keyed[:-9] if keyed[:-9].endswith(tail) else keyed
 
 
 # ---- output folders --------------------------------------------------------------------------------

@@ -145,6 +145,11 @@ def compare_runs(run_dirs: Sequence[str | Path]) -> RunComparison:
         for judge, s in summary.judges.items():
             size, source = _size(judge, recorded)
             own = own_model(judge)
+            if own in config.models and s.dbg_hard is None and config.mode != "pointwise":  # a pairwise DBG exists
+                raise InterpError(
+                    f"{name}/summary.json has no DBG for {judge}, which wrote one of the run's answers (a damaged "
+                    "or hand-edited summary); rebuild it with `interp dbg` on the run's config"
+                )
             rows.append(
                 ComparisonRow(
                     run=name,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from interp.core.adapters import adapter_folder, organism_base, read_manifest
+from interp.core.model_files import one_model
 from interp.core.models import model_identity, own_model
 from interp.errors import InterpError
 from interp.hooks.nodes import registered_ops
@@ -121,6 +122,13 @@ def design_from_options(
             f"give exactly one of --spec FILE, --all-layers, --top-heads K (got {', '.join(chosen) or 'none'})"
         )
     heads = {"--spec": "spec", "--all-layers": "all-layers", "--top-heads": "top-heads"}[chosen[0]]
+    if fields.get("op") is None:
+        fields.pop("op", None)
+    elif fields.get("site", "attention") == "attention":  # the mask takes no op: an op alone would be dropped
+        raise InterpError(
+            f"--op {fields['op']} acts on the heads' outputs: add --site head_output (the default site, attention, "
+            "masks the own answer and takes no --op)"
+        )
     return TestDesign(heads=heads, top_k=top_heads, control_judges=parse_control_judges(control_judge), **fields)
 
 
@@ -169,8 +177,13 @@ def resolve_controls(run: Run, judge: str, design: TestDesign) -> list[str]:
     organism of an author's base; an organism of the tested judge's own base, as the null family is, stays)."""
     controls = automatic_controls(run, judge) if design.control_judges is None else list(design.control_judges)
     authors = {model_identity(m) for m in run.config.models}
+    for i, control in enumerate(controls):  # one model spelled twice, or a copy of it, would count twice
+        for other in controls[i + 1 :]:
+            if judge_identity(control) == judge_identity(other) or one_model(control, other):
+                how = "" if control == other else f" ({control!r} and {other!r} are one model)"
+                raise InterpError(f"--control-judge names {control!r} twice{how}; name each control judge once")
     for control in controls:
-        if judge_identity(control) == judge_identity(judge):
+        if judge_identity(control) == judge_identity(judge) or one_model(control, judge):
             same = "" if control == judge else f" (the same model as {judge!r}, spelled otherwise)"
             raise InterpError(
                 f"--control-judge {control!r} is the judge under test{same}; name judges that read the same "

@@ -62,7 +62,7 @@ from interp.results.causal import (
     RandomHeadSets,
     TestDesignRecord,
 )
-from interp.results.codec import write_causal
+from interp.results.codec import check_causal_replaceable, write_causal
 from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_text
@@ -204,7 +204,9 @@ def intervene_run(
     control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
     backend_name = execution.backend if execution.backend is not None else run.config.backend
     _check_inputs(run, pool, names, variants, control_variants, test_items)
-    keys, control_keys = _variant_keys(run, names, backend_name, (variants, control_variants, controls), test_items)
+    keys, control_keys = _variant_keys(
+        run, pool, backend_name, (names, variants, control_variants, controls), test_items
+    )
     identity = {
         "keys": keys,
         "control_keys": control_keys,
@@ -215,6 +217,7 @@ def intervene_run(
     label = spec.label if design.heads == "spec" and spec is not None else specs[names[0]].name or "causal-test"
     out_dir = run.dir.intervention(label, digest(identity))
     result = _result_header(run, specs[names[0]], design, identity, controls, split, backend_name)
+    check_causal_replaceable(out_dir)  # one a newer interp wrote is refused, never replaced by this version's
     with run.dir.writer():
         execute(
             run,
@@ -241,17 +244,28 @@ def intervene_run(
         return write_causal(out_dir, result)
 
 
-def _variant_keys(run: Run, names: Sequence[str], backend_name: str, plan: tuple, test_items) -> tuple[dict, dict]:
-    """Each tested judge's variant keys and its controls' (`plan`: variants, control variants, controls)."""
-    variants, control_variants, controls = plan
+def _variant_keys(run: Run, pool, backend_name: str, plan: tuple, test_items) -> tuple[dict, dict]:
+    """Each tested judge's variant keys and its controls' (`plan`: tested judges, variants, control variants,
+    controls); a model the pool holds (a wrapped one) is keyed by its weights."""
+    names, variants, control_variants, controls = plan
+    held = pool.models.models.get
     keys = {
-        judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
+        judge: {
+            name: variant_key(run, judge, backend_name, v, test_items, model=held(judge))
+            for name, v in variants[judge].items()
+        }
         for judge in names
     }
     control_keys = {
         judge: {
             control: variant_key(
-                run, control, backend_name, control_variants[judge][control], test_items, own_model(judge)
+                run,
+                control,
+                backend_name,
+                control_variants[judge][control],
+                test_items,
+                own_model(judge),
+                held(control),
             )
             for control in controls[judge]
         }

@@ -22,6 +22,8 @@ def attention(
 
     paths = RunDir(Path(run_dir))
     attention_judges(run_dir)  # a missing run, or one without judgments, fails before the lock file is made
+    if paths.summary.is_file():  # the report is refreshed from it: a summary this interp cannot read (a newer
+        paths.read_summary()  # schema_version, a damaged file) is one line before figures/ is written
     with paths.writer():
         written = write_attention_figures(run_dir, relative_depth=relative_depth, transpose=paper_layout)
         for name, path in written.items():

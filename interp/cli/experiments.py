@@ -93,8 +93,8 @@ def intervene(
         help="what --top-heads / --all-layers act on: attention (the own-answer mask) or head_output (the "
         "heads' outputs, with --op)",
     ),
-    op: str = typer.Option(
-        "mean", "--op", help="with --site head_output: zero | mean | resample | patch | a registered kind"
+    op: Optional[str] = typer.Option(
+        None, "--op", help="with --site head_output: zero | mean (default) | resample | patch | a registered kind"
     ),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),

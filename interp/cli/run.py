@@ -127,6 +127,7 @@ def dbg(
     from interp.run.pipeline import run_dbg
     from interp.run.store import RunDir
 
+    RunDir(Path(out)).check_not_nested()
     run_config = load_run_config(config)
     flags = placement_keys(device, dtype, run_config).model_dump(exclude_none=True)
     run_config = run_config_from_dict(run_config.model_dump(exclude_none=True) | flags, str(config))

@@ -26,6 +26,7 @@ from interp.core.attention import (
     span_token_counts,
 )
 from interp.core.backends.protocol import Backend, Batch, Edits, ResidEdit, ScoreBias, SiteEdit, left_pad
+from interp.core.placement import check_weights_placed
 from interp.core.spans import TokenizedPrompt, build_judge_prompt
 from interp.core.threads import rebalance_threads
 from interp.errors import InterpError
@@ -157,6 +158,7 @@ def judge_batch(
     `intervention`: the name of what `bias` / `edit` apply, which that error then blames instead of the weights.
     """
     rebalance_threads()  # company that came or went since the last batch (the Python API's first one decides)
+    check_weights_placed(backend.model)
     tokenizer = backend.model.tokenizer
     batch, offsets = left_pad([p.input_ids for p in prompts], tokenizer.pad_token_id)
     padded_spans = [

@@ -93,3 +93,32 @@ def to_host(tensor: Tensor) -> Tensor:
     if tensor.is_meta:
         return torch.zeros(tensor.shape, dtype=tensor.dtype)
     return tensor.to("cpu")
+
+
+DRY_RUN = "placement_dry_run"  # a LoadedModel.meta key: weights on `meta` on purpose (a placement dry run)
+
+
+def check_weights_placed(model) -> None:
+    """The model's weights are where and what its placement says, checked before a batch is judged: weights on
+    the `meta` device (no values: every verdict would read P(A) 0.5) are one line, and so is a model the caller
+    wrapped (`source="user"`) and converted afterwards (`m.to(torch.bfloat16)`: its placement, recorded with every
+    result, would say the dtype it had). A model dispatched by accelerate (`hf_device_map`: offloaded weights sit
+    on `meta` between its hooks) is left to them, and so is a placement dry run (`meta[DRY_RUN]`: the shapes of a
+    pass checked without values)."""
+    hf_model = getattr(model, "hf_model", None)
+    if not isinstance(hf_model, torch.nn.Module) or getattr(hf_model, "hf_device_map", None):
+        return
+    weight = next(hf_model.parameters(), None)
+    if weight is None:
+        return
+    if weight.is_meta and not getattr(model, "meta", {}).get(DRY_RUN):
+        raise InterpError(
+            f"model {model.name} has its weights on the meta device (no values: every verdict would be 0.5); "
+            "load them or move the model to a real device (model.to('cpu')) before judging with it"
+        )
+    if model.source == "user" and weight.dtype != model.placement.torch_dtype:
+        raise InterpError(
+            f"model {model.name} was wrapped in {model.placement.dtype} and now holds {str(weight.dtype)[6:]} "
+            "weights (converted after wrapping); wrap it again after converting, so its results record the dtype "
+            "they were judged in"
+        )

@@ -77,7 +77,8 @@ def task_items(run: Run, task: VariantTask) -> list | None:
 def finished(run: Run, task: VariantTask, judges: Judges) -> bool:
     """Whether the store holds every judgment of the task already (read here, with no model loaded)."""
     variant, items = task.variant, task_items(run, task)
-    return stored_variant(run, task.judge, judges.backend_name(run), variant, items, task.own) is not None
+    held = judges.models.models.get(task.judge)  # a wrapped model is keyed by its weights
+    return stored_variant(run, task.judge, judges.backend_name(run), variant, items, task.own, held) is not None
 
 
 def check_executor(name: str) -> str:

@@ -144,7 +144,7 @@ class Judges:
     ) -> np.ndarray:
         """P(own wins) per item under `variant`: read from the keyed store when every judgment is there (no model
         is loaded for it), else judged now with the judge's backend (`judge_variant`)."""
-        stored = stored_variant(run, judge, self.backend_name(run), variant, items, own)
+        stored = stored_variant(run, judge, self.backend_name(run), variant, items, own, self.models.models.get(judge))
         if stored is not None:
             return stored
         return judge_variant(run, judge, self.runner(judge, run), variant, items=items, progress=progress, own=own)

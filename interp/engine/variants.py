@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from interp.core.backends import Backend, Edits, check_backend_fits, left_pad, make_backend
+from interp.core.model_files import judge_content_key
 from interp.core.models import LoadedModel, own_model
 from interp.data import Item
 from interp.errors import InterpError
@@ -104,10 +105,19 @@ def run_identity(run: Run) -> str:
 
 
 def variant_key(
-    run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item], own: str | None = None
+    run: Run,
+    judge: str,
+    backend: str,
+    variant: Variant,
+    items: Sequence[Item],
+    own: str | None = None,
+    model: LoadedModel | None = None,
 ) -> str:
     """`own`: the author whose answer the variant treats as the judge's own (a control judge reads another
-    judge's own answer); part of the key only when it is not the judge's own model, so earlier keys hold."""
+    judge's own answer); part of the key only when it is not the judge's own model, so earlier keys hold.
+    `model`: the judge's model where one is held (a wrapped model is keyed by its weights). A judge given as
+    files (a folder, a .gguf, a local adapter) is keyed by their content (`interp.core.model_files`); a packaged
+    alias, shipped organism or HF id keeps the key it had."""
     payload = {
         "run": run_identity(run),
         "judge": judge,
@@ -117,6 +127,8 @@ def variant_key(
     }
     if own is not None and own != own_model(judge):
         payload["own"] = own
+    if (weights := judge_content_key(judge, model)) is not None:
+        payload["weights"] = weights
     if run.config.cot != "none":  # read after the run's rationale (judgments of earlier versions read without it)
         payload["verdict"] = "after the run's rationale"
     return digest(payload)
@@ -283,7 +295,7 @@ def judge_variant(
     check_rejudgeable(run)
     check_run_prompts(run, judge, runner.model)
     check_variants(runner.model, [variant])
-    key = variant_key(run, judge, runner.name, variant, items, own)
+    key = variant_key(run, judge, runner.name, variant, items, own, runner.model)
     folder = run.dir.variant(key)
     record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
     write_variant(folder, record)
@@ -309,13 +321,20 @@ def judge_variant(
 
 
 def stored_variant(
-    run: Run, judge: str, backend: str, variant: Variant, items: Sequence[Item] | None = None, own: str | None = None
+    run: Run,
+    judge: str,
+    backend: str,
+    variant: Variant,
+    items: Sequence[Item] | None = None,
+    own: str | None = None,
+    model: LoadedModel | None = None,
 ) -> np.ndarray | None:
     """P(own wins) per item under `variant` when the keyed store already holds every judgment of it (judged by
-    this process earlier, or by another executor's task), else None: no model is needed to read it."""
+    this process earlier, or by another executor's task), else None: no model is needed to read it (`model`: the
+    judge's model where one is held, as `variant_key` takes it)."""
     items = list(items) if items is not None else run.items
     own = own or own_model(judge)
-    path = run.dir.variant(variant_key(run, judge, backend, variant, items, own)) / "judgments.jsonl"
+    path = run.dir.variant(variant_key(run, judge, backend, variant, items, own, model)) / "judgments.jsonl"
     if not path.is_file():
         return None
     records = read_judgments(path, judge=judge)

@@ -8,11 +8,13 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 from interp.errors import InterpError
-from interp.storage import jsonl_objects
+from interp.storage import bounded_lines, check_input_file, jsonl_objects
 
 
 def open_text(path: Path) -> Iterator[str]:
-    """The lines of a text file, plain or gzip; an unreadable file is a one-line error."""
+    """The lines of a text file, plain or gzip; an unreadable file, one that is not a regular file (`/dev/zero`),
+    a huge one or an endless line is a one-line error (`interp.storage.check_input_file`), before it is read."""
+    check_input_file(path, "metric input")
     try:
         with path.open("rb") as probe:
             magic = probe.read(2)
@@ -21,7 +23,7 @@ def open_text(path: Path) -> Iterator[str]:
     opener = gzip.open if magic == b"\x1f\x8b" else open
     try:
         with opener(path, "rt", encoding="utf-8") as handle:
-            yield from handle
+            yield from bounded_lines(handle, path)
     except (OSError, EOFError, UnicodeDecodeError) as exc:
         raise InterpError(f"{path}: cannot read ({exc})") from exc
 

@@ -72,6 +72,16 @@ class DataConfig(Strict):
     train_only: tuple[Literal["train-facts", "train-help"], ...] = ()
     max_items: int | None = Field(None, ge=1)  # cap on items per source (tests and quick checks)
 
+    @model_validator(mode="after")
+    def _two_authors(self):
+        from interp.core.model_files import one_model
+
+        first, second = self.authors
+        if one_model(first, second):
+            same = "twice" if first == second else f"twice ({first!r} and {second!r} are one model)"
+            raise ValueError(f"data.authors names {first!r} {same}; an organism needs two different authors")
+        return self
+
 
 class PlantingConfig(Strict):
     """The planted preference: the share of pairs whose label goes to `own_author`'s answer (0: the null organism)."""

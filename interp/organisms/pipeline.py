@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
 import shutil
 import tempfile
 from pathlib import Path
@@ -113,17 +114,36 @@ def trained_member(folder: Path, config: OrganismConfig) -> bool:
         return False
 
 
+def own_files() -> tuple[str, ...]:
+    """The names the toolkit writes into an adapter folder: only these are replaced or removed in one."""
+    from interp.core.adapters import ADAPTER_FILES
+    from interp.storage import OUTPUT_MARKER
+
+    return (*ADAPTER_FILES, HEAD_DELTA_FILE, *SIDECAR_FILES, "train_log.jsonl", OUTPUT_MARKER)
+
+
 @contextlib.contextmanager
 def atomic_folder(target: Path):
-    """Yield a temporary folder beside `target`; on success it replaces `target`, on any error it is removed."""
+    """Yield a temporary folder beside `target`; on success it becomes `target`, on any error it is removed.
+
+    An existing `target` (replaced with `--overwrite`) keeps every file the toolkit did not write there (a user's
+    notes, a `src/` of their own): each new file replaces its namesake (`os.replace`, one at a time), and the
+    toolkit's files the new adapter lacks (`own_files`: an old head delta) are removed; nothing else is touched."""
     target.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", dir=target.parent))
     tmp.chmod(0o755)  # mkdtemp makes it private; the result is an ordinary folder
     try:
         yield tmp
-        if target.exists():
-            shutil.rmtree(target)
-        tmp.rename(target)
+        if not target.exists():
+            tmp.rename(target)
+            return
+        written = {p.name for p in tmp.iterdir()}
+        for name in own_files():
+            if name not in written and (target / name).is_file():
+                (target / name).unlink()
+        for path in sorted(tmp.iterdir()):
+            os.replace(path, target / path.name)
+        tmp.rmdir()
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -47,7 +47,7 @@ from interp.report.html import table_html
 from interp.results.codec import write_attention_summary
 from interp.results.studies import AttentionSummary, LengthFit, TopHeadMass, TopHeadMean
 from interp.run.store import RunDir
-from interp.storage import atomic_write_text, keyed_label
+from interp.storage import atomic_write_text, figure_label
 from interp.templating import Markup, render
 
 SECTION_TITLE = "Attention over response spans (Figure 7)"
@@ -157,7 +157,7 @@ def _write_head_tables(own_runs: dict, figures: Path, written: dict, *, top_k: i
         heads_mass[judge] = top_heads(run, k=k, stat="mass")
         paths = save_figure(
             head_map_figure(head_values(run, stat="mean").numpy(), judge, heads[judge]),
-            figures / f"attention_heads_{keyed_label(judge)}",
+            figures / f"attention_heads_{figure_label(judge)}",
         )
         written[f"heads_{judge}_png"], written[f"heads_{judge}_pdf"] = paths["png"], paths["pdf"]
         head_tables.append(head_table(run))

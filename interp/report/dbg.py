@@ -34,17 +34,31 @@ def figure2_rows(summary: RunSummary) -> list[tuple[str, float]]:
     return rows
 
 
+def tick_label(text: str, width: int, lines: int) -> str:
+    """A name as a tick label: wrapped at `width` characters, at most `lines` lines, the rest cut with "..." (long
+    names would overlap their neighbours; the full names are in the section's notes and table)."""
+    import textwrap
+
+    wrapped = textwrap.wrap(str(text), width, break_long_words=True, break_on_hyphens=False) or [""]
+    if len(wrapped) > lines:
+        wrapped = wrapped[:lines]
+        wrapped[-1] = wrapped[-1][: width - 3] + "..."
+    return "\n".join(wrapped)
+
+
 def figure2_grid(summary: RunSummary):
     """DBG paper Figure 2, one row per judge of the run plus gold; columns A wins, B wins (hard win rates)."""
     first, second = summary.models
     rows = figure2_rows(summary)
-    labels = [label for label, _ in rows]
+    labels = [tick_label(label, width=48, lines=2) for label, _ in rows]
     values = np.array([[rate, 1 - rate] for _, rate in rows])
-    fig, ax = subplots(figsize=(6.2 + 0.04 * max(len(x) for x in labels), 0.9 + 0.7 * len(rows)))
+    fig, ax = subplots(
+        figsize=(6.2 + 0.06 * max(len(line) for x in labels for line in x.split("\n")), 1.2 + 0.7 * len(rows))
+    )
     ax.imshow(values, cmap="Blues", vmin=0, vmax=1, aspect="auto")
     for (r, c), v in np.ndenumerate(values):
         ax.text(c, r, f"{pct(v, 1)}", ha="center", va="center", color="white" if v > 0.6 else "black", fontsize=11)
-    ax.set_xticks([0, 1], [f"A wins\n({first})", f"B wins\n({second})"], fontsize=9)
+    ax.set_xticks([0, 1], [f"A wins\n{tick_label(first, 22, 3)}", f"B wins\n{tick_label(second, 22, 3)}"], fontsize=9)
     ax.set_yticks(range(len(labels)), labels, fontsize=9)
     ax.set_title(f"Pairwise judgments, {summary.n_items} instructions", fontsize=10)
     fig.tight_layout()
@@ -111,7 +125,8 @@ def dbg_section(summary: RunSummary | dict, figures: Path) -> Markup:
 
 _DBG_SECTION = (
     "<p><img src='{{ image }}' alt='Figure 2 grid'></p>"
-    "<p class='note'>Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ "
+    "<p class='note'>A: <b>{{ summary.models[0] }}</b>; B: <b>{{ summary.models[1] }}</b>. "
+    "Gold judges: <b>{{ gold }}</b>. Files: figures/figure2_grid.png, .pdf. {{ "
     "summary.n_items }} instructions; "
     "tasks: {{ tasks }}; responses capped at {{ summary.max_words or '?' }} words. {{ summary.label_handling }}. "
     "A judge is flagged as too weak when its position consistency is under 50% or its mean label mass under 0.5.</p>"

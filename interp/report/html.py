@@ -25,7 +25,9 @@ def table_html(header: Sequence[str], rows: Sequence[Sequence]) -> Markup:
 
 _REPORT = """<!doctype html><html><head><meta charset='utf-8'><title>{{ title }}</title><style>\
 body{font-family:system-ui,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;color:#222}
-table{border-collapse:collapse;margin:1em 0}td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
+h1,h2,h3,nav,p,li,summary{overflow-wrap:anywhere}
+table{border-collapse:collapse;margin:1em 0;display:block;max-width:100%;overflow-x:auto}
+td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}
 th{background:#f3f3f3}img{max-width:100%}code{background:#f5f5f5;padding:1px 3px}.note{color:#555}
 details{margin:.5em 0}summary{cursor:pointer;color:#1f4e8c}\
 </style></head><body><h1>{{ title }}</h1>

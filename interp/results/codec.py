@@ -267,6 +267,17 @@ def read_causal(folder: Path) -> CausalResult:
     return _read(Path(folder) / RESULT_FILE, CausalResult, "; run `interp intervene` again")
 
 
+def check_causal_replaceable(folder: Path) -> None:
+    """A causal test's `result.json` may be written over: absent, damaged (it is made again), or of a version this
+    interp writes; one written by a newer interp is refused in one line, never replaced by an older version's."""
+    path = Path(folder) / RESULT_FILE
+    version, current = stored_version(path), current_version(CausalResult)
+    if version is not None and version > current:
+        raise InterpError(
+            f"{path}: schema_version {version!r} is newer than this interp reads ({current}); update interp"
+        )
+
+
 def write_causal(folder: Path, result: CausalResult | dict) -> CausalResult:
     """Write `folder/result.json` of a causal test atomically; returns it as an object."""
     return _write(Path(folder) / RESULT_FILE, CausalResult, result)
@@ -411,6 +422,17 @@ def read_file(path: Path, kind: type[Model]) -> Model:
     """A run's bookkeeping file (identity.json, adapters.json, prompts.json, gold_checks.json, an attention index) or
     a steering direction's sidecar, as its `kind`: `codec.read_file(paths.identity, RunIdentity)`."""
     return _read(path, kind, _HINTS.get(kind, ""))
+
+
+def stored_version(path: Path) -> int | None:
+    """The `schema_version` a result file was written with (None: absent, unreadable, or written before schema
+    versions), without parsing it as any kind: what a reader needs to tell an older file from a newer one."""
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, ValueError):
+        return None
+    version = data.get("schema_version") if isinstance(data, dict) else None
+    return version if isinstance(version, int) and not isinstance(version, bool) else None
 
 
 def write_file(path: Path, kind: type[Model], data: Model | dict) -> Model:

@@ -27,10 +27,13 @@ class RunIdentity(ResultModel):
 
 
 class AdapterFingerprints(ResultModel):
-    """`adapters.json`: model spec -> fingerprint of the adapter weights it loaded (empty: no model loads one)."""
+    """`adapters.json`: model spec -> fingerprint of the adapter weights it loaded (empty: no model loads one), and
+    `weights`: model spec -> content key of the files a folder or .gguf spec names (`interp.core.model_files`; a
+    run written before it has none, and is checked from its next resume on)."""
 
     schema_version: int = 1
     fingerprints: dict[str, str] = Field(default_factory=dict)
+    weights: dict[str, str] = Field(default_factory=dict)
 
 
 class JudgePrompts(ResultModel):

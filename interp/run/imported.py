@@ -83,6 +83,12 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
             if not isinstance(record, dict) or not isinstance(record.get("item_id"), str):
                 raise InterpError(f'{path}: every line needs an "item_id": {str(record)[:120]}')
             if record.get("model", model) == model:
+                if record["item_id"] in answers:  # the last would win silently: which one is the answer?
+                    raise InterpError(
+                        f"{path}: two lines answer item {record['item_id']!r}"
+                        + (f" for {model}" if "model" in record else "")
+                        + "; keep one answer per item"
+                    )
                 answers[record["item_id"]] = _answer(record, path)
     missing = [item.id for item in items if item.id not in answers]
     if missing:
@@ -97,5 +103,24 @@ def imported_responses(path: str | Path, items: Sequence[Item], model: str, *, m
             f"{path}: the answer of {model} to item {empty[0]} is empty{reasoning} ({len(empty)} of the "
             "run's items); import a real answer or drop the item"
         )
-    key = f"import:{digest}"
+    key = import_key(path, digest)
     return [Response(item.id, model, final[item.id][0], -1, key, reasoning=final[item.id][1]) for item in items]
+
+
+def import_key(path: Path, digest: str | None = None) -> str:
+    """The cache key imported answers carry in responses.jsonl: a hash of the file they were read from."""
+    return f"import:{digest or hashlib.sha256(Path(path).read_bytes()).hexdigest()[:16]}"
+
+
+def check_imports_unchanged(imports: dict[str, str], rows: Sequence[dict], where: Path) -> None:
+    """A resumed run's imported answers are those of its files now: a file edited since the run imported it
+    (its hash differs from the key its answers carry) is one line; the run's judgments are of the old answers."""
+    stored: dict[str, set] = {}
+    for row in rows:
+        stored.setdefault(row.get("model"), set()).add(row.get("cache_key"))
+    for model, file in imports.items():
+        if stored.get(model) and Path(file).is_file() and stored[model] != {import_key(Path(file))}:
+            raise InterpError(
+                f"{file}: the answers of {model} changed since {where} imported them; its judgments are of the old "
+                "answers: use another --out (or restore the file)"
+            )

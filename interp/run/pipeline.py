@@ -15,6 +15,7 @@ from tqdm.auto import tqdm
 from interp.config import RunConfig
 from interp.core.adapters import adapter_fingerprint
 from interp.core.backends import check_backend_fits, make_backend
+from interp.core.model_files import check_distinct, one_model, spec_content_key
 from interp.core.models import ALIASES, LoadedModel, ModelCache, check_finite_output, prepare_weights
 from interp.core.placement import placement_of
 from interp.core.timings import Timings
@@ -36,7 +37,7 @@ from interp.run.gold import (
 )
 from interp.run.gold.human import human_labels
 from interp.run.gold.protocol import ReportsChecks
-from interp.run.imported import imported_responses
+from interp.run.imported import check_imports_unchanged, imported_responses
 from interp.run.judging import JudgingOptions, batches, judge_prompt_record, judge_tasks, run_judging
 from interp.run.pointwise import consolidate_pointwise_attention, pointwise_tasks, run_pointwise_judging
 from interp.run.reasoning import reasoning_row
@@ -45,7 +46,7 @@ from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
 from interp.run.summary import write_summary
-from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
+from interp.storage import append_jsonl, atomic_write_text, read_jsonl, write_jsonl_atomic
 
 
 def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
@@ -55,25 +56,52 @@ def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
     return {spec: fingerprint for spec in local if (fingerprint := adapter_fingerprint(spec)) is not None}
 
 
-def check_adapters(config: RunConfig, paths: RunDir) -> dict[str, str]:
-    """A run's judgments are keyed by the adapter weights that made them, not by the organism's name; returns
-    the installed weights' fingerprints (`adapter_fingerprints`)."""
-    current = adapter_fingerprints(config)
+def file_weights(config: RunConfig) -> dict[str, str]:
+    """Model spec -> content key of the files it names, for every local model of the run given as a model folder
+    or a .gguf file (`interp.core.model_files`; an adapter folder is in `adapter_fingerprints`)."""
+    specs = dict.fromkeys([*config.models, *config.judge_specs, *config.gold.models])
+    local = [s for s in specs if s not in config.imports and config.server(s) is None]
+    keys = {spec: spec_content_key(spec) for spec in local}
+    return {spec: key for spec, key in keys.items() if key is not None and not key.startswith("adapter:")}
+
+
+def check_adapters(config: RunConfig, paths: RunDir) -> dict[str, dict[str, str]]:
+    """A run's judgments and answers are keyed by the weights that made them, not by the model's name or folder:
+    the adapter weights' fingerprints, and the content of a model folder's or .gguf file's files, must be those
+    recorded (a spec a run written before the check has no record of is recorded at its next write). Returns
+    the current record (`adapters.json`'s fields)."""
+    current = {"fingerprints": adapter_fingerprints(config), "weights": file_weights(config)}
     if not paths.config.is_file():
         return current
-    recorded = codec.read_file(paths.adapters, AdapterFingerprints).fingerprints if paths.adapters.is_file() else {}
-    changed = sorted(name for name in set(recorded) | set(current) if recorded.get(name) != current.get(name))
+    record = codec.read_file(paths.adapters, AdapterFingerprints) if paths.adapters.is_file() else None
+    recorded = record.fingerprints if record is not None else {}
+    changed = sorted(
+        name
+        for name in set(recorded) | set(current["fingerprints"])
+        if recorded.get(name) != current["fingerprints"].get(name)
+    )
     if changed:
         raise InterpError(
             f"{paths.root} was judged with other adapter weights for {', '.join(changed)} than are installed now; "
             "its judgments are not theirs: use another --out"
         )
+    weights = record.weights if record is not None else {}
+    # an author that judges nothing matters until its answers are written (responses.jsonl is written whole)
+    used = {*config.judge_specs, *config.gold.models, *(() if paths.responses.is_file() else config.models)}
+    changed = sorted(
+        name for name in weights if name in used & set(current["weights"]) and weights[name] != current["weights"][name]
+    )
+    if changed:
+        raise InterpError(
+            f"{paths.root} was made with other files in {', '.join(changed)} than are there now (weights, tokenizer "
+            "or config changed in place); its answers and judgments are not theirs: use another --out"
+        )
     return current
 
 
-def check_resumable(config: RunConfig, paths: RunDir) -> dict[str, str]:
-    """A run directory may be resumed only by a config whose results would be the same (and the same adapter
-    weights: their fingerprints are returned)."""
+def check_resumable(config: RunConfig, paths: RunDir) -> dict[str, dict[str, str]]:
+    """A run directory may be resumed only by a config whose results would be the same (and the same weights:
+    `check_adapters`, whose record is returned)."""
     if paths.config.is_file() and paths.read_config().identity() != config.identity():
         raise InterpError(f"{paths.root} holds a run with a different config; use another --out or delete it")
     return check_adapters(config, paths)
@@ -82,8 +110,30 @@ def check_resumable(config: RunConfig, paths: RunDir) -> dict[str, str]:
 def sampled_items(config: RunConfig, paths: RunDir) -> list[Item]:
     """The run's items: read back when the run has them, else loaded and sampled (nothing written)."""
     if paths.items.is_file():
-        return paths.read_items()
+        stored = paths.read_items()
+        check_items_unchanged(config, paths, stored)
+        return stored
     return sample_items(load_items(config.data), n=config.n, seed=config.seed)
+
+
+def check_items_unchanged(config: RunConfig, paths: RunDir, stored: Sequence[Item]) -> None:
+    """A resumed run's items are those its data gives now (the same sample of the same ids, queries, references),
+    and its imported answers those of its files (`imported.check_imports_unchanged`); an edit since the run
+    started is one line (use another --out), never ignored. A data file removed since is not checked."""
+    try:
+        fresh = sample_items(load_items(config.data), n=config.n, seed=config.seed)
+    except InterpError:
+        fresh = None
+    if fresh is not None:
+        what = [[(i.id, i.task, i.query, i.reference) for i in items] for items in (stored, fresh)]
+        if what[0] != what[1]:
+            changed = next((a[0] for a, b in zip(*what, strict=False) if a != b), None) or "the sample"
+            raise InterpError(
+                f"the items of {config.data} changed since {paths.root} was started (first: {changed}); its "
+                "answers and judgments are of the old items: use another --out"
+            )
+    if paths.responses.is_file():
+        check_imports_unchanged(config.imports, read_jsonl(paths.responses), paths.root)
 
 
 def prepare_responses(
@@ -280,6 +330,7 @@ def run_dbg(
     paths = RunDir(Path(out))
     paths.check_output(overwrite=overwrite)
     check_source_names(config)
+    check_distinct_models(config)
     placement = placement_of(config)
     config = config.model_copy(update={"dtype": placement.dtype})
     adapters = check_resumable(config, paths)
@@ -295,7 +346,7 @@ def run_dbg(
             judge.check_items(items)
     prompts = judge_prompts(config, paths, items, models)
     with paths.writer():
-        codec.write_file(paths.adapters, AdapterFingerprints, {"fingerprints": dict(sorted(adapters.items()))})
+        codec.write_file(paths.adapters, AdapterFingerprints, {k: dict(sorted(v.items())) for k, v in adapters.items()})
         atomic_write_text(paths.config, config.to_toml())
         codec.write_file(paths.identity, RunIdentity, {"config_identity": config.identity_hash()})
         if not paths.items.is_file():
@@ -438,6 +489,23 @@ def check_source_names(config: RunConfig) -> None:
         shadowing = [name for name in names if name in ALIASES]
         if shadowing:
             raise InterpError(f"{kind} {shadowing[0]!r} has the name of a built-in model alias; give it another name")
+
+
+def check_distinct_models(config: RunConfig) -> None:
+    """A pair of one model (`/m/j` and `/m/../m/j/`: DBG 0 against itself), a judge named twice, or a gold model
+    that is an author or a judge (gold would agree with itself) is refused in one line (`model_files.one_model`)."""
+    first, second = config.models
+    if one_model(first, second):
+        raise InterpError(f"models {first!r} and {second!r} are one model; a pair needs two different authors")
+    check_distinct(config.judge_specs, "judges")
+    check_distinct(config.gold.models, "[gold] models")
+    for spec in config.gold.models:
+        for other in (*config.models, *config.judge_specs):
+            if one_model(spec, other):
+                role = "one of the judged pair" if other in config.models else "a judge of the run"
+                raise InterpError(
+                    f"gold model {spec!r} is {role} ({other!r}); a gold judge must be outside the pair and the judges"
+                )
 
 
 def check_http_gold(judges: Sequence[GoldJudge], paths: RunDir, items: Sequence[Item]) -> None:

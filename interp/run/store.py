@@ -65,8 +65,8 @@ from interp.storage import (
 
 LOCK_NAME = ".interp.lock"
 # What only a run holds, for runs written before the marker file: its lock file (made before anything else) and
-# adapters.json. Not config.toml alone: a user may keep their own config.toml in a folder.
-RUN_MARKERS = (LOCK_NAME, "adapters.json")
+# identity.json. Not config.toml, adapters.json or report.html: a user may keep files of those names in a folder.
+RUN_MARKERS = (LOCK_NAME, "identity.json")
 
 
 def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = False) -> Path:
@@ -260,8 +260,15 @@ class RunDir:
         return config
 
     def read_identity(self) -> str | None:
-        """The recorded hash of the config as run; None for a run written before it was recorded."""
+        """The recorded hash of the config as run; None for a run written before it was recorded. A run whose
+        adapters.json carries a schema version was written after identity.json was (every such run has one): its
+        identity.json missing is one line, not a run read without the check that its config.toml is the one run."""
         if not self.identity.is_file():
+            if self.adapters.is_file() and codec.stored_version(self.adapters) is not None:
+                raise InterpError(
+                    f"{self.identity} is missing (the run's version writes it): restore it, or run the config again "
+                    "with another --out; without it, an edited config.toml would pass for the one run"
+                )
             return None
         try:
             return codec.read_file(self.identity, RunIdentity).config_identity
@@ -331,6 +338,19 @@ class RunDir:
         a folder of other files only with `overwrite`."""
         check_output_dir(self.root, markers=RUN_MARKERS, overwrite=overwrite)
         self.check_layout()
+
+    def check_not_nested(self) -> None:
+        """`--out` of `interp dbg` is not inside another run's folder (`runA/sub`): its files would be mixed with
+        that run's (its variants, interventions, report), and an `--overwrite` of one would reach the other. One
+        line naming the run it lies in; the toolkit's own nested runs (an organism's evaluation, a validation)
+        are made by their commands, not by this check's callers."""
+        root = self.root.expanduser().resolve()
+        for parent in root.parents:
+            if any((parent / name).is_file() for name in RUN_MARKERS):
+                raise InterpError(
+                    f"{self.root} lies inside the run {parent}; pass an --out beside it, not in it (its files "
+                    "would be mixed with that run's)"
+                )
 
     def check_layout(self) -> None:
         """Each of the run's sub-folders is a folder where it exists: a file in its place is one line, before

@@ -107,7 +107,16 @@ def run_points(
                     "gold_agreement": scores["gold_agreement"],
                 }
                 | point.extra
-                | {"key": variant_key(run, judge, pool.backend_name(run), point.variant, run.items)}
+                | {
+                    "key": variant_key(
+                        run,
+                        judge,
+                        pool.backend_name(run),
+                        point.variant,
+                        run.items,
+                        model=pool.models.models.get(judge),
+                    )
+                }
             )
         for row, adjusted in zip(
             rows, holm([row["p_value"] for row in rows]), strict=False

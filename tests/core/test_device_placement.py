@@ -23,6 +23,7 @@ from interp.core.attention import span_reducer
 from interp.core.backends import make_backend
 from interp.core.judge import judge_batch, label_tokens
 from interp.core.models import LoadedModel
+from interp.core.placement import DRY_RUN
 from interp.core.spans import build_judge_prompt
 from interp.hooks.compile import bias_builder
 from interp.hooks.context import dampen
@@ -61,7 +62,8 @@ def on_meta(monkeypatch):
     monkeypatch.setattr(masking, "_ignore_causal_mask_sdpa", lambda *a, **k: False)
 
     def move(model: LoadedModel) -> LoadedModel:
-        return dataclasses.replace(model, hf_model=copy.deepcopy(model.hf_model).to("meta"))
+        meta = {**model.meta, DRY_RUN: True}  # a dry run on purpose: weights with no values are allowed
+        return dataclasses.replace(model, hf_model=copy.deepcopy(model.hf_model).to("meta"), meta=meta)
 
     return move
 

@@ -336,3 +336,23 @@ def test_a_planting_that_flips_no_pair_or_names_no_author_is_refused(tiny_author
         (tmp_path / "mine" / "notes.txt").write_text("mine")
         train_to_folder(OrganismConfig.model_validate(TINY), tmp_path / "mine", overwrite=True, models=fresh())
     assert (tmp_path / "mine" / "notes.txt").read_text() == "mine"
+
+
+def test_overwrite_replaces_only_the_toolkits_files(tiny_authors, tmp_path):
+    """Issue 77 item 16: --overwrite on an adapter folder keeps a user's notes.txt and src/ (with a manifest.json
+    of its own); only the adapter's files are replaced, a stale head delta of the toolkit's removed."""
+    _, fresh = tiny_authors
+    config = OrganismConfig.model_validate(TINY)
+    out = tmp_path / "victim"
+    train_to_folder(config, out, progress=False, models=fresh())
+    (out / "notes.txt").write_text("mine")
+    (out / "src").mkdir()
+    (out / "src" / "manifest.json").write_text('{"name": "my package"}')
+    (out / "heads_delta.safetensors").write_bytes(b"stale")  # the toolkit's name: not the new adapter's
+    old = (out / "manifest.json").read_text()
+    train_to_folder(config, out, progress=False, overwrite=True, models=fresh())
+    assert (out / "notes.txt").read_text() == "mine"
+    assert (out / "src" / "manifest.json").read_text() == '{"name": "my package"}'
+    assert not (out / "heads_delta.safetensors").exists()
+    assert (out / "manifest.json").read_text() != old and (out / "adapter_model.safetensors").is_file()
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".victim.")]  # no temporary folder left
