@@ -388,9 +388,11 @@ class ProjectOut(_Directional):
 @register
 @dataclass(frozen=True)
 class Add(_Directional):
-    """The op "add": h + coefficient u at the selection, u the unit `direction`."""
+    """The op "add": h + coefficient u at the selection, u the unit `direction` (at head_output, of the head's
+    width: each chosen head's output moved along it)."""
 
     op: ClassVar[str] = "add"
+    sites: ClassVar[tuple[str, ...]] = ("mlp_output", "residual", "head_output")
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
         return add_direction(activation, self.unit(activation), self.coefficient)

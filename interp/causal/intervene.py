@@ -45,7 +45,6 @@ from interp.engine.variants import (
     check_variants,
     digest,
     self_judges,
-    variant_key,
 )
 from interp.errors import InterpError
 from interp.hooks.nodes import NodeIntervention, node_from_dict
@@ -204,7 +203,7 @@ def intervene_run(
     control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
     backend_name = execution.backend if execution.backend is not None else run.config.backend
     _check_inputs(run, pool, names, variants, control_variants, test_items)
-    keys, control_keys = _variant_keys(run, names, backend_name, (variants, control_variants, controls), test_items)
+    keys, control_keys = _variant_keys(run, names, pool, (variants, control_variants, controls), test_items)
     identity = {
         "keys": keys,
         "control_keys": control_keys,
@@ -241,18 +240,16 @@ def intervene_run(
         return write_causal(out_dir, result)
 
 
-def _variant_keys(run: Run, names: Sequence[str], backend_name: str, plan: tuple, test_items) -> tuple[dict, dict]:
-    """Each tested judge's variant keys and its controls' (`plan`: variants, control variants, controls)."""
+def _variant_keys(run: Run, names: Sequence[str], pool: Judges, plan: tuple, test_items) -> tuple[dict, dict]:
+    """Each tested judge's variant keys and its controls' (`plan`: variants, control variants, controls), as the
+    pool judges them (a held judge's backend and open blocks are part of its keys, `Judges.key`)."""
     variants, control_variants, controls = plan
     keys = {
-        judge: {name: variant_key(run, judge, backend_name, v, test_items) for name, v in variants[judge].items()}
-        for judge in names
+        judge: {name: pool.key(run, judge, v, test_items) for name, v in variants[judge].items()} for judge in names
     }
     control_keys = {
         judge: {
-            control: variant_key(
-                run, control, backend_name, control_variants[judge][control], test_items, own_model(judge)
-            )
+            control: pool.key(run, control, control_variants[judge][control], test_items, own_model(judge))
             for control in controls[judge]
         }
         for judge in names
