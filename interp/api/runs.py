@@ -345,7 +345,8 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
         config: a sweep TOML file (the format `interp sweep` reads), its keys as a dict, or a `SweepConfig`.
             Keys: `run`, `name`, `judges`, `targets`, `alphas`, `queries`, `all_layers`, `[layers]`
             (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`. In a dict, `judges`
-            may hold `Judge` objects: each is used as it is, never loaded again.
+            may hold `Judge` objects: each is used as it is, never loaded again, its backend and open `applying`
+            and `hooks` blocks run in every judgment (its own folder and keys, as for `interp.intervene`).
         progress: show a progress bar.
 
     Returns:
