@@ -121,6 +121,13 @@ def registered_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+def registered_classes(of: type = Intervention) -> dict[str, type[Intervention]]:
+    """The one registry of the family: kind name -> its class, those that subclass `of` (the node kinds: their
+    ops are kind names)."""
+    _built_ins()
+    return {kind: cls for kind, cls in _KINDS.items() if issubclass(cls, of)}
+
+
 def kind_class(kind: str) -> type[Intervention]:
     """The class registered as `kind` (InterpError naming the known kinds otherwise)."""
     _built_ins()
