@@ -45,7 +45,7 @@ from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
 from interp.run.summary import write_summary
-from interp.storage import append_jsonl, atomic_write_text, write_jsonl_atomic
+from interp.storage import atomic_write_text
 
 
 def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
@@ -134,8 +134,8 @@ def write_responses(paths: RunDir, records: Sequence[Response]) -> None:
         if record.reasoning:
             removed.setdefault(record.model, []).append(line)
     for model, lines in removed.items():
-        write_jsonl_atomic(paths.reasoning(model), lines)
-    write_jsonl_atomic(paths.responses, rows)
+        codec.write_records(paths.reasoning(model), lines)
+    codec.write_records(paths.responses, rows)
 
 
 def _by_model(records) -> dict[str, dict[str, str]]:
@@ -194,7 +194,7 @@ def run_gold_step(
         missing = [item for item in items if item.id not in have]
         for chunk in batches(missing, max(config.batch_size, 8)):
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
-            append_jsonl(
+            codec.append_records(
                 paths.gold,
                 [
                     {"judge": judge.name, "item_id": item.id, "p_first_model": v}
@@ -299,7 +299,7 @@ def run_dbg(
         atomic_write_text(paths.config, config.to_toml())
         codec.write_file(paths.identity, RunIdentity, {"config_identity": config.identity_hash()})
         if not paths.items.is_file():
-            write_jsonl_atomic(paths.items, [item.record() for item in items])
+            codec.write_records(paths.items, [item.record() for item in items])
         with timings.step("generation"):
             responses = prepare_responses(config, paths, items, models, progress, answers)
         with timings.step("grading"):
