@@ -121,6 +121,13 @@ def registered_kinds() -> list[str]:
     return sorted(_KINDS)
 
 
+def registered_classes(of: type = Intervention) -> dict[str, type[Intervention]]:
+    """The one registry of the family: kind name -> its class, those that subclass `of` (the node kinds: their
+    ops are kind names)."""
+    _built_ins()
+    return {kind: cls for kind, cls in _KINDS.items() if issubclass(cls, of)}
+
+
 def kind_class(kind: str) -> type[Intervention]:
     """The class registered as `kind` (InterpError naming the known kinds otherwise)."""
     _built_ins()
@@ -169,3 +176,65 @@ def from_mapping(data: Mapping[str, Any], *, where: str = "") -> Intervention:
     if reader is None:
         return cls(**keys)
     return reader(keys, where=where)
+
+
+def qualified_name(fn: Any) -> str:
+    """A function's module and qualified name (`pkg.mod.f`, `notebook.<lambda>`): what a hook's key names."""
+    inner = getattr(fn, "__wrapped__", fn)
+    module = getattr(inner, "__module__", None) or type(inner).__module__
+    return f"{module}.{getattr(inner, '__qualname__', type(inner).__qualname__)}"
+
+
+@dataclass(frozen=True, eq=False)
+class HookFunctions(Intervention):
+    """A `Judge.hooks` block as an intervention of the family: named hook points -> the user's functions, run at
+    those points in every pass (after the interventions listed before it), so a study that re-judges a run with
+    the judge runs them too.
+
+    A function cannot be keyed by its content (its closure, the globals it reads and the state it keeps can all
+    change while its code stays), so its part of a variant's key is each point's function by qualified name plus
+    `key`: the user's promise that the same key means the same functions (`Judge.hooks(..., key="add-0.5")`).
+    Without a `key` the block is given a fresh random one: what is judged under it is stored under a key no other
+    block has, so it is never reused for another hook (nor resumed after a kill).
+
+    >>> block = HookFunctions((("blocks.0.hook_resid_pre", lambda x: x),), key="identity")
+    >>> block.identity()["key"], block.hook_sites(2)
+    ('identity', ['blocks.0.hook_resid_pre'])
+    """
+
+    kind: ClassVar[str] = "hooks"
+    slot: ClassVar[str] = "hooks"
+    functions: tuple[tuple[str, Any], ...] = ()  # (hook point, function), in the order given
+    key: str = ""
+    names: tuple[str, ...] = ()  # each function's qualified name (default: read from the function)
+
+    def __post_init__(self) -> None:
+        if not self.names:
+            object.__setattr__(self, "names", tuple(qualified_name(fn) for _, fn in self.functions))
+
+    def identity(self) -> dict[str, Any]:
+        """Each point's function by qualified name, and the block's key."""
+        return {
+            "points": [[point, name] for (point, _), name in zip(self.functions, self.names, strict=True)],
+            "key": self.key,
+        }
+
+    def to_dict(self) -> dict[str, Any]:
+        """Refused: a block of functions has no spec-file form."""
+        raise InterpError("a hooks block holds Python functions: it cannot be written as a spec; give a spec instead")
+
+    def hook_sites(self, n_layers: int) -> list[str]:
+        """The hook points the functions run at."""
+        return [point for point, _ in self.functions]
+
+    def edits(self, context: EditContext) -> Edits:
+        """The functions at their points (a point named twice runs both, in order)."""
+        edits = Edits()
+        for point, fn in self.functions:
+            edits = edits.merged(Edits(sites={point: fn}))
+        return edits
+
+    @property
+    def label(self) -> str:
+        """The block's points and key."""
+        return f"hooks({', '.join(self.hook_sites(0))}; key={self.key})"

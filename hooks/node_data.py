@@ -9,7 +9,7 @@ that `judge_batch` / `run_judging` take, the one entry every caller (`Judge.appl
 from __future__ import annotations
 
 import hashlib
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import torch
 from torch import Tensor
@@ -208,7 +208,9 @@ def _site_data(
         )
         return SiteData(donors=donors)
     if intervention.needs == "donor":
-        return SiteData(donors=resample_donors(runner, intervention, prompts, context["pool"] or ()))
+        pools = context["pools"]
+        pool = pools.get(index) if pools is not None and index in pools else context["pool"]
+        return SiteData(donors=resample_donors(runner, intervention, prompts, pool or ()))
     return SiteData()
 
 
@@ -221,14 +223,16 @@ def interventions_builder(
     references: Sequence[str | None] | None = None,
     means: dict[int, dict[str, Tensor]] | None = None,
     pool: Sequence[TokenizedPrompt] | None = None,
+    pools: Mapping[int, Sequence[TokenizedPrompt]] | None = None,
 ) -> EditsBuilder:
     """The edit builder of `interventions` (any registered kinds) for one batch of prompts: what `judge_batch(...,
     edits=)` takes (`authors`/`references`: per row). `means[i]`: intervention i's reference means
-    (`reference_means`); `pool`: the reference prompts resample draws from."""
+    (`reference_means`); `pool`: the reference prompts resample draws from, or `pools[i]`: intervention i's own
+    (each nested `Judge.applying` block its reference)."""
     from interp.hooks.compile import model_dtype
 
     model = runner.model
-    context = {"means": means, "own": own, "authors": authors, "references": references, "pool": pool}
+    context = {"means": means, "own": own, "authors": authors, "references": references, "pool": pool, "pools": pools}
 
     def build(batch: Batch, offsets: list[int], prompts: Sequence[TokenizedPrompt]) -> Edits:
         edits = Edits()

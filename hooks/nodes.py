@@ -51,7 +51,7 @@ from interp.config import to_toml
 from interp.core.backends import Batch, Edits
 from interp.core.spans import TokenizedPrompt
 from interp.errors import InterpError
-from interp.hooks.base import EditContext, Intervention, SiteData, from_mapping, register_kind
+from interp.hooks.base import EditContext, Intervention, SiteData, from_mapping, register_kind, registered_classes
 from interp.hooks.sites import POINTS, SiteEdit, chain, hook_name
 from interp.hooks.spec import AttentionIntervention, HeadSelection, HeadsTable, spec_file_keys
 from interp.hooks.steering import add_direction, direction_values, remove_direction
@@ -68,7 +68,6 @@ ROUTE_SITES = ("head_pattern", "head_values")
 POSITIONS = ("all", "final", "self", "other", "a", "b", "random")
 COUNTERFACTUALS = ("swap", "reference", "other", "same")
 _BASE_KEYS = ("site", "op", "layers", "heads", "positions", "seed", "name")
-_REGISTRY: dict[str, type["NodeIntervention"]] = {}
 assert all(point in POINTS for point in SITES.values())
 
 
@@ -77,26 +76,26 @@ def register(cls: type["NodeIntervention"]) -> type["NodeIntervention"]:
     registered in the intervention family (`interp.hooks.base.register_kind`) under its `op`."""
     if not (isinstance(cls, type) and issubclass(cls, NodeIntervention)) or not cls.op:
         raise InterpError("register a NodeIntervention subclass with a non-empty `op`")
-    if cls.op in _REGISTRY and _REGISTRY[cls.op] is not cls and _REGISTRY[cls.op].__module__ == __name__:
+    known = registered_classes(NodeIntervention).get(cls.op)
+    if known is not None and known is not cls and known.__module__ == __name__:
         raise InterpError(f"op {cls.op!r} is a built-in kind; give yours another name")
     if cls.op in ("attention", "steering"):
         raise InterpError(f"op {cls.op!r} is a built-in kind; give yours another name")
     cls.kind = cls.op
-    _REGISTRY[cls.op] = cls
     register_kind(cls)
     return cls
 
 
 def registered_ops() -> list[str]:
-    """The ops of every registered node kind, sorted."""
-    return sorted(_REGISTRY)
+    """The ops of every registered node kind, sorted (the family's one registry, `registered_classes`)."""
+    return sorted(registered_classes(NodeIntervention))
 
 
 def node_keys(op: str | None = None) -> list[str]:
     """The keys a node spec may hold: the common ones and every built-in's own, plus `op`'s if it is registered."""
     keys = ["op", *_BASE_KEYS[:1], *_BASE_KEYS[2:], "counterfactual", "direction", "coefficient"]
-    if op in _REGISTRY:
-        keys += [f.name for f in dataclasses.fields(_REGISTRY[op]) if f.name not in keys]
+    if op in registered_ops():
+        keys += [f.name for f in dataclasses.fields(registered_classes(NodeIntervention)[op]) if f.name not in keys]
     return keys
 
 
@@ -388,9 +387,11 @@ class ProjectOut(_Directional):
 @register
 @dataclass(frozen=True)
 class Add(_Directional):
-    """The op "add": h + coefficient u at the selection, u the unit `direction`."""
+    """The op "add": h + coefficient u at the selection, u the unit `direction` (at head_output, of the head's
+    width: each chosen head's output moved along it)."""
 
     op: ClassVar[str] = "add"
+    sites: ClassVar[tuple[str, ...]] = ("mlp_output", "residual", "head_output")
 
     def replacement(self, activation: Tensor, context: SiteContext) -> Tensor:
         return add_direction(activation, self.unit(activation), self.coefficient)
@@ -404,11 +405,11 @@ def node_from_dict(data: Mapping[str, Any], *, where: str = "") -> NodeIntervent
     if not isinstance(data, Mapping):
         raise InterpError(f"{where}an intervention spec must be a table of keys, not {type(data).__name__}")
     op = data.get("op")
-    if op not in _REGISTRY:
+    if op not in registered_ops():
         raise InterpError(
             f"{where}unknown op {op!r} for site {data.get('site')!r}; use one of {', '.join(registered_ops())}"
         )
-    cls = _REGISTRY[op]
+    cls = registered_classes(NodeIntervention)[op]
     allowed = [f.name for f in dataclasses.fields(cls)]
     unknown = sorted(set(data) - set(allowed) - {"op"})
     if unknown:

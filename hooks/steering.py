@@ -1,7 +1,8 @@
 """Activation steering as data: an edit of the residual stream after one decoder block, along a direction.
 
-`steer(direction, layer, coefficient, mode, positions)` returns an `edit` builder for
-`judge_batch(..., edit=)` / `run_judging(..., edit_for=)` / `causal.rejudge(..., edit_for=)`:
+`steer(direction, layer, coefficient, mode, positions)` returns an edit builder for
+`interp.core.judge.judge_batch(..., edits=)` (per batch; a variant's interventions reach
+`interp.run.judging.run_judging(..., edits_for=)` through the engine, `interp.engine.variants.judge_variant`):
 
 - mode "add": h + coefficient * u at the chosen positions (u the unit direction; a negative coefficient is
   the reversal); coefficient 0 is an identity that returns the residual tensor itself (bit-identical logits);

@@ -530,6 +530,8 @@ def _items_from_jsonl_text(text: str, source: str, default_id_prefix: str | None
     first_line: dict[str, int] = {}
     for line_number, record in _jsonl_records(text, source):
         default_id = f"{default_id_prefix}-{line_number}" if default_id_prefix is not None else None
+        if isinstance(record, dict) and "schema_version" in record:  # a run's own items.jsonl, read as data
+            record = {key: value for key, value in record.items() if key != "schema_version"}
         try:
             item = _item_from_record(record, default_id)
         except RecordError as exc:

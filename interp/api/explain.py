@@ -6,7 +6,8 @@ from typing import Any, Mapping, Sequence
 
 from interp.api.argument_types import check_int, check_list, check_number
 from interp.api.interventions import check_where_it_runs
-from interp.api.runs import run_root
+from interp.api.judge import Judge
+from interp.api.runs import held_judges, hold_judge, refuse_opened, run_root
 from interp.causal.design import TestDesign, parse_control_judges
 from interp.config import gb_bytes
 from interp.engine.executor import Execution
@@ -19,7 +20,7 @@ from interp.studies.routes import ALT_COUNTERFACTUAL, COUNTERFACTUAL, RouteAnaly
 
 def explain(
     run: Any,
-    judge: str,
+    judge: Any,
     *,
     top_k: int = 3,
     mlp_k: int = 2,
@@ -59,6 +60,10 @@ def explain(
     `executor`: where the causal tests' (judge, variant) tasks run, "local" (this process) or "ray" (a Ray
     cluster, `interp.engine.executor`; the localisation stays in this process); `max_memory`: GB of judge models
     held at once, as for `interp.intervene`.
+
+    `judge`: its name in the run, or a `Judge` standing for it (its name; the run's judge is loaded). The
+    localisation reads the plain model (its attention and gradients), so a Judge with an open `applying` or
+    `hooks` block is refused in one line: test a held edit with `interp.intervene`.
     """
     check_int(top_k, "top_k", minimum=1)
     check_int(mlp_k, "mlp_k", minimum=1)
@@ -68,6 +73,7 @@ def explain(
     check_where_it_runs(executor, max_memory)
     root = run_root(run)
     loaded = read_run(root)
+    judge = _plain_judge(judge, loaded, "interp.explain")
     request = Request(
         top_k=top_k,
         mlp_k=mlp_k,
@@ -83,13 +89,29 @@ def explain(
         gap_gate=gap_gate,
     )
     return explain_run(
-        root, run_judge(loaded, judge), request, progress=progress, executor=executor, max_memory=gb_bytes(max_memory)
+        root,
+        run_judge(loaded, judge),
+        request,
+        progress=progress,
+        executor=executor,
+        max_memory=gb_bytes(max_memory),
     )
+
+
+def _plain_judge(judge: Any, run, study: str) -> str:
+    """The judge's name in the run; a `Judge` with open blocks is refused: the study localises on the plain
+    model (a Judge without any is read as its name, the run's judge it stands for)."""
+    held: dict[str, Judge] = {}
+    name = hold_judge(judge, held, run.config.judge_specs)
+    if not isinstance(name, str):
+        raise InterpError(f"judge must be the judge's name in the run or a Judge, not {type(name).__name__}")
+    refuse_opened(held, study)
+    return name
 
 
 def routes(
     run: Any,
-    judge: str,
+    judge: Any,
     heads: Mapping[int, Sequence[int]],
     *,
     selection_share: float = 0.4,
@@ -108,10 +130,15 @@ def routes(
     [28]
     >>> analysis = interp.routes("runs/demo", "smollm2-135m-selfpref-attn", heads)  # doctest: +SKIP
     >>> analysis.route  # doctest: +SKIP
+
+    `judge`: its name in the run, or a `Judge` you hold: its backend and open `applying` / `hooks` blocks run in
+    every judgment of the route's tests (`interp.intervene`'s rule).
     """
     table = _head_table(heads)
     root = run_root(run)
     loaded = read_run(root)
+    held: dict[str, Judge] = {}
+    judge = hold_judge(judge, held, loaded.config.judge_specs)
     design = TestDesign(
         heads="spec",
         selection_share=selection_share,
@@ -120,7 +147,12 @@ def routes(
     )
     patch = RoutePatch(counterfactual=counterfactual)
     return route_analysis(
-        root, run_judge(loaded, judge), table, design=design, patch=patch, execution=Execution(progress=progress)
+        root,
+        run_judge(loaded, judge),
+        table,
+        design=design,
+        patch=patch,
+        execution=Execution(progress=progress, held=held_judges(held) or None),
     )
 
 

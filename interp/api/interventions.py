@@ -17,14 +17,12 @@ import pandas as pd
 
 from interp.api.argument_types import check_flag, check_int, check_list, check_number, check_text
 from interp.api.judge import Judge
-from interp.api.runs import hold_judge, run_root
+from interp.api.runs import held_judges, hold_judge, run_root
 from interp.causal.design import design_from_options, parse_control_judges
 from interp.causal.intervene import intervene_run
 from interp.config import PlacementKeys, gb_bytes
 from interp.core.cache_dir import check_cache_root
-from interp.core.models import LoadedModel
 from interp.engine.executor import Execution, check_executor
-from interp.engine.judges import judge_pool
 from interp.errors import InterpError
 from interp.hooks.nodes import as_intervention, node_keys
 from interp.hooks.spec import KEYS as SPEC_KEYS
@@ -209,7 +207,9 @@ def intervene(
             reach the test's level after Holm over the tested judges).
         test_alpha: the test's level (`alpha` is the spec's mask strength).
         judges: judges to test, by name in the run or as `Judge` objects (a held judge is used as it is, not
-            loaded again); default: every judge whose own answers are in the run.
+            loaded again: its backend, and its open `applying` and `hooks` blocks run in every judgment of the
+            test, its baseline included, and are part of every key; a block that cannot run is one line);
+            default: every judge whose own answers are in the run.
         backend: "hf", "transformer_lens" or "nnsight" (default: the run's).
         with_controls: also the other-span and random-span masks (descriptive).
         items: split or test on these item ids only.
@@ -256,7 +256,7 @@ def intervene(
     spec = as_intervention(spec, **keys) if design.heads == "spec" else None
     root = run_root(run)
     known = read_run(root).config.judge_specs
-    held: dict[str, LoadedModel] = {}
+    held: dict[str, Judge] = {}
     names = [hold_judge(judge, held, known) for judge in judges] if judges is not None else None
     given = [control_judge] if isinstance(control_judge, (str, Judge)) else control_judge
     controls = [hold_judge(entry, held, known) for entry in given] if given is not None else None
@@ -267,7 +267,6 @@ def intervene(
         )
     design = dataclasses.replace(design, control_judges=parse_control_judges(controls))
     where = PlacementKeys(device=device)
-    models = judge_pool(read_run(root), backend, where=where, held=held).models if held else None
     result = intervene_run(
         root,
         spec,
@@ -277,10 +276,10 @@ def intervene(
         execution=Execution(
             backend=backend,
             where=where,
-            models=models,
             max_memory=gb_bytes(max_memory),
             executor=executor,
             progress=progress,
+            held=held_judges(held) or None,
         ),
     )
     per_judge = {judge: JudgeIntervention.of(judge, record) for judge, record in result.judges.items()}

@@ -2,14 +2,15 @@
 
 A thin layer over the toolkit's own path, so a notebook's numbers are a run's numbers: the prompt and its
 token spans are `interp.core.spans.build_judge_prompt`, the pass and its span attention are
-`interp.core.judge.judge_batch`, and an intervention is `interp.hooks.context.dampen` (the `compile_bias` every run
-uses), entered around each call and left after it.
+`interp.core.judge.judge_batch`, and the open `applying` and `hooks` blocks are compiled for each pass into its one
+edit set (`interp.api.judge_passes.pass_edit`, through `interp.hooks.node_data.interventions_builder`, the builder
+every run uses), applied by hook handles that are gone when the pass ends.
 """
 
 from __future__ import annotations
 
 import contextlib
-import warnings
+import uuid
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Sequence
 
@@ -30,6 +31,7 @@ from interp.core.judge import Judgment, judge_batch, label_tokens
 from interp.core.models import Kind, LoadedModel, load_model, own_model, wrap_model
 from interp.core.spans import TokenizedPrompt, build_judge_prompt, token_labels
 from interp.errors import InterpError
+from interp.hooks.base import HookFunctions, Intervention, qualified_name
 from interp.hooks.nodes import NodeIntervention, as_intervention, validate_node
 from interp.hooks.sites import check_hook_names, hook_names, shape_checked
 from interp.hooks.spec import AttentionIntervention, validate_against
@@ -82,9 +84,9 @@ class Judge:
         self.batch_size = batch_size
         self._labels = label_tokens(backend.model.tokenizer)
         self._active: list[AttentionIntervention | NodeIntervention] = []
-        self._means: dict[int, dict] = {}  # id(node spec) -> its reference means
-        self._pools: dict[int, list] = {}  # id(node spec) -> its reference prompts (resample's donors)
-        self._hooks: list[dict] = []  # the open `hooks` blocks' functions
+        self._means: dict[int, dict] = {}  # a node spec's place in `_active` -> its reference means
+        self._pools: dict[int, list] = {}  # a node spec's place in `_active` -> its reference prompts (donors)
+        self._hooks: list[HookFunctions] = []  # the open `hooks` blocks
         self._nnsight: Any = None  # the LanguageModel of `trace`, made on first use
 
     # ---- building one -----------------------------------------------------------------------------
@@ -252,6 +254,12 @@ class Judge:
         """The intervention specs of the `applying` blocks open now, outermost first."""
         return tuple(self._active)
 
+    @property
+    def opened(self) -> tuple[Intervention, ...]:
+        """Every open block as an intervention, outermost first: the `applying` specs, then the `hooks` blocks
+        (`interp.hooks.base.HookFunctions`); what a study handed this judge runs in every judgment and keys by."""
+        return (*self._active, *self._hooks)
+
     def __repr__(self) -> str:
         return (
             f"Judge({self.name!r}, backend={self.backend.name!r}, own={self.own!r}, {self.n_layers} layers x "
@@ -375,8 +383,9 @@ class Judge:
     def _judge(self, prompts: list[TokenizedPrompt], authors: list[Authors | None], own: str) -> list[Judgment]:
         """One `judge_batch` pass under every open intervention and `hooks` block, compiled for these prompts into
         the pass's one edit set (hook handles, removed when the pass ends)."""
+        hooks = [dict(block.functions) for block in self._hooks]
         edits = pass_edit(
-            self.backend, self._active, self._hooks, own=own, authors=authors, means=self._means, pools=self._pools
+            self.backend, self._active, hooks, own=own, authors=authors, means=self._means, pools=self._pools
         )
         return judge_batch(self.backend, prompts, self._labels, readout=self.readout, edits=edits)
 
@@ -502,8 +511,8 @@ class Judge:
         both orders, as `interp intervene` uses without a selection split) or a list of pairs.
 
         Every call inside the block compiles the spec against that call's prompts and authors (target
-        "self" is the slot written by `judge.own`) and applies it through `interp.hooks.context.dampen`, which
-        restores the backend after each pass; leaving the block (also by an exception) drops the spec.
+        "self" is the slot written by `judge.own`) and applies it by hook handles removed after each pass
+        (`interp.api.judge_passes.pass_edit`); leaving the block (also by an exception) drops the spec.
         Blocks nest: the inner pass runs under both specs.
 
         Args:
@@ -516,49 +525,33 @@ class Judge:
             The spec, validated against this model's layers and heads.
         """
         spec = as_intervention(spec, **keys)
+        depth = len(self._active)
+        means, pool = None, None
         if isinstance(spec, NodeIntervention):
             validate_node(spec, self.n_layers, self.n_heads)
             check_hook_names(self.model.hf_model, spec.hook_names(self.n_layers))
             if spec.needs in ("mean", "donor"):
-                means, self._pools[id(spec)] = reference_data(
+                means, pool = reference_data(
                     self.backend, spec, reference, self.prompt, own=self.own, batch_size=self.batch_size
                 )
-                if means is not None:
-                    self._means[id(spec)] = means
         else:
             validate_against(spec, self.n_layers, self.n_heads)
         if reference is not None and not (isinstance(spec, NodeIntervention) and spec.needs in ("mean", "donor")):
             raise InterpError(
                 "reference= gives a mean ablation its means, or resample its donors; this spec reads neither"
             )
-        depth = len(self._active)
+        # kept under the block's depth: a nested block (one spec object too) reads its own, the outer's stay
+        self._means |= {depth: means} if means is not None else {}
+        self._pools |= {depth: pool} if pool is not None else {}
         self._active.append(spec)
         try:
             yield spec
         finally:
             del self._active[depth:]
-            self._means.pop(id(spec), None)
-            self._pools.pop(id(spec), None)
-
-    def intervene(self, /, spec: Any = None, *, reference: Any = None, **keys: Any):
-        """The older name of `applying`, kept so that older notebooks run; it warns. (`intervene` is the causal
-        test that re-judges a run and writes its result: `interp.intervene`, `interp intervene`.)
-
-        >>> import warnings
-        >>> with warnings.catch_warnings(record=True), judge.intervene(target="a", alpha=0.0) as spec:
-        ...     masked = judge("What is 2 + 2?", "4", "5")
-        >>> spec.target
-        'a'
-        """
-        warnings.warn(
-            "Judge.intervene(...) is now Judge.applying(...); interp.intervene is the causal test over a run",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.applying(spec, reference=reference, **keys)
+            self._means, self._pools = ({k: v for k, v in t.items() if k < depth} for t in (self._means, self._pools))
 
     @contextlib.contextmanager
-    def hooks(self, functions: Mapping[str, Any]) -> Iterator[None]:
+    def hooks(self, functions: Mapping[str, Any], *, key: str | None = None) -> Iterator[None]:
         """Run your functions at named hook points during every judgment in the block (TransformerLens'
         `run_with_hooks`, baukit's `Trace`):
 
@@ -572,14 +565,26 @@ class Judge:
         and returns a tensor of the same shape to replace it, or None to leave it (any other return is refused
         in one line naming the point and both shapes). The names are
         `judge.hook_names()` (`interp.hooks.sites`); every backend runs them, through forward-hook handles that
-        are gone after each pass, so the model is as it was on exit, on errors too."""
+        are gone after each pass, so the model is as it was on exit, on errors too.
+
+        A study handed the judge inside the block (`interp.intervene(run, judges=[judge])`, `interp.sweep`) runs
+        the functions in every judgment it makes. What it stores is keyed by each function's qualified name and
+        `key`, your promise that the same key means the same functions (give `key="add-0.5"` to resume a killed
+        study or reuse its judgments); without `key` the block's judgments are keyed afresh, never reused."""
         if not isinstance(functions, Mapping) or not all(
             isinstance(k, str) and callable(v) for k, v in functions.items()
         ):
             raise InterpError("hooks() takes a mapping of hook point name -> function (see judge.hook_names())")
         check_hook_names(self.model.hf_model, functions)
+        if key is not None:
+            _text(key, "key")
+        block = HookFunctions(
+            tuple((name, shape_checked(name, fn)) for name, fn in functions.items()),
+            key=key if key is not None else f"unkeyed-{uuid.uuid4().hex}",
+            names=tuple(qualified_name(fn) for fn in functions.values()),
+        )
         depth = len(self._hooks)
-        self._hooks.append({name: shape_checked(name, fn) for name, fn in functions.items()})
+        self._hooks.append(block)
         try:
             yield
         finally:

@@ -38,13 +38,12 @@ def pass_edit(
 ) -> Callable | None:
     """The edit builder of one pass (`judge_batch(..., edits=)`): every open intervention, of whatever kind,
     compiled for the pass's prompts (`interp.hooks.node_data.interventions_builder`; reference means and donors
-    keyed by id(spec)), then the user's hook functions at the same points; None when nothing is open."""
+    keyed by each spec's place in `active`, so nested blocks, of one spec object too, each read their own), then the
+    user's hook functions at the same points; None when nothing is open."""
     if not active and not hooks:
         return None
-    spec_means = {i: means[id(spec)] for i, spec in enumerate(active) if id(spec) in means}
-    pool = next((pools[id(spec)] for spec in active if id(spec) in pools), None)
     known = known_authors(authors)
-    build = interventions_builder(active, backend, own=own, authors=known, means=spec_means, pool=pool)
+    build = interventions_builder(active, backend, own=own, authors=known, means=dict(means), pools=dict(pools))
     tables = [Edits(sites=dict(h)) for h in hooks]
 
     def edits(batch, offsets, chunk) -> Edits:

@@ -27,9 +27,9 @@ from interp.api.argument_types import check_flag, check_int, check_list, check_t
 from interp.api.judge import Judge
 from interp.config import RunConfig, SweepConfig, load_run_config, run_config_from_dict, validate_config
 from interp.core.cache_dir import check_cache_root
-from interp.core.models import LoadedModel, ModelCache, own_model
+from interp.core.models import ModelCache, own_model
 from interp.core.placement import placement_of
-from interp.engine.judges import judge_pool
+from interp.engine.judges import HeldJudge
 from interp.errors import InterpError
 from interp.report.attention_figures import figure7_grid, head_map_figure
 from interp.report.figures import Figure
@@ -132,17 +132,18 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
     if not isinstance(out, (str, os.PathLike)):
         raise InterpError(f"out must be the run directory (a str or Path), not {type(out).__name__}")
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before the run folder is made
-    held: dict[str, LoadedModel] = {}
+    held: dict[str, Judge] = {}
     if isinstance(config, Mapping):
         keys = dict(config)
         for key in ("models", "judges"):
             if keys.get(key) is not None:
                 keys[key] = [hold_judge(entry, held) for entry in keys[key]]
+        refuse_opened(held, "interp.dbg")
         config = run_config_from_dict(keys)
     elif not isinstance(config, RunConfig):
         config = load_run_config(Path(config))
     models = ModelCache(placement_of(config))
-    for name, model in held.items():
+    for name, model in ((name, judge.model) for name, judge in held.items()):
         if model.placement.dtype != models.placement.dtype:
             raise InterpError(
                 f"the judge {name} you hold runs in {model.placement.dtype}, the run in {models.placement.dtype}; "
@@ -153,8 +154,8 @@ def dbg(config: RunConfig | Mapping[str, Any] | str | Path, out: str | Path, *, 
     return load_run(out)
 
 
-def hold_judge(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = ()) -> Any:
-    """A judge given as a `Judge`: its name in the run (recorded in `held` with its model); anything else as it is."""
+def hold_judge(entry: Any, held: dict[str, Judge], known: Sequence[str] = ()) -> Any:
+    """A judge given as a `Judge`: its name in the run (recorded in `held` with the Judge); anything else as it is."""
     if not isinstance(entry, Judge):
         return entry
     name = _judge_name(entry, known)
@@ -163,12 +164,35 @@ def hold_judge(entry: Any, held: dict[str, LoadedModel], known: Sequence[str] = 
             f"the judge {name} you hold reads {entry.own!r} as its own answers, but a run reads {own_model(name)!r} "
             "(interp.own_model of its name); wrap it without own= or under the name of the model it judges as"
         )
-    if held.get(name, entry.model) is not entry.model:
+    other = held.get(name, entry)
+    if other.model is not entry.model or _opened_identity(other) != _opened_identity(entry):
         raise InterpError(
-            f"two different judges you hold are both named {name!r}; give one another name (Judge.wrap(..., name=))"
+            f"two different judges you hold are both named {name!r} (another model, or other open applying/hooks "
+            "blocks); give one another name (Judge.wrap(..., name=))"
         )
-    held[name] = entry.model
+    held[name] = entry
     return name
+
+
+def _opened_identity(judge: Judge) -> list:
+    return [edit.identity() for edit in judge.opened]
+
+
+def held_judges(held: Mapping[str, Judge]) -> dict[str, HeldJudge]:
+    """The Judges a study was handed, as the engine's pool holds them: model, backend and open blocks."""
+    return {name: HeldJudge(judge.model, judge.backend, judge.opened) for name, judge in held.items()}
+
+
+def refuse_opened(held: Mapping[str, Judge], study: str) -> None:
+    """A study that cannot run a held Judge's open blocks refuses it in one line (never ignores them)."""
+    for name, judge in held.items():
+        if judge.opened:
+            labels = ", ".join(edit.label for edit in judge.opened)
+            raise InterpError(
+                f"{study} judges with the plain model, so the open blocks of the judge {name} you hold ({labels}) "
+                "would be ignored: leave the blocks, or hand the Judge to interp.intervene or interp.sweep, which "
+                "run them"
+            )
 
 
 def _check_judge(judge: Any) -> None:
@@ -300,6 +324,8 @@ def localize(
     check_list(methods, "methods")
     check_int(n_items, "n_items", minimum=1, optional=True)
     check_int(n_mask_items, "n_mask_items", minimum=1)
+    if isinstance(judge, Judge):  # localisation reads the plain model: a Judge's open blocks would be ignored
+        refuse_opened({judge.name: judge}, "interp.localize")
     loaded = read_run(run_root(run))
     name = run_judge(loaded, _judge_name(judge, loaded.config.judge_specs))
     on = LocalizeItems(n_items=n_items, n_mask_items=n_mask_items)
@@ -319,7 +345,8 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
         config: a sweep TOML file (the format `interp sweep` reads), its keys as a dict, or a `SweepConfig`.
             Keys: `run`, `name`, `judges`, `targets`, `alphas`, `queries`, `all_layers`, `[layers]`
             (`each`, `bands`), `[heads]` (`top_k`, `random_seeds`), `backend`, `device`. In a dict, `judges`
-            may hold `Judge` objects: each is used as it is, never loaded again.
+            may hold `Judge` objects: each is used as it is, never loaded again, its backend and open `applying`
+            and `hooks` blocks run in every judgment (its own folder and keys, as for `interp.intervene`).
         progress: show a progress bar.
 
     Returns:
@@ -331,7 +358,7 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
             f"config must be a SweepConfig, a dict of its keys or a sweep TOML file, not {type(config).__name__}"
         )
     check_cache_root()  # an INTERP_CACHE that cannot be the cache: one line before anything is written
-    held: dict[str, LoadedModel] = {}
+    held: dict[str, Judge] = {}
     if isinstance(config, Mapping):
         keys = dict(config)
         if keys.get("judges") is not None and "run" in keys:
@@ -340,10 +367,9 @@ def sweep(config: SweepConfig | Mapping[str, Any] | str | Path, *, progress: boo
         if isinstance(keys.get("run"), (RunResult, Run, RunDir)):
             keys["run"] = str(run_root(keys["run"]))
         config = validate_config(SweepConfig, keys, "sweep config")
-    models = None
-    if held:
-        models = judge_pool(read_run(Path(config.run)), config.backend, where=config, held=held).models
-    path = run_sweep(config if isinstance(config, SweepConfig) else Path(config), progress=progress, models=models)
+    path = run_sweep(
+        config if isinstance(config, SweepConfig) else Path(config), progress=progress, held=held_judges(held) or None
+    )
     frame = pd.read_csv(path)
     frame.attrs["path"] = path
     return frame

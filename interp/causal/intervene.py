@@ -45,7 +45,6 @@ from interp.engine.variants import (
     check_variants,
     digest,
     self_judges,
-    variant_key,
 )
 from interp.errors import InterpError
 from interp.hooks.nodes import NodeIntervention, node_from_dict
@@ -204,9 +203,7 @@ def intervene_run(
     control_variants, nulls = _control_variants(run, names, controls, design, specs, selection, control_specs, pool)
     backend_name = execution.backend if execution.backend is not None else run.config.backend
     _check_inputs(run, pool, names, variants, control_variants, test_items)
-    keys, control_keys = _variant_keys(
-        run, pool, backend_name, (names, variants, control_variants, controls), test_items
-    )
+    keys, control_keys = _variant_keys(run, names, pool, (variants, control_variants, controls), test_items)
     identity = {
         "keys": keys,
         "control_keys": control_keys,
@@ -244,29 +241,16 @@ def intervene_run(
         return write_causal(out_dir, result)
 
 
-def _variant_keys(run: Run, pool, backend_name: str, plan: tuple, test_items) -> tuple[dict, dict]:
-    """Each tested judge's variant keys and its controls' (`plan`: tested judges, variants, control variants,
-    controls); a model the pool holds (a wrapped one) is keyed by its weights."""
-    names, variants, control_variants, controls = plan
-    held = pool.models.models.get
+def _variant_keys(run: Run, names: Sequence[str], pool: Judges, plan: tuple, test_items) -> tuple[dict, dict]:
+    """Each tested judge's variant keys and its controls' (`plan`: variants, control variants, controls), as the
+    pool judges them (a held judge's backend and open blocks are part of its keys, `Judges.key`)."""
+    variants, control_variants, controls = plan
     keys = {
-        judge: {
-            name: variant_key(run, judge, backend_name, v, test_items, model=held(judge))
-            for name, v in variants[judge].items()
-        }
-        for judge in names
+        judge: {name: pool.key(run, judge, v, test_items) for name, v in variants[judge].items()} for judge in names
     }
     control_keys = {
         judge: {
-            control: variant_key(
-                run,
-                control,
-                backend_name,
-                control_variants[judge][control],
-                test_items,
-                own_model(judge),
-                held(control),
-            )
+            control: pool.key(run, control, control_variants[judge][control], test_items, own_model(judge))
             for control in controls[judge]
         }
         for judge in names

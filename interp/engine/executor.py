@@ -26,12 +26,12 @@ import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 from interp.config import PlacementKeys
 from interp.core.models import ModelCache
-from interp.engine.judges import Judges, judge_pool
-from interp.engine.variants import Variant, digest, stored_variant
+from interp.engine.judges import HeldJudge, Judges, judge_pool
+from interp.engine.variants import Variant, digest
 from interp.errors import InterpError
 from interp.run.store import Run, read_run
 
@@ -76,9 +76,7 @@ def task_items(run: Run, task: VariantTask) -> list | None:
 
 def finished(run: Run, task: VariantTask, judges: Judges) -> bool:
     """Whether the store holds every judgment of the task already (read here, with no model loaded)."""
-    variant, items = task.variant, task_items(run, task)
-    held = judges.models.models.get(task.judge)  # a wrapped model is keyed by its weights
-    return stored_variant(run, task.judge, judges.backend_name(run), variant, items, task.own, held) is not None
+    return judges.stored(run, task.judge, task.variant, task_items(run, task), task.own) is not None
 
 
 def check_executor(name: str) -> str:
@@ -197,11 +195,17 @@ class Execution:
     max_memory: int | None = None
     executor: str | None = None
     progress: bool = True
+    held: Mapping[str, HeldJudge] | None = None
 
     def pool(self, run: Run) -> Judges:
         """The judges to re-judge `run` with, on this backend and placement, with the executor and memory budget
         set where given (None keeps the pool's own: local, half the memory available)."""
-        judges = judge_pool(run, self.backend, where=self.where, models=self.models)
+        if self.executor == "ray" and self.held:
+            raise InterpError(
+                f"judge {sorted(self.held)[0]!r} is a Judge held in this process (its model, backend and open "
+                "blocks); a Ray task cannot carry it: pass the judge by name or folder, or use the local executor"
+            )
+        judges = judge_pool(run, self.backend, where=self.where, models=self.models, held=self.held)
         if self.executor is not None:
             judges.executor = check_executor(self.executor)
         if self.max_memory is not None:

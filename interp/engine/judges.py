@@ -8,6 +8,7 @@ behaviour before (the run's own judgments) and under each variant, and each vari
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Mapping, Sequence
 
@@ -27,8 +28,10 @@ from interp.engine.variants import (
     judge_variant,
     own_probabilities,
     stored_variant,
+    variant_key,
 )
 from interp.errors import InterpError
+from interp.hooks.base import Intervention
 from interp.metrics.behaviour import behaviour, paired_effect
 from interp.run.pipeline import check_adapters
 from interp.run.store import Run
@@ -58,6 +61,17 @@ def memory_budget(model: LoadedModel) -> int:
     return 8 * 2**30
 
 
+@dataclass(frozen=True)
+class HeldJudge:
+    """A judge the caller holds (a notebook's `interp.Judge`): its model, the backend it runs on, and its open
+    blocks (`Judge.opened`: `applying` specs, `hooks` blocks), run before each variant's own interventions in
+    every judgment the pool makes with it, and part of every key of what is judged."""
+
+    model: LoadedModel
+    backend: Backend | None = None  # None: the job's backend, made from the model
+    edits: tuple[Intervention, ...] = ()
+
+
 def baseline(
     run: Run,
     judge: str,
@@ -67,8 +81,9 @@ def baseline(
     progress: bool = True,
 ) -> np.ndarray:
     """P(own wins) per item without intervention: the run's own judgments, or, for a judge the run did not
-    judge with (a control judge from outside the run), its plain verdicts judged once as a keyed variant."""
-    if judge in run.config.judge_specs:
+    judge with (a control judge from outside the run) or one held with open blocks (`HeldJudge.edits`), its
+    verdicts judged once as a keyed variant."""
+    if judge in run.config.judge_specs and (judges is None or not judges.edits_of(judge)):
         return own_probabilities(run, judge, run.dir.read_judgments(judge), items, own)
     if judges is None:
         raise InterpError(f"judge {judge!r} did not judge this run; its baseline needs a model to judge with")
@@ -93,6 +108,40 @@ class Judges:
     where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
     run: Run | None = None  # the run re-judged (`judge_pool`): each of its judges is checked when first loaded
     checked: set[str] = field(default_factory=set)
+    held: dict[str, HeldJudge] = field(default_factory=dict)  # judges the caller holds (`judge_pool(held=)`)
+
+    def edits_of(self, judge: str) -> tuple[Intervention, ...]:
+        """The open blocks of a judge the caller holds (none for a judge loaded by name)."""
+        held = self.held.get(judge)
+        return held.edits if held is not None else ()
+
+    def composed(self, judge: str, variant: Variant) -> Variant:
+        """`variant` as `judge` runs it: the held judge's open blocks first, then the variant's interventions."""
+        edits = self.edits_of(judge)
+        if not edits:
+            return variant
+        return dataclasses.replace(variant, interventions=(*edits, *variant.interventions))
+
+    def backend_of(self, run: Run, judge: str) -> str:
+        """The name of the backend `judge` runs on: a held judge's own, else the job's (None: the run's)."""
+        held = self.held.get(judge)
+        if held is not None and held.backend is not None:
+            return held.backend.name
+        return self.backend_name(run)
+
+    def key(self, run: Run, judge: str, variant: Variant, items: Sequence[Item], own: str | None = None) -> str:
+        """The store key of `judge`'s judgments under `variant` (`variant_key`), its open blocks included."""
+        held = self.models.models.get(judge)  # a wrapped model is keyed by its weights
+        return variant_key(
+            run, judge, self.backend_of(run, judge), self.composed(judge, variant), items, own, model=held
+        )
+
+    def stored(
+        self, run: Run, judge: str, variant: Variant, items: Sequence[Item] | None = None, own: str | None = None
+    ) -> np.ndarray | None:
+        """`stored_variant` of `judge` under `variant` as it runs it (its open blocks included)."""
+        held = self.models.models.get(judge)  # a wrapped model is keyed by its weights
+        return stored_variant(run, judge, self.backend_of(run, judge), self.composed(judge, variant), items, own, held)
 
     def model(self, judge: str) -> LoadedModel:
         """The judge's model; a judge of the run is checked at its first load (`check_run_prompts`), so a run
@@ -144,7 +193,10 @@ class Judges:
     ) -> np.ndarray:
         """P(own wins) per item under `variant`: read from the keyed store when every judgment is there (no model
         is loaded for it), else judged now with the judge's backend (`judge_variant`)."""
-        stored = stored_variant(run, judge, self.backend_name(run), variant, items, own, self.models.models.get(judge))
+        variant = self.composed(judge, variant)
+        stored = stored_variant(
+            run, judge, self.backend_of(run, judge), variant, items, own, self.models.models.get(judge)
+        )
         if stored is not None:
             return stored
         return judge_variant(run, judge, self.runner(judge, run), variant, items=items, progress=progress, own=own)
@@ -152,7 +204,10 @@ class Judges:
     def runner(self, judge: str, run: Run) -> Backend:
         """The judge's backend; with hf, judges whose lower layers are another held model's (organisms of one
         base) share those layers' passes (`shared_trunk.TrunkPool`: equal to the plain pass up to rounding)."""
-        name = self.backend_name(run)
+        name = self.backend_of(run, judge)
+        held = self.held.get(judge)
+        if held is not None and held.backend is not None:
+            return held.backend  # the backend the caller's Judge runs on, never a second one
         if (judge, name) not in self.runners:
             model = self.model(judge)
             if name == "hf":
@@ -171,13 +226,15 @@ def judge_pool(
     *,
     where: PlacementKeys | None = None,
     models: ModelCache | None = None,
-    held: Mapping[str, LoadedModel] | None = None,
+    held: Mapping[str, LoadedModel | HeldJudge] | None = None,
 ) -> Judges:
     """Judges to re-judge `run` with: in the dtype the run was judged in (its own judgments are every
     experiment's baseline, so another precision would compare two precisions); `where` (device, device_map)
     may differ from the run's. A shared `models` cache is used as it is. `held`: run judge name -> a model
     the caller already holds (a `Judge`'s), used instead of loading that name again. A run judged with other
-    adapter weights than are installed now is refused (its judgments are the baseline of every comparison)."""
+    adapter weights than are installed now is refused (its judgments are the baseline of every comparison).
+    A `HeldJudge` brings its backend and open blocks: every judgment of that judge runs them (`Judges.composed`);
+    where they cannot run, one line before anything is written."""
     check_rejudgeable(run)
     check_adapters(run.config, run.dir)
     recorded = run.config.dtype or "float32"
@@ -192,7 +249,12 @@ def judge_pool(
                 f'use dtype {recorded} or make a new run with dtype = "{where.dtype}"'
             )
         models = ModelCache(resolve_placement(where.device, recorded, where.device_map))
-    for name, model in (held or {}).items():
+    holding = {
+        name: entry if isinstance(entry, HeldJudge) else HeldJudge(entry) for name, entry in (held or {}).items()
+    }
+    for name, entry in holding.items():
+        check_held(run, name, entry, backend)
+        model = entry.model
         if model.placement.dtype != recorded:
             raise InterpError(
                 f"this run was judged in {recorded}; the judge {name} you hold runs in "
@@ -201,7 +263,30 @@ def judge_pool(
             )
         models.models[name] = model
         models.held.add(name)
-    return Judges(models, backend, where=where, run=run)
+    return Judges(models, backend, where=where, run=run, held=holding)
+
+
+def check_held(run: Run, name: str, held: HeldJudge, backend: str | None) -> None:
+    """A held judge the job can run as it is: on the backend asked for (None: its own), not a judge the run
+    reads from an OpenAI-compatible server, and open blocks that read no reference set; else one line."""
+    if held.backend is not None and backend is not None and held.backend.name != backend:
+        raise InterpError(
+            f"the judge {name} you hold runs on the {held.backend.name} backend, but backend={backend!r} was asked; "
+            "leave backend out (the Judge's own is used) or wrap the model on that backend"
+        )
+    if not held.edits:
+        return
+    if run.config.server(name) is not None:
+        raise InterpError(
+            f"the judge {name} is judged by an OpenAI-compatible server in this run: its open applying/hooks "
+            "blocks cannot reach the server's model; leave the block, or hold a local model under another name"
+        )
+    for edit in held.edits:
+        if edit.needs in ("mean", "donor"):
+            raise InterpError(
+                f"the judge {name}'s open block {edit.label} reads its own reference set, which a study cannot "
+                "carry; leave the block and give the spec to the study (it reads the run's items)"
+            )
 
 
 def evaluate(

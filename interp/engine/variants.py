@@ -216,16 +216,21 @@ def _direction_size(intervention: Intervention) -> int | None:
 def _check_direction_sizes(model: LoadedModel, variant: Variant) -> None:
     """Every direction the variant adds or projects out has the model's hidden size (one line now, not an error
     from inside the forward pass after the variant's folder is written)."""
-    width = model.hf_model.config.get_text_config().hidden_size
+    text = model.hf_model.config.get_text_config()
+    head_width = getattr(text, "head_dim", None) or text.hidden_size // model.n_heads
     for intervention in variant.interventions:
         size = _direction_size(intervention)
+        head = getattr(intervention, "site", None) == "head_output"
+        width = head_width if head else text.hidden_size
         if size is not None and size != width:
             what = (
                 f"{variant.name}: the steering direction"
                 if intervention.slot == "steering"
                 else f"{intervention.label}: the direction"
             )
-            raise InterpError(f"{what} has {size} dimensions but {model.name}'s hidden size is {width}")
+            raise InterpError(
+                f"{what} has {size} dimensions but {model.name}'s {'head width' if head else 'hidden size'} is {width}"
+            )
 
 
 def check_spans(run: Run, model: LoadedModel, variants: Sequence[Variant], items: Sequence[Item], *, own: str) -> None:

@@ -4,7 +4,7 @@
   <out>/manifest.json                                     config, fingerprint, data hash, seed, base, timings
   <out>/train_log.jsonl                                   loss, accuracy on the batch, grad norm, lr per step
 
-Held-out metrics are added to the manifest by `interp.organisms.evaluate.evaluate_into_manifest`.
+Held-out metrics are written beside it, to organism_metrics.json, by `interp.organisms.evaluate.evaluate_judges`.
 """
 
 from __future__ import annotations

@@ -33,6 +33,11 @@ The studies' files (explain.json, validation.json, restyle.json, steering's tabl
 organism_metrics.json), an organism's manifest.json and a run's bookkeeping files (identity.json, adapters.json,
 prompts.json, gold_checks.json) are read and written here too.
 
+Every record of a JSONL file a run writes (items, responses, gold, judgments, a variant's judgments,
+correctness, pointwise, recognition, reasoning, rewrites) carries `schema_version` as a field (`append_records`,
+`write_records`); `read_records` takes it off, migrates a version-0 record (gold.jsonl's `p_first` is now
+`p_first_model`) and refuses a later version in one line.
+
 Readers get objects (`interp.results`); no reader outside this module parses these files or falls back from
 one key name to another. A file that is not valid JSON, or not a result of its kind, is one `InterpError` line.
 """
@@ -62,7 +67,7 @@ from interp.results.studies import (
     ValidationResult,
 )
 from interp.results.summary import RunSummary
-from interp.storage import atomic_write_text
+from interp.storage import append_jsonl, atomic_write_text, read_jsonl_lines, write_jsonl_atomic
 
 SCHEMA_VERSION = 1
 RESULT_FILE = "result.json"
@@ -461,3 +466,64 @@ def read_familiarity(path: Path) -> FamiliarityResult:
 def write_familiarity(path: Path, result: FamiliarityResult | dict) -> FamiliarityResult:
     """Write the familiarity lens of a run atomically; returns it as an object."""
     return _write(path, FamiliarityResult, result)
+
+
+# ---- record files: items, responses, gold, judgments and every other JSONL a run writes -------------------
+
+RECORD_VERSION = SCHEMA_VERSION  # the `schema_version` field of every record a JSONL file holds
+
+
+def _migrate_gold(record: dict) -> dict:
+    """Version 0 gold.jsonl named P(models[0]'s response wins) `p_first`, a word that also meant slot A (a gold
+    judge's `p_slot_a`): now `p_first_model`."""
+    if "p_first" in record and "p_first_model" not in record:
+        record = {("p_first_model" if key == "p_first" else key): value for key, value in record.items()}
+    return record
+
+
+RECORD_MIGRATIONS: dict[str, Callable[[dict], dict]] = {"gold": _migrate_gold}
+
+
+def versioned_records(records: Iterable[dict]) -> list[dict]:
+    """Each record with its `schema_version` field first (a field of every record, not a header line, so an
+    append-only file resumed by a later version stays one readable file, record by record)."""
+    return [
+        {"schema_version": RECORD_VERSION, **{k: v for k, v in r.items() if k != "schema_version"}} for r in records
+    ]
+
+
+def append_records(path: Path, records: Iterable[dict]) -> None:
+    """Append whole records to a JSONL file in one write and fsync (`interp.storage.append_jsonl`), versioned."""
+    append_jsonl(path, versioned_records(records))
+
+
+def write_records(path: Path, records: Iterable[dict]) -> None:
+    """A whole JSONL file of versioned records at once (temp file + rename)."""
+    write_jsonl_atomic(path, versioned_records(records))
+
+
+def migrated_record(record: dict, kind: str | None = None, where: str = "") -> dict:
+    """One record as this version reads it: its `schema_version` taken off (none: version 0, migrated by
+    `RECORD_MIGRATIONS[kind]`); a later version than this one reads is one line."""
+    version = record.get("schema_version", 0)
+    if isinstance(version, bool) or not isinstance(version, int) or version < 0:
+        raise InterpError(f"{where}: schema_version must be a whole number, not {version!r}")
+    if version > RECORD_VERSION:
+        raise InterpError(
+            f"{where}: a record of schema_version {version}, written by a newer interp (this one reads up to "
+            f"{RECORD_VERSION}); upgrade interp to read it"
+        )
+    record = {key: value for key, value in record.items() if key != "schema_version"}
+    migrate = RECORD_MIGRATIONS.get(kind or "")
+    return migrate(record) if migrate is not None and version < 1 else record
+
+
+def read_record_lines(path: Path, kind: str | None = None) -> list[tuple[int, dict]]:
+    """(line number, record) of every complete line of a JSONL file a run wrote, each migrated
+    (`migrated_record`); a torn last line is skipped, the file left as it is."""
+    return [(n, migrated_record(r, kind, f"{path}:{n}")) for n, r in read_jsonl_lines(path)]
+
+
+def read_records(path: Path, kind: str | None = None) -> list[dict]:
+    """The records of a JSONL file a run wrote (`read_record_lines`)."""
+    return [record for _, record in read_record_lines(path, kind)]

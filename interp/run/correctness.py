@@ -20,7 +20,7 @@ from interp.grading import GradeItem, grade_items
 from interp.grading.code_tests import check_tests
 from interp.grading.grade import check_reference
 from interp.grading.sandbox import require_isolation
-from interp.storage import append_jsonl, read_jsonl
+from interp.results.codec import append_records, read_records
 
 
 def grading_target(item: Item, grader: str) -> str | tuple[str, ...] | None:
@@ -53,7 +53,7 @@ def check_gradable(items: Sequence[Item], grader: str) -> None:
 
 def read_correctness_lines(path: Path) -> dict[tuple[str, str], dict]:
     """`{(item_id, model): line}` of a run's correctness.jsonl (empty when there is none)."""
-    return {(str(row["item_id"]), str(row["model"])): row for row in read_jsonl(path)} if Path(path).is_file() else {}
+    return {(str(row["item_id"]), str(row["model"])): row for row in read_records(path)} if Path(path).is_file() else {}
 
 
 def grade_run_answers(
@@ -80,7 +80,7 @@ def grade_run_answers(
             {"item_id": grade.id, "model": author, "correct": grade.correct, "reason": grade.reason, "grader": grader}
             for grade in grade_items(batch, grader, workers=workers)
         ]
-        append_jsonl(path, lines)
+        append_records(path, lines)
         have.update({(line["item_id"], author): line for line in lines})
     counts: dict = {
         author: {

@@ -46,7 +46,7 @@ from interp.run.server_judging import run_server_judging
 from interp.run.server_responses import server_responses
 from interp.run.store import RunDir, empty_answers
 from interp.run.summary import write_summary
-from interp.storage import append_jsonl, atomic_write_text, read_jsonl, write_jsonl_atomic
+from interp.storage import atomic_write_text
 
 
 def adapter_fingerprints(config: RunConfig) -> dict[str, str]:
@@ -133,7 +133,7 @@ def check_items_unchanged(config: RunConfig, paths: RunDir, stored: Sequence[Ite
                 "answers and judgments are of the old items: use another --out"
             )
     if paths.responses.is_file():
-        check_imports_unchanged(config.imports, read_jsonl(paths.responses), paths.root)
+        check_imports_unchanged(config.imports, codec.read_records(paths.responses), paths.root)
 
 
 def prepare_responses(
@@ -184,8 +184,8 @@ def write_responses(paths: RunDir, records: Sequence[Response]) -> None:
         if record.reasoning:
             removed.setdefault(record.model, []).append(line)
     for model, lines in removed.items():
-        write_jsonl_atomic(paths.reasoning(model), lines)
-    write_jsonl_atomic(paths.responses, rows)
+        codec.write_records(paths.reasoning(model), lines)
+    codec.write_records(paths.responses, rows)
 
 
 def _by_model(records) -> dict[str, dict[str, str]]:
@@ -244,7 +244,7 @@ def run_gold_step(
         missing = [item for item in items if item.id not in have]
         for chunk in batches(missing, max(config.batch_size, 8)):
             values = gold_verdicts(judge, [pairs[item.id] for item in chunk])
-            append_jsonl(
+            codec.append_records(
                 paths.gold,
                 [
                     {"judge": judge.name, "item_id": item.id, "p_first_model": v}
@@ -350,7 +350,7 @@ def run_dbg(
         atomic_write_text(paths.config, config.to_toml())
         codec.write_file(paths.identity, RunIdentity, {"config_identity": config.identity_hash()})
         if not paths.items.is_file():
-            write_jsonl_atomic(paths.items, [item.record() for item in items])
+            codec.write_records(paths.items, [item.record() for item in items])
         with timings.step("generation"):
             responses = prepare_responses(config, paths, items, models, progress, answers)
         with timings.step("grading"):

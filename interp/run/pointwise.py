@@ -34,9 +34,7 @@ from interp.run.attention import index_header, read_shards, stack_shards, write_
 from interp.run.rationale import RATIONALE_SLOT, generate_rationales, with_rationale
 from interp.run.store import RunDir
 from interp.storage import (
-    append_jsonl,
     atomic_write_bytes,
-    read_jsonl,
 )
 
 POINTWISE_SPANS = ("a", RATIONALE_SLOT)
@@ -70,7 +68,7 @@ def expected_score(probs: dict[str, float]) -> float:
 
 def read_pointwise(path: Path, judge: str | None = None) -> list[dict]:
     """The lines of a run's pointwise.jsonl (a judge's only, with `judge`)."""
-    return [row for row in read_jsonl(path) if judge is None or row["judge"] == judge]
+    return [row for row in codec.read_records(path) if judge is None or row["judge"] == judge]
 
 
 def run_pointwise_judging(
@@ -136,7 +134,7 @@ def run_pointwise_judging(
                     "spans": {name: list(span) for name, span in judgment.spans.items()},
                 }
             )
-        append_jsonl(path, rows)
+        codec.append_records(path, rows)
         bar.update(len(chunk))
     bar.close()
 

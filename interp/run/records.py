@@ -16,7 +16,7 @@ from typing import Iterable
 
 from interp.core.judge import Judgment
 from interp.errors import InterpError
-from interp.storage import append_jsonl, read_jsonl_lines
+from interp.results.codec import append_records, read_record_lines
 
 ORDERS = ("ab", "ba")  # "ab": models[0]'s response in slot A; "ba": swapped
 REQUIRED_FIELDS = ("judge", "item_id", "order", "model_a", "model_b", "p_a", "p_b")
@@ -105,7 +105,7 @@ _WRITE_ORDER = (
 
 def append_judgments(path: Path, records: Iterable[JudgmentRecord]) -> None:
     """Append records to a judgments file, one line each."""
-    append_jsonl(path, [record.to_dict() for record in records])
+    append_records(path, [record.to_dict() for record in records])
 
 
 def _is_number(value: object) -> bool:
@@ -151,7 +151,7 @@ def read_judgments(path: Path, *, judge: str | None = None, required: bool = Fal
         raise InterpError(f"{path}: no such judgments file")
     out: list[JudgmentRecord] = []
     seen: dict[tuple, int] = {}
-    for number, obj in read_jsonl_lines(path):
+    for number, obj in read_record_lines(path, "judgments"):
         where = f"{path}, line {number}"
         record = _record(obj, where)
         key = (record.judge, record.item_id, record.model_a, record.model_b)

@@ -60,7 +60,6 @@ from interp.storage import (
     claim_output_dir,
     keyed_label,
     path_label,
-    read_jsonl,
 )
 
 LOCK_NAME = ".interp.lock"
@@ -86,11 +85,8 @@ def _attention_file(folder: Path, judge: str, suffix: str, *, write: bool = Fals
 
 
 def migrate_gold_record(record: dict) -> dict:
-    """A gold.jsonl record as this version writes it: older runs name P(models[0]'s response wins) `p_first`,
-    a word that also meant slot A (a gold judge's `p_slot_a`)."""
-    if "p_first" in record and "p_first_model" not in record:
-        record = {("p_first_model" if key == "p_first" else key): value for key, value in record.items()}
-    return record
+    """A version-0 gold.jsonl record as this version reads it (`interp.results.codec`'s gold migration)."""
+    return codec.migrated_record(record, "gold")
 
 
 @dataclass(frozen=True)
@@ -279,12 +275,12 @@ class RunDir:
 
     def read_items(self) -> list[Item]:
         """The run's items, in order."""
-        return [Item(**record) for record in read_jsonl(self.items)]
+        return [Item(**record) for record in codec.read_records(self.items, "items")]
 
     def read_responses(self) -> dict[str, dict[str, str]]:
         """`responses[model][item_id]` = that model's answer."""
         responses: dict[str, dict[str, str]] = {}
-        for record in read_jsonl(self.responses):
+        for record in codec.read_records(self.responses, "responses"):
             responses.setdefault(record["model"], {})[record["item_id"]] = record["text"]
         return responses
 
@@ -295,7 +291,10 @@ class RunDir:
         for model in self.read_responses():
             path = self.reasoning(model)
             if path.is_file():
-                found[model] = {r["item_id"]: {k: r[k] for k in ("text", "chars", "words")} for r in read_jsonl(path)}
+                found[model] = {
+                    r["item_id"]: {k: r[k] for k in ("text", "chars", "words")}
+                    for r in codec.read_records(path, "reasoning")
+                }
         return found
 
     def read_judgments(self, judge: str | None = None) -> list[JudgmentRecord]:
@@ -305,7 +304,7 @@ class RunDir:
     def read_gold(self) -> dict[str, dict[str, float]]:
         """`gold[judge][item_id]` = P(models[0]'s response wins) from that gold judge."""
         gold: dict[str, dict[str, float]] = {}
-        for record in map(migrate_gold_record, read_jsonl(self.gold)):
+        for record in codec.read_records(self.gold, "gold"):
             gold.setdefault(record["judge"], {})[record["item_id"]] = record["p_first_model"]
         return gold
 

@@ -35,14 +35,13 @@ from interp.core.placement import placement_of
 from interp.engine.variants import check_rejudgeable, check_run_prompts, own_probabilities, self_judges
 from interp.errors import InterpError
 from interp.metrics.causal_test import ALPHA, N_FLIPS
-from interp.results.codec import built, write_restyle
+from interp.results.codec import built, write_records, write_restyle
 from interp.results.studies import RestyleResult
 from interp.results.summary import RunSummary
 from interp.run.pipeline import run_dbg
 from interp.run.responses import decoding_of
 from interp.run.rewriting import Original, Rewriter, as_responses, check_style, rewrite
 from interp.run.store import Run, RunDir, read_run
-from interp.storage import write_jsonl_atomic
 
 SIMILARITY_THRESHOLD = 0.90
 """Rewrites whose cosine similarity to their original is below this are flagged. Measured with the default
@@ -369,7 +368,7 @@ def _write_restyle(
         row | {"original": o.text, "rewrite": t}
         for row, o, t in zip(similarity["per_item"], originals, texts, strict=False)
     ]
-    write_jsonl_atomic(paths.root / "restyle" / "rewrites.jsonl", rows)
+    write_records(paths.root / "restyle" / "rewrites.jsonl", rows)
     files, projection = restyle_section(
         result, source.dir.root, paths, vectors_before, vectors_after, [o.author for o in originals], options.projection
     )

@@ -31,11 +31,12 @@ the config's sweep (everything but `run`, `name` and where it runs: `executor`, 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import random
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Mapping, Sequence
 
 from tqdm.auto import tqdm
 
@@ -48,8 +49,8 @@ from interp.config import (
 )
 from interp.core.models import ModelCache, own_model
 from interp.engine.executor import Execution, VariantTask, execute
-from interp.engine.judges import Judges, baseline
-from interp.engine.variants import Variant, check_variants, digest, self_judges, variant_key
+from interp.engine.judges import HeldJudge, Judges, baseline
+from interp.engine.variants import Variant, check_variants, digest, self_judges
 from interp.errors import InterpError
 from interp.hooks.base import kinds_at, site_names
 from interp.hooks.spec import AttentionIntervention
@@ -84,7 +85,7 @@ def run_points(
         for point in tqdm(points, desc=desc, disable=not progress):
             judge = point.judge
             if judge not in before:
-                before[judge] = baseline(run, judge)
+                before[judge] = baseline(run, judge, judges=pool, progress=False)
             after = pool.judged(run, judge, point.variant, progress=False)
             gold_own = run.gold_own(own_model(judge))
             effect = paired_effect(before[judge], after, n_boot=run.config.n_boot, seed=run.config.seed)
@@ -107,16 +108,7 @@ def run_points(
                     "gold_agreement": scores["gold_agreement"],
                 }
                 | point.extra
-                | {
-                    "key": variant_key(
-                        run,
-                        judge,
-                        pool.backend_name(run),
-                        point.variant,
-                        run.items,
-                        model=pool.models.models.get(judge),
-                    )
-                }
+                | {"key": pool.key(run, judge, point.variant, run.items)}
             )
         for row, adjusted in zip(
             rows, holm([row["p_value"] for row in rows]), strict=False
@@ -126,12 +118,16 @@ def run_points(
     return rows
 
 
-def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig) -> Path:
-    """RUN/sweeps/<name>-<hash of the sweep's axes and judges> (steering sweeps under RUN/steering/sweeps/)."""
+def sweep_folder(run: Run, config: SweepConfig | SteeringSweepConfig, pool: Judges | None = None) -> Path:
+    """RUN/sweeps/<name>-<hash of the sweep's axes and judges> (steering sweeps under RUN/steering/sweeps/); the
+    open blocks of a judge the caller holds are part of the hash (`pool`), so a hooked sweep has its own folder."""
     data = config.model_dump(exclude={"run", "name", "max_memory", "executor"})  # where it runs is not what it finds
     if isinstance(config, SweepConfig) and config.sites == ["attention"]:  # an attention-only sweep keeps its key
         for axis in ("sites", "ops", "positions"):
             data.pop(axis)
+    opened = {judge: [i.identity() for i in held.edits] for judge, held in (pool.held if pool else {}).items()}
+    if any(opened.values()):
+        data["opened"] = {judge: edits for judge, edits in opened.items() if edits}
     key = digest(data)
     return (
         run.dir.sweep(config.name, key) if isinstance(config, SweepConfig) else run.dir.steering_sweep(config.name, key)
@@ -256,12 +252,15 @@ def run_sweep(
     models: ModelCache | None = None,
     executor: str | None = None,
     max_memory: int | None = None,
+    held: Mapping[str, HeldJudge] | None = None,
 ) -> Path:
     """The ablation sweep of a config file (or an already validated config); returns the path of results.csv
-    (plots beside it). `executor` / `max_memory` (bytes): the config's `executor` / `max_memory` (GB) unless given."""
+    (plots beside it). `executor` / `max_memory` (bytes): the config's `executor` / `max_memory` (GB) unless given.
+    `held`: judges the caller holds (`interp.engine.judges.HeldJudge`: model, backend, open blocks)."""
     config = config_path if isinstance(config_path, SweepConfig) else load_sweep_config(config_path)
     run = read_run(Path(config.run))
-    pool = sweep_execution(config, where, models, executor, max_memory).pool(run)
+    execution = sweep_execution(config, where, models, executor, max_memory)
+    pool = dataclasses.replace(execution, held=held).pool(run)
     node_sites = [site for site in config.sites if "attention" not in kinds_at(site)]  # the kinds of `ops`
     check_node_axes(config)
     points = []
@@ -295,7 +294,7 @@ def run_sweep(
                         columns = {"target": "", "alpha": "", "site": site, "op": op, "positions": positions}
                         points.append(SweepPoint(judge, variant, columns | point.describe()))
         pool.release(judge)  # checked: let go until its tasks come, when the models held pass the budget
-    out = sweep_folder(run, config)
+    out = sweep_folder(run, config, pool)
     rows = run_points(run, points, pool, out, desc=f"sweep {config.name}", progress=progress)
     write_sweep_plots(rows, out)
     return out / "results.csv"

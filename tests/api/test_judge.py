@@ -236,13 +236,12 @@ def test_readout_is_not_a_specs_queries(tiny_llama):
         interp.Judge.wrap(tiny_llama, readout="outside")
 
 
-def test_judge_intervene_is_a_deprecated_alias_of_applying(tiny_llama):
-    """`Judge.intervene` (the old name; `interp.intervene` is the causal test) still works, and warns."""
+def test_judge_intervene_is_gone_applying_replaces_it(tiny_llama):
+    """`Judge.intervene` (the old name of `applying`; `interp.intervene` is the causal test) is removed."""
     judge = interp.Judge.wrap(tiny_llama)
-    with pytest.warns(DeprecationWarning, match=r"Judge\.applying"):
-        with judge.intervene(target="a", alpha=0.0) as spec:
-            assert judge.interventions == (spec,) and spec.target == "a"
-    assert judge.interventions == ()
+    assert not hasattr(judge, "intervene")
+    with judge.applying(target="a", alpha=0.0) as spec:
+        assert judge.interventions == (spec,)
 
 
 def test_attn_implementation_is_not_a_run_configs_attention(tiny_llama):

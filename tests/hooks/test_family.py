@@ -129,3 +129,14 @@ def test_attention_is_a_registered_site_like_the_node_sites():
     assert site_names()[:4] == ["attention", "head_output", "mlp_output", "residual"]
     assert kinds_at("attention") == ["attention"]
     assert "zero" in kinds_at("head_output") and "attention" not in kinds_at("residual")
+
+
+def test_the_node_ops_are_read_from_the_family_s_one_registry():
+    """One registry (issue 82 item 2): the node ops are the family's registered `NodeIntervention` kinds, no
+    second table beside `interp.hooks.base`'s."""
+    import interp.hooks.nodes as nodes
+    from interp.hooks.base import registered_classes, registered_kinds
+
+    node_kinds = {k for k in registered_kinds() if issubclass(registered_classes()[k], nodes.NodeIntervention)}
+    assert set(nodes.registered_ops()) == node_kinds and {"zero", "mean", "add"} <= node_kinds
+    assert "attention" not in nodes.registered_ops() and not hasattr(nodes, "_REGISTRY")
