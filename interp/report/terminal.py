@@ -128,6 +128,8 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
                 share_removed=share.estimate if share else None,
                 share_removed_ci=[share.low, share.high] if share else None,
                 n_test=r.n_test if r.n_test is not None else n_items,
+                specific=r.specificity.passed if r.specificity else None,
+                p_specific=r.specificity.p_value if r.specificity else None,
             )
         )
     return rows
@@ -342,7 +344,8 @@ def _print_causal(rows: list[CausalRow], console) -> None:
     )
     _name_column(console, table, "judge", min_width=14)
     table.add_column("self-pref.", no_wrap=True)
-    for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
+    names = ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "specific", "n")
+    for name in names:
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
         effect = r.effect or Estimate()
@@ -358,6 +361,7 @@ def _print_causal(rows: list[CausalRow], console) -> None:
             p_value(r.p_holm),
             number(r.test_alpha),
             pct(r.share_removed),
+            "n/a" if r.specific is None else f"{'yes' if r.specific else 'no'} (p {p_value(r.p_specific)})",
             "n/a" if r.n_test is None else str(r.n_test),
         )
     if not rows:
