@@ -3,7 +3,7 @@
 Why. The causal test compares raw changes of P(own). A judge with a self-preference gap reads its own answer as
 better more often than its controls do, so any edit that pulls every verdict toward indifference (a flattening:
 the verdict logits times lambda < 1) lowers its P(own) by about (1 - lambda) G more than theirs, with no
-self-preference mechanism at all (issue 81: lambda 0.6 was called causal in 52 % of simulated draws).
+self-preference mechanism at all (a review's simulation called lambda 0.6 causal in 52 % of draws).
 
 The margin-adjusted scale. Per judge, over the test pairs, the own-answer log-odds after the edit are regressed on
 the clean ones, LO = logit(P(own)) with P(own) averaged over both orders as everywhere (clipped away from 0 and 1):
@@ -167,7 +167,6 @@ def specificity_test(
     test_alpha: float = ALPHA,
     n_boot: int = N_BOOT,
     seed: int = 0,
-    min_pairs: int = MIN_PAIRS,
 ) -> Specificity:
     """Does the edit lower the tested judge's own-answer log-odds at a clean margin of 0 more than its controls'?
 
@@ -183,9 +182,9 @@ def specificity_test(
     names = list(controls_before)
     if set(names) != set(controls_after):
         raise InterpError("specificity_test: the controls before and after must be the same judges")
-    judge = margin_fit(judge_before, judge_after, n_boot=n_boot, seed=seed, min_pairs=min_pairs)
+    judge = margin_fit(judge_before, judge_after, n_boot=n_boot, seed=seed)
     fits = {
-        c: margin_fit(controls_before[c], controls_after[c], n_boot=n_boot, seed=seed + 1 + i, min_pairs=min_pairs)
+        c: margin_fit(controls_before[c], controls_after[c], n_boot=n_boot, seed=seed + 1 + i)
         for i, c in enumerate(names)
     }
     good = {c: f for c, f in fits.items() if f.intercept is not None}
