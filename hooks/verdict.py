@@ -41,7 +41,7 @@ class VerdictTemperature(Intervention):
 
     kind: ClassVar[str] = "temperature"
     slot: ClassVar[str] = "verdict"
-    sites: ClassVar[tuple[str, ...]] = ("verdict",)
+    sites: ClassVar[tuple[str, ...]] = ()  # no site of the model: it acts on the verdict logits after the pass
 
     scale: float
     name: str | None = None

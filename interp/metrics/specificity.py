@@ -206,6 +206,14 @@ def specificity_test(
         controls_left_out={c: f.reason for c, f in fits.items() if f.intercept is None},
         pairs=[i for i, u in zip(ids, judge.used, strict=True) if u],
     )
+    if len(names) < MIN_CONTROLS:
+        return Specificity(
+            **common,
+            **_fail(
+                f"too few control judges for the specificity check: {len(names)} given, at least {MIN_CONTROLS} "
+                "needed (it compares the judge's line with its controls')"
+            ),
+        )
     if judge.intercept is None:
         return Specificity(
             **common, **_fail(f"too few pairs for the specificity check: the tested judge has {judge.reason}")

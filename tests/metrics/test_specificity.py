@@ -86,6 +86,8 @@ def test_saturated_pairs_are_left_out_and_too_few_pairs_say_so():
 
 
 def test_bad_input_is_one_line():
+    few = specificity_test(np.full(12, 0.6), np.full(12, 0.55), {}, {})
+    assert not few.passed and few.reason.startswith("too few control judges") and few.p_value is None
     with pytest.raises(InterpError, match="test_alpha"):
         specificity_test(np.ones(3) / 2, np.ones(3) / 2, {}, {}, test_alpha=0.0)
     with pytest.raises(InterpError, match="same judges"):
