@@ -13,7 +13,8 @@
 - `interp.hooks.emphasis`: PASTA-style emphasis of the other response (a spec with alpha > 1);
 - `interp.hooks.steering`: residual-stream steering along a direction (`steer`, `ResidualSteering`, kind
   "steering");
-- `interp.hooks.nodes`, `interp.hooks.node_data`: the node kinds (one per `op`) and the data they read.
+- `interp.hooks.nodes`, `interp.hooks.node_data`: the node kinds (one per `op`) and the data they read;
+- `interp.hooks.verdict`: `VerdictTemperature` (kind "temperature"), the verdict logits scaled by lambda.
 
 `interp.hooks` (this folder, installed inside the `interp` package) builds on `interp.core`, whose backends call
 `interp.hooks.sites` for their hook handles; `interp.engine` and `interp.cli` use it. Names are loaded on first use
@@ -26,6 +27,7 @@ _EXPORTS = {
     "AttentionIntervention": "interp.hooks.spec",
     "Intervention": "interp.hooks.base",
     "ResidualSteering": "interp.hooks.steering",
+    "VerdictTemperature": "interp.hooks.verdict",
     "as_spec": "interp.hooks.spec",
     "bias_builder": "interp.hooks.compile",
     "compile_bias": "interp.hooks.compile",

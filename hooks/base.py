@@ -9,8 +9,9 @@ takes, applied through hook handles that are removed when the pass ends.
 
 The built-in kinds: "attention" (`interp.hooks.spec.AttentionIntervention`: masks, dampening and emphasis, a
 pre-softmax score bias), "steering" (`interp.hooks.steering.ResidualSteering`: a direction added to, or projected
-out of, the residual stream after one block) and the node kinds of `interp.hooks.nodes` (one per `op`: "zero",
-"mean", "resample", "patch", "project_out", "add", and any a user registers).
+out of, the residual stream after one block), the node kinds of `interp.hooks.nodes` (one per `op`: "zero",
+"mean", "resample", "patch", "project_out", "add", and any a user registers) and "temperature"
+(`interp.hooks.verdict.VerdictTemperature`: the verdict logits scaled by lambda).
 
     >>> from interp.hooks import AttentionIntervention, registered_kinds
     >>> "attention" in registered_kinds() and AttentionIntervention(target="a", alpha=0.0).kind
@@ -113,6 +114,7 @@ def _built_ins() -> None:
     """Import the module that registers the built-in kinds (attention, steering and the node kinds): they build on
     this one, so it is imported by name when the registry is first read, never at this module's top."""
     importlib.import_module("interp.hooks.nodes")
+    importlib.import_module("interp.hooks.verdict")
 
 
 def registered_kinds() -> list[str]:

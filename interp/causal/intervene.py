@@ -30,7 +30,14 @@ import numpy as np
 
 from interp.analysis.attention_stats import heads_table, top_heads
 from interp.causal.design import TestDesign, resolve_controls
-from interp.causal.judge_test import JudgeTestOptions, holm_judges, judge_level_fields, judge_level_test
+from interp.causal.judge_test import (
+    JudgeTestOptions,
+    holm_judges,
+    judge_level_fields,
+    judge_level_test,
+    own_answer_specificity,
+    require_specificity,
+)
 from interp.causal.masked_mass import has_attention, mass_moved
 from interp.causal.matched import NULL, attention_top_heads, localise_controls
 from interp.core.models import own_model
@@ -237,6 +244,7 @@ def intervene_run(
                 execution.progress,
             )
         holm_judges(result, names)
+        require_specificity(result, names)
         atomic_write_text(out_dir / "spec.toml", specs[names[0]].to_toml())
         return write_causal(out_dir, result)
 
@@ -493,6 +501,13 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
         "mirror": MirrorShares(**mirror_shares(before, after, gold, test_alpha=design.test_alpha)),
         "controls": {c: _control_record(r) for c, r in judged_controls.items()},
     }
+    out["specificity"] = own_answer_specificity(
+        (before, after),
+        dict(zip(controls, zip(control_before, control_after, strict=True), strict=True)),
+        [item.id for item in items],
+        out["mirror"],
+        common,
+    )
     if random_effects is not None:
         out["random_head_sets"] = RandomHeadSets(effects=random_effects.tolist(), layer_matched=design.layer_matched)
     return out

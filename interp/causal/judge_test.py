@@ -15,6 +15,7 @@ from interp.formatting import p_value
 from interp.metrics.causal_test import holm, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import between_judge_test, share_removed
 from interp.metrics.share import share_level
+from interp.metrics.specificity import specificity_test
 
 
 @dataclass(frozen=True)
@@ -112,3 +113,37 @@ def holm_judges(result: dict, names: Sequence[str]) -> None:
                 f"-> {'causal' if record['causal'] else 'not causal'}"
             )
     result["multiple_comparisons"] = f"Holm over {len(tested)} judges" if len(tested) > 1 else "none (one judge)"
+
+
+def own_answer_specificity(judge: tuple, controls: dict, items: Sequence[str], mirror, options: dict) -> dict:
+    """The specificity check of one tested judge (`interp.metrics.specificity.specificity_test`) as its result
+    record: `judge` its per-item P(own) (before, after), `controls` name -> (before, after) under its own variant,
+    `mirror` its unjustified-flipped and legitimate-kept shares (recorded beside the check, descriptive),
+    `options` the test's level, bootstrap draws and seed."""
+    check = specificity_test(
+        judge[0],
+        judge[1],
+        {c: before for c, (before, _) in controls.items()},
+        {c: after for c, (_, after) in controls.items()},
+        items=list(items),
+        test_alpha=options["test_alpha"],
+        n_boot=options["n_boot"],
+        seed=options["seed"],
+    )
+    shares = mirror.model_dump() if hasattr(mirror, "model_dump") else dict(mirror)
+    kept = ("unjustified", "unjustified_flipped_share", "legitimate", "legitimate_kept_share")
+    return check.to_dict() | {"mirror": {key: shares.get(key) for key in kept}}
+
+
+def require_specificity(result: dict, names: Sequence[str]) -> None:
+    """Specificity is a required condition of a self-preference verdict: a judge called causal by its (Holm-adjusted)
+    between-judge test whose specificity check did not pass (a flattening, or too few pairs to tell) is not causal,
+    and its reason and verdict say why. A judge without a between-judge test keeps `causal` None."""
+    for judge in names:
+        record = result["judges"][judge]
+        check = record.get("specificity")
+        if check is None or record["causal"] is not True or check["passed"]:
+            continue
+        record["causal"] = False
+        record["reason"] = f"specificity: {check['reason']}"
+        record["verdict"] += f"; not causal: {check['reason']}"

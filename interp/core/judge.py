@@ -11,7 +11,7 @@ next token is a label, say how much the judge was actually answering with a labe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import torch
@@ -182,7 +182,10 @@ def judge_batch(
         edit(batch, offsets, prompts) if edit is not None else None,
     ).merged(edits(batch, offsets, prompts) if edits is not None else None)
     shared = shared_prefix_length(prompts) if backend.shares_prefix else 0
+    scale = compiled.logit_scale  # the verdict logits' temperature: after the pass, on every backend alike
+    compiled = replace(compiled, logit_scale=None) if scale is not None else compiled
     logits = backend.forward(batch, edits=compiled or None, on_pattern=reducer, shared_prefix=shared)
+    logits = logits.double() * scale if scale is not None else logits
     probs, normalised, label_mass = label_probabilities(logits, labels)
     check_finite(normalised, label_mass, judge or model.name, names, intervention)
     top = probs.argmax(-1)

@@ -107,6 +107,7 @@ def causal_call(
     *,
     gap_gate: bool = True,
     no_share_reason: str | None = None,
+    specificity=None,
 ) -> tuple[bool | None, str | None]:
     """The decision for one candidate: (causal, reason).
 
@@ -115,6 +116,10 @@ def causal_call(
     reaches 0, is not causal). No share (no gap to carry, `no_share_reason`) or no p: None. Without the gate
     (`gap_gate=False`, the `--no-gap-gate` diagnostic): causal iff p_holm <= test_alpha, whatever the gap and
     the share. `share` is a `RatioInterval`, an `Interval`, a dict with "low", or None.
+
+    `specificity` (a `interp.metrics.specificity.Specificity` or its dict; None: not checked, the call as before):
+    with the gate, a candidate that passes the p and the share is causal only where the check passed too (the edit
+    removes the preference for the own answer, not the judge's decisiveness); else False with the check's reason.
     """
     if p_holm is None:
         return None, "no between-judge test"
@@ -127,7 +132,13 @@ def causal_call(
     low = share.get("low") if isinstance(share, dict) else getattr(share, "low", None)
     removes = low is not None and math.isfinite(low) and low > 0
     if passes and removes:
-        return True, None
+        if specificity is None:
+            return True, None
+        passed = specificity["passed"] if isinstance(specificity, dict) else specificity.passed
+        if passed:
+            return True, None
+        reason = specificity["reason"] if isinstance(specificity, dict) else specificity.reason
+        return False, f"specificity: {reason}"
     why = [] if passes else [holm_words]
     if not removes:
         shown = "unbounded" if low is None or not math.isfinite(low) else f"from {pct(low)}"

@@ -158,6 +158,7 @@ TEST_HEADER = [
     "test items",
     "share of the self-preference gap removed (95% CI)",
     "masked mass moved to the other answer",
+    "specific to the own answer (margin-adjusted, one-sided p)",
     "causal effect on self-preference",
 ]
 
@@ -192,10 +193,20 @@ def test_rows(results: Sequence[CausalResult]) -> list[list[str]]:
                     if r.share_removed is None
                     else share_interval(r.share_removed.estimate, (r.share_removed.low, r.share_removed.high)),
                     pct(mass.share_to_other_answer),
+                    _specific(r.specificity),
                     {True: "yes", False: "no", None: f"no verdict: {r.reason}"}[r.causal],
                 ]
             )
     return rows
+
+
+def _specific(check) -> str:
+    """The specificity check's cell: passed or not, its p, and where it could not be computed, why."""
+    if check is None:
+        return "not checked (a result from before the check)"
+    if check.p_value is None:
+        return f"no: {check.reason}"
+    return f"{'yes' if check.passed else 'no'} (p {p_value(check.p_value)})"
 
 
 def _variant_rows(results: Sequence[CausalResult]) -> list[list[str]]:

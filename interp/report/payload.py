@@ -70,6 +70,8 @@ class CausalRow(ResultModel):
     share_removed: Optional[float] = None
     share_removed_ci: Interval = None
     n_test: Optional[int] = None
+    specific: Optional[bool] = None  # the specificity check passed (None: a result from before the check)
+    p_specific: Optional[float] = None
 
 
 class SweepPoint(ResultModel):

@@ -128,6 +128,8 @@ def causal_rows(judges: dict[str, JudgeTest], n_items: int | None = None) -> lis
                 share_removed=share.estimate if share else None,
                 share_removed_ci=[share.low, share.high] if share else None,
                 n_test=r.n_test if r.n_test is not None else n_items,
+                # only where the result has the check: a result from before it shows what it showed
+                **({"specific": r.specificity.passed, "p_specific": r.specificity.p_value} if r.specificity else {}),
             )
         )
     return rows
@@ -338,6 +340,13 @@ def _print_correctness(correctness: Correctness, console) -> None:
     )
 
 
+def _specific_cell(row: CausalRow) -> str:
+    """The specificity check's cell: passed or not, with its p ("n/a": not checked; "no (p n/a)": too few pairs)."""
+    if row.specific is None:
+        return "n/a"
+    return f"{'yes' if row.specific else 'no'} (p {p_value(row.p_specific)})"
+
+
 def _print_causal(rows: list[CausalRow], console) -> None:
     """The causal test per judge, and each judge's verdict in words."""
     console.print()
@@ -347,7 +356,9 @@ def _print_causal(rows: list[CausalRow], console) -> None:
     )
     _name_column(console, table, "judge", min_width=14)
     table.add_column("self-pref.", no_wrap=True)
-    for name in ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed", "n"):
+    checked = any(r.specific is not None for r in rows)  # the specificity column: results that have the check
+    names = ("change", "95% CI", "p within", "controls", "p between", "p Holm", "alpha", "gap removed")
+    for name in (*names, *(["specific"] if checked else []), "n"):
         table.add_column(name, justify="right", no_wrap=True)
     for r in rows:
         effect = r.effect or Estimate()
@@ -363,6 +374,7 @@ def _print_causal(rows: list[CausalRow], console) -> None:
             p_value(r.p_holm),
             number(r.test_alpha),
             pct(r.share_removed),
+            *([_specific_cell(r)] if checked else []),
             "n/a" if r.n_test is None else str(r.n_test),
         )
     if not rows:

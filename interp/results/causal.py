@@ -113,6 +113,45 @@ class MirrorShares(ResultModel):
     reference: Optional[str] = None
 
 
+class SpecificityMirror(ResultModel):
+    """The mirror shares recorded beside the specificity check (descriptive, not in the decision)."""
+
+    unjustified: int = 0
+    unjustified_flipped_share: Optional[float] = None
+    legitimate: int = 0
+    legitimate_kept_share: Optional[float] = None
+
+
+class Specificity(ResultModel):
+    """The specificity check a self-preference verdict needs (`interp.metrics.specificity.specificity_test`): the
+    tested judge's own-answer log-odds at a clean margin of 0 after the edit (`judge_intercept`, d) against its
+    controls' (one-sided Crawford-Howell with the judge's excess variance), whether it passed and why, and the
+    pairs each line used. A file from before the check has none (`JudgeTest.specificity` None)."""
+
+    method: str = "margin-adjusted"
+    passed: bool = False
+    reason: str = ""
+    statistic: Optional[float] = None
+    t: Optional[float] = None
+    df: int = 0
+    p_value: Optional[float] = None
+    test_alpha: float = 0.05
+    alternative: str = "less"
+    judge_intercept: Optional[float] = None
+    judge_slope: Optional[float] = None
+    judge_variance: Optional[float] = None
+    excess_variance: Optional[float] = None
+    control_intercepts: dict[str, float] = Field(default_factory=dict)
+    control_slopes: dict[str, float] = Field(default_factory=dict)
+    control_mean: Optional[float] = None
+    control_sd: Optional[float] = None
+    n_pairs: int = 0
+    control_pairs: dict[str, int] = Field(default_factory=dict)
+    controls_left_out: dict[str, str] = Field(default_factory=dict)
+    pairs: list[str] = Field(default_factory=list)
+    mirror: Optional[SpecificityMirror] = None
+
+
 class RandomHeadSets(ResultModel):
     """--top-heads: each random head set's effect (the judge's mean change of P(own) minus its controls'), and
     whether the sets kept the chosen heads' layers."""
@@ -217,6 +256,7 @@ class JudgeTest(ResultModel):
     selection_items: Optional[list[str]] = None
     test_items: Optional[list[str]] = None
     random_head_sets: Optional[RandomHeadSets] = None  # --top-heads: the random head sets' effects
+    specificity: Optional[Specificity] = None  # the check a verdict needs; None in a file from before it
 
     @property
     def control_names(self) -> list[str]:

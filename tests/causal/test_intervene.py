@@ -231,13 +231,15 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     result = intervene_run(run, design=design, judges=[judge], execution=Execution(progress=False))
     record = result.judges[judge]
     assert list(result.judges) == [judge] and record.test.controls == controls
-    assert isinstance(record.causal, bool) and record.reason is None
+    assert isinstance(record.causal, bool) and (record.reason is None) == (
+        record.causal or not record.causal_unadjusted
+    )
     test = record.test
     assert test.n_controls == 3 and test.df == 2 and test.t is not None
     effects = [record.controls[c].effect.mean for c in controls]
     expected = crawford_howell(record.within_judge.effect, effects)
     assert record.p_value == pytest.approx(expected.p_value) and test.t == pytest.approx(expected.t)
-    assert record.causal == (record.p_value <= 0.05)
+    assert record.causal == (record.p_value <= 0.05 and record.specificity.passed)  # a verdict needs the check
     assert record.gap_before is not None and record.gap_after is not None
     assert (record.share_removed is None) == (record.share_removed_reason is not None)
     # the report's words and figure come from this test: its name, H0, k and df, and each control judge's dot

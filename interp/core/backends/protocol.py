@@ -15,6 +15,7 @@ whose `shares_prefix` is True computes their keys and values once (others ignore
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Literal, Protocol, runtime_checkable
 
@@ -75,9 +76,12 @@ class Edits:
     score_bias: ScoreBias = field(default_factory=dict)
     resid: ResidEdit = field(default_factory=dict)
     sites: SiteEdit = field(default_factory=dict)
+    # the verdict logits (the final position's next-token logits) times this before the labels are read
+    # (`interp.hooks.verdict.VerdictTemperature`); applied by `interp.core.judge.judge_batch`, so every backend has it
+    logit_scale: float | None = None
 
     def __bool__(self) -> bool:
-        return bool(self.score_bias or self.resid or self.sites)
+        return bool(self.score_bias or self.resid or self.sites) or self.logit_scale is not None
 
     def merged(self, other: "Edits | None") -> "Edits":
         """Both edit sets in one: biases of a layer add, functions at one layer or point run in order (self's
@@ -93,7 +97,8 @@ class Edits:
         sites = dict(self.sites)
         for name, fn in other.sites.items():
             sites[name] = _chained(sites[name], fn) if name in sites else fn
-        return Edits(bias, resid, sites)
+        scales = [scale for scale in (self.logit_scale, other.logit_scale) if scale is not None]
+        return Edits(bias, resid, sites, math.prod(scales) if scales else None)
 
 
 class EditHooks:
