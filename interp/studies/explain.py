@@ -61,6 +61,7 @@ from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_bytes, path_label
 from interp.studies.candidates import HEAD_METHODS, Planned, chosen_candidates, random_candidates
+from interp.studies.positions import check_positions, planned_at
 from interp.studies.routes import (
     ALT_COUNTERFACTUAL,
     COUNTERFACTUAL,
@@ -129,6 +130,8 @@ class Request:
     random_sets: int = 1
     test_alpha: float = ALPHA
     gap_gate: bool = True
+    positions: str = "all"  # where the candidates edit: "all" (today's) or "final" (`interp.studies.positions`)
+    path: str = "auto"  # how verdict-position variants are judged (never part of the key: results are equal)
 
     def check(self) -> None:
         """Refuse settings explain cannot run (unknown methods, sizes out of range), in one line each."""
@@ -144,6 +147,7 @@ class Request:
         check_counterfactual(self.counterfactual)
         if self.alt_counterfactual is not None:
             check_counterfactual(self.alt_counterfactual)
+        check_positions(self.positions, self.path, self.routes)
 
     def settings(self, controls: Sequence[str]) -> dict:
         """The settings as written into explain.json and its key."""
@@ -165,6 +169,7 @@ class Request:
             "control_judges": list(controls),
             "null": NULL,
             "gap_gate": self.gap_gate,
+            **({"positions": self.positions} if self.positions != "all" else {}),  # today's keys where unchanged
         }
 
 
@@ -209,7 +214,7 @@ def explain_run(
     """
     request.check()
     steps = timings if timings is not None else Timings()
-    execution = Execution(where=where, max_memory=max_memory, executor=executor, progress=progress)
+    execution = Execution(where=where, max_memory=max_memory, executor=executor, progress=progress, path=request.path)
     with steps.step("load"):
         run, judge, design, controls, (selection, test), pool = _prepare(run_dir, judge, request, execution)
     settings = request.settings(controls)
@@ -224,6 +229,7 @@ def explain_run(
     with steps.step("plan candidates"):
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
+        planned = [planned_at(p, request.positions) for p in planned]
     tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models))
     with steps.step("candidates"):
         records = tests.candidates(planned)
