@@ -22,6 +22,7 @@ from interp.core.backends import Backend, Batch, left_pad
 from interp.core.backends.final_cached import cached_final_problem, clean_pass, final_pass
 from interp.core.judge import judgments_from_logits, label_tokens
 from interp.core.models import own_model
+from interp.core.threads import rebalance_threads
 from interp.data import Item
 from interp.engine.variants import (
     Variant,
@@ -142,6 +143,7 @@ def judge_cached(
 def _judge_chunk(run: Run, judge: str, runner: Backend, variants, tasks, prompts, state) -> None:
     """One clean pass of the chunk's prompts, then each prompt's variants in final-token passes over its cache."""
     folders, done, data, labels, rationales, activations, own = state
+    rebalance_threads()  # company that came or went since the last batch, as `judge_batch` does
     model = runner.model
     batch, offsets = left_pad([p.input_ids for p in prompts], model.tokenizer.pad_token_id)
     clean = clean_pass(model, batch, keep=activations.points())
