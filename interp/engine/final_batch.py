@@ -201,12 +201,15 @@ def prejudge(run: Run, judges, groups: Sequence[tuple[str, str | None, list | No
     if judges.path == "cached":  # every group checked before the first is judged: a refusal writes nothing
         for judge, _, _, variants in groups:
             refuse_forced(run, judge, backend, variants)
+    left: set[str] = set()  # judges with a variant the full path still judges: kept for it
     for index, (judge, own, items, variants) in enumerate(groups):
         todo = [v for v in variants if v.interventions and variant_problem(v) is None]
         todo = [v for v in todo if stored_variant(run, judge, backend, v, items, own) is None]
         if todo and cached_problem(run, judge, backend, todo) is None:
             judge_cached(run, judge, judges.runner(judge, run), todo, items=items, own=own)
-        if last[judge] == index:
+        if any(stored_variant(run, judge, backend, v, items, own) is None for v in variants):
+            left.add(judge)
+        if last[judge] == index and judge not in left:
             judges.release(judge)
 
 
