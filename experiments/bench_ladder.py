@@ -19,11 +19,20 @@ an existing run (`--run`) whose judges include both judges below. Alternated and
   mean over a test's group of the judge and `--controls` controls: (first + controls x reader) / (1 + controls),
   from `seconds_per_judgment_top8_first` and `seconds_per_judgment_top8_reader` (both printed);
 - `top8_speedup_ratio`: full over top8;
+- `seconds_per_judgment_final_cached`: the ladder's eight candidate tests of the judge (the five methods'
+  candidates and the three random sets: the own-answer mask at heads, head outputs and MLP outputs mean-ablated, a
+  direction projected out) at the verdict position (`--positions final`), judged as the engine judges a study's
+  variants (`execute`, path cached): item-major, one clean pass per prompt keeping its keys and values, the eight
+  variants as eight rows of one final-token pass over them; the means read from the kept final activations of the
+  reference prompts (one pass each, shared by the variants). Seconds over (variants x judgments);
+- `final_cached_speedup_ratio`: full over final_cached (the target: at least 20);
 - `ladder_judgments`: the judgments of one `interp explain` with its defaults (`ladder_count`: the five methods'
   candidates and one random set per site, each a causal test of the judge and its controls on the test split,
   and every chosen head set's route parts under both counterfactuals);
-- `ladder_minutes_full` / `ladder_minutes_top8`: ladder_judgments x seconds per judgment / 60 (localisation, the
-  controls' own baselines and a patch's counterfactual pass are not counted: the figures are lower bounds).
+- `ladder_minutes_full` / `ladder_minutes_top8` / `ladder_minutes_final`: ladder_judgments x seconds per judgment
+  / 60 (localisation, the controls' own baselines and a patch's counterfactual pass are not counted: the figures
+  are lower bounds; `ladder_minutes_final` counts every judgment at the cached rate, though the route parts that
+  patch a head's pattern or values run the full pass).
 
 Prints one `name: value` per line (`--json`: one JSON object). The timed variants are judged afresh each repeat
 (their keyed folders are removed first, so nothing is read back from the store).
@@ -137,7 +146,15 @@ def derived(seconds: dict[str, float], ladder: dict[str, int], controls: int) ->
         "top8_speedup_ratio": seconds["full"] / top8,
         "ladder_minutes_full": judgments * seconds["full"] / 60,
         "ladder_minutes_top8": judgments * top8 / 60,
-    }
+    } | (
+        {
+            "seconds_per_judgment_final_cached": seconds["final_cached"],
+            "final_cached_speedup_ratio": seconds["full"] / seconds["final_cached"],
+            "ladder_minutes_final": judgments * seconds["final_cached"] / 60,
+        }
+        if "final_cached" in seconds
+        else {}
+    )
 
 
 def figure_lines(figures: dict) -> list[str]:
@@ -199,6 +216,51 @@ class Timer:
         evaluate(self.run, judge, {variant.name: variant}, pool, progress=False, own=self.own)
         return (time.perf_counter() - start) / self.judgments
 
+    def final_variants(self) -> list:
+        """The ladder's eight candidate tests of the judge at the verdict position (`candidates.intervention_spec`,
+        then `--positions final`): chosen sets and random sets of each site."""
+        import torch
+
+        from interp.engine.variants import Variant
+        from interp.hooks.final_row import at_positions
+        from interp.studies.candidates import intervention_spec
+
+        width = self.models[JUDGE].hf_model.config.hidden_size
+        direction = torch.randn(width, generator=torch.Generator().manual_seed(0)).tolist()
+        sets = {
+            "attention": ("attention", [[27, 1], [28, 4], [29, 2]], None),
+            "atp": ("attention", [[25, 0], [26, 3], [29, 5]], None),
+            "atp-output": ("head_output", [[24, 2], [27, 6], [28, 0]], None),
+            "atp-mlp": ("mlp_output", None, [26, 28]),
+            "direction": ("residual", None, [20]),
+            "random-attention": ("attention", [[3, 1], [11, 4], [19, 7]], None),
+            "random-head-output": ("head_output", [[5, 0], [14, 8], [22, 3]], None),
+            "random-mlp": ("mlp_output", None, [4, 17]),
+        }
+        return [
+            Variant(
+                f"bench-final-{name}", (at_positions(intervention_spec(site, heads, layers, name, direction), "final"),)
+            )
+            for name, (site, heads, layers) in sets.items()
+        ]
+
+    def final_case(self) -> float:
+        """Seconds per judgment: the ladder's eight candidates of the judge at the verdict position, through the
+        engine's executor with the cached path forced (item-major, the variants batched over each prompt's cache)."""
+        from interp.engine.executor import VariantTask, execute
+        from interp.engine.judges import judge_pool
+        from interp.engine.variants import variant_key
+
+        pool = judge_pool(self.run, models=self.alone)
+        pool.path = "cached"
+        variants = self.final_variants()
+        for variant in variants:
+            key = variant_key(self.run, JUDGE, pool.backend_name(self.run), variant, self.run.items, self.own)
+            shutil.rmtree(self.run.dir.variant(key), ignore_errors=True)  # judged afresh, means too
+        start = time.perf_counter()
+        execute(self.run, [VariantTask(str(self.run.dir.root), JUDGE, v) for v in variants], pool)
+        return (time.perf_counter() - start) / (len(variants) * self.judgments)
+
     def full_case(self) -> float:
         """Seconds per judgment: the judge alone (no trunk partner held), the mask at every layer."""
         from interp.engine.judges import judge_pool
@@ -245,12 +307,14 @@ def main() -> None:
     timer = Timer(run_dir)
     timer.full_case()  # warm up (first batches, allocations)
     timer.top8_case()
-    times: dict[str, list[float]] = {"full": [], "top8_first": [], "top8_reader": []}
+    timer.final_case()
+    times: dict[str, list[float]] = {"full": [], "top8_first": [], "top8_reader": [], "final_cached": []}
     for _ in range(args.repeat):
         times["full"].append(timer.full_case())
         first, reader = timer.top8_case()
         times["top8_first"].append(first)
         times["top8_reader"].append(reader)
+        times["final_cached"].append(timer.final_case())
     seconds = {name: statistics.median(values) for name, values in times.items()}
     figures: dict = {
         "model": JUDGE,

@@ -162,7 +162,9 @@ def counterfactual_donors(
     return record_sites(runner, counter, spec.hook_names(runner.model.n_layers))
 
 
-def _donor_index(spec: NodeIntervention, prompt: TokenizedPrompt, pool: Sequence[TokenizedPrompt]) -> int:
+def donor_index(spec: NodeIntervention, prompt: TokenizedPrompt, pool: Sequence[TokenizedPrompt]) -> int:
+    """The index in `pool` of a row's resample donor: drawn by a hash of the seed and the row's tokens, never the
+    prompt itself."""
     key = hashlib.sha256(f"{spec.seed}|{','.join(map(str, prompt.input_ids))}".encode()).hexdigest()
     index = int(key[:12], 16) % len(pool)
     for step in range(len(pool)):  # never the prompt itself
@@ -179,7 +181,7 @@ def resample_donors(
     position's activation at the spec's points, as [batch, 1, ...] (broadcast over positions)."""
     if not pool:
         raise InterpError("resample needs a reference set of prompts to draw donors from")
-    donors = [pool[_donor_index(spec, p, pool)] for p in prompts]
+    donors = [pool[donor_index(spec, p, pool)] for p in prompts]
     batch, _ = left_pad([d.input_ids for d in donors], runner.model.tokenizer.pad_token_id)
     return {
         name: activation[:, -1:]

@@ -14,7 +14,9 @@ from interp.cli.options import (
     finish,
     json_option,
     max_memory_option,
+    path_option,
     placement_keys,
+    positions_option,
     timings_option,
 )
 from interp.formatting import pct, pts_interval
@@ -96,6 +98,8 @@ def intervene(
     op: Optional[str] = typer.Option(
         None, "--op", help="with --site head_output: zero | mean (default) | resample | patch | a registered kind"
     ),
+    positions: Optional[str] = positions_option(None),
+    path: str = path_option(),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
@@ -116,6 +120,7 @@ def intervene(
     from interp.report.interventions import intervention_section
     from interp.report.terminal import results_payload
     from interp.run.store import RunDir
+    from interp.studies.positions import spec_at_positions
 
     if alpha is not None:
         raise InterpError(
@@ -136,6 +141,7 @@ def intervene(
     )
     where = placement_keys(device, dtype)
     spec = as_intervention(spec_path) if spec_path is not None else None
+    spec = spec_at_positions(spec, positions, path)
     steps = Timings.started()
     with steps.step("causal test"):
         result = intervene_run(
@@ -143,7 +149,9 @@ def intervene(
             spec,
             design=design,
             judges=judge,
-            execution=Execution(backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor),
+            execution=Execution(
+                backend=backend, where=where, max_memory=gb_bytes(max_memory), executor=executor, path=path
+            ),
         )
     with RunDir(run_dir).writer():
         intervention_section([result], RunDir(run_dir).figures)

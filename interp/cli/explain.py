@@ -14,7 +14,9 @@ from interp.cli.options import (
     executor_option,
     json_option,
     max_memory_option,
+    path_option,
     placement_keys,
+    positions_option,
     timings_option,
 )
 
@@ -69,6 +71,8 @@ def explain(
         help="--no-gap-gate (a diagnostic): every candidate tested whatever the gap and the share, causal on its "
         "adjusted p against --test-alpha alone; the JSON says gap_gate: false",
     ),
+    positions: str = positions_option("all"),
+    path: str = path_option(),
     max_memory: Optional[float] = max_memory_option(),
     executor: Optional[str] = executor_option(),
     device: Optional[str] = device_option(),
@@ -105,6 +109,8 @@ def explain(
         random_sets=random_sets,
         test_alpha=test_alpha,
         gap_gate=gap_gate,
+        positions=positions,
+        path=path,
     )
     result = explain_run(
         Path(run_dir),

@@ -71,6 +71,28 @@ def json_option():
     return typer.Option(False, "--json", help="print the results as JSON (stdout holds only the JSON)")
 
 
+def positions_option(default: str | None):
+    """The `--positions` option: where the interventions edit, "all" (today's: queries outside the target span,
+    every position of a node) or "final" (the verdict position alone, which the cached path re-judges fast)."""
+    return typer.Option(
+        default,
+        "--positions",
+        help="where the edits act: all (attention from every query outside the target span, a node at every "
+        "position) | final (the verdict position alone: re-judged over the clean pass's cached keys and values); "
+        "recorded in the JSON" + (" (default: all)" if default == "all" else " (default: the spec's own)"),
+    )
+
+
+def path_option():
+    """The `--path` option: how verdict-position variants are re-judged."""
+    return typer.Option(
+        "auto",
+        "--path",
+        help="auto (final-position edits over the clean pass's cached keys and values, others in full) | cached "
+        "(refuse an edit the cached path cannot represent) | full (every variant in a full pass)",
+    )
+
+
 def timings_option():
     """The `--timings` option: say where the time went."""
     return typer.Option(

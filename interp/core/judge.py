@@ -186,12 +186,37 @@ def judge_batch(
     compiled = replace(compiled, logit_scale=None) if scale is not None else compiled
     logits = backend.forward(batch, edits=compiled or None, on_pattern=reducer, shared_prefix=shared)
     logits = logits.double() * scale if scale is not None else logits
-    probs, normalised, label_mass = label_probabilities(logits, labels)
-    check_finite(normalised, label_mass, judge or model.name, names, intervention)
-    top = probs.argmax(-1)
-    label_ids = {i for group in labels.ids for i in group}
     masses = reducer.stacked() if reducer is not None else None
     counts = span_token_counts(padded_spans, span_names) if reducer is not None else None
+    return judgments_from_logits(
+        logits,
+        prompts,
+        labels,
+        judge=judge or model.name,
+        names=names,
+        intervention=intervention,
+        masses=masses,
+        counts=counts,
+    )
+
+
+def judgments_from_logits(
+    logits: Float[Tensor, "batch vocab"],
+    prompts: Sequence[TokenizedPrompt],
+    labels: LabelTokens,
+    *,
+    judge: str,
+    names: Sequence[str] | None = None,
+    intervention: str | None = None,
+    masses: Tensor | None = None,
+    counts: Tensor | None = None,
+) -> list[Judgment]:
+    """Each prompt's `Judgment` from its final-position logits (and span attention where read): the label
+    probabilities checked finite (`check_finite`, naming `judge`, the prompt and the intervention)."""
+    probs, normalised, label_mass = label_probabilities(logits, labels)
+    check_finite(normalised, label_mass, judge, names, intervention)
+    top = probs.argmax(-1)
+    label_ids = {i for group in labels.ids for i in group}
     return [
         Judgment(
             probs={label: float(normalised[row, i]) for i, label in enumerate(labels.labels)},

@@ -126,11 +126,26 @@ def execute(run: Run, tasks: Sequence[VariantTask], judges: Judges) -> None:
         if todo:
             ray_map(functools.partial(run_task, setup=setup), todo)
         return
+    from interp.engine.final_batch import prejudge
+
+    prejudge(run, judges, task_groups(run, tasks))  # verdict-position variants item-major over cached keys/values
     last = {task.judge: index for index, task in enumerate(tasks)}
     for index, task in enumerate(tasks):
         run_task(task, setup, judges, run)
         if last[task.judge] == index:
             judges.release(task.judge)
+
+
+def task_groups(run: Run, tasks: Sequence[VariantTask]) -> list[tuple[str, str | None, list | None, list[Variant]]]:
+    """The tasks as (judge, own, items, variants) groups, in their first order: the variants of one group share
+    every prompt, so the cached path judges them item-major (`interp.engine.final_batch.prejudge`)."""
+    groups: dict[tuple, tuple[str, str | None, list | None, list[Variant]]] = {}
+    for task in tasks:
+        key = (task.judge, task.own, task.items)
+        if key not in groups:
+            groups[key] = (task.judge, task.own, task_items(run, task), [])
+        groups[key][3].append(task.variant)
+    return list(groups.values())
 
 
 def worker_placement(judges: Judges) -> PlacementKeys:
@@ -196,6 +211,7 @@ class Execution:
     executor: str | None = None
     progress: bool = True
     held: Mapping[str, HeldJudge] | None = None
+    path: str | None = None  # verdict-position variants: "auto", "cached" (forced) or "full" (None: the pool's, auto)
 
     def pool(self, run: Run) -> Judges:
         """The judges to re-judge `run` with, on this backend and placement, with the executor and memory budget
@@ -210,4 +226,8 @@ class Execution:
             judges.executor = check_executor(self.executor)
         if self.max_memory is not None:
             judges.max_memory = self.max_memory
+        if self.path is not None:
+            from interp.engine.final_batch import check_path_option
+
+            judges.path = check_path_option(self.path)
         return judges

@@ -108,6 +108,7 @@ class Judges:
     where: PlacementKeys | None = None  # the placement asked for (another executor's workers load with it)
     run: Run | None = None  # the run re-judged (`judge_pool`): each of its judges is checked when first loaded
     checked: set[str] = field(default_factory=set)
+    path: str = "auto"  # verdict-position variants: "auto" / "cached" over the cached final position, "full" never
     held: dict[str, HeldJudge] = field(default_factory=dict)  # judges the caller holds (`judge_pool(held=)`)
 
     def edits_of(self, judge: str) -> tuple[Intervention, ...]:
@@ -199,6 +200,12 @@ class Judges:
         )
         if stored is not None:
             return stored
+        if self.path != "full" and variant.interventions:  # the verdict position over the cached keys and values
+            from interp.engine.final_batch import judge_one_cached
+
+            judged = judge_one_cached(run, judge, self, variant, items=items, own=own)
+            if judged is not None:
+                return judged
         return judge_variant(run, judge, self.runner(judge, run), variant, items=items, progress=progress, own=own)
 
     def runner(self, judge: str, run: Run) -> Backend:

@@ -302,7 +302,7 @@ def judge_variant(
     check_variants(runner.model, [variant])
     key = variant_key(run, judge, runner.name, variant, items, own, runner.model)
     folder = run.dir.variant(key)
-    record = {"key": key, "judge": judge, "own": own, "backend": runner.name} | variant.record()
+    record = {"key": key, "judge": judge, "own": own, "backend": runner.name, "path": "full"} | variant.record()
     write_variant(folder, record)
     run_judging(
         runner,
@@ -354,14 +354,14 @@ def _edits_for(run: Run, runner: Backend, variant: Variant, own: str, folder, ju
     (`means.safetensors`), so a resumed variant reads them back."""
     state: dict = {}
 
-    def reference_data():
+    def made():
         if "means" not in state:
-            state["means"], state["pool"] = _reference_data(run, runner, variant, own, folder, judge)
+            state["means"], state["pool"] = reference_data(run, runner, variant, own, folder, judge)
         return state["means"], state["pool"]
 
     def edits_for(chunk):
         needs = any(i.needs in ("mean", "donor") for i in variant.interventions)
-        means, pool = reference_data() if needs else ({}, [])
+        means, pool = made() if needs else ({}, [])
         return interventions_builder(
             variant.interventions,
             runner,
@@ -375,8 +375,9 @@ def _edits_for(run: Run, runner: Backend, variant: Variant, own: str, folder, ju
     return edits_for
 
 
-def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str):
-    """Spec index -> {hook point: mean} for every `mean` node, and the reference prompts (resample's donors)."""
+def reference_data(run: Run, runner: Backend, variant: Variant, own: str, folder, judge: str, means_of=None):
+    """Spec index -> {hook point: mean} for every `mean` node, and the reference prompts (resample's donors).
+    `means_of(node, prompts)`: how a node's means are made when not stored (default: `reference_means`)."""
     from safetensors.torch import load_file, save_file
 
     ids = set(variant.reference) if variant.reference is not None else None
@@ -399,8 +400,10 @@ def _reference_data(run: Run, runner: Backend, variant: Variant, own: str, folde
         if all(f"{place}|{name}" in stored for name in names):
             means[index] = {name: stored[f"{place}|{name}"] for name in names}
         else:
-            means[index] = reference_means(
-                runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size
+            means[index] = (
+                means_of(node, prompts)
+                if means_of is not None
+                else reference_means(runner, node, prompts, own=own, authors=authors, batch_size=run.config.batch_size)
             )
             stored |= {f"{place}|{name}": tensor.cpu().contiguous() for name, tensor in means[index].items()}
     if stored and not path.is_file():

@@ -76,6 +76,7 @@ class ExplainSettings(ResultModel):
     control_judges: list[str] = Field(default_factory=list)
     null: str | None = None
     gap_gate: bool = True
+    positions: str = "all"  # where the candidates edited: "all" (queries outside the span, every position) or "final"
 
 
 class Explanation(ResultModel):

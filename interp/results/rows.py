@@ -9,7 +9,7 @@ from pydantic import Field, model_serializer, model_validator
 
 from interp.results.base import ResultModel
 
-VARIANT_FIELDS = ("schema_version", "key", "judge", "own", "backend", "name", "description", "reference")
+VARIANT_FIELDS = ("schema_version", "key", "judge", "own", "backend", "name", "description", "reference", "path")
 
 
 class VariantRecord(ResultModel):
@@ -24,6 +24,7 @@ class VariantRecord(ResultModel):
     name: Optional[str] = None
     description: Optional[str] = None
     reference: Optional[list[str] | str] = None  # the items mean ablations and resampling read ("all": every item)
+    path: Optional[str] = None  # how it was judged: "final_cached" (the final row over cached keys) or "full"
     slots: dict[str, Any] = Field(default_factory=dict)  # slot -> its interventions' identity (attention, ...)
 
     @model_validator(mode="before")

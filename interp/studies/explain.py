@@ -68,6 +68,7 @@ from interp.run.store import Run, read_run
 from interp.splits import split_ids
 from interp.storage import atomic_write_bytes, path_label
 from interp.studies.candidates import HEAD_METHODS, Planned, chosen_candidates, random_candidates
+from interp.studies.positions import check_positions, planned_at
 from interp.studies.routes import (
     ALT_COUNTERFACTUAL,
     COUNTERFACTUAL,
@@ -136,6 +137,8 @@ class Request:
     random_sets: int = 1
     test_alpha: float = ALPHA
     gap_gate: bool = True
+    positions: str = "all"  # where the candidates edit: "all" (today's) or "final" (`interp.studies.positions`)
+    path: str = "auto"  # how verdict-position variants are judged (never part of the key: results are equal)
 
     def check(self) -> None:
         """Refuse settings explain cannot run (unknown methods, sizes out of range), in one line each."""
@@ -151,6 +154,7 @@ class Request:
         check_counterfactual(self.counterfactual)
         if self.alt_counterfactual is not None:
             check_counterfactual(self.alt_counterfactual)
+        check_positions(self.positions, self.path, self.routes)
 
     def settings(self, controls: Sequence[str]) -> dict:
         """The settings as written into explain.json and its key."""
@@ -172,6 +176,7 @@ class Request:
             "control_judges": list(controls),
             "null": NULL,
             "gap_gate": self.gap_gate,
+            **({"positions": self.positions} if self.positions != "all" else {}),  # today's keys where unchanged
         }
 
 
@@ -216,7 +221,7 @@ def explain_run(
     """
     request.check()
     steps = timings if timings is not None else Timings()
-    execution = Execution(where=where, max_memory=max_memory, executor=executor, progress=progress)
+    execution = Execution(where=where, max_memory=max_memory, executor=executor, progress=progress, path=request.path)
     with steps.step("load"):
         run, judge, design, controls, (selection, test), pool = _prepare(run_dir, judge, request, execution)
     settings = request.settings(controls)
@@ -231,6 +236,7 @@ def explain_run(
     with steps.step("plan candidates"):
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
+        planned = [planned_at(p, request.positions) for p in planned]
     tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models))
     keys = [test_key(item) for item in planned]
     unique = {key: item for key, item in zip(keys, planned, strict=True)}  # identical tests run once

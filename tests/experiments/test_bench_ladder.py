@@ -59,6 +59,15 @@ def test_top8_is_the_groups_mean_and_the_minutes_are_judgments_times_seconds():
     assert abs(figures["ladder_minutes_top8"] - 2.0) < 1e-12
     alone = derived({"full": 0.4, "top8_first": 0.5, "top8_reader": 0.1}, ladder, controls=0)
     assert alone["seconds_per_judgment_top8"] == 0.5  # no control: the first judge pays the trunk alone
+    assert "final_cached_speedup_ratio" not in alone  # not timed: not printed
+
+
+def test_the_cached_figures_are_full_over_cached_and_the_ladder_at_the_cached_rate():
+    seconds = {"full": 0.4, "top8_first": 0.4, "top8_reader": 0.1, "final_cached": 0.02}
+    figures = derived(seconds, {"ladder_judgments": 600}, controls=2)
+    assert figures["seconds_per_judgment_final_cached"] == 0.02
+    assert abs(figures["final_cached_speedup_ratio"] - 20.0) < 1e-9
+    assert abs(figures["ladder_minutes_final"] - 0.2) < 1e-12  # 600 x 0.02 / 60
 
 
 def test_each_figure_is_one_name_value_line():
