@@ -116,8 +116,9 @@ def check_imports_unchanged(imports: dict[str, str], rows: Sequence[dict], where
     """A resumed run's imported answers are those of its files now: a file edited since the run imported it
     (its hash differs from the key its answers carry) is one line; the run's judgments are of the old answers."""
     stored: dict[str, set] = {}
-    for row in rows:
-        stored.setdefault(row.get("model"), set()).add(row.get("cache_key"))
+    for row in rows:  # only answers read from a file carry an import key (a restyled run's rewrites carry their own)
+        if str(row.get("cache_key") or "").startswith("import:"):
+            stored.setdefault(row.get("model"), set()).add(row.get("cache_key"))
     for model, file in imports.items():
         if stored.get(model) and Path(file).is_file() and stored[model] != {import_key(Path(file))}:
             raise InterpError(
