@@ -44,6 +44,9 @@ class Candidate:
     alternative: str | None = None  # "less" (schema 2); None: a schema-1 file, two-sided
     role: str | None = None  # primary | gate-kept | negative control; None: a schema-1 file (Holm over all)
     tested_with: str | None = None  # the spec name of the identical test it shares (two methods, one set)
+    # the specificity check its causal test ran (the own answer's log-odds beyond a rescaling of the clean margin,
+    # `interp.metrics.specificity`); required for `causal`; None in a file from before the check
+    specificity: dict | None = None
 
     @property
     def label(self) -> str:

@@ -433,6 +433,9 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         routes_by_counterfactual={k: {"route": v["route"], "reason": v["reason"]} for k, v in routes.items()}
         if routes
         else None,
+        specificity=record.specificity.model_dump(exclude={"schema_version"})
+        if getattr(record, "specificity", None) is not None
+        else None,
     )
 
 
@@ -501,7 +504,9 @@ def with_plan(
             out.append(c)
             continue
         share = None if c.share_removed is None else {"low": c.ci[0]}
-        causal, why = causal_call(float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason)
+        causal, why = causal_call(
+            float(p), share, alpha, gap_gate=gap_gate, no_share_reason=c.reason, specificity=c.specificity
+        )
         out.append(_routed(dataclasses.replace(c, p_holm=float(p), causal=causal, reason=c.reason or why), key, plan))
     return out, plan
 

@@ -612,3 +612,24 @@ def test_an_explanation_of_schema_1_still_reads_and_its_text_says_holm_over_ever
     new = parse(Explanation, data | {"schema_version": 2, "multiplicity": plan})
     text = test_text(new)
     assert "multiplicity plan" in text and "1 primary candidates" in text and "random rows outside" in text
+
+
+def test_an_explain_candidate_is_causal_only_where_its_specificity_check_passed():
+    """A candidate that passes the adjusted p and the share but whose causal test's specificity check failed (a
+    flattening: the own answer's log-odds only rescaled) is not causal, and says why; one whose check passed, or a
+    file from before the check (None), is called as before."""
+    from interp.studies.explain import Candidate
+
+    def candidate(method, specificity):
+        return Candidate("attention", method, [[1, 0]], None, 0.5, [0.2, 0.8], 1e-4, specificity=specificity)
+
+    failed = {"passed": False, "reason": "the judge's intercept is within its controls' spread (p 0.41)"}
+    out = _plan(
+        [
+            candidate("attention", failed),
+            candidate("atp", {"passed": True, "reason": ""}),
+            candidate("atp-output", None),
+        ]
+    )
+    assert [c.causal for c in out] == [False, True, True]
+    assert out[0].reason.startswith("specificity: the judge's intercept")
