@@ -433,9 +433,7 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         routes_by_counterfactual={k: {"route": v["route"], "reason": v["reason"]} for k, v in routes.items()}
         if routes
         else None,
-        specificity=record.specificity.model_dump(exclude={"schema_version"})
-        if getattr(record, "specificity", None) is not None
-        else None,
+        specificity=record.specificity.model_dump(exclude={"schema_version"}) if record.specificity else None,
     )
 
 
