@@ -106,25 +106,30 @@ def judge_cached(
     prompts = task_prompts(run, model, tasks, judge)
     if not tasks or cached_final_problem(model, max(len(p) for p in prompts)) is not None:
         return []
+    # By the variant's place in the list, not its name: tests of one study name their controls' variants alike;
+    # variants of one key (the same edit asked by two tests) are judged once.
+    keyed: dict[str, Variant] = {}
+    for variant in variants:  # a wrapped model: its weights enter the key
+        keyed.setdefault(variant_key(run, judge, runner.name, variant, items, own, model), variant)
+    judged, variants = list(variants), list(keyed.values())
     folders, done, data = {}, {}, {}
     activations = FinalActivations(runner)  # final-position activations by prompt: means, donors, shared by all
-    for variant in variants:
-        key = variant_key(run, judge, runner.name, variant, items, own, model)  # a wrapped model: its weights
-        folders[variant.name] = folder = run.dir.variant(key)
+    for index, (key, variant) in enumerate(keyed.items()):
+        folders[index] = folder = run.dir.variant(key)
         write_variant(
             folder,
             {"key": key, "judge": judge, "own": own, "backend": runner.name, "path": "final_cached"} | variant.record(),
         )
-        done[variant.name] = {r.key for r in read_judgments(folder / "judgments.jsonl", judge=judge)}
+        done[index] = {r.key for r in read_judgments(folder / "judgments.jsonl", judge=judge)}
         needs = any(i.needs in ("mean", "donor") for i in variant.interventions)
         made = reference_data(run, runner, variant, own, folder, judge, activations.final_means) if needs else None
-        data[variant.name] = made or ({}, [])
+        data[index] = made or ({}, [])
     labels = label_tokens(model.tokenizer, verdict_labels(run.config.ties))
     rationales = run_rationales(run, judge)
     order = sorted(range(len(tasks)), key=lambda i: len(prompts[i]))  # similar lengths together: less padding
     bar = tqdm(total=len(tasks), desc=f"judging {judge} (final position, cached)", disable=not progress)
     for chunk in batches(order, CLEAN_ROWS):
-        todo = [i for i in chunk if any(tasks[i].key not in done[v.name] for v in variants)]
+        todo = [i for i in chunk if any(tasks[i].key not in done[v] for v in range(len(variants)))]
         if todo:
             _judge_chunk(
                 run,
@@ -137,7 +142,7 @@ def judge_cached(
             )
         bar.update(len(chunk))
     bar.close()
-    return list(variants)
+    return judged
 
 
 def _judge_chunk(run: Run, judge: str, runner: Backend, variants, tasks, prompts, state) -> None:
@@ -148,31 +153,31 @@ def _judge_chunk(run: Run, judge: str, runner: Backend, variants, tasks, prompts
     batch, offsets = left_pad([p.input_ids for p in prompts], model.tokenizer.pad_token_id)
     clean = clean_pass(model, batch, keep=activations.points())
     activations.add([p.input_ids for p in prompts], clean.sites)
-    records: dict[str, list[JudgmentRecord]] = {v.name: [] for v in variants}
+    records: dict[int, list[JudgmentRecord]] = {index: [] for index in range(len(variants))}
     for row, (task, prompt) in enumerate(zip(tasks, prompts, strict=True)):
-        wanted = [v for v in variants if task.key not in done[v.name]]
+        wanted = [index for index in range(len(variants)) if task.key not in done[index]]
         padded = Batch(batch.input_ids[row : row + 1], batch.attention_mask[row : row + 1])
         for group in batches(wanted, MAX_ROWS):
             edits = []
-            for variant in group:
-                means, pool = data[variant.name]
+            for index in group:
+                means, pool = data[index]
                 inputs = RowInputs(own, [(task.author_a, task.author_b)], [task.item.reference], means, pool)
                 edits.append(
                     final_row_edits(
-                        variant.interventions, activations, padded, offsets[row : row + 1], [prompt], inputs
+                        variants[index].interventions, activations, padded, offsets[row : row + 1], [prompt], inputs
                     )
                 )
             logits = final_pass(model, clean.row(row), edits)
-            for variant, variant_logits in zip(group, logits, strict=True):
+            for index, variant_logits in zip(group, logits, strict=True):
                 (judgment,) = judgments_from_logits(
                     variant_logits,
                     [prompt],
                     labels,
                     judge=judge,
                     names=[f"item {task.item.id!r} (order {task.order})"],
-                    intervention=variant.name,
+                    intervention=variants[index].name,
                 )
-                records[variant.name].append(
+                records[index].append(
                     JudgmentRecord.of(
                         judge,
                         task.item.id,
@@ -184,10 +189,10 @@ def _judge_chunk(run: Run, judge: str, runner: Backend, variants, tasks, prompts
                         rationales.get(task.key),
                     )
                 )
-    for variant in variants:  # the chunk's judgments of each variant at once (a killed job loses one chunk)
-        if records[variant.name]:
-            append_judgments(folders[variant.name] / "judgments.jsonl", records[variant.name])
-            done[variant.name] |= {t.key for t in tasks}
+    for index in range(len(variants)):  # the chunk's judgments of each variant at once (a killed job loses one chunk)
+        if records[index]:
+            append_judgments(folders[index] / "judgments.jsonl", records[index])
+            done[index] |= {t.key for t in tasks}
 
 
 def prejudge(run: Run, judges, groups: Sequence[tuple[str, str | None, list | None, list[Variant]]]) -> None:

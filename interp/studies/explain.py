@@ -52,7 +52,8 @@ from interp.causal.matched import NULL, localisation_folder, localise, localise_
 from interp.config import PlacementKeys
 from interp.core.models import own_model
 from interp.core.timings import Timings
-from interp.engine.executor import Execution, check_executor, execute
+from interp.engine.executor import Execution, check_executor, execute, task_groups
+from interp.engine.final_batch import prejudge, variant_problem
 from interp.engine.variants import digest, run_identity, self_judges
 from interp.errors import InterpError
 from interp.formatting import p_value, share_interval
@@ -76,8 +77,8 @@ from interp.studies.routes import (
     RouteAnalysis,
     RoutePatch,
     check_counterfactual,
+    positioned_route_specs,
     route_analysis,
-    route_specs,
 )
 
 EXPLAIN_METHODS = ("attention", "atp", "atp-output", "atp-mlp", "direction")
@@ -237,7 +238,7 @@ def explain_run(
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
         planned = [planned_at(p, request.positions) for p in planned]
-    tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models))
+    tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models), request)
     keys = [test_key(item) for item in planned]
     unique = {key: item for key, item in zip(keys, planned, strict=True)}  # identical tests run once
     with steps.step("candidates"):
@@ -319,28 +320,49 @@ def _prepare(run_dir: Path, judge: str, request: Request, execution: Execution):
 
 
 class _Tests:
-    """The causal tests of one explain: the candidates (one batch on a cluster), then each head set's route."""
+    """The causal tests of one explain: the candidates, then each head set's route. Before the first test runs,
+    every test's verdict-position variants (candidates and the route parts they may need) are judged at once
+    (`prejudge`): on the local executor item-major over each prompt's cached keys and values, so that one clean
+    pass per (judge, prompt) serves every variant; on a cluster every task as one batch."""
 
-    def __init__(self, run: Run, judge: str, design: TestDesign, pool, execution: Execution):
+    def __init__(self, run: Run, judge: str, design: TestDesign, pool, execution: Execution, request: Request):
         self.run, self.judge, self.design, self.pool, self.execution = run, judge, design, pool, execution
+        self.request = request
         self.routes: dict[str, dict] = {}
 
-    def on_cluster(self, tests: list[tuple[object, dict]]) -> None:
-        """The tests' tasks as one batch, so the cluster runs them side by side."""
-        if self.pool.executor == "local" or not tests:
-            return
-        tasks = [
+    def _tasks(self, tests: list[tuple[object, dict]]) -> list:
+        return [
             task
             for spec, controls in tests
             for task in causal_tasks(
                 self.run.dir.root, spec, design=self.design, judges=[self.judge], control_specs=controls
             )
         ]
+
+    def on_cluster(self, tests: list[tuple[object, dict]]) -> None:
+        """The tests' tasks as one batch, so the cluster runs them side by side."""
+        if self.pool.executor == "local" or not tests:
+            return
         with self.run.dir.writer():
-            execute(self.run, tasks, self.pool)
+            execute(self.run, self._tasks(tests), self.pool)
+
+    def prejudge(self, planned: list[Planned]) -> None:
+        """Every verdict-position variant of the candidates' tests and of their route parts (`route_tests`),
+        judged at once over the cached final position (local executor, `--path` not "full"): each judge's
+        variants as rows of one final-token pass per prompt. The tests then read them from the store; a route
+        part judged here for a candidate that turns out to have no share costs one row of each pass, not a run."""
+        if self.pool.executor != "local" or self.pool.path == "full" or not planned:
+            return
+        tests = [(p.spec, p.control_specs) for p in planned]
+        tests += [test for p in planned for test in self.route_tests(p)]
+        tasks = [t for t in self._tasks(tests) if t.variant.interventions and variant_problem(t.variant) is None]
+        if tasks:
+            with self.run.dir.writer():
+                prejudge(self.run, self.pool, task_groups(self.run, tasks))
 
     def candidates(self, planned: list[Planned]) -> list:
         self.on_cluster([(p.spec, p.control_specs) for p in planned])
+        self.prejudge(planned)
         common = dict(design=self.design, judges=[self.judge], execution=self.execution)
         return [
             next(
@@ -348,6 +370,44 @@ class _Tests:
             )
             for p in planned
         ]
+
+    def counterfactuals(self) -> list[str]:
+        """The route's counterfactuals: the default, then the alternative where it differs."""
+        request = self.request
+        found = [request.counterfactual]
+        if request.alt_counterfactual not in (None, request.counterfactual):
+            found.append(request.alt_counterfactual)
+        return found
+
+    def route_tests(self, item: Planned, counterfactual: str | None = None) -> list[tuple[object, dict]]:
+        """The (spec, control specs) of each route part the head set's route runs (under `counterfactual`, or
+        every counterfactual): the parts at the explanation's positions, each control patched at its own set."""
+        if not self.request.routes or not item.heads or item.selected_by == "random":
+            return []
+        if counterfactual is None:
+            return [test for c in self.counterfactuals() if self._routable(c) for test in self.route_tests(item, c)]
+        parts = ROUTE_PARTS if counterfactual == self.request.counterfactual else ("total", "pattern", "content")
+        positions = self.request.positions
+        specs = positioned_route_specs(pairs_table(item.heads), parts, counterfactual, positions)
+        controls = {
+            c: positioned_route_specs(pairs_table(s["heads"]), parts, counterfactual, positions)
+            for c, s in item.control_sets.items()
+        }
+        return [(spec, {c: controls[c][part] for c in controls}) for part, spec in specs.items()]
+
+    def _routable(self, counterfactual: str, test_items: Sequence[str] | None = None) -> bool:
+        """Whether the route parts can read `counterfactual` on the test items (a reference on every item)."""
+        if counterfactual != "reference":
+            return True
+        _, test = split_ids(
+            [item.id for item in self.run.items],
+            self.design.selection_share,
+            self.design.split_seed,
+            purpose="selection",
+            what="--selection-share",
+        )
+        ids = set(test_items if test_items is not None else test)
+        return all(item_.reference for item_ in self.run.items if item_.id in ids)
 
     def route(self, item: Planned, record, request: Request) -> dict | None:
         """The head set's route under the default counterfactual and the alternative, each with the controls
@@ -357,11 +417,8 @@ class _Tests:
         hkey = json.dumps([item.heads, item.control_sets])
         if hkey in self.routes:
             return self.routes[hkey]
-        counterfactuals = [request.counterfactual]
-        if request.alt_counterfactual not in (None, request.counterfactual):
-            counterfactuals.append(request.alt_counterfactual)
         found = {}
-        for counterfactual in counterfactuals:
+        for counterfactual in self.counterfactuals():
             found[counterfactual] = self._route(item, record, counterfactual, request)
         self.routes[hkey] = found
         return found
@@ -378,21 +435,17 @@ class _Tests:
                 reason=f"no share of the gap: {record.share_removed_reason}; no route part run, as none could have one",
                 counterfactual=counterfactual,
             ).to_dict()
-        if counterfactual == "reference" and not all(
-            item_.reference for item_ in self.run.items if item_.id in set(record.test_items or [])
-        ):
+        if not self._routable(counterfactual, record.test_items or []):
             return {"route": None, "reason": "an item of the test split has no reference answer", "parts": {}}
         control_heads = {c: pairs_table(s["heads"]) for c, s in item.control_sets.items()}
         parts = ROUTE_PARTS if counterfactual == request.counterfactual else ("total", "pattern", "content")
-        specs = route_specs(heads, parts, counterfactual=counterfactual)
-        controls = {c: route_specs(h, parts, counterfactual=counterfactual) for c, h in control_heads.items()}
-        self.on_cluster([(spec, {c: controls[c][part] for c in controls}) for part, spec in specs.items()])
+        self.on_cluster(self.route_tests(item, counterfactual))
         return route_analysis(
             self.run.dir.root,
             self.judge,
             heads,
             design=self.design,
-            patch=RoutePatch(parts, counterfactual, control_heads),
+            patch=RoutePatch(parts, counterfactual, control_heads, request.positions),
             execution=self.execution,
         ).to_dict()
 

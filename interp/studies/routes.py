@@ -279,6 +279,20 @@ class RoutePatch:
     parts: Sequence[str] = ROUTE_PARTS
     counterfactual: str = COUNTERFACTUAL
     control_heads: Mapping[str, dict[int, Sequence[int]]] | None = None
+    positions: str = "all"  # where every part edits (`interp.hooks.final_row.at_positions`): "all" or "final"
+
+
+def positioned_route_specs(
+    heads: dict[int, Sequence[int]], parts: Sequence[str], counterfactual: str, positions: str = "all"
+) -> dict[str, NodeIntervention]:
+    """`route_specs` with every part at `positions` ("all": as `route_specs` makes them; "final": the verdict
+    position, `interp.hooks.final_row.at_positions`)."""
+    from interp.hooks.final_row import at_positions
+
+    specs = route_specs(heads, parts, counterfactual)
+    if positions == "all":
+        return specs
+    return {part: at_positions(spec, positions) for part, spec in specs.items()}
 
 
 def route_analysis(
@@ -305,8 +319,10 @@ def route_analysis(
     if unknown:
         raise InterpError(f"unknown route part(s) {', '.join(unknown)}; use {', '.join(ROUTE_PARTS)}")
     design = design or TestDesign()
-    specs = route_specs(heads, parts, counterfactual)
-    per_control = {c: route_specs(h, parts, counterfactual) for c, h in (control_heads or {}).items()}
+    specs = positioned_route_specs(heads, parts, counterfactual, patch.positions)
+    per_control = {
+        c: positioned_route_specs(h, parts, counterfactual, patch.positions) for c, h in (control_heads or {}).items()
+    }
     control_specs = {part: {c: per_control[c][part] for c in per_control} for part in specs}
     shares, last = {}, None
     for part, spec in specs.items():
