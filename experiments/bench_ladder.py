@@ -134,8 +134,12 @@ def top8_per_judgment(first: float, reader: float, controls: int) -> float:
     return (first + controls * reader) / (1 + controls)
 
 
-def derived(seconds: dict[str, float], ladder: dict[str, int], controls: int) -> dict[str, float]:
-    """The figures from the timed seconds per judgment (`full`, `top8_first`, `top8_reader`) and the ladder."""
+def derived(
+    seconds: dict[str, float], ladder: dict[str, int], controls: int, uncached_share: float = 0.0
+) -> dict[str, float]:
+    """The figures from the timed seconds per judgment (`full`, `top8_first`, `top8_reader`, `final_cached`) and
+    the ladder; `uncached_share`: the share of the ladder's tests the cached path cannot represent (counted at
+    the full rate in `ladder_minutes_final` and in the ladder's mean `seconds_per_judgment_final_cached`)."""
     top8 = top8_per_judgment(seconds["top8_first"], seconds["top8_reader"], controls)
     judgments = ladder["ladder_judgments"]
     return {
@@ -148,9 +152,12 @@ def derived(seconds: dict[str, float], ladder: dict[str, int], controls: int) ->
         "ladder_minutes_top8": judgments * top8 / 60,
     } | (
         {
-            "seconds_per_judgment_final_cached": seconds["final_cached"],
-            "final_cached_speedup_ratio": seconds["full"] / seconds["final_cached"],
-            "ladder_minutes_final": judgments * seconds["final_cached"] / 60,
+            "seconds_per_judgment_final_cached": (
+                final := (1 - uncached_share) * seconds["final_cached"] + uncached_share * seconds["full"]
+            ),
+            "seconds_per_judgment_final_cached_rows": seconds["final_cached"],
+            "final_cached_speedup_ratio": seconds["full"] / final,
+            "ladder_minutes_final": judgments * final / 60,
         }
         if "final_cached" in seconds
         else {}
@@ -205,6 +212,7 @@ class Timer:
         )
         self.judgments = len(self.run.items) * ORDERS
         self.trunk_layers: int | None = None
+        self.route_variants = self.uncached = 0  # set by `final_variants`
 
     def _evaluate(self, pool, judge: str, variant) -> float:
         from interp.engine.judges import evaluate
@@ -217,13 +225,18 @@ class Timer:
         return (time.perf_counter() - start) / self.judgments
 
     def final_variants(self) -> list:
-        """The ladder's eight candidate tests of the judge at the verdict position (`candidates.intervention_spec`,
-        then `--positions final`): chosen sets and random sets of each site."""
+        """The ladder's tests of the judge at the verdict position (`candidates.intervention_spec`, then
+        `--positions final`): the eight chosen and random sets of each site, then the route parts of the three
+        chosen head sets under both counterfactuals (`routes.positioned_route_specs`), those the cached path can
+        represent (`final_batch.variant_problem`; the others run the full pass and are counted at its rate)."""
         import torch
 
+        from interp.engine.final_batch import variant_problem
         from interp.engine.variants import Variant
         from interp.hooks.final_row import at_positions
+        from interp.hooks.spec import pairs_table
         from interp.studies.candidates import intervention_spec
+        from interp.studies.routes import ROUTE_PARTS, positioned_route_specs
 
         width = self.models[JUDGE].hf_model.config.hidden_size
         direction = torch.randn(width, generator=torch.Generator().manual_seed(0)).tolist()
@@ -237,12 +250,21 @@ class Timer:
             "random-head-output": ("head_output", [[5, 0], [14, 8], [22, 3]], None),
             "random-mlp": ("mlp_output", None, [4, 17]),
         }
-        return [
+        variants = [
             Variant(
                 f"bench-final-{name}", (at_positions(intervention_spec(site, heads, layers, name, direction), "final"),)
             )
             for name, (site, heads, layers) in sets.items()
         ]
+        for name in ("attention", "atp", "atp-output"):
+            heads = pairs_table(sets[name][1])
+            for counterfactual, parts in (("other", ROUTE_PARTS), ("reference", ALT_ROUTE_PARTS)):
+                for part, spec in positioned_route_specs(heads, parts, counterfactual, "final").items():
+                    variants.append(Variant(f"bench-route-{name}-{part}-{counterfactual}", (spec,)))
+        self.route_variants = len(variants) - len(sets)
+        cached = [v for v in variants if variant_problem(v) is None]
+        self.uncached = len(variants) - len(cached)
+        return cached
 
     def final_case(self) -> float:
         """Seconds per judgment: the ladder's eight candidates of the judge at the verdict position, through the
@@ -326,7 +348,10 @@ def main() -> None:
         "repeat": args.repeat,
         "trunk_layers": timer.trunk_layers,
     }
-    figures |= derived(seconds, ladder, args.controls) | ladder
+    tested = len(timer.final_variants())
+    uncached_share = timer.uncached / (tested + timer.uncached)
+    figures |= {"final_cached_variants": tested, "final_uncached_variants": timer.uncached}
+    figures |= derived(seconds, ladder, args.controls, uncached_share) | ladder
     if args.json:
         print(json.dumps(figures))
     else:
