@@ -71,7 +71,7 @@ def check_specificity_choice(name: str, *, option: str = "--specificity") -> str
             f"use {' or '.join(repr(c) for c in CHECKS)}"
         )
     if name not in CHECKS:
-        raise InterpError(f"{option} {name!r} is not a specificity check; use one of {', '.join(CHECKS)}")
+        raise InterpError(f"{option} {name} is not a specificity check; use {' or '.join(repr(c) for c in CHECKS)}")
     return name
 
 
