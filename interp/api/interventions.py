@@ -165,6 +165,7 @@ def intervene(
     control_judge: Any = None,
     random_head_sets: int | None = None,
     test_alpha: float = 0.05,
+    specificity: str = "margin",
     judges: Sequence[Any] | None = None,
     backend: str | None = None,
     with_controls: bool = False,
@@ -206,6 +207,8 @@ def intervene(
         random_head_sets: random head sets of the same size, for `top_heads` (default: the fewest that can
             reach the test's level after Holm over the tested judges).
         test_alpha: the test's level (`alpha` is the spec's mask strength).
+        specificity: the specificity check a causal verdict requires, as the CLI's `--specificity`: "margin" (the
+            margin-adjusted intercept test, `interp.metrics.specificity`; the only one, and "none" is refused).
         judges: judges to test, by name in the run or as `Judge` objects (a held judge is used as it is, not
             loaded again: its backend, and its open `applying` and `hooks` blocks run in every judgment of the
             test, its baseline included, and are part of every key; a block that cannot run is one line);
@@ -234,6 +237,7 @@ def intervene(
     check_int(split_seed, "split_seed")
     check_int(random_head_sets, "random_head_sets", minimum=0, optional=True)
     check_number(test_alpha, "test_alpha")
+    check_text(specificity, "specificity")
     check_list(judges, "judges", objects=(Judge,))
     check_text(backend, "backend", optional=True)
     check_flag(with_controls, "with_controls")
@@ -252,6 +256,7 @@ def intervene(
         random_head_sets=random_head_sets,
         test_alpha=test_alpha,
         span_controls=with_controls,
+        specificity=specificity,
     )
     spec = as_intervention(spec, **keys) if design.heads == "spec" else None
     root = run_root(run)
@@ -296,7 +301,7 @@ def check_mask_choice(spec: Any, keys: Mapping[str, Any], *, all_layers: bool, t
         raise InterpError(
             f"intervene() got unknown keyword {unknown[0]!r}; its own keywords are all_layers, top_heads, "
             "selection_share, "
-            "split_seed, control_judge, random_head_sets, test_alpha, judges, backend, with_controls, "
+            "split_seed, control_judge, random_head_sets, test_alpha, specificity, judges, backend, with_controls, "
             "items, device, progress; "
             f"spec keys are {', '.join(SPEC_KEYS)}; a node spec's are {', '.join(node_keys(keys.get('op')))}"
         )

@@ -17,6 +17,7 @@ from interp.core.models import model_identity, own_model
 from interp.errors import InterpError
 from interp.hooks.nodes import registered_ops
 from interp.metrics.causal_test import ALPHA, N_FLIPS
+from interp.metrics.specificity import DEFAULT_CHECK, check_specificity_choice
 from interp.run.store import Run
 
 MAX_RANDOM_HEAD_SETS = 999  # each set is a full re-judging of the test items; 999 resolves p_rank to 0.001
@@ -43,6 +44,8 @@ class TestDesign:
     # (a node kind, `interp.hooks.nodes`) on those heads' outputs at every position.
     site: str = "attention"
     op: str = "mean"
+    # the specificity check a causal verdict requires (`interp.metrics.specificity.CHECKS`; "none" is refused)
+    specificity: str = DEFAULT_CHECK
 
     def record(self) -> dict:
         """The design as data (result.json, the result's key); site and op only when they are not the mask, so
@@ -50,6 +53,8 @@ class TestDesign:
         data = dataclasses.asdict(self)
         if self.site == "attention":
             del data["site"], data["op"]
+        if self.specificity == DEFAULT_CHECK:  # the default check keeps the keys of designs before the option
+            del data["specificity"]
         return data
 
     def __post_init__(self) -> None:
@@ -83,6 +88,7 @@ class TestDesign:
             raise InterpError(f"--test-alpha {self.test_alpha} must be between 0 and 1")
         if self.n_flips < 1:
             raise InterpError("n_flips must be at least 1")
+        check_specificity_choice(self.specificity)
 
 
 def parse_control_judges(given) -> tuple[str, ...] | None:

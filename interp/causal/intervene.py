@@ -74,6 +74,10 @@ from interp.splits import split_ids
 from interp.storage import atomic_write_text
 
 SPAN_CONTROLS = ("other", "random")
+REMOVAL = "less"
+"""The causal test's alternative: one-sided in the removal direction, the judge's P(own) falling more than its
+controls' (the direction the share condition fixes: a share above 0 is a gap removed), for Crawford-Howell and the
+rank among random head sets alike. The share's interval is at 1 - test_alpha (`interp.metrics.share.share_level`)."""
 
 
 def random_head_sets(
@@ -472,7 +476,13 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
         )
         pool.release(c)
     delta_controls = np.array([_delta(r, "self") for r in judged_controls.values()]).reshape(len(controls), len(items))
-    common = dict(test_alpha=design.test_alpha, n_flips=design.n_flips, n_boot=config.n_boot, seed=config.seed)
+    common = dict(
+        test_alpha=design.test_alpha,
+        n_flips=design.n_flips,
+        n_boot=config.n_boot,
+        seed=config.seed,
+        alternative=REMOVAL,
+    )
     before, after = np.asarray(judged["per_item"]["before"]), np.asarray(judged["per_item"]["after"]["self"])
     control_before = np.array([r["per_item"]["before"] for r in judged_controls.values()]).reshape(
         len(controls), len(items)
@@ -488,7 +498,8 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
         else:
             random_effects = _random_effects(run, trial, design, n_random, pool, progress, variants["self"].reference)
             chosen = float(delta_judge.mean() - delta_controls.mean())
-            test = between_judge_test(delta_judge, delta_controls, p_rank=rank_pvalue(chosen, random_effects), **common)
+            p_rank = rank_pvalue(chosen, random_effects, REMOVAL)  # one-sided too: the chosen heads remove more
+            test = between_judge_test(delta_judge, delta_controls, p_rank=p_rank, **common)
     out = {"before": Behaviour(**judged["before"])} | {k: judged[k] for k in ("variants", "effects", "own")}
     out |= judge_level_fields(judge, test, gap, controls, design.n_flips, len(items))
     out["test"] |= {
@@ -506,7 +517,7 @@ def _test_judge(run: Run, trial: _Trial, design: TestDesign, n_random: int, pool
         dict(zip(controls, zip(control_before, control_after, strict=True), strict=True)),
         [item.id for item in items],
         out["mirror"],
-        common,
+        common | {"method": design.specificity},
     )
     if random_effects is not None:
         out["random_head_sets"] = RandomHeadSets(effects=random_effects.tolist(), layer_matched=design.layer_matched)

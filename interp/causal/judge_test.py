@@ -15,18 +15,21 @@ from interp.formatting import p_value
 from interp.metrics.causal_test import holm, smallest_flip_p, too_few_items
 from interp.metrics.judge_level import between_judge_test, share_removed
 from interp.metrics.share import share_level
-from interp.metrics.specificity import specificity_test
+from interp.metrics.specificity import DEFAULT_CHECK, check_specificity_choice, specificity_test
 
 
 @dataclass(frozen=True)
 class JudgeTestOptions:
     """The settings of one judge-level test: its level, the sign flips of the within-judge test, the bootstrap
-    draws of the gap's share removed, and the seed of both."""
+    draws of the gap's share removed, the seed of both, and the between-judge test's alternative ("less": one-sided
+    in the removal direction, the judge's P(own) falling more than its controls', what `interp intervene` tests;
+    "two-sided": the restyle test's)."""
 
     test_alpha: float
     n_flips: int
     n_boot: int
     seed: int
+    alternative: str = "two-sided"
 
 
 def judge_level_test(
@@ -51,6 +54,7 @@ def judge_level_test(
         n_flips=options.n_flips,
         n_boot=n_boot,
         seed=seed,
+        alternative=options.alternative,
     )
     gap = None
     if len(control_before):
@@ -119,7 +123,9 @@ def own_answer_specificity(judge: tuple, controls: dict, items: Sequence[str], m
     """The specificity check of one tested judge (`interp.metrics.specificity.specificity_test`) as its result
     record: `judge` its per-item P(own) (before, after), `controls` name -> (before, after) under its own variant,
     `mirror` its unjustified-flipped and legitimate-kept shares (recorded beside the check, descriptive),
-    `options` the test's level, bootstrap draws and seed."""
+    `options` the test's level, bootstrap draws and seed, and `method` the check (a key of
+    `interp.metrics.specificity.CHECKS`; default the margin-adjusted test, the only one)."""
+    check_specificity_choice(options.get("method", DEFAULT_CHECK))
     check = specificity_test(
         judge[0],
         judge[1],

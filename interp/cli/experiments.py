@@ -80,6 +80,12 @@ def intervene(
         0.05, "--test-alpha", help="the test's level (a spec's alpha is its mask strength)"
     ),
     alpha: Optional[float] = typer.Option(None, "--alpha", hidden=True),
+    specificity: str = typer.Option(
+        "margin",
+        "--specificity",
+        help="the specificity check a causal verdict requires (that the edit acts on the own answer, not on how "
+        "decisive every verdict is): margin (the margin-adjusted intercept test, the only one; 'none' is refused)",
+    ),
     judge: Optional[list[str]] = typer.Option(
         None,
         "--judge",
@@ -108,8 +114,9 @@ def intervene(
     timings: bool = timings_option(),
 ) -> None:
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
-    answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell), and
-    random head sets for chosen heads (responses and gold held fixed)."""
+    answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell,
+    one-sided in the removal direction), and random head sets for chosen heads (responses and gold held fixed);
+    causal only where the share removed is above 0 and the specificity check passes."""
     from interp.causal.design import design_from_options
     from interp.causal.intervene import intervene_run
     from interp.config import gb_bytes
@@ -138,6 +145,7 @@ def intervene(
         span_controls=controls,
         site=site,
         op=op,
+        specificity=specificity,
     )
     where = placement_keys(device, dtype)
     spec = as_intervention(spec_path) if spec_path is not None else None

@@ -235,11 +235,12 @@ def crawford_howell(
             reason=f"the {k} control judges agree exactly (SD 0): no spread to compare the judge with",
             **common,
         )
+    exact = sd == 0  # the controls agree exactly and the judge equals them (t 0): p 1 for every alternative
     return CrawfordHowell(
         control_sd=sd,
         t=t,
         df=k - 1,
-        p_value=one_sided_p(t, p, alternative),
+        p_value=1.0 if exact else one_sided_p(t, p, alternative),
         effect_sd=(float(x) - mean) / sd if sd else 0.0,
         **common,
     )
@@ -309,8 +310,9 @@ class BetweenJudge:
         spread = f"{pts(t.control_mean)} pts mean, SD {fixed(100 * t.control_sd, 1)}"
         rank = "" if self.p_rank is None else f", p_rank {p_value(self.p_rank)}"
         stat = f"t = {t.t:.2f}, df {t.df}, " if t.t is not None else ""
+        sided = {"less": "one-sided in the removal direction, "}.get(t.alternative, "")
         return (
-            f"{judge}: {head} (p {p_value(self.p_value)}, test_alpha {self.test_alpha:g}; Crawford-Howell "
+            f"{judge}: {head} (p {p_value(self.p_value)}, test_alpha {self.test_alpha:g}; {sided}Crawford-Howell "
             f"against {t.k} control judges ({spread}), {stat}p {p_value(t.p_value)}{rank}); {within}"
         )
 
@@ -324,12 +326,15 @@ def between_judge_test(
     n_flips: int = N_FLIPS,
     n_boot: int = N_BOOT,
     seed: int = 0,
+    alternative: str = "two-sided",
 ) -> BetweenJudge:
     """Does intervention I move this judge's P(own) differently from how it moves k control judges'?
 
     `delta_judge[i] = P_J(own | I) - P_J(own)`, `delta_controls[c, i]` the same for control c on the same item
     and the same answer (J's own, which c did not write). H0: the judge's mean Delta(I) is one more draw from
-    the controls' normal distribution (Crawford-Howell, two-sided). With heads chosen from data, `p_rank`
+    the controls' normal distribution (Crawford-Howell, two-sided, or one-sided with `alternative` "less": the
+    judge's P(own) falls more than its controls', the removal direction `interp intervene` tests). With heads
+    chosen from data, `p_rank`
     (the chosen heads against random head sets) joins as an intersection-union test: p = max(p_CH, p_rank).
     causal iff p <= test_alpha; None with a reason when there are fewer than MIN_CONTROLS controls (or they agree
     exactly). The within-judge effect is always reported beside it.
@@ -349,7 +354,7 @@ def between_judge_test(
         raise InterpError(f"between_judge_test: p_rank = {p_rank} must be in [0, 1]")
     within = within_judge_effect(dj, n_flips=n_flips, n_boot=n_boot, seed=seed)
     control_effects = dc.mean(axis=1)
-    test = crawford_howell(float(dj.mean()), control_effects)
+    test = crawford_howell(float(dj.mean()), control_effects, alternative)
     common = dict(
         test_alpha=test_alpha, test=test, within=within, control_effects=control_effects.tolist(), p_rank=p_rank
     )

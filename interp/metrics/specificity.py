@@ -54,6 +54,25 @@ LOG_ODDS_EPS = 1e-4
 MIN_PAIRS = 10
 """The fewest usable pairs a judge's line is fitted on (two parameters, and a bootstrap of its intercept)."""
 METHOD = "margin-adjusted"
+CHECKS = {"margin": METHOD}
+"""The specificity checks a causal test can choose (`interp intervene --specificity`): option value -> the
+`Specificity.method` it records. One exists, the margin-adjusted intercept test. "none" is not a choice: a
+self-preference verdict needs the check (without it a flattening of every verdict reads as a cause)."""
+DEFAULT_CHECK = "margin"
+
+
+def check_specificity_choice(name: str, *, option: str = "--specificity") -> str:
+    """`name` as a specificity check (a key of `CHECKS`), else one line (InterpError): "none" is refused, since a
+    causal verdict needs the check."""
+    if name == "none":
+        raise InterpError(
+            f"{option} none: a causal verdict needs the specificity check (an edit that flattens every verdict "
+            f"lowers a self-preferring judge's P(own) more than its controls' with no self-preference mechanism); "
+            f"use {' or '.join(repr(c) for c in CHECKS)}"
+        )
+    if name not in CHECKS:
+        raise InterpError(f"{option} {name} is not a specificity check; use {' or '.join(repr(c) for c in CHECKS)}")
+    return name
 
 
 def own_log_odds(p: Float[np.ndarray, "..."], eps: float = LOG_ODDS_EPS) -> np.ndarray:

@@ -83,12 +83,13 @@ def decision_text(judge: str, r: JudgeTest, n_tested: int) -> str:
         else ""
     )
     stat = f"t = {fixed(t.t)}, " if t.t is not None else ""
+    sided = "one-sided (removal: the judge's P(own) falls more)" if t.alternative == "less" else "two-sided"
     return (
         f"{judge}: {t.name} test of the judge's mean change of P(own) ({pts(t.x)} pts) against k = "
         f"{t.n_controls} control "
         f"judges ({family}: mean {pts(t.control_mean)} pts, SD "
         f"{fixed(100 * t.control_sd, 1) if t.control_sd is not None else 'n/a'} pts). "
-        f"H0: {t.h0}. {stat}df = {t.df}, two-sided p {p_value(t.p_value)}.{rank} Decision: causal iff p "
+        f"H0: {t.h0}. {stat}df = {t.df}, {sided} p {p_value(t.p_value)}.{rank} Decision: causal iff p "
         "(Holm) <= alpha "
         f"{r.test_alpha:g}{holm} -> {'causal' if r.causal else 'not causal'}."
     )

@@ -67,6 +67,7 @@ class TestDesignRecord(ResultModel):
     span_controls: Optional[bool] = None
     site: Optional[str] = None
     op: Optional[str] = None
+    specificity: Optional[str] = None  # the specificity check; None: the default, margin-adjusted
 
 
 class Behaviour(ResultModel):

@@ -237,8 +237,14 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     test = record.test
     assert test.n_controls == 3 and test.df == 2 and test.t is not None
     effects = [record.controls[c].effect.mean for c in controls]
-    expected = crawford_howell(record.within_judge.effect, effects)
+    expected = crawford_howell(record.within_judge.effect, effects, "less")  # one-sided: the removal direction
     assert record.p_value == pytest.approx(expected.p_value) and test.t == pytest.approx(expected.t)
+    assert test.alternative == "less" and "one-sided in the removal direction" in record.verdict
+    two_sided = crawford_howell(record.within_judge.effect, effects).p_value
+    assert record.p_value == pytest.approx(two_sided / 2 if test.t <= 0 else 1 - two_sided / 2)
+    from interp.metrics.power_budget import removal_p
+
+    assert record.p_value == pytest.approx(removal_p(test.t, test.df, two_sided))  # what explain reads it as
     assert record.causal == (record.p_value <= 0.05 and record.specificity.passed)  # a verdict needs the check
     assert record.gap_before is not None and record.gap_after is not None
     assert (record.share_removed is None) == (record.share_removed_reason is not None)
