@@ -9,12 +9,12 @@
    the judge's own variance, and by the old rule (`interp.studies.routes.difference_interval`: the paired
    multi-bootstrap interval clear of 0, the judge held fixed). Then the same with the judge's item noise equal
    to its controls' (5 points), where the judge's variance adds least.
-2. The whole decision (`interp.metrics.decision_power`: gap gate, share, multiplicity plan, routes; without the
-   specificity condition), 6 and 12 controls, candidates' between-control spreads of 0.4, 2 and 4 points (the
-   range docs/explain.md measured), the planted effect in units of that spread (0 to 12) and in points: the
-   new rule's power (the planted candidate causal), its power with the right route, the old rule's power, and
-   each rule's false positives (a candidate without an effect called causal); then a null judge (no gap, no
-   effect): the whole decision's false-positive rate.
+2. The whole decision (`interp.metrics.decision_power`: gap gate, share, specificity check, multiplicity plan,
+   routes), 6 and 12 controls, candidates' between-control spreads of 0.4, 2 and 4 points (the range
+   docs/explain.md measured), the planted effect in units of that spread (0 to 12) and in points: the new rule's
+   power (the planted candidate causal), the same without the specificity check, its check's pass rate, its
+   power with the right route, the old rule's power, and each rule's false positives (a candidate without an
+   effect called causal); then a null judge (no gap, no effect): the whole decision's false-positive rate.
 
 One `name: value` a line (spreads and effects in points, `s2` = a 2-point spread, `e4` = 4 spreads).
 """
@@ -101,7 +101,7 @@ def power(args) -> None:
     for k in (6, 12):
         for spread in CANDIDATE_SPREADS:
             name = f"k{k}_s{spread:g}"
-            found = {"new": None, "old": None}
+            found = {"new": None, "new_no_specificity": None, "old": None}
             for effect in EFFECTS:
                 model = DecisionModel(effect=effect * spread / 100, spread=spread / 100)
                 r = decision_rates(k, model, n_draws=args.power_draws, seed=args.seed + effect)
@@ -115,6 +115,7 @@ def power(args) -> None:
                 print(f"effect80_{rule}_{name}: {shown}")
             null = decision_rates(k, null_judge(DecisionModel(spread=spread / 100)), n_draws=args.power_draws, seed=99)
             print(f"decision_null_judge_fpr_new_{name}: {null.rates['new_false']:.3f}")
+            print(f"decision_null_judge_fpr_new_no_specificity_{name}: {null.rates['new_no_specificity_false']:.3f}")
             print(f"decision_null_judge_fpr_old_{name}: {null.rates['old_false']:.3f}")
 
 

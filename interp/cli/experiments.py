@@ -116,7 +116,7 @@ def intervene(
     """Test for a causal effect of attention on self-preference: re-judge under a mask of the judge's own
     answer; the judge's change against the spread of at least 3 control judges' changes (Crawford-Howell,
     one-sided in the removal direction), and random head sets for chosen heads (responses and gold held fixed);
-    causal only where the share removed is above 0 and the specificity check passes."""
+    causal only where the specificity check passes too (--specificity)."""
     from interp.causal.design import design_from_options
     from interp.causal.intervene import intervene_run
     from interp.config import gb_bytes

@@ -1,7 +1,8 @@
 """Power and false-positive rate of the whole decision of `interp explain`, by simulation: the gap gate, the share
-of the gap removed (Fieller, its interval above 0), the multiplicity plan (`interp.metrics.power_budget`) and the
-route (`interp.metrics.route_test`), on simulated judges whose spreads are calibrated to the runs measured in
-docs/explain.md (`DecisionModel`; `python experiments/bench_routes.py` prints the table in docs/causal-test.md).
+of the gap removed (Fieller, its interval above 0), the specificity check, the multiplicity plan
+(`interp.metrics.power_budget`) and the route (`interp.metrics.route_test`), on simulated judges whose spreads are
+calibrated to the runs measured in docs/explain.md (`DecisionModel`; `python experiments/bench_routes.py` prints
+the table in docs/causal-test.md).
 
 Each draw: a tested judge J and k control judges on n test items. Per-item DBG before any edit (J `gap` above
 its controls' population, seed SD `dbg_spread`, item noise `dbg_noise`); `n_methods` primary candidates, each a
@@ -15,12 +16,18 @@ Two rules are read on the same draws:
 
 - `new`: the one-sided removal test (Crawford-Howell, "less" on the change of P(own)), Holm across the methods'
   primaries with each head set's route total and contrast gate-kept behind its primary, random sets outside, the
-  share's interval at 1 - test_alpha; the route by `route_call` (between judges, at least half of the total).
+  share's interval at 1 - test_alpha, and the specificity check (`interp.metrics.specificity.specificity_test`,
+  the margin-adjusted intercept test at test_alpha); the route by `route_call` (between judges, at least half of
+  the total). `new_no_specificity` is the same without the check: what the check costs.
 - `old`: the two-sided test, Holm over every candidate (the primaries and `n_random` random sets), the share's
-  95 % interval (the route is not read: the old route rule's calibration is its own table).
+  95 % interval, no specificity check (the route is not read: the old route rule's calibration is its own table).
 
-Not in either: the specificity condition (that the edit removes the preference for the own answer, not the
-judge's decisiveness), added elsewhere; the table says it is without it.
+The specificity check reads per-pair P(own), not DBG: each item's value x (a DBG contribution, gold's P(own) taken
+as 0.5 on every item, which cancels in every gap) is read as P(own) = sigmoid(`logit_scale` x), the identity to
+first order at a margin of 0 (the slope of the logistic there is 1/4). An edit's drop of DBG is then a shift of the
+own-answer log-odds (no flattening), the removal the check is built to pass; a flattening, the check's negative
+control, is simulated in `interp.metrics.specificity_sim`. The check runs only where it can change a call (the
+rest of the decision passed), which leaves every call as if it ran everywhere.
 """
 
 from __future__ import annotations
@@ -35,6 +42,7 @@ from interp.metrics.judge_level import MIN_CONTROLS, crawford_howell
 from interp.metrics.power_budget import multiplicity_plan
 from interp.metrics.route_test import route_between_judges, route_call
 from interp.metrics.share import causal_call, share_fieller
+from interp.metrics.specificity import specificity_test
 from interp.metrics.stats import clopper_pearson
 
 
@@ -57,6 +65,8 @@ class DecisionModel:
     n_methods: int = 5
     n_random: int = 3
     test_alpha: float = ALPHA
+    logit_scale: float = 4.0  # P(own) = sigmoid(logit_scale x) for the specificity check (module docstring)
+    specificity_boot: int = 200  # the check's bootstrap draws of each judge's intercept
 
 
 def _drops(rng: np.random.Generator, k: int, model: DecisionModel, effect: float) -> np.ndarray:
@@ -80,6 +90,22 @@ def _share_low(before: np.ndarray, after: np.ndarray, level: float) -> tuple[flo
     share = share_fieller(before[0], after[0], before[1:], after[1:], level=level)
     low = share.low if share.kind == "bounded" else None
     return share.estimate, low
+
+
+def _specific(before: np.ndarray, after: np.ndarray, model: DecisionModel) -> bool:
+    """The specificity check of J (row 0) against the rest on P(own) = sigmoid(logit_scale x): passed?"""
+    p_before, p_after = (1.0 / (1.0 + np.exp(-model.logit_scale * x)) for x in (before, after))
+    names = [f"c{c}" for c in range(before.shape[0] - 1)]
+    check = specificity_test(
+        p_before[0],
+        p_after[0],
+        dict(zip(names, p_before[1:], strict=True)),
+        dict(zip(names, p_after[1:], strict=True)),
+        test_alpha=model.test_alpha,
+        n_boot=model.specificity_boot,
+        seed=0,
+    )
+    return check.passed
 
 
 def decision_draw(rng: np.random.Generator, k: int, model: DecisionModel) -> dict[str, bool]:
@@ -113,8 +139,13 @@ def decision_draw(rng: np.random.Generator, k: int, model: DecisionModel) -> dic
     sequences = {"m0": [("c0", p_new[0], ""), ("total", total_p, ""), ("contrast", route_test.p_route, "")]}
     sequences |= {f"m{m}": [(f"c{m}", p_new[m], "")] for m in range(1, model.n_methods)}
     plan = multiplicity_plan(sequences, test_alpha=alpha)
-    called_new = [
+    called_plain = [
         causal_call(plan.adjusted(f"c{m}"), _low(shares["new"][m]), alpha)[0] is True for m in range(model.n_methods)
+    ]
+    specific = _specific(before, afters[0], model)  # the planted candidate's, always (its rate is reported)
+    called_new = [
+        called and (specific if m == 0 else _specific(before, afters[m], model))
+        for m, called in enumerate(called_plain)
     ]
     tested = [i for i, p in enumerate(p_old) if p is not None]
     adjusted = dict(zip(tested, holm([p_old[i] for i in tested]), strict=True))
@@ -131,9 +162,12 @@ def decision_draw(rng: np.random.Generator, k: int, model: DecisionModel) -> dic
     right = "pattern" if carried > 0 else "content" if carried < 0 else None
     return {
         "new": called_new[0],
+        "new_no_specificity": called_plain[0],
+        "specific": specific,
         "old": called_old[0],
         "new_route": called_new[0] and route == right if right else called_new[0] and route != "neither",
         "new_false": any(called_new[1:]) or (model.effect == 0 and called_new[0]),
+        "new_no_specificity_false": any(called_plain[1:]) or (model.effect == 0 and called_plain[0]),
         "old_false": any(called_old[1:]) or (model.effect == 0 and called_old[0]),
     }
 
@@ -161,9 +195,10 @@ class DecisionRates:
 def decision_rates(
     k: int, model: DecisionModel = DecisionModel(), *, n_draws: int = 500, seed: int = 0
 ) -> DecisionRates:
-    """`decision_draw` `n_draws` times (seeded): power (`new`, `old`: the planted candidate causal; `new_route`:
-    causal with the right route) and false positives (`new_false`, `old_false`: a candidate without an effect
-    causal; with `effect` 0, any candidate)."""
+    """`decision_draw` `n_draws` times (seeded): power (`new`, `new_no_specificity`, `old`: the planted candidate
+    causal; `new_route`: causal with the right route; `specific`: its specificity check passed) and false positives
+    (`new_false`, `new_no_specificity_false`, `old_false`: a candidate without an effect causal; with `effect` 0,
+    any candidate)."""
     if k < MIN_CONTROLS or n_draws < 1:
         raise InterpError(f"decision_rates: need k >= {MIN_CONTROLS} controls and n_draws >= 1")
     rng = np.random.default_rng(seed)

@@ -287,6 +287,9 @@ class BetweenJudge:
             key: value for key, value in self.test.to_dict().items() if key != "k"
         }
         test |= {"control_effects": self.control_effects, "p_rank": self.p_rank}
+        if self.test.alternative != "two-sided":  # the two-sided p beside a one-sided one, from the same t
+            t = self.test.t
+            test["p_two_sided"] = None if t is None else float(student_t_two_sided_p(np.array([t]), self.test.df)[0])
         return {
             "causal": self.causal,
             "p_value": self.p_value,

@@ -180,7 +180,8 @@ class BetweenTest(ResultModel):
     controls: list[str] = Field(default_factory=list)
     random_head_sets: Optional[int] = None
     random_sets_skipped: bool = False
-    alternative: Optional[str] = None  # two-sided unless the gap gate asked for "greater"
+    alternative: Optional[str] = None  # two-sided unless asked: "greater" (the gap gate), "less" (intervene's removal)
+    p_two_sided: Optional[float] = None  # beside a one-sided p: the two-sided p of its t (intervene, issue 81)
     p_rank_controls: Optional[float] = None  # the rank-based check against the controls
     control_judge: Optional[str] = None  # a file before the between-judge design: its one control judge
     n_flips: Optional[int] = None  # a file before the between-judge design: the sign-flip resamples

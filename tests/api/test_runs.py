@@ -146,6 +146,8 @@ def test_intervene_refuses_a_mask_it_would_drop(tiny_run):
         interp.intervene(root, target="self", alpha=0.0, level=0.01, device="cpu", progress=False)
     with pytest.raises(InterpError, match="exactly one"):
         interp.intervene(root, device="cpu", progress=False)
+    with pytest.raises(InterpError, match="--specificity none: a causal verdict needs the specificity check"):
+        interp.intervene(root, all_layers=True, specificity="none", device="cpu", progress=False)
     after = sorted(p.name for p in (root / "interventions").glob("*")) if (root / "interventions").exists() else []
     assert after == before
 

@@ -241,6 +241,7 @@ def test_three_control_judges_give_the_crawford_howell_test(attention_run, tmp_p
     assert record.p_value == pytest.approx(expected.p_value) and test.t == pytest.approx(expected.t)
     assert test.alternative == "less" and "one-sided in the removal direction" in record.verdict
     two_sided = crawford_howell(record.within_judge.effect, effects).p_value
+    assert test.p_two_sided == pytest.approx(two_sided)  # beside it, from the same t
     assert record.p_value == pytest.approx(two_sided / 2 if test.t <= 0 else 1 - two_sided / 2)
     from interp.metrics.power_budget import removal_p
 

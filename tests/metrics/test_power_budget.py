@@ -85,6 +85,15 @@ def test_the_whole_decision_finds_a_large_effect_and_holds_its_level_without_one
     assert none.rates["new_false"] <= 0.15 and none.rates["new"] <= 0.15
 
 
+def test_the_whole_decision_needs_the_specificity_check():
+    """A call with the check is a call without it that also passed the check: never more power or more false
+    positives; a planted removal (a shift of the own-answer log-odds) passes the check most of the time."""
+    rates = decision_rates(6, DecisionModel(effect=0.16, spread=0.02), n_draws=30, seed=4).rates
+    assert rates["new"] <= rates["new_no_specificity"] and rates["new"] <= rates["specific"]
+    assert rates["specific"] >= 0.6 and rates["new"] >= 0.5
+    assert rates["new_false"] <= rates["new_no_specificity_false"]
+
+
 def test_the_share_interval_level_follows_the_test_level():
     """`--test-alpha 0.01` gives the share a 99 % interval (wider than the 95 % one at 0.05), through the judge-level
     test every causal test runs."""
