@@ -471,7 +471,11 @@ def _candidate(item: Planned, record, routes: dict | None) -> Candidate:
         share_removed=share.estimate if share else None,
         ci=ci,
         p_value=removal_p(record.test.t, record.test.df, record.p_value) if record.test is not None else None,
-        p_two_sided=record.p_value,
+        p_two_sided=(
+            record.test.p_two_sided
+            if record.test is not None and record.test.p_two_sided is not None
+            else record.p_value
+        ),
         alternative="less",
         p_rank_controls=record.test.p_rank_controls if record.test is not None else None,
         reason=reason,
