@@ -54,9 +54,6 @@ N_LAYERS = 30  # SmolLM2-135M's layers
 ORDERS = 2  # a pair is judged in both orders
 LADDER_CONTROLS = 6  # the control judges of a ladder (the null organisms of the base)
 LADDER_N = 150  # the ladder run's items, split into selection and test (`Request.selection_share`)
-# The route parts run under the alternative counterfactual (`interp.studies.explain._Tests._route`: the verdict's
-# parts without the "mean" check); under the default counterfactual every part of `ROUTE_PARTS` runs.
-ALT_ROUTE_PARTS = ("total", "pattern", "content")
 
 
 def ladder_count(
@@ -105,7 +102,7 @@ def default_ladder(controls: int = LADDER_CONTROLS, n_items: int = LADDER_N) -> 
     from interp.splits import split_ids
     from interp.studies.candidates import HEAD_METHODS
     from interp.studies.explain import Request
-    from interp.studies.routes import ROUTE_PARTS
+    from interp.studies.routes import ALT_ROUTE_PARTS, ROUTE_PARTS
 
     request = Request()
     _, test = split_ids(
@@ -212,7 +209,7 @@ class Timer:
         )
         self.judgments = len(self.run.items) * ORDERS
         self.trunk_layers: int | None = None
-        self.route_variants = self.uncached = 0  # set by `final_variants`
+        self.cached = self.uncached = 0  # the ladder's tests the cached path represents, and not (`final_variants`)
 
     def _evaluate(self, pool, judge: str, variant) -> float:
         from interp.engine.judges import evaluate
@@ -236,7 +233,7 @@ class Timer:
         from interp.hooks.final_row import at_positions
         from interp.hooks.spec import pairs_table
         from interp.studies.candidates import intervention_spec
-        from interp.studies.routes import ROUTE_PARTS, positioned_route_specs
+        from interp.studies.routes import ALT_ROUTE_PARTS, ROUTE_PARTS, positioned_route_specs
 
         width = self.models[JUDGE].hf_model.config.hidden_size
         direction = torch.randn(width, generator=torch.Generator().manual_seed(0)).tolist()
@@ -261,9 +258,8 @@ class Timer:
             for counterfactual, parts in (("other", ROUTE_PARTS), ("reference", ALT_ROUTE_PARTS)):
                 for part, spec in positioned_route_specs(heads, parts, counterfactual, "final").items():
                     variants.append(Variant(f"bench-route-{name}-{part}-{counterfactual}", (spec,)))
-        self.route_variants = len(variants) - len(sets)
         cached = [v for v in variants if variant_problem(v) is None]
-        self.uncached = len(variants) - len(cached)
+        self.cached, self.uncached = len(cached), len(variants) - len(cached)
         return cached
 
     def final_case(self) -> float:
@@ -348,9 +344,8 @@ def main() -> None:
         "repeat": args.repeat,
         "trunk_layers": timer.trunk_layers,
     }
-    tested = len(timer.final_variants())
-    uncached_share = timer.uncached / (tested + timer.uncached)
-    figures |= {"final_cached_variants": tested, "final_uncached_variants": timer.uncached}
+    uncached_share = timer.uncached / (timer.cached + timer.uncached)
+    figures |= {"final_cached_variants": timer.cached, "final_uncached_variants": timer.uncached}
     figures |= derived(seconds, ladder, args.controls, uncached_share) | ladder
     if args.json:
         print(json.dumps(figures))

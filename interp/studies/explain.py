@@ -72,6 +72,7 @@ from interp.studies.candidates import HEAD_METHODS, Planned, chosen_candidates, 
 from interp.studies.positions import check_positions, planned_at
 from interp.studies.routes import (
     ALT_COUNTERFACTUAL,
+    ALT_ROUTE_PARTS,
     COUNTERFACTUAL,
     ROUTE_PARTS,
     RouteAnalysis,
@@ -238,7 +239,7 @@ def explain_run(
         planned = chosen_candidates(located, by_control, request)
         planned += random_candidates(judge, located, by_control, request, pool)
         planned = [planned_at(p, request.positions) for p in planned]
-    tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models), request)
+    tests = _Tests(run, judge, design, pool, dataclasses.replace(execution, models=pool.models), request, test)
     keys = [test_key(item) for item in planned]
     unique = {key: item for key, item in zip(keys, planned, strict=True)}  # identical tests run once
     with steps.step("candidates"):
@@ -325,9 +326,11 @@ class _Tests:
     (`prejudge`): on the local executor item-major over each prompt's cached keys and values, so that one clean
     pass per (judge, prompt) serves every variant; on a cluster every task as one batch."""
 
-    def __init__(self, run: Run, judge: str, design: TestDesign, pool, execution: Execution, request: Request):
+    def __init__(
+        self, run: Run, judge: str, design: TestDesign, pool, execution: Execution, request: Request, test: list[str]
+    ):
         self.run, self.judge, self.design, self.pool, self.execution = run, judge, design, pool, execution
-        self.request = request
+        self.request, self.test = request, test  # the explanation's settings and its test split
         self.routes: dict[str, dict] = {}
 
     def _tasks(self, tests: list[tuple[object, dict]]) -> list:
@@ -386,8 +389,7 @@ class _Tests:
             return []
         if counterfactual is None:
             return [test for c in self.counterfactuals() if self._routable(c) for test in self.route_tests(item, c)]
-        parts = ROUTE_PARTS if counterfactual == self.request.counterfactual else ("total", "pattern", "content")
-        positions = self.request.positions
+        parts, positions = self.parts(counterfactual), self.request.positions
         specs = positioned_route_specs(pairs_table(item.heads), parts, counterfactual, positions)
         controls = {
             c: positioned_route_specs(pairs_table(s["heads"]), parts, counterfactual, positions)
@@ -395,18 +397,16 @@ class _Tests:
         }
         return [(spec, {c: controls[c][part] for c in controls}) for part, spec in specs.items()]
 
+    def parts(self, counterfactual: str) -> tuple[str, ...]:
+        """The route parts run under `counterfactual`: every part under the default, `ALT_ROUTE_PARTS` else."""
+        return ROUTE_PARTS if counterfactual == self.request.counterfactual else ALT_ROUTE_PARTS
+
     def _routable(self, counterfactual: str, test_items: Sequence[str] | None = None) -> bool:
-        """Whether the route parts can read `counterfactual` on the test items (a reference on every item)."""
+        """Whether the route parts can read `counterfactual` on the test items (default: the test split), a
+        reference answer on every item."""
         if counterfactual != "reference":
             return True
-        _, test = split_ids(
-            [item.id for item in self.run.items],
-            self.design.selection_share,
-            self.design.split_seed,
-            purpose="selection",
-            what="--selection-share",
-        )
-        ids = set(test_items if test_items is not None else test)
+        ids = set(test_items if test_items is not None else self.test)
         return all(item_.reference for item_ in self.run.items if item_.id in ids)
 
     def route(self, item: Planned, record, request: Request) -> dict | None:
@@ -438,7 +438,7 @@ class _Tests:
         if not self._routable(counterfactual, record.test_items or []):
             return {"route": None, "reason": "an item of the test split has no reference answer", "parts": {}}
         control_heads = {c: pairs_table(s["heads"]) for c, s in item.control_sets.items()}
-        parts = ROUTE_PARTS if counterfactual == request.counterfactual else ("total", "pattern", "content")
+        parts = self.parts(counterfactual)
         self.on_cluster(self.route_tests(item, counterfactual))
         return route_analysis(
             self.run.dir.root,

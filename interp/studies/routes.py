@@ -65,6 +65,8 @@ COUNTERFACTUAL = "other"  # the route parts' default counterfactual (plan 3's am
 ROUTE_COUNTERFACTUALS = ("other", "reference")  # each puts a non-own answer in the own answer's place
 ALT_COUNTERFACTUAL = "reference"  # reported beside the default: a third text, so the other answer is not duplicated
 ROUTE_PARTS = ("total", "pattern", "content", "mean")  # the verdict's parts first, its check last
+ALT_ROUTE_PARTS = ("total", "pattern", "content")  # the parts run under the alternative counterfactual
+
 _SITES = {
     "total": ("head_output", "patch"),
     "mean": ("head_output", "mean"),
